@@ -1,0 +1,40 @@
+import type { NextFunction, Request, Response } from "express";
+import type { Logger } from "../../core/logger.js";
+import { errorBody } from "./envelope.js";
+import { AppError } from "./errors.js";
+
+/** Unknown routes answer with the envelope, never Express's HTML page. */
+export function notFoundHandler(req: Request, res: Response) {
+  res.status(404).json(errorBody(req, "NOT_FOUND", `No route for ${req.method} ${req.path}`));
+}
+
+interface BodyParserError extends Error {
+  type?: string;
+  status?: number;
+}
+
+/** The one place errors become responses. Nothing internal (stack, SQL, RPC text) leaves the server. */
+export function errorHandler(logger: Logger) {
+  return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    if (res.headersSent) return;
+    if (error instanceof AppError) {
+      res.status(error.status).json(errorBody(req, error.code, error.message, error.details));
+      return;
+    }
+    const parserError = error as BodyParserError;
+    switch (parserError?.type) {
+      case "entity.parse.failed":
+        res.status(400).json(errorBody(req, "VALIDATION_ERROR", "Malformed JSON body", { field: "body", reason: "invalid JSON" }));
+        return;
+      case "entity.too.large":
+        res.status(413).json(errorBody(req, "PAYLOAD_TOO_LARGE", "Request body is too large"));
+        return;
+      case "encoding.unsupported":
+      case "charset.unsupported":
+        res.status(415).json(errorBody(req, "UNSUPPORTED_MEDIA_TYPE", "Unsupported body encoding"));
+        return;
+    }
+    logger.error({ err: error, requestId: req.context?.requestId, method: req.method, path: req.path }, "unhandled error");
+    res.status(500).json(errorBody(req, "INTERNAL_ERROR", `Internal error (request ${req.context?.requestId ?? "unknown"})`));
+  };
+}

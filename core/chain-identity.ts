@@ -1,0 +1,46 @@
+import type { Database } from "./db.js";
+import type { Deployment } from "./deployments.js";
+import type { Logger } from "./logger.js";
+
+export class ChainMismatchError extends Error {
+  override name = "ChainMismatchError";
+}
+
+/**
+ * Tables whose rows come from the chain. They are cleared when the embedded
+ * chain (new at every start) replaces the one the database mirrored.
+ */
+export const CHAIN_DERIVED_TABLES = ["IndexerCursor"] as const;
+
+/**
+ * The mirror database remembers which chain it mirrors. A different chain is
+ * refused with a clear message; for the embedded chain, which starts empty each
+ * time, the chain-derived rows are reset instead, and the log says so.
+ */
+export async function ensureChainIdentity(
+  db: Database,
+  deployment: Deployment,
+  options: { embedded: boolean; logger: Logger },
+): Promise<void> {
+  const contracts = Object.fromEntries(Object.entries(deployment.contracts).map(([key, value]) => [key, value.address.toLowerCase()]));
+  const current = await db.prisma.chainIdentity.findUnique({ where: { id: 1 } });
+  const same =
+    current !== null &&
+    current.chainId === deployment.chainId &&
+    current.genesisHash === deployment.genesisHash &&
+    JSON.stringify(current.contracts) === JSON.stringify(contracts);
+
+  if (current && (!same || options.embedded)) {
+    if (!options.embedded) {
+      throw new ChainMismatchError(
+        `database: DATABASE_URL mirrors chain ${current.chainId} (genesis ${current.genesisHash.slice(0, 10)}…) but CHAIN_RPC_URL serves chain ${deployment.chainId} (genesis ${deployment.genesisHash.slice(0, 10)}…) or other contracts; refusing to mix data: use another database or clear this one`,
+      );
+    }
+    options.logger.warn("embedded chain starts empty at every start: resetting the chain-derived data of the local database");
+    await db.prisma.$transaction(
+      CHAIN_DERIVED_TABLES.map((table) => db.prisma.$executeRawUnsafe(`DELETE FROM "${table}"`)),
+    );
+  }
+  const identity = { chainId: deployment.chainId, genesisHash: deployment.genesisHash, contracts };
+  await db.prisma.chainIdentity.upsert({ where: { id: 1 }, create: { id: 1, ...identity }, update: identity });
+}

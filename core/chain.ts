@@ -1,0 +1,148 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { JsonRpcProvider, Network } from "ethers";
+
+/** An EIP-1193 provider (what Hardhat's network connection exposes). */
+export interface Eip1193Provider {
+  request(args: { method: string; params?: unknown[] | object }): Promise<unknown>;
+}
+
+export interface EmbeddedChain {
+  rpcUrl: string;
+  provider: Eip1193Provider;
+  close(): Promise<void>;
+}
+
+export class ChainUnavailableError extends Error {
+  override name = "ChainUnavailableError";
+}
+
+interface JsonRpcRequest {
+  jsonrpc?: string;
+  id?: string | number | null;
+  method?: unknown;
+  params?: unknown;
+}
+
+async function answer(provider: Eip1193Provider, call: JsonRpcRequest) {
+  const id = call?.id ?? null;
+  if (typeof call?.method !== "string") {
+    return { jsonrpc: "2.0", id, error: { code: -32600, message: "Invalid request" } };
+  }
+  try {
+    const params = (call.params ?? []) as unknown[];
+    const result = await provider.request({ method: call.method, params });
+    return { jsonrpc: "2.0", id, result };
+  } catch (error) {
+    const e = error as { code?: number; message?: string; data?: unknown };
+    return {
+      jsonrpc: "2.0",
+      id,
+      error: { code: typeof e.code === "number" ? e.code : -32603, message: e.message ?? "Internal error", data: e.data },
+    };
+  }
+}
+
+/** Serves an EIP-1193 provider as HTTP JSON-RPC (single and batch calls), as `hardhat node` does. */
+export function serveJsonRpc(provider: Eip1193Provider, host: string, port: number): Promise<http.Server> {
+  const server = http.createServer((req, res) => {
+    const headers = {
+      "content-type": "application/json",
+      "access-control-allow-origin": "*",
+      "access-control-allow-headers": "content-type",
+      "access-control-allow-methods": "POST, OPTIONS",
+    };
+    if (req.method === "OPTIONS") {
+      res.writeHead(204, headers).end();
+      return;
+    }
+    if (req.method !== "POST") {
+      res.writeHead(405, headers).end(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "POST only" } }));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", async () => {
+      let body: unknown;
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      } catch {
+        res.writeHead(200, headers).end(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "Parse error" } }));
+        return;
+      }
+      // Calls of a batch run in order: later ones may depend on earlier ones (nonces).
+      let reply: unknown;
+      if (Array.isArray(body)) {
+        const replies = [];
+        for (const call of body) replies.push(await answer(provider, call as JsonRpcRequest));
+        reply = replies;
+      } else {
+        reply = await answer(provider, body as JsonRpcRequest);
+      }
+      res.writeHead(200, headers).end(JSON.stringify(reply, (_key, value) => (typeof value === "bigint" ? `0x${value.toString(16)}` : value)));
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve(server);
+    });
+  });
+}
+
+/** Starts Hardhat's EDR simulated chain in this process and serves it as JSON-RPC. */
+export async function startEmbeddedChain(host: string, port: number): Promise<EmbeddedChain> {
+  const { network } = await import("hardhat");
+  const connection = await network.create("hardhat");
+  const provider = connection.provider as Eip1193Provider;
+  let server: http.Server;
+  try {
+    server = await serveJsonRpc(provider, host, port);
+  } catch (error) {
+    await connection.close();
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new ChainUnavailableError(
+      code === "EADDRINUSE"
+        ? `chain: CHAIN_PORT ${port} is already in use (another node or stack running?); set CHAIN_PORT to a free port`
+        : `chain: cannot serve the embedded chain on ${host}:${port} (${code ?? String(error)})`,
+    );
+  }
+  const { port: boundPort } = server.address() as AddressInfo;
+  return {
+    rpcUrl: `http://${host}:${boundPort}`,
+    provider,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await connection.close();
+    },
+  };
+}
+
+/**
+ * A JSON-RPC provider for `rpcUrl`, checked to answer within `timeoutMs`.
+ * The network is fixed after the first answer, so ethers never polls for it again.
+ */
+export async function connectRpc(rpcUrl: string, timeoutMs = 5_000): Promise<{ provider: JsonRpcProvider; chainId: number }> {
+  let chainIdHex: string;
+  try {
+    const response = await fetch(rpcUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    const body = (await response.json()) as { result?: string };
+    if (typeof body.result !== "string") throw new Error(`unexpected answer to eth_chainId (HTTP ${response.status})`);
+    chainIdHex = body.result;
+  } catch (error) {
+    const cause = (error as { cause?: { code?: string } }).cause?.code;
+    const reason = (error as Error).name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : (cause ?? (error as Error).message);
+    throw new ChainUnavailableError(`chain: cannot reach the JSON-RPC endpoint ${rpcUrl} (${reason}); check CHAIN_RPC_URL`);
+  }
+  const chainId = Number(BigInt(chainIdHex));
+  const provider = new JsonRpcProvider(rpcUrl, Network.from(chainId), { staticNetwork: true, batchMaxCount: 50, polling: false });
+  return { provider, chainId };
+}

@@ -1,0 +1,124 @@
+import { z } from "zod";
+
+// All configuration, read once from the environment and validated at start.
+// A bad value stops the process with one line naming the variable.
+
+/** Hardhat's well-known account #0: the deployer on local chains (never in production). */
+export const HARDHAT_DEV_DEPLOYER_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+
+const port = (fallback: number) =>
+  z.coerce
+    .number({ error: "must be an integer between 1 and 65535" })
+    .int("must be an integer between 1 and 65535")
+    .min(1, "must be an integer between 1 and 65535")
+    .max(65535, "must be an integer between 1 and 65535")
+    .default(fallback);
+
+const optionalString = z
+  .string()
+  .trim()
+  .transform((value) => (value === "" ? undefined : value))
+  .optional();
+
+const httpUrl = (what: string) =>
+  optionalString.refine((value) => value === undefined || /^https?:\/\/[^\s]+$/.test(value), {
+    message: `must be an http(s) URL (${what})`,
+  });
+
+const envSchema = z.object({
+  NODE_ENV: z.enum(["development", "test", "production"], { error: "must be development, test or production" }).default("development"),
+  HOST: z.string().default("127.0.0.1"),
+  PORT: port(3000),
+  CHAIN_PORT: port(8545),
+  CHAIN_RPC_URL: httpUrl("a JSON-RPC endpoint such as http://127.0.0.1:8545"),
+  DEPLOYER_PRIVATE_KEY: optionalString.refine((value) => value === undefined || /^0x[0-9a-fA-F]{64}$/.test(value), {
+    message: "must be a 0x-prefixed 32-byte hex private key",
+  }),
+  USDC_ADDRESS: optionalString.refine((value) => value === undefined || /^0x[0-9a-fA-F]{40}$/.test(value), {
+    message: "must be a 0x-prefixed 20-byte address",
+  }),
+  DATABASE_URL: optionalString.refine((value) => value === undefined || /^postgres(ql)?:\/\/.+/.test(value), {
+    message: "must be a postgresql:// connection URL",
+  }),
+  DATA_DIR: z.string().min(1).default(".data"),
+  AUTH_JWKS_URL: httpUrl("the identity provider's JWKS"),
+  AUTH_ISSUER: optionalString,
+  AUTH_AUDIENCE: optionalString,
+  REDIS_URL: optionalString.refine((value) => value === undefined || /^rediss?:\/\/.+/.test(value), {
+    message: "must be a redis:// URL",
+  }),
+  CONFIRMATIONS: z.coerce.number({ error: "must be a non-negative integer" }).int().min(0, "must be a non-negative integer").default(0),
+  LOAN_FUNDING_DELAY_S: z.coerce.number({ error: "must be a non-negative integer" }).int().min(0, "must be a non-negative integer").default(60),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], { error: "must be a pino level" }).default("info"),
+});
+
+export type Env = z.infer<typeof envSchema>;
+
+export interface Config {
+  env: Env["NODE_ENV"];
+  isProduction: boolean;
+  http: { host: string; port: number };
+  chain: {
+    /** Embedded: the in-process EDR chain served on `embeddedPort`. */
+    mode: "embedded" | "remote";
+    rpcUrl: string;
+    embeddedPort: number;
+    deployerPrivateKey: string;
+    usdcAddress: string | undefined;
+    confirmations: number;
+  };
+  database: { url: string | undefined; pgliteDir: string };
+  dataDir: string;
+  auth: { jwksUrl: string | undefined; issuer: string | undefined; audience: string | undefined };
+  redisUrl: string | undefined;
+  loanFundingDelaySeconds: number;
+  logLevel: Env["LOG_LEVEL"];
+}
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+/** Parses the environment; throws a ConfigError whose message is one line per bad variable. */
+export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(environment);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => {
+      const name = String(issue.path[0] ?? "environment");
+      const raw = environment[name];
+      return `config: ${name} ${issue.message}${raw === undefined ? "" : ` (got ${JSON.stringify(raw)})`}`;
+    });
+    throw new ConfigError(lines.join("\n"));
+  }
+  const env = parsed.data;
+  const isProduction = env.NODE_ENV === "production";
+
+  if (isProduction) {
+    const missing = (["CHAIN_RPC_URL", "DEPLOYER_PRIVATE_KEY", "DATABASE_URL", "AUTH_JWKS_URL", "AUTH_ISSUER", "AUTH_AUDIENCE"] as const).filter(
+      (name) => env[name] === undefined,
+    );
+    if (missing.length > 0) {
+      throw new ConfigError(`config: NODE_ENV=production needs ${missing.join(", ")} (the embedded defaults are for development only)`);
+    }
+  }
+
+  return {
+    env: env.NODE_ENV,
+    isProduction,
+    http: { host: env.HOST, port: env.PORT },
+    chain: {
+      mode: env.CHAIN_RPC_URL ? "remote" : "embedded",
+      rpcUrl: env.CHAIN_RPC_URL ?? `http://127.0.0.1:${env.CHAIN_PORT}`,
+      embeddedPort: env.CHAIN_PORT,
+      deployerPrivateKey: env.DEPLOYER_PRIVATE_KEY ?? HARDHAT_DEV_DEPLOYER_KEY,
+      usdcAddress: env.USDC_ADDRESS,
+      confirmations: env.CONFIRMATIONS,
+    },
+    database: { url: env.DATABASE_URL, pgliteDir: `${env.DATA_DIR}/pglite` },
+    dataDir: env.DATA_DIR,
+    auth: { jwksUrl: env.AUTH_JWKS_URL, issuer: env.AUTH_ISSUER, audience: env.AUTH_AUDIENCE },
+    redisUrl: env.REDIS_URL,
+    loanFundingDelaySeconds: env.LOAN_FUNDING_DELAY_S,
+    logLevel: env.LOG_LEVEL,
+  };
+}

@@ -1,0 +1,104 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { ContractFactory, NonceManager, Wallet, type JsonRpcProvider } from "ethers";
+import type { Logger } from "./logger.js";
+
+export const DEPLOYMENTS_DIR = path.resolve(import.meta.dirname, "..", "deployments");
+const ARTIFACTS_DIR = path.resolve(import.meta.dirname, "..", "artifacts", "contracts");
+
+export interface DeployedContract {
+  address: string;
+  blockNumber: number;
+}
+
+/** `deployments/<chainId>.json`: where the platform lives on one chain. */
+export interface Deployment {
+  chainId: number;
+  genesisHash: string;
+  deployer: string;
+  deployedAt: string;
+  contracts: Record<string, DeployedContract>;
+}
+
+interface Artifact {
+  abi: unknown[];
+  bytecode: string;
+}
+
+export function loadArtifact(sourcePath: string, contractName: string): Artifact {
+  const file = path.join(ARTIFACTS_DIR, sourcePath, `${contractName}.json`);
+  if (!existsSync(file)) throw new Error(`deploy: artifact ${sourcePath}:${contractName} not found; run \`npm run build\``);
+  return JSON.parse(readFileSync(file, "utf8")) as Artifact;
+}
+
+export function deploymentPath(chainId: number): string {
+  return path.join(DEPLOYMENTS_DIR, `${chainId}.json`);
+}
+
+export function readDeployment(chainId: number): Deployment | undefined {
+  const file = deploymentPath(chainId);
+  return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Deployment) : undefined;
+}
+
+/** A recorded deployment is reused only on the same chain (genesis) and while its code is still there. */
+async function isLive(provider: JsonRpcProvider, deployment: Deployment, genesisHash: string): Promise<boolean> {
+  if (deployment.genesisHash !== genesisHash) return false;
+  for (const contract of Object.values(deployment.contracts)) {
+    if ((await provider.getCode(contract.address)) === "0x") return false;
+  }
+  return true;
+}
+
+export interface DeployOptions {
+  provider: JsonRpcProvider;
+  deployerPrivateKey: string;
+  /** Real USDC on a testnet; MockUSDC is deployed when absent. */
+  usdcAddress?: string | undefined;
+  /** Deploy even when a live deployment is recorded (the embedded chain is always new). */
+  fresh?: boolean;
+  logger?: Logger;
+}
+
+export async function ensureDeployment(options: DeployOptions): Promise<Deployment> {
+  const { provider, logger } = options;
+  const chainId = Number((await provider.getNetwork()).chainId);
+  const genesis = await provider.getBlock(0);
+  if (!genesis?.hash) throw new Error("deploy: the chain returned no genesis block");
+
+  const recorded = readDeployment(chainId);
+  if (!options.fresh && recorded && (await isLive(provider, recorded, genesis.hash))) {
+    logger?.info({ chainId, file: deploymentPath(chainId) }, "using recorded deployment");
+    return recorded;
+  }
+
+  const wallet = new Wallet(options.deployerPrivateKey, provider);
+  const deployer = new NonceManager(wallet);
+  const contracts: Record<string, DeployedContract> = {};
+
+  async function deploy(key: string, sourcePath: string, name: string, args: unknown[]) {
+    const artifact = loadArtifact(sourcePath, name);
+    const factory = new ContractFactory(artifact.abi as never, artifact.bytecode, deployer);
+    const contract = await factory.deploy(...args);
+    const receipt = await contract.deploymentTransaction()?.wait();
+    if (!receipt) throw new Error(`deploy: no receipt for ${name}`);
+    contracts[key] = { address: await contract.getAddress(), blockNumber: receipt.blockNumber };
+    logger?.info({ contract: name, address: contracts[key].address }, "deployed");
+  }
+
+  if (options.usdcAddress) {
+    contracts.usdc = { address: options.usdcAddress, blockNumber: 0 };
+  } else {
+    await deploy("usdc", "mocks/MockUSDC.sol", "MockUSDC", [wallet.address]);
+  }
+
+  const deployment: Deployment = {
+    chainId,
+    genesisHash: genesis.hash,
+    deployer: wallet.address,
+    deployedAt: new Date().toISOString(),
+    contracts,
+  };
+  mkdirSync(DEPLOYMENTS_DIR, { recursive: true });
+  writeFileSync(deploymentPath(chainId), `${JSON.stringify(deployment, null, 2)}\n`);
+  return deployment;
+}

@@ -1,0 +1,83 @@
+import { readdirSync, readFileSync, existsSync } from "node:fs";
+import path from "node:path";
+import type { SqlMigrationAwareDriverAdapterFactory } from "@prisma/driver-adapter-utils";
+import { bindMigrationAwareSqlAdapterFactory } from "@prisma/driver-adapter-utils";
+import { SchemaEngine, type MigrationList } from "@prisma/schema-engine-wasm";
+
+// Prisma's schema engine in WebAssembly: `migrate deploy` / `migrate diff`
+// without the native binary the CLI would download. It keeps Prisma's own
+// `_prisma_migrations` table, so `prisma migrate deploy` stays interchangeable.
+
+export const PRISMA_DIR = path.resolve(import.meta.dirname, "..", "prisma");
+export const SCHEMA_PATH = path.join(PRISMA_DIR, "schema.prisma");
+export const MIGRATIONS_DIR = path.join(PRISMA_DIR, "migrations");
+const NO_FILTERS = { externalTables: [], externalEnums: [] };
+
+export function readMigrationsList(migrationsDir = MIGRATIONS_DIR): MigrationList {
+  const directories = existsSync(migrationsDir)
+    ? readdirSync(migrationsDir, { withFileTypes: true })
+        .filter((entry) => entry.isDirectory())
+        .map((entry) => entry.name)
+        .sort()
+    : [];
+  return {
+    baseDir: migrationsDir,
+    shadowDbInitScript: "",
+    lockfile: { path: "migration_lock.toml", content: 'provider = "postgresql"\n' },
+    migrationDirectories: directories.map((name) => {
+      const file = path.join(migrationsDir, name, "migration.sql");
+      return {
+        path: name,
+        migrationFile: existsSync(file)
+          ? { path: "migration.sql", content: { tag: "ok" as const, value: readFileSync(file, "utf8") } }
+          : { path: "migration.sql", content: { tag: "error" as const, value: "migration.sql is missing" } },
+      };
+    }),
+  };
+}
+
+async function withEngine<T>(
+  adapterFactory: SqlMigrationAwareDriverAdapterFactory,
+  run: (engine: SchemaEngine) => Promise<T>,
+): Promise<T> {
+  const schema = readFileSync(SCHEMA_PATH, "utf8");
+  const engine = await SchemaEngine.new(
+    { datamodels: [["schema.prisma", schema]] },
+    () => {}, // engine log lines: not needed, errors arrive as rejections
+    bindMigrationAwareSqlAdapterFactory(adapterFactory),
+  );
+  try {
+    return await run(engine);
+  } finally {
+    engine.free();
+  }
+}
+
+/** Applies every migration not yet recorded in `_prisma_migrations`; returns their names. */
+export async function applyMigrations(adapterFactory: SqlMigrationAwareDriverAdapterFactory): Promise<string[]> {
+  return withEngine(adapterFactory, async (engine) => {
+    const result = await engine.applyMigrations({ migrationsList: readMigrationsList(), filters: NO_FILTERS });
+    return result.appliedMigrationNames;
+  });
+}
+
+/**
+ * SQL that takes a database at the state of the migrations to the state of
+ * `schema.prisma`; empty when they agree. The engine replays the migrations on a
+ * shadow database that `scratch` provides (an in-memory PGlite does).
+ */
+export async function diffMigrationsToSchema(scratch: SqlMigrationAwareDriverAdapterFactory): Promise<string> {
+  return withEngine(scratch, async (engine) => {
+    const schema = readFileSync(SCHEMA_PATH, "utf8");
+    const result = await engine.diff({
+      from: { tag: "migrations", ...readMigrationsList() },
+      to: { tag: "schemaDatamodel", files: [{ path: "schema.prisma", content: schema }] },
+      script: true,
+      exitCode: null,
+      filters: NO_FILTERS,
+    });
+    const sql = (result.stdout ?? "").trim();
+    // The engine answers an empty diff with a comment line only.
+    return sql === "-- This is an empty migration." ? "" : sql;
+  });
+}

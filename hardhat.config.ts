@@ -1,0 +1,44 @@
+import { createRequire } from "node:module";
+import hardhatToolboxMochaEthersPlugin from "@nomicfoundation/hardhat-toolbox-mocha-ethers";
+import { defineConfig } from "hardhat/config";
+
+const require = createRequire(import.meta.url);
+
+// The compiler download host is unreachable here: compile with the npm `solc`
+// package (WASM), pinned to the same version in package.json.
+const SOLC_VERSION = "0.8.28";
+
+export default defineConfig({
+  plugins: [hardhatToolboxMochaEthersPlugin],
+  solidity: {
+    profiles: {
+      default: {
+        version: SOLC_VERSION,
+        path: require.resolve("solc/soljson.js"),
+        settings: { optimizer: { enabled: true, runs: 200 }, evmVersion: "cancun" },
+      },
+    },
+  },
+  paths: {
+    tests: { mocha: "test/contracts", solidity: "test/contracts" },
+  },
+  networks: {
+    // `npm run chain` and the embedded chain of `npm start` use this simulated network.
+    hardhat: {
+      type: "edr-simulated",
+      chainType: "l1",
+      chainId: 31337,
+      allowUnlimitedContractSize: false,
+    },
+    // A node or testnet reached by URL (`CHAIN_RPC_URL`).
+    remote: {
+      type: "http",
+      chainType: "l1",
+      url: process.env.CHAIN_RPC_URL ?? "http://127.0.0.1:8545",
+      accounts: process.env.DEPLOYER_PRIVATE_KEY ? [process.env.DEPLOYER_PRIVATE_KEY] : [],
+    },
+  },
+  test: {
+    solidity: { fuzz: { runs: 256 } },
+  },
+});

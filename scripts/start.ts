@@ -1,0 +1,37 @@
+// `npm start`: the whole stack in one supervised process (embedded chain unless
+// CHAIN_RPC_URL, PGlite unless DATABASE_URL, then migrations, API, workers).
+import { createApp } from "../api/app.js";
+import { listen } from "../api/server.js";
+import { bootChain, bootDatabase, isExpectedStartError } from "../core/boot.js";
+import { ensureChainIdentity } from "../core/chain-identity.js";
+import { createClock } from "../core/clock.js";
+import { loadConfig } from "../core/config.js";
+import { ensureDeployment } from "../core/deployments.js";
+import { createLogger } from "../core/logger.js";
+import { runUntilSignal } from "./lifecycle.js";
+
+await runUntilSignal("start", async (onStop) => {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel);
+  const clock = createClock();
+
+  const chain = await bootChain(config, logger);
+  onStop(() => chain.close());
+  const deployment = await ensureDeployment({
+    provider: chain.provider,
+    deployerPrivateKey: config.chain.deployerPrivateKey,
+    usdcAddress: config.chain.usdcAddress,
+    fresh: chain.embedded !== undefined,
+    logger,
+  });
+
+  const db = await bootDatabase(config, logger);
+  onStop(() => db.close());
+  await ensureChainIdentity(db, deployment, { embedded: chain.embedded !== undefined, logger });
+
+  const app = createApp({ logger, clock, db, chain });
+  const server = await listen(app, config.http.host, config.http.port);
+  onStop(() => server.close());
+
+  console.log(`ready: api=${server.url} rpc=${chain.rpcUrl} chainId=${chain.chainId} database=${db.kind}`);
+}, isExpectedStartError);
