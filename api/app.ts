@@ -2,10 +2,10 @@ import express, { type NextFunction, type Request, type Response } from "express
 import { pinoHttp } from "pino-http";
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
-import { healthRoutes, type HealthDeps } from "./health/routes.js";
+import { type HealthDeps, healthRoutes } from "./health/routes.js";
+import { requestContext } from "./http/context.js";
 import { errorBody } from "./http/envelope.js";
 import { errorHandler, notFoundHandler } from "./http/error-handler.js";
-import { requestContext } from "./http/context.js";
 
 export interface AppDeps extends HealthDeps {
   logger: Logger;

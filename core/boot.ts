@@ -1,8 +1,8 @@
 import type { JsonRpcProvider } from "ethers";
+import { ChainUnavailableError, connectRpc, type EmbeddedChain, startEmbeddedChain } from "./chain.js";
 import { ChainMismatchError } from "./chain-identity.js";
-import { ChainUnavailableError, connectRpc, startEmbeddedChain, type EmbeddedChain } from "./chain.js";
-import { ConfigError, type Config } from "./config.js";
-import { openDatabase, type Database } from "./db.js";
+import { type Config, ConfigError } from "./config.js";
+import { type Database, openDatabase } from "./db.js";
 import type { Logger } from "./logger.js";
 import { applyMigrations } from "./migrations.js";
 

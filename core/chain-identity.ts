@@ -37,9 +37,7 @@ export async function ensureChainIdentity(
       );
     }
     options.logger.warn("embedded chain starts empty at every start: resetting the chain-derived data of the local database");
-    await db.prisma.$transaction(
-      CHAIN_DERIVED_TABLES.map((table) => db.prisma.$executeRawUnsafe(`DELETE FROM "${table}"`)),
-    );
+    await db.prisma.$transaction(CHAIN_DERIVED_TABLES.map((table) => db.prisma.$executeRawUnsafe(`DELETE FROM "${table}"`)));
   }
   const identity = { chainId: deployment.chainId, genesisHash: deployment.genesisHash, contracts };
   await db.prisma.chainIdentity.upsert({ where: { id: 1 }, create: { id: 1, ...identity }, update: identity });

@@ -79,7 +79,9 @@ export function serveJsonRpc(provider: Eip1193Provider, host: string, port: numb
       } else {
         reply = await answer(provider, body as JsonRpcRequest);
       }
-      res.writeHead(200, headers).end(JSON.stringify(reply, (_key, value) => (typeof value === "bigint" ? `0x${value.toString(16)}` : value)));
+      res
+        .writeHead(200, headers)
+        .end(JSON.stringify(reply, (_key, value) => (typeof value === "bigint" ? `0x${value.toString(16)}` : value)));
     });
   });
   server.keepAliveTimeout = 60_000;
@@ -143,6 +145,13 @@ export async function connectRpc(rpcUrl: string, timeoutMs = 5_000): Promise<{ p
     throw new ChainUnavailableError(`chain: cannot reach the JSON-RPC endpoint ${rpcUrl} (${reason}); check CHAIN_RPC_URL`);
   }
   const chainId = Number(BigInt(chainIdHex));
-  const provider = new JsonRpcProvider(rpcUrl, Network.from(chainId), { staticNetwork: true, batchMaxCount: 50, polling: false });
+  // cacheTimeout -1: ethers otherwise answers repeated calls (getBlockNumber) from a 250 ms
+  // cache, so /health and the indexer could report a block from before the last transaction.
+  const provider = new JsonRpcProvider(rpcUrl, Network.from(chainId), {
+    staticNetwork: true,
+    batchMaxCount: 50,
+    polling: false,
+    cacheTimeout: -1,
+  });
   return { provider, chainId };
 }

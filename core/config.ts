@@ -48,7 +48,11 @@ const envSchema = z.object({
     message: "must be a redis:// URL",
   }),
   CONFIRMATIONS: z.coerce.number({ error: "must be a non-negative integer" }).int().min(0, "must be a non-negative integer").default(0),
-  LOAN_FUNDING_DELAY_S: z.coerce.number({ error: "must be a non-negative integer" }).int().min(0, "must be a non-negative integer").default(60),
+  LOAN_FUNDING_DELAY_S: z.coerce
+    .number({ error: "must be a non-negative integer" })
+    .int()
+    .min(0, "must be a non-negative integer")
+    .default(60),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], { error: "must be a pino level" }).default("info"),
 });
 
@@ -94,9 +98,9 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
   const isProduction = env.NODE_ENV === "production";
 
   if (isProduction) {
-    const missing = (["CHAIN_RPC_URL", "DEPLOYER_PRIVATE_KEY", "DATABASE_URL", "AUTH_JWKS_URL", "AUTH_ISSUER", "AUTH_AUDIENCE"] as const).filter(
-      (name) => env[name] === undefined,
-    );
+    const missing = (
+      ["CHAIN_RPC_URL", "DEPLOYER_PRIVATE_KEY", "DATABASE_URL", "AUTH_JWKS_URL", "AUTH_ISSUER", "AUTH_AUDIENCE"] as const
+    ).filter((name) => env[name] === undefined);
     if (missing.length > 0) {
       throw new ConfigError(`config: NODE_ENV=production needs ${missing.join(", ")} (the embedded defaults are for development only)`);
     }

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { ContractFactory, NonceManager, Wallet, type JsonRpcProvider } from "ethers";
+import { ContractFactory, type JsonRpcProvider, NonceManager, Wallet } from "ethers";
 import type { Logger } from "./logger.js";
 
 export const DEPLOYMENTS_DIR = path.resolve(import.meta.dirname, "..", "deployments");

@@ -1,8 +1,8 @@
-import { readdirSync, readFileSync, existsSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { SqlMigrationAwareDriverAdapterFactory } from "@prisma/driver-adapter-utils";
 import { bindMigrationAwareSqlAdapterFactory } from "@prisma/driver-adapter-utils";
-import { SchemaEngine, type MigrationList } from "@prisma/schema-engine-wasm";
+import { type MigrationList, SchemaEngine } from "@prisma/schema-engine-wasm";
 
 // Prisma's schema engine in WebAssembly: `migrate deploy` / `migrate diff`
 // without the native binary the CLI would download. It keeps Prisma's own
@@ -36,10 +36,7 @@ export function readMigrationsList(migrationsDir = MIGRATIONS_DIR): MigrationLis
   };
 }
 
-async function withEngine<T>(
-  adapterFactory: SqlMigrationAwareDriverAdapterFactory,
-  run: (engine: SchemaEngine) => Promise<T>,
-): Promise<T> {
+async function withEngine<T>(adapterFactory: SqlMigrationAwareDriverAdapterFactory, run: (engine: SchemaEngine) => Promise<T>): Promise<T> {
   const schema = readFileSync(SCHEMA_PATH, "utf8");
   const engine = await SchemaEngine.new(
     { datamodels: [["schema.prisma", schema]] },

@@ -4,7 +4,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { openDatabase } from "../core/db.js";
-import { MIGRATIONS_DIR, diffMigrationsToSchema } from "../core/migrations.js";
+import { diffMigrationsToSchema, MIGRATIONS_DIR } from "../core/migrations.js";
 
 const name = process.argv[2];
 if (!name || !/^[a-z0-9_]+$/.test(name)) {

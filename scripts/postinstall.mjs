@@ -6,9 +6,12 @@
 // native platform package declares node >= 22, so Hardhat would find no binding.
 // Re-running the install under Node 24 adds exactly what was skipped.
 import { spawnSync } from "node:child_process";
+
 const major = Number(process.versions.node.split(".")[0]);
 if (major < 22) {
-  console.error(`postinstall: running on Node ${process.versions.node}; the project needs the Node 24 of the "node" package (is it approved in allowScripts?)`);
+  console.error(
+    `postinstall: running on Node ${process.versions.node}; the project needs the Node 24 of the "node" package (is it approved in allowScripts?)`,
+  );
   process.exit(1);
 }
 

@@ -10,28 +10,32 @@ import { ensureDeployment } from "../core/deployments.js";
 import { createLogger } from "../core/logger.js";
 import { runUntilSignal } from "./lifecycle.js";
 
-await runUntilSignal("start", async (onStop) => {
-  const config = loadConfig();
-  const logger = createLogger(config.logLevel);
-  const clock = createClock();
+await runUntilSignal(
+  "start",
+  async (onStop) => {
+    const config = loadConfig();
+    const logger = createLogger(config.logLevel);
+    const clock = createClock();
 
-  const chain = await bootChain(config, logger);
-  onStop(() => chain.close());
-  const deployment = await ensureDeployment({
-    provider: chain.provider,
-    deployerPrivateKey: config.chain.deployerPrivateKey,
-    usdcAddress: config.chain.usdcAddress,
-    fresh: chain.embedded !== undefined,
-    logger,
-  });
+    const chain = await bootChain(config, logger);
+    onStop(() => chain.close());
+    const deployment = await ensureDeployment({
+      provider: chain.provider,
+      deployerPrivateKey: config.chain.deployerPrivateKey,
+      usdcAddress: config.chain.usdcAddress,
+      fresh: chain.embedded !== undefined,
+      logger,
+    });
 
-  const db = await bootDatabase(config, logger);
-  onStop(() => db.close());
-  await ensureChainIdentity(db, deployment, { embedded: chain.embedded !== undefined, logger });
+    const db = await bootDatabase(config, logger);
+    onStop(() => db.close());
+    await ensureChainIdentity(db, deployment, { embedded: chain.embedded !== undefined, logger });
 
-  const app = createApp({ logger, clock, db, chain });
-  const server = await listen(app, config.http.host, config.http.port);
-  onStop(() => server.close());
+    const app = createApp({ logger, clock, db, chain });
+    const server = await listen(app, config.http.host, config.http.port);
+    onStop(() => server.close());
 
-  console.log(`ready: api=${server.url} rpc=${chain.rpcUrl} chainId=${chain.chainId} database=${db.kind}`);
-}, isExpectedStartError);
+    console.log(`ready: api=${server.url} rpc=${chain.rpcUrl} chainId=${chain.chainId} database=${db.kind}`);
+  },
+  isExpectedStartError,
+);

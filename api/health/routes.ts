@@ -1,5 +1,5 @@
-import { Router } from "express";
 import type { JsonRpcProvider } from "ethers";
+import { Router } from "express";
 import type { Database } from "../../core/db.js";
 
 export interface HealthDeps {

@@ -14,7 +14,9 @@ describe("MockUSDC", () => {
   it("emits Transfer on faucet mint and refuses other callers", async () => {
     const [admin, stranger] = await ethers.getSigners();
     const usdc = await ethers.deployContract("MockUSDC", [admin.address]);
-    await expect(usdc.mint(stranger.address, 5_000_000n)).to.emit(usdc, "Transfer").withArgs(ethers.ZeroAddress, stranger.address, 5_000_000n);
+    await expect(usdc.mint(stranger.address, 5_000_000n))
+      .to.emit(usdc, "Transfer")
+      .withArgs(ethers.ZeroAddress, stranger.address, 5_000_000n);
     await expect(usdc.connect(stranger).mint(stranger.address, 1n)).to.be.revertedWithCustomError(usdc, "AccessControlUnauthorizedAccount");
   });
 });

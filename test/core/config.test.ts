@@ -1,0 +1,56 @@
+import { expect } from "chai";
+import { ConfigError, HARDHAT_DEV_DEPLOYER_KEY, loadConfig } from "../../core/config.js";
+
+function configError(env: Record<string, string>): string {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    expect(error).to.be.instanceOf(ConfigError);
+    return (error as Error).message;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("configuration", () => {
+  it("uses the embedded defaults when nothing is set", () => {
+    const config = loadConfig({});
+    expect(config.http).to.deep.equal({ host: "127.0.0.1", port: 3000 });
+    expect(config.chain.mode).to.equal("embedded");
+    expect(config.chain.rpcUrl).to.equal("http://127.0.0.1:8545");
+    expect(config.chain.deployerPrivateKey).to.equal(HARDHAT_DEV_DEPLOYER_KEY);
+    expect(config.database).to.deep.equal({ url: undefined, pgliteDir: ".data/pglite" });
+    expect(config.loanFundingDelaySeconds).to.equal(60);
+  });
+
+  it("switches to a remote chain and PostgreSQL by URL", () => {
+    const config = loadConfig({ CHAIN_RPC_URL: "http://10.0.0.5:8545", DATABASE_URL: "postgresql://u:p@db:5432/app" });
+    expect(config.chain.mode).to.equal("remote");
+    expect(config.chain.rpcUrl).to.equal("http://10.0.0.5:8545");
+    expect(config.database.url).to.equal("postgresql://u:p@db:5432/app");
+  });
+
+  for (const [name, value, expected] of [
+    ["PORT", "abc", "config: PORT must be an integer between 1 and 65535"],
+    ["PORT", "70000", "config: PORT must be an integer between 1 and 65535"],
+    ["CHAIN_PORT", "0", "config: CHAIN_PORT must be an integer between 1 and 65535"],
+    ["DATABASE_URL", "mysql://x", "config: DATABASE_URL must be a postgresql:// connection URL"],
+    ["CHAIN_RPC_URL", "localhost:8545", "config: CHAIN_RPC_URL must be an http(s) URL"],
+    ["DEPLOYER_PRIVATE_KEY", "0x1234", "config: DEPLOYER_PRIVATE_KEY must be a 0x-prefixed 32-byte hex private key"],
+    ["CONFIRMATIONS", "-1", "config: CONFIRMATIONS must be a non-negative integer"],
+    ["NODE_ENV", "staging", "config: NODE_ENV must be development, test or production"],
+  ] as const) {
+    it(`names ${name} when it is ${JSON.stringify(value)}`, () => {
+      const message = configError({ [name]: value });
+      expect(message).to.have.string(expected);
+      expect(message).to.have.string(`(got ${JSON.stringify(value)})`);
+      expect(message.split("\n")).to.have.length(1);
+    });
+  }
+
+  it("refuses production without its overrides, naming them", () => {
+    const message = configError({ NODE_ENV: "production" });
+    expect(message).to.equal(
+      "config: NODE_ENV=production needs CHAIN_RPC_URL, DEPLOYER_PRIVATE_KEY, DATABASE_URL, AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE (the embedded defaults are for development only)",
+    );
+  });
+});

@@ -1,0 +1,150 @@
+import { expect } from "chai";
+import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
+import { freePort, type StackProcess, startStack } from "../helpers/stack.js";
+
+const STACK_TRACE_LINE = /^\s+at /m;
+
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
+type Json = any;
+
+describe(`npm start (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
+  this.timeout(120_000);
+
+  describe("a healthy start", () => {
+    let stack: StackProcess;
+    let apiUrl: string;
+    let database: TestDatabase | undefined;
+
+    before(async () => {
+      database = usingPostgres ? await createTestDatabase({ migrate: false }) : undefined;
+      const [port, chainPort] = [await freePort(), await freePort()];
+      stack = startStack({ PORT: String(port), CHAIN_PORT: String(chainPort), DATABASE_URL: database?.url ?? "" });
+      const line = await stack.ready();
+      expect(line).to.equal(
+        `ready: api=http://127.0.0.1:${port} rpc=http://127.0.0.1:${chainPort} chainId=31337 database=${usingPostgres ? "postgres" : "pglite"}`,
+      );
+      apiUrl = `http://127.0.0.1:${port}`;
+    });
+
+    after(async () => {
+      await stack?.stop();
+      await database?.destroy();
+    });
+
+    it("answers GET /health with the chain, the indexer position and the database", async () => {
+      const response = await fetch(`${apiUrl}/health`);
+      expect(response.status).to.equal(200);
+      const body: Json = await response.json();
+      expect(body).to.include({ status: "ok", chainId: 31337, database: usingPostgres ? "postgres" : "pglite" });
+      expect(body.blockNumber, JSON.stringify(body)).to.be.a("number").and.at.least(1); // the deployment mined blocks
+      expect(body.indexedBlock).to.be.a("number");
+    });
+
+    it("serves the embedded chain as JSON-RPC with the contracts deployed", async () => {
+      const rpc = stack.output().match(/rpc=(\S+)/)?.[1];
+      const call = async (method: string, params: unknown[] = []) => {
+        const response = await fetch(rpc!, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+        });
+        return ((await response.json()) as Json).result;
+      };
+      expect(await call("eth_chainId")).to.equal("0x7a69");
+      const { readDeployment } = await import("../../core/deployments.js");
+      const deployment = readDeployment(31337);
+      expect(deployment?.contracts.usdc?.address).to.match(/^0x[0-9a-fA-F]{40}$/);
+      expect(await call("eth_getCode", [deployment!.contracts.usdc!.address, "latest"])).to.not.equal("0x");
+    });
+
+    it("answers unknown routes with the error envelope", async () => {
+      const response = await fetch(`${apiUrl}/v1/nothing-here`);
+      expect(response.status).to.equal(404);
+      const body: Json = await response.json();
+      expect(body.success).to.equal(false);
+      expect(body.error.code).to.equal("NOT_FOUND");
+      expect(body.meta.requestId).to.equal(response.headers.get("x-request-id"));
+    });
+
+    it("stops cleanly on SIGTERM", async () => {
+      expect(await stack.stop("SIGTERM")).to.equal(0);
+    });
+  });
+
+  describe("a start with a bad setting stops with one line naming it", () => {
+    async function failedStart(env: Record<string, string>): Promise<string> {
+      const stack = startStack({ CHAIN_PORT: String(await freePort()), PORT: String(await freePort()), ...env });
+      expect(await stack.exited()).to.equal(1);
+      const stderr = stack.stderr().trim();
+      expect(stderr, stderr).to.not.match(STACK_TRACE_LINE);
+      expect(stderr.split("\n"), stderr).to.have.length(1);
+      return stderr;
+    }
+
+    it("a bad PORT", async () => {
+      expect(await failedStart({ PORT: "not-a-port" })).to.equal('config: PORT must be an integer between 1 and 65535 (got "not-a-port")');
+    });
+
+    it("an unreachable CHAIN_RPC_URL", async () => {
+      const port = await freePort(); // nothing listens there
+      expect(await failedStart({ CHAIN_RPC_URL: `http://127.0.0.1:${port}` })).to.equal(
+        `chain: cannot reach the JSON-RPC endpoint http://127.0.0.1:${port} (ECONNREFUSED); check CHAIN_RPC_URL`,
+      );
+    });
+
+    it("a wrong DATABASE_URL", async () => {
+      const port = await freePort();
+      const message = await failedStart({ DATABASE_URL: `postgresql://someone:hunter2@127.0.0.1:${port}/nowhere` });
+      expect(message).to.match(
+        new RegExp(`^database: cannot connect to DATABASE_URL postgresql://someone:\\*\\*\\*@127\\.0\\.0\\.1:${port}/nowhere \\(`),
+      );
+      expect(message).to.not.include("hunter2");
+    });
+
+    it("a PORT already in use", async () => {
+      const { createServer } = await import("node:net");
+      const blocker = createServer();
+      const port = await freePort();
+      await new Promise<void>((resolve) => blocker.listen(port, "127.0.0.1", resolve));
+      try {
+        expect(await failedStart({ PORT: String(port) })).to.equal(`api: PORT ${port} is already in use; set PORT to a free port`);
+      } finally {
+        blocker.close();
+      }
+    });
+  });
+
+  // PGlite lives inside one process; separate processes share PostgreSQL.
+  if (usingPostgres) {
+    describe("npm run api as a separate process against CHAIN_RPC_URL and DATABASE_URL", () => {
+      let stack: StackProcess;
+      let api: StackProcess;
+      let database: TestDatabase;
+
+      after(async () => {
+        await api?.stop();
+        await stack?.stop();
+        await database?.destroy();
+      });
+
+      it("serves /health for the shared chain and database", async () => {
+        database = await createTestDatabase({ migrate: false });
+        stack = startStack({ PORT: String(await freePort()), CHAIN_PORT: String(await freePort()), DATABASE_URL: database.url });
+        const rpc = (await stack.ready()).match(/rpc=(\S+)/)?.[1];
+        const port = await freePort();
+        api = startStack({ PORT: String(port), CHAIN_RPC_URL: rpc, DATABASE_URL: database.url }, "api");
+        expect(await api.ready()).to.equal(`ready: api=http://127.0.0.1:${port} rpc=${rpc} chainId=31337 database=postgres`);
+        const body: Json = await (await fetch(`http://127.0.0.1:${port}/health`)).json();
+        expect(body).to.include({ status: "ok", chainId: 31337, database: "postgres" });
+      });
+    });
+  }
+
+  it("npm run api refuses to start without CHAIN_RPC_URL and DATABASE_URL", async () => {
+    const api = startStack({ PORT: String(await freePort()), CHAIN_RPC_URL: "", DATABASE_URL: "" }, "api");
+    expect(await api.exited()).to.equal(1);
+    expect(api.stderr().trim()).to.equal(
+      "config: npm run api needs CHAIN_RPC_URL and DATABASE_URL (the embedded chain and database live inside npm start)",
+    );
+  });
+});
