@@ -1,4 +1,5 @@
 import { expect } from "chai";
+import { type EmbeddedChain, startEmbeddedChain } from "../../core/chain.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { freePort, type StackProcess, startStack } from "../helpers/stack.js";
 
@@ -68,6 +69,31 @@ describe(`npm start (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
 
     it("stops cleanly on SIGTERM", async () => {
       expect(await stack.stop("SIGTERM")).to.equal(0);
+    });
+  });
+
+  describe("against an external chain that goes away", () => {
+    let stack: StackProcess;
+    let chain: EmbeddedChain | undefined;
+
+    after(async () => {
+      await stack?.stop();
+      await chain?.close();
+    });
+
+    it("deploys to CHAIN_RPC_URL, then answers 503 naming the chain once it is down", async () => {
+      chain = await startEmbeddedChain("127.0.0.1", await freePort());
+      const port = await freePort();
+      stack = startStack({ PORT: String(port), CHAIN_RPC_URL: chain.rpcUrl, DATABASE_URL: "" });
+      expect(await stack.ready()).to.equal(`ready: api=http://127.0.0.1:${port} rpc=${chain.rpcUrl} chainId=31337 database=pglite`);
+      expect((await fetch(`http://127.0.0.1:${port}/health`)).status).to.equal(200);
+
+      await chain.close();
+      chain = undefined;
+      const response = await fetch(`http://127.0.0.1:${port}/health`);
+      expect(response.status).to.equal(503);
+      const body: Json = await response.json();
+      expect(body).to.deep.include({ status: "degraded", failing: ["chain"], blockNumber: null, database: "pglite" });
     });
   });
 
