@@ -6,6 +6,9 @@ import { z } from "zod";
 /** Hardhat's well-known account #0: the deployer on local chains (never in production). */
 export const HARDHAT_DEV_DEPLOYER_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 
+/** `aud` of the development identity provider's tokens, and the default AUTH_AUDIENCE. */
+export const DEFAULT_AUDIENCE = "trustmint-api";
+
 const port = (fallback: number) =>
   z.coerce
     .number({ error: "must be an integer between 1 and 65535" })
@@ -44,6 +47,9 @@ const envSchema = z.object({
   AUTH_JWKS_URL: httpUrl("the identity provider's JWKS"),
   AUTH_ISSUER: optionalString,
   AUTH_AUDIENCE: optionalString,
+  MANAGED_WALLET_MNEMONIC: optionalString.refine((value) => value === undefined || value.split(/\s+/).length >= 12, {
+    message: "must be a BIP-39 mnemonic of 12 or more words",
+  }),
   REDIS_URL: optionalString.refine((value) => value === undefined || /^rediss?:\/\/.+/.test(value), {
     message: "must be a redis:// URL",
   }),
@@ -73,7 +79,17 @@ export interface Config {
   };
   database: { url: string | undefined; pgliteDir: string };
   dataDir: string;
-  auth: { jwksUrl: string | undefined; issuer: string | undefined; audience: string | undefined };
+  auth: {
+    jwksUrl: string;
+    issuer: string;
+    audience: string;
+    /** The development identity provider (/dev/token, /dev JWKS) is served; never in production. */
+    devProvider: boolean;
+    /** `iss` of the development provider's tokens: this process's `/dev` base URL. */
+    devIssuer: string;
+  };
+  /** Seed of the managed wallets; undefined outside production means "generate once under DATA_DIR". */
+  managedWalletMnemonic: string | undefined;
   redisUrl: string | undefined;
   loanFundingDelaySeconds: number;
   logLevel: Env["LOG_LEVEL"];
@@ -99,12 +115,25 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
 
   if (isProduction) {
     const missing = (
-      ["CHAIN_RPC_URL", "DEPLOYER_PRIVATE_KEY", "DATABASE_URL", "AUTH_JWKS_URL", "AUTH_ISSUER", "AUTH_AUDIENCE"] as const
+      [
+        "CHAIN_RPC_URL",
+        "DEPLOYER_PRIVATE_KEY",
+        "DATABASE_URL",
+        "AUTH_JWKS_URL",
+        "AUTH_ISSUER",
+        "AUTH_AUDIENCE",
+        "MANAGED_WALLET_MNEMONIC",
+      ] as const
     ).filter((name) => env[name] === undefined);
     if (missing.length > 0) {
       throw new ConfigError(`config: NODE_ENV=production needs ${missing.join(", ")} (the embedded defaults are for development only)`);
     }
   }
+
+  // The development identity provider lives in this process, so its URLs are this process's
+  // own; a wildcard bind address is reached through the loopback interface.
+  const selfHost = env.HOST === "0.0.0.0" || env.HOST === "::" ? "127.0.0.1" : env.HOST;
+  const devIssuer = `http://${selfHost.includes(":") ? `[${selfHost}]` : selfHost}:${env.PORT}/dev`;
 
   return {
     env: env.NODE_ENV,
@@ -120,7 +149,14 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     },
     database: { url: env.DATABASE_URL, pgliteDir: `${env.DATA_DIR}/pglite` },
     dataDir: env.DATA_DIR,
-    auth: { jwksUrl: env.AUTH_JWKS_URL, issuer: env.AUTH_ISSUER, audience: env.AUTH_AUDIENCE },
+    auth: {
+      jwksUrl: env.AUTH_JWKS_URL ?? `${devIssuer}/.well-known/jwks.json`,
+      issuer: env.AUTH_ISSUER ?? devIssuer,
+      audience: env.AUTH_AUDIENCE ?? DEFAULT_AUDIENCE,
+      devProvider: !isProduction,
+      devIssuer,
+    },
+    managedWalletMnemonic: env.MANAGED_WALLET_MNEMONIC,
     redisUrl: env.REDIS_URL,
     loanFundingDelaySeconds: env.LOAN_FUNDING_DELAY_S,
     logLevel: env.LOG_LEVEL,

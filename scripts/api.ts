@@ -1,6 +1,7 @@
 // `npm run api`: the HTTP API alone, for deployments that run the parts as separate
 // processes against a shared PostgreSQL (DATABASE_URL) and chain (CHAIN_RPC_URL).
 import { createApp } from "../api/app.js";
+import { connectRedis } from "../api/http/rate-limit.js";
 import { listen } from "../api/server.js";
 import { bootChain, bootDatabase, isExpectedStartError } from "../core/boot.js";
 import { ensureChainIdentity } from "../core/chain-identity.js";
@@ -29,7 +30,10 @@ await runUntilSignal(
     onStop(() => db.close());
     await ensureChainIdentity(db, deployment, { embedded: false, logger });
 
-    const server = await listen(createApp({ logger, clock: createClock(), db, chain }), config.http.host, config.http.port);
+    const redis = config.redisUrl ? connectRedis(config.redisUrl) : undefined;
+    if (redis) onStop(() => redis.quit().then(() => {}));
+    const app = await createApp({ logger, clock: createClock(), db, chain, config, redis });
+    const server = await listen(app, config.http.host, config.http.port);
     onStop(() => server.close());
     console.log(`ready: api=${server.url} rpc=${chain.rpcUrl} chainId=${chain.chainId} database=${db.kind}`);
   },

@@ -1,6 +1,7 @@
 // `npm start`: the whole stack in one supervised process (embedded chain unless
 // CHAIN_RPC_URL, PGlite unless DATABASE_URL, then migrations, API, workers).
 import { createApp } from "../api/app.js";
+import { connectRedis } from "../api/http/rate-limit.js";
 import { listen } from "../api/server.js";
 import { bootChain, bootDatabase, isExpectedStartError } from "../core/boot.js";
 import { ensureChainIdentity } from "../core/chain-identity.js";
@@ -31,7 +32,9 @@ await runUntilSignal(
     onStop(() => db.close());
     await ensureChainIdentity(db, deployment, { embedded: chain.embedded !== undefined, logger });
 
-    const app = createApp({ logger, clock, db, chain });
+    const redis = config.redisUrl ? connectRedis(config.redisUrl) : undefined;
+    if (redis) onStop(() => redis.quit().then(() => {}));
+    const app = await createApp({ logger, clock, db, chain, config, redis });
     const server = await listen(app, config.http.host, config.http.port);
     onStop(() => server.close());
 

@@ -50,7 +50,31 @@ describe("configuration", () => {
   it("refuses production without its overrides, naming them", () => {
     const message = configError({ NODE_ENV: "production" });
     expect(message).to.equal(
-      "config: NODE_ENV=production needs CHAIN_RPC_URL, DEPLOYER_PRIVATE_KEY, DATABASE_URL, AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE (the embedded defaults are for development only)",
+      "config: NODE_ENV=production needs CHAIN_RPC_URL, DEPLOYER_PRIVATE_KEY, DATABASE_URL, AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE, MANAGED_WALLET_MNEMONIC (the embedded defaults are for development only)",
+    );
+  });
+});
+
+describe("configuration: authentication defaults", () => {
+  it("trusts the development identity provider of this process by default", () => {
+    const config = loadConfig({ PORT: "4123" });
+    expect(config.auth).to.deep.equal({
+      jwksUrl: "http://127.0.0.1:4123/dev/.well-known/jwks.json",
+      issuer: "http://127.0.0.1:4123/dev",
+      audience: "trustmint-api",
+      devProvider: true,
+      devIssuer: "http://127.0.0.1:4123/dev",
+    });
+  });
+
+  it("uses the external provider when it is configured", () => {
+    const config = loadConfig({ AUTH_JWKS_URL: "https://idp.example/jwks", AUTH_ISSUER: "https://idp.example/", AUTH_AUDIENCE: "api" });
+    expect(config.auth).to.include({ jwksUrl: "https://idp.example/jwks", issuer: "https://idp.example/", audience: "api" });
+  });
+
+  it("refuses a short MANAGED_WALLET_MNEMONIC", () => {
+    expect(configError({ MANAGED_WALLET_MNEMONIC: "one two three" })).to.have.string(
+      "config: MANAGED_WALLET_MNEMONIC must be a BIP-39 mnemonic of 12 or more words",
     );
   });
 });

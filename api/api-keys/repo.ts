@@ -1,0 +1,35 @@
+import { randomUUID } from "node:crypto";
+import type { Database } from "../../core/db.js";
+
+type Db = Pick<Database, "prisma">;
+
+/** The only place API key rows are read and written. */
+export function createApiKeysRepo({ db }: { db: Db }) {
+  const { prisma } = db;
+  return {
+    create: (input: { userId: string; name: string; prefix: string; hash: string; now: Date }) =>
+      prisma.apiKey.create({
+        data: {
+          id: `key_${randomUUID().replaceAll("-", "")}`,
+          userId: input.userId,
+          name: input.name,
+          prefix: input.prefix,
+          hash: input.hash,
+          createdAt: input.now,
+        },
+      }),
+    listActive: (userId: string) =>
+      prisma.apiKey.findMany({ where: { userId, revokedAt: null }, orderBy: [{ createdAt: "desc" }, { id: "desc" }] }),
+    countActive: (userId: string) => prisma.apiKey.count({ where: { userId, revokedAt: null } }),
+    listAllForUser: (userId: string) => prisma.apiKey.findMany({ where: { userId }, orderBy: [{ createdAt: "desc" }, { id: "desc" }] }),
+    /** Revokes one of the user's own active keys; false when there is no such key. */
+    async revoke(userId: string, keyId: string, now: Date): Promise<boolean> {
+      const { count } = await prisma.apiKey.updateMany({ where: { id: keyId, userId, revokedAt: null }, data: { revokedAt: now } });
+      return count === 1;
+    },
+    findActiveByHash: (hash: string) => prisma.apiKey.findFirst({ where: { hash, revokedAt: null }, include: { user: true } }),
+    touch: (id: string, now: Date) => prisma.apiKey.update({ where: { id }, data: { lastUsedAt: now } }),
+  };
+}
+
+export type ApiKeysRepo = ReturnType<typeof createApiKeysRepo>;

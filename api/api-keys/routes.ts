@@ -1,0 +1,44 @@
+import { defineRoute, type RouteSpec } from "../http/route.js";
+import { apiKey, createdKey, createKeyBody, keyIdParams, revokedKey } from "./schemas.js";
+import type { ApiKeysService } from "./service.js";
+
+export function apiKeyRoutes({ apiKeys }: { apiKeys: ApiKeysService }): RouteSpec[] {
+  return [
+    defineRoute({
+      method: "post",
+      path: "/v1/api-keys",
+      operationId: "createApiKey",
+      tag: "API keys",
+      summary: "Create an API key (Pro and Enterprise)",
+      description: "The key is in this answer only; the service keeps its SHA-256. Send it as `X-API-Key`. Needs a bearer token.",
+      auth: "token",
+      body: createKeyBody,
+      response: createdKey,
+      status: 201,
+      errors: ["FORBIDDEN", "CONFLICT"],
+      handler: async ({ body, principal }) => ({ data: await apiKeys.create(principal().user, body.name) }),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/api-keys",
+      operationId: "listApiKeys",
+      tag: "API keys",
+      summary: "List your active API keys (never the keys themselves)",
+      auth: "user",
+      response: apiKey.array(),
+      handler: async ({ principal }) => ({ data: await apiKeys.list(principal().user) }),
+    }),
+    defineRoute({
+      method: "delete",
+      path: "/v1/api-keys/{keyId}",
+      operationId: "revokeApiKey",
+      tag: "API keys",
+      summary: "Revoke an API key",
+      auth: "token",
+      params: keyIdParams,
+      response: revokedKey,
+      errors: ["FORBIDDEN", "NOT_FOUND"],
+      handler: async ({ params, principal }) => ({ data: await apiKeys.revoke(principal().user, params.keyId) }),
+    }),
+  ];
+}

@@ -1,0 +1,19 @@
+import { z } from "zod";
+
+export const createKeyBody = z.strictObject({
+  name: z.string().trim().min(1).max(100).describe("a label to tell keys apart"),
+});
+
+export const apiKey = z.object({
+  id: z.string(),
+  name: z.string(),
+  prefix: z.string().describe("the first characters of the key"),
+  createdAt: z.string(),
+  lastUsedAt: z.string().nullable(),
+});
+
+export const createdKey = apiKey.extend({ key: z.string().describe("the key itself: shown only in this answer, store it now") });
+
+export const keyIdParams = z.object({ keyId: z.string().min(1).max(64) });
+
+export const revokedKey = z.object({ id: z.string(), revokedAt: z.string() });

@@ -1,0 +1,71 @@
+import { createHash, randomBytes } from "node:crypto";
+import type { Clock } from "../../core/clock.js";
+import { AppError } from "../http/errors.js";
+import type { UserRecord } from "../users/repo.js";
+import type { ApiKeysRepo } from "./repo.js";
+
+/** Keys per user at a time: enough for rotation across a few integrations. */
+export const MAX_ACTIVE_KEYS = 10;
+const KEY_PREFIX = "tmk_";
+/** `lastUsedAt` is written at most this often per key, so key traffic does not write on every call. */
+const TOUCH_INTERVAL_MS = 60_000;
+
+/**
+ * A key is 32 random bytes (256 bits): guessing one is hopeless, so a fast SHA-256 of it is
+ * as good as a slow password hash, and lets the key be found by an indexed lookup.
+ */
+export function hashApiKey(key: string): string {
+  return createHash("sha256").update(key, "utf8").digest("hex");
+}
+
+export interface ApiKeysServiceDeps {
+  repo: ApiKeysRepo;
+  clock: Pick<Clock, "now">;
+}
+
+function view(key: { id: string; name: string; prefix: string; createdAt: Date; lastUsedAt: Date | null }) {
+  return {
+    id: key.id,
+    name: key.name,
+    prefix: key.prefix,
+    createdAt: key.createdAt.toISOString(),
+    lastUsedAt: key.lastUsedAt?.toISOString() ?? null,
+  };
+}
+
+export function createApiKeysService({ repo, clock }: ApiKeysServiceDeps) {
+  return {
+    async create(user: UserRecord, name: string) {
+      if (user.plan === "free") throw new AppError("FORBIDDEN", "API keys are available on the Pro and Enterprise plans only");
+      if ((await repo.countActive(user.id)) >= MAX_ACTIVE_KEYS) {
+        throw new AppError("CONFLICT", `At most ${MAX_ACTIVE_KEYS} active API keys; revoke one first`);
+      }
+      const key = `${KEY_PREFIX}${randomBytes(32).toString("base64url")}`;
+      const row = await repo.create({ userId: user.id, name, prefix: key.slice(0, 12), hash: hashApiKey(key), now: clock.now() });
+      return { ...view(row), key };
+    },
+
+    async list(user: UserRecord) {
+      return (await repo.listActive(user.id)).map(view);
+    },
+
+    async revoke(user: UserRecord, keyId: string) {
+      const now = clock.now();
+      // Another user's key id is answered exactly like an unknown one.
+      if (!(await repo.revoke(user.id, keyId, now))) throw new AppError("NOT_FOUND", "API key not found");
+      return { id: keyId, revokedAt: now.toISOString() };
+    },
+
+    /** The owner of an active key (for X-API-Key authentication), or null. */
+    async userForApiKey(key: string): Promise<{ user: UserRecord; apiKeyId: string } | null> {
+      if (!key.startsWith(KEY_PREFIX) || key.length > 100) return null;
+      const row = await repo.findActiveByHash(hashApiKey(key));
+      if (!row) return null;
+      const now = clock.now();
+      if (!row.lastUsedAt || now.getTime() - row.lastUsedAt.getTime() > TOUCH_INTERVAL_MS) await repo.touch(row.id, now);
+      return { user: row.user, apiKeyId: row.id };
+    },
+  };
+}
+
+export type ApiKeysService = ReturnType<typeof createApiKeysService>;

@@ -1,0 +1,81 @@
+import type { JsonRpcProvider } from "ethers";
+import type { Clock } from "../../core/clock.js";
+import { AppError } from "../http/errors.js";
+import { defineRoute, type RouteSpec } from "../http/route.js";
+import type { UsersService } from "../users/service.js";
+import type { DevIdentityProvider } from "./identity-provider.js";
+import { advanceBody, advanceResponse, jwksResponse, planBody, planParams, planResponse, tokenBody, tokenResponse } from "./schemas.js";
+
+export interface DevRouteDeps {
+  identity: DevIdentityProvider;
+  clock: Pick<Clock, "now" | "advance">;
+  chain: { provider: Pick<JsonRpcProvider, "send"> };
+  users: Pick<UsersService, "setPlan">;
+}
+
+const TAG = "Sandbox (development only)";
+
+/** The sandbox of run-and-sandbox.md section 3 that belongs to the API; never mounted in production. */
+export function devRoutes({ identity, clock, chain, users }: DevRouteDeps): RouteSpec[] {
+  return [
+    defineRoute({
+      method: "post",
+      path: "/dev/token",
+      operationId: "devIssueToken",
+      tag: TAG,
+      summary: "Issue a development access token",
+      auth: "none",
+      body: tokenBody,
+      response: tokenResponse,
+      handler: async ({ body }) => ({
+        data: { accessToken: await identity.issue(body), tokenType: "Bearer" as const, expiresIn: body.expiresIn },
+      }),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/dev/.well-known/jwks.json",
+      operationId: "devJwks",
+      tag: TAG,
+      summary: "The development identity provider's public keys (bare JWKS, no envelope)",
+      auth: "none",
+      bare: true,
+      response: jwksResponse,
+      handler: async () => ({ raw: identity.jwks() }),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/dev/time/advance",
+      operationId: "devAdvanceTime",
+      tag: TAG,
+      summary: "Move the service clock and the chain clock forward together",
+      auth: "none",
+      body: advanceBody,
+      response: advanceResponse,
+      errors: ["SERVICE_UNAVAILABLE"],
+      handler: async ({ body }) => {
+        // The chain moves first: if it refuses, the service clock has not moved either.
+        try {
+          await chain.provider.send("evm_increaseTime", [body.seconds]);
+          await chain.provider.send("evm_mine", []);
+        } catch {
+          throw new AppError("SERVICE_UNAVAILABLE", "The chain did not accept the time change");
+        }
+        clock.advance(body.seconds);
+        return { data: { now: clock.now().toISOString() } };
+      },
+    }),
+    defineRoute({
+      method: "put",
+      path: "/dev/users/{userId}/plan",
+      operationId: "devSetPlan",
+      tag: TAG,
+      summary: "Set a user's plan (rate limits, API keys)",
+      auth: "none",
+      params: planParams,
+      body: planBody,
+      response: planResponse,
+      errors: ["USER_NOT_FOUND"],
+      handler: async ({ params, body }) => ({ data: await users.setPlan(params.userId, body.plan) }),
+    }),
+  ];
+}

@@ -1,0 +1,30 @@
+import { z } from "zod";
+
+export const tokenBody = z.strictObject({
+  sub: z.string().min(1).max(255).describe("subject: the user's identity at the provider"),
+  email: z.email().max(254).optional(),
+  name: z.string().min(1).max(100).optional(),
+  expiresIn: z.number().int().min(1).max(86_400).default(3600).describe("seconds"),
+});
+
+export const tokenResponse = z.object({
+  accessToken: z.string(),
+  tokenType: z.literal("Bearer"),
+  expiresIn: z.number().int(),
+});
+
+export const jwksResponse = z.object({ keys: z.array(z.record(z.string(), z.unknown())) });
+
+/** At most ten years at a time: beyond that a date overflows nothing but helps no test either. */
+export const advanceBody = z.strictObject({
+  seconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(10 * 366 * 86_400),
+});
+export const advanceResponse = z.object({ now: z.string() });
+
+export const planParams = z.object({ userId: z.string().min(1).max(64) });
+export const planBody = z.strictObject({ plan: z.enum(["free", "pro", "enterprise"]) });
+export const planResponse = z.object({ userId: z.string(), plan: z.enum(["free", "pro", "enterprise"]) });

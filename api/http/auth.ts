@@ -1,0 +1,153 @@
+import type { NextFunction, Request, Response } from "express";
+import { createRemoteJWKSet, type JWTPayload, errors as joseErrors, jwtVerify } from "jose";
+import type { Clock } from "../../core/clock.js";
+import type { Logger } from "../../core/logger.js";
+import type { UserRecord } from "../users/repo.js";
+import { AppError } from "./errors.js";
+
+/** Who is calling: a user, through a bearer token or one of their API keys. */
+export interface Principal {
+  via: "token" | "apiKey";
+  user: UserRecord;
+  apiKeyId?: string;
+}
+
+declare global {
+  namespace Express {
+    interface Request {
+      auth?: Principal;
+      /** Credentials were sent but are unusable; routes that need authentication answer with it. */
+      authError?: AppError;
+    }
+  }
+}
+
+/**
+ * Asymmetric algorithms only: with an allowlist, a token signed with HS256 using the
+ * provider's public key as the HMAC secret, or an unsigned `alg: none` token, never verifies.
+ */
+export const TOKEN_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"];
+
+/** Seconds of disagreement between our clock and the provider's that exp/nbf tolerate. */
+const CLOCK_TOLERANCE_S = 5;
+
+export const MESSAGES = {
+  missing: "Authorization header required",
+  invalid: "Invalid or expired token",
+} as const;
+
+export interface TokenVerifierOptions {
+  jwksUrl: string;
+  issuer: string;
+  audience: string;
+  clock: Pick<Clock, "now">;
+  /** Minimum time between two JWKS fetches (default 30 s; tests shorten it). */
+  jwksCooldownMs?: number;
+}
+
+export type VerifyToken = (token: string) => Promise<JWTPayload & { sub: string }>;
+
+/**
+ * Verifies bearer JWTs against the provider's JWKS. jose caches the key set (10 min) and
+ * refetches it when a token names an unknown `kid` (at most every 30 s), so a rotation at
+ * the provider is picked up without a restart. exp/nbf are judged on the service clock.
+ */
+export function createTokenVerifier(options: TokenVerifierOptions): VerifyToken {
+  const jwks = createRemoteJWKSet(new URL(options.jwksUrl), {
+    cacheMaxAge: 10 * 60_000,
+    cooldownDuration: options.jwksCooldownMs ?? 30_000,
+    timeoutDuration: 5_000,
+  });
+  return async (token) => {
+    const { payload } = await jwtVerify(token, jwks, {
+      issuer: options.issuer,
+      audience: options.audience,
+      algorithms: TOKEN_ALGORITHMS,
+      clockTolerance: CLOCK_TOLERANCE_S,
+      currentDate: options.clock.now(),
+      requiredClaims: ["sub", "exp"],
+    });
+    if (typeof payload.sub !== "string" || payload.sub.length === 0 || payload.sub.length > 255) {
+      throw new joseErrors.JWTClaimValidationFailed('"sub" claim must be a non-empty string', payload, "sub", "check_failed");
+    }
+    return payload as JWTPayload & { sub: string };
+  };
+}
+
+export interface IdentifyDeps {
+  verifyToken: VerifyToken;
+  /** JIT provisioning: the user of a verified token, created on first sight. */
+  userForToken(claims: JWTPayload & { sub: string }): Promise<UserRecord>;
+  /** The owner of an active API key, or null. */
+  userForApiKey(key: string): Promise<{ user: UserRecord; apiKeyId: string } | null>;
+  logger: Pick<Logger, "warn">;
+}
+
+// Credentials in a URL end up in logs, browser history and Referer headers: refused.
+const QUERY_CREDENTIALS = new Set(["access_token", "id_token", "token", "jwt", "api_key", "apikey", "key"]);
+
+function usable(user: UserRecord): void {
+  if (user.deletedAt) throw new AppError("FORBIDDEN", "This account has been deleted");
+}
+
+/**
+ * Resolves the caller from `Authorization: Bearer` or `X-API-Key` before rate limiting
+ * (limits are per user or key). It never answers by itself: a bad credential is recorded
+ * in `req.authError` for the routes that need one.
+ */
+export function identify(deps: IdentifyDeps) {
+  return async (req: Request, _res: Response, next: NextFunction) => {
+    try {
+      const authorization = req.header("authorization");
+      const apiKey = req.header("x-api-key");
+      if (authorization !== undefined) {
+        const match = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/.exec(authorization.trim());
+        if (!match) {
+          req.authError = new AppError("UNAUTHORIZED", MESSAGES.invalid);
+        } else {
+          let claims: JWTPayload & { sub: string };
+          try {
+            claims = await deps.verifyToken(match[1]!);
+          } catch (error) {
+            if (!(error instanceof joseErrors.JOSEError))
+              deps.logger.warn({ err: error }, "token verification failed (key set unavailable?)");
+            req.authError = new AppError("UNAUTHORIZED", MESSAGES.invalid);
+            return next();
+          }
+          const user = await deps.userForToken(claims);
+          usable(user);
+          req.auth = { via: "token", user };
+        }
+      } else if (apiKey !== undefined) {
+        const found = await deps.userForApiKey(apiKey);
+        if (!found) {
+          req.authError = new AppError("UNAUTHORIZED", "Invalid API key");
+        } else {
+          usable(found.user);
+          if (found.user.plan === "free") {
+            req.authError = new AppError("FORBIDDEN", "API keys are available on the Pro and Enterprise plans only");
+          } else {
+            req.auth = { via: "apiKey", user: found.user, apiKeyId: found.apiKeyId };
+          }
+        }
+      }
+      next();
+    } catch (error) {
+      if (error instanceof AppError && error.code === "FORBIDDEN") {
+        req.authError = error;
+        return next();
+      }
+      next(error);
+    }
+  };
+}
+
+/** Runs after the rate limiter, so this 401 carries the rate-limit headers like every answer. */
+export function refuseQueryCredentials(req: Request, _res: Response, next: NextFunction) {
+  for (const name of Object.keys(req.query)) {
+    if (QUERY_CREDENTIALS.has(name.toLowerCase())) {
+      return next(new AppError("UNAUTHORIZED", MESSAGES.invalid, { field: name, reason: "credentials are accepted in headers only" }));
+    }
+  }
+  next();
+}

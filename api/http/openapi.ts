@@ -1,0 +1,180 @@
+import { z } from "zod";
+import { ERROR_STATUS, type ErrorCode } from "./errors.js";
+import type { RouteSpec } from "./route.js";
+
+// The OpenAPI 3.0 document is generated from the same route definitions (and zod schemas)
+// that validate requests, so the two cannot disagree.
+
+type JsonSchema = Record<string, unknown>;
+
+function jsonSchema(schema: z.ZodType, io: "input" | "output"): JsonSchema {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { target: "openapi-3.0", io, unrepresentable: "any" }) as JsonSchema;
+  return rest;
+}
+
+const RATE_LIMIT_HEADERS = {
+  "X-RateLimit-Limit": { $ref: "#/components/headers/X-RateLimit-Limit" },
+  "X-RateLimit-Remaining": { $ref: "#/components/headers/X-RateLimit-Remaining" },
+  "X-RateLimit-Reset": { $ref: "#/components/headers/X-RateLimit-Reset" },
+  "X-Request-Id": { $ref: "#/components/headers/X-Request-Id" },
+};
+
+const COMPONENTS = {
+  securitySchemes: {
+    bearerAuth: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "Access token of the identity provider (1 hour)." },
+    apiKeyAuth: {
+      type: "apiKey",
+      in: "header",
+      name: "X-API-Key",
+      description: "Pro and Enterprise plans; create one with POST /v1/api-keys.",
+    },
+  },
+  headers: {
+    "X-RateLimit-Limit": {
+      description: "Requests allowed in the reported window (the one closest to running out); `unlimited` on the Enterprise plan.",
+      schema: { type: "string" },
+    },
+    "X-RateLimit-Remaining": {
+      description: "Requests left in that window; `unlimited` on the Enterprise plan.",
+      schema: { type: "string" },
+    },
+    "X-RateLimit-Reset": { description: "Unix time (seconds) when that window ends.", schema: { type: "integer" } },
+    "X-Request-Id": {
+      description: "The request id (also meta.requestId); a well-formed incoming one is kept.",
+      schema: { type: "string" },
+    },
+  },
+  schemas: {
+    Meta: {
+      type: "object",
+      required: ["timestamp", "requestId"],
+      properties: { timestamp: { type: "string", format: "date-time" }, requestId: { type: "string" } },
+    },
+    Pagination: {
+      type: "object",
+      required: ["total", "limit", "offset", "hasMore"],
+      properties: {
+        total: { type: "integer" },
+        limit: { type: "integer" },
+        offset: { type: "integer" },
+        hasMore: { type: "boolean" },
+      },
+    },
+    ErrorEnvelope: {
+      type: "object",
+      required: ["success", "error"],
+      properties: {
+        success: { type: "boolean", enum: [false] },
+        error: {
+          type: "object",
+          required: ["code", "message"],
+          properties: {
+            code: { type: "string", enum: Object.keys(ERROR_STATUS) },
+            message: { type: "string" },
+            details: {
+              type: "object",
+              required: ["field", "reason"],
+              properties: { field: { type: "string" }, reason: { type: "string" } },
+            },
+          },
+        },
+        meta: { $ref: "#/components/schemas/Meta" },
+      },
+    },
+  },
+};
+
+function errorResponses(route: RouteSpec): Record<string, unknown> {
+  const codes = new Set<ErrorCode>(["RATE_LIMITED", "INTERNAL_ERROR"]);
+  if (route.params || route.query || route.body) codes.add("VALIDATION_ERROR");
+  if (route.body) {
+    codes.add("UNSUPPORTED_MEDIA_TYPE");
+    codes.add("PAYLOAD_TOO_LARGE");
+  }
+  if (route.auth !== "none") {
+    codes.add("UNAUTHORIZED");
+    codes.add("FORBIDDEN");
+  }
+  for (const code of route.errors ?? []) codes.add(code);
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of codes) byStatus.set(ERROR_STATUS[code], [...(byStatus.get(ERROR_STATUS[code]) ?? []), code]);
+  const responses: Record<string, unknown> = {};
+  for (const [status, list] of [...byStatus].sort(([a], [b]) => a - b)) {
+    responses[String(status)] = {
+      description: `Error: ${list.join(", ")}`,
+      headers: RATE_LIMIT_HEADERS,
+      content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorEnvelope" } } },
+    };
+  }
+  return responses;
+}
+
+function successSchema(route: RouteSpec): JsonSchema {
+  const data = route.response ? jsonSchema(route.response, "output") : {};
+  if (route.bare) return data;
+  const properties: Record<string, unknown> = { success: { type: "boolean", enum: [true] } };
+  const required = ["success", "meta"];
+  if (route.envelopeExtra) {
+    const extra = jsonSchema(route.envelopeExtra, "output");
+    Object.assign(properties, { message: { type: "string" } }, extra.properties as object);
+    required.push("message", ...((extra.required as string[]) ?? []));
+  } else {
+    properties.data = data;
+    properties.message = { type: "string" };
+    required.push("data");
+  }
+  if (route.paginated) {
+    properties.pagination = { $ref: "#/components/schemas/Pagination" };
+    required.push("pagination");
+  }
+  properties.meta = { $ref: "#/components/schemas/Meta" };
+  return { type: "object", required, properties };
+}
+
+function parameters(schema: z.ZodType | undefined, location: "path" | "query") {
+  if (!schema) return [];
+  const json = jsonSchema(schema, "input");
+  const required = new Set((json.required as string[]) ?? []);
+  return Object.entries((json.properties as Record<string, JsonSchema>) ?? {}).map(([name, property]) => {
+    const { description, ...rest } = property;
+    return {
+      name,
+      in: location,
+      required: location === "path" || required.has(name),
+      schema: rest,
+      ...(description ? { description } : {}),
+    };
+  });
+}
+
+function operation(route: RouteSpec) {
+  const security = route.auth === "none" ? [] : route.auth === "token" ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, { apiKeyAuth: [] }];
+  return {
+    operationId: route.operationId,
+    summary: route.summary,
+    ...(route.description ? { description: route.description } : {}),
+    tags: [route.tag],
+    security,
+    parameters: [...parameters(route.params, "path"), ...parameters(route.query, "query")],
+    ...(route.body
+      ? { requestBody: { required: true, content: { "application/json": { schema: jsonSchema(route.body, "input") } } } }
+      : {}),
+    responses: {
+      [String(route.status ?? 200)]: {
+        description: "Success",
+        headers: RATE_LIMIT_HEADERS,
+        content: { "application/json": { schema: successSchema(route) } },
+      },
+      ...errorResponses(route),
+    },
+  };
+}
+
+export function buildOpenApiDocument(routes: RouteSpec[], info: { title: string; version: string; description?: string }) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    paths[route.path] ??= {};
+    paths[route.path]![route.method] = operation(route);
+  }
+  return { openapi: "3.0.3", info, servers: [{ url: "/" }], paths, components: COMPONENTS };
+}

@@ -1,0 +1,163 @@
+import { type NextFunction, type Request, type Response, Router } from "express";
+import type { z } from "zod";
+import type { Principal } from "./auth.js";
+import { sendData } from "./envelope.js";
+import { AppError, type ErrorCode, type ErrorDetails } from "./errors.js";
+
+// One route definition drives everything about an endpoint: the Express route, the
+// validation of params, query and body (VALIDATION_ERROR with details.field and
+// details.reason), the handler's types, the response shape (response schemas strip any
+// field they do not name, so a secret cannot leak by accident) and the OpenAPI operation.
+
+export type HttpMethod = "get" | "post" | "put" | "patch" | "delete";
+
+/**
+ * - `none`: no credentials needed (credentials sent anyway are ignored).
+ * - `user`: a bearer token or an API key of a Pro/Enterprise user.
+ * - `token`: a bearer token only (account-management routes an API key may not call).
+ */
+export type AuthMode = "none" | "user" | "token";
+
+type AnySchema = z.ZodType;
+type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
+
+export interface HandlerContext<P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  req: Request;
+  res: Response;
+  /** The authenticated caller; throws UNAUTHORIZED on routes without authentication. */
+  principal(): Principal;
+}
+
+export interface Pagination {
+  total: number;
+  limit: number;
+  offset: number;
+  hasMore: boolean;
+}
+
+export type HandlerResult<R> =
+  | { data: R; message?: string; pagination?: Pagination; status?: number }
+  /** An envelope without `data` (DELETE /users/me): `message` plus top-level fields. */
+  | { data?: undefined; message: string; extra: Record<string, unknown>; status?: number }
+  /** Bare JSON without the envelope (JWKS), as a contract fixes it. */
+  | { raw: unknown };
+
+export interface RouteSpec<
+  P extends AnySchema | undefined = AnySchema | undefined,
+  Q extends AnySchema | undefined = AnySchema | undefined,
+  B extends AnySchema | undefined = AnySchema | undefined,
+  R extends AnySchema | undefined = AnySchema | undefined,
+> {
+  method: HttpMethod;
+  /** OpenAPI form: `/v1/users/{userId}`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  auth: AuthMode;
+  params?: P;
+  query?: Q;
+  body?: B;
+  /** Schema of `data` (or of the bare JSON when `bare`). */
+  response?: R;
+  /** Success status (default 200). */
+  status?: number;
+  /** Answer without the envelope (the JWKS). */
+  bare?: boolean;
+  /** Top-level envelope fields other than data (DELETE /users/me's deletionDate). */
+  envelopeExtra?: AnySchema;
+  paginated?: boolean;
+  /** Error codes this route may answer besides the platform's (validation, auth, rate limit, internal). */
+  errors?: ErrorCode[];
+  handler(context: HandlerContext<Out<P>, Out<Q>, Out<B>>): Promise<HandlerResult<R extends z.ZodType ? z.input<R> : undefined>>;
+}
+
+/** Identity function that keeps the schemas' types flowing into the handler. */
+export function defineRoute<
+  P extends AnySchema | undefined = undefined,
+  Q extends AnySchema | undefined = undefined,
+  B extends AnySchema | undefined = undefined,
+  R extends AnySchema | undefined = undefined,
+>(spec: RouteSpec<P, Q, B, R>): RouteSpec {
+  return spec as unknown as RouteSpec;
+}
+
+function validationError(location: string, error: z.ZodError): AppError {
+  const issue = error.issues[0]!;
+  const keys = (issue as { keys?: string[] }).keys;
+  const path = issue.path.map(String);
+  if (issue.code === "unrecognized_keys" && keys?.length) path.push(keys[0]!);
+  const field = path.length > 0 ? path.join(".") : location;
+  const reason = issue.code === "unrecognized_keys" ? "unknown field" : issue.message;
+  const details: ErrorDetails = { field, reason };
+  return new AppError("VALIDATION_ERROR", `Invalid ${location}: ${field}: ${reason}`, details);
+}
+
+function parse(schema: AnySchema | undefined, value: unknown, location: string): unknown {
+  if (!schema) return undefined;
+  const result = schema.safeParse(value);
+  if (!result.success) throw validationError(location, result.error);
+  return result.data;
+}
+
+export function toExpressPath(path: string): string {
+  return path.replace(/\{([A-Za-z0-9_]+)\}/g, ":$1");
+}
+
+/** Authentication gate of one route; `req.auth` was set by the identify middleware. */
+function authGate(mode: AuthMode, req: Request): void {
+  if (mode === "none") return;
+  if (req.authError) throw req.authError;
+  if (!req.auth) throw new AppError("UNAUTHORIZED", "Authorization header required");
+  if (mode === "token" && req.auth.via !== "token") {
+    throw new AppError("FORBIDDEN", "This operation needs a bearer token; API keys may not call it");
+  }
+}
+
+export function mountRoutes(routes: RouteSpec[]): Router {
+  const router = Router();
+  for (const route of routes) {
+    router[route.method](toExpressPath(route.path), async (req: Request, res: Response, next: NextFunction) => {
+      try {
+        authGate(route.auth, req);
+        const params = parse(route.params, req.params, "path parameter");
+        const query = parse(route.query, req.query, "query parameter");
+        // A route with a body schema treats a missing body as an empty object, so a
+        // missing required field is named like any other.
+        const body = parse(route.body, req.body ?? {}, "body");
+        const result = await route.handler({
+          params,
+          query,
+          body,
+          req,
+          res,
+          principal: () => {
+            if (!req.auth) throw new AppError("UNAUTHORIZED", "Authorization header required");
+            return req.auth;
+          },
+        });
+        if ("raw" in result) {
+          res.status(route.status ?? 200).json(result.raw);
+          return;
+        }
+        if (result.data === undefined) {
+          sendData(req, res, undefined, {
+            status: result.status ?? route.status,
+            message: result.message,
+            extra: "extra" in result ? result.extra : undefined,
+          });
+          return;
+        }
+        const data = route.response ? route.response.parse(result.data) : result.data;
+        sendData(req, res, data, { status: result.status ?? route.status, message: result.message, pagination: result.pagination });
+      } catch (error) {
+        next(error);
+      }
+    });
+  }
+  return router;
+}

@@ -1,0 +1,123 @@
+import { z } from "zod";
+
+// One schema per route part: they validate, type the handlers and generate the OpenAPI document.
+
+export const userId = z.string().min(1).max(64).describe("User identifier");
+export const isoDate = z.string().describe("ISO 8601 UTC timestamp");
+export const walletAddress = z
+  .string()
+  .regex(/^0x[0-9a-fA-F]{40}$/)
+  .describe("0x-prefixed address of the user's managed wallet");
+
+export const settings = z.object({
+  notifications: z.boolean().describe("push notifications"),
+  emailAlerts: z.boolean().describe("e-mail notifications"),
+  language: z.string().describe("preferred language (BCP 47 tag)"),
+});
+
+export const privateUser = z.object({
+  id: z.string(),
+  email: z.string().nullable().describe("visible only to the user"),
+  displayName: z.string(),
+  walletAddress,
+  trustScore: z.number().int(),
+  level: z.string(),
+  xp: z.number().int(),
+  plan: z.enum(["free", "pro", "enterprise"]),
+  createdAt: isoDate,
+  settings,
+});
+
+export const publicUser = z.object({
+  id: z.string(),
+  displayName: z.string(),
+  walletAddress,
+  trustScore: z.number().int(),
+  level: z.string(),
+  badges: z.array(z.string()).describe("badge identifiers"),
+  createdAt: isoDate,
+});
+
+export const userIdParams = z.object({ userId });
+
+const language = z
+  .string()
+  .regex(/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/, "must be a language tag such as en or pt-BR")
+  .max(35);
+
+export const patchMeBody = z
+  .strictObject({
+    displayName: z.string().trim().min(1).max(50).optional(),
+    settings: z
+      .strictObject({
+        notifications: z.boolean().optional(),
+        emailAlerts: z.boolean().optional(),
+        language: language.optional(),
+      })
+      .optional(),
+  })
+  .refine((body) => body.displayName !== undefined || (body.settings && Object.keys(body.settings).length > 0), {
+    message: "at least one of displayName, settings.notifications, settings.emailAlerts, settings.language is required",
+  });
+
+export const patchMeResponse = z.object({ id: z.string(), displayName: z.string(), settings, updatedAt: isoDate });
+
+export const xpResponse = z.object({
+  userId: z.string(),
+  xp: z.number().int(),
+  level: z.string(),
+  nextLevel: z.string(),
+  xpToNextLevel: z.number().int(),
+  progressPercent: z.number().int(),
+  badges: z.array(z.object({ id: z.string(), name: z.string(), earnedAt: isoDate })),
+});
+
+export const ACTIVITY_TYPES = ["loan_created", "loan_repaid", "vault_deposit", "vault_withdraw", "guardian_added", "level_up"] as const;
+
+/** Page size: default 20 as the spec's other lists, at most 100. */
+export const activityQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+  type: z.enum(ACTIVITY_TYPES).optional(),
+});
+
+export const activityEntry = z.object({
+  id: z.string(),
+  type: z.enum(ACTIVITY_TYPES),
+  description: z.string(),
+  xpEarned: z.number().int(),
+  timestamp: isoDate,
+});
+
+export const guardian = z.object({
+  id: z.string(),
+  walletAddress: z.string(),
+  displayName: z.string(),
+  status: z.enum(["active", "pending"]),
+  addedAt: isoDate,
+});
+
+export const exportResponse = z.object({
+  profile: privateUser.extend({ updatedAt: isoDate, badges: z.array(z.string()) }),
+  activity: z.array(activityEntry),
+  loans: z.array(z.record(z.string(), z.unknown())),
+  vaultHistory: z.array(z.record(z.string(), z.unknown())),
+  guardians: z.array(guardian),
+  apiKeys: z.array(
+    z.object({
+      id: z.string(),
+      name: z.string(),
+      prefix: z.string(),
+      createdAt: isoDate,
+      lastUsedAt: isoDate.nullable(),
+      revokedAt: isoDate.nullable(),
+    }),
+  ),
+  exportedAt: isoDate,
+});
+
+export const DELETE_CONFIRMATION = "DELETE_MY_ACCOUNT";
+export const deleteMeBody = z.strictObject({
+  confirmation: z.literal(DELETE_CONFIRMATION, { error: `must be ${DELETE_CONFIRMATION}` }),
+});
+export const deleteMeExtra = z.object({ deletionDate: isoDate });
