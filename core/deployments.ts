@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { ContractFactory, type JsonRpcProvider, NonceManager, Wallet } from "ethers";
+import { Contract, ContractFactory, type JsonRpcProvider, NonceManager, Wallet } from "ethers";
 import type { Logger } from "./logger.js";
 
 export const DEPLOYMENTS_DIR = path.resolve(import.meta.dirname, "..", "deployments");
@@ -75,14 +75,21 @@ export async function ensureDeployment(options: DeployOptions): Promise<Deployme
   const deployer = new NonceManager(wallet);
   const contracts: Record<string, DeployedContract> = {};
 
-  async function deploy(key: string, sourcePath: string, name: string, args: unknown[]) {
+  async function deploy(key: string, sourcePath: string, name: string, args: unknown[]): Promise<Contract> {
     const artifact = loadArtifact(sourcePath, name);
     const factory = new ContractFactory(artifact.abi as never, artifact.bytecode, deployer);
     const contract = await factory.deploy(...args);
     const receipt = await contract.deploymentTransaction()?.wait();
     if (!receipt) throw new Error(`deploy: no receipt for ${name}`);
-    contracts[key] = { address: await contract.getAddress(), blockNumber: receipt.blockNumber };
-    logger?.info({ contract: name, address: contracts[key].address }, "deployed");
+    const address = await contract.getAddress();
+    contracts[key] = { address, blockNumber: receipt.blockNumber };
+    logger?.info({ contract: name, address }, "deployed");
+    return new Contract(address, artifact.abi as never, deployer);
+  }
+
+  async function send(what: string, call: Promise<{ wait(): Promise<unknown> }>) {
+    await (await call).wait();
+    logger?.debug({ step: what }, "wired");
   }
 
   if (options.usdcAddress) {
@@ -90,6 +97,25 @@ export async function ensureDeployment(options: DeployOptions): Promise<Deployme
   } else {
     await deploy("usdc", "mocks/MockUSDC.sol", "MockUSDC", [wallet.address]);
   }
+
+  const usdc = contracts.usdc!.address;
+  const rateModel = await deploy("interestRateModel", "vault/InterestRateModel.sol", "InterestRateModel", [wallet.address]);
+  const vault = await deploy("stakingVault", "vault/StakingVault.sol", "StakingVault", [
+    usdc,
+    await rateModel.getAddress(),
+    wallet.address,
+  ]);
+  const loanBook = await deploy("loanBook", "lending/LoanBook.sol", "LoanBook", [await vault.getAddress(), wallet.address]);
+  await deploy("socialVaultFactory", "social/SocialVaultFactory.sol", "SocialVaultFactory", [usdc]);
+
+  // Roles (docs/contracts-lending.md): the loan book draws from the vault; the service's
+  // signer (the deployer here) operates loans, distributes yield and may pause.
+  const vaultRole = async (name: string) => (await vault.getFunction(name)()) as string;
+  await send("vault LENDER -> loanBook", vault.getFunction("grantRole")(await vaultRole("LENDER_ROLE"), await loanBook.getAddress()));
+  await send("vault YIELD -> service", vault.getFunction("grantRole")(await vaultRole("YIELD_ROLE"), wallet.address));
+  await send("vault PAUSER -> service", vault.getFunction("grantRole")(await vaultRole("PAUSER_ROLE"), wallet.address));
+  const operatorRole = (await loanBook.getFunction("OPERATOR_ROLE")()) as string;
+  await send("loanBook OPERATOR -> service", loanBook.getFunction("grantRole")(operatorRole, wallet.address));
 
   const deployment: Deployment = {
     chainId,

@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {IStakingVault} from "./IStakingVault.sol";
+
+/// @title ILoanBook
+/// @notice The on-chain record of the platform's loans, funded from the {IStakingVault}.
+/// @dev The service (OPERATOR_ROLE) funds and extends loans within contract-enforced limits; anyone may repay a
+/// loan (pulling USDC from the payer), mark it overdue after its due date, and mark it defaulted once the grace
+/// period after the due date has passed. Money values are in the asset's units (USDC micro-units).
+///
+/// Interest is a flat amount fixed when the loan is funded (plus any extension's). A loan can be closed early by
+/// paying {payoffAmount}: the outstanding principal plus the interest earned so far, pro-rated by whole days elapsed
+/// (rounded up, and at least {MIN_CHARGED_DAYS}). Payments go to the interest earned so far first, then to the
+/// principal. A payment at or above {payoffAmount} closes the loan and is capped at that amount.
+///
+/// Error mapping for the API: {LoanBookLoanNotFound} -> LOAN_NOT_FOUND, {LoanBookLoanNotOpen} with status Repaid
+/// -> ALREADY_REPAID, {LoanBookInvalidPrincipal} -> INVALID_AMOUNT, {LoanBookInvalidDuration} -> INVALID_DURATION.
+interface ILoanBook {
+    /* TYPES */
+
+    /// @notice Life cycle of a funded loan. `Overdue` is stored by {markOverdue}; a loan past due but not yet marked
+    /// is still `Active`. `Repaid` and `Defaulted` are final.
+    enum LoanStatus {
+        None,
+        Active,
+        Overdue,
+        Repaid,
+        Defaulted
+    }
+
+    /// @notice A loan as stored.
+    /// @param borrower The wallet that received the net amount.
+    /// @param fundedAt When the loan was funded (Unix seconds).
+    /// @param dueDate When the full balance is due (Unix seconds): fundedAt + durationDays days.
+    /// @param durationDays The term in days, including extensions.
+    /// @param principal The principal lent from the vault (the API's `amount`).
+    /// @param interest The flat interest for the whole term, including extensions.
+    /// @param principalRepaid Principal repaid so far.
+    /// @param interestRepaid Interest paid so far.
+    /// @param insuranceFee The fee taken from the principal for the insurance reserve.
+    /// @param status The loan's status.
+    /// @param ref The off-chain loan id.
+    struct Loan {
+        address borrower;
+        uint40 fundedAt;
+        uint40 dueDate;
+        uint16 durationDays;
+        uint128 principal;
+        uint128 interest;
+        uint128 principalRepaid;
+        uint128 interestRepaid;
+        uint128 insuranceFee;
+        LoanStatus status;
+        bytes32 ref;
+    }
+
+    /// @notice The terms the operator may set, enforced on {fundLoan} and {extend}.
+    /// @param maxPrincipal The largest principal (asset units).
+    /// @param minDurationDays The shortest term in days.
+    /// @param maxDurationDays The longest term in days, extensions included.
+    /// @param gracePeriodDays Days after the due date before a loan can be marked defaulted.
+    /// @param maxInterestBps The largest total interest as a share of the principal (basis points).
+    /// @param maxInsuranceFeeBps The largest insurance fee as a share of the principal (basis points).
+    struct LoanLimits {
+        uint96 maxPrincipal;
+        uint16 minDurationDays;
+        uint16 maxDurationDays;
+        uint16 gracePeriodDays;
+        uint16 maxInterestBps;
+        uint16 maxInsuranceFeeBps;
+    }
+
+    /// @notice What closing a loan now costs (the API's early-payoff view).
+    /// @param originalTotal principal + interest for the whole term.
+    /// @param payoffAmount What closes the loan now.
+    /// @param remainingBalance What is left of `originalTotal` after the payments so far.
+    /// @param interestSaved remainingBalance - payoffAmount.
+    /// @param daysEarly Days of interest not charged: durationDays minus the days charged.
+    struct PayoffQuote {
+        uint256 originalTotal;
+        uint256 payoffAmount;
+        uint256 remainingBalance;
+        uint256 interestSaved;
+        uint256 daysEarly;
+    }
+
+    /* EVENTS */
+
+    /// @notice Loan `loanId` (off-chain id `ref`) was funded: `borrower` received `netAmount` = principal minus
+    /// `insuranceFee`, and owes `principal + interest` by `dueDate`. The data of `loan.funded`.
+    event LoanFunded(
+        uint256 indexed loanId,
+        bytes32 indexed ref,
+        address indexed borrower,
+        uint256 principal,
+        uint256 netAmount,
+        uint256 interest,
+        uint256 insuranceFee,
+        uint256 durationDays,
+        uint256 dueDate
+    );
+
+    /// @notice `payer` paid `amount` on loan `loanId` (`interestPaid` to interest, `principalPaid` to principal).
+    /// `remainingBalance` is what is left of principal + interest (zero when `closed`), `totalPaid` the sum of all
+    /// payments. `closed` tells `loan.repaid` (true) from `loan.partial_payment` (false).
+    event LoanRepaymentMade(
+        uint256 indexed loanId,
+        address indexed borrower,
+        address indexed payer,
+        uint256 amount,
+        uint256 interestPaid,
+        uint256 principalPaid,
+        uint256 remainingBalance,
+        uint256 totalPaid,
+        bool closed
+    );
+
+    /// @notice Loan `loanId` was extended by `extraDays` for `additionalInterest`; it is now due at `newDueDate`.
+    event LoanExtended(
+        uint256 indexed loanId,
+        address indexed borrower,
+        uint256 extraDays,
+        uint256 additionalInterest,
+        uint256 newDueDate
+    );
+
+    /// @notice Loan `loanId` was marked overdue; it was due at `dueDate` (the API derives `daysOverdue`).
+    event LoanMarkedOverdue(uint256 indexed loanId, address indexed borrower, uint256 dueDate);
+
+    /// @notice Loan `loanId` defaulted with `loss` principal outstanding, of which the insurance reserve covered
+    /// `covered` and the depositors bore `uncovered`.
+    event LoanDefaulted(
+        uint256 indexed loanId,
+        address indexed borrower,
+        uint256 loss,
+        uint256 covered,
+        uint256 uncovered
+    );
+
+    /// @notice The loan limits were set to `limits`.
+    event LoanLimitsUpdated(LoanLimits limits);
+
+    /* ERRORS */
+
+    /// @notice An address argument is zero.
+    error LoanBookZeroAddress();
+
+    /// @notice The off-chain reference is zero.
+    error LoanBookEmptyRef();
+
+    /// @notice The off-chain reference was already used by loan `loanId`.
+    error LoanBookDuplicateRef(bytes32 ref, uint256 loanId);
+
+    /// @notice The principal is zero or above `maxPrincipal`.
+    error LoanBookInvalidPrincipal(uint256 principal, uint256 maxPrincipal);
+
+    /// @notice The term is outside [`minDays`, `maxDays`].
+    error LoanBookInvalidDuration(uint256 durationDays, uint256 minDays, uint256 maxDays);
+
+    /// @notice The total interest exceeds `maxInterest` for this principal.
+    error LoanBookInterestTooHigh(uint256 interest, uint256 maxInterest);
+
+    /// @notice The insurance fee exceeds `maxFee` for this principal.
+    error LoanBookInsuranceFeeTooHigh(uint256 insuranceFee, uint256 maxFee);
+
+    /// @notice No loan has id `loanId`.
+    error LoanBookLoanNotFound(uint256 loanId);
+
+    /// @notice Loan `loanId` is `status`, which is closed (Repaid or Defaulted).
+    error LoanBookLoanNotOpen(uint256 loanId, LoanStatus status);
+
+    /// @notice Loan `loanId` is `status`, not Active.
+    error LoanBookLoanNotActive(uint256 loanId, LoanStatus status);
+
+    /// @notice A repayment of zero.
+    error LoanBookZeroRepayment(uint256 loanId);
+
+    /// @notice Loan `loanId` is not past its `dueDate` yet.
+    error LoanBookNotYetDue(uint256 loanId, uint256 dueDate);
+
+    /// @notice Loan `loanId` is past its `dueDate`, so it cannot be extended.
+    error LoanBookPastDue(uint256 loanId, uint256 dueDate);
+
+    /// @notice Loan `loanId` can only be marked defaulted after `defaultableAfter`.
+    error LoanBookGracePeriodNotOver(uint256 loanId, uint256 defaultableAfter);
+
+    /// @notice An extension by `extraDays` is zero or brings the term to `newDurationDays`, above `maxDurationDays`.
+    error LoanBookInvalidExtension(uint256 loanId, uint256 extraDays, uint256 newDurationDays, uint256 maxDurationDays);
+
+    /// @notice Limits outside the hard bounds.
+    error LoanBookInvalidLimits(LoanLimits limits);
+
+    /* ROLES AND CONSTANTS */
+
+    /// @notice The role of the service that funds and extends loans.
+    /// @return The role id.
+    function OPERATOR_ROLE() external view returns (bytes32);
+
+    /// @notice The fewest days of interest charged when a loan is paid off early.
+    /// @return The number of days.
+    function MIN_CHARGED_DAYS() external view returns (uint256);
+
+    /* VIEWS */
+
+    /// @notice The vault loans are funded from.
+    /// @return The vault.
+    function vault() external view returns (IStakingVault);
+
+    /// @notice The token loans are paid out and repaid in (the vault's asset).
+    /// @return The token address.
+    function asset() external view returns (address);
+
+    /// @notice The number of loans funded so far; loan ids run from 1 to this number.
+    /// @return The count.
+    function loanCount() external view returns (uint256);
+
+    /// @notice The loan funded under off-chain reference `ref`.
+    /// @param ref The off-chain loan id.
+    /// @return The loan id, or zero if none.
+    function loanIdOf(bytes32 ref) external view returns (uint256);
+
+    /// @notice Loan `loanId`. Reverts with {LoanBookLoanNotFound} for an unknown id.
+    /// @param loanId The loan id.
+    /// @return The loan.
+    function getLoan(uint256 loanId) external view returns (Loan memory);
+
+    /// @notice The current loan limits.
+    /// @return See {LoanLimits}.
+    function limits() external view returns (LoanLimits memory);
+
+    /// @notice What is left of principal + interest after the payments so far (the full repayment).
+    /// @param loanId The loan id.
+    /// @return The amount; zero for a closed loan.
+    function remainingBalance(uint256 loanId) external view returns (uint256);
+
+    /// @notice What closes loan `loanId` now: outstanding principal plus the interest earned so far and not yet paid.
+    /// @dev Interest earned = interest * chargedDays / durationDays, rounded up, where chargedDays is the whole days
+    /// since funding rounded up, at least {MIN_CHARGED_DAYS} and at most durationDays (all of it once due).
+    /// Never above {remainingBalance}. Zero for a closed loan.
+    /// @param loanId The loan id.
+    /// @return The amount.
+    function payoffAmount(uint256 loanId) external view returns (uint256);
+
+    /// @notice The early-payoff figures of loan `loanId` now.
+    /// @param loanId The loan id.
+    /// @return quote See {PayoffQuote}.
+    function payoffQuote(uint256 loanId) external view returns (PayoffQuote memory quote);
+
+    /* OPERATOR */
+
+    /// @notice Funds a loan from the vault: `borrower` receives `principal - insuranceFee`, the fee goes to the
+    /// vault's insurance reserve, and `principal + interest` is due in `durationDays` days.
+    /// @dev Only OPERATOR_ROLE. Terms must be within {limits}; `ref` must be new and non-zero. Reverts with the
+    /// vault's `StakingVaultInsufficientLiquidity` if the vault's idle USDC is below `principal`, and with
+    /// `EnforcedPause` while the vault is paused.
+    /// @param ref The off-chain loan id.
+    /// @param borrower The wallet that receives the net amount.
+    /// @param principal The principal (the API's `amount`).
+    /// @param interest The flat interest for the term.
+    /// @param insuranceFee The fee taken from the principal.
+    /// @param durationDays The term in days.
+    /// @return loanId The new loan's id (sequential from 1).
+    function fundLoan(
+        bytes32 ref,
+        address borrower,
+        uint256 principal,
+        uint256 interest,
+        uint256 insuranceFee,
+        uint32 durationDays
+    ) external returns (uint256 loanId);
+
+    /// @notice Extends Active loan `loanId` by `extraDays` for `additionalInterest`.
+    /// @dev Only OPERATOR_ROLE; only before the due date; the total term must stay within `maxDurationDays` and the
+    /// total interest within `maxInterestBps` of the principal.
+    /// @param loanId The loan id.
+    /// @param extraDays Days added to the term (at least one).
+    /// @param additionalInterest Interest added for the extension (may be zero).
+    function extend(uint256 loanId, uint32 extraDays, uint256 additionalInterest) external;
+
+    /// @notice Sets the loan limits. Only the default admin.
+    /// @dev Hard bounds: maxPrincipal > 0; 1 <= minDurationDays <= maxDurationDays <= 365; gracePeriodDays <= 90;
+    /// maxInterestBps <= 10_000; maxInsuranceFeeBps <= 5_000. They apply to loans funded or extended afterwards,
+    /// except the grace period, which applies to every open loan.
+    /// @param newLimits The new limits.
+    function setLimits(LoanLimits calldata newLimits) external;
+
+    /* ANYONE */
+
+    /// @notice Pays up to `amount` on open loan `loanId`, pulling USDC from the caller (who needs an allowance).
+    /// @dev The payment goes to the interest earned so far, then to principal. At or above {payoffAmount} it closes
+    /// the loan (status Repaid) and only {payoffAmount} is pulled. An Overdue loan stays Overdue until closed.
+    /// Principal and interest go to the vault.
+    /// @param loanId The loan id.
+    /// @param amount The most to pay (type(uint256).max pays off the loan).
+    /// @return paid The amount pulled.
+    function repay(uint256 loanId, uint256 amount) external returns (uint256 paid);
+
+    /// @notice Marks Active loan `loanId` overdue once its due date has passed.
+    /// @param loanId The loan id.
+    function markOverdue(uint256 loanId) external;
+
+    /// @notice Marks open loan `loanId` defaulted once more than `gracePeriodDays` have passed since its due date,
+    /// writing off its outstanding principal in the vault (the insurance reserve covers part of the loss).
+    /// @dev Anyone may call it: the condition is objective, and a keeper need not be trusted.
+    /// @param loanId The loan id.
+    function markDefaulted(uint256 loanId) external;
+}

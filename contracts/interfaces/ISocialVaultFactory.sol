@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+
+/// @title ISocialVaultFactory
+/// @notice Deploys one social vault per owner as a deterministic OpenZeppelin `Clones` minimal proxy.
+interface ISocialVaultFactory {
+    /// @notice `owner` created `vault` with this configuration.
+    event SocialVaultCreated(
+        address indexed owner,
+        address indexed vault,
+        uint256 dailyLimit,
+        uint256 timelockDuration,
+        uint256 requiredSignatures
+    );
+
+    /// @notice `owner` already has `vault`.
+    error SocialVaultFactoryVaultExists(address owner, address vault);
+    /// @notice The token address is zero.
+    error SocialVaultFactoryZeroAddress();
+
+    /// @notice Creates the caller's vault (the caller becomes its owner) at {predictVault}(caller).
+    /// @dev Reverts with `SocialVaultFactoryVaultExists` if the caller already has one. The arguments are checked
+    /// by {ISocialVault-initialize}.
+    /// @param dailyLimit Instant-withdrawal limit per 24-hour window, in USDC micro-units.
+    /// @param timelockDuration Seconds, 3600 to 604800.
+    /// @param requiredSignatures Guardian approvals for above-limit withdrawals, 1 to `MAX_GUARDIANS`.
+    /// @param duressCommitment `keccak256(abi.encode(duressKey))`, or zero for none.
+    /// @return vault The new vault.
+    function createVault(
+        uint256 dailyLimit,
+        uint256 timelockDuration,
+        uint256 requiredSignatures,
+        bytes32 duressCommitment
+    ) external returns (address vault);
+
+    /// @notice The USDC token every vault holds.
+    /// @return The token.
+    function asset() external view returns (IERC20);
+
+    /// @notice The vault implementation the clones delegate to.
+    /// @return The implementation address.
+    function implementation() external view returns (address);
+
+    /// @notice The vault of `owner`, or zero if none.
+    /// @param owner The owner.
+    /// @return The vault.
+    function vaultOf(address owner) external view returns (address);
+
+    /// @notice The address the vault of `owner` has or will have (known before creation).
+    /// @param owner The owner.
+    /// @return The address.
+    function predictVault(address owner) external view returns (address);
+}

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {IERC4626} from "@openzeppelin/contracts/interfaces/IERC4626.sol";
+import {IInterestRateModel} from "./IInterestRateModel.sol";
+
+/// @title IStakingVault
+/// @notice The USDC savings vault: an ERC-4626 vault whose shares (tmUSDC) rise in value as loan interest and
+/// distributed yield arrive. Its idle USDC funds the loans of the {ILoanBook}.
+/// @dev Money values are in the asset's units (USDC micro-units, 6 decimals); tmUSDC has 18 decimals.
+/// Rates and fractions in views are WAD-scaled (1e18 = 100 %); policy parameters are basis points (10_000 = 100 %).
+///
+/// Accounting: `totalAssets = idle + totalBorrowed`, where `idle` is the vault's USDC balance minus the insurance
+/// reserve, which the vault holds but which does not belong to depositors. The share price only falls when a
+/// default's loss exceeds what the insurance reserve covers, and then {StakingVaultLossRecognized} records it.
+///
+/// Error mapping for the API: {StakingVaultDepositTooSmall} -> AMOUNT_TOO_SMALL,
+/// {StakingVaultInsufficientLiquidity} -> INSUFFICIENT_LIQUIDITY, `EnforcedPause` -> VAULT_PAUSED,
+/// `ERC4626ExceededMaxWithdraw` / `ERC4626ExceededMaxRedeem` / `ERC20InsufficientBalance` -> INSUFFICIENT_BALANCE.
+interface IStakingVault is IERC4626 {
+    /* TYPES */
+
+    /// @notice Everything `GET /vault/status` shows, read in one call.
+    /// @param totalAssets The depositors' assets: idle + totalBorrowed (the API's `totalDeposits`).
+    /// @param idleAssets USDC available for withdrawals and new loans.
+    /// @param totalBorrowed Principal out on loans.
+    /// @param insuranceReserve USDC held for covering defaults; not part of `totalAssets`.
+    /// @param utilization totalBorrowed / totalAssets (WAD).
+    /// @param borrowRate The model's annual borrow rate at `utilization` (WAD).
+    /// @param supplyRate The model's annual supply rate at `utilization` (WAD; the API's `currentAPY`).
+    /// @param exchangeRate USDC per whole tmUSDC (WAD; 1e18 = 1 USDC per tmUSDC).
+    /// @param totalSupply tmUSDC in circulation (18 decimals).
+    /// @param totalYield Yield credited to depositors so far: distributed yield plus their share of loan interest.
+    /// @param paused Whether deposits, withdrawals and new loans are paused.
+    struct VaultStatus {
+        uint256 totalAssets;
+        uint256 idleAssets;
+        uint256 totalBorrowed;
+        uint256 insuranceReserve;
+        uint256 utilization;
+        uint256 borrowRate;
+        uint256 supplyRate;
+        uint256 exchangeRate;
+        uint256 totalSupply;
+        uint256 totalYield;
+        bool paused;
+    }
+
+    /* EVENTS */
+
+    /// @notice Loan `loanId` drew `principal` from the vault: `borrower` received `principal - insuranceFee`, and
+    /// `insuranceFee` went to the insurance reserve.
+    event StakingVaultFundsLent(
+        uint256 indexed loanId,
+        address indexed borrower,
+        uint256 principal,
+        uint256 insuranceFee,
+        uint256 totalBorrowed
+    );
+
+    /// @notice Loan `loanId` repaid `principal` and `interest`; `reserveShare` of the interest went to the insurance
+    /// reserve, the rest raised the depositors' assets.
+    event StakingVaultRepaymentRecorded(
+        uint256 indexed loanId,
+        uint256 principal,
+        uint256 interest,
+        uint256 reserveShare,
+        uint256 totalBorrowed
+    );
+
+    /// @notice Loan `loanId` defaulted with `loss` principal outstanding; the insurance reserve covered `covered` and
+    /// `uncovered` lowered the depositors' assets, leaving the share price at `exchangeRate` (WAD).
+    event StakingVaultLossRecognized(
+        uint256 indexed loanId,
+        uint256 loss,
+        uint256 covered,
+        uint256 uncovered,
+        uint256 exchangeRate
+    );
+
+    /// @notice `distributor` added `amount` USDC of yield; `totalYield` is the yield credited so far and
+    /// `exchangeRate` the new USDC per tmUSDC (WAD). The data of the `vault.yield_distributed` webhook.
+    event StakingVaultYieldDistributed(
+        address indexed distributor,
+        uint256 amount,
+        uint256 totalYield,
+        uint256 exchangeRate
+    );
+
+    /// @notice The minimum deposit was set to `minDeposit` (asset units).
+    event StakingVaultMinDepositUpdated(uint256 minDeposit);
+
+    /// @notice The share of a default's loss the insurance reserve covers was set to `coverageBps`.
+    event StakingVaultInsuranceCoverageUpdated(uint256 coverageBps);
+
+    /// @notice The interest rate model was set to `model`.
+    event StakingVaultInterestRateModelUpdated(address indexed model);
+
+    /* ERRORS */
+
+    /// @notice A deposit or mint of `assets` is below the minimum deposit `minimum`.
+    error StakingVaultDepositTooSmall(uint256 assets, uint256 minimum);
+
+    /// @notice `requested` assets exceed the `available` idle USDC (the rest is lent out).
+    error StakingVaultInsufficientLiquidity(uint256 requested, uint256 available);
+
+    /// @notice An address argument is zero.
+    error StakingVaultZeroAddress();
+
+    /// @notice An amount argument is zero.
+    error StakingVaultZeroAmount();
+
+    /// @notice The insurance fee is not below the principal.
+    error StakingVaultInvalidInsuranceFee(uint256 principal, uint256 insuranceFee);
+
+    /// @notice A repayment or loss of `amount` principal exceeds the principal out on loans.
+    error StakingVaultExceedsBorrowed(uint256 amount, uint256 totalBorrowed);
+
+    /// @notice Yield cannot be distributed while no tmUSDC exists.
+    error StakingVaultNoShares();
+
+    /// @notice A minimum deposit above the ceiling.
+    error StakingVaultMinDepositTooHigh(uint256 minDeposit, uint256 max);
+
+    /// @notice An insurance coverage above 100 %.
+    error StakingVaultCoverageTooHigh(uint256 coverageBps, uint256 max);
+
+    /// @notice The asset has more than 18 decimals.
+    error StakingVaultUnsupportedAsset(uint8 decimals);
+
+    /* ROLES AND CONSTANTS */
+
+    /// @notice The role that may draw and return loan funds (granted to the LoanBook).
+    /// @return The role id.
+    function LENDER_ROLE() external view returns (bytes32);
+
+    /// @notice The role that may distribute yield.
+    /// @return The role id.
+    function YIELD_ROLE() external view returns (bytes32);
+
+    /// @notice The role that may pause and unpause.
+    /// @return The role id.
+    function PAUSER_ROLE() external view returns (bytes32);
+
+    /// @notice The ceiling of the minimum deposit.
+    /// @return The ceiling in asset units (1,000 USDC).
+    function MAX_MIN_DEPOSIT() external view returns (uint256);
+
+    /* VIEWS */
+
+    /// @notice Principal currently out on loans.
+    /// @return The amount in asset units.
+    function totalBorrowed() external view returns (uint256);
+
+    /// @notice USDC held for covering defaults (not part of {totalAssets}).
+    /// @return The amount in asset units.
+    function insuranceReserve() external view returns (uint256);
+
+    /// @notice USDC available for withdrawals and new loans: the vault's balance minus the insurance reserve.
+    /// @return The amount in asset units.
+    function idleAssets() external view returns (uint256);
+
+    /// @notice totalBorrowed / (idle + totalBorrowed); zero for an empty vault.
+    /// @return The utilization (WAD).
+    function utilization() external view returns (uint256);
+
+    /// @notice USDC per whole tmUSDC, including the virtual share and asset of the inflation protection.
+    /// @dev 1e18 means 1 USDC per tmUSDC, the value of a new vault. Rises with interest and yield, falls only by a
+    /// {StakingVaultLossRecognized}.
+    /// @return The exchange rate (WAD).
+    function exchangeRate() external view returns (uint256);
+
+    /// @notice Yield credited to depositors so far: distributed yield plus their share of loan interest.
+    /// @return The amount in asset units.
+    function totalYield() external view returns (uint256);
+
+    /// @notice The smallest deposit (or mint, in assets) accepted.
+    /// @return The amount in asset units.
+    function minDeposit() external view returns (uint256);
+
+    /// @notice The share of a default's loss the insurance reserve covers, while it has the funds.
+    /// @return The share in basis points.
+    function insuranceCoverageBps() external view returns (uint256);
+
+    /// @notice The model the status view reads rates from and the reserve factor comes from.
+    /// @return The model.
+    function interestRateModel() external view returns (IInterestRateModel);
+
+    /// @notice Everything `GET /vault/status` shows, in one call.
+    /// @return status See {VaultStatus}.
+    function vaultStatus() external view returns (VaultStatus memory status);
+
+    /* LENDING (LENDER_ROLE) */
+
+    /// @notice Funds loan `loanId`: `principal` leaves the idle assets, `borrower` receives
+    /// `principal - insuranceFee` and `insuranceFee` is added to the insurance reserve.
+    /// @dev Only LENDER_ROLE, not while paused. `totalAssets` is unchanged.
+    /// @param loanId The LoanBook's id, for the event.
+    /// @param borrower The receiver of the net amount.
+    /// @param principal The principal lent.
+    /// @param insuranceFee The fee kept for the insurance reserve; must be below `principal`.
+    function lend(uint256 loanId, address borrower, uint256 principal, uint256 insuranceFee) external;
+
+    /// @notice Records a repayment of loan `loanId`: `principal` leaves {totalBorrowed}; `interest` minus the reserve
+    /// factor's share raises the depositors' assets and {totalYield}.
+    /// @dev Only LENDER_ROLE, allowed while paused. The caller transfers `principal + interest` USDC to the vault in
+    /// the same transaction (the LoanBook does it right after this call); the vault trusts its lender for this as it
+    /// trusts it with {lend}.
+    /// @param loanId The LoanBook's id, for the event.
+    /// @param principal The principal repaid.
+    /// @param interest The interest paid.
+    function recordRepayment(uint256 loanId, uint256 principal, uint256 interest) external;
+
+    /// @notice Writes off `loss` principal of defaulted loan `loanId`: the insurance reserve covers
+    /// `loss * insuranceCoverageBps / 10_000`, capped by its balance; the uncovered rest lowers {totalAssets}.
+    /// @dev Only LENDER_ROLE, allowed while paused. No USDC moves: covered funds change from reserve to idle.
+    /// @param loanId The LoanBook's id, for the event.
+    /// @param loss The outstanding principal written off.
+    /// @return covered The part the reserve absorbed.
+    /// @return uncovered The part the depositors bear.
+    function recordLoss(uint256 loanId, uint256 loss) external returns (uint256 covered, uint256 uncovered);
+
+    /* YIELD (YIELD_ROLE) */
+
+    /// @notice Pulls `amount` USDC from the caller and adds it to the depositors' assets, raising the exchange rate.
+    /// @dev Only YIELD_ROLE; needs an allowance; reverts while no tmUSDC exists. Allowed while paused.
+    /// @param amount The yield in asset units.
+    function distributeYield(uint256 amount) external;
+
+    /* ADMIN */
+
+    /// @notice Sets the minimum deposit. Only the default admin; at most {MAX_MIN_DEPOSIT}.
+    /// @param newMinDeposit The new minimum in asset units (zero disables it).
+    function setMinDeposit(uint256 newMinDeposit) external;
+
+    /// @notice Sets the share of a default's loss the insurance reserve covers. Only the default admin.
+    /// @param newCoverageBps The new share in basis points, at most 10_000.
+    function setInsuranceCoverage(uint256 newCoverageBps) external;
+
+    /// @notice Sets the interest rate model. Only the default admin.
+    /// @param newModel The new model (not zero).
+    function setInterestRateModel(IInterestRateModel newModel) external;
+
+    /// @notice Pauses deposits, mints, withdrawals, redemptions and new loans. Only PAUSER_ROLE.
+    /// @dev Repayments, defaults and yield distribution stay open so loans can always be settled.
+    function pause() external;
+
+    /// @notice Lifts the pause. Only PAUSER_ROLE.
+    function unpause() external;
+}

@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
+import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
+import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
+import {ILoanBook} from "../interfaces/ILoanBook.sol";
+import {IStakingVault} from "../interfaces/IStakingVault.sol";
+
+/// @title LoanBook
+/// @notice Loan records of the platform: funding from the staking vault, repayments back to it, extensions, overdue
+/// marking and defaults written off against the vault's insurance reserve.
+/// @dev Loan state lives here; the vault keeps only the aggregate principal out (`totalBorrowed`), so the LoanBook
+/// holds the vault's LENDER_ROLE. The LoanBook never holds USDC: loans are paid out by the vault and repayments are
+/// pulled from the payer straight into the vault.
+///
+/// Default limits (the specification's and the product reference's figures): principal up to 500 USDC (the Elite
+/// tier's cap; lower tiers are enforced by the service), 7 to 90 days, interest up to 20 % of the principal (the
+/// product charges 1-5 %), insurance fee up to 20 % (the product takes 10 %), 7 days' grace before default.
+contract LoanBook is AccessControl, ReentrancyGuardTransient, ILoanBook {
+    using SafeERC20 for IERC20;
+
+    /// @inheritdoc ILoanBook
+    bytes32 public constant OPERATOR_ROLE = keccak256("OPERATOR_ROLE");
+
+    /// @inheritdoc ILoanBook
+    /// @dev Equal to the shortest default term: closing a loan within its first week costs a week's interest.
+    uint256 public constant MIN_CHARGED_DAYS = 7;
+
+    uint256 internal constant BPS = 10_000;
+
+    // Hard bounds of {setLimits}.
+    uint256 internal constant MAX_DURATION_DAYS_BOUND = 365;
+    uint256 internal constant MAX_GRACE_PERIOD_DAYS_BOUND = 90;
+    uint256 internal constant MAX_INSURANCE_FEE_BPS_BOUND = 5_000;
+
+    /// @inheritdoc ILoanBook
+    IStakingVault public immutable vault;
+
+    IERC20 private immutable _asset;
+
+    LoanLimits private _limits;
+    uint256 private _loanCount;
+    mapping(uint256 loanId => Loan) private _loans;
+
+    /// @inheritdoc ILoanBook
+    mapping(bytes32 ref => uint256 loanId) public loanIdOf;
+
+    /// @param vault_ The staking vault that funds the loans (grant this contract its LENDER_ROLE).
+    /// @param admin Receives DEFAULT_ADMIN_ROLE; grants OPERATOR_ROLE after deployment.
+    constructor(IStakingVault vault_, address admin) {
+        if (address(vault_) == address(0) || admin == address(0)) revert LoanBookZeroAddress();
+        vault = vault_;
+        _asset = IERC20(vault_.asset());
+        _grantRole(DEFAULT_ADMIN_ROLE, admin);
+        _setLimits(
+            LoanLimits({
+                maxPrincipal: 500e6,
+                minDurationDays: 7,
+                maxDurationDays: 90,
+                gracePeriodDays: 7,
+                maxInterestBps: 2_000,
+                maxInsuranceFeeBps: 2_000
+            })
+        );
+    }
+
+    /* VIEWS */
+
+    /// @inheritdoc ILoanBook
+    function asset() external view returns (address) {
+        return address(_asset);
+    }
+
+    /// @inheritdoc ILoanBook
+    function loanCount() external view returns (uint256) {
+        return _loanCount;
+    }
+
+    /// @inheritdoc ILoanBook
+    function getLoan(uint256 loanId) external view returns (Loan memory) {
+        return _existingLoan(loanId);
+    }
+
+    /// @inheritdoc ILoanBook
+    function limits() external view returns (LoanLimits memory) {
+        return _limits;
+    }
+
+    /// @inheritdoc ILoanBook
+    function remainingBalance(uint256 loanId) external view returns (uint256) {
+        return _remainingBalance(_existingLoan(loanId));
+    }
+
+    /// @inheritdoc ILoanBook
+    function payoffAmount(uint256 loanId) external view returns (uint256) {
+        Loan storage loan = _existingLoan(loanId);
+        if (!_isOpen(loan.status)) return 0;
+        (uint256 interestDue,) = _interestDueNow(loan);
+        return loan.principal - loan.principalRepaid + interestDue;
+    }
+
+    /// @inheritdoc ILoanBook
+    function payoffQuote(uint256 loanId) external view returns (PayoffQuote memory quote) {
+        Loan storage loan = _existingLoan(loanId);
+        quote.originalTotal = uint256(loan.principal) + loan.interest;
+        if (!_isOpen(loan.status)) return quote;
+        (uint256 interestDue, uint256 chargedDays) = _interestDueNow(loan);
+        quote.payoffAmount = loan.principal - loan.principalRepaid + interestDue;
+        quote.remainingBalance = _remainingBalance(loan);
+        quote.interestSaved = quote.remainingBalance - quote.payoffAmount;
+        quote.daysEarly = loan.durationDays - chargedDays;
+    }
+
+    /* OPERATOR */
+
+    /// @inheritdoc ILoanBook
+    function fundLoan(
+        bytes32 ref,
+        address borrower,
+        uint256 principal,
+        uint256 interest,
+        uint256 insuranceFee,
+        uint32 durationDays
+    ) external onlyRole(OPERATOR_ROLE) nonReentrant returns (uint256 loanId) {
+        if (ref == bytes32(0)) revert LoanBookEmptyRef();
+        if (borrower == address(0)) revert LoanBookZeroAddress();
+        uint256 existing = loanIdOf[ref];
+        if (existing != 0) revert LoanBookDuplicateRef(ref, existing);
+        _checkTerms(principal, interest, insuranceFee, durationDays);
+
+        loanId = ++_loanCount;
+        uint256 dueDate = block.timestamp + uint256(durationDays) * 1 days;
+        _storeLoan(loanId, ref, borrower, principal, interest, insuranceFee, durationDays, dueDate);
+        loanIdOf[ref] = loanId;
+
+        emit LoanFunded(loanId, ref, borrower, principal, principal - insuranceFee, interest, insuranceFee, durationDays, dueDate);
+
+        // The vault checks its liquidity and pause, and pays the borrower.
+        vault.lend(loanId, borrower, principal, insuranceFee);
+    }
+
+    /// @inheritdoc ILoanBook
+    function extend(uint256 loanId, uint32 extraDays, uint256 additionalInterest) external onlyRole(OPERATOR_ROLE) {
+        Loan storage loan = _existingLoan(loanId);
+        if (loan.status != LoanStatus.Active) revert LoanBookLoanNotActive(loanId, loan.status);
+        if (block.timestamp > loan.dueDate) revert LoanBookPastDue(loanId, loan.dueDate);
+        LoanLimits memory lim = _limits;
+        uint256 newDurationDays = uint256(loan.durationDays) + extraDays;
+        if (extraDays == 0 || newDurationDays > lim.maxDurationDays) {
+            revert LoanBookInvalidExtension(loanId, extraDays, newDurationDays, lim.maxDurationDays);
+        }
+        uint256 newInterest = loan.interest + additionalInterest;
+        uint256 maxInterest = uint256(loan.principal) * lim.maxInterestBps / BPS;
+        if (newInterest > maxInterest) revert LoanBookInterestTooHigh(newInterest, maxInterest);
+
+        uint256 newDueDate = uint256(loan.dueDate) + uint256(extraDays) * 1 days;
+        // The casts are safe: the duration is at most 365 days and the interest at most the principal.
+        loan.durationDays = uint16(newDurationDays);
+        loan.dueDate = uint40(newDueDate);
+        loan.interest = uint128(newInterest);
+
+        emit LoanExtended(loanId, loan.borrower, extraDays, additionalInterest, newDueDate);
+    }
+
+    /// @inheritdoc ILoanBook
+    function setLimits(LoanLimits calldata newLimits) external onlyRole(DEFAULT_ADMIN_ROLE) {
+        _setLimits(newLimits);
+    }
+
+    /* ANYONE */
+
+    /// @inheritdoc ILoanBook
+    function repay(uint256 loanId, uint256 amount) external nonReentrant returns (uint256 paid) {
+        Loan storage loan = _existingLoan(loanId);
+        if (!_isOpen(loan.status)) revert LoanBookLoanNotOpen(loanId, loan.status);
+        if (amount == 0) revert LoanBookZeroRepayment(loanId);
+
+        uint256 principalOutstanding = loan.principal - loan.principalRepaid;
+        (uint256 interestDue,) = _interestDueNow(loan);
+        uint256 interestPart;
+        uint256 principalPart;
+        bool closed = amount >= principalOutstanding + interestDue;
+        if (closed) {
+            (interestPart, principalPart) = (interestDue, principalOutstanding);
+            paid = interestDue + principalOutstanding;
+        } else {
+            // Below the payoff amount, so principalPart < principalOutstanding: the loan stays open with principal.
+            interestPart = Math.min(amount, interestDue);
+            principalPart = amount - interestPart;
+            paid = amount;
+        }
+
+        // The casts are safe: the parts are at most the loan's principal and interest (uint128).
+        loan.interestRepaid += uint128(interestPart);
+        loan.principalRepaid += uint128(principalPart);
+        if (closed) loan.status = LoanStatus.Repaid;
+
+        emit LoanRepaymentMade(
+            loanId,
+            loan.borrower,
+            msg.sender,
+            paid,
+            interestPart,
+            principalPart,
+            _remainingBalance(loan),
+            uint256(loan.principalRepaid) + loan.interestRepaid,
+            closed
+        );
+
+        vault.recordRepayment(loanId, principalPart, interestPart);
+        _asset.safeTransferFrom(msg.sender, address(vault), paid);
+    }
+
+    /// @inheritdoc ILoanBook
+    function markOverdue(uint256 loanId) external {
+        Loan storage loan = _existingLoan(loanId);
+        if (loan.status != LoanStatus.Active) revert LoanBookLoanNotActive(loanId, loan.status);
+        if (block.timestamp <= loan.dueDate) revert LoanBookNotYetDue(loanId, loan.dueDate);
+
+        loan.status = LoanStatus.Overdue;
+
+        emit LoanMarkedOverdue(loanId, loan.borrower, loan.dueDate);
+    }
+
+    /// @inheritdoc ILoanBook
+    function markDefaulted(uint256 loanId) external nonReentrant {
+        Loan storage loan = _existingLoan(loanId);
+        if (!_isOpen(loan.status)) revert LoanBookLoanNotOpen(loanId, loan.status);
+        uint256 defaultableAfter = uint256(loan.dueDate) + uint256(_limits.gracePeriodDays) * 1 days;
+        if (block.timestamp <= defaultableAfter) revert LoanBookGracePeriodNotOver(loanId, defaultableAfter);
+
+        loan.status = LoanStatus.Defaulted;
+        uint256 loss = loan.principal - loan.principalRepaid;
+
+        // The vault splits the loss between its insurance reserve and the depositors; the event needs the split.
+        (uint256 covered, uint256 uncovered) = vault.recordLoss(loanId, loss);
+
+        emit LoanDefaulted(loanId, loan.borrower, loss, covered, uncovered);
+    }
+
+    /* INTERNAL */
+
+    function _checkTerms(uint256 principal, uint256 interest, uint256 insuranceFee, uint256 durationDays)
+        private
+        view
+    {
+        LoanLimits memory lim = _limits;
+        if (principal == 0 || principal > lim.maxPrincipal) revert LoanBookInvalidPrincipal(principal, lim.maxPrincipal);
+        if (durationDays < lim.minDurationDays || durationDays > lim.maxDurationDays) {
+            revert LoanBookInvalidDuration(durationDays, lim.minDurationDays, lim.maxDurationDays);
+        }
+        uint256 maxInterest = principal * lim.maxInterestBps / BPS;
+        if (interest > maxInterest) revert LoanBookInterestTooHigh(interest, maxInterest);
+        uint256 maxFee = principal * lim.maxInsuranceFeeBps / BPS;
+        if (insuranceFee > maxFee) revert LoanBookInsuranceFeeTooHigh(insuranceFee, maxFee);
+    }
+
+    function _storeLoan(
+        uint256 loanId,
+        bytes32 ref,
+        address borrower,
+        uint256 principal,
+        uint256 interest,
+        uint256 insuranceFee,
+        uint256 durationDays,
+        uint256 dueDate
+    ) private {
+        // The casts are safe: principal <= maxPrincipal (uint96), interest and fee are at most the principal
+        // (checked by _checkTerms), the duration is at most 365 days, and timestamps fit in 40 bits until the year
+        // 36812.
+        _loans[loanId] = Loan({
+            borrower: borrower,
+            fundedAt: uint40(block.timestamp),
+            dueDate: uint40(dueDate),
+            durationDays: uint16(durationDays),
+            principal: uint128(principal),
+            interest: uint128(interest),
+            principalRepaid: 0,
+            interestRepaid: 0,
+            insuranceFee: uint128(insuranceFee),
+            status: LoanStatus.Active,
+            ref: ref
+        });
+    }
+
+    function _setLimits(LoanLimits memory newLimits) private {
+        if (
+            newLimits.maxPrincipal == 0 || newLimits.minDurationDays == 0
+                || newLimits.minDurationDays > newLimits.maxDurationDays
+                || newLimits.maxDurationDays > MAX_DURATION_DAYS_BOUND
+                || newLimits.gracePeriodDays > MAX_GRACE_PERIOD_DAYS_BOUND || newLimits.maxInterestBps > BPS
+                || newLimits.maxInsuranceFeeBps > MAX_INSURANCE_FEE_BPS_BOUND
+        ) revert LoanBookInvalidLimits(newLimits);
+        _limits = newLimits;
+        emit LoanLimitsUpdated(newLimits);
+    }
+
+    function _existingLoan(uint256 loanId) private view returns (Loan storage loan) {
+        loan = _loans[loanId];
+        if (loan.status == LoanStatus.None) revert LoanBookLoanNotFound(loanId);
+    }
+
+    function _isOpen(LoanStatus status) private pure returns (bool) {
+        return status == LoanStatus.Active || status == LoanStatus.Overdue;
+    }
+
+    function _remainingBalance(Loan storage loan) private view returns (uint256) {
+        if (!_isOpen(loan.status)) return 0;
+        return uint256(loan.principal) - loan.principalRepaid + loan.interest - loan.interestRepaid;
+    }
+
+    /// @dev The interest earned by now and not yet paid, and the days charged. Earned = interest * chargedDays /
+    /// durationDays rounded up (in the vault's favour); chargedDays = whole days since funding rounded up, at least
+    /// MIN_CHARGED_DAYS, at most durationDays (reached at the due date). Earned never exceeds the interest, so the
+    /// payoff never exceeds the remaining balance.
+    function _interestDueNow(Loan storage loan) private view returns (uint256 interestDue, uint256 chargedDays) {
+        uint256 durationDays = loan.durationDays;
+        uint256 elapsedDays = Math.ceilDiv(block.timestamp - loan.fundedAt, 1 days);
+        chargedDays = Math.min(Math.max(elapsedDays, MIN_CHARGED_DAYS), durationDays);
+        uint256 earned = Math.mulDiv(loan.interest, chargedDays, durationDays, Math.Rounding.Ceil);
+        interestDue = Math.saturatingSub(earned, loan.interestRepaid);
+    }
+}

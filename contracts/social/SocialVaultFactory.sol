@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {Clones} from "@openzeppelin/contracts/proxy/Clones.sol";
+import {ISocialVault} from "../interfaces/ISocialVault.sol";
+import {ISocialVaultFactory} from "../interfaces/ISocialVaultFactory.sol";
+import {SocialVault} from "./SocialVault.sol";
+
+/// @title SocialVaultFactory
+/// @notice Creates one {SocialVault} per owner as a minimal-proxy clone at an address derived from the owner.
+/// @dev The constructor deploys the implementation, so one deployment wires the factory, the implementation
+/// and the token. The clone's CREATE2 salt is the owner's address, so `predictVault(owner)` is known before
+/// creation (the API needs it to derive the duress key) and a second vault for the same owner is impossible.
+contract SocialVaultFactory is ISocialVaultFactory {
+    IERC20 private immutable _asset;
+    address private immutable _implementation;
+
+    /// @inheritdoc ISocialVaultFactory
+    mapping(address owner => address vault) public vaultOf;
+
+    /// @param asset_ The USDC token.
+    constructor(IERC20 asset_) {
+        if (address(asset_) == address(0)) revert SocialVaultFactoryZeroAddress();
+        _asset = asset_;
+        _implementation = address(new SocialVault(asset_));
+    }
+
+    /// @inheritdoc ISocialVaultFactory
+    function createVault(
+        uint256 dailyLimit,
+        uint256 timelockDuration,
+        uint256 requiredSignatures,
+        bytes32 duressCommitment
+    ) external returns (address vault) {
+        address existing = vaultOf[msg.sender];
+        if (existing != address(0)) revert SocialVaultFactoryVaultExists(msg.sender, existing);
+
+        vault = Clones.cloneDeterministic(_implementation, _salt(msg.sender));
+        vaultOf[msg.sender] = vault;
+        ISocialVault(vault).initialize(msg.sender, dailyLimit, timelockDuration, requiredSignatures, duressCommitment);
+
+        emit SocialVaultCreated(msg.sender, vault, dailyLimit, timelockDuration, requiredSignatures);
+    }
+
+    /// @inheritdoc ISocialVaultFactory
+    function asset() external view returns (IERC20) {
+        return _asset;
+    }
+
+    /// @inheritdoc ISocialVaultFactory
+    function implementation() external view returns (address) {
+        return _implementation;
+    }
+
+    /// @inheritdoc ISocialVaultFactory
+    function predictVault(address owner) external view returns (address) {
+        return Clones.predictDeterministicAddress(_implementation, _salt(owner));
+    }
+
+    function _salt(address owner) private pure returns (bytes32) {
+        return bytes32(uint256(uint160(owner)));
+    }
+}

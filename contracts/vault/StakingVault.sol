@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
+import {IERC4626} from "@openzeppelin/contracts/interfaces/IERC4626.sol";
+import {ERC20} from "@openzeppelin/contracts/token/ERC20/ERC20.sol";
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {ERC4626} from "@openzeppelin/contracts/token/ERC20/extensions/ERC4626.sol";
+import {IERC20Metadata} from "@openzeppelin/contracts/token/ERC20/extensions/IERC20Metadata.sol";
+import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
+import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
+import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
+import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
+import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
+import {IInterestRateModel} from "../interfaces/IInterestRateModel.sol";
+import {IStakingVault} from "../interfaces/IStakingVault.sol";
+
+/// @title StakingVault
+/// @notice The USDC savings vault (shares: "TrustMint Staked USDC", tmUSDC). Its idle USDC funds the LoanBook's loans;
+/// loan interest and distributed yield raise the tmUSDC exchange rate.
+/// @dev OpenZeppelin's ERC4626 with its internal hooks overridden; the public entry points are wrapped only to add
+/// the pause check (which must revert with `EnforcedPause`, while `maxDeposit` and the like must return 0) and, for
+/// withdraw and redeem, to tell a lack of idle liquidity (`StakingVaultInsufficientLiquidity`) from a lack of
+/// shares (`ERC4626ExceededMaxWithdraw/Redeem`), which OpenZeppelin's single `max*` check cannot do once
+/// `maxWithdraw`/`maxRedeem` honestly include the liquidity limit.
+///
+/// Inflation (donation) attack stance: `_decimalsOffset()` is `18 - asset decimals` (12 for USDC), as in
+/// MetaMorpho: tmUSDC has 18 decimals and the conversions carry 10**12 virtual shares and 1 virtual asset. An
+/// attacker who deposits first and then donates USDC to the vault shares the donation with the virtual shares, so
+/// each unit of loss inflicted on a later depositor by rounding costs the attacker about 10**12 units; the attack
+/// never pays. Donations are otherwise counted as yield (assets are read from the balance, as in OpenZeppelin's
+/// ERC4626), and the minimum deposit keeps deposits far above the rounding unit.
+///
+/// Rounding always favours the vault (OpenZeppelin's conversions); {maxRedeem} rounds the liquidity limit down.
+contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransient, IStakingVault {
+    using Math for uint256;
+    using SafeCast for uint256;
+    using SafeERC20 for IERC20;
+
+    /// @inheritdoc IStakingVault
+    bytes32 public constant LENDER_ROLE = keccak256("LENDER_ROLE");
+
+    /// @inheritdoc IStakingVault
+    bytes32 public constant YIELD_ROLE = keccak256("YIELD_ROLE");
+
+    /// @inheritdoc IStakingVault
+    bytes32 public constant PAUSER_ROLE = keccak256("PAUSER_ROLE");
+
+    /// @inheritdoc IStakingVault
+    uint256 public constant MAX_MIN_DEPOSIT = 1_000e6;
+
+    uint256 internal constant WAD = 1e18;
+    uint256 internal constant BPS = 10_000;
+
+    /// @dev 1 USDC and 80 % (the product reference's insurance cover).
+    uint256 internal constant DEFAULT_MIN_DEPOSIT = 1e6;
+    uint256 internal constant DEFAULT_INSURANCE_COVERAGE_BPS = 8_000;
+
+    uint8 private immutable _DECIMALS_OFFSET;
+
+    // Deposit and redeem read these three together, so they share one slot: uint96 holds 7.9e22 USDC.
+    uint96 private _totalBorrowed;
+    uint96 private _insuranceReserve;
+    uint64 private _minDeposit;
+
+    uint16 private _insuranceCoverageBps;
+    uint128 private _totalYield;
+    IInterestRateModel private _interestRateModel;
+
+    /// @param usdc The asset (6-decimal USDC; any ERC-20 with at most 18 decimals works).
+    /// @param model The interest rate model.
+    /// @param admin Receives DEFAULT_ADMIN_ROLE; grants the other roles after deployment.
+    constructor(IERC20 usdc, IInterestRateModel model, address admin)
+        ERC20("TrustMint Staked USDC", "tmUSDC")
+        ERC4626(usdc)
+    {
+        if (address(model) == address(0) || admin == address(0)) revert StakingVaultZeroAddress();
+        uint8 assetDecimals = IERC20Metadata(address(usdc)).decimals();
+        if (assetDecimals > 18) revert StakingVaultUnsupportedAsset(assetDecimals);
+        // Cannot underflow: checked just above.
+        _DECIMALS_OFFSET = 18 - assetDecimals;
+
+        _grantRole(DEFAULT_ADMIN_ROLE, admin);
+        _minDeposit = uint64(DEFAULT_MIN_DEPOSIT);
+        _insuranceCoverageBps = uint16(DEFAULT_INSURANCE_COVERAGE_BPS);
+        _interestRateModel = model;
+    }
+
+    /* ERC-4626 ENTRY POINTS */
+
+    /// @inheritdoc IERC4626
+    /// @dev Reverts with `EnforcedPause` while paused and `StakingVaultDepositTooSmall` below {minDeposit}.
+    function deposit(uint256 assets, address receiver)
+        public
+        override(ERC4626, IERC4626)
+        nonReentrant
+        whenNotPaused
+        returns (uint256)
+    {
+        return super.deposit(assets, receiver);
+    }
+
+    /// @inheritdoc IERC4626
+    /// @dev Reverts with `EnforcedPause` while paused and `StakingVaultDepositTooSmall` when the assets are below
+    /// {minDeposit}.
+    function mint(uint256 shares, address receiver)
+        public
+        override(ERC4626, IERC4626)
+        nonReentrant
+        whenNotPaused
+        returns (uint256)
+    {
+        return super.mint(shares, receiver);
+    }
+
+    /// @inheritdoc IERC4626
+    /// @dev Reverts with `EnforcedPause` while paused, `ERC4626ExceededMaxWithdraw` above the owner's redeemable
+    /// assets and `StakingVaultInsufficientLiquidity` above the idle USDC.
+    function withdraw(uint256 assets, address receiver, address owner)
+        public
+        override(ERC4626, IERC4626)
+        nonReentrant
+        whenNotPaused
+        returns (uint256 shares)
+    {
+        uint256 maxAssets = previewRedeem(balanceOf(owner));
+        if (assets > maxAssets) revert ERC4626ExceededMaxWithdraw(owner, assets, maxAssets);
+
+        shares = previewWithdraw(assets);
+        _withdraw(_msgSender(), receiver, owner, assets, shares);
+    }
+
+    /// @inheritdoc IERC4626
+    /// @dev Reverts with `EnforcedPause` while paused, `ERC4626ExceededMaxRedeem` above the owner's shares and
+    /// `StakingVaultInsufficientLiquidity` when the assets exceed the idle USDC.
+    function redeem(uint256 shares, address receiver, address owner)
+        public
+        override(ERC4626, IERC4626)
+        nonReentrant
+        whenNotPaused
+        returns (uint256 assets)
+    {
+        uint256 maxShares = balanceOf(owner);
+        if (shares > maxShares) revert ERC4626ExceededMaxRedeem(owner, shares, maxShares);
+
+        assets = previewRedeem(shares);
+        _withdraw(_msgSender(), receiver, owner, assets, shares);
+    }
+
+    /* ERC-4626 VIEWS */
+
+    /// @inheritdoc IERC4626
+    /// @dev Idle USDC (balance minus the insurance reserve) plus the principal out on loans.
+    function totalAssets() public view override(ERC4626, IERC4626) returns (uint256) {
+        return _idleAssets() + _totalBorrowed;
+    }
+
+    /// @inheritdoc IERC4626
+    /// @dev Zero while paused.
+    function maxDeposit(address) public view override(ERC4626, IERC4626) returns (uint256) {
+        return paused() ? 0 : type(uint256).max;
+    }
+
+    /// @inheritdoc IERC4626
+    /// @dev Zero while paused.
+    function maxMint(address) public view override(ERC4626, IERC4626) returns (uint256) {
+        return paused() ? 0 : type(uint256).max;
+    }
+
+    /// @inheritdoc IERC4626
+    /// @dev The owner's redeemable assets, capped by the idle USDC; zero while paused.
+    function maxWithdraw(address owner) public view override(ERC4626, IERC4626) returns (uint256) {
+        if (paused()) return 0;
+        return Math.min(previewRedeem(balanceOf(owner)), _idleAssets());
+    }
+
+    /// @inheritdoc IERC4626
+    /// @dev The owner's shares, capped by the shares the idle USDC redeems (rounded down); zero while paused.
+    function maxRedeem(address owner) public view override(ERC4626, IERC4626) returns (uint256) {
+        if (paused()) return 0;
+        return Math.min(balanceOf(owner), _convertToShares(_idleAssets(), Math.Rounding.Floor));
+    }
+
+    /// @inheritdoc ERC20
+    function decimals() public view override(ERC4626, IERC20Metadata) returns (uint8) {
+        return super.decimals();
+    }
+
+    /* STAKING VAULT VIEWS */
+
+    /// @inheritdoc IStakingVault
+    function totalBorrowed() external view returns (uint256) {
+        return _totalBorrowed;
+    }
+
+    /// @inheritdoc IStakingVault
+    function insuranceReserve() external view returns (uint256) {
+        return _insuranceReserve;
+    }
+
+    /// @inheritdoc IStakingVault
+    function idleAssets() external view returns (uint256) {
+        return _idleAssets();
+    }
+
+    /// @inheritdoc IStakingVault
+    function utilization() public view returns (uint256) {
+        return _utilization(_totalBorrowed, totalAssets());
+    }
+
+    /// @inheritdoc IStakingVault
+    function exchangeRate() public view returns (uint256) {
+        return _exchangeRate(totalAssets());
+    }
+
+    /// @inheritdoc IStakingVault
+    function totalYield() external view returns (uint256) {
+        return _totalYield;
+    }
+
+    /// @inheritdoc IStakingVault
+    function minDeposit() external view returns (uint256) {
+        return _minDeposit;
+    }
+
+    /// @inheritdoc IStakingVault
+    function insuranceCoverageBps() external view returns (uint256) {
+        return _insuranceCoverageBps;
+    }
+
+    /// @inheritdoc IStakingVault
+    function interestRateModel() external view returns (IInterestRateModel) {
+        return _interestRateModel;
+    }
+
+    /// @inheritdoc IStakingVault
+    function vaultStatus() external view returns (VaultStatus memory status) {
+        uint256 idle = _idleAssets();
+        uint256 borrowed = _totalBorrowed;
+        uint256 assets = idle + borrowed;
+        uint256 util = _utilization(borrowed, assets);
+        status = VaultStatus({
+            totalAssets: assets,
+            idleAssets: idle,
+            totalBorrowed: borrowed,
+            insuranceReserve: _insuranceReserve,
+            utilization: util,
+            borrowRate: _interestRateModel.borrowRate(util),
+            supplyRate: _interestRateModel.supplyRate(util),
+            exchangeRate: _exchangeRate(assets),
+            totalSupply: totalSupply(),
+            totalYield: _totalYield,
+            paused: paused()
+        });
+    }
+
+    /* LENDING */
+
+    /// @inheritdoc IStakingVault
+    function lend(uint256 loanId, address borrower, uint256 principal, uint256 insuranceFee)
+        external
+        onlyRole(LENDER_ROLE)
+        nonReentrant
+        whenNotPaused
+    {
+        if (borrower == address(0)) revert StakingVaultZeroAddress();
+        if (principal == 0) revert StakingVaultZeroAmount();
+        if (insuranceFee >= principal) revert StakingVaultInvalidInsuranceFee(principal, insuranceFee);
+        uint256 available = _idleAssets();
+        if (principal > available) revert StakingVaultInsufficientLiquidity(principal, available);
+
+        // The fee stays in the vault as reserve: idle falls by the whole principal, totalAssets is unchanged.
+        uint256 newTotalBorrowed = _totalBorrowed + principal;
+        _totalBorrowed = newTotalBorrowed.toUint96();
+        _insuranceReserve = (_insuranceReserve + insuranceFee).toUint96();
+
+        emit StakingVaultFundsLent(loanId, borrower, principal, insuranceFee, newTotalBorrowed);
+
+        // Cannot underflow: insuranceFee < principal.
+        IERC20(asset()).safeTransfer(borrower, principal - insuranceFee);
+    }
+
+    /// @inheritdoc IStakingVault
+    function recordRepayment(uint256 loanId, uint256 principal, uint256 interest) external onlyRole(LENDER_ROLE) {
+        uint256 borrowed = _totalBorrowed;
+        if (principal > borrowed) revert StakingVaultExceedsBorrowed(principal, borrowed);
+        // Capped at 100 % so that no model, however configured, can make repayments revert below.
+        uint256 reserveShare = interest.mulDiv(Math.min(_interestRateModel.reserveFactor(), WAD), WAD);
+
+        // Cannot underflow: checked above, and reserveShare <= interest.
+        uint256 newTotalBorrowed = borrowed - principal;
+        _totalBorrowed = uint96(newTotalBorrowed);
+        _insuranceReserve = (_insuranceReserve + reserveShare).toUint96();
+        _totalYield = (_totalYield + interest - reserveShare).toUint128();
+
+        emit StakingVaultRepaymentRecorded(loanId, principal, interest, reserveShare, newTotalBorrowed);
+    }
+
+    /// @inheritdoc IStakingVault
+    function recordLoss(uint256 loanId, uint256 loss)
+        external
+        onlyRole(LENDER_ROLE)
+        returns (uint256 covered, uint256 uncovered)
+    {
+        uint256 borrowed = _totalBorrowed;
+        if (loss > borrowed) revert StakingVaultExceedsBorrowed(loss, borrowed);
+        uint256 reserve = _insuranceReserve;
+        covered = Math.min(loss.mulDiv(_insuranceCoverageBps, BPS), reserve);
+        uncovered = loss - covered;
+
+        // Cannot underflow: loss <= borrowed and covered <= reserve. The covered USDC turns from reserve into idle.
+        _totalBorrowed = uint96(borrowed - loss);
+        _insuranceReserve = uint96(reserve - covered);
+
+        emit StakingVaultLossRecognized(loanId, loss, covered, uncovered, exchangeRate());
+    }
+
+    /* YIELD */
+
+    /// @inheritdoc IStakingVault
+    function distributeYield(uint256 amount) external onlyRole(YIELD_ROLE) nonReentrant {
+        if (amount == 0) revert StakingVaultZeroAmount();
+        if (totalSupply() == 0) revert StakingVaultNoShares();
+
+        uint256 newTotalYield = _totalYield + amount;
+        _totalYield = newTotalYield.toUint128();
+
+        // The rate once the transfer below has landed.
+        emit StakingVaultYieldDistributed(_msgSender(), amount, newTotalYield, _exchangeRate(totalAssets() + amount));
+
+        IERC20(asset()).safeTransferFrom(_msgSender(), address(this), amount);
+    }
+
+    /* ADMIN */
+
+    /// @inheritdoc IStakingVault
+    function setMinDeposit(uint256 newMinDeposit) external onlyRole(DEFAULT_ADMIN_ROLE) {
+        if (newMinDeposit > MAX_MIN_DEPOSIT) revert StakingVaultMinDepositTooHigh(newMinDeposit, MAX_MIN_DEPOSIT);
+        // Cannot overflow: at most MAX_MIN_DEPOSIT.
+        _minDeposit = uint64(newMinDeposit);
+        emit StakingVaultMinDepositUpdated(newMinDeposit);
+    }
+
+    /// @inheritdoc IStakingVault
+    function setInsuranceCoverage(uint256 newCoverageBps) external onlyRole(DEFAULT_ADMIN_ROLE) {
+        if (newCoverageBps > BPS) revert StakingVaultCoverageTooHigh(newCoverageBps, BPS);
+        // Cannot overflow: at most 10_000.
+        _insuranceCoverageBps = uint16(newCoverageBps);
+        emit StakingVaultInsuranceCoverageUpdated(newCoverageBps);
+    }
+
+    /// @inheritdoc IStakingVault
+    function setInterestRateModel(IInterestRateModel newModel) external onlyRole(DEFAULT_ADMIN_ROLE) {
+        if (address(newModel) == address(0)) revert StakingVaultZeroAddress();
+        _interestRateModel = newModel;
+        emit StakingVaultInterestRateModelUpdated(address(newModel));
+    }
+
+    /// @inheritdoc IStakingVault
+    function pause() external onlyRole(PAUSER_ROLE) {
+        _pause();
+    }
+
+    /// @inheritdoc IStakingVault
+    function unpause() external onlyRole(PAUSER_ROLE) {
+        _unpause();
+    }
+
+    /* INTERNAL HOOKS */
+
+    /// @dev Adds the minimum-deposit check to OpenZeppelin's deposit hook (used by deposit and mint).
+    function _deposit(address caller, address receiver, uint256 assets, uint256 shares) internal override {
+        uint256 minimum = _minDeposit;
+        if (assets < minimum) revert StakingVaultDepositTooSmall(assets, minimum);
+        super._deposit(caller, receiver, assets, shares);
+    }
+
+    /// @dev Adds the liquidity check to OpenZeppelin's withdraw hook (used by withdraw and redeem).
+    function _withdraw(address caller, address receiver, address owner, uint256 assets, uint256 shares)
+        internal
+        override
+    {
+        uint256 available = _idleAssets();
+        if (assets > available) revert StakingVaultInsufficientLiquidity(assets, available);
+        super._withdraw(caller, receiver, owner, assets, shares);
+    }
+
+    /// @dev 18 - asset decimals: see the inflation-attack stance in the contract's notes.
+    function _decimalsOffset() internal view override returns (uint8) {
+        return _DECIMALS_OFFSET;
+    }
+
+    /// @dev The vault's USDC minus the insurance reserve. The reserve never exceeds the balance (it only grows by
+    /// USDC kept in the vault, and withdrawals and loans only take idle USDC); the floor at zero is defensive.
+    function _idleAssets() internal view returns (uint256) {
+        return IERC20(asset()).balanceOf(address(this)).saturatingSub(_insuranceReserve);
+    }
+
+    /// @dev USDC per whole tmUSDC (WAD), for `assets` depositors' assets: convertToAssets(1e18 shares) / 1e6, kept
+    /// at 18-decimal precision. The asset's decimals cancel out: (assets + 1) * 10**(offset + 18) / (supply +
+    /// 10**offset).
+    function _exchangeRate(uint256 assets) internal view returns (uint256) {
+        uint256 virtualShares = 10 ** _DECIMALS_OFFSET;
+        return (assets + 1).mulDiv(virtualShares * WAD, totalSupply() + virtualShares);
+    }
+
+    function _utilization(uint256 borrowed, uint256 assets) internal pure returns (uint256) {
+        return assets == 0 ? 0 : borrowed.mulDiv(WAD, assets);
+    }
+}

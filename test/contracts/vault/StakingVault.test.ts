@@ -1,0 +1,498 @@
+import { expect } from "chai";
+import { network } from "hardhat";
+import { DAY, deployLending, USDC, WAD } from "../lending/lending-fixture.js";
+
+const { ethers, networkHelpers } = await network.create();
+
+const VIRTUAL_SHARES = 10n ** 12n;
+const SHARES = (usdc: bigint) => usdc * VIRTUAL_SHARES; // 1 USDC = 1 tmUSDC (18 decimals) in a fresh vault
+
+/** USDC per tmUSDC (WAD) for the given totals, as the vault computes it. */
+const rate = (assets: bigint, supply: bigint) => ((assets + 1n) * VIRTUAL_SHARES * WAD) / (supply + VIRTUAL_SHARES);
+
+describe("StakingVault", () => {
+  const deploy = () => deployLending(ethers);
+
+  /** Alice deposits 1,000 USDC; the operator funds a 400 USDC loan with a 40 USDC fee (idle: 600, reserve: 40). */
+  async function withLoan() {
+    const f = await deployLending(ethers);
+    await f.vault.connect(f.alice).deposit(USDC(1_000), f.alice.address);
+    await f.book.connect(f.operator).fundLoan(ethers.id("loan-1"), f.borrower.address, USDC(400), USDC(20), USDC(40), 30);
+    return f;
+  }
+
+  describe("constructor", () => {
+    it("sets the share token, asset, defaults and admin", async () => {
+      const { vault, usdc, model, admin } = await networkHelpers.loadFixture(deploy);
+      expect(await vault.name()).to.equal("TrustMint Staked USDC");
+      expect(await vault.symbol()).to.equal("tmUSDC");
+      expect(await vault.decimals()).to.equal(18n);
+      expect(await vault.asset()).to.equal(await usdc.getAddress());
+      expect(await vault.minDeposit()).to.equal(USDC(1));
+      expect(await vault.MAX_MIN_DEPOSIT()).to.equal(USDC(1_000));
+      expect(await vault.insuranceCoverageBps()).to.equal(8_000n);
+      expect(await vault.interestRateModel()).to.equal(await model.getAddress());
+      expect(await vault.hasRole(await vault.DEFAULT_ADMIN_ROLE(), admin.address)).to.equal(true);
+      expect(await vault.exchangeRate()).to.equal(WAD);
+      expect(await vault.totalAssets()).to.equal(0n);
+      expect(await vault.utilization()).to.equal(0n);
+    });
+
+    it("reverts when the model or the admin is zero", async () => {
+      const { vault, usdc, model, admin } = await networkHelpers.loadFixture(deploy);
+      await expect(
+        ethers.deployContract("StakingVault", [await usdc.getAddress(), ethers.ZeroAddress, admin.address]),
+      ).to.be.revertedWithCustomError(vault, "StakingVaultZeroAddress");
+      await expect(
+        ethers.deployContract("StakingVault", [await usdc.getAddress(), await model.getAddress(), ethers.ZeroAddress]),
+      ).to.be.revertedWithCustomError(vault, "StakingVaultZeroAddress");
+    });
+    it("reverts for an asset with more than 18 decimals", async () => {
+      const { vault, model, admin } = await networkHelpers.loadFixture(deploy);
+      // A contract answering 19 to every call: init code copying the 10-byte runtime `PUSH1 19, PUSH1 0, MSTORE,
+      // PUSH1 32, PUSH1 0, RETURN`.
+      const tx = await admin.sendTransaction({ data: "0x600a600c600039600a6000f3" + "60136000526020" + "6000f3" });
+      const token = (await tx.wait())!.contractAddress!;
+      await expect(ethers.deployContract("StakingVault", [token, await model.getAddress(), admin.address]))
+        .to.be.revertedWithCustomError(vault, "StakingVaultUnsupportedAsset")
+        .withArgs(19n);
+    });
+  });
+
+  describe("deposit", () => {
+    it("mints tmUSDC 1:1 in a fresh vault and emits Deposit", async () => {
+      const { vault, usdc, alice, bob } = await networkHelpers.loadFixture(deploy);
+      await expect(vault.connect(alice).deposit(USDC(100), bob.address))
+        .to.emit(vault, "Deposit")
+        .withArgs(alice.address, bob.address, USDC(100), SHARES(USDC(100)))
+        .and.to.emit(usdc, "Transfer")
+        .withArgs(alice.address, await vault.getAddress(), USDC(100));
+      expect(await vault.balanceOf(bob.address)).to.equal(SHARES(USDC(100)));
+      expect(await vault.totalAssets()).to.equal(USDC(100));
+      expect(await vault.exchangeRate()).to.equal(WAD);
+    });
+
+    it("reverts below the minimum deposit (AMOUNT_TOO_SMALL)", async () => {
+      const { vault, alice } = await networkHelpers.loadFixture(deploy);
+      await expect(vault.connect(alice).deposit(USDC(1) - 1n, alice.address))
+        .to.be.revertedWithCustomError(vault, "StakingVaultDepositTooSmall")
+        .withArgs(USDC(1) - 1n, USDC(1));
+    });
+
+    it("reverts with EnforcedPause while paused (VAULT_PAUSED)", async () => {
+      const { vault, pauser, alice } = await networkHelpers.loadFixture(deploy);
+      await vault.connect(pauser).pause();
+      await expect(vault.connect(alice).deposit(USDC(10), alice.address)).to.be.revertedWithCustomError(vault, "EnforcedPause");
+    });
+
+    it("reverts with the token's error when the depositor lacks USDC (INSUFFICIENT_BALANCE)", async () => {
+      const { vault, usdc } = await networkHelpers.loadFixture(deploy);
+      const poor = (await ethers.getSigners())[12];
+      await usdc.connect(poor).approve(await vault.getAddress(), ethers.MaxUint256);
+      await expect(vault.connect(poor).deposit(USDC(5), poor.address))
+        .to.be.revertedWithCustomError(usdc, "ERC20InsufficientBalance")
+        .withArgs(poor.address, 0n, USDC(5));
+    });
+  });
+
+  describe("mint", () => {
+    it("charges previewMint and emits Deposit", async () => {
+      const { vault, alice } = await networkHelpers.loadFixture(deploy);
+      const shares = SHARES(USDC(50));
+      const assets = await vault.previewMint(shares);
+      expect(assets).to.equal(USDC(50));
+      await expect(vault.connect(alice).mint(shares, alice.address))
+        .to.emit(vault, "Deposit")
+        .withArgs(alice.address, alice.address, assets, shares);
+    });
+
+    it("reverts when the assets are below the minimum deposit", async () => {
+      const { vault, alice } = await networkHelpers.loadFixture(deploy);
+      await expect(vault.connect(alice).mint(SHARES(USDC(1) / 2n), alice.address))
+        .to.be.revertedWithCustomError(vault, "StakingVaultDepositTooSmall")
+        .withArgs(USDC(1) / 2n, USDC(1));
+    });
+
+    it("reverts with EnforcedPause while paused", async () => {
+      const { vault, pauser, alice } = await networkHelpers.loadFixture(deploy);
+      await vault.connect(pauser).pause();
+      await expect(vault.connect(alice).mint(SHARES(USDC(10)), alice.address)).to.be.revertedWithCustomError(vault, "EnforcedPause");
+    });
+  });
+
+  describe("withdraw", () => {
+    it("burns previewWithdraw shares and emits Withdraw", async () => {
+      const { vault, usdc, alice, bob } = await networkHelpers.loadFixture(withLoan);
+      const shares = await vault.previewWithdraw(USDC(100));
+      await expect(vault.connect(alice).withdraw(USDC(100), bob.address, alice.address))
+        .to.emit(vault, "Withdraw")
+        .withArgs(alice.address, bob.address, alice.address, USDC(100), shares)
+        .and.to.emit(usdc, "Transfer")
+        .withArgs(await vault.getAddress(), bob.address, USDC(100));
+    });
+
+    it("lets an approved spender withdraw and refuses one without allowance", async () => {
+      const { vault, alice, bob } = await networkHelpers.loadFixture(withLoan);
+      const shares = await vault.previewWithdraw(USDC(100));
+      await expect(vault.connect(bob).withdraw(USDC(100), bob.address, alice.address))
+        .to.be.revertedWithCustomError(vault, "ERC20InsufficientAllowance")
+        .withArgs(bob.address, 0n, shares);
+      await vault.connect(alice).approve(bob.address, shares);
+      await expect(vault.connect(bob).withdraw(USDC(100), bob.address, alice.address))
+        .to.emit(vault, "Withdraw")
+        .withArgs(bob.address, bob.address, alice.address, USDC(100), shares);
+    });
+
+    it("reverts above the owner's assets with ERC4626ExceededMaxWithdraw (INSUFFICIENT_BALANCE)", async () => {
+      const { vault, alice } = await networkHelpers.loadFixture(withLoan);
+      await expect(vault.connect(alice).withdraw(USDC(1_001), alice.address, alice.address))
+        .to.be.revertedWithCustomError(vault, "ERC4626ExceededMaxWithdraw")
+        .withArgs(alice.address, USDC(1_001), USDC(1_000));
+    });
+
+    it("reverts above the idle USDC with StakingVaultInsufficientLiquidity (INSUFFICIENT_LIQUIDITY)", async () => {
+      const { vault, alice } = await networkHelpers.loadFixture(withLoan);
+      await expect(vault.connect(alice).withdraw(USDC(700), alice.address, alice.address))
+        .to.be.revertedWithCustomError(vault, "StakingVaultInsufficientLiquidity")
+        .withArgs(USDC(700), USDC(600));
+      await expect(vault.connect(alice).withdraw(USDC(600), alice.address, alice.address)).to.emit(vault, "Withdraw");
+    });
+
+    it("reverts with EnforcedPause while paused", async () => {
+      const { vault, pauser, alice } = await networkHelpers.loadFixture(withLoan);
+      await vault.connect(pauser).pause();
+      await expect(vault.connect(alice).withdraw(USDC(1), alice.address, alice.address)).to.be.revertedWithCustomError(
+        vault,
+        "EnforcedPause",
+      );
+    });
+  });
+
+  describe("redeem", () => {
+    it("pays previewRedeem and emits Withdraw", async () => {
+      const { vault, alice } = await networkHelpers.loadFixture(withLoan);
+      const shares = SHARES(USDC(250));
+      const assets = await vault.previewRedeem(shares);
+      expect(assets).to.equal(USDC(250));
+      await expect(vault.connect(alice).redeem(shares, alice.address, alice.address))
+        .to.emit(vault, "Withdraw")
+        .withArgs(alice.address, alice.address, alice.address, assets, shares);
+    });
+
+    it("reverts above the owner's shares with ERC4626ExceededMaxRedeem (INSUFFICIENT_BALANCE)", async () => {
+      const { vault, alice } = await networkHelpers.loadFixture(withLoan);
+      const balance = await vault.balanceOf(alice.address);
+      await expect(vault.connect(alice).redeem(balance + 1n, alice.address, alice.address))
+        .to.be.revertedWithCustomError(vault, "ERC4626ExceededMaxRedeem")
+        .withArgs(alice.address, balance + 1n, balance);
+    });
+
+    it("reverts above the idle USDC with StakingVaultInsufficientLiquidity", async () => {
+      const { vault, alice } = await networkHelpers.loadFixture(withLoan);
+      await expect(vault.connect(alice).redeem(SHARES(USDC(700)), alice.address, alice.address))
+        .to.be.revertedWithCustomError(vault, "StakingVaultInsufficientLiquidity")
+        .withArgs(USDC(700), USDC(600));
+    });
+
+    it("reverts with EnforcedPause while paused", async () => {
+      const { vault, pauser, alice } = await networkHelpers.loadFixture(withLoan);
+      await vault.connect(pauser).pause();
+      await expect(vault.connect(alice).redeem(1n, alice.address, alice.address)).to.be.revertedWithCustomError(vault, "EnforcedPause");
+    });
+  });
+
+  describe("max* views", () => {
+    it("cap withdrawals by the idle USDC", async () => {
+      const { vault, alice, bob } = await networkHelpers.loadFixture(withLoan);
+      expect(await vault.maxWithdraw(alice.address)).to.equal(USDC(600));
+      expect(await vault.maxRedeem(alice.address)).to.equal(SHARES(USDC(600)));
+      expect(await vault.maxWithdraw(bob.address)).to.equal(0n);
+      expect(await vault.maxDeposit(alice.address)).to.equal(ethers.MaxUint256);
+      expect(await vault.maxMint(alice.address)).to.equal(ethers.MaxUint256);
+    });
+
+    it("return zero while paused", async () => {
+      const { vault, pauser, alice } = await networkHelpers.loadFixture(withLoan);
+      await vault.connect(pauser).pause();
+      for (const f of [vault.maxDeposit, vault.maxMint, vault.maxWithdraw, vault.maxRedeem]) {
+        expect(await f(alice.address)).to.equal(0n);
+      }
+    });
+  });
+
+  describe("lend", () => {
+    async function withLender() {
+      const f = await deployLending(ethers);
+      await f.vault.grantRole(await f.vault.LENDER_ROLE(), f.lender.address);
+      await f.vault.connect(f.alice).deposit(USDC(1_000), f.alice.address);
+      return f;
+    }
+
+    it("pays the borrower the net amount, keeps the fee as reserve and emits StakingVaultFundsLent", async () => {
+      const { vault, usdc, lender, borrower } = await networkHelpers.loadFixture(withLender);
+      const before = await usdc.balanceOf(borrower.address);
+      await expect(vault.connect(lender).lend(7n, borrower.address, USDC(300), USDC(30)))
+        .to.emit(vault, "StakingVaultFundsLent")
+        .withArgs(7n, borrower.address, USDC(300), USDC(30), USDC(300));
+      expect((await usdc.balanceOf(borrower.address)) - before).to.equal(USDC(270));
+      expect(await vault.totalBorrowed()).to.equal(USDC(300));
+      expect(await vault.insuranceReserve()).to.equal(USDC(30));
+      expect(await vault.idleAssets()).to.equal(USDC(700));
+      expect(await vault.totalAssets()).to.equal(USDC(1_000));
+      expect(await vault.utilization()).to.equal((USDC(300) * WAD) / USDC(1_000));
+    });
+
+    it("reverts for a caller without LENDER_ROLE", async () => {
+      const { vault, stranger, borrower } = await networkHelpers.loadFixture(withLender);
+      await expect(vault.connect(stranger).lend(1n, borrower.address, USDC(1), 0n))
+        .to.be.revertedWithCustomError(vault, "AccessControlUnauthorizedAccount")
+        .withArgs(stranger.address, await vault.LENDER_ROLE());
+    });
+
+    it("reverts on a zero borrower, zero principal, a fee not below the principal, or too little liquidity", async () => {
+      const { vault, lender, borrower } = await networkHelpers.loadFixture(withLender);
+      await expect(vault.connect(lender).lend(1n, ethers.ZeroAddress, USDC(1), 0n)).to.be.revertedWithCustomError(
+        vault,
+        "StakingVaultZeroAddress",
+      );
+      await expect(vault.connect(lender).lend(1n, borrower.address, 0n, 0n)).to.be.revertedWithCustomError(vault, "StakingVaultZeroAmount");
+      await expect(vault.connect(lender).lend(1n, borrower.address, USDC(1), USDC(1)))
+        .to.be.revertedWithCustomError(vault, "StakingVaultInvalidInsuranceFee")
+        .withArgs(USDC(1), USDC(1));
+      await expect(vault.connect(lender).lend(1n, borrower.address, USDC(1_001), 0n))
+        .to.be.revertedWithCustomError(vault, "StakingVaultInsufficientLiquidity")
+        .withArgs(USDC(1_001), USDC(1_000));
+    });
+
+    it("reverts with EnforcedPause while paused", async () => {
+      const { vault, pauser, lender, borrower } = await networkHelpers.loadFixture(withLender);
+      await vault.connect(pauser).pause();
+      await expect(vault.connect(lender).lend(1n, borrower.address, USDC(1), 0n)).to.be.revertedWithCustomError(vault, "EnforcedPause");
+    });
+  });
+
+  describe("recordRepayment", () => {
+    async function withLenderLoan() {
+      const f = await deployLending(ethers);
+      await f.vault.grantRole(await f.vault.LENDER_ROLE(), f.lender.address);
+      await f.vault.connect(f.alice).deposit(USDC(1_000), f.alice.address);
+      await f.vault.connect(f.lender).lend(1n, f.borrower.address, USDC(500), USDC(50));
+      return f;
+    }
+
+    it("lowers totalBorrowed, credits the interest and emits StakingVaultRepaymentRecorded", async () => {
+      const { vault, usdc, lender } = await networkHelpers.loadFixture(withLenderLoan);
+      await expect(vault.connect(lender).recordRepayment(1n, USDC(200), USDC(10)))
+        .to.emit(vault, "StakingVaultRepaymentRecorded")
+        .withArgs(1n, USDC(200), USDC(10), 0n, USDC(300));
+      await usdc.connect(lender).transfer(await vault.getAddress(), USDC(210));
+      expect(await vault.totalBorrowed()).to.equal(USDC(300));
+      expect(await vault.totalAssets()).to.equal(USDC(1_010));
+      expect(await vault.totalYield()).to.equal(USDC(10));
+    });
+
+    it("routes the reserve factor's share of the interest to the insurance reserve", async () => {
+      const { vault, model, usdc, lender } = await networkHelpers.loadFixture(withLenderLoan);
+      await model.setReserveFactor(WAD / 10n);
+      await expect(vault.connect(lender).recordRepayment(1n, 0n, USDC(10)))
+        .to.emit(vault, "StakingVaultRepaymentRecorded")
+        .withArgs(1n, 0n, USDC(10), USDC(1), USDC(500));
+      await usdc.connect(lender).transfer(await vault.getAddress(), USDC(10));
+      expect(await vault.insuranceReserve()).to.equal(USDC(51));
+      expect(await vault.totalYield()).to.equal(USDC(9));
+      expect(await vault.totalAssets()).to.equal(USDC(1_009));
+    });
+
+    it("reverts when the principal exceeds totalBorrowed, or for a caller without LENDER_ROLE", async () => {
+      const { vault, lender, stranger } = await networkHelpers.loadFixture(withLenderLoan);
+      await expect(vault.connect(lender).recordRepayment(1n, USDC(501), 0n))
+        .to.be.revertedWithCustomError(vault, "StakingVaultExceedsBorrowed")
+        .withArgs(USDC(501), USDC(500));
+      await expect(vault.connect(stranger).recordRepayment(1n, 0n, 0n))
+        .to.be.revertedWithCustomError(vault, "AccessControlUnauthorizedAccount")
+        .withArgs(stranger.address, await vault.LENDER_ROLE());
+    });
+  });
+
+  describe("recordLoss", () => {
+    async function withLenderLoans() {
+      const f = await deployLending(ethers);
+      await f.vault.grantRole(await f.vault.LENDER_ROLE(), f.lender.address);
+      await f.vault.connect(f.alice).deposit(USDC(1_000), f.alice.address);
+      // Reserve 100 from a 500 loan's fee; a second loan of 200 without fee.
+      await f.vault.connect(f.lender).lend(1n, f.borrower.address, USDC(500), USDC(100));
+      await f.vault.connect(f.lender).lend(2n, f.borrower.address, USDC(200), 0n);
+      return f;
+    }
+
+    it("covers 80 % from the reserve and records the uncovered rest", async () => {
+      const { vault, lender } = await networkHelpers.loadFixture(withLenderLoans);
+      const supply = await vault.totalSupply();
+      // Loss 100: covered 80 from the reserve of 100, uncovered 20; assets 1,000 -> 980.
+      await expect(vault.connect(lender).recordLoss(2n, USDC(100)))
+        .to.emit(vault, "StakingVaultLossRecognized")
+        .withArgs(2n, USDC(100), USDC(80), USDC(20), rate(USDC(980), supply));
+      expect(await vault.insuranceReserve()).to.equal(USDC(20));
+      expect(await vault.totalBorrowed()).to.equal(USDC(600));
+      expect(await vault.totalAssets()).to.equal(USDC(980));
+      expect(await vault.exchangeRate()).to.equal(rate(USDC(980), supply));
+    });
+
+    it("caps the cover at the reserve's balance and follows the coverage setting", async () => {
+      const { vault, lender } = await networkHelpers.loadFixture(withLenderLoans);
+      await vault.setInsuranceCoverage(10_000n);
+      const supply = await vault.totalSupply();
+      await expect(vault.connect(lender).recordLoss(1n, USDC(500)))
+        .to.emit(vault, "StakingVaultLossRecognized")
+        .withArgs(1n, USDC(500), USDC(100), USDC(400), rate(USDC(600), supply));
+      expect(await vault.insuranceReserve()).to.equal(0n);
+    });
+
+    it("reverts when the loss exceeds totalBorrowed, or for a caller without LENDER_ROLE", async () => {
+      const { vault, lender, stranger } = await networkHelpers.loadFixture(withLenderLoans);
+      await expect(vault.connect(lender).recordLoss(1n, USDC(701)))
+        .to.be.revertedWithCustomError(vault, "StakingVaultExceedsBorrowed")
+        .withArgs(USDC(701), USDC(700));
+      await expect(vault.connect(stranger).recordLoss(1n, 0n))
+        .to.be.revertedWithCustomError(vault, "AccessControlUnauthorizedAccount")
+        .withArgs(stranger.address, await vault.LENDER_ROLE());
+    });
+  });
+
+  describe("distributeYield", () => {
+    it("pulls the yield, raises the exchange rate and emits StakingVaultYieldDistributed", async () => {
+      const { vault, usdc, alice, yielder } = await networkHelpers.loadFixture(deploy);
+      await vault.connect(alice).deposit(USDC(1_000), alice.address);
+      const supply = await vault.totalSupply();
+      await expect(vault.connect(yielder).distributeYield(USDC(50)))
+        .to.emit(vault, "StakingVaultYieldDistributed")
+        .withArgs(yielder.address, USDC(50), USDC(50), rate(USDC(1_050), supply))
+        .and.to.emit(usdc, "Transfer")
+        .withArgs(yielder.address, await vault.getAddress(), USDC(50));
+      expect(await vault.exchangeRate()).to.equal(rate(USDC(1_050), supply));
+      expect(await vault.totalYield()).to.equal(USDC(50));
+      expect(await vault.previewRedeem(await vault.balanceOf(alice.address))).to.equal(USDC(1_050) - 1n);
+    });
+
+    it("works while paused", async () => {
+      const { vault, alice, pauser, yielder } = await networkHelpers.loadFixture(deploy);
+      await vault.connect(alice).deposit(USDC(1_000), alice.address);
+      await vault.connect(pauser).pause();
+      await expect(vault.connect(yielder).distributeYield(USDC(1))).to.emit(vault, "StakingVaultYieldDistributed");
+    });
+
+    it("reverts on zero, with no shares, or for a caller without YIELD_ROLE", async () => {
+      const { vault, alice, yielder, stranger } = await networkHelpers.loadFixture(deploy);
+      await expect(vault.connect(yielder).distributeYield(USDC(1))).to.be.revertedWithCustomError(vault, "StakingVaultNoShares");
+      await vault.connect(alice).deposit(USDC(10), alice.address);
+      await expect(vault.connect(yielder).distributeYield(0n)).to.be.revertedWithCustomError(vault, "StakingVaultZeroAmount");
+      await expect(vault.connect(stranger).distributeYield(USDC(1)))
+        .to.be.revertedWithCustomError(vault, "AccessControlUnauthorizedAccount")
+        .withArgs(stranger.address, await vault.YIELD_ROLE());
+    });
+  });
+
+  describe("admin setters", () => {
+    it("setMinDeposit sets, emits, bounds and guards", async () => {
+      const { vault, alice, stranger } = await networkHelpers.loadFixture(deploy);
+      await expect(vault.setMinDeposit(USDC(5)))
+        .to.emit(vault, "StakingVaultMinDepositUpdated")
+        .withArgs(USDC(5));
+      await expect(vault.connect(alice).deposit(USDC(4), alice.address))
+        .to.be.revertedWithCustomError(vault, "StakingVaultDepositTooSmall")
+        .withArgs(USDC(4), USDC(5));
+      await expect(vault.setMinDeposit(USDC(1_000) + 1n))
+        .to.be.revertedWithCustomError(vault, "StakingVaultMinDepositTooHigh")
+        .withArgs(USDC(1_000) + 1n, USDC(1_000));
+      await expect(vault.connect(stranger).setMinDeposit(0n))
+        .to.be.revertedWithCustomError(vault, "AccessControlUnauthorizedAccount")
+        .withArgs(stranger.address, await vault.DEFAULT_ADMIN_ROLE());
+    });
+
+    it("setInsuranceCoverage sets, emits, bounds and guards", async () => {
+      const { vault, stranger } = await networkHelpers.loadFixture(deploy);
+      await expect(vault.setInsuranceCoverage(5_000n)).to.emit(vault, "StakingVaultInsuranceCoverageUpdated").withArgs(5_000n);
+      expect(await vault.insuranceCoverageBps()).to.equal(5_000n);
+      await expect(vault.setInsuranceCoverage(10_001n))
+        .to.be.revertedWithCustomError(vault, "StakingVaultCoverageTooHigh")
+        .withArgs(10_001n, 10_000n);
+      await expect(vault.connect(stranger).setInsuranceCoverage(0n))
+        .to.be.revertedWithCustomError(vault, "AccessControlUnauthorizedAccount")
+        .withArgs(stranger.address, await vault.DEFAULT_ADMIN_ROLE());
+    });
+
+    it("setInterestRateModel sets, emits, refuses zero and guards", async () => {
+      const { vault, admin, stranger } = await networkHelpers.loadFixture(deploy);
+      const other = await ethers.deployContract("InterestRateModel", [admin.address]);
+      await expect(vault.setInterestRateModel(await other.getAddress()))
+        .to.emit(vault, "StakingVaultInterestRateModelUpdated")
+        .withArgs(await other.getAddress());
+      expect(await vault.interestRateModel()).to.equal(await other.getAddress());
+      await expect(vault.setInterestRateModel(ethers.ZeroAddress)).to.be.revertedWithCustomError(vault, "StakingVaultZeroAddress");
+      await expect(vault.connect(stranger).setInterestRateModel(await other.getAddress()))
+        .to.be.revertedWithCustomError(vault, "AccessControlUnauthorizedAccount")
+        .withArgs(stranger.address, await vault.DEFAULT_ADMIN_ROLE());
+    });
+  });
+
+  describe("pause / unpause", () => {
+    it("toggle with events, refuse repeats and guard the role", async () => {
+      const { vault, pauser, stranger } = await networkHelpers.loadFixture(deploy);
+      await expect(vault.connect(stranger).pause())
+        .to.be.revertedWithCustomError(vault, "AccessControlUnauthorizedAccount")
+        .withArgs(stranger.address, await vault.PAUSER_ROLE());
+      await expect(vault.connect(pauser).unpause()).to.be.revertedWithCustomError(vault, "ExpectedPause");
+      await expect(vault.connect(pauser).pause()).to.emit(vault, "Paused").withArgs(pauser.address);
+      expect(await vault.paused()).to.equal(true);
+      await expect(vault.connect(pauser).pause()).to.be.revertedWithCustomError(vault, "EnforcedPause");
+      await expect(vault.connect(stranger).unpause())
+        .to.be.revertedWithCustomError(vault, "AccessControlUnauthorizedAccount")
+        .withArgs(stranger.address, await vault.PAUSER_ROLE());
+      await expect(vault.connect(pauser).unpause()).to.emit(vault, "Unpaused").withArgs(pauser.address);
+    });
+
+    it("keeps repayments and defaults open while paused", async () => {
+      const { vault, book, pauser, borrower } = await networkHelpers.loadFixture(withLoan);
+      await vault.connect(pauser).pause();
+      await expect(book.connect(borrower).repay(1n, USDC(100))).to.emit(vault, "StakingVaultRepaymentRecorded");
+      await networkHelpers.time.increase(38 * DAY);
+      await expect(book.markDefaulted(1n)).to.emit(vault, "StakingVaultLossRecognized");
+    });
+  });
+
+  describe("vaultStatus", () => {
+    it("returns the GET /vault/status figures in one call", async () => {
+      const { vault, model } = await networkHelpers.loadFixture(withLoan);
+      const s = await vault.vaultStatus();
+      const util = (USDC(400) * WAD) / USDC(1_000);
+      expect(s.totalAssets).to.equal(USDC(1_000));
+      expect(s.idleAssets).to.equal(USDC(600));
+      expect(s.totalBorrowed).to.equal(USDC(400));
+      expect(s.insuranceReserve).to.equal(USDC(40));
+      expect(s.utilization).to.equal(util);
+      expect(s.borrowRate).to.equal(await model.borrowRate(util));
+      expect(s.supplyRate).to.equal(await model.supplyRate(util));
+      expect(s.exchangeRate).to.equal(WAD);
+      expect(s.totalSupply).to.equal(SHARES(USDC(1_000)));
+      expect(s.totalYield).to.equal(0n);
+      expect(s.paused).to.equal(false);
+    });
+  });
+
+  describe("share price", () => {
+    it("rises with loan interest and falls only by an uncovered default loss", async () => {
+      const { vault, book, operator, borrower } = await networkHelpers.loadFixture(withLoan);
+      const supply = await vault.totalSupply();
+      await networkHelpers.time.increase(30 * DAY);
+      await book.connect(borrower).repay(1n, ethers.MaxUint256); // 400 + 20 interest
+      expect(await vault.exchangeRate()).to.equal(rate(USDC(1_020), supply));
+
+      await book.connect(operator).fundLoan(ethers.id("loan-2"), borrower.address, USDC(100), 0n, 0n, 7);
+      await networkHelpers.time.increase(15 * DAY);
+      // 80 % of the 100 loss is 80, capped at the reserve of 40 (loan 1's fee); uncovered 60.
+      await expect(book.markDefaulted(2n))
+        .to.emit(vault, "StakingVaultLossRecognized")
+        .withArgs(2n, USDC(100), USDC(40), USDC(60), rate(USDC(960), supply));
+    });
+  });
+});
