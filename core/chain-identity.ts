@@ -12,6 +12,12 @@ export class ChainMismatchError extends Error {
  */
 export const CHAIN_DERIVED_TABLES = ["IndexerCursor"] as const;
 
+/** Key by key: JSONB does not keep the order in which an object's keys were written. */
+function sameAddresses(stored: Record<string, string>, expected: Record<string, string>): boolean {
+  const keys = Object.keys(expected);
+  return Object.keys(stored).length === keys.length && keys.every((key) => stored[key] === expected[key]);
+}
+
 /**
  * The mirror database remembers which chain it mirrors. A different chain is
  * refused with a clear message; for the embedded chain, which starts empty each
@@ -28,7 +34,7 @@ export async function ensureChainIdentity(
     current !== null &&
     current.chainId === deployment.chainId &&
     current.genesisHash === deployment.genesisHash &&
-    JSON.stringify(current.contracts) === JSON.stringify(contracts);
+    sameAddresses(current.contracts as Record<string, string>, contracts);
 
   if (current && (!same || options.embedded)) {
     if (!options.embedded) {
