@@ -1,7 +1,6 @@
 import type { JsonRpcProvider } from "ethers";
 import express, { type NextFunction, type Request, type Response } from "express";
 import type { Redis } from "ioredis";
-import { pinoHttp } from "pino-http";
 import type { Clock } from "../core/clock.js";
 import type { Config } from "../core/config.js";
 import type { Logger } from "../core/logger.js";
@@ -19,10 +18,15 @@ import { errorBody } from "./http/envelope.js";
 import { errorHandler, notFoundHandler } from "./http/error-handler.js";
 import { buildOpenApiDocument } from "./http/openapi.js";
 import { createRateLimiter } from "./http/rate-limit.js";
+import { requestLog } from "./http/request-log.js";
 import { mountRoutes, type RouteSpec } from "./http/route.js";
+import { trustScoreRoutes } from "./trust-score/routes.js";
+import { createTrustScoreService, type TrustScoreService } from "./trust-score/service.js";
+import { eraseDueAccounts } from "./users/erase-job.js";
 import { createUsersRepo } from "./users/repo.js";
 import { userRoutes } from "./users/routes.js";
 import { createUsersService } from "./users/service.js";
+import { createXpService, type XpService } from "./xp/service.js";
 
 export interface AppDeps extends HealthDeps {
   logger: Logger;
@@ -34,6 +38,24 @@ export interface AppDeps extends HealthDeps {
 }
 
 export const BODY_LIMIT = "100kb";
+
+/** The domain services other parts of this process (indexer handlers, workers, tests) call. */
+export interface DomainServices {
+  xp: XpService;
+  trust: TrustScoreService;
+  /** Drops this process's cached row of a user; call after committing a write to it. */
+  invalidateUser(userId: string): void;
+  /** The erase job (personal data of accounts past their deletion date); returns the ids erased. */
+  eraseDueAccounts(now: Date): Promise<string[]>;
+}
+
+declare global {
+  namespace Express {
+    interface Locals {
+      services: DomainServices;
+    }
+  }
+}
 
 /** Bodies are JSON only: anything else with a body is refused before a route sees it. */
 function requireJsonBody(req: Request, res: Response, next: NextFunction) {
@@ -58,14 +80,22 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
   const wallets = createManagedWallets(
     loadManagedWalletMnemonic({ mnemonic: config.managedWalletMnemonic, dataDir: config.dataDir, isProduction: config.isProduction }),
   );
-  const usersRepo = createUsersRepo({ db });
+  const usersRepo = createUsersRepo({ db, clock });
   const apiKeysRepo = createApiKeysRepo({ db });
   const users = createUsersService({ repo: usersRepo, apiKeys: apiKeysRepo, wallets, clock });
-  const apiKeys = createApiKeysService({ repo: apiKeysRepo, clock });
+  const apiKeys = createApiKeysService({ repo: apiKeysRepo, users: usersRepo, clock });
+  const trust = createTrustScoreService({ db, clock, users: usersRepo });
+  const xp = createXpService({
+    db,
+    clock,
+    invalidateUser: usersRepo.invalidate,
+    // The level bonus of the Trust Score follows the XP level.
+    onLevelChange: (tx, userId, reason) => trust.recomputeTrustScore(tx, userId, reason),
+  });
 
   // One registry of route definitions: mounted, validated and documented the same way.
   // Later domains (loans, vault, ...) add their `xxxRoutes(deps)` here.
-  const routes: RouteSpec[] = [...userRoutes({ users }), ...apiKeyRoutes({ apiKeys })];
+  const routes: RouteSpec[] = [...userRoutes({ users }), ...trustScoreRoutes({ trust }), ...apiKeyRoutes({ apiKeys })];
   if (config.auth.devProvider) {
     const identity = await createDevIdentityProvider({
       dataDir: config.dataDir,
@@ -88,22 +118,21 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
   );
 
   const app = express();
+  app.locals.services = {
+    xp,
+    trust,
+    invalidateUser: usersRepo.invalidate,
+    eraseDueAccounts: async (now) => {
+      const erased = await eraseDueAccounts(db, now);
+      for (const id of erased) usersRepo.invalidate(id);
+      return erased;
+    },
+  };
   app.disable("x-powered-by");
   app.set("trust proxy", "loopback");
   app.set("query parser", "simple");
   app.use(requestContext(clock));
-  app.use(
-    pinoHttp({
-      logger,
-      genReqId: (req) => (req as Request).context.requestId,
-      customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? "error" : res.statusCode >= 400 ? "warn" : "debug"),
-      // Request lines carry method, path, status and timing; never headers, bodies or query strings.
-      serializers: {
-        req: (req) => ({ id: req.id, method: req.method, url: String(req.url).split("?")[0] }),
-        res: (res) => ({ statusCode: res.statusCode }),
-      },
-    }),
-  );
+  app.use(requestLog(logger));
 
   app.use(healthRoutes(deps));
   app.use(apiHeaders);

@@ -92,6 +92,7 @@ await run("GET /v1/users/{userId} (public)", `${server.url}/v1/users/${me.data.i
 const reads = [
   await run("GET /v1/users/me", `${server.url}/v1/users/me`, auth),
   await run("GET /v1/users/{userId}/xp", `${server.url}/v1/users/${me.data.id}/xp`, auth),
+  await run("GET /v1/trust-score/{userId}", `${server.url}/v1/trust-score/${me.data.id}`, auth),
 ];
 const worst = reads.reduce((a, b) => (a.rps < b.rps ? a : b));
 const worstP99 = Math.max(...reads.map((r) => r.p99));
@@ -100,4 +101,5 @@ bare.close();
 provider.destroy();
 await chain.close();
 await db.close();
+// The last line is the summary a CI step reads: worst authenticated read / bare, worst p99.
 console.log(`ratio: ${(worst.rps / baseline.rps).toFixed(2)} p99_ms: ${worstP99}`);

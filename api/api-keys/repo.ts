@@ -27,7 +27,7 @@ export function createApiKeysRepo({ db }: { db: Db }) {
       const { count } = await prisma.apiKey.updateMany({ where: { id: keyId, userId, revokedAt: null }, data: { revokedAt: now } });
       return count === 1;
     },
-    findActiveByHash: (hash: string) => prisma.apiKey.findFirst({ where: { hash, revokedAt: null }, include: { user: true } }),
+    findActiveByHash: (hash: string) => prisma.apiKey.findFirst({ where: { hash, revokedAt: null } }),
     touch: (id: string, now: Date) => prisma.apiKey.update({ where: { id }, data: { lastUsedAt: now } }),
   };
 }

@@ -1,7 +1,9 @@
+import { createHash } from "node:crypto";
 import type { NextFunction, Request, Response } from "express";
 import { createRemoteJWKSet, type JWTPayload, errors as joseErrors, jwtVerify } from "jose";
 import type { Clock } from "../../core/clock.js";
 import type { Logger } from "../../core/logger.js";
+import { createTtlCache } from "../../core/ttl-cache.js";
 import type { UserRecord } from "../users/repo.js";
 import { AppError } from "./errors.js";
 
@@ -43,7 +45,16 @@ export interface TokenVerifierOptions {
   clock: Pick<Clock, "now">;
   /** Minimum time between two JWKS fetches (default 30 s; tests shorten it). */
   jwksCooldownMs?: number;
+  /** Verified tokens remembered (default 10,000; 0 turns the cache off). */
+  cacheSize?: number;
 }
+
+/**
+ * How long a verified token is trusted without checking its signature again. A signature
+ * check is the costliest step of an authenticated request; a client sends the same token
+ * for up to an hour. Expiry is still judged on every request (the deadline is min(exp, this)).
+ */
+export const VERIFIED_TOKEN_TTL_MS = 5 * 60_000;
 
 export type VerifyToken = (token: string) => Promise<JWTPayload & { sub: string }>;
 
@@ -58,7 +69,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): VerifyToken 
     cooldownDuration: options.jwksCooldownMs ?? 30_000,
     timeoutDuration: 5_000,
   });
-  return async (token) => {
+  const verify: VerifyToken = async (token) => {
     const { payload } = await jwtVerify(token, jwks, {
       issuer: options.issuer,
       audience: options.audience,
@@ -71,6 +82,25 @@ export function createTokenVerifier(options: TokenVerifierOptions): VerifyToken 
       throw new joseErrors.JWTClaimValidationFailed('"sub" claim must be a non-empty string', payload, "sub", "check_failed");
     }
     return payload as JWTPayload & { sub: string };
+  };
+  const cacheSize = options.cacheSize ?? 10_000;
+  if (cacheSize === 0) return verify;
+  // Keyed by the token's SHA-256 so the cache holds no bearer credentials. Only successes
+  // are cached; each entry expires at the token's exp (with the verifier's tolerance) or
+  // after VERIFIED_TOKEN_TTL_MS, whichever comes first, on the service clock.
+  const verified = createTtlCache<string, JWTPayload & { sub: string }>({
+    max: cacheSize,
+    ttlMs: VERIFIED_TOKEN_TTL_MS,
+    nowMs: () => options.clock.now().getTime(),
+  });
+  return (token) => {
+    const key = createHash("sha256").update(token).digest("base64url");
+    const hit = verified.get(key);
+    if (hit) return Promise.resolve(hit);
+    return verify(token).then((claims) => {
+      verified.set(key, claims, ((claims.exp as number) + CLOCK_TOLERANCE_S) * 1000);
+      return claims;
+    });
   };
 }
 

@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
+import type { Clock } from "../../core/clock.js";
 import type { Database } from "../../core/db.js";
+import { createTtlCache } from "../../core/ttl-cache.js";
 import type { Activity, Plan, User } from "../../generated/prisma/client.js";
 
 export type UserRecord = User;
@@ -22,6 +24,21 @@ export interface SettingsPatch {
   settingsNotifications?: boolean;
   settingsEmailAlerts?: boolean;
   settingsLanguage?: string;
+  trustScorePublic?: boolean;
+}
+
+/**
+ * How long this process serves a user row from memory. Every write path of this process
+ * drops the row at once; writes made by another process (a second API process, the worker)
+ * are seen within this time. See docs/decisions.md, "Authenticated reads are served from memory".
+ */
+export const USER_CACHE_TTL_MS = 2_000;
+const USER_CACHE_MAX = 50_000;
+
+export interface UsersRepoDeps {
+  db: Db;
+  /** With a clock, rows are cached per process (service-clock TTL); without, every read queries. */
+  clock?: Pick<Clock, "now">;
 }
 
 function isUniqueViolation(error: unknown): boolean {
@@ -29,11 +46,49 @@ function isUniqueViolation(error: unknown): boolean {
 }
 
 /** The only place user rows are read and written. */
-export function createUsersRepo({ db }: { db: Db }) {
+export function createUsersRepo({ db, clock }: UsersRepoDeps) {
   const { prisma } = db;
+  const nowMs = () => (clock ? clock.now().getTime() : 0);
+  const ttlMs = clock ? USER_CACHE_TTL_MS : 0;
+  const byId = createTtlCache<string, UserRecord>({ max: USER_CACHE_MAX, ttlMs, nowMs });
+  // A subject's user id never changes once created, so this map only needs LRU bounds.
+  const idBySubject = createTtlCache<string, string>({ max: USER_CACHE_MAX, ttlMs: clock ? Number.MAX_SAFE_INTEGER : 0, nowMs });
+
+  const findById = (id: string): Promise<UserRecord | null> =>
+    byId.load(id, async () => (await prisma.user.findUnique({ where: { id } })) ?? undefined).then((user) => user ?? null);
+
+  const badges = createTtlCache<string, { badgeId: string; earnedAt: Date }[]>({ max: USER_CACHE_MAX, ttlMs, nowMs });
+
+  /** Drops the cached row and badges; every write to a user's row or badges calls it (after its transaction). */
+  const invalidate = (id: string) => {
+    byId.delete(id);
+    badges.delete(id);
+  };
+
   return {
-    findById: (id: string) => prisma.user.findUnique({ where: { id } }),
-    findBySubject: (subject: string) => prisma.user.findUnique({ where: { subject } }),
+    findById,
+    invalidate,
+    /** The user's badges, oldest first (cached like the row). */
+    badgesOf: (userId: string) =>
+      badges
+        .load(userId, () =>
+          prisma.userBadge.findMany({
+            where: { userId },
+            select: { badgeId: true, earnedAt: true },
+            orderBy: [{ earnedAt: "asc" }, { badgeId: "asc" }],
+          }),
+        )
+        .then((rows) => rows ?? []),
+    async findBySubject(subject: string): Promise<UserRecord | null> {
+      const id = idBySubject.get(subject);
+      if (id) return findById(id);
+      const user = await prisma.user.findUnique({ where: { subject } });
+      if (user) {
+        idBySubject.set(subject, user.id);
+        byId.set(user.id, user);
+      }
+      return user;
+    },
 
     /**
      * Creates the user and its managed wallet address in one transaction. Two first
@@ -64,16 +119,33 @@ export function createUsersRepo({ db }: { db: Db }) {
       }
     },
 
-    update: (id: string, patch: SettingsPatch, now: Date) => prisma.user.update({ where: { id }, data: { ...patch, updatedAt: now } }),
+    async update(id: string, patch: SettingsPatch, now: Date) {
+      try {
+        return await prisma.user.update({ where: { id }, data: { ...patch, updatedAt: now } });
+      } finally {
+        invalidate(id);
+      }
+    },
 
-    setPlan: (id: string, plan: Plan, now: Date) => prisma.user.update({ where: { id }, data: { plan, updatedAt: now } }),
+    async setPlan(id: string, plan: Plan, now: Date) {
+      try {
+        return await prisma.user.update({ where: { id }, data: { plan, updatedAt: now } });
+      } finally {
+        invalidate(id);
+      }
+    },
 
     /** Marks the account deleted at once and revokes its API keys in the same transaction. */
-    markDeleted: (id: string, now: Date, erasureAt: Date) =>
-      prisma.$transaction([
-        prisma.user.update({ where: { id }, data: { deletedAt: now, deletionScheduledFor: erasureAt, updatedAt: now } }),
-        prisma.apiKey.updateMany({ where: { userId: id, revokedAt: null }, data: { revokedAt: now } }),
-      ]),
+    async markDeleted(id: string, now: Date, erasureAt: Date) {
+      try {
+        return await prisma.$transaction([
+          prisma.user.update({ where: { id }, data: { deletedAt: now, deletionScheduledFor: erasureAt, updatedAt: now } }),
+          prisma.apiKey.updateMany({ where: { userId: id, revokedAt: null }, data: { revokedAt: now } }),
+        ]);
+      } finally {
+        invalidate(id);
+      }
+    },
 
     async listActivity(userId: string, page: { limit: number; offset: number; type?: string }) {
       const where = { userId, ...(page.type ? { type: page.type } : {}) };
@@ -85,21 +157,6 @@ export function createUsersRepo({ db }: { db: Db }) {
     },
 
     allActivity: (userId: string) => prisma.activity.findMany({ where: { userId }, orderBy: [{ createdAt: "desc" }, { id: "desc" }] }),
-
-    addActivity: (entry: { userId: string; type: string; description: string; xpEarned: number; now: Date }) =>
-      prisma.$transaction([
-        prisma.activity.create({
-          data: {
-            id: `act_${randomUUID().replaceAll("-", "")}`,
-            userId: entry.userId,
-            type: entry.type,
-            description: entry.description,
-            xpEarned: entry.xpEarned,
-            createdAt: entry.now,
-          },
-        }),
-        prisma.user.update({ where: { id: entry.userId }, data: { xp: { increment: entry.xpEarned } } }),
-      ]),
   };
 }
 

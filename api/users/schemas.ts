@@ -13,6 +13,7 @@ export const settings = z.object({
   notifications: z.boolean().describe("push notifications"),
   emailAlerts: z.boolean().describe("e-mail notifications"),
   language: z.string().describe("preferred language (BCP 47 tag)"),
+  publicTrustScore: z.boolean().describe("whether other users may read your Trust Score details (default false)"),
 });
 
 export const privateUser = z.object({
@@ -53,11 +54,13 @@ export const patchMeBody = z
         notifications: z.boolean().optional(),
         emailAlerts: z.boolean().optional(),
         language: language.optional(),
+        publicTrustScore: z.boolean().optional(),
       })
       .optional(),
   })
   .refine((body) => body.displayName !== undefined || (body.settings && Object.keys(body.settings).length > 0), {
-    message: "at least one of displayName, settings.notifications, settings.emailAlerts, settings.language is required",
+    message:
+      "at least one of displayName, settings.notifications, settings.emailAlerts, settings.language, settings.publicTrustScore is required",
   });
 
 export const patchMeResponse = z.object({ id: z.string(), displayName: z.string(), settings, updatedAt: isoDate });

@@ -3,7 +3,8 @@ import type { Clock } from "../../core/clock.js";
 import type { ManagedWallets } from "../../core/wallets.js";
 import type { ApiKeysRepo } from "../api-keys/repo.js";
 import { AppError } from "../http/errors.js";
-import { levelFor } from "./levels.js";
+import { BADGE_BY_ID } from "../xp/badges.js";
+import { levelFor } from "../xp/levels.js";
 import type { ActivityRecord, Plan, UserRecord, UsersRepo } from "./repo.js";
 import type { ACTIVITY_TYPES } from "./schemas.js";
 
@@ -37,19 +38,23 @@ function privateView(user: UserRecord) {
     xp: user.xp,
     plan: user.plan,
     createdAt: user.createdAt.toISOString(),
-    settings: { notifications: user.settingsNotifications, emailAlerts: user.settingsEmailAlerts, language: user.settingsLanguage },
+    settings: {
+      notifications: user.settingsNotifications,
+      emailAlerts: user.settingsEmailAlerts,
+      language: user.settingsLanguage,
+      publicTrustScore: user.trustScorePublic,
+    },
   };
 }
 
-function publicView(user: UserRecord) {
+function publicView(user: UserRecord, badges: string[]) {
   return {
     id: user.id,
     displayName: user.displayName,
     walletAddress: user.walletAddress ?? "",
     trustScore: user.trustScore,
     level: levelFor(user.xp).level,
-    // The badge engine (issue #5 item 6) has not landed: no user has badges yet.
-    badges: [] as string[],
+    badges,
     createdAt: user.createdAt.toISOString(),
   };
 }
@@ -91,12 +96,19 @@ export function createUsersService({ repo, apiKeys, wallets, clock }: UsersServi
     },
 
     async getPublic(userId: string) {
-      return publicView(await existing(userId));
+      const user = await existing(userId);
+      return publicView(
+        user,
+        (await repo.badgesOf(user.id)).map((badge) => badge.badgeId),
+      );
     },
 
     async updateMe(
       user: UserRecord,
-      body: { displayName?: string; settings?: { notifications?: boolean; emailAlerts?: boolean; language?: string } },
+      body: {
+        displayName?: string;
+        settings?: { notifications?: boolean; emailAlerts?: boolean; language?: string; publicTrustScore?: boolean };
+      },
     ) {
       const updated = await repo.update(
         user.id,
@@ -105,6 +117,7 @@ export function createUsersService({ repo, apiKeys, wallets, clock }: UsersServi
           settingsNotifications: body.settings?.notifications,
           settingsEmailAlerts: body.settings?.emailAlerts,
           settingsLanguage: body.settings?.language,
+          trustScorePublic: body.settings?.publicTrustScore,
         },
         clock.now(),
       );
@@ -118,7 +131,12 @@ export function createUsersService({ repo, apiKeys, wallets, clock }: UsersServi
 
     async xp(userId: string) {
       const user = await existing(userId);
-      return { userId: user.id, xp: user.xp, ...levelFor(user.xp), badges: [] as { id: string; name: string; earnedAt: string }[] };
+      const badges = (await repo.badgesOf(user.id)).map((badge) => ({
+        id: badge.badgeId,
+        name: BADGE_BY_ID.get(badge.badgeId)?.name ?? badge.badgeId,
+        earnedAt: badge.earnedAt.toISOString(),
+      }));
+      return { userId: user.id, xp: user.xp, ...levelFor(user.xp), badges };
     },
 
     async activity(user: UserRecord, page: { limit: number; offset: number; type?: string }) {
@@ -135,9 +153,13 @@ export function createUsersService({ repo, apiKeys, wallets, clock }: UsersServi
     },
 
     async exportAll(user: UserRecord) {
-      const [activity, keys] = await Promise.all([repo.allActivity(user.id), apiKeys.listAllForUser(user.id)]);
+      const [activity, keys, badges] = await Promise.all([
+        repo.allActivity(user.id),
+        apiKeys.listAllForUser(user.id),
+        repo.badgesOf(user.id),
+      ]);
       return {
-        profile: { ...privateView(user), updatedAt: user.updatedAt.toISOString(), badges: [] as string[] },
+        profile: { ...privateView(user), updatedAt: user.updatedAt.toISOString(), badges: badges.map((badge) => badge.badgeId) },
         activity: activity.map(activityView),
         loans: [],
         vaultHistory: [],

@@ -35,7 +35,7 @@ describe(`users, API keys and the sandbox (${usingPostgres ? "PostgreSQL" : "PGl
       expect(user).to.include({ id: aliceId, email: "alice@example.com", displayName: "Alice", trustScore: 0, level: "Newcomer", xp: 0 });
       expect(user.walletAddress).to.match(ADDRESS);
       expect(user.createdAt).to.match(ISO);
-      expect(user.settings).to.deep.equal({ notifications: true, emailAlerts: true, language: "en" });
+      expect(user.settings).to.deep.equal({ notifications: true, emailAlerts: true, language: "en", publicTrustScore: false });
     });
 
     it("gives every user a distinct wallet and takes the name from the e-mail when there is no name claim", async () => {
@@ -86,7 +86,7 @@ describe(`users, API keys and the sandbox (${usingPostgres ? "PostgreSQL" : "PGl
       expect(response.body.data).to.deep.include({
         id: aliceId,
         displayName: "Alice A.",
-        settings: { notifications: true, emailAlerts: false, language: "pt-BR" },
+        settings: { notifications: true, emailAlerts: false, language: "pt-BR", publicTrustScore: false },
       });
       expect(response.body.data.updatedAt).to.match(ISO);
       const me = (await api.request("GET", "/v1/users/me", { token: alice })).body.data;
@@ -367,6 +367,25 @@ describe(`users, API keys and the sandbox (${usingPostgres ? "PostgreSQL" : "PGl
       // A fresh token of the same subject does not bring the account back.
       expect((await api.request("GET", "/v1/users/me", { token: await api.token("leaver") })).status).to.equal(403);
       expect((await api.request("GET", `/v1/users/${id}`)).body.error.code).to.equal("USER_NOT_FOUND");
+    });
+
+    it("erases the personal data once the deletion date has passed on the service clock", async () => {
+      const token = await api.token("eraser", { email: "eraser@example.com", name: "Eraser" });
+      const id = (await api.request("GET", "/v1/users/me", { token })).body.data.id;
+      await api.services.xp.award(id, { type: "vault_deposit", description: "Deposit", xp: 20, sourceId: "0xdead" });
+      await api.request("DELETE", "/v1/users/me", { token, body: { confirmation: "DELETE_MY_ACCOUNT" } });
+      const before = api.clock.now();
+      expect(await api.services.eraseDueAccounts(new Date(before.getTime() + 29 * 86_400_000))).to.not.include(id);
+      expect((await api.db.prisma.user.findUniqueOrThrow({ where: { id } })).email).to.equal("eraser@example.com");
+      const erased = await api.services.eraseDueAccounts(new Date(before.getTime() + 30 * 86_400_000 + 1_000));
+      expect(erased).to.include(id);
+      const row = await api.db.prisma.user.findUniqueOrThrow({ where: { id } });
+      expect(row).to.deep.include({ email: null, displayName: "Deleted user", subject: "eraser" });
+      expect(row.erasedAt).to.be.instanceOf(Date);
+      expect(row.walletAddress).to.match(/^0x/);
+      expect(await api.db.prisma.activity.count({ where: { userId: id } })).to.equal(0);
+      expect(await api.db.prisma.userBadge.count({ where: { userId: id } })).to.equal(0);
+      expect(await api.services.eraseDueAccounts(new Date(before.getTime() + 31 * 86_400_000))).to.deep.equal([]);
     });
   });
 });

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Redis } from "ioredis";
-import { createApp } from "../../api/app.js";
+import { createApp, type DomainServices } from "../../api/app.js";
 import { listen } from "../../api/server.js";
 import { connectRpc, type EmbeddedChain, startEmbeddedChain } from "../../core/chain.js";
 import { type Clock, createClock } from "../../core/clock.js";
@@ -27,6 +27,8 @@ export interface TestApi {
   db: TestDatabase;
   chain: EmbeddedChain;
   dataDir: string;
+  /** The app's domain services (XP awards, Trust Score recomputation) for tests that drive them directly. */
+  services: DomainServices;
   /** A development token for `sub` (fetched from POST /dev/token). */
   token(sub: string, claims?: { email?: string; name?: string; expiresIn?: number }): Promise<string>;
   request(
@@ -75,6 +77,7 @@ export async function startTestApi(options: { env?: Record<string, string>; redi
     db,
     chain,
     dataDir,
+    services: app.locals.services,
     request,
     token: async (sub, claims = {}) => {
       const response = await request("POST", "/dev/token", { body: { sub, ...claims } });

@@ -19,9 +19,15 @@ export interface LevelProgress {
   progressPercent: number;
 }
 
-export function levelFor(xp: number): LevelProgress {
+/** Position of the level reached with `xp` in LEVELS (0 = Newcomer). */
+export function levelIndexFor(xp: number): number {
   let index = 0;
   for (let i = 0; i < LEVELS.length; i++) if (xp >= LEVELS[i]!.minXp) index = i;
+  return index;
+}
+
+export function levelFor(xp: number): LevelProgress {
+  const index = levelIndexFor(xp);
   const current = LEVELS[index]!;
   const next = LEVELS[index + 1];
   // At the top level there is nothing left to earn: nextLevel repeats it, progress is 100%.
