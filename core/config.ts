@@ -54,6 +54,17 @@ const envSchema = z.object({
     message: "must be a redis:// URL",
   }),
   CONFIRMATIONS: z.coerce.number({ error: "must be a non-negative integer" }).int().min(0, "must be a non-negative integer").default(0),
+  INDEXER_POLL_MS: z.coerce
+    .number({ error: "must be an integer number of milliseconds" })
+    .int()
+    .min(10, "must be at least 10 (ms)")
+    .max(60_000, "must be at most 60000 (ms)")
+    .default(100),
+  INDEXER_MAX_BLOCK_RANGE: z.coerce
+    .number({ error: "must be a positive integer" })
+    .int()
+    .min(1, "must be a positive integer")
+    .default(10_000),
   LOAN_FUNDING_DELAY_S: z.coerce
     .number({ error: "must be a non-negative integer" })
     .int()
@@ -76,6 +87,12 @@ export interface Config {
     deployerPrivateKey: string;
     usdcAddress: string | undefined;
     confirmations: number;
+  };
+  indexer: {
+    /** How often the head is polled once the backfill is done. */
+    pollMs: number;
+    /** Upper bound of one eth_getLogs block range (the range adapts below it). */
+    maxBlockRange: number;
   };
   database: { url: string | undefined; pgliteDir: string };
   dataDir: string;
@@ -147,6 +164,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
       usdcAddress: env.USDC_ADDRESS,
       confirmations: env.CONFIRMATIONS,
     },
+    indexer: { pollMs: env.INDEXER_POLL_MS, maxBlockRange: env.INDEXER_MAX_BLOCK_RANGE },
     database: { url: env.DATABASE_URL, pgliteDir: `${env.DATA_DIR}/pglite` },
     dataDir: env.DATA_DIR,
     auth: {

@@ -3,14 +3,35 @@ import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { PrismaPg } from "@prisma/adapter-pg";
 import type { SqlMigrationAwareDriverAdapterFactory } from "@prisma/driver-adapter-utils";
+import pg from "pg";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "../generated/prisma/client.js";
 
 export type DatabaseKind = "pglite" | "postgres";
 
+/** One SQL statement's answer. */
+export interface SqlResult<Row> {
+  rows: Row[];
+  rowCount: number;
+}
+
+export type SqlQuery = <Row = Record<string, unknown>>(text: string, params?: unknown[]) => Promise<SqlResult<Row>>;
+
+/**
+ * Plain SQL beside Prisma, for the indexer's set-based writes (`INSERT ... SELECT FROM unnest(...)`),
+ * which Prisma's per-row API would turn into thousands of statements per batch.
+ */
+export interface SqlExecutor {
+  query: SqlQuery;
+  transaction<T>(work: (query: SqlQuery) => Promise<T>): Promise<T>;
+}
+
 export interface Database {
   kind: DatabaseKind;
+  /** The PostgreSQL server's URL (absent for PGlite), for sessions of their own (advisory locks). */
+  connectionString?: string;
   prisma: PrismaClient;
+  sql: SqlExecutor;
   /** A migration-aware adapter factory for Prisma's schema engine (migrations, diff). */
   migrationAdapter(): SqlMigrationAwareDriverAdapterFactory;
   /** Cheap liveness probe for /health. */
@@ -33,14 +54,44 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
 async function openPostgres(connectionString: string): Promise<Database> {
   const factory = new PrismaPg({ connectionString, connectionTimeoutMillis: 5_000 });
   const prisma = new PrismaClient({ adapter: factory });
+  const pool = new pg.Pool({ connectionString, connectionTimeoutMillis: 5_000, max: 4 });
+  // An idle client that loses its connection must not crash the process; the next query reconnects.
+  pool.on("error", () => {});
   const database: Database = {
     kind: "postgres",
+    connectionString,
     prisma,
+    sql: {
+      query: async <Row>(text: string, params?: unknown[]) => {
+        const result = await pool.query(text, params);
+        return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
+      },
+      transaction: async (work) => {
+        const client = await pool.connect();
+        try {
+          await client.query("BEGIN");
+          const result = await work(async <Row>(text: string, params?: unknown[]) => {
+            const answer = await client.query(text, params);
+            return { rows: answer.rows as Row[], rowCount: answer.rowCount ?? 0 };
+          });
+          await client.query("COMMIT");
+          return result;
+        } catch (error) {
+          await client.query("ROLLBACK").catch(() => {});
+          throw error;
+        } finally {
+          client.release();
+        }
+      },
+    },
     migrationAdapter: () => new PrismaPg({ connectionString, connectionTimeoutMillis: 5_000 }),
     ping: async () => {
       await prisma.$queryRawUnsafe("SELECT 1");
     },
-    close: () => prisma.$disconnect(),
+    close: async () => {
+      await prisma.$disconnect();
+      await pool.end();
+    },
   };
   await database.ping();
   return database;
@@ -50,9 +101,17 @@ async function openPglite(dataDir: string): Promise<Database> {
   if (!dataDir.startsWith("memory://")) mkdirSync(path.resolve(dataDir), { recursive: true });
   const pglite = await PGlite.create(dataDir);
   const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });
+  const query = async <Row>(on: Pick<PGlite, "query">, text: string, params?: unknown[]) => {
+    const result = await on.query<Row>(text, params);
+    return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
+  };
   return {
     kind: "pglite",
     prisma,
+    sql: {
+      query: (text, params) => query(pglite, text, params),
+      transaction: (work) => pglite.transaction((tx) => work((text, params) => query(tx, text, params))),
+    },
     migrationAdapter: () => new PrismaPGlite(pglite),
     ping: async () => {
       await pglite.query("SELECT 1");

@@ -3,7 +3,10 @@ import path from "node:path";
 import { Contract, ContractFactory, type JsonRpcProvider, NonceManager, Wallet } from "ethers";
 import type { Logger } from "./logger.js";
 
-export const DEPLOYMENTS_DIR = path.resolve(import.meta.dirname, "..", "deployments");
+/** `deployments/`, or DEPLOYMENTS_DIR (tests keep their throw-away chains out of the developer's folder). */
+export function deploymentsDir(): string {
+  return process.env.DEPLOYMENTS_DIR ? path.resolve(process.env.DEPLOYMENTS_DIR) : path.resolve(import.meta.dirname, "..", "deployments");
+}
 const ARTIFACTS_DIR = path.resolve(import.meta.dirname, "..", "artifacts", "contracts");
 
 export interface DeployedContract {
@@ -32,7 +35,7 @@ export function loadArtifact(sourcePath: string, contractName: string): Artifact
 }
 
 export function deploymentPath(chainId: number): string {
-  return path.join(DEPLOYMENTS_DIR, `${chainId}.json`);
+  return path.join(deploymentsDir(), `${chainId}.json`);
 }
 
 export function readDeployment(chainId: number): Deployment | undefined {
@@ -124,7 +127,7 @@ export async function ensureDeployment(options: DeployOptions): Promise<Deployme
     deployedAt: new Date().toISOString(),
     contracts,
   };
-  mkdirSync(DEPLOYMENTS_DIR, { recursive: true });
+  mkdirSync(deploymentsDir(), { recursive: true });
   writeFileSync(deploymentPath(chainId), `${JSON.stringify(deployment, null, 2)}\n`);
   return deployment;
 }

@@ -9,6 +9,7 @@ import { createClock } from "../core/clock.js";
 import { loadConfig } from "../core/config.js";
 import { ensureDeployment } from "../core/deployments.js";
 import { createLogger } from "../core/logger.js";
+import { createIndexer } from "../indexer/indexer.js";
 import { runUntilSignal } from "./lifecycle.js";
 
 await runUntilSignal(
@@ -31,6 +32,18 @@ await runUntilSignal(
     const db = await bootDatabase(config, logger);
     onStop(() => db.close());
     await ensureChainIdentity(db, deployment, { embedded: chain.embedded !== undefined, logger });
+
+    const indexer = createIndexer({
+      db,
+      rpcUrl: chain.rpcUrl,
+      deployment,
+      logger: logger.child({ component: "indexer" }),
+      confirmations: config.chain.confirmations,
+      pollMs: config.indexer.pollMs,
+      maxBlockRange: config.indexer.maxBlockRange,
+    });
+    indexer.start();
+    onStop(() => indexer.stop());
 
     const redis = config.redisUrl ? connectRedis(config.redisUrl) : undefined;
     if (redis) onStop(() => redis.quit().then(() => {}));

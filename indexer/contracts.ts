@@ -1,0 +1,112 @@
+import { type EventFragment, Interface, type LogDescription, type Result } from "ethers";
+import { type Deployment, loadArtifact } from "../core/deployments.js";
+import type { LogFilter, RpcLog } from "./rpc.js";
+
+/** Which platform contract emitted a log. */
+export type Source = "usdc" | "stakingVault" | "loanBook" | "socialVaultFactory" | "socialVault";
+
+const ABIS: Record<Source, [string, string]> = {
+  usdc: ["mocks/MockUSDC.sol", "MockUSDC"],
+  stakingVault: ["vault/StakingVault.sol", "StakingVault"],
+  loanBook: ["lending/LoanBook.sol", "LoanBook"],
+  socialVaultFactory: ["social/SocialVaultFactory.sol", "SocialVaultFactory"],
+  socialVault: ["social/SocialVault.sol", "SocialVault"],
+};
+
+export interface Decoded {
+  name: string;
+  args: Result;
+}
+
+/**
+ * The compiled ABIs (Hardhat artifacts) of the platform's contracts, with the event
+ * fragments looked up once by topic0 so that decoding a log is one `decodeEventLog`.
+ */
+export class ContractCatalogue {
+  readonly interfaces: Record<Source, Interface>;
+  private readonly fragments: Record<Source, Map<string, EventFragment>>;
+
+  constructor() {
+    this.interfaces = Object.fromEntries(
+      Object.entries(ABIS).map(([source, [file, name]]) => [source, new Interface(loadArtifact(file, name).abi as never)]),
+    ) as Record<Source, Interface>;
+    this.fragments = Object.fromEntries(
+      Object.entries(this.interfaces).map(([source, iface]) => {
+        const byTopic = new Map<string, EventFragment>();
+        iface.forEachEvent((fragment) => {
+          byTopic.set(fragment.topicHash, fragment);
+        });
+        return [source, byTopic];
+      }),
+    ) as Record<Source, Map<string, EventFragment>>;
+  }
+
+  topicOf(source: Source, eventName: string): string {
+    const fragment = this.interfaces[source].getEvent(eventName);
+    if (!fragment) throw new Error(`no event ${eventName} in the ${source} ABI`);
+    return fragment.topicHash;
+  }
+
+  /**
+   * The topics of one contract's own events (named after it). Inherited generic events such as
+   * `Initialized` are left out: every upgradeable contract on a public chain emits them.
+   */
+  ownTopicsOf(source: Source, prefix: string): string[] {
+    return [...this.fragments[source].entries()].filter(([, fragment]) => fragment.name.startsWith(prefix)).map(([topic]) => topic);
+  }
+
+  /**
+   * Decodes a log of `source`. Returns null when the ABI has no such event (an unknown log);
+   * throws when it has one but the data does not fit it (a malformed log).
+   */
+  decode(source: Source, log: Pick<RpcLog, "topics" | "data">): Decoded | null {
+    const topic0 = log.topics[0];
+    const fragment = topic0 === undefined ? undefined : this.fragments[source].get(topic0);
+    if (!fragment) return null;
+    return { name: fragment.name, args: this.interfaces[source].decodeEventLog(fragment, log.data, log.topics) };
+  }
+
+  parse(source: Source, log: Pick<RpcLog, "topics" | "data">): LogDescription | null {
+    return this.interfaces[source].parseLog(log);
+  }
+}
+
+/** Lower-case addresses of the deployment's contracts. */
+export interface PlatformAddresses {
+  usdc: string;
+  stakingVault: string;
+  loanBook: string;
+  socialVaultFactory: string;
+}
+
+export function platformAddresses(deployment: Deployment): PlatformAddresses {
+  const address = (key: string) => {
+    const contract = deployment.contracts[key];
+    if (!contract) throw new Error(`deployment of chain ${deployment.chainId} has no ${key}`);
+    return contract.address.toLowerCase();
+  };
+  return {
+    usdc: address("usdc"),
+    stakingVault: address("stakingVault"),
+    loanBook: address("loanBook"),
+    socialVaultFactory: address("socialVaultFactory"),
+  };
+}
+
+/** The first block with platform events: the earliest platform contract deployment (USDC may be older). */
+export function startBlock(deployment: Deployment): number {
+  return Math.min(...["stakingVault", "loanBook", "socialVaultFactory"].map((key) => deployment.contracts[key]?.blockNumber ?? 0));
+}
+
+/**
+ * The eth_getLogs filters of one block range: every event of the vault, loan book and factory;
+ * USDC Transfer events only (approvals are noise); and the social vaults' events by topic, since
+ * their clones appear over time (a log is kept only if its address was created by the factory).
+ */
+export function logFilters(catalogue: ContractCatalogue, addresses: PlatformAddresses): LogFilter[] {
+  return [
+    { address: [addresses.stakingVault, addresses.loanBook, addresses.socialVaultFactory] },
+    { address: addresses.usdc, topics: [catalogue.topicOf("usdc", "Transfer")] },
+    { topics: [catalogue.ownTopicsOf("socialVault", "SocialVault")] },
+  ];
+}

@@ -1,0 +1,330 @@
+import type { Database } from "../core/db.js";
+import type { Deployment } from "../core/deployments.js";
+import type { Logger } from "../core/logger.js";
+import { ContractCatalogue, logFilters, type PlatformAddresses, platformAddresses, startBlock } from "./contracts.js";
+import { applyLogs, type Classifier, decodeLogs, emptyOutput } from "./handlers.js";
+import { acquireWriterLock } from "./lock.js";
+import { createRpc, isRangeError, type Rpc, type RpcBlock, type RpcLog, sleep, withRetry } from "./rpc.js";
+import { entity, StateStore } from "./state.js";
+import { type Cursor, CursorMovedError, commitBatch, heartbeat, readCursor, rollbackTo, storedBlocks } from "./store.js";
+
+export interface IndexerOptions {
+  db: Database;
+  rpcUrl: string;
+  deployment: Deployment;
+  logger: Logger;
+  /** Blocks behind the head before a block is indexed (0 on the development chain). */
+  confirmations: number;
+  /** Head polling interval once caught up. */
+  pollMs: number;
+  /** Upper bound of the adaptive eth_getLogs block range. */
+  maxBlockRange: number;
+  /** Logs per eth_getLogs answer above which the range shrinks (providers cap answers near 10,000). */
+  maxLogsPerRange?: number;
+  /** How often progress is logged during a backfill. */
+  progressEveryMs?: number;
+}
+
+interface FetchedRange {
+  from: number;
+  to: number;
+  logs: RpcLog[];
+  headers: Map<number, RpcBlock>;
+  fetchMs: number;
+}
+
+class ChainMovedError extends Error {
+  override name = "ChainMovedError";
+}
+
+const HEARTBEAT_MS = 2_000;
+const HEADERS_PER_CALL = 500;
+
+/**
+ * Mirrors the platform's events into the database: backfill from the deployment, then follow
+ * the head; one transaction per block range (rows, events and cursor together); reorgs rolled
+ * back to the fork point; a single writer per chain across processes.
+ */
+export function createIndexer(options: IndexerOptions) {
+  const { db, deployment, logger } = options;
+  const chainId = deployment.chainId;
+  const rpc = createRpc(options.rpcUrl);
+  const catalogue = new ContractCatalogue();
+  const addresses = platformAddresses(deployment);
+  const filters = logFilters(catalogue, addresses);
+  const firstBlock = startBlock(deployment);
+  const maxLogs = options.maxLogsPerRange ?? 10_000;
+  const controller = new AbortController();
+  let running: Promise<void> | undefined;
+  let indexedBlock = -1;
+  let headBlock = -1;
+
+  async function fetchRange(from: number, to: number, signal: AbortSignal): Promise<FetchedRange> {
+    const started = performance.now();
+    const answers = await Promise.all(filters.map((filter) => rpc.getLogs(filter, from, to)));
+    const logs = answers.flat();
+    logs.sort(
+      (a, b) =>
+        Number.parseInt(a.blockNumber, 16) - Number.parseInt(b.blockNumber, 16) ||
+        Number.parseInt(a.logIndex, 16) - Number.parseInt(b.logIndex, 16),
+    );
+    const numbers = new Set<number>([from, to]);
+    for (const log of logs) numbers.add(Number.parseInt(log.blockNumber, 16));
+    const wanted = [...numbers].sort((a, b) => a - b);
+    const headers = new Map<number, RpcBlock>();
+    for (let i = 0; i < wanted.length; i += HEADERS_PER_CALL) {
+      const chunk = wanted.slice(i, i + HEADERS_PER_CALL);
+      const blocks = await withRetry("eth_getBlockByNumber", () => rpc.blocks(chunk), logger, signal);
+      for (const block of blocks) if (block) headers.set(block.number, block);
+    }
+    return { from, to, logs, headers, fetchMs: performance.now() - started };
+  }
+
+  async function loadClassifier(): Promise<Classifier> {
+    const { rows } = await db.sql.query<{ address: string }>(`SELECT "address" FROM "SocialVaultState" WHERE "chainId" = $1`, [chainId]);
+    return { addresses, socialVaults: new Set(rows.map((row) => row.address)), wallets: new Set() };
+  }
+
+  /** Adds the managed wallets created since the last call (wallet indexes only grow). */
+  let walletIndex = -1;
+  async function refreshWallets(classifier: Classifier): Promise<void> {
+    const { rows } = await db.sql.query<{ wallet: string; walletIndex: number }>(
+      `SELECT lower("walletAddress") AS "wallet", "walletIndex" FROM "User" WHERE "walletIndex" > $1 AND "walletAddress" IS NOT NULL ORDER BY "walletIndex"`,
+      [walletIndex],
+    );
+    for (const row of rows) {
+      classifier.wallets.add(row.wallet);
+      walletIndex = Math.max(walletIndex, Number(row.walletIndex));
+    }
+  }
+
+  /** Walks the stored block hashes back until one is still on the chain: the fork point. */
+  async function findFork(below: number): Promise<Cursor> {
+    let from = below;
+    for (;;) {
+      const stored = await storedBlocks(db.sql.query, chainId, from, 64);
+      if (stored.length === 0) {
+        const [block] = await withRetry("fork search", () => rpc.blocks([firstBlock - 1]), logger, controller.signal);
+        if (!block) throw new Error(`chain ${chainId} has no block ${firstBlock - 1}: is this the deployment's chain?`);
+        return { blockNumber: block.number, blockHash: block.hash };
+      }
+      const onChain = await withRetry("fork search", () => rpc.blocks(stored.map((s) => s.blockNumber)), logger, controller.signal);
+      const match = stored.find((s, i) => onChain[i]?.hash === s.blockHash);
+      if (match) return match;
+      from = stored.at(-1)!.blockNumber - 1;
+    }
+  }
+
+  async function follow(signal: AbortSignal): Promise<void> {
+    const classifier = await loadClassifier();
+    let cursor = await readCursor(db.sql.query, chainId);
+    let range = Math.min(options.maxBlockRange, 2_000);
+    let prefetch: Promise<FetchedRange> | undefined;
+    let lastHeartbeat = 0;
+    let progress = { at: performance.now(), block: cursor?.blockNumber ?? firstBlock - 1, logs: 0 };
+    let backfilling = false;
+    const backfillStart = { at: performance.now(), logs: 0 };
+    indexedBlock = cursor?.blockNumber ?? -1;
+
+    const reorg = async (reason: string) => {
+      if (!cursor) return;
+      prefetch = undefined;
+      const fork = await findFork(cursor.blockNumber);
+      const result = await rollbackTo(db, catalogue, chainId, cursor, fork);
+      logger.warn(
+        { chainId, reason, from: cursor.blockNumber, forkBlock: fork.blockNumber, ...result },
+        "chain reorganisation: rolled back to the fork point",
+      );
+      cursor = fork;
+      indexedBlock = fork.blockNumber;
+      const reloaded = await loadClassifier();
+      classifier.socialVaults = reloaded.socialVaults;
+    };
+
+    while (!signal.aborted) {
+      const head = await withRetry("eth_getBlockByNumber(latest)", () => rpc.latestBlock(), logger, signal);
+      headBlock = head.number;
+      if (performance.now() - lastHeartbeat > HEARTBEAT_MS && cursor) {
+        lastHeartbeat = performance.now();
+        await heartbeat(db.sql.query, chainId, head.number);
+      }
+      if (cursor && (head.number < cursor.blockNumber || (head.number === cursor.blockNumber && head.hash !== cursor.blockHash))) {
+        await reorg(head.number < cursor.blockNumber ? "chain head below the cursor" : "head block replaced");
+        continue;
+      }
+      const target = head.number - options.confirmations;
+      const next = (cursor?.blockNumber ?? firstBlock - 1) + 1;
+      if (next > target) {
+        if (backfilling) {
+          backfilling = false;
+          const seconds = (performance.now() - backfillStart.at) / 1000;
+          logger.info(
+            { chainId, block: cursor?.blockNumber, logs: backfillStart.logs, seconds: Number(seconds.toFixed(2)) },
+            "indexer caught up with the chain head",
+          );
+        }
+        await sleep(options.pollMs, signal);
+        continue;
+      }
+      if (target - next > range && !backfilling) {
+        backfilling = true;
+        backfillStart.at = performance.now();
+        backfillStart.logs = 0;
+        logger.info({ chainId, from: next, to: target }, "indexer backfilling");
+      }
+
+      let fetched: FetchedRange;
+      try {
+        const pending = prefetch;
+        prefetch = undefined;
+        const candidate = pending ? await pending.catch(() => undefined) : undefined;
+        fetched =
+          candidate && candidate.from === next && candidate.to <= target
+            ? candidate
+            : await fetchRange(next, Math.min(target, next + range - 1), signal);
+      } catch (error) {
+        if (signal.aborted) return;
+        if (isRangeError(error) && range > 1) {
+          range = Math.max(1, Math.floor(range / 2));
+          logger.warn({ from: next, range, error: (error as Error).message }, "eth_getLogs range refused; shrinking it");
+        } else {
+          logger.warn({ from: next, error: (error as Error).message }, "fetching logs failed; retrying");
+          await sleep(500, signal);
+        }
+        continue;
+      }
+      const { from, to, logs, headers } = fetched;
+      if (logs.length > maxLogs && to > from) {
+        range = Math.max(1, Math.floor((to - from + 1) / 2));
+        continue;
+      }
+      if (fetched.fetchMs < 1_000 && logs.length < maxLogs / 2) range = Math.min(options.maxBlockRange, range * 2);
+
+      // Start reading the next range while this one is written.
+      if (to < target) {
+        const nextTo = Math.min(target, to + range);
+        prefetch = fetchRange(to + 1, nextTo, signal);
+        prefetch.catch(() => {});
+      }
+
+      try {
+        const end = headers.get(to);
+        const first = headers.get(from);
+        if (!end || !first) throw new ChainMovedError(`block ${!end ? to : from} is gone`);
+        if (cursor && first.parentHash !== cursor.blockHash) {
+          await reorg(`block ${from} does not extend the indexed block ${cursor.blockNumber}`);
+          continue;
+        }
+        for (const log of logs) {
+          if (headers.get(Number.parseInt(log.blockNumber, 16))?.hash !== log.blockHash) {
+            throw new ChainMovedError(`log of block ${Number.parseInt(log.blockNumber, 16)} is from a replaced block`);
+          }
+        }
+        await refreshWallets(classifier);
+        const timestampOf = (n: number) => headers.get(n)!.timestamp;
+        const indexed = decodeLogs(logs, catalogue, classifier, timestampOf);
+        const state = new StateStore();
+        const keys = new Set<string>();
+        for (const log of indexed) {
+          for (const key of log.entities) keys.add(key);
+          // Social-vault events name the vault's owner: its row is read even when unchanged.
+          if (log.source === "socialVault") keys.add(entity.socialVault(log.address));
+        }
+        await state.load(db.sql.query, chainId, keys);
+        const out = emptyOutput();
+        applyLogs(indexed, { chainId, state, out, emit: true }, (log, error) => {
+          logger.error(
+            { block: log.blockNumber, logIndex: log.logIndex, event: log.decoded?.name, error: error.message },
+            "log could not be applied; recorded as malformed and skipped",
+          );
+        });
+        for (const log of indexed) {
+          if (log.status !== "decoded")
+            logger.warn(
+              { block: log.blockNumber, logIndex: log.logIndex, status: log.status, error: log.error },
+              "unknown or malformed log recorded and skipped",
+            );
+        }
+        const blocks = [...new Set([...indexed.map((l) => l.blockNumber), to])].map((n) => headers.get(n)!);
+        const next: Cursor = { blockNumber: to, blockHash: end.hash };
+        await commitBatch(db, { chainId, from: cursor, to: next, blocks, logs: indexed, state, out });
+        cursor = next;
+        indexedBlock = to;
+        backfillStart.logs += indexed.length;
+        progress.logs += indexed.length;
+      } catch (error) {
+        prefetch = undefined;
+        if (error instanceof CursorMovedError) throw error;
+        if (error instanceof ChainMovedError) {
+          logger.info({ reason: error.message }, "chain moved while reading; reading the range again");
+          continue;
+        }
+        if (signal.aborted) return;
+        logger.error({ from, to, error: (error as Error).message }, "writing a batch failed; retrying");
+        await sleep(1_000, signal);
+        // The transaction rolled back; the cursor in the database is the truth.
+        cursor = await readCursor(db.sql.query, chainId);
+        continue;
+      }
+
+      const now = performance.now();
+      if (backfilling && now - progress.at >= (options.progressEveryMs ?? 5_000)) {
+        const seconds = (now - progress.at) / 1000;
+        logger.info(
+          {
+            chainId,
+            block: cursor.blockNumber,
+            head: head.number,
+            lagBlocks: head.number - cursor.blockNumber,
+            blocksPerSecond: Math.round((cursor.blockNumber - progress.block) / seconds),
+            eventsPerSecond: Math.round(progress.logs / seconds),
+            range,
+          },
+          "indexer progress",
+        );
+        progress = { at: now, block: cursor.blockNumber, logs: 0 };
+      }
+    }
+  }
+
+  async function run(): Promise<void> {
+    const signal = controller.signal;
+    while (!signal.aborted) {
+      const lock = await acquireWriterLock(db, chainId, { logger, signal });
+      if (!lock) return;
+      logger.info({ chainId, fromBlock: firstBlock }, "indexer is the writer for this chain");
+      const session = new AbortController();
+      const stopSession = () => session.abort();
+      signal.addEventListener("abort", stopSession, { once: true });
+      void lock.lost.then((error) => {
+        if (!session.signal.aborted) logger.error({ error: error.message }, "indexer lost its writer lock; stopping writes");
+        session.abort();
+      });
+      try {
+        await follow(session.signal);
+      } catch (error) {
+        if (error instanceof CursorMovedError) logger.error({ error: error.message }, "another indexer wrote this chain; standing down");
+        else if (!signal.aborted) logger.error({ error: (error as Error).stack ?? String(error) }, "indexer failed; restarting");
+        if (!signal.aborted) await sleep(1_000, signal);
+      } finally {
+        signal.removeEventListener("abort", stopSession);
+        await lock.release();
+      }
+    }
+  }
+
+  return {
+    rpc: rpc as Rpc,
+    addresses: addresses as PlatformAddresses,
+    start(): void {
+      running ??= run();
+    },
+    async stop(): Promise<void> {
+      controller.abort();
+      await running;
+    },
+    status: () => ({ indexedBlock, headBlock }),
+  };
+}
+
+export type Indexer = ReturnType<typeof createIndexer>;

@@ -1,0 +1,299 @@
+import type { Database, SqlQuery } from "../core/db.js";
+import type { ContractCatalogue, Source } from "./contracts.js";
+import { applyLogs, type BatchOutput, emptyOutput, type IndexedLog } from "./handlers.js";
+import { chainEventId } from "./ids.js";
+import type { RpcBlock } from "./rpc.js";
+import { col, insertRows, timestampLiteral } from "./sql.js";
+import { StateStore } from "./state.js";
+
+export interface Cursor {
+  blockNumber: number;
+  blockHash: string;
+}
+
+/** Another writer moved the cursor: this process is no longer the indexer of record. */
+export class CursorMovedError extends Error {
+  override name = "CursorMovedError";
+}
+
+/** The append-only tables a rollback trims by block number. */
+export const LOG_TABLES = ["ChainLog", "ChainBlock", "VaultTransaction", "YieldDistribution", "UsdcTransfer"] as const;
+
+const CHAIN = (chainId: number) => ({ chainId: { type: "int4" as const, value: chainId } });
+const DO_NOTHING = "ON CONFLICT DO NOTHING";
+
+export async function readCursor(query: SqlQuery, chainId: number): Promise<Cursor | null> {
+  const { rows } = await query<{ blockNumber: number; blockHash: string }>(
+    `SELECT "blockNumber", "blockHash" FROM "IndexerCursor" WHERE "chainId" = $1`,
+    [chainId],
+  );
+  return rows[0] ? { blockNumber: Number(rows[0].blockNumber), blockHash: rows[0].blockHash } : null;
+}
+
+/** Moves the cursor from `expected` to `next`, or throws if another writer moved it first. */
+async function moveCursor(query: SqlQuery, chainId: number, expected: Cursor | null, next: Cursor): Promise<void> {
+  const now = new Date().toISOString();
+  const result = expected
+    ? await query(
+        `UPDATE "IndexerCursor" SET "blockNumber" = $2, "blockHash" = $3, "updatedAt" = $4::timestamp(3), "heartbeatAt" = $4::timestamp(3)
+         WHERE "chainId" = $1 AND "blockNumber" = $5 AND "blockHash" = $6`,
+        [chainId, next.blockNumber, next.blockHash, now, expected.blockNumber, expected.blockHash],
+      )
+    : await query(
+        `INSERT INTO "IndexerCursor" ("chainId", "blockNumber", "blockHash", "updatedAt", "heartbeatAt")
+         VALUES ($1, $2, $3, $4::timestamp(3), $4::timestamp(3)) ON CONFLICT DO NOTHING`,
+        [chainId, next.blockNumber, next.blockHash, now],
+      );
+  if (result.rowCount !== 1) throw new CursorMovedError(`indexer cursor of chain ${chainId} was moved by another writer`);
+}
+
+export interface Batch {
+  chainId: number;
+  from: Cursor | null;
+  to: Cursor;
+  blocks: RpcBlock[];
+  logs: IndexedLog[];
+  state: StateStore;
+  out: BatchOutput;
+}
+
+/**
+ * Writes one batch in one transaction: raw logs, blocks, decoded rows, folded state, outbox
+ * events with their users resolved, and the cursor (compare-and-set, so two writers can never
+ * both commit the same range).
+ */
+export async function commitBatch(db: Database, batch: Batch): Promise<{ events: number }> {
+  const { chainId } = batch;
+  return db.sql.transaction(async (query) => {
+    await moveCursor(query, chainId, batch.from, batch.to);
+    await insertRows(
+      query,
+      "ChainBlock",
+      [col("blockNumber", "int4"), col("blockHash", "text"), col("parentHash", "text"), col("timestamp", "timestamp(3)")],
+      batch.blocks.map((b) => [b.number, b.hash, b.parentHash, timestampLiteral(b.timestamp)]),
+      {
+        constants: CHAIN(chainId),
+        onConflict: `ON CONFLICT ("chainId", "blockNumber") DO UPDATE SET "blockHash" = EXCLUDED."blockHash", "parentHash" = EXCLUDED."parentHash", "timestamp" = EXCLUDED."timestamp"`,
+      },
+    );
+    await insertRows(
+      query,
+      "ChainLog",
+      [
+        col("blockNumber", "int4"),
+        col("logIndex", "int4"),
+        col("blockHash", "text"),
+        col("txHash", "text"),
+        col("address", "text"),
+        col("topic0", "text"),
+        col("topic1", "text"),
+        col("topic2", "text"),
+        col("topic3", "text"),
+        col("data", "text"),
+        col("source", "text"),
+        col("eventName", "text"),
+        col("status", "text"),
+        col("error", "text"),
+        col("entities", "text"),
+      ],
+      batch.logs.map((l) => [
+        l.blockNumber,
+        l.logIndex,
+        l.blockHash,
+        l.txHash,
+        l.address,
+        l.topics[0],
+        l.topics[1],
+        l.topics[2],
+        l.topics[3],
+        l.data,
+        l.source,
+        l.decoded?.name ?? null,
+        l.status,
+        l.error,
+        l.entities.join(" "),
+      ]),
+      { constants: CHAIN(chainId), onConflict: DO_NOTHING },
+    );
+    const logRef = [col("blockNumber", "int4"), col("logIndex", "int4"), col("txHash", "text")];
+    await insertRows(
+      query,
+      "VaultTransaction",
+      [
+        ...logRef,
+        col("type", "text"),
+        col("owner", "text"),
+        col("sender", "text"),
+        col("receiver", "text"),
+        col("assets", "int8"),
+        col("shares", "numeric"),
+        col("timestamp", "timestamp(3)"),
+      ],
+      batch.out.vaultTransactions,
+      { constants: CHAIN(chainId), onConflict: DO_NOTHING },
+    );
+    await insertRows(
+      query,
+      "YieldDistribution",
+      [
+        ...logRef,
+        col("distributor", "text"),
+        col("amount", "int8"),
+        col("totalYield", "int8"),
+        col("exchangeRate", "numeric"),
+        col("timestamp", "timestamp(3)"),
+      ],
+      batch.out.yieldDistributions,
+      { constants: CHAIN(chainId), onConflict: DO_NOTHING },
+    );
+    await insertRows(
+      query,
+      "UsdcTransfer",
+      [...logRef, col("from", "text"), col("to", "text"), col("amount", "int8"), col("timestamp", "timestamp(3)")],
+      batch.out.usdcTransfers,
+      { constants: CHAIN(chainId), onConflict: DO_NOTHING },
+    );
+    await batch.state.flush(query, chainId);
+    const events = await insertEvents(query, chainId, batch.out);
+    return { events };
+  });
+}
+
+/** Resolves the wallets the events name to user ids, then writes the outbox rows (idempotent by dedupe key). */
+async function insertEvents(query: SqlQuery, chainId: number, out: BatchOutput): Promise<number> {
+  if (out.events.length === 0) return 0;
+  const wallets = new Set<string>();
+  for (const e of out.events) {
+    if (e.wallet) wallets.add(e.wallet);
+    for (const w of e.wallets) wallets.add(w);
+  }
+  const users = new Map<string, string>();
+  if (wallets.size > 0) {
+    const { rows } = await query<{ id: string; wallet: string }>(
+      `SELECT "id", lower("walletAddress") AS "wallet" FROM "User" WHERE lower("walletAddress") = ANY($1::text[])`,
+      [[...wallets]],
+    );
+    for (const row of rows) users.set(row.wallet, row.id);
+  }
+  const userOf = (wallet: string) => users.get(wallet.toLowerCase()) ?? null;
+  return insertRows(
+    query,
+    "DomainEvent",
+    [
+      col("id", "uuid"),
+      col("type", "text"),
+      col("userId", "text"),
+      col("data", "jsonb"),
+      col("dedupeKey", "text"),
+      col("createdAt", "timestamp(3)"),
+      col("blockNumber", "int4"),
+    ],
+    out.events.map((e) => [
+      chainEventId(e.dedupeKey),
+      e.type,
+      e.wallet ? userOf(e.wallet) : null,
+      JSON.stringify(e.data(userOf)),
+      e.dedupeKey,
+      timestampLiteral(e.timestamp),
+      e.blockNumber,
+    ]),
+    { constants: CHAIN(chainId), onConflict: `ON CONFLICT ("dedupeKey") DO NOTHING` },
+  );
+}
+
+/**
+ * Removes everything above `forkBlock` (raw logs, blocks, decoded rows, events not yet
+ * published), rebuilds the state rows those logs had changed from the logs that remain, and
+ * sets the cursor to the fork block. One transaction: a crash leaves the old or the new state.
+ */
+export async function rollbackTo(
+  db: Database,
+  catalogue: ContractCatalogue,
+  chainId: number,
+  expected: Cursor,
+  fork: Cursor,
+): Promise<{ removedLogs: number; rebuilt: number; removedEvents: number }> {
+  return db.sql.transaction(async (query) => {
+    await moveCursor(query, chainId, expected, fork);
+    const { rows: affected } = await query<{ entities: string }>(
+      `SELECT "entities" FROM "ChainLog" WHERE "chainId" = $1 AND "blockNumber" > $2 AND "entities" <> ''`,
+      [chainId, fork.blockNumber],
+    );
+    const keys = new Set(affected.flatMap((row) => row.entities.split(" ")));
+    let removedLogs = 0;
+    for (const table of LOG_TABLES) {
+      const result = await query(`DELETE FROM "${table}" WHERE "chainId" = $1 AND "blockNumber" > $2`, [chainId, fork.blockNumber]);
+      if (table === "ChainLog") removedLogs = result.rowCount;
+    }
+    const events = await query(`DELETE FROM "DomainEvent" WHERE "chainId" = $1 AND "blockNumber" > $2 AND "publishedAt" IS NULL`, [
+      chainId,
+      fork.blockNumber,
+    ]);
+    await StateStore.delete(query, chainId, keys);
+    if (keys.size > 0) await rebuildState(query, catalogue, chainId, keys);
+    return { removedLogs, rebuilt: keys.size, removedEvents: events.rowCount };
+  });
+}
+
+/** Folds the kept logs that touch `keys` again, in chain order, into fresh state rows. */
+async function rebuildState(query: SqlQuery, catalogue: ContractCatalogue, chainId: number, keys: Set<string>): Promise<void> {
+  const { rows } = await query<{
+    blockNumber: number;
+    logIndex: number;
+    blockHash: string;
+    txHash: string;
+    address: string;
+    topic0: string | null;
+    topic1: string | null;
+    topic2: string | null;
+    topic3: string | null;
+    data: string;
+    source: Source;
+    timestamp: number;
+  }>(
+    `SELECT l."blockNumber", l."logIndex", l."blockHash", l."txHash", l."address", l."topic0", l."topic1", l."topic2", l."topic3",
+            l."data", l."source", EXTRACT(EPOCH FROM b."timestamp")::float8 AS "timestamp"
+       FROM "ChainLog" l JOIN "ChainBlock" b ON b."chainId" = l."chainId" AND b."blockNumber" = l."blockNumber"
+      WHERE l."chainId" = $1 AND l."status" = 'decoded' AND string_to_array(l."entities", ' ') && $2::text[]
+      ORDER BY l."blockNumber", l."logIndex"`,
+    [chainId, [...keys]],
+  );
+  const state = new StateStore(keys);
+  const logs: IndexedLog[] = rows.map((row) => {
+    const topics = [row.topic0, row.topic1, row.topic2, row.topic3].filter((t): t is string => t !== null);
+    return {
+      blockNumber: Number(row.blockNumber),
+      logIndex: Number(row.logIndex),
+      blockHash: row.blockHash,
+      txHash: row.txHash,
+      address: row.address,
+      topics,
+      data: row.data,
+      source: row.source,
+      status: "decoded",
+      error: null,
+      decoded: catalogue.decode(row.source, { topics, data: row.data }),
+      entities: [],
+      timestamp: Math.round(Number(row.timestamp)),
+    };
+  });
+  applyLogs(logs, { chainId, state, out: emptyOutput(), emit: false }, () => {});
+  await state.flush(query, chainId);
+}
+
+/** Stored block hashes at or below `blockNumber`, newest first (the fork search walks these). */
+export async function storedBlocks(query: SqlQuery, chainId: number, belowOrAt: number, limit: number): Promise<Cursor[]> {
+  const { rows } = await query<{ blockNumber: number; blockHash: string }>(
+    `SELECT "blockNumber", "blockHash" FROM "ChainBlock" WHERE "chainId" = $1 AND "blockNumber" <= $2 ORDER BY "blockNumber" DESC LIMIT $3`,
+    [chainId, belowOrAt, limit],
+  );
+  return rows.map((row) => ({ blockNumber: Number(row.blockNumber), blockHash: row.blockHash }));
+}
+
+export async function heartbeat(query: SqlQuery, chainId: number, headBlock: number): Promise<void> {
+  await query(`UPDATE "IndexerCursor" SET "heartbeatAt" = $2::timestamp(3), "headBlock" = $3 WHERE "chainId" = $1`, [
+    chainId,
+    new Date().toISOString(),
+    headBlock,
+  ]);
+}

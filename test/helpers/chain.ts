@@ -1,0 +1,86 @@
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { Contract, type JsonRpcProvider, type JsonRpcSigner } from "ethers";
+import { connectRpc, type EmbeddedChain, startEmbeddedChain } from "../../core/chain.js";
+import { type Deployment, ensureDeployment, loadArtifact } from "../../core/deployments.js";
+
+// Throw-away chains of the tests write their deployments/<chainId>.json here, not into the repository.
+process.env.DEPLOYMENTS_DIR ??= mkdtempSync(path.join(os.tmpdir(), "deployments-"));
+
+/** Hardhat's first development account: the deployer of `ensureDeployment`. */
+export const DEPLOYER_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+
+export const usdc = (amount: number | bigint) => BigInt(amount) * 1_000_000n;
+
+export interface TestChain {
+  rpcUrl: string;
+  provider: JsonRpcProvider;
+  embedded: EmbeddedChain;
+  deployment: Deployment;
+  contracts: { usdc: Contract; vault: Contract; loanBook: Contract; factory: Contract };
+  signer(index: number): Promise<JsonRpcSigner>;
+  /** Contract `name` at `address`, connected to `runner`. */
+  at(source: [string, string], address: string, runner: JsonRpcSigner): Contract;
+  snapshot(): Promise<string>;
+  revert(id: string): Promise<void>;
+  mine(blocks?: number): Promise<void>;
+  setAutomine(on: boolean): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** An embedded EDR chain on a free port with the platform deployed on it. */
+export async function startTestChain(): Promise<TestChain> {
+  const embedded = await startEmbeddedChain("127.0.0.1", 0);
+  const { provider } = await connectRpc(embedded.rpcUrl);
+  const deployment = await ensureDeployment({ provider, deployerPrivateKey: DEPLOYER_KEY, fresh: true });
+  const deployer = await provider.getSigner(0);
+  const connect = (key: string, file: string, name: string) =>
+    new Contract(deployment.contracts[key]!.address, loadArtifact(file, name).abi as never, deployer);
+  return {
+    rpcUrl: embedded.rpcUrl,
+    provider,
+    embedded,
+    deployment,
+    contracts: {
+      usdc: connect("usdc", "mocks/MockUSDC.sol", "MockUSDC"),
+      vault: connect("stakingVault", "vault/StakingVault.sol", "StakingVault"),
+      loanBook: connect("loanBook", "lending/LoanBook.sol", "LoanBook"),
+      factory: connect("socialVaultFactory", "social/SocialVaultFactory.sol", "SocialVaultFactory"),
+    },
+    signer: (index) => provider.getSigner(index),
+    at: ([file, name], address, runner) => new Contract(address, loadArtifact(file, name).abi as never, runner),
+    snapshot: () => provider.send("evm_snapshot", []) as Promise<string>,
+    revert: async (id) => {
+      const ok = (await provider.send("evm_revert", [id])) as boolean;
+      if (!ok) throw new Error(`evm_revert ${id} failed`);
+    },
+    mine: async (blocks = 1) => {
+      for (let i = 0; i < blocks; i += 1) await provider.send("evm_mine", []);
+    },
+    setAutomine: async (on) => {
+      await provider.send("evm_setAutomine", [on]);
+    },
+    close: async () => {
+      provider.destroy();
+      await embedded.close();
+    },
+  };
+}
+
+/** Mints `amount` test USDC to `signer` and deposits it into the staking vault from that wallet. */
+export async function depositFrom(chain: TestChain, signer: JsonRpcSigner, amount: bigint): Promise<string> {
+  const address = await signer.getAddress();
+  await (
+    await (chain.contracts.usdc.getFunction("mint") as (to: string, amount: bigint) => Promise<{ wait(): Promise<unknown> }>)(
+      address,
+      amount,
+    )
+  ).wait();
+  const token = chain.contracts.usdc.connect(signer) as Contract;
+  await (await token.getFunction("approve")(await chain.contracts.vault.getAddress(), amount)).wait();
+  const vault = chain.contracts.vault.connect(signer) as Contract;
+  const tx = await vault.getFunction("deposit")(amount, address);
+  await tx.wait();
+  return tx.hash as string;
+}

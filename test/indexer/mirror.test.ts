@@ -1,0 +1,76 @@
+import { expect } from "chai";
+import { createLogger } from "../../core/logger.js";
+import { createIndexer, type Indexer } from "../../indexer/indexer.js";
+import { depositFrom, startTestChain, type TestChain, usdc } from "../helpers/chain.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+
+async function waitFor<T>(probe: () => Promise<T | undefined | null | false>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error("timed out waiting");
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+describe("indexer: mirror", function () {
+  this.timeout(60_000);
+  let chain: TestChain;
+  let db: TestDatabase;
+  let indexer: Indexer;
+
+  before(async () => {
+    chain = await startTestChain();
+    db = await createTestDatabase();
+    indexer = createIndexer({
+      db,
+      rpcUrl: chain.rpcUrl,
+      deployment: chain.deployment,
+      logger: createLogger("silent"),
+      confirmations: 0,
+      pollMs: 20,
+      maxBlockRange: 1_000,
+    });
+    indexer.start();
+  });
+
+  after(async () => {
+    await indexer?.stop();
+    await db?.destroy();
+    await chain?.close();
+  });
+
+  it("mirrors a deposit made by a wallet directly on the vault and records its domain event", async () => {
+    const wallet = await chain.signer(3);
+    const address = (await wallet.getAddress()).toLowerCase();
+    await db.prisma.user.create({
+      data: {
+        id: "user-direct",
+        subject: "direct",
+        displayName: "Direct",
+        walletAddress: await wallet.getAddress(),
+        createdAt: new Date(),
+        updatedAt: new Date(),
+      },
+    });
+    const txHash = await depositFrom(chain, wallet, usdc(250));
+    const row = await waitFor(() => db.prisma.vaultTransaction.findFirst({ where: { txHash } }));
+    expect(row.type).to.equal("deposit");
+    expect(row.owner).to.equal(address);
+    expect(row.assets).to.equal(usdc(250));
+    expect(row.shares.toFixed()).to.equal((usdc(250) * 10n ** 12n).toString());
+
+    const position = await db.prisma.vaultPosition.findUniqueOrThrow({
+      where: { chainId_owner: { chainId: chain.deployment.chainId, owner: address } },
+    });
+    expect(position.shares.toFixed()).to.equal((usdc(250) * 10n ** 12n).toString());
+    expect(position.costBasis).to.equal(usdc(250));
+
+    const event = await waitFor(() => db.prisma.domainEvent.findFirst({ where: { type: "vault.deposit", userId: "user-direct" } }));
+    expect(event.data).to.deep.include({ userId: "user-direct", usdcAmount: "250.00", tmUSDCReceived: "250.00", txHash });
+    const transfers = await db.prisma.usdcTransfer.findMany({ where: { txHash } });
+    expect(transfers).to.have.length(1);
+    expect(transfers[0]!.to).to.equal(chain.deployment.contracts.stakingVault!.address.toLowerCase());
+  });
+});
