@@ -10,6 +10,7 @@ import { loadConfig } from "../core/config.js";
 import { ensureDeployment } from "../core/deployments.js";
 import { createLogger } from "../core/logger.js";
 import { createIndexer } from "../indexer/indexer.js";
+import { startPlatformWorkers } from "../worker/jobs.js";
 import { runUntilSignal } from "./lifecycle.js";
 
 await runUntilSignal(
@@ -50,6 +51,8 @@ await runUntilSignal(
     const app = await createApp({ logger, clock, db, chain, config, redis });
     const server = await listen(app, config.http.host, config.http.port);
     onStop(() => server.close());
+    const workers = startPlatformWorkers({ db, clock, logger, services: app.locals.services });
+    onStop(() => workers.stop());
 
     console.log(`ready: api=${server.url} rpc=${chain.rpcUrl} chainId=${chain.chainId} database=${db.kind}`);
   },

@@ -1,0 +1,320 @@
+import { expect } from "chai";
+import { pino } from "pino";
+import { createUsersRepo, type UsersRepo } from "../../api/users/repo.js";
+import { type Clock, createClock } from "../../core/clock.js";
+import type { Logger } from "../../core/logger.js";
+import { HOUR_MS, startPlatformWorkers } from "../../worker/jobs.js";
+import { type Job, startWorkers, type Workers } from "../../worker/scheduler.js";
+import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
+
+/** Real milliseconds between two looks for due jobs: the tests move the service clock, not time. */
+const TICK_MS = 2;
+const DAY_S = 86_400;
+
+type LogLine = { level: number; msg: string; job?: string; err?: { message: string }; [field: string]: unknown };
+
+/** A pino logger at debug level whose lines are kept, parsed, in `lines`. */
+function capturingLogger(): { logger: Logger; lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  const logger = pino({ level: "debug" }, { write: (line: string) => lines.push(JSON.parse(line)) });
+  return { logger, lines };
+}
+
+/** A service clock that stands still unless advanced (as /dev/time/advance does). */
+const manualClock = (start: string): Clock => {
+  const base = Date.parse(start);
+  return createClock(() => base);
+};
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Long enough for the scheduler to look many times. */
+const severalTicks = () => sleep(TICK_MS * 20);
+
+async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 5_000) {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await condition())) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(TICK_MS);
+  }
+}
+
+/** A promise the test opens by hand, to hold a job run in the middle. */
+function gate() {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { opened, open };
+}
+
+describe("worker scheduler", () => {
+  let workers: Workers | undefined;
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  before(() => process.on("unhandledRejection", onUnhandled));
+  after(() => process.off("unhandledRejection", onUnhandled));
+  afterEach(async () => {
+    await workers?.stop();
+    workers = undefined;
+    expect(unhandled).to.deep.equal([]);
+  });
+
+  it("runs a job at start, then again once its interval has passed on the service clock", async () => {
+    const clock = manualClock("2026-03-01T00:00:00.000Z");
+    const { logger, lines } = capturingLogger();
+    const seen: Date[] = [];
+    const job: Job = {
+      name: "count",
+      intervalMs: 60_000,
+      run: async (now) => {
+        seen.push(now);
+        return { changed: seen.length === 2 ? 1 : 0 };
+      },
+    };
+    workers = startWorkers({ clock, logger, jobs: [job], tickMs: TICK_MS });
+    expect(workers.jobs).to.deep.equal(["count"]);
+
+    await until(() => seen.length === 1, "the run at start");
+    expect(seen[0]!.toISOString()).to.equal("2026-03-01T00:00:00.000Z");
+    await severalTicks();
+    clock.advance(59);
+    await severalTicks();
+    expect(seen).to.have.length(1);
+
+    clock.advance(1);
+    await until(() => seen.length === 2, "the run after the interval");
+    expect(seen[1]!.toISOString()).to.equal("2026-03-01T00:01:00.000Z");
+    // A jump of many intervals gives one run (jobs catch up by themselves), not one per interval.
+    clock.advance(10 * 60);
+    await until(() => seen.length === 3, "the run after the jump");
+    await severalTicks();
+    expect(seen).to.have.length(3);
+    await workers.stop();
+
+    const runs = lines.filter((line) => line.job === "count");
+    expect(runs.map((line) => [line.level, line.msg, line.changed])).to.deep.equal([
+      [20, "job run", 0],
+      [30, "job run changed data", 1],
+      [20, "job run", 0],
+    ]);
+    expect(runs[0]!.durationMs).to.be.a("number");
+  });
+
+  it("logs a failing run and retries it, without crashing the process or the other jobs", async () => {
+    const clock = manualClock("2026-03-01T00:00:00.000Z");
+    const { logger, lines } = capturingLogger();
+    let attempts = 0;
+    let others = 0;
+    const flaky: Job = {
+      name: "flaky",
+      intervalMs: HOUR_MS,
+      retryMs: 1_000,
+      run: async () => {
+        attempts += 1;
+        if (attempts === 1) throw new Error("database went away");
+        return { changed: 1 };
+      },
+    };
+    const throwsAtOnce: Job = {
+      name: "throws-at-once",
+      intervalMs: HOUR_MS,
+      run: () => {
+        throw new Error("synchronous failure");
+      },
+    };
+    const healthy: Job = {
+      name: "healthy",
+      intervalMs: HOUR_MS,
+      run: async () => {
+        others += 1;
+        return undefined;
+      },
+    };
+    workers = startWorkers({ clock, logger, jobs: [flaky, throwsAtOnce, healthy], tickMs: TICK_MS });
+
+    await until(() => attempts === 1 && others === 1, "the first runs");
+    await until(() => lines.some((line) => line.job === "flaky" && line.level === 50), "the error line");
+    const failure = lines.find((line) => line.job === "flaky" && line.level === 50)!;
+    expect(failure).to.deep.include({ msg: "job run failed", retryMs: 1_000 });
+    expect(failure.err?.message).to.equal("database went away");
+    await until(() => lines.some((line) => line.job === "throws-at-once" && line.level === 50), "the synchronous failure's line");
+    // Its default retry delay is one minute of service clock.
+    expect(lines.find((line) => line.job === "throws-at-once")).to.deep.include({ retryMs: 60_000 });
+
+    // Not retried before its retry delay has passed on the service clock.
+    await severalTicks();
+    expect(attempts).to.equal(1);
+    clock.advance(1);
+    await until(() => attempts === 2, "the retry");
+    await workers.stop();
+    expect(lines.filter((line) => line.job === "flaky").map((line) => [line.level, line.msg])).to.deep.equal([
+      [50, "job run failed"],
+      [30, "job run changed data"],
+    ]);
+    expect(others).to.equal(1);
+  });
+
+  it("never overlaps two runs of one job", async () => {
+    const clock = manualClock("2026-03-01T00:00:00.000Z");
+    const { logger } = capturingLogger();
+    let runs = 0;
+    let active = 0;
+    let maxActive = 0;
+    let held = gate();
+    const slow: Job = {
+      name: "slow",
+      intervalMs: 1_000,
+      run: async () => {
+        runs += 1;
+        active += 1;
+        maxActive = Math.max(maxActive, active);
+        await held.opened;
+        active -= 1;
+        return { changed: 0 };
+      },
+    };
+    workers = startWorkers({ clock, logger, jobs: [slow], tickMs: TICK_MS });
+    try {
+      await until(() => runs === 1, "the run at start");
+      // Due many times over while the first run is held: no second run starts.
+      for (let i = 0; i < 5; i += 1) {
+        clock.advance(10);
+        await severalTicks();
+      }
+      expect(runs).to.equal(1);
+
+      const first = held;
+      held = gate();
+      first.open();
+      // Overdue, it runs again at the next look, still one at a time.
+      await until(() => runs === 2, "the next run");
+      expect(maxActive).to.equal(1);
+    } finally {
+      const stopping = workers.stop();
+      held.open();
+      await stopping;
+    }
+    expect(maxActive).to.equal(1);
+  });
+
+  it("stop() waits for running jobs and starts no further run", async () => {
+    const clock = manualClock("2026-03-01T00:00:00.000Z");
+    const { logger } = capturingLogger();
+    const held = gate();
+    let runs = 0;
+    let finished = 0;
+    const job: Job = {
+      name: "held",
+      intervalMs: 1_000,
+      run: async () => {
+        runs += 1;
+        await held.opened;
+        finished += 1;
+        return { changed: 0 };
+      },
+    };
+    const current = startWorkers({ clock, logger, jobs: [job], tickMs: TICK_MS });
+    workers = current;
+    await until(() => runs === 1, "the run at start");
+
+    let stopped = false;
+    const stopping = current.stop().then(() => {
+      stopped = true;
+    });
+    await severalTicks();
+    expect(stopped).to.equal(false);
+
+    held.open();
+    await stopping;
+    expect(finished).to.equal(1);
+    clock.advance(3_600);
+    await severalTicks();
+    expect(runs).to.equal(1);
+    await current.stop(); // a second stop is harmless
+  });
+});
+
+describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
+  this.timeout(60_000);
+  let db: TestDatabase;
+  let users: UsersRepo;
+  let workers: Workers | undefined;
+  // One service clock for the suite: it only moves forward, as in a running service.
+  const clock = manualClock("2026-01-15T12:00:00.000Z");
+
+  const createUser = (subject: string, email?: string) =>
+    users.create({
+      subject,
+      email,
+      displayName: subject,
+      now: clock.now(),
+      walletAddressOf: (index) => `0x${index.toString(16).padStart(40, "0")}`,
+    });
+  const ranOnce = (lines: LogLine[], job: string) => lines.some((line) => line.job === job && line.msg.startsWith("job run"));
+
+  before(async () => {
+    db = await createTestDatabase();
+    users = createUsersRepo({ db });
+  });
+  afterEach(async () => {
+    await workers?.stop();
+    workers = undefined;
+  });
+  after(async () => {
+    await db?.destroy();
+  });
+
+  it("the seniority job raises a user's seniority when the clock moves a month forward", async () => {
+    const alice = await createUser("worker|alice");
+    const { logger, lines } = capturingLogger();
+    workers = startPlatformWorkers({ db, clock, logger, tickMs: TICK_MS });
+    expect(workers.jobs).to.deep.equal(["trust-score.seniority", "users.erase"]);
+    await until(() => ranOnce(lines, "trust-score.seniority"), "the seniority run at start");
+    expect(await db.prisma.user.findUniqueOrThrow({ where: { id: alice.id } })).to.deep.include({ trustSeniority: 0, trustScore: 0 });
+
+    clock.advance(31 * DAY_S); // 15 January to 15 February: one full month
+    const seniority = async () => (await db.prisma.user.findUniqueOrThrow({ where: { id: alice.id } })).trustSeniority;
+    await until(async () => (await seniority()) === 1, "the month step");
+    await workers.stop();
+
+    const row = await db.prisma.user.findUniqueOrThrow({ where: { id: alice.id } });
+    expect(row).to.deep.include({ trustSeniority: 1, trustScore: 1, trustBaseScore: 1 });
+    const history = await db.prisma.trustScoreHistory.findMany({ where: { userId: alice.id } });
+    expect(history.map(({ day, score, change, reason }) => ({ day, score, change, reason }))).to.deep.equal([
+      { day: "2026-02-15", score: 1, change: 1, reason: "seniority increase" },
+    ]);
+    const events = await db.prisma.domainEvent.findMany({ where: { userId: alice.id }, select: { type: true } });
+    expect(events.map((event) => event.type).sort()).to.deep.equal(["trust_score.updated", "user.trust_score_updated"]);
+    expect(lines.find((line) => line.job === "trust-score.seniority" && line.level === 30)).to.deep.include({
+      msg: "job run changed data",
+      changed: 1,
+    });
+  });
+
+  it("the erase job erases an account once its deletion date has passed", async () => {
+    const bob = await createUser("worker|bob", "bob@example.com");
+    const deletedAt = clock.now();
+    const erasureAt = new Date(deletedAt.getTime() + 30 * DAY_S * 1_000);
+    await users.markDeleted(bob.id, deletedAt, erasureAt);
+    const { logger, lines } = capturingLogger();
+    workers = startPlatformWorkers({ db, clock, logger, tickMs: TICK_MS });
+    await until(() => ranOnce(lines, "users.erase"), "the erase run at start");
+    expect(await db.prisma.user.findUniqueOrThrow({ where: { id: bob.id } })).to.deep.include({
+      email: "bob@example.com",
+      erasedAt: null,
+    });
+
+    clock.advance(30 * DAY_S + 1);
+    const erasedAt = async () => (await db.prisma.user.findUniqueOrThrow({ where: { id: bob.id } })).erasedAt;
+    await until(async () => (await erasedAt()) !== null, "the erasure");
+    await workers.stop();
+
+    const row = await db.prisma.user.findUniqueOrThrow({ where: { id: bob.id } });
+    expect(row).to.deep.include({ email: null, displayName: "Deleted user", subject: "worker|bob" });
+    expect(row.erasedAt?.toISOString()).to.equal(clock.now().toISOString());
+    expect(lines.find((line) => line.job === "users.erase" && line.level === 30)).to.deep.include({
+      changed: 1,
+      userIds: [bob.id],
+    });
+  });
+});
