@@ -24,10 +24,8 @@ export async function acquireWriterLock(
   chainId: number,
   options: { logger: Logger; signal: AbortSignal; pollMs?: number; probeMs?: number },
 ): Promise<WriterLock | null> {
-  if (!db.connectionString) {
-    return { lost: new Promise<Error>(() => {}), release: async () => {} };
-  }
   const pollMs = options.pollMs ?? 1_000;
+  if (!db.connectionString) return acquireInProcess(db, chainId, { ...options, pollMs });
   let waitingLogged = false;
   while (!options.signal.aborted) {
     const client = new pg.Client({ connectionString: db.connectionString, connectionTimeoutMillis: 5_000 });
@@ -84,6 +82,39 @@ function holding(client: pg.Client, probeMs: number): WriterLock {
       clearInterval(probe);
       // Ending the session releases its advisory locks.
       await client.end().catch(() => {});
+    },
+  };
+}
+
+/** PGlite databases whose writer lock is taken, per chain (keyed by the database's client). */
+const inProcessLocks = new WeakMap<object, Set<number>>();
+
+/** PGlite: one process owns the database, so indexers on it only exclude each other in memory. */
+async function acquireInProcess(
+  db: Database,
+  chainId: number,
+  options: { logger: Logger; signal: AbortSignal; pollMs: number },
+): Promise<WriterLock | null> {
+  let held = inProcessLocks.get(db.prisma);
+  if (!held) {
+    held = new Set();
+    inProcessLocks.set(db.prisma, held);
+  }
+  let waitingLogged = false;
+  while (held.has(chainId)) {
+    if (!waitingLogged) {
+      options.logger.info({ chainId }, "another indexer is the writer; standing by to take over");
+      waitingLogged = true;
+    }
+    await sleep(options.pollMs, options.signal);
+    if (options.signal.aborted) return null;
+  }
+  held.add(chainId);
+  const locks = held;
+  return {
+    lost: new Promise<Error>(() => {}),
+    release: async () => {
+      locks.delete(chainId);
     },
   };
 }

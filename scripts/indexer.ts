@@ -39,7 +39,7 @@ await runUntilSignal(
     });
     indexer.start();
     onStop(() => indexer.stop());
-    console.log(`indexer: ready chainId=${chain.chainId} rpc=${chain.rpcUrl} database=${db.kind}`);
+    console.log(`ready: indexer chainId=${chain.chainId} rpc=${chain.rpcUrl} database=${db.kind}`);
   },
   isExpectedStartError,
 );

@@ -35,10 +35,12 @@ export interface StackProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Runs `npm run <script>` (default `start`) as a child process with `env` added. */
+/** Runs `npm run <script>` (default `start`), or a `.ts` file, as a child process with `env` added. */
 export function startStack(env: Record<string, string | undefined>, script = "start"): StackProcess {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "stack-"));
-  const child = spawn(process.execPath, scriptCommand(script), {
+  // A path to a .ts file runs that file; anything else names an npm script.
+  const args = script.endsWith(".ts") ? ["--disable-warning=ExperimentalWarning", "--import", "tsx", script] : scriptCommand(script);
+  const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
