@@ -10,7 +10,19 @@ export class ChainMismatchError extends Error {
  * Tables whose rows come from the chain. They are cleared when the embedded
  * chain (new at every start) replaces the one the database mirrored.
  */
-export const CHAIN_DERIVED_TABLES = ["IndexerCursor"] as const;
+export const CHAIN_DERIVED_TABLES = [
+  "IndexerCursor",
+  "ChainBlock",
+  "ChainLog",
+  "VaultTransaction",
+  "VaultPosition",
+  "YieldDistribution",
+  "UsdcTransfer",
+  "LoanChainState",
+  "SocialVaultState",
+  "SocialVaultGuardian",
+  "SocialVaultWithdrawal",
+] as const;
 
 /** Key by key: JSONB does not keep the order in which an object's keys were written. */
 function sameAddresses(stored: Record<string, string>, expected: Record<string, string>): boolean {
@@ -43,7 +55,11 @@ export async function ensureChainIdentity(
       );
     }
     options.logger.warn("embedded chain starts empty at every start: resetting the chain-derived data of the local database");
-    await db.prisma.$transaction(CHAIN_DERIVED_TABLES.map((table) => db.prisma.$executeRawUnsafe(`DELETE FROM "${table}"`)));
+    await db.prisma.$transaction([
+      ...CHAIN_DERIVED_TABLES.map((table) => db.prisma.$executeRawUnsafe(`DELETE FROM "${table}"`)),
+      // Events of the old chain's facts; the domains' own events (XP, Trust Score) stay.
+      db.prisma.$executeRawUnsafe(`DELETE FROM "DomainEvent" WHERE "chainId" IS NOT NULL`),
+    ]);
   }
   const identity = { chainId: deployment.chainId, genesisHash: deployment.genesisHash, contracts };
   await db.prisma.chainIdentity.upsert({ where: { id: 1 }, create: { id: 1, ...identity }, update: identity });

@@ -8,6 +8,8 @@ export interface HealthDeps {
 }
 
 const PROBE_TIMEOUT_MS = 2_000;
+/** An indexer whose heartbeat is older than this is reported down (it beats every 2 s). */
+const INDEXER_STALE_MS = 30_000;
 
 function withTimeout<T>(promise: Promise<T>, what: string): Promise<T> {
   return Promise.race([
@@ -21,7 +23,7 @@ export function healthRoutes({ db, chain }: HealthDeps): Router {
   const router = Router();
   router.get("/health", async (_req, res) => {
     const failing: string[] = [];
-    const [blockNumber, indexedBlock] = await Promise.all([
+    const [blockNumber, probe] = await Promise.all([
       withTimeout(chain.provider.getBlockNumber(), "chain").catch(() => {
         failing.push("chain");
         return null;
@@ -29,8 +31,7 @@ export function healthRoutes({ db, chain }: HealthDeps): Router {
       withTimeout(
         (async () => {
           await db.ping();
-          const cursor = await db.prisma.indexerCursor.findUnique({ where: { chainId: chain.chainId } });
-          return cursor?.blockNumber ?? 0;
+          return { cursor: await db.prisma.indexerCursor.findUnique({ where: { chainId: chain.chainId } }) };
         })(),
         "database",
       ).catch(() => {
@@ -38,11 +39,19 @@ export function healthRoutes({ db, chain }: HealthDeps): Router {
         return null;
       }),
     ]);
+    const cursor = probe?.cursor;
+    // Real-time age: the writer stamps its heartbeat with the wall clock, not the service clock.
+    if (cursor?.heartbeatAt && Date.now() - cursor.heartbeatAt.getTime() > INDEXER_STALE_MS) failing.push("indexer");
+    const indexedBlock = probe === null ? null : (cursor?.blockNumber ?? 0);
     res.status(failing.length === 0 ? 200 : 503).json({
       status: failing.length === 0 ? "ok" : "degraded",
       chainId: chain.chainId,
       blockNumber,
       indexedBlock,
+      indexer: {
+        lagBlocks: blockNumber !== null && indexedBlock !== null ? Math.max(0, blockNumber - indexedBlock) : null,
+        lastHeartbeat: cursor?.heartbeatAt?.toISOString() ?? null,
+      },
       database: db.kind,
       ...(failing.length === 0 ? {} : { failing }),
     });

@@ -1,4 +1,8 @@
+import { mkdtempSync, readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { expect } from "chai";
+import { Contract, JsonRpcProvider } from "ethers";
 import { type EmbeddedChain, startEmbeddedChain } from "../../core/chain.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { freePort, type StackProcess, startStack } from "../helpers/stack.js";
@@ -15,11 +19,17 @@ describe(`npm start (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
     let stack: StackProcess;
     let apiUrl: string;
     let database: TestDatabase | undefined;
+    const deploymentsDir = mkdtempSync(path.join(os.tmpdir(), "smoke-deployments-"));
 
     before(async () => {
       database = usingPostgres ? await createTestDatabase({ migrate: false }) : undefined;
       const [port, chainPort] = [await freePort(), await freePort()];
-      stack = startStack({ PORT: String(port), CHAIN_PORT: String(chainPort), DATABASE_URL: database?.url ?? "" });
+      stack = startStack({
+        PORT: String(port),
+        CHAIN_PORT: String(chainPort),
+        DATABASE_URL: database?.url ?? "",
+        DEPLOYMENTS_DIR: deploymentsDir,
+      });
       const line = await stack.ready();
       expect(line).to.equal(
         `ready: api=http://127.0.0.1:${port} rpc=http://127.0.0.1:${chainPort} chainId=31337 database=${usingPostgres ? "postgres" : "pglite"}`,
@@ -39,6 +49,41 @@ describe(`npm start (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
       expect(body).to.include({ status: "ok", chainId: 31337, database: usingPostgres ? "postgres" : "pglite" });
       expect(body.blockNumber, JSON.stringify(body)).to.be.a("number").and.at.least(1); // the deployment mined blocks
       expect(body.indexedBlock).to.be.a("number");
+    });
+
+    it("runs the indexer in the same process: a wallet's direct deposit reaches the mirror and /health shows no lag", async () => {
+      const rpc = stack.output().match(/rpc=(\S+)/)?.[1];
+      const provider = new JsonRpcProvider(rpc, undefined, { staticNetwork: true, cacheTimeout: -1 });
+      try {
+        const deployment = JSON.parse(readFileSync(path.join(deploymentsDir, "31337.json"), "utf8"));
+        const signer = await provider.getSigner(2);
+        const usdc = new Contract(
+          deployment.contracts.usdc.address,
+          ["function mint(address,uint256)", "function approve(address,uint256)"],
+          await provider.getSigner(0),
+        );
+        const vault = new Contract(
+          deployment.contracts.stakingVault.address,
+          ["function deposit(uint256,address) returns (uint256)"],
+          signer,
+        );
+        await (await usdc.getFunction("mint")(await signer.getAddress(), 5_000_000n)).wait();
+        await (
+          await (usdc.connect(signer) as Contract).getFunction("approve")(deployment.contracts.stakingVault.address, 5_000_000n)
+        ).wait();
+        const receipt = await (await vault.getFunction("deposit")(5_000_000n, await signer.getAddress())).wait();
+        let body: Json = {};
+        for (let i = 0; i < 100; i += 1) {
+          body = await (await fetch(`${apiUrl}/health`)).json();
+          if (body.indexedBlock === receipt.blockNumber) break;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        expect(body.indexedBlock, JSON.stringify(body)).to.equal(receipt.blockNumber);
+        expect(body.indexer).to.include({ lagBlocks: 0 });
+        expect(body.indexer.lastHeartbeat).to.be.a("string");
+      } finally {
+        provider.destroy();
+      }
     });
 
     it("serves the embedded chain as JSON-RPC with the contracts deployed", async () => {
