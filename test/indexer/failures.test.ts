@@ -33,9 +33,15 @@ async function flakyProvider(upstream: string, options: { maxRange: number; fail
       const { fromBlock, toBlock } = call.params[0];
       if (Number(toBlock) - Number(fromBlock) + 1 > options.maxRange) {
         seen.refusedRanges += 1;
-        res.writeHead(200, { "content-type": "application/json" }).end(
-          JSON.stringify({ jsonrpc: "2.0", id: call.id, error: { code: -32005, message: `block range too large, max ${options.maxRange}` } }),
-        );
+        res
+          .writeHead(200, { "content-type": "application/json" })
+          .end(
+            JSON.stringify({
+              jsonrpc: "2.0",
+              id: call.id,
+              error: { code: -32005, message: `block range too large, max ${options.maxRange}` },
+            }),
+          );
         return;
       }
     }
@@ -93,7 +99,12 @@ describe("indexer: failures", function () {
     const addresses = platformAddresses(chain.deployment);
     const depositTopic = catalogue.topicOf("stakingVault", "Deposit");
     const owner = ethers.zeroPadValue("0x00000000000000000000000000000000000000a1", 32);
-    const base = { blockNumber: "0x10", blockHash: `0x${"ab".repeat(32)}`, transactionHash: `0x${"cd".repeat(32)}`, address: addresses.stakingVault };
+    const base = {
+      blockNumber: "0x10",
+      blockHash: `0x${"ab".repeat(32)}`,
+      transactionHash: `0x${"cd".repeat(32)}`,
+      address: addresses.stakingVault,
+    };
     const raw = [
       // Deposit's data holds two words; this one has a single byte.
       { ...base, logIndex: "0x0", topics: [depositTopic, owner, owner], data: "0x01" },
