@@ -1,9 +1,12 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import { PGlite } from "@electric-sql/pglite";
 import { PrismaPg } from "@prisma/adapter-pg";
 import type { SqlMigrationAwareDriverAdapterFactory } from "@prisma/driver-adapter-utils";
 import pg from "pg";
+import { from as copyFrom } from "pg-copy-streams";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "../generated/prisma/client.js";
 
@@ -21,9 +24,39 @@ export type SqlQuery = <Row = Record<string, unknown>>(text: string, params?: un
  * Plain SQL beside Prisma, for the indexer's set-based writes (`INSERT ... SELECT FROM unnest(...)`),
  * which Prisma's per-row API would turn into thousands of statements per batch.
  */
+/** Bulk-loads rows into a table with COPY (PostgreSQL): no ON CONFLICT, so only for rows that cannot exist yet. */
+export type CopyRows = (table: string, columns: string[], rows: unknown[][]) => Promise<number>;
+
 export interface SqlExecutor {
   query: SqlQuery;
-  transaction<T>(work: (query: SqlQuery) => Promise<T>): Promise<T>;
+  /** `copy` is offered on PostgreSQL; PGlite has no COPY FROM STDIN and callers fall back to INSERT. */
+  transaction<T>(work: (query: SqlQuery, copy?: CopyRows) => Promise<T>): Promise<T>;
+}
+
+/** A value in COPY's text format. */
+function copyField(value: unknown): string {
+  if (value === null || value === undefined) return "\\N";
+  if (typeof value === "boolean") return value ? "t" : "f";
+  const text = String(value);
+  return /[\\\t\n\r]/.test(text) ? text.replace(/\\/g, "\\\\").replace(/\t/g, "\\t").replace(/\n/g, "\\n").replace(/\r/g, "\\r") : text;
+}
+
+async function copyRows(client: pg.PoolClient, table: string, columns: string[], rows: unknown[][]): Promise<number> {
+  if (rows.length === 0) return 0;
+  const stream = client.query(copyFrom(`COPY "${table}" (${columns.map((c) => `"${c}"`).join(", ")}) FROM STDIN`));
+  function* chunks() {
+    let chunk = "";
+    for (const row of rows) {
+      chunk += `${row.map(copyField).join("\t")}\n`;
+      if (chunk.length > 1 << 20) {
+        yield chunk;
+        chunk = "";
+      }
+    }
+    if (chunk) yield chunk;
+  }
+  await pipeline(Readable.from(chunks()), stream);
+  return Number(stream.rowCount ?? rows.length);
 }
 
 export interface Database {
@@ -70,10 +103,13 @@ async function openPostgres(connectionString: string): Promise<Database> {
         const client = await pool.connect();
         try {
           await client.query("BEGIN");
-          const result = await work(async <Row>(text: string, params?: unknown[]) => {
-            const answer = await client.query(text, params);
-            return { rows: answer.rows as Row[], rowCount: answer.rowCount ?? 0 };
-          });
+          const result = await work(
+            async <Row>(text: string, params?: unknown[]) => {
+              const answer = await client.query(text, params);
+              return { rows: answer.rows as Row[], rowCount: answer.rowCount ?? 0 };
+            },
+            (table, columns, rows) => copyRows(client, table, columns, rows),
+          );
           await client.query("COMMIT");
           return result;
         } catch (error) {

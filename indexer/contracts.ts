@@ -1,5 +1,6 @@
 import { type EventFragment, Interface, type LogDescription, type Result } from "ethers";
 import { type Deployment, loadArtifact } from "../core/deployments.js";
+import { compileStaticDecoder, type StaticDecoder } from "./decoder.js";
 import type { LogFilter, RpcLog } from "./rpc.js";
 
 /** Which platform contract emitted a log. */
@@ -25,6 +26,7 @@ export interface Decoded {
 export class ContractCatalogue {
   readonly interfaces: Record<Source, Interface>;
   private readonly fragments: Record<Source, Map<string, EventFragment>>;
+  private readonly fast = new Map<EventFragment, StaticDecoder | null>();
 
   constructor() {
     this.interfaces = Object.fromEntries(
@@ -63,6 +65,12 @@ export class ContractCatalogue {
     const topic0 = log.topics[0];
     const fragment = topic0 === undefined ? undefined : this.fragments[source].get(topic0);
     if (!fragment) return null;
+    let fast = this.fast.get(fragment);
+    if (fast === undefined) {
+      fast = compileStaticDecoder(fragment);
+      this.fast.set(fragment, fast);
+    }
+    if (fast) return { name: fragment.name, args: fast(log.topics, log.data) as unknown as Result };
     return { name: fragment.name, args: this.interfaces[source].decodeEventLog(fragment, log.data, log.topics) };
   }
 

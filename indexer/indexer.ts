@@ -19,8 +19,8 @@ export interface IndexerOptions {
   pollMs: number;
   /** Upper bound of the adaptive eth_getLogs block range. */
   maxBlockRange: number;
-  /** Logs per eth_getLogs answer above which the range shrinks (providers cap answers near 10,000). */
-  maxLogsPerRange?: number;
+  /** Logs per range the adaptive range aims at (providers cap answers near 10,000). */
+  targetLogsPerRange?: number;
   /** How often progress is logged during a backfill. */
   progressEveryMs?: number;
 }
@@ -39,6 +39,8 @@ class ChainMovedError extends Error {
 
 const HEARTBEAT_MS = 2_000;
 const HEADERS_PER_CALL = 500;
+/** Folded rows kept in memory between batches before the cache is dropped. */
+const STATE_CACHE_ROWS = 200_000;
 
 /**
  * Mirrors the platform's events into the database: backfill from the deployment, then follow
@@ -53,7 +55,7 @@ export function createIndexer(options: IndexerOptions) {
   const addresses = platformAddresses(deployment);
   const filters = logFilters(catalogue, addresses);
   const firstBlock = startBlock(deployment);
-  const maxLogs = options.maxLogsPerRange ?? 10_000;
+  const targetLogs = options.targetLogsPerRange ?? 5_000;
   const controller = new AbortController();
   let running: Promise<void> | undefined;
   let indexedBlock = -1;
@@ -62,7 +64,10 @@ export function createIndexer(options: IndexerOptions) {
   async function fetchRange(from: number, to: number, signal: AbortSignal): Promise<FetchedRange> {
     const started = performance.now();
     const answers = await Promise.all(filters.map((filter) => rpc.getLogs(filter, from, to)));
-    const logs = answers.flat();
+    // The filters are disjoint by construction; a log answered twice is still mirrored once.
+    const unique = new Map<string, RpcLog>();
+    for (const log of answers.flat()) unique.set(`${log.blockNumber}:${log.logIndex}`, log);
+    const logs = [...unique.values()];
     logs.sort(
       (a, b) =>
         Number.parseInt(a.blockNumber, 16) - Number.parseInt(b.blockNumber, 16) ||
@@ -118,8 +123,20 @@ export function createIndexer(options: IndexerOptions) {
   async function follow(signal: AbortSignal): Promise<void> {
     const classifier = await loadClassifier();
     let cursor = await readCursor(db.sql.query, chainId);
-    let range = Math.min(options.maxBlockRange, 2_000);
+    // Small first ranges so that fetching, folding and writing overlap from the start; the
+    // range then grows towards batches of about `targetLogs` logs.
+    let range = Math.min(options.maxBlockRange, 10);
     let prefetch: Promise<FetchedRange> | undefined;
+    // Folded rows stay in memory across batches, so the next range is folded while this one is
+    // written; at most one commit is in flight, and its failure discards what was built on it.
+    let state = new StateStore();
+    let writing: Promise<void> | undefined;
+    let writeFailed: Error | undefined;
+    const drain = async () => {
+      const pending = writing;
+      writing = undefined;
+      if (pending) await pending;
+    };
     let lastHeartbeat = 0;
     let progress = { at: performance.now(), block: cursor?.blockNumber ?? firstBlock - 1, logs: 0 };
     let backfilling = false;
@@ -127,8 +144,10 @@ export function createIndexer(options: IndexerOptions) {
     indexedBlock = cursor?.blockNumber ?? -1;
 
     const reorg = async (reason: string) => {
-      if (!cursor) return;
+      await drain();
+      if (writeFailed || !cursor) return;
       prefetch = undefined;
+      state = new StateStore();
       const fork = await findFork(cursor.blockNumber);
       const result = await rollbackTo(db, catalogue, chainId, cursor, fork);
       logger.warn(
@@ -141,149 +160,178 @@ export function createIndexer(options: IndexerOptions) {
       classifier.socialVaults = reloaded.socialVaults;
     };
 
-    while (!signal.aborted) {
-      const head = await withRetry("eth_getBlockByNumber(latest)", () => rpc.latestBlock(), logger, signal);
-      headBlock = head.number;
-      if (performance.now() - lastHeartbeat > HEARTBEAT_MS && cursor) {
-        lastHeartbeat = performance.now();
-        await heartbeat(db.sql.query, chainId, head.number);
-      }
-      if (cursor && (head.number < cursor.blockNumber || (head.number === cursor.blockNumber && head.hash !== cursor.blockHash))) {
-        await reorg(head.number < cursor.blockNumber ? "chain head below the cursor" : "head block replaced");
-        continue;
-      }
-      const target = head.number - options.confirmations;
-      const next = (cursor?.blockNumber ?? firstBlock - 1) + 1;
-      if (next > target) {
-        if (backfilling) {
-          backfilling = false;
-          const seconds = (performance.now() - backfillStart.at) / 1000;
-          logger.info(
-            { chainId, block: cursor?.blockNumber, logs: backfillStart.logs, seconds: Number(seconds.toFixed(2)) },
-            "indexer caught up with the chain head",
-          );
-        }
-        await sleep(options.pollMs, signal);
-        continue;
-      }
-      if (target - next > range && !backfilling) {
-        backfilling = true;
-        backfillStart.at = performance.now();
-        backfillStart.logs = 0;
-        logger.info({ chainId, from: next, to: target }, "indexer backfilling");
-      }
-
-      let fetched: FetchedRange;
-      try {
-        const pending = prefetch;
-        prefetch = undefined;
-        const candidate = pending ? await pending.catch(() => undefined) : undefined;
-        fetched =
-          candidate && candidate.from === next && candidate.to <= target
-            ? candidate
-            : await fetchRange(next, Math.min(target, next + range - 1), signal);
-      } catch (error) {
-        if (signal.aborted) return;
-        if (isRangeError(error) && range > 1) {
-          range = Math.max(1, Math.floor(range / 2));
-          logger.warn({ from: next, range, error: (error as Error).message }, "eth_getLogs range refused; shrinking it");
-        } else {
-          logger.warn({ from: next, error: (error as Error).message }, "fetching logs failed; retrying");
-          await sleep(500, signal);
-        }
-        continue;
-      }
-      const { from, to, logs, headers } = fetched;
-      if (logs.length > maxLogs && to > from) {
-        range = Math.max(1, Math.floor((to - from + 1) / 2));
-        continue;
-      }
-      if (fetched.fetchMs < 1_000 && logs.length < maxLogs / 2) range = Math.min(options.maxBlockRange, range * 2);
-
-      // Start reading the next range while this one is written.
-      if (to < target) {
-        const nextTo = Math.min(target, to + range);
-        prefetch = fetchRange(to + 1, nextTo, signal);
-        prefetch.catch(() => {});
-      }
-
-      try {
-        const end = headers.get(to);
-        const first = headers.get(from);
-        if (!end || !first) throw new ChainMovedError(`block ${!end ? to : from} is gone`);
-        if (cursor && first.parentHash !== cursor.blockHash) {
-          await reorg(`block ${from} does not extend the indexed block ${cursor.blockNumber}`);
+    try {
+      while (!signal.aborted) {
+        if (writeFailed) {
+          const error = writeFailed;
+          writeFailed = undefined;
+          prefetch = undefined;
+          state = new StateStore();
+          if (error instanceof CursorMovedError) throw error;
+          logger.error({ error: error.message }, "writing a batch failed; retrying from the database's cursor");
+          await sleep(1_000, signal);
+          cursor = await readCursor(db.sql.query, chainId);
+          indexedBlock = cursor?.blockNumber ?? -1;
+          classifier.socialVaults = (await loadClassifier()).socialVaults;
           continue;
         }
-        for (const log of logs) {
-          if (headers.get(Number.parseInt(log.blockNumber, 16))?.hash !== log.blockHash) {
-            throw new ChainMovedError(`log of block ${Number.parseInt(log.blockNumber, 16)} is from a replaced block`);
-          }
+        const head = await withRetry("eth_getBlockByNumber(latest)", () => rpc.latestBlock(), logger, signal);
+        headBlock = head.number;
+        if (performance.now() - lastHeartbeat > HEARTBEAT_MS && cursor) {
+          lastHeartbeat = performance.now();
+          await heartbeat(db.sql.query, chainId, head.number);
         }
-        await refreshWallets(classifier);
-        const timestampOf = (n: number) => headers.get(n)!.timestamp;
-        const indexed = decodeLogs(logs, catalogue, classifier, timestampOf);
-        const state = new StateStore();
-        const keys = new Set<string>();
-        for (const log of indexed) {
-          for (const key of log.entities) keys.add(key);
-          // Social-vault events name the vault's owner: its row is read even when unchanged.
-          if (log.source === "socialVault") keys.add(entity.socialVault(log.address));
+        if (cursor && (head.number < cursor.blockNumber || (head.number === cursor.blockNumber && head.hash !== cursor.blockHash))) {
+          await reorg(head.number < cursor.blockNumber ? "chain head below the cursor" : "head block replaced");
+          continue;
         }
-        await state.load(db.sql.query, chainId, keys);
-        const out = emptyOutput();
-        applyLogs(indexed, { chainId, state, out, emit: true }, (log, error) => {
-          logger.error(
-            { block: log.blockNumber, logIndex: log.logIndex, event: log.decoded?.name, error: error.message },
-            "log could not be applied; recorded as malformed and skipped",
-          );
-        });
-        for (const log of indexed) {
-          if (log.status !== "decoded")
-            logger.warn(
-              { block: log.blockNumber, logIndex: log.logIndex, status: log.status, error: log.error },
-              "unknown or malformed log recorded and skipped",
+        const target = head.number - options.confirmations;
+        const next = (cursor?.blockNumber ?? firstBlock - 1) + 1;
+        if (next > target) {
+          await drain();
+          if (writeFailed) continue;
+          if (backfilling) {
+            backfilling = false;
+            const seconds = (performance.now() - backfillStart.at) / 1000;
+            logger.info(
+              { chainId, block: cursor?.blockNumber, logs: backfillStart.logs, seconds: Number(seconds.toFixed(2)) },
+              "indexer caught up with the chain head",
             );
-        }
-        const blocks = [...new Set([...indexed.map((l) => l.blockNumber), to])].map((n) => headers.get(n)!);
-        const next: Cursor = { blockNumber: to, blockHash: end.hash };
-        await commitBatch(db, { chainId, from: cursor, to: next, blocks, logs: indexed, state, out });
-        cursor = next;
-        indexedBlock = to;
-        backfillStart.logs += indexed.length;
-        progress.logs += indexed.length;
-      } catch (error) {
-        prefetch = undefined;
-        if (error instanceof CursorMovedError) throw error;
-        if (error instanceof ChainMovedError) {
-          logger.info({ reason: error.message }, "chain moved while reading; reading the range again");
+          }
+          await sleep(options.pollMs, signal);
           continue;
         }
-        if (signal.aborted) return;
-        logger.error({ from, to, error: (error as Error).message }, "writing a batch failed; retrying");
-        await sleep(1_000, signal);
-        // The transaction rolled back; the cursor in the database is the truth.
-        cursor = await readCursor(db.sql.query, chainId);
-        continue;
-      }
+        if (target - next > range && !backfilling) {
+          backfilling = true;
+          backfillStart.at = performance.now();
+          backfillStart.logs = 0;
+          logger.info({ chainId, from: next, to: target }, "indexer backfilling");
+        }
 
-      const now = performance.now();
-      if (backfilling && now - progress.at >= (options.progressEveryMs ?? 5_000)) {
-        const seconds = (now - progress.at) / 1000;
-        logger.info(
-          {
-            chainId,
-            block: cursor.blockNumber,
-            head: head.number,
-            lagBlocks: head.number - cursor.blockNumber,
-            blocksPerSecond: Math.round((cursor.blockNumber - progress.block) / seconds),
-            eventsPerSecond: Math.round(progress.logs / seconds),
-            range,
-          },
-          "indexer progress",
-        );
-        progress = { at: now, block: cursor.blockNumber, logs: 0 };
+        let fetched: FetchedRange;
+        try {
+          const pending = prefetch;
+          prefetch = undefined;
+          const candidate = pending ? await pending.catch(() => undefined) : undefined;
+          fetched =
+            candidate && candidate.from === next && candidate.to <= target
+              ? candidate
+              : await fetchRange(next, Math.min(target, next + range - 1), signal);
+        } catch (error) {
+          if (signal.aborted) return;
+          if (isRangeError(error) && range > 1) {
+            range = Math.max(1, Math.floor(range / 2));
+            logger.warn({ from: next, range, error: (error as Error).message }, "eth_getLogs range refused; shrinking it");
+          } else {
+            logger.warn({ from: next, error: (error as Error).message }, "fetching logs failed; retrying");
+            await sleep(500, signal);
+          }
+          continue;
+        }
+        const { from, to, logs, headers } = fetched;
+        // A complete answer is indexed even when large; the next range is smaller. (Providers that
+        // cap answers refuse the range instead, handled above.)
+        if (logs.length > targetLogs && to > from) range = Math.max(1, Math.floor(((to - from + 1) * targetLogs) / logs.length));
+        else if (fetched.fetchMs < 1_000 && logs.length < targetLogs / 2) range = Math.min(options.maxBlockRange, range * 2);
+
+        // Start reading the next range while this one is written.
+        if (to < target) {
+          const nextTo = Math.min(target, to + range);
+          prefetch = fetchRange(to + 1, nextTo, signal);
+          prefetch.catch(() => {});
+        }
+
+        try {
+          const end = headers.get(to);
+          const first = headers.get(from);
+          if (!end || !first) throw new ChainMovedError(`block ${!end ? to : from} is gone`);
+          if (cursor && first.parentHash !== cursor.blockHash) {
+            await reorg(`block ${from} does not extend the indexed block ${cursor.blockNumber}`);
+            continue;
+          }
+          for (const log of logs) {
+            if (headers.get(Number.parseInt(log.blockNumber, 16))?.hash !== log.blockHash) {
+              throw new ChainMovedError(`log of block ${Number.parseInt(log.blockNumber, 16)} is from a replaced block`);
+            }
+          }
+          await refreshWallets(classifier);
+          const timestampOf = (n: number) => headers.get(n)!.timestamp;
+          const indexed = decodeLogs(logs, catalogue, classifier, timestampOf);
+          const keys = new Set<string>();
+          for (const log of indexed) {
+            for (const key of log.entities) keys.add(key);
+            // Social-vault events name the vault's owner: its row is read even when unchanged.
+            if (log.source === "socialVault") keys.add(entity.socialVault(log.address));
+          }
+          await state.load(db.sql.query, chainId, keys);
+          const out = emptyOutput();
+          applyLogs(indexed, { chainId, state, out, emit: true }, (log, error) => {
+            logger.error(
+              { block: log.blockNumber, logIndex: log.logIndex, event: log.decoded?.name, error: error.message },
+              "log could not be applied; recorded as malformed and skipped",
+            );
+          });
+          for (const log of indexed) {
+            if (log.status !== "decoded")
+              logger.warn(
+                { block: log.blockNumber, logIndex: log.logIndex, status: log.status, error: log.error },
+                "unknown or malformed log recorded and skipped",
+              );
+          }
+          const blocks = [...new Set([...indexed.map((l) => l.blockNumber), to])].map((n) => headers.get(n)!);
+          const next: Cursor = { blockNumber: to, blockHash: end.hash };
+          const batch = { chainId, from: cursor, to: next, blocks, logs: indexed, state: state.takeChanges(), out };
+          await drain();
+          if (writeFailed) continue;
+          writing = commitBatch(db, batch).then(
+            () => {
+              indexedBlock = to;
+            },
+            (error: Error) => {
+              writeFailed = error;
+            },
+          );
+          cursor = next;
+          backfillStart.logs += indexed.length;
+          progress.logs += indexed.length;
+          if (state.size > STATE_CACHE_ROWS) {
+            await drain();
+            state = new StateStore();
+          }
+        } catch (error) {
+          prefetch = undefined;
+          if (error instanceof ChainMovedError) {
+            logger.info({ reason: error.message }, "chain moved while reading; reading the range again");
+            continue;
+          }
+          if (signal.aborted) return;
+          // Decoding or folding failed: what is in memory may be half-applied.
+          await drain();
+          writeFailed ??= error as Error;
+          continue;
+        }
+
+        const now = performance.now();
+        if (backfilling && now - progress.at >= (options.progressEveryMs ?? 5_000)) {
+          const seconds = (now - progress.at) / 1000;
+          logger.info(
+            {
+              chainId,
+              block: cursor.blockNumber,
+              head: head.number,
+              lagBlocks: head.number - cursor.blockNumber,
+              blocksPerSecond: Math.round((cursor.blockNumber - progress.block) / seconds),
+              eventsPerSecond: Math.round(progress.logs / seconds),
+              range,
+            },
+            "indexer progress",
+          );
+          progress = { at: now, block: cursor.blockNumber, logs: 0 };
+        }
       }
+    } finally {
+      // Never leave a write running behind the lock's release.
+      await drain();
     }
   }
 

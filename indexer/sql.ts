@@ -1,4 +1,4 @@
-import type { SqlQuery } from "../core/db.js";
+import type { CopyRows, SqlQuery } from "../core/db.js";
 
 /** A PostgreSQL array type of one column (`unnest($n::type[])`). */
 export type ColumnType = "int4" | "int8" | "numeric" | "text" | "bool" | "timestamp(3)" | "jsonb" | "uuid";
@@ -24,10 +24,23 @@ export async function insertRows(
   table: string,
   columns: Column[],
   rows: unknown[][],
-  options: { constants?: Record<string, { type: ColumnType; value: unknown }>; onConflict?: string } = {},
+  options: {
+    constants?: Record<string, { type: ColumnType; value: unknown }>;
+    onConflict?: string;
+    /** COPY instead of INSERT (PostgreSQL), for rows that cannot exist yet: several times faster. */
+    copy?: CopyRows | undefined;
+  } = {},
 ): Promise<number> {
   if (rows.length === 0) return 0;
   const constants = Object.entries(options.constants ?? {});
+  if (options.copy) {
+    const values = constants.map(([, constant]) => constant.value);
+    return options.copy(
+      table,
+      [...constants.map(([name]) => name), ...columns.map((column) => column.name)],
+      values.length === 0 ? rows : rows.map((row) => [...values, ...row]),
+    );
+  }
   const params: unknown[] = [];
   const selects: string[] = [];
   for (const [, constant] of constants) {

@@ -351,6 +351,8 @@ const WITHDRAWAL: Table<WithdrawalRow> = {
   }),
 };
 
+export type StateChanges = { table: Table<unknown>; rows: unknown[][] }[];
+
 /** Every state table with how its entity key reads (`kind:part:part`). */
 const TABLES = {
   position: { table: POSITION, where: (parts: string[][]) => ({ sql: `"owner" = ANY($2::text[])`, params: [parts.map((p) => p[0])] }) },
@@ -399,8 +401,15 @@ export class StateStore {
   readonly guardians = new Map<string, GuardianRow>();
   readonly withdrawals = new Map<string, WithdrawalRow>();
   private readonly dirty = new Set<string>();
+  /** Keys whose row is in memory or known to be absent from the database. */
+  private readonly known = new Set<string>();
 
   constructor(private readonly scope?: Set<string>) {}
+
+  /** How many rows are held; the indexer drops the cache past a bound. */
+  get size(): number {
+    return this.known.size;
+  }
 
   inScope(key: string): boolean {
     return this.scope === undefined || this.scope.has(key);
@@ -410,8 +419,14 @@ export class StateStore {
     this.dirty.add(key);
   }
 
+  /**
+   * Reads the rows of `keys` not already held. Rows stay across batches: the next batch folds on
+   * what this one produced while its commit is still in flight.
+   */
   async load(query: SqlQuery, chainId: number, keys: Iterable<string>): Promise<void> {
-    for (const [kind, parts] of byKind(keys)) {
+    const missing = [...keys].filter((key) => !this.known.has(key));
+    for (const key of missing) this.known.add(key);
+    for (const [kind, parts] of byKind(missing)) {
       const { table, where } = TABLES[kind];
       const clause = where(parts);
       const { rows } = await query(`SELECT ${table.select} FROM "${table.name}" WHERE "chainId" = $1 AND ${clause.sql}`, [
@@ -452,20 +467,37 @@ export class StateStore {
     }
   }
 
-  /** Writes the changed rows back (one upsert per table). */
-  async flush(query: SqlQuery, chainId: number): Promise<void> {
-    const write = async <Row>(table: Table<Row>, values: Map<string, Row>) => {
-      const rows = [...values.entries()].filter(([key]) => this.dirty.has(key)).map(([, value]) => table.toRow(value));
+  /**
+   * The rows changed since the last call, serialised now: later folds may change the objects
+   * while these rows are being written.
+   */
+  takeChanges(): StateChanges {
+    const pick = <Row>(table: Table<Row>, values: Map<string, Row>) => ({
+      table: table as Table<unknown>,
+      rows: [...this.dirty].flatMap((key) => {
+        const value = values.get(key);
+        return value === undefined ? [] : [table.toRow(value)];
+      }),
+    });
+    const changes = [
+      pick(POSITION, this.positions),
+      pick(LOAN, this.loans),
+      pick(SOCIAL_VAULT, this.vaults),
+      pick(GUARDIAN, this.guardians),
+      pick(WITHDRAWAL, this.withdrawals),
+    ];
+    this.dirty.clear();
+    return changes;
+  }
+
+  /** Writes changes taken by `takeChanges` (one upsert per table). */
+  static async write(query: SqlQuery, chainId: number, changes: StateChanges): Promise<void> {
+    for (const { table, rows } of changes) {
       await insertRows(query, table.name, table.columns, rows, {
         constants: { chainId: { type: "int4", value: chainId } },
         onConflict: upsertClause(table.keys, table.columns),
       });
-    };
-    await write(POSITION, this.positions);
-    await write(LOAN, this.loans);
-    await write(SOCIAL_VAULT, this.vaults);
-    await write(GUARDIAN, this.guardians);
-    await write(WITHDRAWAL, this.withdrawals);
+    }
   }
 
   /** Deletes the state rows of `keys` (a rollback rebuilds them from the remaining logs). */

@@ -1,10 +1,10 @@
-import type { Database, SqlQuery } from "../core/db.js";
+import type { CopyRows, Database, SqlQuery } from "../core/db.js";
 import type { ContractCatalogue, Source } from "./contracts.js";
 import { applyLogs, type BatchOutput, emptyOutput, type IndexedLog } from "./handlers.js";
 import { chainEventId } from "./ids.js";
 import type { RpcBlock } from "./rpc.js";
 import { col, insertRows, timestampLiteral } from "./sql.js";
-import { StateStore } from "./state.js";
+import { type StateChanges, StateStore } from "./state.js";
 
 export interface Cursor {
   blockNumber: number;
@@ -20,7 +20,6 @@ export class CursorMovedError extends Error {
 export const LOG_TABLES = ["ChainLog", "ChainBlock", "VaultTransaction", "YieldDistribution", "UsdcTransfer"] as const;
 
 const CHAIN = (chainId: number) => ({ chainId: { type: "int4" as const, value: chainId } });
-const DO_NOTHING = "ON CONFLICT DO NOTHING";
 
 export async function readCursor(query: SqlQuery, chainId: number): Promise<Cursor | null> {
   const { rows } = await query<{ blockNumber: number; blockHash: string }>(
@@ -53,7 +52,7 @@ export interface Batch {
   to: Cursor;
   blocks: RpcBlock[];
   logs: IndexedLog[];
-  state: StateStore;
+  state: StateChanges;
   out: BatchOutput;
 }
 
@@ -64,8 +63,11 @@ export interface Batch {
  */
 export async function commitBatch(db: Database, batch: Batch): Promise<{ events: number }> {
   const { chainId } = batch;
-  return db.sql.transaction(async (query) => {
+  return db.sql.transaction(async (query, copy) => {
+    // The cursor move comes first: past it, no row of this range can exist (a rollback removed
+    // everything above the fork, and only the cursor's holder writes), so COPY needs no conflict check.
     await moveCursor(query, chainId, batch.from, batch.to);
+    const fresh = { constants: CHAIN(chainId), copy };
     await insertRows(
       query,
       "ChainBlock",
@@ -113,7 +115,7 @@ export async function commitBatch(db: Database, batch: Batch): Promise<{ events:
         l.error,
         l.entities.join(" "),
       ]),
-      { constants: CHAIN(chainId), onConflict: DO_NOTHING },
+      fresh,
     );
     const logRef = [col("blockNumber", "int4"), col("logIndex", "int4"), col("txHash", "text")];
     await insertRows(
@@ -130,7 +132,7 @@ export async function commitBatch(db: Database, batch: Batch): Promise<{ events:
         col("timestamp", "timestamp(3)"),
       ],
       batch.out.vaultTransactions,
-      { constants: CHAIN(chainId), onConflict: DO_NOTHING },
+      fresh,
     );
     await insertRows(
       query,
@@ -144,23 +146,23 @@ export async function commitBatch(db: Database, batch: Batch): Promise<{ events:
         col("timestamp", "timestamp(3)"),
       ],
       batch.out.yieldDistributions,
-      { constants: CHAIN(chainId), onConflict: DO_NOTHING },
+      fresh,
     );
     await insertRows(
       query,
       "UsdcTransfer",
       [...logRef, col("from", "text"), col("to", "text"), col("amount", "int8"), col("timestamp", "timestamp(3)")],
       batch.out.usdcTransfers,
-      { constants: CHAIN(chainId), onConflict: DO_NOTHING },
+      fresh,
     );
-    await batch.state.flush(query, chainId);
-    const events = await insertEvents(query, chainId, batch.out);
+    await StateStore.write(query, chainId, batch.state);
+    const events = await insertEvents(query, chainId, batch.out, copy);
     return { events };
   });
 }
 
 /** Resolves the wallets the events name to user ids, then writes the outbox rows (idempotent by dedupe key). */
-async function insertEvents(query: SqlQuery, chainId: number, out: BatchOutput): Promise<number> {
+async function insertEvents(query: SqlQuery, chainId: number, out: BatchOutput, copy?: CopyRows): Promise<number> {
   if (out.events.length === 0) return 0;
   const wallets = new Set<string>();
   for (const e of out.events) {
@@ -176,6 +178,12 @@ async function insertEvents(query: SqlQuery, chainId: number, out: BatchOutput):
     for (const row of rows) users.set(row.wallet, row.id);
   }
   const userOf = (wallet: string) => users.get(wallet.toLowerCase()) ?? null;
+  // An event can already exist only if it was published before a rollback and its log came back:
+  // then insert with a conflict check, else bulk-load.
+  const keys = out.events.map((e) => e.dedupeKey);
+  const { rows: existing } = copy
+    ? await query(`SELECT 1 FROM "DomainEvent" WHERE "dedupeKey" = ANY($1::text[]) LIMIT 1`, [keys])
+    : { rows: [] };
   return insertRows(
     query,
     "DomainEvent",
@@ -197,7 +205,9 @@ async function insertEvents(query: SqlQuery, chainId: number, out: BatchOutput):
       timestampLiteral(e.timestamp),
       e.blockNumber,
     ]),
-    { constants: CHAIN(chainId), onConflict: `ON CONFLICT ("dedupeKey") DO NOTHING` },
+    existing.length === 0 && copy
+      ? { constants: CHAIN(chainId), copy }
+      : { constants: CHAIN(chainId), onConflict: `ON CONFLICT ("dedupeKey") DO NOTHING` },
   );
 }
 
@@ -278,7 +288,7 @@ async function rebuildState(query: SqlQuery, catalogue: ContractCatalogue, chain
     };
   });
   applyLogs(logs, { chainId, state, out: emptyOutput(), emit: false }, () => {});
-  await state.flush(query, chainId);
+  await StateStore.write(query, chainId, state.takeChanges());
 }
 
 /** Stored block hashes at or below `blockNumber`, newest first (the fork search walks these). */

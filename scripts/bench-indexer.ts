@@ -228,7 +228,20 @@ function instrument(db: Database) {
       transaction: async (work) => {
         const start = performance.now();
         try {
-          return await db.sql.transaction((query) => work(timedQuery(query, "in tx")));
+          return await db.sql.transaction((query, copy) =>
+            work(
+              timedQuery(query, "in tx"),
+              copy &&
+                (async (table, columns, rows) => {
+                  const begun = performance.now();
+                  try {
+                    return await copy(table, columns, rows);
+                  } finally {
+                    if (recording) spans.push({ kind: `  db in tx: COPY ${table}`, start: begun, end: performance.now(), nested: true });
+                  }
+                }),
+            ),
+          );
         } finally {
           if (recording) spans.push({ kind: "db transaction (commitBatch)", start, end: performance.now() });
         }

@@ -33,15 +33,13 @@ async function flakyProvider(upstream: string, options: { maxRange: number; fail
       const { fromBlock, toBlock } = call.params[0];
       if (Number(toBlock) - Number(fromBlock) + 1 > options.maxRange) {
         seen.refusedRanges += 1;
-        res
-          .writeHead(200, { "content-type": "application/json" })
-          .end(
-            JSON.stringify({
-              jsonrpc: "2.0",
-              id: call.id,
-              error: { code: -32005, message: `block range too large, max ${options.maxRange}` },
-            }),
-          );
+        res.writeHead(200, { "content-type": "application/json" }).end(
+          JSON.stringify({
+            jsonrpc: "2.0",
+            id: call.id,
+            error: { code: -32005, message: `block range too large, max ${options.maxRange}` },
+          }),
+        );
         return;
       }
     }
@@ -91,6 +89,29 @@ describe("indexer: failures", function () {
     } finally {
       await clean.stop();
       await reference.destroy();
+    }
+  });
+
+  it("recovers from a failed write (the transaction rolls back, the range is written again)", async () => {
+    const target = await createTestDatabase();
+    // The database refuses ChainLog rows until the test lifts the block.
+    await target.sql.query(`CREATE TABLE "TestBlockWrites" (on_ boolean)`);
+    await target.sql.query(`INSERT INTO "TestBlockWrites" VALUES (true)`);
+    await target.sql.query(`CREATE FUNCTION test_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF EXISTS (SELECT 1 FROM "TestBlockWrites") THEN RAISE EXCEPTION 'writes refused by the test'; END IF; RETURN NEW; END $$`);
+    await target.sql.query(`CREATE TRIGGER test_refuse BEFORE INSERT ON "ChainLog" FOR EACH ROW EXECUTE FUNCTION test_refuse()`);
+    const indexer = testIndexer(target, chain);
+    try {
+      indexer.start();
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      const { rows } = await target.sql.query<{ n: string }>(`SELECT count(*)::text AS n FROM "ChainLog"`);
+      expect(rows[0]!.n, "nothing written while refused").to.equal("0");
+      await target.sql.query(`DELETE FROM "TestBlockWrites"`);
+      await waitForHead(target, chain, 30_000);
+      expect(await dumpMirror(target)).to.deep.equal(await dumpMirror(db));
+    } finally {
+      await indexer.stop();
+      await target.destroy();
     }
   });
 

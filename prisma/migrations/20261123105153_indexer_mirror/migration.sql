@@ -183,9 +183,6 @@ CREATE TABLE "SocialVaultWithdrawal" (
 );
 
 -- CreateIndex
-CREATE INDEX "ChainLog_chainId_txHash_idx" ON "ChainLog"("chainId", "txHash");
-
--- CreateIndex
 CREATE INDEX "VaultTransaction_owner_timestamp_idx" ON "VaultTransaction"("owner", "timestamp");
 
 -- CreateIndex
