@@ -59,6 +59,10 @@ export async function ensureChainIdentity(
       ...CHAIN_DERIVED_TABLES.map((table) => db.prisma.$executeRawUnsafe(`DELETE FROM "${table}"`)),
       // Events of the old chain's facts; the domains' own events (XP, Trust Score) stay.
       db.prisma.$executeRawUnsafe(`DELETE FROM "DomainEvent" WHERE "chainId" IS NOT NULL`),
+      // Chain event ids are derived from tx hashes, which a new development chain can repeat.
+      db.prisma.$executeRawUnsafe(
+        `DELETE FROM "ConsumedEvent" c WHERE NOT EXISTS (SELECT 1 FROM "DomainEvent" d WHERE d."id" = c."eventId")`,
+      ),
     ]);
   }
   const identity = { chainId: deployment.chainId, genesisHash: deployment.genesisHash, contracts };

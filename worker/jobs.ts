@@ -2,15 +2,17 @@ import type { DomainServices } from "../api/app.js";
 import { createTrustScoreService } from "../api/trust-score/service.js";
 import { eraseDueAccounts } from "../api/users/erase-job.js";
 import { createUsersRepo } from "../api/users/repo.js";
+import { createXpService } from "../api/xp/service.js";
 import type { Clock } from "../core/clock.js";
 import type { Database } from "../core/db.js";
 import type { Logger } from "../core/logger.js";
+import { rewardChainEvents } from "./chain-rewards.js";
 import { type Job, startWorkers, type Workers } from "./scheduler.js";
 
 export const HOUR_MS = 3_600_000;
 
 /** The domain operations the platform jobs call. */
-export type JobServices = Pick<DomainServices, "trust" | "eraseDueAccounts">;
+export type JobServices = Pick<DomainServices, "trust" | "eraseDueAccounts" | "xp" | "invalidateUser">;
 
 export interface PlatformJobDeps {
   db: Pick<Database, "prisma">;
@@ -28,9 +30,18 @@ export interface PlatformJobDeps {
 /** The services of a process that has no API: no user cache (the worker only writes, and must never read a stale row). */
 function createJobServices(db: Pick<Database, "prisma">, clock: Pick<Clock, "now">): JobServices {
   const users = createUsersRepo({ db });
+  const trust = createTrustScoreService({ db, clock, users });
+  const invalidateUser = () => {};
   return {
-    trust: createTrustScoreService({ db, clock, users }),
+    trust,
     eraseDueAccounts: (now) => eraseDueAccounts(db, now),
+    xp: createXpService({
+      db,
+      clock,
+      invalidateUser,
+      onLevelChange: (tx, userId, reason) => trust.recomputeTrustScore(tx, userId, reason),
+    }),
+    invalidateUser,
   };
 }
 
@@ -40,8 +51,17 @@ function createJobServices(db: Pick<Database, "prisma">, clock: Pick<Clock, "now
  * Later jobs (loan funding, overdue checks, webhook deliveries) are added to this list.
  */
 export function createPlatformJobs({ db, clock, services }: PlatformJobDeps): Job[] {
-  const { trust, eraseDueAccounts } = services ?? createJobServices(db, clock);
+  const jobServices = services ?? createJobServices(db, clock);
+  const { trust, eraseDueAccounts } = jobServices;
   return [
+    {
+      // XP (and the vault-volume input of the Trust Score) for the chain facts the indexer
+      // recorded, whether the API or a wallet sent the transaction.
+      name: "chain-events.rewards",
+      intervalMs: 2_000,
+      retryMs: 5_000,
+      run: async (now) => ({ changed: await rewardChainEvents(db, jobServices, now) }),
+    },
     {
       // The monthly seniority step of the Trust Score; hourly, so a month step shows at most an hour late.
       name: "trust-score.seniority",

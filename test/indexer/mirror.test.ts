@@ -1,6 +1,8 @@
 import { expect } from "chai";
+import { createClock } from "../../core/clock.js";
 import { createLogger } from "../../core/logger.js";
 import { createIndexer, type Indexer } from "../../indexer/indexer.js";
+import { createPlatformJobs } from "../../worker/jobs.js";
 import { depositFrom, startTestChain, type TestChain, usdc } from "../helpers/chain.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 
@@ -72,5 +74,40 @@ describe("indexer: mirror", function () {
     const transfers = await db.prisma.usdcTransfer.findMany({ where: { txHash } });
     expect(transfers).to.have.length(1);
     expect(transfers[0]!.to).to.equal(chain.deployment.contracts.stakingVault!.address.toLowerCase());
+  });
+
+  it("turns a wallet's chain facts into XP and Trust Score volume once, through the rewards job", async () => {
+    const job = createPlatformJobs({ db, clock: createClock(), logger: createLogger("silent") }).find(
+      (j) => j.name === "chain-events.rewards",
+    )!;
+    const wallet = await chain.signer(4);
+    await db.prisma.user.create({
+      data: {
+        id: "user-rewards",
+        subject: "rewards",
+        displayName: "Rewards",
+        walletAddress: await wallet.getAddress(),
+        createdAt: new Date(),
+        updatedAt: new Date(),
+      },
+    });
+    const txHash = await depositFrom(chain, wallet, usdc(1_500));
+    await waitFor(() => db.prisma.domainEvent.findFirst({ where: { type: "vault.deposit", userId: "user-rewards" } }));
+
+    await job.run(new Date());
+    const user = await db.prisma.user.findUniqueOrThrow({ where: { id: "user-rewards" } });
+    expect(user.xp).to.equal(20);
+    const activity = await db.prisma.activity.findMany({ where: { userId: "user-rewards", type: "vault_deposit" } });
+    expect(activity).to.have.length(1);
+    const inputs = await db.prisma.trustScoreInput.findUniqueOrThrow({ where: { userId: "user-rewards" } });
+    expect(inputs.totalVolumeMicro).to.equal(usdc(1_500));
+    expect(txHash).to.match(/^0x/);
+
+    // Again, and concurrently: nothing is applied twice.
+    await Promise.all([job.run(new Date()), job.run(new Date())]);
+    expect((await db.prisma.user.findUniqueOrThrow({ where: { id: "user-rewards" } })).xp).to.equal(20);
+    expect((await db.prisma.trustScoreInput.findUniqueOrThrow({ where: { userId: "user-rewards" } })).totalVolumeMicro).to.equal(
+      usdc(1_500),
+    );
   });
 });
