@@ -340,6 +340,11 @@ export function createIndexer(options: IndexerOptions) {
     while (!signal.aborted) {
       const lock = await acquireWriterLock(db, chainId, { logger, signal });
       if (!lock) return;
+      // stop() may have come while the lock was being taken: an abort listener added now would never fire.
+      if (signal.aborted) {
+        await lock.release();
+        return;
+      }
       logger.info({ chainId, fromBlock: firstBlock }, "indexer is the writer for this chain");
       const session = new AbortController();
       const stopSession = () => session.abort();

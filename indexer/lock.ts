@@ -37,7 +37,10 @@ export async function acquireWriterLock(
           LOCK_NAMESPACE,
           chainId,
         ]);
-        if (rows[0]?.locked) return holding(client, options.probeMs ?? 2_000);
+        if (rows[0]?.locked) {
+          if (!options.signal.aborted) return holding(client, options.probeMs ?? 2_000);
+          break;
+        }
         if (!waitingLogged) {
           options.logger.info({ chainId }, "another indexer is the writer; standing by to take over");
           waitingLogged = true;
