@@ -1,8 +1,9 @@
 import type { JsonRpcProvider } from "ethers";
 import { ChainUnavailableError, connectRpc, type EmbeddedChain, startEmbeddedChain } from "./chain.js";
-import { ChainMismatchError } from "./chain-identity.js";
+import { ChainMismatchError, ensureChainIdentity } from "./chain-identity.js";
 import { type Config, ConfigError } from "./config.js";
 import { type Database, openDatabase } from "./db.js";
+import { type Deployment, deploymentPath, readDeployment } from "./deployments.js";
 import type { Logger } from "./logger.js";
 import { applyMigrations } from "./migrations.js";
 
@@ -71,4 +72,31 @@ export async function bootDatabase(config: Config, logger: Logger): Promise<Data
     throw new DatabaseUnavailableError(`database: migrations failed (${String((error as Error).message).split("\n")[0]})`);
   }
   return db;
+}
+
+/**
+ * The start of a part run as its own process (`npm run api`, `npm run indexer`) against a shared
+ * chain and PostgreSQL: both must be external, the chain's deployment recorded, and the database
+ * mirroring that chain. Registers the closing of what it opened with `onStop`.
+ */
+export async function bootSharedChainAndDatabase(
+  part: string,
+  config: Config,
+  logger: Logger,
+  onStop: (stopper: () => Promise<void>) => void,
+): Promise<{ chain: BootedChain; deployment: Deployment; db: Database }> {
+  if (config.chain.mode === "embedded" || !config.database.url) {
+    throw new ConfigError(
+      `config: npm run ${part} needs CHAIN_RPC_URL and DATABASE_URL (the embedded chain and database live inside npm start)`,
+    );
+  }
+  const chain = await bootChain(config, logger);
+  onStop(() => chain.close());
+  const deployment = readDeployment(chain.chainId);
+  if (!deployment)
+    throw new ConfigError(`config: ${deploymentPath(chain.chainId)} not found; run npm run deploy against CHAIN_RPC_URL first`);
+  const db = await bootDatabase(config, logger);
+  onStop(() => db.close());
+  await ensureChainIdentity(db, deployment, { embedded: false, logger });
+  return { chain, deployment, db };
 }

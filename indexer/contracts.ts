@@ -1,4 +1,4 @@
-import { type EventFragment, Interface, type LogDescription, type Result } from "ethers";
+import { type EventFragment, Interface, type Result } from "ethers";
 import { type Deployment, loadArtifact } from "../core/deployments.js";
 import { compileStaticDecoder, type StaticDecoder } from "./decoder.js";
 import type { LogFilter, RpcLog } from "./rpc.js";
@@ -72,10 +72,6 @@ export class ContractCatalogue {
     }
     if (fast) return { name: fragment.name, args: fast(log.topics, log.data) as unknown as Result };
     return { name: fragment.name, args: this.interfaces[source].decodeEventLog(fragment, log.data, log.topics) };
-  }
-
-  parse(source: Source, log: Pick<RpcLog, "topics" | "data">): LogDescription | null {
-    return this.interfaces[source].parseLog(log);
   }
 }
 

@@ -3,7 +3,7 @@ import { formatUsdc2, rateNumber, usdcNumber } from "../core/money.js";
 import type { ContractCatalogue, Decoded, PlatformAddresses, Source } from "./contracts.js";
 import { chainDedupeKey, loanIdFromRef, withdrawalIdOf } from "./ids.js";
 import type { RpcLog } from "./rpc.js";
-import { entity, type LoanState, type Position, type StateStore } from "./state.js";
+import { entity, type GuardianRow, type LoanState, type Position, type StateStore } from "./state.js";
 
 /** A log on its way into the mirror: the raw fields, its source and what it decoded to. */
 export interface IndexedLog {
@@ -97,16 +97,6 @@ function position(ctx: Context, owner: string, block: number): Position | undefi
   }
   ctx.state.touch(key);
   row.updatedBlock = block;
-  return row;
-}
-
-function loan(ctx: Context, loanId: bigint, block: number): LoanState | undefined {
-  const key = entity.loan(loanId);
-  const row = ctx.state.inScope(key) ? ctx.state.loans.get(key) : undefined;
-  if (row) {
-    ctx.state.touch(key);
-    row.updatedBlock = block;
-  }
   return row;
 }
 
@@ -312,7 +302,7 @@ const HANDLERS: Partial<Record<Source, Record<string, Handler>>> = {
       entities: ([loanId]) => [entity.loan(u(loanId))],
       apply(ctx, [loanIdRaw, borrower, , amount, , , remainingBalance, totalPaid, closed], log) {
         const loanId = u(loanIdRaw);
-        const row = loan(ctx, loanId, log.blockNumber);
+        const row = touched(ctx, ctx.state.loans, entity.loan(loanId), log.blockNumber);
         if (row) {
           row.totalPaid = u(totalPaid);
           row.remainingBalance = u(remainingBalance);
@@ -338,7 +328,7 @@ const HANDLERS: Partial<Record<Source, Record<string, Handler>>> = {
     LoanExtended: {
       entities: ([loanId]) => [entity.loan(u(loanId))],
       apply(ctx, [loanId, , , additionalInterest, newDueDate], log) {
-        const row = loan(ctx, u(loanId), log.blockNumber);
+        const row = touched(ctx, ctx.state.loans, entity.loan(u(loanId)), log.blockNumber);
         if (row) {
           row.interest += u(additionalInterest);
           row.remainingBalance += u(additionalInterest);
@@ -352,7 +342,7 @@ const HANDLERS: Partial<Record<Source, Record<string, Handler>>> = {
       entities: ([loanId]) => [entity.loan(u(loanId))],
       apply(ctx, [loanIdRaw, borrower, dueDate], log) {
         const loanId = u(loanIdRaw);
-        const row = loan(ctx, loanId, log.blockNumber);
+        const row = touched(ctx, ctx.state.loans, entity.loan(loanId), log.blockNumber);
         if (row) row.status = "overdue";
         const base = loanEventBase(row ?? ctx.state.loans.get(entity.loan(loanId)), loanId);
         event(ctx, log, "loan.overdue", lower(borrower), () => ({
@@ -365,7 +355,7 @@ const HANDLERS: Partial<Record<Source, Record<string, Handler>>> = {
       entities: ([loanId]) => [entity.loan(u(loanId))],
       apply(ctx, [loanIdRaw, borrower, loss, covered, uncovered], log) {
         const loanId = u(loanIdRaw);
-        const row = loan(ctx, loanId, log.blockNumber);
+        const row = touched(ctx, ctx.state.loans, entity.loan(loanId), log.blockNumber);
         if (row) {
           row.status = "defaulted";
           row.closedAt = log.timestamp;
@@ -434,6 +424,14 @@ function socialVaultHandlers(): Record<string, Handler> {
           txHash: log.txHash,
         }));
       }
+    },
+  });
+  /** An event whose first argument is a guardian and which changes only that guardian's row. */
+  const guardianChange = (change: (row: GuardianRow, args: Decoded["args"]) => void): Handler => ({
+    entities: ([guardian], log) => [entity.guardian(log.address, lower(guardian))],
+    apply(ctx, args, log) {
+      const row = touched(ctx, ctx.state.guardians, entity.guardian(log.address, lower(args[0])), log.blockNumber);
+      if (row) change(row, args);
     },
   });
   const config = (apply: (ctx: Context, args: Decoded["args"], log: IndexedLog) => void): Handler => ({
@@ -577,30 +575,16 @@ function socialVaultHandlers(): Record<string, Handler> {
         );
       },
     },
-    SocialVaultGuardianRemovalSubmitted: {
-      entities: ([guardian], log) => [entity.guardian(log.address, lower(guardian))],
-      apply(ctx, [guardian, validAt], log) {
-        const row = touched(ctx, ctx.state.guardians, entity.guardian(log.address, lower(guardian)), log.blockNumber);
-        if (row) row.removalValidAt = Number(validAt);
-      },
-    },
-    SocialVaultGuardianRemovalRevoked: {
-      entities: ([guardian], log) => [entity.guardian(log.address, lower(guardian))],
-      apply(ctx, [guardian], log) {
-        const row = touched(ctx, ctx.state.guardians, entity.guardian(log.address, lower(guardian)), log.blockNumber);
-        if (row) row.removalValidAt = null;
-      },
-    },
-    SocialVaultGuardianRemoved: {
-      entities: ([guardian], log) => [entity.guardian(log.address, lower(guardian))],
-      apply(ctx, [guardian], log) {
-        const row = touched(ctx, ctx.state.guardians, entity.guardian(log.address, lower(guardian)), log.blockNumber);
-        if (row) {
-          row.removed = true;
-          row.removalValidAt = null;
-        }
-      },
-    },
+    SocialVaultGuardianRemovalSubmitted: guardianChange((row, [, validAt]) => {
+      row.removalValidAt = Number(validAt);
+    }),
+    SocialVaultGuardianRemovalRevoked: guardianChange((row) => {
+      row.removalValidAt = null;
+    }),
+    SocialVaultGuardianRemoved: guardianChange((row) => {
+      row.removed = true;
+      row.removalValidAt = null;
+    }),
   };
 }
 

@@ -1,10 +1,10 @@
 import type { Database } from "../core/db.js";
 import type { Deployment } from "../core/deployments.js";
 import type { Logger } from "../core/logger.js";
-import { ContractCatalogue, logFilters, type PlatformAddresses, platformAddresses, startBlock } from "./contracts.js";
+import { ContractCatalogue, logFilters, platformAddresses, startBlock } from "./contracts.js";
 import { applyLogs, type Classifier, decodeLogs, emptyOutput } from "./handlers.js";
 import { acquireWriterLock } from "./lock.js";
-import { createRpc, isRangeError, type Rpc, type RpcBlock, type RpcLog, sleep, withRetry } from "./rpc.js";
+import { createRpc, isRangeError, type RpcBlock, type RpcLog, sleep, withRetry } from "./rpc.js";
 import { entity, StateStore } from "./state.js";
 import { type Cursor, CursorMovedError, commitBatch, heartbeat, readCursor, rollbackTo, storedBlocks } from "./store.js";
 
@@ -367,8 +367,6 @@ export function createIndexer(options: IndexerOptions) {
   }
 
   return {
-    rpc: rpc as Rpc,
-    addresses: addresses as PlatformAddresses,
     start(): void {
       running ??= run();
     },

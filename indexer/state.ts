@@ -509,6 +509,3 @@ export class StateStore {
     }
   }
 }
-
-/** The state tables, for resets and comparisons. */
-export const STATE_TABLES = [POSITION.name, LOAN.name, SOCIAL_VAULT.name, GUARDIAN.name, WITHDRAWAL.name];

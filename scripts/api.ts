@@ -3,11 +3,9 @@
 import { createApp } from "../api/app.js";
 import { connectRedis } from "../api/http/rate-limit.js";
 import { listen } from "../api/server.js";
-import { bootChain, bootDatabase, isExpectedStartError } from "../core/boot.js";
-import { ensureChainIdentity } from "../core/chain-identity.js";
+import { bootSharedChainAndDatabase, isExpectedStartError } from "../core/boot.js";
 import { createClock } from "../core/clock.js";
-import { ConfigError, loadConfig } from "../core/config.js";
-import { deploymentPath, readDeployment } from "../core/deployments.js";
+import { loadConfig } from "../core/config.js";
 import { createLogger } from "../core/logger.js";
 import { runUntilSignal } from "./lifecycle.js";
 
@@ -15,20 +13,8 @@ await runUntilSignal(
   "api",
   async (onStop) => {
     const config = loadConfig();
-    if (config.chain.mode === "embedded" || !config.database.url) {
-      throw new ConfigError(
-        "config: npm run api needs CHAIN_RPC_URL and DATABASE_URL (the embedded chain and database live inside npm start)",
-      );
-    }
     const logger = createLogger(config.logLevel, "api");
-    const chain = await bootChain(config, logger);
-    onStop(() => chain.close());
-    const deployment = readDeployment(chain.chainId);
-    if (!deployment)
-      throw new ConfigError(`config: ${deploymentPath(chain.chainId)} not found; run npm run deploy against CHAIN_RPC_URL first`);
-    const db = await bootDatabase(config, logger);
-    onStop(() => db.close());
-    await ensureChainIdentity(db, deployment, { embedded: false, logger });
+    const { chain, db } = await bootSharedChainAndDatabase("api", config, logger, onStop);
 
     const redis = config.redisUrl ? connectRedis(config.redisUrl) : undefined;
     if (redis) onStop(() => redis.quit().then(() => {}));

@@ -1,11 +1,10 @@
 // The Trust Score engine: pure functions from inputs to components, base score, modifiers,
 // final score, tier and borrowing power (service-spec part 2, Trust Score; the figures the
 // spec leaves open are in docs/decisions.md, "Trust Score engine").
-
+import { MICRO_PER_USDC } from "../../core/money.js";
 import { LEVELS } from "../xp/levels.js";
 
 export const MAX_SCORE = 100;
-const MICRO_PER_USDC = 1_000_000n;
 
 /** The spec's tier table, plus the interest rate per tier: 5 % (New) down to 1 % (Elite), one point per tier. */
 export const TIERS = [

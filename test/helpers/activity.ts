@@ -4,8 +4,11 @@ import { type TestChain, usdc } from "./chain.js";
 
 const SOCIAL_VAULT: [string, string] = ["social/SocialVault.sol", "SocialVault"];
 
-async function send(call: Promise<{ wait(): Promise<unknown> }>) {
-  await (await call).wait();
+/** Sends a transaction, waits for its receipt and returns its hash. */
+async function send(call: Promise<{ hash: string; wait(): Promise<unknown> }>): Promise<string> {
+  const tx = await call;
+  await tx.wait();
+  return tx.hash;
 }
 
 const fn = (contract: Contract, runner: JsonRpcSigner, name: string) => (contract.connect(runner) as Contract).getFunction(name);
@@ -14,12 +17,12 @@ async function fund(chain: TestChain, to: string, amount: bigint) {
   await send(chain.contracts.usdc.getFunction("mint")(to, amount));
 }
 
-/** Deposits into the staking vault from `signer` (minting the USDC first). */
-export async function deposit(chain: TestChain, signer: JsonRpcSigner, amount: bigint) {
+/** Deposits into the staking vault from `signer`, a wallet calling the contract directly (minting the USDC first); returns the deposit's tx hash. */
+export async function deposit(chain: TestChain, signer: JsonRpcSigner, amount: bigint): Promise<string> {
   const address = await signer.getAddress();
   await fund(chain, address, amount);
   await send(fn(chain.contracts.usdc, signer, "approve")(await chain.contracts.vault.getAddress(), amount));
-  await send(fn(chain.contracts.vault, signer, "deposit")(amount, address));
+  return send(fn(chain.contracts.vault, signer, "deposit")(amount, address));
 }
 
 export async function redeem(chain: TestChain, signer: JsonRpcSigner, shares: bigint) {

@@ -67,20 +67,3 @@ export async function startTestChain(): Promise<TestChain> {
     },
   };
 }
-
-/** Mints `amount` test USDC to `signer` and deposits it into the staking vault from that wallet. */
-export async function depositFrom(chain: TestChain, signer: JsonRpcSigner, amount: bigint): Promise<string> {
-  const address = await signer.getAddress();
-  await (
-    await (chain.contracts.usdc.getFunction("mint") as (to: string, amount: bigint) => Promise<{ wait(): Promise<unknown> }>)(
-      address,
-      amount,
-    )
-  ).wait();
-  const token = chain.contracts.usdc.connect(signer) as Contract;
-  await (await token.getFunction("approve")(await chain.contracts.vault.getAddress(), amount)).wait();
-  const vault = chain.contracts.vault.connect(signer) as Contract;
-  const tx = await vault.getFunction("deposit")(amount, address);
-  await tx.wait();
-  return tx.hash as string;
-}

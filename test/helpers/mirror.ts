@@ -2,6 +2,7 @@ import type { Database } from "../../core/db.js";
 import { createLogger } from "../../core/logger.js";
 import { createIndexer, type Indexer } from "../../indexer/indexer.js";
 import type { TestChain } from "./chain.js";
+import { createTestDatabase } from "./database.js";
 
 /** Every chain-derived table and its order; ChainBlock is left out (which blocks it keeps depends on batching). */
 const MIRROR_TABLES: Record<string, string> = {
@@ -67,4 +68,18 @@ export async function waitForHead(db: Database, chain: TestChain, timeoutMs = 15
     timeoutMs,
     "the indexer to reach the chain head",
   );
+}
+
+/** The mirror of the chain as it is now, written by a clean re-index into a fresh database. */
+export async function cleanReindex(chain: TestChain, overrides: { maxBlockRange?: number } = {}): Promise<Record<string, unknown[]>> {
+  const fresh = await createTestDatabase();
+  const indexer = testIndexer(fresh, chain, overrides);
+  try {
+    indexer.start();
+    await waitForHead(fresh, chain);
+    return await dumpMirror(fresh);
+  } finally {
+    await indexer.stop();
+    await fresh.destroy();
+  }
 }

@@ -6,22 +6,8 @@ import { type Database, openDatabase } from "../../core/db.js";
 import { deposit, everyKindOfActivity } from "../helpers/activity.js";
 import { startTestChain, type TestChain, usdc } from "../helpers/chain.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
-import { dumpMirror, testIndexer, waitFor, waitForHead } from "../helpers/mirror.js";
+import { cleanReindex, dumpMirror, waitFor, waitForHead } from "../helpers/mirror.js";
 import { type StackProcess, startStack } from "../helpers/stack.js";
-
-/** The chain's mirror as a clean re-index writes it, into a fresh database. */
-async function cleanReindex(chain: TestChain) {
-  const fresh = await createTestDatabase();
-  const indexer = testIndexer(fresh, chain, { maxBlockRange: 10_000 });
-  try {
-    indexer.start();
-    await waitForHead(fresh, chain);
-    return await dumpMirror(fresh);
-  } finally {
-    await indexer.stop();
-    await fresh.destroy();
-  }
-}
 
 /** Keeps the rows of a dump at or below `block`: what a consistent mirror up to that block holds. */
 function upTo(dump: Record<string, unknown[]>, block: number) {
@@ -62,7 +48,7 @@ describe(`indexer: crash safety (${usingPostgres ? "PostgreSQL" : "PGlite"})`, f
 
   it("SIGKILL in the middle of a backfill, then a restart: no row or event missing or repeated", async () => {
     const head = await chain.provider.getBlockNumber();
-    const expected = await cleanReindex(chain);
+    const expected = await cleanReindex(chain, { maxBlockRange: 10_000 });
     const dataDir = path.join(mkdtempSync(path.join(os.tmpdir(), "indexer-crash-")), "pglite");
     db = usingPostgres ? await createTestDatabase() : undefined;
     const target = { url: db?.url, dataDir: path.dirname(dataDir) };

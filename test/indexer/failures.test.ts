@@ -8,7 +8,7 @@ import { StateStore } from "../../indexer/state.js";
 import { deposit, everyKindOfActivity } from "../helpers/activity.js";
 import { startTestChain, type TestChain, usdc } from "../helpers/chain.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
-import { dumpMirror, testIndexer, waitForHead } from "../helpers/mirror.js";
+import { cleanReindex, dumpMirror, testIndexer, waitForHead } from "../helpers/mirror.js";
 
 /**
  * A JSON-RPC proxy in front of the chain that behaves like a strict hosted provider: it refuses
@@ -80,16 +80,7 @@ describe("indexer: failures", function () {
     expect(proxy.seen.failed).to.equal(3);
     expect(proxy.seen.refusedRanges).to.be.greaterThan(0);
 
-    const reference = await createTestDatabase();
-    const clean = testIndexer(reference, chain);
-    try {
-      clean.start();
-      await waitForHead(reference, chain);
-      expect(await dumpMirror(db)).to.deep.equal(await dumpMirror(reference));
-    } finally {
-      await clean.stop();
-      await reference.destroy();
-    }
+    expect(await dumpMirror(db)).to.deep.equal(await cleanReindex(chain));
   });
 
   it("recovers from a failed write (the transaction rolls back, the range is written again)", async () => {

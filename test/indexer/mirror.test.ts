@@ -1,20 +1,12 @@
 import { expect } from "chai";
 import { createClock } from "../../core/clock.js";
 import { createLogger } from "../../core/logger.js";
-import { createIndexer, type Indexer } from "../../indexer/indexer.js";
+import type { Indexer } from "../../indexer/indexer.js";
 import { createPlatformJobs } from "../../worker/jobs.js";
-import { depositFrom, startTestChain, type TestChain, usdc } from "../helpers/chain.js";
+import { deposit } from "../helpers/activity.js";
+import { startTestChain, type TestChain, usdc } from "../helpers/chain.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
-
-async function waitFor<T>(probe: () => Promise<T | undefined | null | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error("timed out waiting");
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
+import { testIndexer, waitFor } from "../helpers/mirror.js";
 
 describe("indexer: mirror", function () {
   this.timeout(60_000);
@@ -25,15 +17,7 @@ describe("indexer: mirror", function () {
   before(async () => {
     chain = await startTestChain();
     db = await createTestDatabase();
-    indexer = createIndexer({
-      db,
-      rpcUrl: chain.rpcUrl,
-      deployment: chain.deployment,
-      logger: createLogger("silent"),
-      confirmations: 0,
-      pollMs: 20,
-      maxBlockRange: 1_000,
-    });
+    indexer = testIndexer(db, chain);
     indexer.start();
   });
 
@@ -56,7 +40,7 @@ describe("indexer: mirror", function () {
         updatedAt: new Date(),
       },
     });
-    const txHash = await depositFrom(chain, wallet, usdc(250));
+    const txHash = await deposit(chain, wallet, usdc(250));
     const row = await waitFor(() => db.prisma.vaultTransaction.findFirst({ where: { txHash } }));
     expect(row.type).to.equal("deposit");
     expect(row.owner).to.equal(address);
@@ -91,7 +75,7 @@ describe("indexer: mirror", function () {
         updatedAt: new Date(),
       },
     });
-    const txHash = await depositFrom(chain, wallet, usdc(1_500));
+    const txHash = await deposit(chain, wallet, usdc(1_500));
     await waitFor(() => db.prisma.domainEvent.findFirst({ where: { type: "vault.deposit", userId: "user-rewards" } }));
 
     await job.run(new Date());

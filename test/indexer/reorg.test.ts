@@ -3,21 +3,7 @@ import type { Indexer } from "../../indexer/indexer.js";
 import { deposit, distributeYield, everyKindOfActivity, redeem, socialVaultActivity } from "../helpers/activity.js";
 import { startTestChain, type TestChain, usdc } from "../helpers/chain.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
-import { dumpMirror, testIndexer, waitForHead } from "../helpers/mirror.js";
-
-/** A clean re-index of the current chain into a fresh database. */
-async function cleanReindex(chain: TestChain) {
-  const fresh = await createTestDatabase();
-  const indexer = testIndexer(fresh, chain);
-  try {
-    indexer.start();
-    await waitForHead(fresh, chain);
-    return await dumpMirror(fresh);
-  } finally {
-    await indexer.stop();
-    await fresh.destroy();
-  }
-}
+import { cleanReindex, dumpMirror, testIndexer, waitForHead } from "../helpers/mirror.js";
 
 describe("indexer: reorganisations", function () {
   this.timeout(120_000);

@@ -2,24 +2,11 @@ import { expect } from "chai";
 import { deposit, distributeYield, everyKindOfActivity } from "../helpers/activity.js";
 import { startTestChain, type TestChain, usdc } from "../helpers/chain.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
-import { dumpMirror, testIndexer, waitFor, waitForHead } from "../helpers/mirror.js";
+import { cleanReindex, dumpMirror, testIndexer, waitFor, waitForHead } from "../helpers/mirror.js";
 import { type StackProcess, startStack } from "../helpers/stack.js";
 
 const WRITER = "indexer is the writer for this chain";
 const STANDBY = "standing by to take over";
-
-async function cleanReindex(chain: TestChain) {
-  const fresh = await createTestDatabase();
-  const indexer = testIndexer(fresh, chain);
-  try {
-    indexer.start();
-    await waitForHead(fresh, chain);
-    return await dumpMirror(fresh);
-  } finally {
-    await indexer.stop();
-    await fresh.destroy();
-  }
-}
 
 describe(`indexer: one writer per chain (${usingPostgres ? "PostgreSQL, two processes" : "PGlite, two indexers in one process"})`, function () {
   this.timeout(180_000);
