@@ -20,12 +20,15 @@ import { buildOpenApiDocument } from "./http/openapi.js";
 import { createRateLimiter } from "./http/rate-limit.js";
 import { requestLog } from "./http/request-log.js";
 import { mountRoutes, type RouteSpec } from "./http/route.js";
+import { chainLoansOf } from "./loans/records.js";
+import { guardiansOfOwner } from "./social-vault/guardians.js";
 import { trustScoreRoutes } from "./trust-score/routes.js";
 import { createTrustScoreService, type TrustScoreService } from "./trust-score/service.js";
 import { eraseDueAccounts } from "./users/erase-job.js";
 import { createUsersRepo } from "./users/repo.js";
 import { userRoutes } from "./users/routes.js";
 import { createUsersService } from "./users/service.js";
+import { vaultHistoryOf } from "./vault/records.js";
 import { createXpService, type XpService } from "./xp/service.js";
 
 export interface AppDeps extends HealthDeps {
@@ -82,7 +85,17 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
   );
   const usersRepo = createUsersRepo({ db, clock });
   const apiKeysRepo = createApiKeysRepo({ db });
-  const users = createUsersService({ repo: usersRepo, apiKeys: apiKeysRepo, wallets, clock });
+  const users = createUsersService({
+    repo: usersRepo,
+    apiKeys: apiKeysRepo,
+    wallets,
+    clock,
+    chainRecords: {
+      guardiansOf: (wallet, now) => guardiansOfOwner(db.prisma, wallet, now),
+      loansOf: (wallet) => chainLoansOf(db.prisma, wallet),
+      vaultHistoryOf: (wallet) => vaultHistoryOf(db.prisma, wallet),
+    },
+  });
   const apiKeys = createApiKeysService({ repo: apiKeysRepo, users: usersRepo, clock });
   const trust = createTrustScoreService({ db, clock, users: usersRepo });
   const xp = createXpService({

@@ -24,6 +24,9 @@ export const CHAIN_DERIVED_TABLES = [
   "SocialVaultWithdrawal",
 ] as const;
 
+/** SQL for the id of the chain this database mirrors (one per database), for reads of the mirror tables. */
+export const MIRRORED_CHAIN_ID_SQL = `(SELECT "chainId" FROM "ChainIdentity" WHERE "id" = 1)`;
+
 /** Key by key: JSONB does not keep the order in which an object's keys were written. */
 function sameAddresses(stored: Record<string, string>, expected: Record<string, string>): boolean {
   const keys = Object.keys(expected);

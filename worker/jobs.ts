@@ -55,12 +55,20 @@ export function createPlatformJobs({ db, clock, services }: PlatformJobDeps): Jo
   const { trust, eraseDueAccounts } = jobServices;
   return [
     {
-      // XP (and the vault-volume input of the Trust Score) for the chain facts the indexer
-      // recorded, whether the API or a wallet sent the transaction.
+      // XP and Trust Score inputs (volume, repayments, late payments, defaults, guardians) for the
+      // chain facts the indexer recorded, whether the API or a wallet sent the transaction.
       name: "chain-events.rewards",
       intervalMs: 2_000,
       retryMs: 5_000,
       run: async (now) => ({ changed: await rewardChainEvents(db, jobServices, now) }),
+    },
+    {
+      // Guardians become active by time (the vault's timelock after being added) and leave by
+      // removal or reorg: the Trust Score's social input follows the mirror within a minute.
+      name: "trust-score.guardians",
+      intervalMs: 60_000,
+      retryMs: 10_000,
+      run: async (now) => ({ changed: await trust.syncActiveGuardians(now) }),
     },
     {
       // The monthly seniority step of the Trust Score; hourly, so a month step shows at most an hour late.

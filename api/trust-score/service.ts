@@ -3,6 +3,7 @@ import type { Clock } from "../../core/clock.js";
 import type { Database } from "../../core/db.js";
 import { recordEvents, type Tx } from "../events/outbox.js";
 import { AppError } from "../http/errors.js";
+import { guardianCountDrift } from "../social-vault/guardians.js";
 import type { UserRecord } from "../users/repo.js";
 import { LEVELS, levelIndexFor } from "../xp/levels.js";
 import {
@@ -95,11 +96,29 @@ export function createTrustScoreService({ db, clock, users }: TrustScoreServiceD
     return recomputeTrustScore(tx, userId, reason, now);
   }
 
-  /** Records a permanent modifier (late_payment, default, on_time_bonus) once per (user, type, sourceId), then recomputes. */
+  /**
+   * Sets a user's count of active guardians (the social input, read from the chain mirror, not
+   * counted up: guardians become active by time and leave by removal or reorg), then recomputes.
+   */
+  async function setActiveGuardians(tx: Tx, userId: string, activeGuardians: number, now: Date = clock.now()) {
+    const previous = (await tx.trustScoreInput.findUnique({ where: { userId } }))?.activeGuardians ?? 0;
+    if (previous === activeGuardians) return null;
+    await tx.trustScoreInput.upsert({
+      where: { userId },
+      create: { userId, activeGuardians, updatedAt: now },
+      update: { activeGuardians, updatedAt: now },
+    });
+    return recomputeTrustScore(tx, userId, activeGuardians > previous ? "guardian added" : "guardian removed", now);
+  }
+
+  /**
+   * Records a permanent modifier (late_payment, default, on_time_bonus) once per (user, type, sourceId),
+   * then recomputes. `appliedAt` (default now) is when the fact happened: modifiers apply in that order.
+   */
   async function addModifier(
     tx: Tx,
     userId: string,
-    modifier: { type: ModifierType; reason: string; sourceId: string; expiresAt?: Date | null },
+    modifier: { type: ModifierType; reason: string; sourceId: string; appliedAt?: Date; expiresAt?: Date | null },
     now: Date = clock.now(),
   ) {
     await tx.trustScoreModifier.createMany({
@@ -110,7 +129,7 @@ export function createTrustScoreService({ db, clock, users }: TrustScoreServiceD
           type: modifier.type,
           reason: modifier.reason,
           sourceId: modifier.sourceId,
-          appliedAt: now,
+          appliedAt: modifier.appliedAt ?? now,
           expiresAt: modifier.expiresAt ?? null,
         },
       ],
@@ -201,6 +220,25 @@ export function createTrustScoreService({ db, clock, users }: TrustScoreServiceD
     recomputeTrustScore,
     addInputs,
     addModifier,
+    setActiveGuardians,
+
+    /**
+     * Brings every user's active-guardian input in line with the chain mirror at `now` (or only
+     * `userIds`'): guardians that became active since, removals, and vaults a reorg took away.
+     * Idempotent; the worker runs it every minute and after each `user.guardian_added`.
+     * Returns how many users changed.
+     */
+    async syncActiveGuardians(now: Date = clock.now(), userIds?: string[]): Promise<number> {
+      const drift = await guardianCountDrift(prisma, now, userIds);
+      for (const { userId, active } of drift) {
+        try {
+          await prisma.$transaction((tx) => setActiveGuardians(tx, userId, active, now));
+        } finally {
+          users.invalidate(userId);
+        }
+      }
+      return drift.length;
+    },
 
     /** recomputeTrustScore in its own transaction, then the user cache dropped. */
     recompute: (userId: string, reason: string) => recomputeAt(userId, reason, clock.now()),

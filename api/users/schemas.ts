@@ -100,11 +100,41 @@ export const guardian = z.object({
   addedAt: isoDate,
 });
 
+/** A loan in the export: the spec's Loan fields the chain knows, plus interest, extensions and closedAt. */
+export const exportedLoan = z.object({
+  id: z.string(),
+  status: z.string(),
+  amount: z.number(),
+  netAmount: z.number(),
+  insuranceFee: z.number(),
+  interest: z.number(),
+  duration: z.number().int(),
+  totalRepayment: z.number(),
+  amountPaid: z.number(),
+  remainingBalance: z.number(),
+  extensions: z.number().int(),
+  fundedAt: isoDate,
+  dueDate: isoDate,
+  closedAt: isoDate.nullable(),
+  txHash: z.string(),
+});
+
+/** The spec's Vault transaction. */
+export const vaultTransaction = z.object({
+  id: z.string(),
+  type: z.enum(["deposit", "withdraw"]),
+  usdcAmount: z.string(),
+  tmUSDCAmount: z.string(),
+  exchangeRate: z.number(),
+  timestamp: isoDate,
+  txHash: z.string(),
+});
+
 export const exportResponse = z.object({
   profile: privateUser.extend({ updatedAt: isoDate, badges: z.array(z.string()) }),
   activity: z.array(activityEntry),
-  loans: z.array(z.record(z.string(), z.unknown())),
-  vaultHistory: z.array(z.record(z.string(), z.unknown())),
+  loans: z.array(exportedLoan),
+  vaultHistory: z.array(vaultTransaction),
   guardians: z.array(guardian),
   apiKeys: z.array(
     z.object({

@@ -3,6 +3,9 @@ import type { Clock } from "../../core/clock.js";
 import type { ManagedWallets } from "../../core/wallets.js";
 import type { ApiKeysRepo } from "../api-keys/repo.js";
 import { AppError } from "../http/errors.js";
+import type { chainLoansOf } from "../loans/records.js";
+import type { GuardianView } from "../social-vault/guardians.js";
+import type { vaultHistoryOf } from "../vault/records.js";
 import { BADGE_BY_ID } from "../xp/badges.js";
 import { levelFor } from "../xp/levels.js";
 import type { ActivityRecord, Plan, UserRecord, UsersRepo } from "./repo.js";
@@ -17,6 +20,12 @@ export interface UsersServiceDeps {
   apiKeys: Pick<ApiKeysRepo, "listAllForUser">;
   wallets: Pick<ManagedWallets, "addressOf">;
   clock: Pick<Clock, "now">;
+  /** The user's records on chain, read from the indexer's mirror. */
+  chainRecords: {
+    guardiansOf(ownerWallet: string, now: Date): Promise<GuardianView[]>;
+    loansOf(borrowerWallet: string): ReturnType<typeof chainLoansOf>;
+    vaultHistoryOf(ownerWallet: string): ReturnType<typeof vaultHistoryOf>;
+  };
 }
 
 function displayNameFrom(claims: JWTPayload): string {
@@ -69,7 +78,7 @@ function activityView(entry: ActivityRecord) {
   };
 }
 
-export function createUsersService({ repo, apiKeys, wallets, clock }: UsersServiceDeps) {
+export function createUsersService({ repo, apiKeys, wallets, clock, chainRecords }: UsersServiceDeps) {
   /** A user that exists and is not deleted, or USER_NOT_FOUND. */
   async function existing(userId: string): Promise<UserRecord> {
     const user = await repo.findById(userId);
@@ -147,23 +156,27 @@ export function createUsersService({ repo, apiKeys, wallets, clock }: UsersServi
       };
     },
 
-    /** Guardians belong to the social vault, which has not landed: the list is empty until it does. */
-    async guardians(_user: UserRecord) {
-      return [] as { id: string; walletAddress: string; displayName: string; status: "active" | "pending"; addedAt: string }[];
+    /** The guardians of the user's social vault, from the chain mirror (empty without a vault). */
+    async guardians(user: UserRecord): Promise<GuardianView[]> {
+      return user.walletAddress ? chainRecords.guardiansOf(user.walletAddress, clock.now()) : [];
     },
 
     async exportAll(user: UserRecord) {
-      const [activity, keys, badges] = await Promise.all([
+      const wallet = user.walletAddress;
+      const [activity, keys, badges, loans, vaultHistory, guardians] = await Promise.all([
         repo.allActivity(user.id),
         apiKeys.listAllForUser(user.id),
         repo.badgesOf(user.id),
+        wallet ? chainRecords.loansOf(wallet) : [],
+        wallet ? chainRecords.vaultHistoryOf(wallet) : [],
+        wallet ? chainRecords.guardiansOf(wallet, clock.now()) : [],
       ]);
       return {
         profile: { ...privateView(user), updatedAt: user.updatedAt.toISOString(), badges: badges.map((badge) => badge.badgeId) },
         activity: activity.map(activityView),
-        loans: [],
-        vaultHistory: [],
-        guardians: [],
+        loans,
+        vaultHistory,
+        guardians,
         apiKeys: keys.map((key) => ({
           id: key.id,
           name: key.name,

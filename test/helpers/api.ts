@@ -25,7 +25,8 @@ export interface TestApi {
   url: string;
   clock: Clock;
   db: TestDatabase;
-  chain: EmbeddedChain;
+  /** The chain the API talks to (its own embedded one, or the one passed in). */
+  chain: Pick<EmbeddedChain, "rpcUrl">;
   dataDir: string;
   /** The app's domain services (XP awards, Trust Score recomputation) for tests that drive them directly. */
   services: DomainServices;
@@ -39,10 +40,17 @@ export interface TestApi {
   close(): Promise<void>;
 }
 
-/** The API over real HTTP on an ephemeral port, with a migrated test database and an embedded chain. */
-export async function startTestApi(options: { env?: Record<string, string>; redis?: Redis } = {}): Promise<TestApi> {
-  const db = await createTestDatabase();
-  const chain = await startEmbeddedChain("127.0.0.1", 0);
+/**
+ * The API over real HTTP on an ephemeral port, with a migrated test database and an embedded
+ * chain; or on a chain and database the test already runs (an indexer beside it), which the
+ * test closes itself.
+ */
+export async function startTestApi(
+  options: { env?: Record<string, string>; redis?: Redis; chain?: { rpcUrl: string }; db?: TestDatabase } = {},
+): Promise<TestApi> {
+  const db = options.db ?? (await createTestDatabase());
+  const ownChain = options.chain ? undefined : await startEmbeddedChain("127.0.0.1", 0);
+  const chain = options.chain ?? ownChain!;
   const { provider, chainId } = await connectRpc(chain.rpcUrl);
   const port = await freePort();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "api-test-"));
@@ -87,8 +95,8 @@ export async function startTestApi(options: { env?: Record<string, string>; redi
     close: async () => {
       await server.close();
       provider.destroy();
-      await chain.close();
-      await db.destroy();
+      if (ownChain) await ownChain.close();
+      if (!options.db) await db.destroy();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

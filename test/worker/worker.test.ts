@@ -268,7 +268,7 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
     const alice = await createUser("worker|alice");
     const { logger, lines } = capturingLogger();
     workers = startPlatformWorkers({ db, clock, logger, tickMs: TICK_MS });
-    expect(workers.jobs).to.deep.equal(["chain-events.rewards", "trust-score.seniority", "users.erase"]);
+    expect(workers.jobs).to.deep.equal(["chain-events.rewards", "trust-score.guardians", "trust-score.seniority", "users.erase"]);
     await until(() => ranOnce(lines, "trust-score.seniority"), "the seniority run at start");
     expect(await db.prisma.user.findUniqueOrThrow({ where: { id: alice.id } })).to.deep.include({ trustSeniority: 0, trustScore: 0 });
 

@@ -1,0 +1,84 @@
+// Guardians as the chain knows them, read from the indexer's mirror (SocialVaultState,
+// SocialVaultGuardian). The API writes none of these rows; the indexer is their only writer.
+import { getAddress } from "ethers";
+import { MIRRORED_CHAIN_ID_SQL } from "../../core/chain-identity.js";
+import type { Database } from "../../core/db.js";
+import type { Tx } from "../events/outbox.js";
+
+type Db = Pick<Database, "prisma">["prisma"] | Tx;
+
+export interface GuardianView {
+  /** The guardian's user id when the address is a platform user's managed wallet, else the address. */
+  id: string;
+  walletAddress: string;
+  displayName: string;
+  /** `pending` until the vault's timelock since it was added has passed (it has no power before). */
+  status: "active" | "pending";
+  addedAt: string;
+}
+
+const shortAddress = (address: string) => `${address.slice(0, 6)}…${address.slice(-4)}`;
+
+/**
+ * The guardians of the social vault owned by `ownerWallet`, oldest first: every guardian still
+ * listed on chain (a submitted removal keeps it listed, and active, until it is accepted).
+ */
+export async function guardiansOfOwner(db: Db, ownerWallet: string, now: Date): Promise<GuardianView[]> {
+  const rows = await db.$queryRawUnsafe<{ guardian: string; activeAt: Date; addedAt: Date | null }[]>(
+    `SELECT g."guardian", g."activeAt",
+            (SELECT min(b."timestamp") FROM "ChainLog" l
+               JOIN "ChainBlock" b ON b."chainId" = l."chainId" AND b."blockNumber" = l."blockNumber"
+              WHERE l."chainId" = g."chainId" AND l."txHash" = g."addedTxHash" AND l."address" = g."vault"
+                AND l."eventName" = 'SocialVaultGuardianAdded') AS "addedAt"
+       FROM "SocialVaultState" s
+       JOIN "SocialVaultGuardian" g ON g."chainId" = s."chainId" AND g."vault" = s."address"
+      WHERE s."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND s."owner" = $1 AND NOT g."removed"
+      ORDER BY "addedAt", g."guardian"`,
+    ownerWallet.toLowerCase(),
+  );
+  if (rows.length === 0) return [];
+  const users = await db.user.findMany({
+    where: { walletAddress: { in: rows.map((row) => getAddress(row.guardian)) }, deletedAt: null },
+    select: { id: true, displayName: true, walletAddress: true },
+  });
+  const userByWallet = new Map(users.map((user) => [user.walletAddress!.toLowerCase(), user]));
+  return rows.map((row) => {
+    const user = userByWallet.get(row.guardian);
+    return {
+      id: user?.id ?? row.guardian,
+      walletAddress: getAddress(row.guardian),
+      displayName: user?.displayName ?? shortAddress(getAddress(row.guardian)),
+      status: row.activeAt <= now ? "active" : "pending",
+      addedAt: (row.addedAt ?? row.activeAt).toISOString(),
+    };
+  });
+}
+
+/**
+ * Users whose stored count of active guardians (the Trust Score's social input) differs from
+ * the mirror at `now`: guardians become active by time, and removals and reorgs take them away,
+ * so the count is reconciled rather than incremented. `userIds` narrows the check.
+ */
+export async function guardianCountDrift(db: Db, now: Date, userIds?: string[]): Promise<{ userId: string; active: number }[]> {
+  const rows = await db.$queryRawUnsafe<{ userId: string; active: number }[]>(
+    `WITH counted AS (
+       SELECT u."id" AS "userId",
+              count(g."guardian") FILTER (WHERE NOT g."removed" AND g."activeAt" <= $1)::int AS "active"
+         FROM "User" u
+         JOIN "SocialVaultState" s ON s."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND s."owner" = lower(u."walletAddress")
+         LEFT JOIN "SocialVaultGuardian" g ON g."chainId" = s."chainId" AND g."vault" = s."address"
+        WHERE u."deletedAt" IS NULL AND ($2::text[] IS NULL OR u."id" = ANY($2::text[]))
+        GROUP BY u."id"
+     )
+     SELECT coalesce(c."userId", i."userId") AS "userId", coalesce(c."active", 0) AS "active"
+       FROM counted c
+       FULL JOIN (SELECT "userId", "activeGuardians" FROM "TrustScoreInput"
+                   WHERE "activeGuardians" > 0 AND ($2::text[] IS NULL OR "userId" = ANY($2::text[]))) i
+         ON i."userId" = c."userId"
+      WHERE coalesce(c."active", 0) <> coalesce(i."activeGuardians", 0)
+      ORDER BY 1`,
+    now,
+    userIds ?? null,
+  );
+  return rows.map((row) => ({ userId: row.userId, active: Number(row.active) }));
+}
