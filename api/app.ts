@@ -142,6 +142,8 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
     },
   };
   app.disable("x-powered-by");
+  // Every API answer is no-store: an ETag would be hashed for nothing.
+  app.set("etag", false);
   app.set("trust proxy", "loopback");
   app.set("query parser", "simple");
   app.use(requestContext(clock));
