@@ -131,7 +131,8 @@ export function identify(deps: IdentifyDeps) {
       const authorization = req.header("authorization");
       const apiKey = req.header("x-api-key");
       if (authorization !== undefined) {
-        const match = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/.exec(authorization.trim());
+        // The scheme name is case-insensitive (RFC 9110, 11.1).
+        const match = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/i.exec(authorization.trim());
         if (!match) {
           req.authError = new AppError("UNAUTHORIZED", MESSAGES.invalid);
         } else {

@@ -6,13 +6,13 @@ import { LEVELS } from "../xp/levels.js";
 
 export const MAX_SCORE = 100;
 
-/** The spec's tier table, plus the interest rate per tier: 5 % (New) down to 1 % (Elite), one point per tier. */
+/** The spec's tier table, plus the interest rate per tier as a fraction (the spec's Loan convention): 0.05 (New) down to 0.01 (Elite). */
 export const TIERS = [
-  { tier: "New", minScore: 0, maxScore: 30, maxAmount: 20, maxDuration: 7, interestRate: 5 },
-  { tier: "Building", minScore: 31, maxScore: 50, maxAmount: 50, maxDuration: 14, interestRate: 4 },
-  { tier: "Established", minScore: 51, maxScore: 70, maxAmount: 100, maxDuration: 30, interestRate: 3 },
-  { tier: "Trusted", minScore: 71, maxScore: 85, maxAmount: 200, maxDuration: 60, interestRate: 2 },
-  { tier: "Elite", minScore: 86, maxScore: 100, maxAmount: 500, maxDuration: 90, interestRate: 1 },
+  { tier: "New", minScore: 0, maxScore: 30, maxAmount: 20, maxDuration: 7, interestRate: 0.05 },
+  { tier: "Building", minScore: 31, maxScore: 50, maxAmount: 50, maxDuration: 14, interestRate: 0.04 },
+  { tier: "Established", minScore: 51, maxScore: 70, maxAmount: 100, maxDuration: 30, interestRate: 0.03 },
+  { tier: "Trusted", minScore: 71, maxScore: 85, maxAmount: 200, maxDuration: 60, interestRate: 0.02 },
+  { tier: "Elite", minScore: 86, maxScore: 100, maxAmount: 500, maxDuration: 90, interestRate: 0.01 },
 ] as const;
 
 export type Tier = (typeof TIERS)[number];

@@ -21,7 +21,7 @@ export const trustScore = z.object({
   borrowingPower: z.object({
     maxAmount: z.number().describe("USDC"),
     maxDuration: z.number().int().describe("days"),
-    interestRate: z.number().describe("percent per loan: 5 (New) down to 1 (Elite)"),
+    interestRate: z.number().describe("fraction per loan, as the Loan's interestRate: 0.05 (New) down to 0.01 (Elite)"),
   }),
   lastUpdated: isoDate,
 });

@@ -18,7 +18,7 @@ export const settings = z.object({
 
 export const privateUser = z.object({
   id: z.string(),
-  email: z.string().nullable().describe("visible only to the user"),
+  email: z.string().describe("visible only to the user; empty when the identity provider gave none"),
   displayName: z.string(),
   walletAddress,
   trustScore: z.number().int(),

@@ -39,7 +39,7 @@ function displayNameFrom(claims: JWTPayload): string {
 function privateView(user: UserRecord) {
   return {
     id: user.id,
-    email: user.email,
+    email: user.email ?? "",
     displayName: user.displayName,
     walletAddress: user.walletAddress ?? "",
     trustScore: user.trustScore,

@@ -49,7 +49,7 @@ describe("trust score engine", () => {
       "Elite",
       "Elite",
     ]);
-    expect(TIERS.map((t) => t.interestRate)).to.deep.equal([5, 4, 3, 2, 1]);
+    expect(TIERS.map((t) => t.interestRate)).to.deep.equal([0.05, 0.04, 0.03, 0.02, 0.01]);
   });
 
   it("applies modifiers in order on the running score", () => {

@@ -76,7 +76,7 @@ describe(`XP, badges and Trust Score (${usingPostgres ? "PostgreSQL" : "PGlite"}
         score: 4,
         tier: "New",
         breakdown: { seniority: 0, repaymentHistory: 0, transactionVolume: 0, socialNetwork: 0, levelBonus: 4 },
-        borrowingPower: { maxAmount: 20, maxDuration: 7, interestRate: 5 },
+        borrowingPower: { maxAmount: 20, maxDuration: 7, interestRate: 0.05 },
       });
       expect(Date.parse(response.body.data.lastUpdated)).to.be.a("number");
     });
@@ -90,7 +90,7 @@ describe(`XP, badges and Trust Score (${usingPostgres ? "PostgreSQL" : "PGlite"}
       // 0 + 10 + 12 + 15 + 4 = 41
       let score = (await api.request("GET", `/v1/trust-score/${aliceId}`, { token: alice })).body.data;
       expect(score).to.deep.include({ score: 41, tier: "Building" });
-      expect(score.borrowingPower).to.deep.equal({ maxAmount: 50, maxDuration: 14, interestRate: 4 });
+      expect(score.borrowingPower).to.deep.equal({ maxAmount: 50, maxDuration: 14, interestRate: 0.04 });
 
       await api.db.prisma.$transaction((tx) =>
         trust.addModifier(tx, aliceId, { type: "late_payment", reason: "loan-2 paid 3 days late", sourceId: "loan-2" }),
