@@ -1,6 +1,7 @@
 import type { JsonRpcProvider } from "ethers";
 import { ChainUnavailableError, connectRpc, type EmbeddedChain, startEmbeddedChain } from "./chain.js";
 import { ChainMismatchError, ensureChainIdentity } from "./chain-identity.js";
+import { createSharedClock, type SharedClock } from "./clock.js";
 import { type Config, ConfigError } from "./config.js";
 import { type Database, openDatabase } from "./db.js";
 import { type Deployment, deploymentPath, readDeployment } from "./deployments.js";
@@ -99,4 +100,13 @@ export async function bootSharedChainAndDatabase(
   onStop(() => db.close());
   await ensureChainIdentity(db, deployment, { embedded: false, logger });
   return { chain, deployment, db };
+}
+
+/** The service clock of a process: shared through the database with the deployment's other processes. */
+export async function bootClock(db: Database, logger: Logger, onStop: (close: () => void) => void): Promise<SharedClock> {
+  const clock = await createSharedClock(db, {
+    onError: (error) => logger.warn({ err: error }, "service clock: could not read the shared offset; keeping the last one"),
+  });
+  onStop(() => clock.stop());
+  return clock;
 }

@@ -22,6 +22,8 @@ export const CHAIN_DERIVED_TABLES = [
   "SocialVaultState",
   "SocialVaultGuardian",
   "SocialVaultWithdrawal",
+  // The sandbox's clock offset pairs with the chain's time: a new embedded chain starts at real time.
+  "ServiceClock",
 ] as const;
 
 /** SQL for the id of the chain this database mirrors (one per database), for reads of the mirror tables. */

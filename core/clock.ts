@@ -1,3 +1,5 @@
+import type { Database } from "./db.js";
+
 /**
  * The service clock. Everything time-dependent reads it, so that the sandbox's
  * `/dev/time/advance` moves the service and the chain together.
@@ -6,8 +8,8 @@ export interface Clock {
   now(): Date;
   /** Seconds since the epoch, as the chain counts. */
   nowSeconds(): number;
-  /** Moves the clock forward (development only). */
-  advance(seconds: number): void;
+  /** Moves the clock forward (development only); a shared clock resolves once the move is stored. */
+  advance(seconds: number): void | Promise<void>;
   offsetSeconds(): number;
 }
 
@@ -20,5 +22,57 @@ export function createClock(base: () => number = Date.now): Clock {
       offsetMs += seconds * 1000;
     },
     offsetSeconds: () => offsetMs / 1000,
+  };
+}
+
+export interface SharedClock extends Clock {
+  /** Persists the move, so every process sharing the database follows it. */
+  advance(seconds: number): Promise<void>;
+  /** Stops following the other processes' moves. */
+  stop(): void;
+}
+
+/** How often (real ms) a shared clock picks up another process's /dev/time/advance. */
+export const SHARED_CLOCK_REFRESH_MS = 1_000;
+
+/**
+ * The service clock of a deployment of several processes (`npm run api`, `npm run worker`, or
+ * `npm start`): its offset lives in the database's `ServiceClock` row, so `/dev/time/advance`
+ * received by the API moves the worker's jobs too (within `refreshMs`). The offset only grows,
+ * and each move is one atomic increment, so two processes advancing at once both count.
+ */
+export async function createSharedClock(
+  db: Pick<Database, "sql">,
+  options: { refreshMs?: number; base?: () => number; onError?: (error: unknown) => void } = {},
+): Promise<SharedClock> {
+  const base = options.base ?? Date.now;
+  const read = async () => {
+    const { rows } = await db.sql.query<{ offsetMs: string }>(`SELECT "offsetMs"::text AS "offsetMs" FROM "ServiceClock" WHERE "id" = 1`);
+    return rows[0] ? Number(rows[0].offsetMs) : 0;
+  };
+  let offsetMs = await read();
+  const refresh = setInterval(() => {
+    read().then(
+      (stored) => {
+        offsetMs = Math.max(offsetMs, stored);
+      },
+      (error) => options.onError?.(error),
+    );
+  }, options.refreshMs ?? SHARED_CLOCK_REFRESH_MS);
+  refresh.unref();
+  return {
+    now: () => new Date(base() + offsetMs),
+    nowSeconds: () => Math.floor((base() + offsetMs) / 1000),
+    offsetSeconds: () => offsetMs / 1000,
+    advance: async (seconds) => {
+      const { rows } = await db.sql.query<{ offsetMs: string }>(
+        `INSERT INTO "ServiceClock" ("id", "offsetMs", "updatedAt") VALUES (1, $1, now())
+         ON CONFLICT ("id") DO UPDATE SET "offsetMs" = "ServiceClock"."offsetMs" + EXCLUDED."offsetMs", "updatedAt" = now()
+         RETURNING "offsetMs"::text AS "offsetMs"`,
+        [String(Math.round(seconds * 1000))],
+      );
+      offsetMs = Math.max(offsetMs, Number(rows[0]!.offsetMs));
+    },
+    stop: () => clearInterval(refresh),
   };
 }

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import type { SqlMigrationAwareDriverAdapterFactory } from "@prisma/driver-adapter-utils";
+import type { SqlDriverAdapter, SqlMigrationAwareDriverAdapterFactory } from "@prisma/driver-adapter-utils";
 import { bindMigrationAwareSqlAdapterFactory } from "@prisma/driver-adapter-utils";
 import { type MigrationList, SchemaEngine } from "@prisma/schema-engine-wasm";
 
@@ -36,17 +36,37 @@ export function readMigrationsList(migrationsDir = MIGRATIONS_DIR): MigrationLis
   };
 }
 
+/**
+ * Runs the schema engine on connections of its own, closed when it is done. The engine takes a
+ * session-level advisory lock on PostgreSQL and never releases it; closing its connections does.
+ * (Left to the pool's idle timeout, the lock outlived the migration by 10 s, which is exactly the
+ * engine's lock timeout: two processes started together, `npm run api` and `npm run worker`, had
+ * the second fail with P1002.)
+ */
 async function withEngine<T>(adapterFactory: SqlMigrationAwareDriverAdapterFactory, run: (engine: SchemaEngine) => Promise<T>): Promise<T> {
   const schema = readFileSync(SCHEMA_PATH, "utf8");
+  const opened: SqlDriverAdapter[] = [];
+  const track = async (connecting: Promise<SqlDriverAdapter>) => {
+    const adapter = await connecting;
+    opened.push(adapter);
+    return adapter;
+  };
+  const tracked: SqlMigrationAwareDriverAdapterFactory = {
+    provider: adapterFactory.provider,
+    adapterName: adapterFactory.adapterName,
+    connect: () => track(adapterFactory.connect()),
+    connectToShadowDb: () => track(adapterFactory.connectToShadowDb()),
+  };
   const engine = await SchemaEngine.new(
     { datamodels: [["schema.prisma", schema]] },
     () => {}, // engine log lines: not needed, errors arrive as rejections
-    bindMigrationAwareSqlAdapterFactory(adapterFactory),
+    bindMigrationAwareSqlAdapterFactory(tracked),
   );
   try {
     return await run(engine);
   } finally {
     engine.free();
+    await Promise.all(opened.map((adapter) => adapter.dispose().catch(() => {})));
   }
 }
 

@@ -3,8 +3,7 @@
 import { createApp } from "../api/app.js";
 import { connectRedis } from "../api/http/rate-limit.js";
 import { listen } from "../api/server.js";
-import { bootSharedChainAndDatabase, isExpectedStartError } from "../core/boot.js";
-import { createClock } from "../core/clock.js";
+import { bootClock, bootSharedChainAndDatabase, isExpectedStartError } from "../core/boot.js";
 import { loadConfig } from "../core/config.js";
 import { createLogger } from "../core/logger.js";
 import { runUntilSignal } from "./lifecycle.js";
@@ -18,7 +17,8 @@ await runUntilSignal(
 
     const redis = config.redisUrl ? connectRedis(config.redisUrl) : undefined;
     if (redis) onStop(() => redis.quit().then(() => {}));
-    const app = await createApp({ logger, clock: createClock(), db, chain, config, redis });
+    const clock = await bootClock(db, logger, onStop);
+    const app = await createApp({ logger, clock, db, chain, config, redis });
     const server = await listen(app, config.http.host, config.http.port);
     onStop(() => server.close());
     console.log(`ready: api=${server.url} rpc=${chain.rpcUrl} chainId=${chain.chainId} database=${db.kind}`);

@@ -3,9 +3,8 @@
 import { createApp } from "../api/app.js";
 import { connectRedis } from "../api/http/rate-limit.js";
 import { listen } from "../api/server.js";
-import { bootChain, bootDatabase, isExpectedStartError } from "../core/boot.js";
+import { bootChain, bootClock, bootDatabase, isExpectedStartError } from "../core/boot.js";
 import { ensureChainIdentity } from "../core/chain-identity.js";
-import { createClock } from "../core/clock.js";
 import { loadConfig } from "../core/config.js";
 import { ensureDeployment } from "../core/deployments.js";
 import { createLogger } from "../core/logger.js";
@@ -18,7 +17,6 @@ await runUntilSignal(
   async (onStop) => {
     const config = loadConfig();
     const logger = createLogger(config.logLevel);
-    const clock = createClock();
 
     const chain = await bootChain(config, logger);
     onStop(() => chain.close());
@@ -33,6 +31,8 @@ await runUntilSignal(
     const db = await bootDatabase(config, logger);
     onStop(() => db.close());
     await ensureChainIdentity(db, deployment, { embedded: chain.embedded !== undefined, logger });
+    // After the identity check: a new embedded chain resets the stored clock offset with it.
+    const clock = await bootClock(db, logger, onStop);
 
     const indexer = createIndexer({
       db,

@@ -1,7 +1,6 @@
 // `npm run worker`: the periodic jobs alone, for deployments that run the parts as separate
 // processes against a shared PostgreSQL (DATABASE_URL). `npm start` runs the same jobs in its process.
-import { bootDatabase, isExpectedStartError } from "../core/boot.js";
-import { createClock } from "../core/clock.js";
+import { bootClock, bootDatabase, isExpectedStartError } from "../core/boot.js";
 import { ConfigError, loadConfig } from "../core/config.js";
 import { createLogger } from "../core/logger.js";
 import { startPlatformWorkers } from "../worker/jobs.js";
@@ -18,7 +17,7 @@ await runUntilSignal(
     const db = await bootDatabase(config, logger);
     onStop(() => db.close());
 
-    const workers = startPlatformWorkers({ db, clock: createClock(), logger });
+    const workers = startPlatformWorkers({ db, clock: await bootClock(db, logger, onStop), logger });
     onStop(() => workers.stop());
     console.log(`ready: worker jobs=${workers.jobs.join(",")} database=${db.kind}`);
   },

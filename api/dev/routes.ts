@@ -60,7 +60,7 @@ export function devRoutes({ identity, clock, chain, users }: DevRouteDeps): Rout
         } catch {
           throw new AppError("SERVICE_UNAVAILABLE", "The chain did not accept the time change");
         }
-        clock.advance(body.seconds);
+        await clock.advance(body.seconds);
         return { data: { now: clock.now().toISOString() } };
       },
     }),

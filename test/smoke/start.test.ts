@@ -4,6 +4,7 @@ import path from "node:path";
 import { expect } from "chai";
 import { Contract, JsonRpcProvider } from "ethers";
 import { type EmbeddedChain, startEmbeddedChain } from "../../core/chain.js";
+import { startTestChain, type TestChain } from "../helpers/chain.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { freePort, type StackProcess, startStack } from "../helpers/stack.js";
 
@@ -215,6 +216,47 @@ describe(`npm start (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
         expect(await api.ready()).to.equal(`ready: api=http://127.0.0.1:${port} rpc=${rpc} chainId=31337 database=postgres`);
         const body: Json = await (await fetch(`http://127.0.0.1:${port}/health`)).json();
         expect(body).to.include({ status: "ok", chainId: 31337, database: "postgres" });
+      });
+    });
+  }
+
+  if (usingPostgres) {
+    describe("npm run api and npm run worker as separate processes", () => {
+      let chain: TestChain;
+      let database: TestDatabase;
+      let api: StackProcess;
+      let worker: StackProcess;
+
+      after(async () => {
+        await api?.stop();
+        await worker?.stop();
+        await database?.destroy();
+        await chain?.close();
+      });
+
+      it("follow one service clock: /dev/time/advance sent to the API makes the worker's monthly seniority step due", async () => {
+        chain = await startTestChain(); // its deployment file is in DEPLOYMENTS_DIR, which the children inherit
+        database = await createTestDatabase({ migrate: false });
+        const port = await freePort();
+        api = startStack({ PORT: String(port), CHAIN_RPC_URL: chain.rpcUrl, DATABASE_URL: database.url }, "api");
+        // Started together, as a deployment does: both apply migrations on the same database.
+        worker = startStack({ DATABASE_URL: database.url }, "worker");
+        await Promise.all([api.ready(), worker.ready()]);
+        const base = `http://127.0.0.1:${port}`;
+        const post = async (urlPath: string, body: unknown) =>
+          fetch(`${base}${urlPath}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+        const token = ((await (await post("/dev/token", { sub: "clock-user" })).json()) as Json).data.accessToken;
+        const me = (await (await fetch(`${base}/v1/users/me`, { headers: { authorization: `Bearer ${token}` } })).json()) as Json;
+        const seniority = async () => (await database.prisma.user.findUniqueOrThrow({ where: { id: me.data.id } })).trustSeniority;
+        expect(await seniority()).to.equal(0);
+
+        expect((await post("/dev/time/advance", { seconds: 32 * 86_400 })).status).to.equal(200);
+        // The worker's jobs are hourly on the service clock: only a clock that moved makes the step due.
+        const deadline = Date.now() + 15_000;
+        while ((await seniority()) !== 1) {
+          if (Date.now() > deadline) throw new Error(`the worker did not step seniority:\n${worker.output()}`);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
       });
     });
   }
