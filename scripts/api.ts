@@ -15,8 +15,15 @@ await runUntilSignal(
     const logger = createLogger(config.logLevel, "api");
     const { chain, db } = await bootSharedChainAndDatabase("api", config, logger, onStop);
 
-    const redis = config.redisUrl ? connectRedis(config.redisUrl) : undefined;
-    if (redis) onStop(() => redis.quit().then(() => {}));
+    const redis = config.redisUrl ? connectRedis(config.redisUrl, logger) : undefined;
+    // quit() refuses while the connection is still being made (no offline queue): then drop it.
+    if (redis)
+      onStop(() =>
+        redis.quit().then(
+          () => {},
+          () => redis.disconnect(),
+        ),
+      );
     const clock = await bootClock(db, logger, onStop);
     const app = await createApp({ logger, clock, db, chain, config, redis });
     const server = await listen(app, config.http.host, config.http.port);

@@ -46,8 +46,15 @@ await runUntilSignal(
     indexer.start();
     onStop(() => indexer.stop());
 
-    const redis = config.redisUrl ? connectRedis(config.redisUrl) : undefined;
-    if (redis) onStop(() => redis.quit().then(() => {}));
+    const redis = config.redisUrl ? connectRedis(config.redisUrl, logger) : undefined;
+    // quit() refuses while the connection is still being made (no offline queue): then drop it.
+    if (redis)
+      onStop(() =>
+        redis.quit().then(
+          () => {},
+          () => redis.disconnect(),
+        ),
+      );
     const app = await createApp({ logger, clock, db, chain, config, redis });
     const server = await listen(app, config.http.host, config.http.port);
     onStop(() => server.close());

@@ -112,6 +112,18 @@ export function createRateLimiter(deps: RateLimitDeps) {
 }
 
 /** The Redis client of the shared counters: fails fast instead of queueing while Redis is away. */
-export function connectRedis(url: string): Redis {
-  return new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2_000 });
+export function connectRedis(url: string, logger: Pick<Logger, "warn">): Redis {
+  const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2_000 });
+  // Without a listener ioredis prints every connection error with its stack on stderr. The
+  // limiter keeps serving from its in-memory insurance while Redis is away; one line per change.
+  let lastError = "";
+  redis.on("error", (error: Error) => {
+    if (error.message === lastError) return;
+    lastError = error.message;
+    logger.warn({ err: error.message }, "redis unavailable; rate limits counted in this process meanwhile");
+  });
+  redis.on("ready", () => {
+    lastError = "";
+  });
+  return redis;
 }
