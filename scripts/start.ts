@@ -1,8 +1,6 @@
 // `npm start`: the whole stack in one supervised process (embedded chain unless
 // CHAIN_RPC_URL, PGlite unless DATABASE_URL, then migrations, API, workers).
-import { createApp } from "../api/app.js";
-import { connectRedis } from "../api/http/rate-limit.js";
-import { listen } from "../api/server.js";
+import { serveApi } from "../api/server.js";
 import { bootChain, bootClock, bootDatabase, isExpectedStartError } from "../core/boot.js";
 import { ensureChainIdentity } from "../core/chain-identity.js";
 import { loadConfig } from "../core/config.js";
@@ -46,18 +44,7 @@ await runUntilSignal(
     indexer.start();
     onStop(() => indexer.stop());
 
-    const redis = config.redisUrl ? connectRedis(config.redisUrl, logger) : undefined;
-    // quit() refuses while the connection is still being made (no offline queue): then drop it.
-    if (redis)
-      onStop(() =>
-        redis.quit().then(
-          () => {},
-          () => redis.disconnect(),
-        ),
-      );
-    const app = await createApp({ logger, clock, db, chain, config, redis });
-    const server = await listen(app, config.http.host, config.http.port);
-    onStop(() => server.close());
+    const { app, server } = await serveApi({ logger, clock, db, chain, config }, onStop);
     const workers = startPlatformWorkers({ db, clock, logger, services: app.locals.services });
     onStop(() => workers.stop());
 
