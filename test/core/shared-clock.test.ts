@@ -26,11 +26,16 @@ describe(`shared service clock (${usingPostgres ? "PostgreSQL" : "PGlite"})`, ()
     return created;
   };
 
-  beforeEach(async () => {
+  // One database for the suite (each in-memory PGlite is a WebAssembly instance; fewer is kinder
+  // to V8, see docs/decisions.md "Test runs and PGlite"), the shared offset cleared between tests.
+  before(async () => {
     db = await createTestDatabase();
   });
   afterEach(async () => {
     for (const c of clocks.splice(0)) c.stop();
+    await db.sql.query(`DELETE FROM "ServiceClock"`);
+  });
+  after(async () => {
     await db?.destroy();
   });
 
