@@ -1,6 +1,5 @@
 import type { DomainServices } from "../api/app.js";
 import type { Tx } from "../api/events/outbox.js";
-import { guardianCountDrift } from "../api/social-vault/guardians.js";
 import type { Database } from "../core/db.js";
 import { MICRO_PER_USDC } from "../core/money.js";
 import { refFromLoanId } from "../indexer/ids.js";
@@ -104,9 +103,7 @@ async function applyFact(tx: Tx, services: Services, fact: ChainFact, now: Date)
     case "user.guardian_added":
       // Counted from the mirror: a guardian added with a timelock is pending, and only counts once
       // active (the trust-score.guardians job catches that moment).
-      for (const { userId, active } of await guardianCountDrift(tx, now, [fact.userId])) {
-        await services.trust.setActiveGuardians(tx, userId, active, now);
-      }
+      await services.trust.syncActiveGuardiansOf(tx, fact.userId, now);
       return;
   }
 }

@@ -220,16 +220,19 @@ export function createTrustScoreService({ db, clock, users }: TrustScoreServiceD
     recomputeTrustScore,
     addInputs,
     addModifier,
-    setActiveGuardians,
+
+    /** Brings one user's active-guardian input in line with the chain mirror, inside the caller's transaction. */
+    async syncActiveGuardiansOf(tx: Tx, userId: string, now: Date = clock.now()) {
+      for (const { active } of await guardianCountDrift(tx, now, [userId])) await setActiveGuardians(tx, userId, active, now);
+    },
 
     /**
-     * Brings every user's active-guardian input in line with the chain mirror at `now` (or only
-     * `userIds`'): guardians that became active since, removals, and vaults a reorg took away.
-     * Idempotent; the worker runs it every minute and after each `user.guardian_added`.
-     * Returns how many users changed.
+     * Brings every user's active-guardian input in line with the chain mirror at `now`: guardians
+     * that became active since, removals, and vaults a reorg took away. Idempotent; the worker
+     * runs it every minute. Returns how many users changed.
      */
-    async syncActiveGuardians(now: Date = clock.now(), userIds?: string[]): Promise<number> {
-      const drift = await guardianCountDrift(prisma, now, userIds);
+    async syncActiveGuardians(now: Date = clock.now()): Promise<number> {
+      const drift = await guardianCountDrift(prisma, now);
       for (const { userId, active } of drift) {
         try {
           await prisma.$transaction((tx) => setActiveGuardians(tx, userId, active, now));
