@@ -49,3 +49,24 @@ export function loadManagedWalletMnemonic(options: { mnemonic: string | undefine
   chmodSync(file, 0o600);
   return phrase;
 }
+
+/** Managed wallets whose seed is loaded at first use: processes that never provision or sign (the worker) never read it. */
+export function lazyManagedWallets(loadMnemonic: () => string): ManagedWallets {
+  let wallets: ManagedWallets | undefined;
+  const get = () => {
+    wallets ??= createManagedWallets(loadMnemonic());
+    return wallets;
+  };
+  return { addressOf: (index) => get().addressOf(index), signerOf: (index) => get().signerOf(index) };
+}
+
+/** The process's managed wallets from its configuration (the seed is read at first use). */
+export function walletsFromConfig(config: {
+  managedWalletMnemonic: string | undefined;
+  dataDir: string;
+  isProduction: boolean;
+}): ManagedWallets {
+  return lazyManagedWallets(() =>
+    loadManagedWalletMnemonic({ mnemonic: config.managedWalletMnemonic, dataDir: config.dataDir, isProduction: config.isProduction }),
+  );
+}

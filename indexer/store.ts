@@ -1,7 +1,8 @@
 import type { CopyRows, Database, SqlQuery } from "../core/db.js";
 import type { ContractCatalogue, Source } from "./contracts.js";
 import { applyLogs, type BatchOutput, emptyOutput, type IndexedLog } from "./handlers.js";
-import { chainEventId } from "./ids.js";
+import { chainEventId } from "../domain/events/ids.js";
+import { usersByWallet } from "../domain/users/wallet-directory.js";
 import type { RpcBlock } from "./rpc.js";
 import { col, insertRows, timestampLiteral } from "./sql.js";
 import { type StateChanges, StateStore } from "./state.js";
@@ -161,7 +162,7 @@ export async function commitBatch(db: Database, batch: Batch): Promise<{ events:
   });
 }
 
-/** Resolves the wallets the events name to user ids, then writes the outbox rows (idempotent by dedupe key). */
+/** Resolves the wallets the events name to user ids (once, here), then writes the outbox rows (idempotent by dedupe key). */
 async function insertEvents(query: SqlQuery, chainId: number, out: BatchOutput, copy?: CopyRows): Promise<number> {
   if (out.events.length === 0) return 0;
   const wallets = new Set<string>();
@@ -169,16 +170,9 @@ async function insertEvents(query: SqlQuery, chainId: number, out: BatchOutput, 
     if (e.wallet) wallets.add(e.wallet);
     for (const w of e.wallets) wallets.add(w);
   }
-  const users = new Map<string, string>();
-  if (wallets.size > 0) {
-    const { rows } = await query<{ id: string; wallet: string }>(
-      `SELECT "id", lower("walletAddress") AS "wallet" FROM "User" WHERE lower("walletAddress") = ANY($1::text[])`,
-      [[...wallets]],
-    );
-    for (const row of rows) users.set(row.wallet, row.id);
-  }
+  const users = await usersByWallet(query, wallets);
   const userOf = (wallet: string) => users.get(wallet.toLowerCase()) ?? null;
-  // An event can already exist only if it was published before a rollback and its log came back:
+  // An event can already exist only if a consumer took it before a rollback and its log came back:
   // then insert with a conflict check, else bulk-load.
   const keys = out.events.map((e) => e.dedupeKey);
   const { rows: existing } = copy
@@ -207,13 +201,14 @@ async function insertEvents(query: SqlQuery, chainId: number, out: BatchOutput, 
     ]),
     existing.length === 0 && copy
       ? { constants: CHAIN(chainId), copy }
-      : { constants: CHAIN(chainId), onConflict: `ON CONFLICT ("dedupeKey") DO NOTHING` },
+      : // A fact that comes back after a rollback is no longer reverted.
+        { constants: CHAIN(chainId), onConflict: `ON CONFLICT ("dedupeKey") DO UPDATE SET "revertedAt" = NULL` },
   );
 }
 
 /**
- * Removes everything above `forkBlock` (raw logs, blocks, decoded rows, events not yet
- * published), rebuilds the state rows those logs had changed from the logs that remain, and
+ * Removes everything above `forkBlock` (raw logs, blocks, decoded rows, events no consumer
+ * took), rebuilds the state rows those logs had changed from the logs that remain, and
  * sets the cursor to the fork block. One transaction: a crash leaves the old or the new state.
  */
 export async function rollbackTo(
@@ -235,9 +230,16 @@ export async function rollbackTo(
       const result = await query(`DELETE FROM "${table}" WHERE "chainId" = $1 AND "blockNumber" > $2`, [chainId, fork.blockNumber]);
       if (table === "ChainLog") removedLogs = result.rowCount;
     }
-    const events = await query(`DELETE FROM "DomainEvent" WHERE "chainId" = $1 AND "blockNumber" > $2 AND "publishedAt" IS NULL`, [
+    // Events no consumer took yet go with their blocks; those already taken stay, marked reverted.
+    const events = await query(
+      `DELETE FROM "DomainEvent" d WHERE d."chainId" = $1 AND d."blockNumber" > $2
+          AND NOT EXISTS (SELECT 1 FROM "ConsumedEvent" c WHERE c."eventId" = d."id")`,
+      [chainId, fork.blockNumber],
+    );
+    await query(`UPDATE "DomainEvent" SET "revertedAt" = $3::timestamp(3) WHERE "chainId" = $1 AND "blockNumber" > $2 AND "revertedAt" IS NULL`, [
       chainId,
       fork.blockNumber,
+      new Date().toISOString(),
     ]);
     await StateStore.delete(query, chainId, keys);
     if (keys.size > 0) await rebuildState(query, catalogue, chainId, keys);
@@ -305,5 +307,32 @@ export async function heartbeat(query: SqlQuery, chainId: number, headBlock: num
     chainId,
     new Date().toISOString(),
     headBlock,
+  ]);
+}
+
+/** What the indexer stores while its rollbacks loop (see `IndexerCursor.reorgLoop`; /health reports it). */
+export interface ReorgLoop {
+  /** The fork point the rollbacks keep finding. */
+  forkBlock: number;
+  /** The highest block indexed before the loop; indexing past it ends the loop. */
+  fromBlock: number;
+  /** Rollbacks in a row to `forkBlock`, including those that found nothing to roll back. */
+  count: number;
+  /** When the first of them happened (ISO 8601). */
+  since: string;
+  /** What triggered the latest one. */
+  reason: string;
+  /** The latest one found every indexed block still on the chain, so nothing was rolled back. */
+  chainUnchanged: boolean;
+  /** The wait before the next attempt. */
+  backoffMs: number;
+}
+
+/** Stores (or clears, with null) the reorg loop of the chain's cursor row, with a heartbeat. */
+export async function writeReorgLoop(query: SqlQuery, chainId: number, loop: ReorgLoop | null): Promise<void> {
+  await query(`UPDATE "IndexerCursor" SET "reorgLoop" = $2::jsonb, "heartbeatAt" = $3::timestamp(3) WHERE "chainId" = $1`, [
+    chainId,
+    loop === null ? null : JSON.stringify(loop),
+    new Date().toISOString(),
   ]);
 }

@@ -6,6 +6,8 @@ import { ensureChainIdentity } from "../core/chain-identity.js";
 import { loadConfig } from "../core/config.js";
 import { ensureDeployment } from "../core/deployments.js";
 import { createLogger } from "../core/logger.js";
+import { walletsFromConfig } from "../core/wallets.js";
+import { createServices } from "../domain/services.js";
 import { createIndexer } from "../indexer/indexer.js";
 import { startPlatformWorkers } from "../worker/jobs.js";
 import { runUntilSignal } from "./lifecycle.js";
@@ -44,8 +46,10 @@ await runUntilSignal(
     indexer.start();
     onStop(() => indexer.stop());
 
-    const { app, server } = await serveApi({ logger, clock, db, chain, config }, onStop);
-    const workers = startPlatformWorkers({ db, clock, logger, services: app.locals.services });
+    // One set of services for the API and the jobs of this process: the API's caches see the jobs' writes.
+    const services = createServices({ db, clock, wallets: walletsFromConfig(config), cacheReads: true, logger });
+    const { server } = await serveApi({ logger, clock, db, chain, config, services }, onStop);
+    const workers = startPlatformWorkers({ services, clock, logger });
     onStop(() => workers.stop());
 
     console.log(`ready: api=${server.url} rpc=${chain.rpcUrl} chainId=${chain.chainId} database=${db.kind}`);

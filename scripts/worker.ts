@@ -3,6 +3,8 @@
 import { bootClock, bootDatabase, isExpectedStartError } from "../core/boot.js";
 import { ConfigError, loadConfig } from "../core/config.js";
 import { createLogger } from "../core/logger.js";
+import { walletsFromConfig } from "../core/wallets.js";
+import { createServices } from "../domain/services.js";
 import { startPlatformWorkers } from "../worker/jobs.js";
 import { runUntilSignal } from "./lifecycle.js";
 
@@ -17,7 +19,10 @@ await runUntilSignal(
     const db = await bootDatabase(config, logger);
     onStop(() => db.close());
 
-    const workers = startPlatformWorkers({ db, clock: await bootClock(db, logger, onStop), logger });
+    const clock = await bootClock(db, logger, onStop);
+    // The worker only writes: no cached reads, and the wallets' seed is never read.
+    const services = createServices({ db, clock, wallets: walletsFromConfig(config), cacheReads: false, logger });
+    const workers = startPlatformWorkers({ services, clock, logger });
     onStop(() => workers.stop());
     console.log(`ready: worker jobs=${workers.jobs.join(",")} database=${db.kind}`);
   },

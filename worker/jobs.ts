@@ -1,48 +1,13 @@
-import type { DomainServices } from "../api/app.js";
-import { createTrustScoreService } from "../api/trust-score/service.js";
-import { eraseDueAccounts } from "../api/users/erase-job.js";
-import { createUsersRepo } from "../api/users/repo.js";
-import { createXpService } from "../api/xp/service.js";
 import type { Clock } from "../core/clock.js";
-import type { Database } from "../core/db.js";
 import type { Logger } from "../core/logger.js";
-import { rewardChainEvents } from "./chain-rewards.js";
+import type { Services } from "../domain/services.js";
 import { type Job, startWorkers, type Workers } from "./scheduler.js";
 
 export const HOUR_MS = 3_600_000;
 
-/** The domain operations the platform jobs call. */
-export type JobServices = Pick<DomainServices, "trust" | "eraseDueAccounts" | "xp" | "invalidateUser">;
-
 export interface PlatformJobDeps {
-  db: Pick<Database, "prisma">;
-  /** The service clock: in one process with the API, the same object, so /dev/time/advance reaches the jobs. */
-  clock: Pick<Clock, "now">;
-  logger: Logger;
-  /**
-   * The API's services (`app.locals.services`) when the jobs run in the API's process (npm start):
-   * the API's user cache then drops the rows the jobs change at once. Without them (npm run worker)
-   * the jobs build their own from the same constructors as api/app.ts.
-   */
-  services?: JobServices;
-}
-
-/** The services of a process that has no API: no user cache (the worker only writes, and must never read a stale row). */
-function createJobServices(db: Pick<Database, "prisma">, clock: Pick<Clock, "now">): JobServices {
-  const users = createUsersRepo({ db });
-  const trust = createTrustScoreService({ db, clock, users });
-  const invalidateUser = () => {};
-  return {
-    trust,
-    eraseDueAccounts: (now) => eraseDueAccounts(db, now),
-    xp: createXpService({
-      db,
-      clock,
-      invalidateUser,
-      onLevelChange: (tx, userId, reason) => trust.recomputeTrustScore(tx, userId, reason),
-    }),
-    invalidateUser,
-  };
+  /** The domain services of this process (domain/services.ts): in npm start the API's own, so its caches see the jobs' writes. */
+  services: Pick<Services, "rewards" | "trust" | "eraseDueAccounts">;
 }
 
 /**
@@ -50,9 +15,8 @@ function createJobServices(db: Pick<Database, "prisma">, clock: Pick<Clock, "now
  * from the state of the database at `now`), so a missed, repeated or concurrent run is harmless.
  * Later jobs (loan funding, overdue checks, webhook deliveries) are added to this list.
  */
-export function createPlatformJobs({ db, clock, services }: PlatformJobDeps): Job[] {
-  const jobServices = services ?? createJobServices(db, clock);
-  const { trust, eraseDueAccounts } = jobServices;
+export function createPlatformJobs({ services }: PlatformJobDeps): Job[] {
+  const { rewards, trust } = services;
   return [
     {
       // XP and Trust Score inputs (volume, repayments, late payments, defaults, guardians) for the
@@ -60,7 +24,7 @@ export function createPlatformJobs({ db, clock, services }: PlatformJobDeps): Jo
       name: "chain-events.rewards",
       intervalMs: 2_000,
       retryMs: 5_000,
-      run: async (now) => ({ changed: await rewardChainEvents(db, jobServices, now) }),
+      run: async (now) => ({ changed: await rewards.run(now) }),
     },
     {
       // Guardians become active by time (the vault's timelock after being added) and leave by
@@ -81,7 +45,7 @@ export function createPlatformJobs({ db, clock, services }: PlatformJobDeps): Jo
       name: "users.erase",
       intervalMs: HOUR_MS,
       run: async (now) => {
-        const erased = await eraseDueAccounts(now);
+        const erased = await services.eraseDueAccounts(now);
         return { changed: erased.length, userIds: erased };
       },
     },
@@ -89,6 +53,9 @@ export function createPlatformJobs({ db, clock, services }: PlatformJobDeps): Jo
 }
 
 export interface PlatformWorkerDeps extends PlatformJobDeps {
+  /** The service clock: the jobs' `now`, so /dev/time/advance reaches them. */
+  clock: Pick<Clock, "now">;
+  logger: Logger;
   /** How often (real ms) the scheduler looks for due jobs; default 1 s. */
   tickMs?: number;
 }

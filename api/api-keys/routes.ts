@@ -1,6 +1,6 @@
+import type { ApiKeysService } from "../../domain/api-keys/service.js";
 import { defineRoute, type RouteSpec } from "../http/route.js";
 import { apiKey, createdKey, createKeyBody, keyIdParams, revokedKey } from "./schemas.js";
-import type { ApiKeysService } from "./service.js";
 
 export function apiKeyRoutes({ apiKeys }: { apiKeys: ApiKeysService }): RouteSpec[] {
   return [

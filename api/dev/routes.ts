@@ -1,8 +1,8 @@
 import type { JsonRpcProvider } from "ethers";
 import type { Clock } from "../../core/clock.js";
+import type { UsersService } from "../../domain/users/service.js";
 import { AppError } from "../http/errors.js";
 import { defineRoute, type RouteSpec } from "../http/route.js";
-import type { UsersService } from "../users/service.js";
 import type { DevIdentityProvider } from "./identity-provider.js";
 import { advanceBody, advanceResponse, jwksResponse, planBody, planParams, planResponse, tokenBody, tokenResponse } from "./schemas.js";
 

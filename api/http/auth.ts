@@ -4,7 +4,7 @@ import { createRemoteJWKSet, type JWTPayload, errors as joseErrors, jwtVerify } 
 import type { Clock } from "../../core/clock.js";
 import type { Logger } from "../../core/logger.js";
 import { createTtlCache } from "../../core/ttl-cache.js";
-import type { UserRecord } from "../users/repo.js";
+import type { UserRecord } from "../../domain/users/repo.js";
 import { AppError } from "./errors.js";
 
 /** Who is calling: a user, through a bearer token or one of their API keys. */

@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from "express";
 import type { Logger } from "../../core/logger.js";
 import { errorBody } from "./envelope.js";
-import { AppError } from "./errors.js";
+import { AppError, ERROR_STATUS } from "./errors.js";
 
 /** Unknown routes answer with the envelope, never Express's HTML page. */
 export function notFoundHandler(req: Request, res: Response) {
@@ -18,7 +18,7 @@ export function errorHandler(logger: Logger) {
   return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
     if (res.headersSent) return;
     if (error instanceof AppError) {
-      res.status(error.status).json(errorBody(req, error.code, error.message, error.details));
+      res.status(ERROR_STATUS[error.code]).json(errorBody(req, error.code, error.message, error.details));
       return;
     }
     const parserError = error as BodyParserError;

@@ -1,6 +1,9 @@
-// One error taxonomy for the whole API: a code, its HTTP status, a message.
+// The HTTP status of each error code of the domain's taxonomy (domain/errors.ts).
+import type { ErrorCode } from "../../domain/errors.js";
 
-export const ERROR_STATUS = {
+export { AppError, type ErrorCode, type ErrorDetails } from "../../domain/errors.js";
+
+export const ERROR_STATUS: Record<ErrorCode, number> = {
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   NOT_FOUND: 404,
@@ -33,25 +36,4 @@ export const ERROR_STATUS = {
   URL_EXISTS: 409,
   NOTIFICATION_NOT_FOUND: 404,
   INVALID_TOKEN: 400,
-} as const;
-
-export type ErrorCode = keyof typeof ERROR_STATUS;
-
-export interface ErrorDetails {
-  field: string;
-  reason: string;
-}
-
-export class AppError extends Error {
-  override name = "AppError";
-  readonly status: number;
-
-  constructor(
-    readonly code: ErrorCode,
-    message: string,
-    readonly details?: ErrorDetails,
-  ) {
-    super(message);
-    this.status = ERROR_STATUS[code];
-  }
-}
+};

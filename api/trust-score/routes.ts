@@ -1,3 +1,4 @@
+import type { TrustScoreService } from "../../domain/trust-score/service.js";
 import { defineRoute, type RouteSpec } from "../http/route.js";
 import {
   historyQuery,
@@ -9,7 +10,6 @@ import {
   trustScore,
   trustUserParams,
 } from "./schemas.js";
-import type { TrustScoreService } from "./service.js";
 
 const TAG = "Trust Score";
 const PRIVACY = "The owner may always read it; other users only when the owner set `settings.publicTrustScore` (else 403 SCORE_PRIVATE).";

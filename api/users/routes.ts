@@ -1,3 +1,5 @@
+import type { UsersService } from "../../domain/users/service.js";
+import type { XpService } from "../../domain/xp/service.js";
 import { defineRoute, type RouteSpec } from "../http/route.js";
 import {
   activityEntry,
@@ -13,11 +15,10 @@ import {
   userIdParams,
   xpResponse,
 } from "./schemas.js";
-import type { UsersService } from "./service.js";
 
 const TAG = "Users";
 
-export function userRoutes({ users }: { users: UsersService }): RouteSpec[] {
+export function userRoutes({ users, xp }: { users: UsersService; xp: Pick<XpService, "view" | "activity"> }): RouteSpec[] {
   return [
     defineRoute({
       method: "get",
@@ -68,7 +69,7 @@ export function userRoutes({ users }: { users: UsersService }): RouteSpec[] {
       query: activityQuery,
       response: activityEntry.array(),
       paginated: true,
-      handler: async ({ query, principal }) => users.activity(principal().user, query),
+      handler: async ({ query, principal }) => xp.activity(principal().user, query),
     }),
     defineRoute({
       method: "get",
@@ -114,7 +115,7 @@ export function userRoutes({ users }: { users: UsersService }): RouteSpec[] {
       params: userIdParams,
       response: xpResponse,
       errors: ["USER_NOT_FOUND"],
-      handler: async ({ params }) => ({ data: await users.xp(params.userId) }),
+      handler: async ({ params }) => ({ data: await xp.view(params.userId) }),
     }),
   ];
 }

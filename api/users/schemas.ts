@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ACTIVITY_TYPES } from "../../domain/xp/activity.js";
 
 // One schema per route part: they validate, type the handlers and generate the OpenAPI document.
 
@@ -74,8 +75,6 @@ export const xpResponse = z.object({
   progressPercent: z.number().int(),
   badges: z.array(z.object({ id: z.string(), name: z.string(), earnedAt: isoDate })),
 });
-
-export const ACTIVITY_TYPES = ["loan_created", "loan_repaid", "vault_deposit", "vault_withdraw", "guardian_added", "level_up"] as const;
 
 /** Page size: default 20 as the spec's other lists, at most 100. */
 export const activityQuery = z.object({

@@ -78,7 +78,7 @@ describe(`Trust Score and user records from chain facts (${usingPostgres ? "Post
     indexer = testIndexer(db, chain);
     indexer.start();
     api = await startTestApi({ chain, db });
-    const jobs = createPlatformJobs({ db, clock: api.clock, logger: createLogger("silent"), services: api.services });
+    const jobs = createPlatformJobs({ services: api.services });
     rewards = jobs.find((job) => job.name === "chain-events.rewards")!;
     guardiansJob = jobs.find((job) => job.name === "trust-score.guardians")!;
   });

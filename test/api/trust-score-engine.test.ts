@@ -8,7 +8,7 @@ import {
   TIERS,
   tierFor,
   volumePoints,
-} from "../../api/trust-score/engine.js";
+} from "../../domain/trust-score/rules.js";
 
 const USDC = 1_000_000n;
 

@@ -1,5 +1,5 @@
 import { type Contract, ethers, type JsonRpcSigner } from "ethers";
-import { refFromLoanId } from "../../indexer/ids.js";
+import { refFromLoanId } from "../../domain/loans/ids.js";
 import { type TestChain, usdc } from "./chain.js";
 
 const SOCIAL_VAULT: [string, string] = ["social/SocialVault.sol", "SocialVault"];

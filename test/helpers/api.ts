@@ -2,12 +2,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Redis } from "ioredis";
-import { createApp, type DomainServices } from "../../api/app.js";
+import { createApp } from "../../api/app.js";
 import { listen } from "../../api/server.js";
 import { connectRpc, type EmbeddedChain, startEmbeddedChain } from "../../core/chain.js";
 import { type Clock, createClock } from "../../core/clock.js";
 import { loadConfig } from "../../core/config.js";
 import { createLogger } from "../../core/logger.js";
+import { walletsFromConfig } from "../../core/wallets.js";
+import { createServices, type Services } from "../../domain/services.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
 import { freePort } from "./stack.js";
 
@@ -29,7 +31,7 @@ export interface TestApi {
   chain: Pick<EmbeddedChain, "rpcUrl">;
   dataDir: string;
   /** The app's domain services (XP awards, Trust Score recomputation) for tests that drive them directly. */
-  services: DomainServices;
+  services: Services;
   /** A development token for `sub` (fetched from POST /dev/token). */
   token(sub: string, claims?: { email?: string; name?: string; expiresIn?: number }): Promise<string>;
   request(
@@ -56,7 +58,16 @@ export async function startTestApi(
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "api-test-"));
   const config = loadConfig({ PORT: String(port), DATA_DIR: dataDir, NODE_ENV: "test", ...options.env });
   const clock = createClock();
-  const app = await createApp({ logger: createLogger("silent"), clock, db, chain: { provider, chainId }, config, redis: options.redis });
+  const services = createServices({ db, clock, wallets: walletsFromConfig(config), cacheReads: true });
+  const app = await createApp({
+    logger: createLogger("silent"),
+    clock,
+    db,
+    chain: { provider, chainId },
+    config,
+    services,
+    redis: options.redis,
+  });
   const server = await listen(app, "127.0.0.1", port);
 
   const request: TestApi["request"] = async (method, urlPath, opts = {}) => {
@@ -85,7 +96,7 @@ export async function startTestApi(
     db,
     chain,
     dataDir,
-    services: app.locals.services,
+    services,
     request,
     token: async (sub, claims = {}) => {
       const response = await request("POST", "/dev/token", { body: { sub, ...claims } });

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { createClock } from "../../core/clock.js";
-import { createLogger } from "../../core/logger.js";
+import { createServices } from "../../domain/services.js";
 import type { Indexer } from "../../indexer/indexer.js";
 import { createPlatformJobs } from "../../worker/jobs.js";
 import { deposit } from "../helpers/activity.js";
@@ -61,9 +61,13 @@ describe("indexer: mirror", function () {
   });
 
   it("turns a wallet's chain facts into XP and Trust Score volume once, through the rewards job", async () => {
-    const job = createPlatformJobs({ db, clock: createClock(), logger: createLogger("silent") }).find(
-      (j) => j.name === "chain-events.rewards",
-    )!;
+    const services = createServices({
+      db,
+      clock: createClock(),
+      wallets: { addressOf: () => expect.fail("no provisioning") },
+      cacheReads: false,
+    });
+    const job = createPlatformJobs({ services }).find((j) => j.name === "chain-events.rewards")!;
     const wallet = await chain.signer(4);
     await db.prisma.user.create({
       data: {

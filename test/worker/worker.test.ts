@@ -1,8 +1,9 @@
 import { expect } from "chai";
 import { pino } from "pino";
-import { createUsersRepo, type UsersRepo } from "../../api/users/repo.js";
 import { type Clock, createClock } from "../../core/clock.js";
 import type { Logger } from "../../core/logger.js";
+import { createServices } from "../../domain/services.js";
+import { createUsersRepo, type UsersRepo } from "../../domain/users/repo.js";
 import { HOUR_MS, startPlatformWorkers } from "../../worker/jobs.js";
 import { type Job, startWorkers, type Workers } from "../../worker/scheduler.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
@@ -250,6 +251,14 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
       now: clock.now(),
       walletAddressOf: (index) => `0x${index.toString(16).padStart(40, "0")}`,
     });
+  // The services of a worker process: fresh reads, and no wallet is ever derived.
+  const workerServices = () =>
+    createServices({
+      db,
+      clock,
+      wallets: { addressOf: () => expect.fail("the worker never provisions users") },
+      cacheReads: false,
+    });
   const ranOnce = (lines: LogLine[], job: string) => lines.some((line) => line.job === job && line.msg.startsWith("job run"));
 
   before(async () => {
@@ -267,7 +276,7 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
   it("the seniority job raises a user's seniority when the clock moves a month forward", async () => {
     const alice = await createUser("worker|alice");
     const { logger, lines } = capturingLogger();
-    workers = startPlatformWorkers({ db, clock, logger, tickMs: TICK_MS });
+    workers = startPlatformWorkers({ services: workerServices(), clock, logger, tickMs: TICK_MS });
     expect(workers.jobs).to.deep.equal(["chain-events.rewards", "trust-score.guardians", "trust-score.seniority", "users.erase"]);
     await until(() => ranOnce(lines, "trust-score.seniority"), "the seniority run at start");
     expect(await db.prisma.user.findUniqueOrThrow({ where: { id: alice.id } })).to.deep.include({ trustSeniority: 0, trustScore: 0 });
@@ -297,7 +306,7 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
     const erasureAt = new Date(deletedAt.getTime() + 30 * DAY_S * 1_000);
     await users.markDeleted(bob.id, deletedAt, erasureAt);
     const { logger, lines } = capturingLogger();
-    workers = startPlatformWorkers({ db, clock, logger, tickMs: TICK_MS });
+    workers = startPlatformWorkers({ services: workerServices(), clock, logger, tickMs: TICK_MS });
     await until(() => ranOnce(lines, "users.erase"), "the erase run at start");
     expect(await db.prisma.user.findUniqueOrThrow({ where: { id: bob.id } })).to.deep.include({
       email: "bob@example.com",

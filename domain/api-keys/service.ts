@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Clock } from "../../core/clock.js";
 import { createTtlCache } from "../../core/ttl-cache.js";
-import { AppError } from "../http/errors.js";
+import { AppError } from "../errors.js";
 import type { UserRecord, UsersRepo } from "../users/repo.js";
 import type { ApiKeysRepo } from "./repo.js";
 

@@ -1,14 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../core/clock.js";
-import type { Database } from "../../core/db.js";
 import { createTtlCache } from "../../core/ttl-cache.js";
-import type { Activity, Plan, User } from "../../generated/prisma/client.js";
+import type { Plan, User } from "../../generated/prisma/client.js";
+import type { Db } from "../db.js";
 
 export type UserRecord = User;
-export type ActivityRecord = Activity;
 export type { Plan };
-
-type Db = Pick<Database, "prisma">;
 
 export interface NewUser {
   subject: string;
@@ -57,28 +54,14 @@ export function createUsersRepo({ db, clock }: UsersRepoDeps) {
   const findById = (id: string): Promise<UserRecord | null> =>
     byId.load(id, async () => (await prisma.user.findUnique({ where: { id } })) ?? undefined).then((user) => user ?? null);
 
-  const badges = createTtlCache<string, { badgeId: string; earnedAt: Date }[]>({ max: USER_CACHE_MAX, ttlMs, nowMs });
-
-  /** Drops the cached row and badges; every write to a user's row or badges calls it (after its transaction). */
+  /** Drops the cached row; every write to a user's row calls it (after its transaction). */
   const invalidate = (id: string) => {
     byId.delete(id);
-    badges.delete(id);
   };
 
   return {
     findById,
     invalidate,
-    /** The user's badges, oldest first (cached like the row). */
-    badgesOf: (userId: string) =>
-      badges
-        .load(userId, () =>
-          prisma.userBadge.findMany({
-            where: { userId },
-            select: { badgeId: true, earnedAt: true },
-            orderBy: [{ earnedAt: "asc" }, { badgeId: "asc" }],
-          }),
-        )
-        .then((rows) => rows ?? []),
     async findBySubject(subject: string): Promise<UserRecord | null> {
       const id = idBySubject.get(subject);
       if (id) return findById(id);
@@ -146,17 +129,6 @@ export function createUsersRepo({ db, clock }: UsersRepoDeps) {
         invalidate(id);
       }
     },
-
-    async listActivity(userId: string, page: { limit: number; offset: number; type?: string }) {
-      const where = { userId, ...(page.type ? { type: page.type } : {}) };
-      const [rows, total] = await prisma.$transaction([
-        prisma.activity.findMany({ where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take: page.limit, skip: page.offset }),
-        prisma.activity.count({ where }),
-      ]);
-      return { rows, total };
-    },
-
-    allActivity: (userId: string) => prisma.activity.findMany({ where: { userId }, orderBy: [{ createdAt: "desc" }, { id: "desc" }] }),
   };
 }
 

@@ -1,15 +1,22 @@
-// A borrower's loans as the chain knows them (the indexer's LoanChainState), for the account
-// export. Pending and cancelled requests will join them when the loans domain stores its own.
+// Loans as the chain knows them: the indexer's LoanChainState, read-only here (the indexer is
+// the mirror's only writer). Pending and cancelled requests join them when the loans domain
+// stores its own.
 import { MIRRORED_CHAIN_ID_SQL } from "../../core/chain-identity.js";
-import type { Database } from "../../core/db.js";
 import { usdcNumber } from "../../core/money.js";
-import { loanIdFromRef } from "../../indexer/ids.js";
+import type { Db } from "../db.js";
+import { loanIdFromRef } from "./ids.js";
 
-type Db = Pick<Database, "prisma">["prisma"];
+export function createLoansRepo({ db }: { db: Db }) {
+  return {
+    /** A borrower's loans, newest first, money as the spec's loan numbers and ids as the API's loan ids (account export). */
+    chainLoansOf: (borrowerWallet: string) => chainLoansOf(db, borrowerWallet),
+  };
+}
 
-/** Money as the spec's loan numbers; ids as the API's loan ids. Newest first. */
-export async function chainLoansOf(db: Db, borrowerWallet: string) {
-  const rows = await db.$queryRawUnsafe<
+export type LoansRepo = ReturnType<typeof createLoansRepo>;
+
+async function chainLoansOf({ prisma }: Db, borrowerWallet: string) {
+  const rows = await prisma.$queryRawUnsafe<
     {
       ref: string;
       status: string;

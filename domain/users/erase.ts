@@ -1,4 +1,4 @@
-import type { Database } from "../../core/db.js";
+import type { Db } from "../db.js";
 
 /** Accounts erased per transaction: keeps each transaction short. */
 const ERASE_BATCH = 100;
@@ -11,7 +11,7 @@ const ERASE_BATCH = 100;
  * provisioned again) and `erasedAt`; on-chain data cannot be erased. Idempotent: a worker
  * runs it hourly. Returns the ids erased; the caller drops them from user caches.
  */
-export async function eraseDueAccounts(db: Pick<Database, "prisma">, now: Date): Promise<string[]> {
+export async function eraseDueAccounts(db: Db, now: Date): Promise<string[]> {
   const { prisma } = db;
   const erased: string[] = [];
   for (;;) {

@@ -1,10 +1,17 @@
 // A holder's staking-vault deposits and withdrawals as the chain knows them (the indexer's
-// VaultTransaction rows), in the spec's Vault transaction shape.
+// VaultTransaction rows, read-only here), in the spec's Vault transaction shape.
 import { MIRRORED_CHAIN_ID_SQL } from "../../core/chain-identity.js";
-import type { Database } from "../../core/db.js";
 import { formatUsdc2, rateNumber } from "../../core/money.js";
+import type { Db } from "../db.js";
 
-type Db = Pick<Database, "prisma">["prisma"];
+export function createVaultRepo({ db }: { db: Db }) {
+  return {
+    /** Newest first; `id` is `<txHash>-<logIndex>`, unique on the chain. */
+    historyOf: (ownerWallet: string) => vaultHistoryOf(db, ownerWallet),
+  };
+}
+
+export type VaultRepo = ReturnType<typeof createVaultRepo>;
 
 /** tmUSDC has 18 decimals, USDC 6: shares / 10^12 are micro-tmUSDC. */
 const SHARE_TO_MICRO = 10n ** 12n;
@@ -15,9 +22,8 @@ function exchangeRate(assets: bigint, shares: bigint): number {
   return rateNumber((assets * SHARE_TO_MICRO * 1_000_000n) / shares, 6);
 }
 
-/** Newest first; `id` is `<txHash>-<logIndex>`, unique on the chain. */
-export async function vaultHistoryOf(db: Db, ownerWallet: string) {
-  const rows = await db.$queryRawUnsafe<
+async function vaultHistoryOf({ prisma }: Db, ownerWallet: string) {
+  const rows = await prisma.$queryRawUnsafe<
     { txHash: string; logIndex: number; type: string; assets: bigint; shares: string; timestamp: Date }[]
   >(
     `SELECT "txHash", "logIndex", "type", "assets", "shares"::text AS "shares", "timestamp"

@@ -1,7 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Database } from "../../core/db.js";
-
-type Db = Pick<Database, "prisma">;
+import type { Db } from "../db.js";
 
 /** The only place API key rows are read and written. */
 export function createApiKeysRepo({ db }: { db: Db }) {

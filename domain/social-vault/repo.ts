@@ -2,10 +2,7 @@
 // SocialVaultGuardian). The API writes none of these rows; the indexer is their only writer.
 import { getAddress } from "ethers";
 import { MIRRORED_CHAIN_ID_SQL } from "../../core/chain-identity.js";
-import type { Database } from "../../core/db.js";
-import type { Tx } from "../events/outbox.js";
-
-type Db = Pick<Database, "prisma">["prisma"] | Tx;
+import type { Tx } from "../db.js";
 
 export interface GuardianView {
   /** The guardian's user id when the address is a platform user's managed wallet, else the address. */
@@ -23,7 +20,7 @@ const shortAddress = (address: string) => `${address.slice(0, 6)}…${address.sl
  * The guardians of the social vault owned by `ownerWallet`, oldest first: every guardian still
  * listed on chain (a submitted removal keeps it listed, and active, until it is accepted).
  */
-export async function guardiansOfOwner(db: Db, ownerWallet: string, now: Date): Promise<GuardianView[]> {
+export async function guardiansOfOwner(db: Tx, ownerWallet: string, now: Date): Promise<GuardianView[]> {
   const rows = await db.$queryRawUnsafe<{ guardian: string; activeAt: Date; addedAt: Date | null }[]>(
     `SELECT g."guardian", g."activeAt",
             (SELECT min(b."timestamp") FROM "ChainLog" l
@@ -59,7 +56,7 @@ export async function guardiansOfOwner(db: Db, ownerWallet: string, now: Date): 
  * the mirror at `now`: guardians become active by time, and removals and reorgs take them away,
  * so the count is reconciled rather than incremented. `userIds` narrows the check.
  */
-export async function guardianCountDrift(db: Db, now: Date, userIds?: string[]): Promise<{ userId: string; active: number }[]> {
+export async function guardianCountDrift(db: Tx, now: Date, userIds?: string[]): Promise<{ userId: string; active: number }[]> {
   const rows = await db.$queryRawUnsafe<{ userId: string; active: number }[]>(
     `WITH counted AS (
        SELECT u."id" AS "userId",

@@ -2,14 +2,13 @@ import type { JWTPayload } from "jose";
 import type { Clock } from "../../core/clock.js";
 import type { ManagedWallets } from "../../core/wallets.js";
 import type { ApiKeysRepo } from "../api-keys/repo.js";
-import { AppError } from "../http/errors.js";
-import type { chainLoansOf } from "../loans/records.js";
-import type { GuardianView } from "../social-vault/guardians.js";
-import type { vaultHistoryOf } from "../vault/records.js";
-import { BADGE_BY_ID } from "../xp/badges.js";
+import { AppError } from "../errors.js";
+import type { LoansRepo } from "../loans/repo.js";
+import type { GuardianView } from "../social-vault/repo.js";
+import type { VaultRepo } from "../vault/repo.js";
 import { levelFor } from "../xp/levels.js";
-import type { ActivityRecord, Plan, UserRecord, UsersRepo } from "./repo.js";
-import type { ACTIVITY_TYPES } from "./schemas.js";
+import type { XpService } from "../xp/service.js";
+import type { Plan, UserRecord, UsersRepo } from "./repo.js";
 
 /** Personal data is erased this long after DELETE /users/me (spec part 8: within 30 days). */
 export const DELETION_GRACE_DAYS = 30;
@@ -20,12 +19,11 @@ export interface UsersServiceDeps {
   apiKeys: Pick<ApiKeysRepo, "listAllForUser">;
   wallets: Pick<ManagedWallets, "addressOf">;
   clock: Pick<Clock, "now">;
+  xp: Pick<XpService, "badgeIdsOf" | "allActivity">;
   /** The user's records on chain, read from the indexer's mirror. */
-  chainRecords: {
-    guardiansOf(ownerWallet: string, now: Date): Promise<GuardianView[]>;
-    loansOf(borrowerWallet: string): ReturnType<typeof chainLoansOf>;
-    vaultHistoryOf(ownerWallet: string): ReturnType<typeof vaultHistoryOf>;
-  };
+  loans: Pick<LoansRepo, "chainLoansOf">;
+  vault: Pick<VaultRepo, "historyOf">;
+  guardiansOf(ownerWallet: string, now: Date): Promise<GuardianView[]>;
 }
 
 function displayNameFrom(claims: JWTPayload): string {
@@ -68,17 +66,8 @@ function publicView(user: UserRecord, badges: string[]) {
   };
 }
 
-function activityView(entry: ActivityRecord) {
-  return {
-    id: entry.id,
-    type: entry.type as (typeof ACTIVITY_TYPES)[number],
-    description: entry.description,
-    xpEarned: entry.xpEarned,
-    timestamp: entry.createdAt.toISOString(),
-  };
-}
-
-export function createUsersService({ repo, apiKeys, wallets, clock, chainRecords }: UsersServiceDeps) {
+/** Accounts and profiles: provisioning, views, settings, export and deletion. */
+export function createUsersService({ repo, apiKeys, wallets, clock, xp, loans, vault, guardiansOf }: UsersServiceDeps) {
   /** A user that exists and is not deleted, or USER_NOT_FOUND. */
   async function existing(userId: string): Promise<UserRecord> {
     const user = await repo.findById(userId);
@@ -106,10 +95,7 @@ export function createUsersService({ repo, apiKeys, wallets, clock, chainRecords
 
     async getPublic(userId: string) {
       const user = await existing(userId);
-      return publicView(
-        user,
-        (await repo.badgesOf(user.id)).map((badge) => badge.badgeId),
-      );
+      return publicView(user, await xp.badgeIdsOf(user.id));
     },
 
     async updateMe(
@@ -138,43 +124,25 @@ export function createUsersService({ repo, apiKeys, wallets, clock, chainRecords
       };
     },
 
-    async xp(userId: string) {
-      const user = await existing(userId);
-      const badges = (await repo.badgesOf(user.id)).map((badge) => ({
-        id: badge.badgeId,
-        name: BADGE_BY_ID.get(badge.badgeId)?.name ?? badge.badgeId,
-        earnedAt: badge.earnedAt.toISOString(),
-      }));
-      return { userId: user.id, xp: user.xp, ...levelFor(user.xp), badges };
-    },
-
-    async activity(user: UserRecord, page: { limit: number; offset: number; type?: string }) {
-      const { rows, total } = await repo.listActivity(user.id, page);
-      return {
-        data: rows.map(activityView),
-        pagination: { total, limit: page.limit, offset: page.offset, hasMore: page.offset + rows.length < total },
-      };
-    },
-
     /** The guardians of the user's social vault, from the chain mirror (empty without a vault). */
     async guardians(user: UserRecord): Promise<GuardianView[]> {
-      return user.walletAddress ? chainRecords.guardiansOf(user.walletAddress, clock.now()) : [];
+      return user.walletAddress ? guardiansOf(user.walletAddress, clock.now()) : [];
     },
 
     async exportAll(user: UserRecord) {
       const wallet = user.walletAddress;
-      const [activity, keys, badges, loans, vaultHistory, guardians] = await Promise.all([
-        repo.allActivity(user.id),
+      const [activity, keys, badges, loanRecords, vaultHistory, guardians] = await Promise.all([
+        xp.allActivity(user.id),
         apiKeys.listAllForUser(user.id),
-        repo.badgesOf(user.id),
-        wallet ? chainRecords.loansOf(wallet) : [],
-        wallet ? chainRecords.vaultHistoryOf(wallet) : [],
-        wallet ? chainRecords.guardiansOf(wallet, clock.now()) : [],
+        xp.badgeIdsOf(user.id),
+        wallet ? loans.chainLoansOf(wallet) : [],
+        wallet ? vault.historyOf(wallet) : [],
+        wallet ? guardiansOf(wallet, clock.now()) : [],
       ]);
       return {
-        profile: { ...privateView(user), updatedAt: user.updatedAt.toISOString(), badges: badges.map((badge) => badge.badgeId) },
-        activity: activity.map(activityView),
-        loans,
+        profile: { ...privateView(user), updatedAt: user.updatedAt.toISOString(), badges },
+        activity,
+        loans: loanRecords,
         vaultHistory,
         guardians,
         apiKeys: keys.map((key) => ({

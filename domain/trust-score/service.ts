@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../core/clock.js";
-import type { Database } from "../../core/db.js";
-import { recordEvents, type Tx } from "../events/outbox.js";
-import { AppError } from "../http/errors.js";
-import { guardianCountDrift } from "../social-vault/guardians.js";
+import type { Db, Tx } from "../db.js";
+import { AppError } from "../errors.js";
+import { domainEvent, recordEvents } from "../events/outbox.js";
+import { guardianCountDrift } from "../social-vault/repo.js";
 import type { UserRecord } from "../users/repo.js";
 import { LEVELS, levelIndexFor } from "../xp/levels.js";
 import {
@@ -16,10 +16,10 @@ import {
   TIERS,
   type TrustInputs,
   tierFor,
-} from "./engine.js";
+} from "./rules.js";
 
 export interface TrustScoreServiceDeps {
-  db: Pick<Database, "prisma">;
+  db: Db;
   clock: Pick<Clock, "now">;
   /** Cached user rows (the score is persisted on the user). */
   users: { findById(id: string): Promise<UserRecord | null>; invalidate(id: string): void };
@@ -30,6 +30,13 @@ const PERIOD_DAYS: Record<HistoryPeriod, number | null> = { "7d": 7, "30d": 30, 
 const DAY_MS = 86_400_000;
 /** Users per batch of the seniority job. */
 const SENIORITY_BATCH = 500;
+
+/** What the Trust Score needs to know of a loan's outcome: the mirrored loan and when it happened (block time). */
+export interface LoanOutcome {
+  kind: "repaid" | "overdue" | "defaulted";
+  loan: { chainId: number; loanId: bigint; dueDate: Date; totalPaid: bigint };
+  at: Date;
+}
 
 export type SimulationAction = { type: "repayment" | "add_guardian" | "level_up" | "deposit"; count: number };
 
@@ -184,8 +191,8 @@ export function createTrustScoreService({ db, clock, users }: TrustScoreServiceD
     const data = { userId, previousScore, newScore: finalScore, change, reason, timestamp: now.toISOString() };
     const key = `${userId}:${now.getTime()}:${previousScore}:${finalScore}:${randomUUID()}`;
     await recordEvents(tx, [
-      { type: "trust_score.updated", userId, data, dedupeKey: `trust_score.updated:${key}`, now },
-      { type: "user.trust_score_updated", userId, data, dedupeKey: `user.trust_score_updated:${key}`, now },
+      domainEvent({ type: "trust_score.updated", userId, data, dedupeKey: `trust_score.updated:${key}`, now }),
+      domainEvent({ type: "user.trust_score_updated", userId, data, dedupeKey: `user.trust_score_updated:${key}`, now }),
     ]);
     return { previousScore, score: finalScore, changed: true };
   }
@@ -216,10 +223,45 @@ export function createTrustScoreService({ db, clock, users }: TrustScoreServiceD
     };
   }
 
+  /**
+   * The Trust Score side of a loan's outcome (docs/decisions.md, "Trust Score inputs from the
+   * chain"): a repayment at or before the due date in force is on time (+1 repayment, an
+   * on_time_bonus, its total paid added to the volume); the first sign of lateness (marked
+   * overdue, or repaid after the due date) costs one late_payment; a default costs a default.
+   * Modifiers are keyed by the loan, so each applies once per loan whatever order the facts come in.
+   */
+  async function applyLoanOutcome(tx: Tx, userId: string, outcome: LoanOutcome, now: Date = clock.now()) {
+    const { loan, at } = outcome;
+    const sourceId = `loan:${loan.chainId}:${loan.loanId}`;
+    const late = (reason: string) => addModifier(tx, userId, { type: "late_payment", reason, sourceId, appliedAt: at }, now);
+    switch (outcome.kind) {
+      case "overdue":
+        await late("loan overdue");
+        return;
+      case "defaulted":
+        await addModifier(tx, userId, { type: "default", reason: "loan defaulted", sourceId, appliedAt: at }, now);
+        return;
+      case "repaid": {
+        const wasLate = await tx.trustScoreModifier.findUnique({
+          where: { userId_type_sourceId: { userId, type: "late_payment", sourceId } },
+        });
+        if (wasLate || at > loan.dueDate) {
+          await addInputs(tx, userId, { volumeMicro: loan.totalPaid }, "late repayment", now);
+          if (!wasLate) await late("late repayment");
+          return;
+        }
+        await addInputs(tx, userId, { onTimeRepayments: 1, volumeMicro: loan.totalPaid }, "on-time repayment", now);
+        await addModifier(tx, userId, { type: "on_time_bonus", reason: "on-time repayment", sourceId, appliedAt: at }, now);
+        return;
+      }
+    }
+  }
+
   return {
     recomputeTrustScore,
     addInputs,
     addModifier,
+    applyLoanOutcome,
 
     /** Brings one user's active-guardian input in line with the chain mirror, inside the caller's transaction. */
     async syncActiveGuardiansOf(tx: Tx, userId: string, now: Date = clock.now()) {

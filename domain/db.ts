@@ -1,0 +1,8 @@
+import type { Database } from "../core/db.js";
+import type { Prisma } from "../generated/prisma/client.js";
+
+/** A transaction (or the client itself) of the service's database: repositories take one to join the caller's work. */
+export type Tx = Prisma.TransactionClient;
+
+/** What repositories and services need of the database. */
+export type Db = Pick<Database, "prisma">;

@@ -1,0 +1,56 @@
+// One error taxonomy for the whole service: a stable code and a message. The domain throws
+// these; the HTTP layer maps each code to its status once (api/http/errors.ts).
+
+export const ERROR_CODES = [
+  "UNAUTHORIZED",
+  "FORBIDDEN",
+  "NOT_FOUND",
+  "VALIDATION_ERROR",
+  "RATE_LIMITED",
+  "INTERNAL_ERROR",
+  "SERVICE_UNAVAILABLE",
+  "PAYLOAD_TOO_LARGE",
+  "UNSUPPORTED_MEDIA_TYPE",
+  "METHOD_NOT_ALLOWED",
+  "CONFLICT",
+  "INVALID_AMOUNT",
+  "INVALID_DURATION",
+  "NOT_ELIGIBLE",
+  "LOAN_NOT_FOUND",
+  "ALREADY_REPAID",
+  "DAILY_LIMIT_EXCEEDED",
+  "VAULT_LOCKED",
+  "NOT_GUARDIAN",
+  "TIMELOCK_ACTIVE",
+  "INSUFFICIENT_BALANCE",
+  "AMOUNT_TOO_SMALL",
+  "INSUFFICIENT_LIQUIDITY",
+  "VAULT_PAUSED",
+  "USER_NOT_FOUND",
+  "SCORE_PRIVATE",
+  "INVALID_URL",
+  "INVALID_EVENTS",
+  "WEBHOOK_NOT_FOUND",
+  "URL_EXISTS",
+  "NOTIFICATION_NOT_FOUND",
+  "INVALID_TOKEN",
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export interface ErrorDetails {
+  field: string;
+  reason: string;
+}
+
+export class AppError extends Error {
+  override name = "AppError";
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: ErrorDetails,
+  ) {
+    super(message);
+  }
+}

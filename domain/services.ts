@@ -1,0 +1,85 @@
+// The composition root of the domain: every service built once, every link between them wired
+// here and nowhere else. `npm start`, `npm run api`, `npm run worker` and the tests all call
+// createServices; the API mounts routes on its result and the worker schedules jobs on it.
+import type { Clock } from "../core/clock.js";
+import type { Logger } from "../core/logger.js";
+import type { ManagedWallets } from "../core/wallets.js";
+import { createApiKeysRepo } from "./api-keys/repo.js";
+import { createApiKeysService } from "./api-keys/service.js";
+import type { Db } from "./db.js";
+import { createLoansRepo } from "./loans/repo.js";
+import { createRewardsConsumer } from "./rewards/consumer.js";
+import { guardiansOfOwner } from "./social-vault/repo.js";
+import { createTrustScoreService } from "./trust-score/service.js";
+import { eraseDueAccounts } from "./users/erase.js";
+import { createUsersRepo } from "./users/repo.js";
+import { createUsersService } from "./users/service.js";
+import { createVaultRepo } from "./vault/repo.js";
+import { createXpRepo } from "./xp/repo.js";
+import { createXpService } from "./xp/service.js";
+
+export interface ServiceDeps {
+  db: Db;
+  /** The service clock (shared across processes through the database). */
+  clock: Pick<Clock, "now">;
+  /** The users' managed wallets (provisioning derives an address per user). */
+  wallets: Pick<ManagedWallets, "addressOf">;
+  /**
+   * Serve user rows and badges from memory for a short time (service-clock TTL). API processes
+   * do, for fast authenticated reads; a process that only writes (the worker) must not.
+   */
+  cacheReads: boolean;
+  logger?: Pick<Logger, "warn">;
+}
+
+export function createServices({ db, clock, wallets, cacheReads, logger }: ServiceDeps) {
+  const cacheClock = cacheReads ? clock : undefined;
+  const usersRepo = createUsersRepo({ db, clock: cacheClock });
+  const xpRepo = createXpRepo({ db, clock: cacheClock });
+  const apiKeysRepo = createApiKeysRepo({ db });
+  /** Drops this process's cached row and badges of a user; called after committing a write to them. */
+  const invalidateUser = (userId: string) => {
+    usersRepo.invalidate(userId);
+    xpRepo.invalidate(userId);
+  };
+
+  const trust = createTrustScoreService({ db, clock, users: usersRepo });
+  const xp = createXpService({
+    db,
+    clock,
+    repo: xpRepo,
+    users: usersRepo,
+    invalidateUser,
+    // The level bonus of the Trust Score follows the XP level.
+    onLevelChange: (tx, userId, reason) => trust.recomputeTrustScore(tx, userId, reason),
+  });
+  const users = createUsersService({
+    repo: usersRepo,
+    apiKeys: apiKeysRepo,
+    wallets,
+    clock,
+    xp,
+    loans: createLoansRepo({ db }),
+    vault: createVaultRepo({ db }),
+    guardiansOf: (wallet, now) => guardiansOfOwner(db.prisma, wallet, now),
+  });
+  const apiKeys = createApiKeysService({ repo: apiKeysRepo, users: usersRepo, clock });
+  const rewards = createRewardsConsumer({ db, xp, trust, invalidateUser, logger });
+
+  return {
+    users,
+    apiKeys,
+    xp,
+    trust,
+    rewards,
+    invalidateUser,
+    /** The erase job (personal data of accounts past their deletion date); returns the ids erased. */
+    async eraseDueAccounts(now: Date): Promise<string[]> {
+      const erased = await eraseDueAccounts(db, now);
+      for (const id of erased) invalidateUser(id);
+      return erased;
+    },
+  };
+}
+
+export type Services = ReturnType<typeof createServices>;

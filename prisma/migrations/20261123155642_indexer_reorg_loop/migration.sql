@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "IndexerCursor" ADD COLUMN     "reorgLoop" JSONB;
