@@ -1,4 +1,5 @@
 import type { Database } from "../core/db.js";
+import { managedWalletsSince } from "../domain/users/wallet-directory.js";
 import type { Deployment } from "../core/deployments.js";
 import type { Logger } from "../core/logger.js";
 import { ContractCatalogue, logFilters, platformAddresses, startBlock } from "./contracts.js";
@@ -6,7 +7,17 @@ import { applyLogs, type Classifier, decodeLogs, emptyOutput } from "./handlers.
 import { acquireWriterLock } from "./lock.js";
 import { createRpc, isRangeError, type RpcBlock, type RpcLog, sleep, withRetry } from "./rpc.js";
 import { entity, StateStore } from "./state.js";
-import { type Cursor, CursorMovedError, commitBatch, heartbeat, readCursor, rollbackTo, storedBlocks } from "./store.js";
+import {
+  type Cursor,
+  CursorMovedError,
+  commitBatch,
+  heartbeat,
+  type ReorgLoop,
+  readCursor,
+  rollbackTo,
+  storedBlocks,
+  writeReorgLoop,
+} from "./store.js";
 
 export interface IndexerOptions {
   db: Database;
@@ -38,6 +49,9 @@ class ChainMovedError extends Error {
 }
 
 const HEARTBEAT_MS = 2_000;
+/** Wait after the first rollback that made no progress; it doubles with each further one, up to the maximum. */
+const REORG_BACKOFF_MS = 250;
+const REORG_BACKOFF_MAX_MS = 30_000;
 const HEADERS_PER_CALL = 500;
 /** Folded rows kept in memory between batches before the cache is dropped. */
 const STATE_CACHE_ROWS = 200_000;
@@ -73,7 +87,10 @@ export function createIndexer(options: IndexerOptions) {
         Number.parseInt(a.blockNumber, 16) - Number.parseInt(b.blockNumber, 16) ||
         Number.parseInt(a.logIndex, 16) - Number.parseInt(b.logIndex, 16),
     );
+    // The block at the cursor's height comes along: when the first block's parentHash does not
+    // name the indexed block, its hash tells whether the chain really changed there.
     const numbers = new Set<number>([from, to]);
+    if (from > 0) numbers.add(from - 1);
     for (const log of logs) numbers.add(Number.parseInt(log.blockNumber, 16));
     const wanted = [...numbers].sort((a, b) => a - b);
     const headers = new Map<number, RpcBlock>();
@@ -90,18 +107,14 @@ export function createIndexer(options: IndexerOptions) {
     return { addresses, socialVaults: new Set(rows.map((row) => row.address)), wallets: new Set() };
   }
 
-  /** Adds the managed wallets created since the last call (wallet indexes only grow). */
+  /** Adds the managed wallets created since the last call, asked of the users domain (wallet indexes only grow). */
   let walletIndex = -1;
   async function refreshWallets(classifier: Classifier): Promise<void> {
-    const { rows } = await db.sql.query<{ wallet: string; walletIndex: number }>(
-      `SELECT lower("walletAddress") AS "wallet", "walletIndex" FROM "User" WHERE "walletIndex" > $1 AND "walletAddress" IS NOT NULL ORDER BY "walletIndex"`,
-      [walletIndex],
-    );
-    for (const row of rows) {
-      classifier.wallets.add(row.wallet);
-      walletIndex = Math.max(walletIndex, Number(row.walletIndex));
-    }
+    const { wallets, lastIndex } = await managedWalletsSince(db.sql.query, walletIndex);
+    for (const wallet of wallets) classifier.wallets.add(wallet);
+    walletIndex = lastIndex;
   }
+
 
   /** Walks the stored block hashes back until one is still on the chain: the fork point. */
   async function findFork(below: number): Promise<Cursor> {
@@ -139,26 +152,90 @@ export function createIndexer(options: IndexerOptions) {
     };
     let lastHeartbeat = 0;
     let progress = { at: performance.now(), block: cursor?.blockNumber ?? firstBlock - 1, logs: 0 };
+    // Rollbacks in a row to the same fork point, until the indexer gets past where it was.
+    let streak: (ReorgLoop & { stalls: number }) | undefined;
+    let parentHashWarned = false;
     let backfilling = false;
     const backfillStart = { at: performance.now(), logs: 0 };
     indexedBlock = cursor?.blockNumber ?? -1;
+
+    /** Ends the rollback streak once the indexer is past it; a reported loop is cleared. */
+    const endStreak = async (why: string) => {
+      const ended = streak;
+      streak = undefined;
+      if (!ended || ended.stalls === 0) return;
+      await writeReorgLoop(db.sql.query, chainId, null);
+      logger.info(
+        { chainId, forkBlock: ended.forkBlock, count: ended.count, since: ended.since, block: cursor?.blockNumber, why },
+        "indexer reorg loop ended",
+      );
+    };
 
     const reorg = async (reason: string) => {
       await drain();
       if (writeFailed || !cursor) return;
       prefetch = undefined;
       state = new StateStore();
-      const fork = await findFork(cursor.blockNumber);
-      const result = await rollbackTo(db, catalogue, chainId, cursor, fork);
-      logger.warn(
-        { chainId, reason, from: cursor.blockNumber, forkBlock: fork.blockNumber, ...result },
-        "chain reorganisation: rolled back to the fork point",
-      );
-      cursor = fork;
-      indexedBlock = fork.blockNumber;
-      const reloaded = await loadClassifier();
-      classifier.socialVaults = reloaded.socialVaults;
+      const from = cursor;
+      const fork = await findFork(from.blockNumber);
+      // The fork search compares the stored hashes with the chain's: a fork point at the cursor
+      // means the signal was false (a node's inconsistent answers) and there is nothing to undo.
+      const unchanged = fork.blockNumber === from.blockNumber && fork.blockHash === from.blockHash;
+      let result = { removedLogs: 0, rebuilt: 0, removedEvents: 0 };
+      if (!unchanged) {
+        result = await rollbackTo(db, catalogue, chainId, from, fork);
+        cursor = fork;
+        indexedBlock = fork.blockNumber;
+        const reloaded = await loadClassifier();
+        classifier.socialVaults = reloaded.socialVaults;
+      }
+      const details = { chainId, reason, from: from.blockNumber, forkBlock: fork.blockNumber, ...result };
+      // A streak lives until the indexer indexes past its highest block or catches up with the
+      // head: another rollback to the same fork point before that is one that made no progress.
+      streak =
+        streak?.forkBlock === fork.blockNumber
+          ? { ...streak, fromBlock: Math.max(streak.fromBlock, from.blockNumber), count: streak.count + 1 }
+          : {
+              forkBlock: fork.blockNumber,
+              fromBlock: from.blockNumber,
+              count: 1,
+              since: new Date().toISOString(),
+              stalls: 0,
+              reason,
+              chainUnchanged: false,
+              backoffMs: 0,
+            };
+      if (!unchanged && streak.count === 1) {
+        logger.warn(details, "chain reorganisation: rolled back to the fork point");
+        return;
+      }
+      // Rolling back again at once would spin: wait, doubling the wait each time, and say so in
+      // the cursor row, where /health reads it from whichever process serves the API.
+      streak.stalls += 1;
+      streak.reason = reason;
+      streak.chainUnchanged = unchanged;
+      streak.backoffMs = Math.min(REORG_BACKOFF_MAX_MS, REORG_BACKOFF_MS * 2 ** (streak.stalls - 1));
+      const { stalls: _, ...loop } = streak;
+      await writeReorgLoop(db.sql.query, chainId, loop);
+      if (streak.stalls === 1) {
+        logger.warn(
+          { ...details, count: streak.count, chainUnchanged: unchanged, backoffMs: streak.backoffMs },
+          unchanged
+            ? "indexer reorg loop: a reorg was signalled but the indexed blocks are all still on the chain; backing off"
+            : "indexer reorg loop: rolled back to the same fork point again without progress; backing off",
+        );
+      } else {
+        logger.debug({ ...details, count: streak.count, backoffMs: streak.backoffMs }, "indexer reorg loop: still looping");
+      }
+      // Beat while waiting, so that /health tells a looping indexer from a dead one.
+      for (let left = streak.backoffMs; left > 0 && !signal.aborted; left -= HEARTBEAT_MS) {
+        await sleep(Math.min(left, HEARTBEAT_MS), signal);
+        if (left > HEARTBEAT_MS && !signal.aborted) await heartbeat(db.sql.query, chainId, headBlock);
+      }
     };
+
+    // A loop reported by an earlier writer says nothing about this one.
+    if (cursor) await writeReorgLoop(db.sql.query, chainId, null);
 
     try {
       while (!signal.aborted) {
@@ -175,6 +252,7 @@ export function createIndexer(options: IndexerOptions) {
           classifier.socialVaults = (await loadClassifier()).socialVaults;
           continue;
         }
+        if (streak && indexedBlock > streak.fromBlock) await endStreak("indexed past the block it had reached");
         const head = await withRetry("eth_getBlockByNumber(latest)", () => rpc.latestBlock(), logger, signal);
         headBlock = head.number;
         if (performance.now() - lastHeartbeat > HEARTBEAT_MS && cursor) {
@@ -190,6 +268,7 @@ export function createIndexer(options: IndexerOptions) {
         if (next > target) {
           await drain();
           if (writeFailed) continue;
+          if (streak) await endStreak("caught up with the chain head");
           if (backfilling) {
             backfilling = false;
             const seconds = (performance.now() - backfillStart.at) / 1000;
@@ -246,8 +325,19 @@ export function createIndexer(options: IndexerOptions) {
           const first = headers.get(from);
           if (!end || !first) throw new ChainMovedError(`block ${!end ? to : from} is gone`);
           if (cursor && first.parentHash !== cursor.blockHash) {
-            await reorg(`block ${from} does not extend the indexed block ${cursor.blockNumber}`);
-            continue;
+            // A parentHash alone is no proof: Hardhat answers 0x000… for the inner blocks of a
+            // `hardhat_mine` batch. The block now at the cursor's height is.
+            if (headers.get(cursor.blockNumber)?.hash !== cursor.blockHash) {
+              await reorg(`block ${cursor.blockNumber} was replaced (block ${from} does not extend it)`);
+              continue;
+            }
+            if (!parentHashWarned) {
+              parentHashWarned = true;
+              logger.info(
+                { chainId, block: from, parentHash: first.parentHash, indexedBlock: cursor.blockNumber },
+                "the node reports a parentHash that is not the indexed block's hash, which is still on the chain; relying on block hashes",
+              );
+            }
           }
           for (const log of logs) {
             if (headers.get(Number.parseInt(log.blockNumber, 16))?.hash !== log.blockHash) {

@@ -1,6 +1,7 @@
 import type { JsonRpcProvider } from "ethers";
 import { Router } from "express";
 import type { Database } from "../../core/db.js";
+import type { ReorgLoop } from "../../indexer/store.js";
 
 export interface HealthDeps {
   db: Pick<Database, "kind" | "ping" | "prisma">;
@@ -10,6 +11,23 @@ export interface HealthDeps {
 const PROBE_TIMEOUT_MS = 2_000;
 /** An indexer whose heartbeat is older than this is reported down (it beats every 2 s). */
 const INDEXER_STALE_MS = 30_000;
+
+/** The stored loop as /health shows it: each field as the indexer wrote it, null where it is missing. */
+function reorgLoopOf(value: unknown): { [K in keyof ReorgLoop]: ReorgLoop[K] | null } | null {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return null;
+  const v = value as Record<string, unknown>;
+  const num = (x: unknown) => (typeof x === "number" ? x : null);
+  const str = (x: unknown) => (typeof x === "string" ? x : null);
+  return {
+    forkBlock: num(v.forkBlock),
+    fromBlock: num(v.fromBlock),
+    count: num(v.count),
+    since: str(v.since),
+    reason: str(v.reason),
+    chainUnchanged: typeof v.chainUnchanged === "boolean" ? v.chainUnchanged : null,
+    backoffMs: num(v.backoffMs),
+  };
+}
 
 function withTimeout<T>(promise: Promise<T>, what: string): Promise<T> {
   return Promise.race([
@@ -41,7 +59,11 @@ export function healthRoutes({ db, chain }: HealthDeps): Router {
     ]);
     const cursor = probe?.cursor;
     // Real-time age: the writer stamps its heartbeat with the wall clock, not the service clock.
-    if (cursor?.heartbeatAt && Date.now() - cursor.heartbeatAt.getTime() > INDEXER_STALE_MS) failing.push("indexer");
+    const stale = Boolean(cursor?.heartbeatAt && Date.now() - cursor.heartbeatAt.getTime() > INDEXER_STALE_MS);
+    const reorgLoop = reorgLoopOf(cursor?.reorgLoop);
+    // A looping indexer is alive but mirrors nothing new: a failure, not a lag to wait out.
+    if (stale || reorgLoop) failing.push("indexer");
+    const state = !cursor ? (probe === null ? null : "starting") : stale ? "stale" : reorgLoop ? "reorg-loop" : "indexing";
     const indexedBlock = probe === null ? null : (cursor?.blockNumber ?? 0);
     res.status(failing.length === 0 ? 200 : 503).json({
       status: failing.length === 0 ? "ok" : "degraded",
@@ -51,6 +73,8 @@ export function healthRoutes({ db, chain }: HealthDeps): Router {
       indexer: {
         lagBlocks: blockNumber !== null && indexedBlock !== null ? Math.max(0, blockNumber - indexedBlock) : null,
         lastHeartbeat: cursor?.heartbeatAt?.toISOString() ?? null,
+        state,
+        reorgLoop,
       },
       database: db.kind,
       ...(failing.length === 0 ? {} : { failing }),
