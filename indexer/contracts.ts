@@ -1,6 +1,6 @@
-import { type EventFragment, Interface, type Result } from "ethers";
+import { type EventFragment, Interface } from "ethers";
 import { type Deployment, loadArtifact } from "../core/deployments.js";
-import { compileStaticDecoder, type StaticDecoder } from "./decoder.js";
+import { compileStaticDecoder, type EventArgs, namedArgs, type StaticDecoder } from "./decoder.js";
 import type { LogFilter, RpcLog } from "./rpc.js";
 
 /** Which platform contract emitted a log. */
@@ -16,22 +16,30 @@ const ABIS: Record<Source, [string, string]> = {
 
 export interface Decoded {
   name: string;
-  args: Result;
+  args: EventArgs;
+}
+
+let interfaces: Record<Source, Interface> | undefined;
+
+/** The ABIs of the platform's contracts, read once per process (the catalogue and the handlers' checks share them). */
+export function contractInterfaces(): Readonly<Record<Source, Interface>> {
+  interfaces ??= Object.fromEntries(
+    Object.entries(ABIS).map(([source, [file, name]]) => [source, new Interface(loadArtifact(file, name).abi as never)]),
+  ) as Record<Source, Interface>;
+  return interfaces;
 }
 
 /**
  * The compiled ABIs (Hardhat artifacts) of the platform's contracts, with the event
- * fragments looked up once by topic0 so that decoding a log is one `decodeEventLog`.
+ * fragments looked up once by topic0 so that decoding a log is one map lookup and one decoder call.
  */
 export class ContractCatalogue {
-  readonly interfaces: Record<Source, Interface>;
+  readonly interfaces: Readonly<Record<Source, Interface>>;
   private readonly fragments: Record<Source, Map<string, EventFragment>>;
   private readonly fast = new Map<EventFragment, StaticDecoder | null>();
 
   constructor() {
-    this.interfaces = Object.fromEntries(
-      Object.entries(ABIS).map(([source, [file, name]]) => [source, new Interface(loadArtifact(file, name).abi as never)]),
-    ) as Record<Source, Interface>;
+    this.interfaces = contractInterfaces();
     this.fragments = Object.fromEntries(
       Object.entries(this.interfaces).map(([source, iface]) => {
         const byTopic = new Map<string, EventFragment>();
@@ -70,8 +78,11 @@ export class ContractCatalogue {
       fast = compileStaticDecoder(fragment);
       this.fast.set(fragment, fast);
     }
-    if (fast) return { name: fragment.name, args: fast(log.topics, log.data) as unknown as Result };
-    return { name: fragment.name, args: this.interfaces[source].decodeEventLog(fragment, log.data, log.topics) };
+    if (fast) return { name: fragment.name, args: fast(log.topics, log.data) };
+    return {
+      name: fragment.name,
+      args: namedArgs(fragment.inputs, this.interfaces[source].decodeEventLog(fragment, log.data, log.topics)),
+    };
   }
 }
 

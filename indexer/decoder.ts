@@ -1,9 +1,13 @@
-import type { EventFragment } from "ethers";
+import type { EventFragment, ParamType, Result } from "ethers";
 
-/** Decoded arguments in ABI order: addresses lower-case hex, integers bigint, booleans, bytesN hex. */
-export type StaticArgs = (string | bigint | boolean)[];
+/**
+ * Decoded arguments keyed by ABI parameter name (an unnamed parameter by its position):
+ * addresses lower-case hex, integers bigint, booleans, bytesN hex, tuples objects, arrays arrays.
+ * The handlers read them through the TypeChain event types (`DepositEvent.OutputObject`).
+ */
+export type EventArgs = Readonly<Record<string, unknown>>;
 
-export type StaticDecoder = (topics: string[], data: string) => StaticArgs;
+export type StaticDecoder = (topics: readonly string[], data: string) => EventArgs;
 
 const WORD = 64;
 
@@ -37,7 +41,12 @@ function readerFor(type: string): WordReader | null {
     const bits = Number(int[1]!);
     return (word) => BigInt.asIntN(bits, BigInt(`0x${word}`));
   }
-  if (/^bytes([1-9]|[12]\d|3[0-2])$/.test(type)) return (word) => `0x${word}`;
+  const bytes = /^bytes([1-9]|[12]\d|3[0-2])$/.exec(type);
+  // bytesN is left-aligned in its word: the value is its first N bytes, as ethers decodes it.
+  if (bytes) {
+    const length = 2 * Number(bytes[1]!);
+    return (word) => `0x${word.slice(0, length)}`;
+  }
   return null;
 }
 
@@ -47,26 +56,50 @@ function readerFor(type: string): WordReader | null {
  * and builds a `Result` per log; on a 20,000-log backfill that generic path was the largest cost.
  * Returns null for other events (they keep ethers' decoder). Throws on data that does not fit
  * the event, as ethers does, so malformed logs stay detected.
+ *
+ * The decoder is generated once per event: one object literal with a field per parameter gives
+ * every decoded log of the event the same shape from the start, and the slice offsets are
+ * constants. Names and types come from the compiled ABI and enter the code only as JSON strings.
  */
 export function compileStaticDecoder(fragment: EventFragment): StaticDecoder | null {
-  const parts: { indexed: boolean; position: number; read: WordReader; name: string }[] = [];
+  const readers: WordReader[] = [];
+  const fields: string[] = [];
   let topic = 1;
   let word = 0;
-  for (const input of fragment.inputs) {
+  for (const [index, input] of fragment.inputs.entries()) {
     const read = readerFor(input.type);
     if (!read) return null;
-    parts.push({ indexed: input.indexed === true, position: input.indexed ? topic++ : word++, read, name: input.name });
+    const name = JSON.stringify(input.name || String(index));
+    const source = input.indexed ? `topics[${topic++}].slice(2).toLowerCase()` : `data.slice(${2 + word * WORD}, ${2 + ++word * WORD})`;
+    fields.push(`${name}: r${readers.length}(${source}, ${name})`);
+    readers.push(read);
   }
-  const topicCount = topic;
+  const event = JSON.stringify(fragment.name);
   const dataLength = 2 + word * WORD;
-  return (topics, data) => {
-    if (topics.length !== topicCount) throw new Error(`${fragment.name}: expected ${topicCount} topics, got ${topics.length}`);
-    if (data.length < dataLength) throw new Error(`${fragment.name}: data too short (${data.length} < ${dataLength} characters)`);
-    const lowered = data.toLowerCase();
-    return parts.map((part) =>
-      part.indexed
-        ? part.read(topics[part.position]!.slice(2).toLowerCase(), part.name)
-        : part.read(lowered.slice(2 + part.position * WORD, 2 + (part.position + 1) * WORD), part.name),
-    );
-  };
+  const body = `const [${readers.map((_, i) => `r${i}`).join(", ")}] = readers;
+  return function decode(topics, data) {
+    if (topics.length !== ${topic}) throw new Error(${event} + ": expected ${topic} topics, got " + topics.length);
+    if (data.length < ${dataLength}) throw new Error(${event} + ": data too short (" + data.length + " < ${dataLength} characters)");
+    data = data.toLowerCase();
+    return { ${fields.join(", ")} };
+  };`;
+  return new Function("readers", body)(readers) as StaticDecoder;
+}
+
+/**
+ * ethers' `Result` (the generic decoder's answer, for events with dynamic or tuple parameters)
+ * in the shape the static decoders give. Not `Result.toObject()`: it keeps checksummed addresses
+ * and throws on unnamed parameters.
+ */
+export function namedArgs(params: readonly ParamType[], values: Result): EventArgs {
+  const args: Record<string, unknown> = {};
+  for (const [index, param] of params.entries()) args[param.name || String(index)] = plain(param, values[index]);
+  return args;
+}
+
+function plain(param: ParamType, value: unknown): unknown {
+  if (param.isTuple()) return namedArgs(param.components, value as Result);
+  if (param.isArray()) return Array.from(value as Result, (item) => plain(param.arrayChildren, item));
+  if (param.type === "address") return (value as string).toLowerCase();
+  return value;
 }

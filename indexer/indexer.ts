@@ -1,7 +1,7 @@
 import type { Database } from "../core/db.js";
-import { managedWalletsSince } from "../domain/users/wallet-directory.js";
 import type { Deployment } from "../core/deployments.js";
 import type { Logger } from "../core/logger.js";
+import { managedWalletsSince } from "../domain/users/wallet-directory.js";
 import { ContractCatalogue, logFilters, platformAddresses, startBlock } from "./contracts.js";
 import { applyLogs, type Classifier, decodeLogs, emptyOutput } from "./handlers.js";
 import { acquireWriterLock } from "./lock.js";
@@ -114,7 +114,6 @@ export function createIndexer(options: IndexerOptions) {
     for (const wallet of wallets) classifier.wallets.add(wallet);
     walletIndex = lastIndex;
   }
-
 
   /** Walks the stored block hashes back until one is still on the chain: the fork point. */
   async function findFork(below: number): Promise<Cursor> {

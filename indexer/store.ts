@@ -1,8 +1,9 @@
 import type { CopyRows, Database, SqlQuery } from "../core/db.js";
-import type { ContractCatalogue, Source } from "./contracts.js";
-import { applyLogs, type BatchOutput, emptyOutput, type IndexedLog } from "./handlers.js";
+import { encodeEventData } from "../domain/events/catalogue.js";
 import { chainEventId } from "../domain/events/ids.js";
 import { usersByWallet } from "../domain/users/wallet-directory.js";
+import type { ContractCatalogue, Source } from "./contracts.js";
+import { applyLogs, type BatchOutput, emptyOutput, type IndexedLog } from "./handlers.js";
 import type { RpcBlock } from "./rpc.js";
 import { col, insertRows, timestampLiteral } from "./sql.js";
 import { type StateChanges, StateStore } from "./state.js";
@@ -194,7 +195,7 @@ async function insertEvents(query: SqlQuery, chainId: number, out: BatchOutput, 
       chainEventId(e.dedupeKey),
       e.type,
       e.wallet ? userOf(e.wallet) : null,
-      JSON.stringify(e.data(userOf)),
+      JSON.stringify(encodeEventData(e.type, e.data(userOf))),
       e.dedupeKey,
       timestampLiteral(e.timestamp),
       e.blockNumber,
@@ -236,11 +237,10 @@ export async function rollbackTo(
           AND NOT EXISTS (SELECT 1 FROM "ConsumedEvent" c WHERE c."eventId" = d."id")`,
       [chainId, fork.blockNumber],
     );
-    await query(`UPDATE "DomainEvent" SET "revertedAt" = $3::timestamp(3) WHERE "chainId" = $1 AND "blockNumber" > $2 AND "revertedAt" IS NULL`, [
-      chainId,
-      fork.blockNumber,
-      new Date().toISOString(),
-    ]);
+    await query(
+      `UPDATE "DomainEvent" SET "revertedAt" = $3::timestamp(3) WHERE "chainId" = $1 AND "blockNumber" > $2 AND "revertedAt" IS NULL`,
+      [chainId, fork.blockNumber, new Date().toISOString()],
+    );
     await StateStore.delete(query, chainId, keys);
     if (keys.size > 0) await rebuildState(query, catalogue, chainId, keys);
     return { removedLogs, rebuilt: keys.size, removedEvents: events.rowCount };

@@ -98,4 +98,35 @@ describe("indexer: mirror", function () {
       usdc(1_500),
     );
   });
+
+  it("counts a deposit's volume to the micro-USDC: a sub-cent amount reaches the Trust Score exactly", async () => {
+    const services = createServices({
+      db,
+      clock: createClock(),
+      wallets: { addressOf: () => expect.fail("no provisioning") },
+      cacheReads: false,
+    });
+    const wallet = await chain.signer(5);
+    await db.prisma.user.create({
+      data: {
+        id: "user-sub-cent",
+        subject: "sub-cent",
+        displayName: "Sub-cent",
+        walletAddress: await wallet.getAddress(),
+        createdAt: new Date(),
+        updatedAt: new Date(),
+      },
+    });
+    // 1.000001 USDC and 1.009999 USDC (the vault's minimum is 1): both two-decimal strings say 1.00.
+    await deposit(chain, wallet, 1_000_001n);
+    await deposit(chain, wallet, 1_009_999n);
+    const events = await waitFor(async () => {
+      const found = await db.prisma.domainEvent.findMany({ where: { type: "vault.deposit", userId: "user-sub-cent" } });
+      return found.length === 2 ? found : undefined;
+    });
+    expect(events.map((e) => (e.data as { usdcAmount: string }).usdcAmount)).to.deep.equal(["1.00", "1.00"]);
+    await services.rewards.run(new Date());
+    const inputs = await db.prisma.trustScoreInput.findUniqueOrThrow({ where: { userId: "user-sub-cent" } });
+    expect(inputs.totalVolumeMicro).to.equal(2_010_000n);
+  });
 });
