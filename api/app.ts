@@ -11,6 +11,7 @@ import { devRoutes } from "./dev/routes.js";
 import { docsRoutes, openApiRoute } from "./docs/routes.js";
 import { type HealthDeps, healthRoutes } from "./health/routes.js";
 import { createTokenVerifier, identify, refuseQueryCredentials } from "./http/auth.js";
+import { translateInputErrors } from "./http/bad-input.js";
 import { requestContext } from "./http/context.js";
 import { errorBody } from "./http/envelope.js";
 import { errorHandler, notFoundHandler } from "./http/error-handler.js";
@@ -25,7 +26,7 @@ export interface AppDeps extends HealthDeps {
   logger: Logger;
   clock: Clock;
   chain: { provider: Pick<JsonRpcProvider, "getBlockNumber" | "send">; chainId: number };
-  config: Pick<Config, "auth" | "dataDir" | "isProduction">;
+  config: Pick<Config, "auth" | "dataDir" | "isProduction" | "trustProxy">;
   /** The domain services (domain/services.ts), built once per process. */
   services: Pick<Services, "users" | "apiKeys" | "xp" | "trust">;
   /** Rate-limit counters shared across API processes (REDIS_URL); in-process otherwise. */
@@ -39,6 +40,23 @@ function requireJsonBody(req: Request, res: Response, next: NextFunction) {
   const hasBody = Number(req.header("content-length") ?? 0) > 0 || req.header("transfer-encoding") !== undefined;
   if (hasBody && !req.is("application/json")) {
     res.status(415).json(errorBody(req, "UNSUPPORTED_MEDIA_TYPE", "Request bodies must be application/json"));
+    return;
+  }
+  next();
+}
+
+/**
+ * A request whose body never fully arrived (the client went away while it was being read, and
+ * body-parser skipped it) never reaches a route: it would run with an empty body.
+ */
+function requireCompleteBody(req: Request, res: Response, next: NextFunction) {
+  const hasBody = Number(req.header("content-length") ?? 0) > 0 || req.header("transfer-encoding") !== undefined;
+  if (hasBody && (!req.complete || req.body === undefined)) {
+    if (!res.headersSent && req.socket.writable) {
+      res
+        .status(400)
+        .json(errorBody(req, "VALIDATION_ERROR", "The request body did not arrive whole", { field: "body", reason: "incomplete" }));
+    }
     return;
   }
   next();
@@ -84,7 +102,7 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
   app.disable("x-powered-by");
   // Every API answer is no-store: an ETag would be hashed for nothing.
   app.set("etag", false);
-  app.set("trust proxy", "loopback");
+  app.set("trust proxy", config.trustProxy);
   app.set("query parser", "simple");
   app.use(requestContext(clock));
   app.use(requestLog(logger));
@@ -103,11 +121,13 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
   app.use(refuseQueryCredentials);
   app.use(requireJsonBody);
   app.use(express.json({ limit: BODY_LIMIT, strict: true }));
+  app.use(requireCompleteBody);
 
   app.use(docsRoutes());
   app.use(mountRoutes(routes));
 
   app.use(notFoundHandler);
+  app.use(translateInputErrors);
   app.use(errorHandler(logger));
   return app;
 }

@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import { z } from "zod";
 
 // All configuration, read once from the environment and validated at start.
@@ -70,10 +71,49 @@ const envSchema = z.object({
     .int()
     .min(0, "must be a non-negative integer")
     .default(60),
+  TRUST_PROXY: z
+    .string()
+    .trim()
+    .default("loopback")
+    .transform((value, context) => {
+      const parsed = parseTrustProxy(value);
+      if (parsed === null) {
+        context.addIssue({
+          code: "custom",
+          message:
+            "must be false, true, a hop count, or a comma-separated list of IP addresses, CIDR ranges and the names loopback, linklocal, uniquelocal",
+        });
+        return z.NEVER;
+      }
+      return parsed;
+    }),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], { error: "must be a pino level" }).default("info"),
 });
 
 export type Env = z.infer<typeof envSchema>;
+
+/** Express's `trust proxy` value: whom to believe about the client address in X-Forwarded-For. */
+export type TrustProxy = boolean | number | string[];
+
+const PROXY_NAMES = new Set(["loopback", "linklocal", "uniquelocal"]);
+
+/** TRUST_PROXY as Express takes it, or null when malformed (checked here: Express would fail at the first request). */
+export function parseTrustProxy(value: string): TrustProxy | null {
+  if (value === "false" || value === "") return false;
+  if (value === "true") return true;
+  if (/^\d{1,2}$/.test(value)) return Number(value);
+  const entries = value.split(",").map((entry) => entry.trim());
+  const valid = entries.every((entry) => {
+    if (PROXY_NAMES.has(entry)) return true;
+    const [address, bits, ...rest] = entry.split("/");
+    const family = isIP(address ?? "");
+    if (family === 0 || rest.length > 0) return false;
+    if (bits === undefined) return true;
+    if (!/^\d{1,3}$/.test(bits)) return false;
+    return Number(bits) <= (family === 4 ? 32 : 128);
+  });
+  return valid ? entries : null;
+}
 
 export interface Config {
   env: Env["NODE_ENV"];
@@ -108,6 +148,8 @@ export interface Config {
   /** Seed of the managed wallets; undefined outside production means "generate once under DATA_DIR". */
   managedWalletMnemonic: string | undefined;
   redisUrl: string | undefined;
+  /** Proxies whose X-Forwarded-For is believed (Express `trust proxy`); the client address keys anonymous rate limits. */
+  trustProxy: TrustProxy;
   loanFundingDelaySeconds: number;
   logLevel: Env["LOG_LEVEL"];
 }
@@ -176,6 +218,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     },
     managedWalletMnemonic: env.MANAGED_WALLET_MNEMONIC,
     redisUrl: env.REDIS_URL,
+    trustProxy: env.TRUST_PROXY,
     loanFundingDelaySeconds: env.LOAN_FUNDING_DELAY_S,
     logLevel: env.LOG_LEVEL,
   };

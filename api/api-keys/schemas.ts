@@ -1,7 +1,8 @@
 import { z } from "zod";
+import { visibleName } from "../users/schemas.js";
 
 export const createKeyBody = z.strictObject({
-  name: z.string().trim().min(1).max(100).describe("a label to tell keys apart"),
+  name: visibleName(100).describe("a label to tell keys apart"),
 });
 
 export const apiKey = z.object({

@@ -3,9 +3,11 @@ import type { NextFunction, Request, Response } from "express";
 import { createRemoteJWKSet, type JWTPayload, errors as joseErrors, jwtVerify } from "jose";
 import type { Clock } from "../../core/clock.js";
 import type { Logger } from "../../core/logger.js";
+import { hasControlCharacters } from "../../core/text.js";
 import { createTtlCache } from "../../core/ttl-cache.js";
 import type { UserRecord } from "../../domain/users/repo.js";
 import { AppError } from "./errors.js";
+import { logThrottle } from "./log-throttle.js";
 
 /** Who is calling: a user, through a bearer token or one of their API keys. */
 export interface Principal {
@@ -63,6 +65,9 @@ export type VerifyToken = (token: string) => Promise<JWTPayload & { sub: string 
  * refetches it when a token names an unknown `kid` (at most every 30 s), so a rotation at
  * the provider is picked up without a restart. exp/nbf are judged on the service clock.
  */
+// No control characters (U+0000 included) and well-formed Unicode.
+const PLAIN_SUBJECT = (sub: string) => !hasControlCharacters(sub) && sub.isWellFormed();
+
 export function createTokenVerifier(options: TokenVerifierOptions): VerifyToken {
   const jwks = createRemoteJWKSet(new URL(options.jwksUrl), {
     cacheMaxAge: 10 * 60_000,
@@ -78,7 +83,8 @@ export function createTokenVerifier(options: TokenVerifierOptions): VerifyToken 
       currentDate: options.clock.now(),
       requiredClaims: ["sub", "exp"],
     });
-    if (typeof payload.sub !== "string" || payload.sub.length === 0 || payload.sub.length > 255) {
+    // The subject keys the user row: it must be storable (no U+0000, no lone surrogate) and plain.
+    if (typeof payload.sub !== "string" || payload.sub.length === 0 || payload.sub.length > 255 || !PLAIN_SUBJECT(payload.sub)) {
       throw new joseErrors.JWTClaimValidationFailed('"sub" claim must be a non-empty string', payload, "sub", "check_failed");
     }
     return payload as JWTPayload & { sub: string };
@@ -126,6 +132,8 @@ function usable(user: UserRecord): void {
  * in `req.authError` for the routes that need one.
  */
 export function identify(deps: IdentifyDeps) {
+  // While the key set is unreachable every token fails, whoever sends it: one line a minute.
+  const keySetFailures = logThrottle(60_000);
   return async (req: Request, _res: Response, next: NextFunction) => {
     try {
       const authorization = req.header("authorization");
@@ -140,8 +148,10 @@ export function identify(deps: IdentifyDeps) {
           try {
             claims = await deps.verifyToken(match[1]!);
           } catch (error) {
-            if (!(error instanceof joseErrors.JOSEError))
-              deps.logger.warn({ err: error }, "token verification failed (key set unavailable?)");
+            if (!(error instanceof joseErrors.JOSEError)) {
+              const { log, suppressed } = keySetFailures.due();
+              if (log) deps.logger.warn({ err: error, suppressed }, "token verification failed (key set unavailable?)");
+            }
             req.authError = new AppError("UNAUTHORIZED", MESSAGES.invalid);
             return next();
           }

@@ -11,6 +11,19 @@ export function notFoundHandler(req: Request, res: Response) {
 interface BodyParserError extends Error {
   type?: string;
   status?: number;
+  code?: string;
+}
+
+/**
+ * The request's body stream broke before it was read whole: the client went away, or Node's
+ * parser refused the rest of the body (a malformed chunk; the `clientError` listener in
+ * server.ts has then already answered and closed the connection). The client's doing,
+ * never a 500.
+ */
+function bodyStreamBroke(error: BodyParserError | undefined, req: Request): boolean {
+  if (error?.type === "request.aborted" || error?.type === "request.size.invalid") return true;
+  // raw-body's other outcomes of a destroyed request: it was no longer readable, or it errored.
+  return req.destroyed && (error?.type === "stream.not.readable" || error?.code === "ECONNRESET" || error?.code === "ECONNABORTED");
 }
 
 /** The one place errors become responses. Nothing internal (stack, SQL, RPC text) leaves the server. */
@@ -22,6 +35,14 @@ export function errorHandler(logger: Logger) {
       return;
     }
     const parserError = error as BodyParserError;
+    if (bodyStreamBroke(parserError, req)) {
+      res.status(400);
+      // Nobody is left to read an answer when the connection is gone; the status is for the log line.
+      if (req.socket?.writable && !res.destroyed) {
+        res.json(errorBody(req, "VALIDATION_ERROR", "Request body ended before it was complete", { field: "body", reason: "incomplete" }));
+      }
+      return;
+    }
     switch (parserError?.type) {
       case "entity.parse.failed":
         res.status(400).json(errorBody(req, "VALIDATION_ERROR", "Malformed JSON body", { field: "body", reason: "invalid JSON" }));

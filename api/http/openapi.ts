@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ERROR_STATUS, type ErrorCode } from "./errors.js";
+import { QUERY_INTEGERS } from "./input.js";
 import type { RouteSpec } from "./route.js";
 
 // The OpenAPI 3.0 document is generated from the same route definitions (and zod schemas)
@@ -8,7 +9,18 @@ import type { RouteSpec } from "./route.js";
 type JsonSchema = Record<string, unknown>;
 
 function jsonSchema(schema: z.ZodType, io: "input" | "output"): JsonSchema {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { target: "openapi-3.0", io, unrepresentable: "any" }) as JsonSchema;
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, {
+    target: "openapi-3.0",
+    io,
+    unrepresentable: "any",
+    // Query integers are parsed from digit strings, but a client sends integers.
+    override: (context) => {
+      const integer = QUERY_INTEGERS.get(context.zodSchema as unknown as z.ZodType);
+      if (!integer) return;
+      for (const key of Object.keys(context.jsonSchema)) delete (context.jsonSchema as JsonSchema)[key];
+      Object.assign(context.jsonSchema, integer);
+    },
+  }) as JsonSchema;
   return rest;
 }
 

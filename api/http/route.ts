@@ -3,6 +3,7 @@ import type { z } from "zod";
 import type { Principal } from "./auth.js";
 import { sendData } from "./envelope.js";
 import { AppError, type ErrorCode, type ErrorDetails } from "./errors.js";
+import { assertFitStrings } from "./input.js";
 
 // One route definition drives everything about an endpoint: the Express route, the
 // validation of params, query and body (VALIDATION_ERROR with details.field and
@@ -98,6 +99,8 @@ function validationError(location: string, error: z.ZodError): AppError {
 }
 
 function parse(schema: AnySchema | undefined, value: unknown, location: string): unknown {
+  // Checked even where no schema reads the value: nothing unfit reaches a handler or the log.
+  assertFitStrings(value, location);
   if (!schema) return undefined;
   const result = schema.safeParse(value);
   if (!result.success) throw validationError(location, result.error);

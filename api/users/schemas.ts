@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ACTIVITY_TYPES } from "../../domain/xp/activity.js";
+import { queryInteger } from "../http/input.js";
 
 // One schema per route part: they validate, type the handlers and generate the OpenAPI document.
 
@@ -47,22 +48,26 @@ const language = z
   .regex(/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/, "must be a language tag such as en or pt-BR")
   .max(35);
 
-export const patchMeBody = z
-  .strictObject({
-    displayName: z.string().trim().min(1).max(50).optional(),
-    settings: z
-      .strictObject({
-        notifications: z.boolean().optional(),
-        emailAlerts: z.boolean().optional(),
-        language: language.optional(),
-        publicTrustScore: z.boolean().optional(),
-      })
-      .optional(),
-  })
-  .refine((body) => body.displayName !== undefined || (body.settings && Object.keys(body.settings).length > 0), {
-    message:
-      "at least one of displayName, settings.notifications, settings.emailAlerts, settings.language, settings.publicTrustScore is required",
-  });
+/** A name shown to people: at least one non-space character (surrounding spaces are dropped), at most `max`. */
+export const visibleName = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .regex(/\S/, "must contain a non-space character")
+    .transform((value) => value.trim());
+
+/** Any subset of the fields; an empty body (or empty settings) changes nothing and answers the current values. */
+export const patchMeBody = z.strictObject({
+  displayName: visibleName(50).optional(),
+  settings: z
+    .strictObject({
+      notifications: z.boolean().optional(),
+      emailAlerts: z.boolean().optional(),
+      language: language.optional(),
+      publicTrustScore: z.boolean().optional(),
+    })
+    .optional(),
+});
 
 export const patchMeResponse = z.object({ id: z.string(), displayName: z.string(), settings, updatedAt: isoDate });
 
@@ -78,8 +83,8 @@ export const xpResponse = z.object({
 
 /** Page size: default 20 as the spec's other lists, at most 100. */
 export const activityQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(100).default(20),
-  offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+  limit: queryInteger({ min: 1, max: 100, default: 20 }),
+  offset: queryInteger({ min: 0, max: 1_000_000, default: 0 }),
   type: z.enum(ACTIVITY_TYPES).optional(),
 });
 

@@ -51,11 +51,12 @@ export function createApiKeysService({ repo, users, clock }: ApiKeysServiceDeps)
   return {
     async create(user: UserRecord, name: string) {
       if (user.plan === "free") throw new AppError("FORBIDDEN", "API keys are available on the Pro and Enterprise plans only");
-      if ((await repo.countActive(user.id)) >= MAX_ACTIVE_KEYS) {
-        throw new AppError("CONFLICT", `At most ${MAX_ACTIVE_KEYS} active API keys; revoke one first`);
-      }
       const key = `${KEY_PREFIX}${randomBytes(32).toString("base64url")}`;
-      const row = await repo.create({ userId: user.id, name, prefix: key.slice(0, 12), hash: hashApiKey(key), now: clock.now() });
+      const row = await repo.createWithinCap(
+        { userId: user.id, name, prefix: key.slice(0, 12), hash: hashApiKey(key), now: clock.now() },
+        MAX_ACTIVE_KEYS,
+      );
+      if (!row) throw new AppError("CONFLICT", `At most ${MAX_ACTIVE_KEYS} active API keys; revoke one first`);
       return { ...view(row), key };
     },
 

@@ -1,5 +1,6 @@
 import type { JWTPayload } from "jose";
 import type { Clock } from "../../core/clock.js";
+import { plainText } from "../../core/text.js";
 import type { ManagedWallets } from "../../core/wallets.js";
 import type { ApiKeysRepo } from "../api-keys/repo.js";
 import { AppError } from "../errors.js";
@@ -26,11 +27,18 @@ export interface UsersServiceDeps {
   guardiansOf(ownerWallet: string, now: Date): Promise<GuardianView[]>;
 }
 
+/**
+ * A claim's text as stored: well-formed Unicode without control characters (U+0000 cannot be
+ * stored at all), so a provider's odd claim never locks its user out.
+ */
+function claimText(value: unknown): string {
+  return typeof value === "string" ? plainText(value) : "";
+}
+
 function displayNameFrom(claims: JWTPayload): string {
-  const name = typeof claims.name === "string" ? claims.name.trim() : "";
+  const name = claimText(claims.name);
   if (name) return name.slice(0, 50);
-  const email = typeof claims.email === "string" ? claims.email : "";
-  const local = email.split("@")[0]?.trim();
+  const local = claimText(claims.email).split("@")[0]?.trim();
   return local ? local.slice(0, 50) : "New user";
 }
 
@@ -83,7 +91,8 @@ export function createUsersService({ repo, apiKeys, wallets, clock, xp, loans, v
     async userForToken(claims: JWTPayload & { sub: string }): Promise<UserRecord> {
       const found = await repo.findBySubject(claims.sub);
       if (found) return found;
-      const email = typeof claims.email === "string" && claims.email.length <= 254 ? claims.email : undefined;
+      const text = claimText(claims.email);
+      const email = text && text.length <= 254 ? text : undefined;
       return repo.create({
         subject: claims.sub,
         email,
@@ -105,17 +114,27 @@ export function createUsersService({ repo, apiKeys, wallets, clock, xp, loans, v
         settings?: { notifications?: boolean; emailAlerts?: boolean; language?: string; publicTrustScore?: boolean };
       },
     ) {
-      const updated = await repo.update(
-        user.id,
-        {
-          displayName: body.displayName,
-          settingsNotifications: body.settings?.notifications,
-          settingsEmailAlerts: body.settings?.emailAlerts,
-          settingsLanguage: body.settings?.language,
-          trustScorePublic: body.settings?.publicTrustScore,
-        },
-        clock.now(),
-      );
+      const changes = [
+        body.displayName,
+        body.settings?.notifications,
+        body.settings?.emailAlerts,
+        body.settings?.language,
+        body.settings?.publicTrustScore,
+      ];
+      // Nothing to change: the current values, with no write (and no new updatedAt).
+      const updated = changes.every((value) => value === undefined)
+        ? user
+        : await repo.update(
+            user.id,
+            {
+              displayName: body.displayName,
+              settingsNotifications: body.settings?.notifications,
+              settingsEmailAlerts: body.settings?.emailAlerts,
+              settingsLanguage: body.settings?.language,
+              trustScorePublic: body.settings?.publicTrustScore,
+            },
+            clock.now(),
+          );
       return {
         id: updated.id,
         displayName: updated.displayName,

@@ -1,23 +1,10 @@
-import { randomBytes } from "node:crypto";
 import { expect } from "chai";
 import fc from "fast-check";
 import { Redis } from "ioredis";
 import { HARDHAT_DEV_DEPLOYER_KEY } from "../../core/config.js";
 import { type ApiResponse, type Json, startTestApi, type TestApi } from "../helpers/api.js";
 import { usingPostgres } from "../helpers/database.js";
-
-const STACK = /\n\s+at |node_modules|\.[jt]s:\d+:\d+/;
-const randomIp = () => `10.${randomBytes(1)[0]}.${randomBytes(1)[0]}.${randomBytes(1)[0]}`;
-
-function expectErrorEnvelope(response: ApiResponse, status: number, code: string) {
-  expect(response.status, response.text).to.equal(status);
-  expect(response.headers.get("content-type")).to.match(/^application\/json/);
-  expect(response.body.success).to.equal(false);
-  expect(response.body.error.code).to.equal(code);
-  expect(response.body.error.message).to.be.a("string");
-  expect(response.body.meta.requestId).to.equal(response.headers.get("x-request-id"));
-  expect(response.text).to.not.match(STACK);
-}
+import { expectErrorEnvelope, randomIp, STACK } from "../helpers/envelope.js";
 
 describe(`HTTP platform (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
   this.timeout(60_000);
@@ -261,34 +248,89 @@ describe(`HTTP platform (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
     });
 
     it("holds for every route", async () => {
-      const segment = fc.oneof(fc.string({ maxLength: 80 }), fc.constantFrom("me", "usr_nobody", "%00", "..", "%2F", "a".repeat(300)));
+      // Hostile strings (issue "Hardening"): U+0000, lone surrogates, bad percent-encodings, 10 KB values.
+      const hostile = fc.constantFrom(
+        "\u0000",
+        "a\u0000b",
+        "\ud800",
+        "x\udc00y",
+        "\uffff",
+        "a".repeat(10_000),
+        "\u202e\u0301",
+        "' OR 1=1 --",
+      );
+      const rawSegment = fc.constantFrom("%FF", "%", "%E0%A4%A", "%C0%AF", "%00", "%ED%A0%80", "..%2F..", "a".repeat(10_000));
+      const segment = fc.oneof(
+        fc.string({ maxLength: 80 }).map(encodeURIComponent),
+        hostile.map((value) => encodeURIComponent(value.toWellFormed())),
+        fc.constantFrom("me", "usr_nobody", "%00", "..", "%2F", "a".repeat(300)),
+        rawSegment,
+      );
+      const text = fc.oneof(fc.string({ maxLength: 40 }), hostile);
+      // JSON.stringify writes a lone surrogate as a \ud800 escape: the server parses it back to one.
       const body = fc.oneof(
         fc.jsonValue({ maxDepth: 3 }).map((value) => JSON.stringify(value)),
         fc
-          .record({ sub: fc.string(), seconds: fc.integer(), plan: fc.string(), name: fc.string(), confirmation: fc.string() })
+          .record({ sub: text, seconds: fc.integer(), plan: text, name: text, confirmation: text, displayName: text, amount: fc.double() })
           .map((v) => JSON.stringify(v)),
+        fc.record({ settings: fc.record({ language: text, notifications: fc.boolean() }) }).map((v) => JSON.stringify(v)),
+        fc.dictionary(text, text, { maxKeys: 3 }).map((v) => JSON.stringify(v)),
         fc.string({ maxLength: 200 }),
       );
-      const query = fc.dictionary(fc.constantFrom("limit", "offset", "type", "x", "period"), fc.string({ maxLength: 20 }), { maxKeys: 3 });
+      const queryValue = fc.oneof(
+        fc.string({ maxLength: 20 }).map(encodeURIComponent),
+        hostile.map((value) => encodeURIComponent(value.toWellFormed())),
+        rawSegment,
+        fc.constantFrom("0x10", "1e2", "-1", "99999999999999999999", "5.0"),
+      );
+      const query = fc.dictionary(fc.constantFrom("limit", "offset", "type", "x", "period", "%00", "%FF"), queryValue, { maxKeys: 3 });
+      // Header values are bytes (fetch refuses control characters and non-Latin-1): long and odd ones.
+      const headerValue = fc.oneof(
+        fc.string({ maxLength: 40 }).map((v) => v.replace(/[^\x20-\x7e]/g, "")),
+        fc.constantFrom("x".repeat(10_000), "%00", "\u00ff\u00fe"),
+      );
+      const headers = fc.record(
+        {
+          authorization: fc.oneof(
+            headerValue,
+            headerValue.map((v) => `Bearer ${v}`),
+          ),
+          "x-api-key": headerValue,
+          "x-request-id": headerValue,
+          "x-forwarded-for": fc.oneof(headerValue, fc.constant("not-an-ip")),
+          "accept-language": headerValue,
+        },
+        { requiredKeys: [] },
+      );
       await fc.assert(
-        fc.asyncProperty(fc.integer({ min: 0, max: 1000 }), segment, query, body, fc.boolean(), async (pick, value, q, raw, withToken) => {
-          const route = routes[pick % routes.length]!;
-          if (route.path === "/dev/time/advance") return; // moving the clock is covered elsewhere
-          const path = route.path.replace(/\{[^}]+\}/g, encodeURIComponent(value));
-          const search = new URLSearchParams(q).toString();
-          const response = await api.request(route.method, `${path}${search ? `?${search}` : ""}`, {
-            token: withToken ? token : undefined,
-            rawBody: route.method === "GET" ? undefined : raw,
-            headers: { "content-type": "application/json", "x-forwarded-for": randomIp() },
-          });
-          expect(response.status, `${route.method} ${path} -> ${response.text}`).to.be.below(500);
-          expect(response.text).to.not.match(STACK);
-          const bare = route.path.endsWith("jwks.json") || route.path.endsWith("openapi.json");
-          if (!bare || response.status >= 400) {
-            expect(response.body?.success, `${route.method} ${path} -> ${response.text}`).to.be.a("boolean");
-            expect(response.body.meta.requestId).to.be.a("string");
-          }
-        }),
+        fc.asyncProperty(
+          fc.integer({ min: 0, max: 1000 }),
+          segment,
+          query,
+          body,
+          fc.boolean(),
+          headers,
+          async (pick, value, q, raw, withToken, extraHeaders) => {
+            const route = routes[pick % routes.length]!;
+            if (route.path === "/dev/time/advance") return; // moving the clock is covered elsewhere
+            const path = route.path.replace(/\{[^}]+\}/g, value);
+            const search = Object.entries(q)
+              .map(([key, v]) => `${key}=${v}`)
+              .join("&");
+            const response = await api.request(route.method, `${path}${search ? `?${search}` : ""}`, {
+              token: withToken && !("authorization" in extraHeaders) ? token : undefined,
+              rawBody: route.method === "GET" ? undefined : raw,
+              headers: { "x-forwarded-for": randomIp(), ...extraHeaders, "content-type": "application/json" },
+            });
+            expect(response.status, `${route.method} ${path} -> ${response.text}`).to.be.below(500);
+            expect(response.text).to.not.match(STACK);
+            const bare = route.path.endsWith("jwks.json") || route.path.endsWith("openapi.json");
+            if (!bare || response.status >= 400) {
+              expect(response.body?.success, `${route.method} ${path} -> ${response.text}`).to.be.a("boolean");
+              expect(response.body.meta.requestId).to.be.a("string");
+            }
+          },
+        ),
         { numRuns: 300 },
       );
     });

@@ -7,7 +7,7 @@ import { listen } from "../../api/server.js";
 import { connectRpc, type EmbeddedChain, startEmbeddedChain } from "../../core/chain.js";
 import { type Clock, createClock } from "../../core/clock.js";
 import { loadConfig } from "../../core/config.js";
-import { createLogger } from "../../core/logger.js";
+import { createLogger, type Logger } from "../../core/logger.js";
 import { walletsFromConfig } from "../../core/wallets.js";
 import { createServices, type Services } from "../../domain/services.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
@@ -48,7 +48,14 @@ export interface TestApi {
  * test closes itself.
  */
 export async function startTestApi(
-  options: { env?: Record<string, string>; redis?: Redis; chain?: { rpcUrl: string }; db?: TestDatabase } = {},
+  options: {
+    env?: Record<string, string>;
+    redis?: Redis;
+    chain?: { rpcUrl: string };
+    db?: TestDatabase;
+    /** Where the app logs (default: nowhere); tests that assert on log lines pass a capturing one. */
+    logger?: Logger;
+  } = {},
 ): Promise<TestApi> {
   const db = options.db ?? (await createTestDatabase());
   const ownChain = options.chain ? undefined : await startEmbeddedChain("127.0.0.1", 0);
@@ -60,7 +67,7 @@ export async function startTestApi(
   const clock = createClock();
   const services = createServices({ db, clock, wallets: walletsFromConfig(config), cacheReads: true });
   const app = await createApp({
-    logger: createLogger("silent"),
+    logger: options.logger ?? createLogger("silent"),
     clock,
     db,
     chain: { provider, chainId },

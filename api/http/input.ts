@@ -1,0 +1,66 @@
+import { z } from "zod";
+import { AppError } from "./errors.js";
+
+// Hostile input that zod's types let through: strings PostgreSQL cannot store (U+0000) or
+// that are not Unicode at all (lone surrogates, which JSON and percent-decoding can produce
+// and a UTF-8 encoder would silently turn into U+FFFD). Refused everywhere, with the field named.
+
+/** Why a string may not enter the service, or null when it is fine. */
+export function unfitString(value: string): string | null {
+  if (value.includes("\u0000")) return "must not contain U+0000";
+  if (!value.isWellFormed()) return "must be well-formed Unicode (no lone surrogates)";
+  return null;
+}
+
+/**
+ * Refuses a value (path parameters, query, body) that holds an unfit string anywhere, keys
+ * included, with VALIDATION_ERROR naming the first such field.
+ */
+export function assertFitStrings(value: unknown, location: string, path: string[] = []): void {
+  const fail = (reason: string, at: string[]) => {
+    const field = at.length > 0 ? at.join(".") : location;
+    throw new AppError("VALIDATION_ERROR", `Invalid ${location}: ${field}: ${reason}`, { field, reason });
+  };
+  if (typeof value === "string") {
+    const reason = unfitString(value);
+    if (reason) fail(reason, path);
+    return;
+  }
+  if (Array.isArray(value)) {
+    value.forEach((item, index) => {
+      assertFitStrings(item, location, [...path, String(index)]);
+    });
+    return;
+  }
+  if (value !== null && typeof value === "object") {
+    for (const [key, item] of Object.entries(value)) {
+      const reason = unfitString(key);
+      if (reason) fail(`field name ${reason}`, path);
+      assertFitStrings(item, location, [...path, key]);
+    }
+  }
+}
+
+/** The OpenAPI schema of each query integer (see `queryInteger`): documented as an integer, parsed from decimal digits. */
+export const QUERY_INTEGERS = new WeakMap<z.ZodType, Record<string, unknown>>();
+
+/**
+ * A query parameter that is a whole number written in decimal digits only: `0x10`, `1e2`,
+ * `+5`, ` 5` and `5.0` are refused (z.coerce.number() would take them), as are values past
+ * `max`. Documented in OpenAPI as `type: integer`.
+ */
+export function queryInteger(options: { min: number; max: number; default: number; description?: string }) {
+  const digits = z
+    .string()
+    .regex(/^\d{1,16}$/, "must be a whole number in decimal digits")
+    .transform(Number)
+    .pipe(z.number().int().min(options.min).max(options.max));
+  QUERY_INTEGERS.set(digits, {
+    type: "integer",
+    minimum: options.min,
+    maximum: options.max,
+    default: options.default,
+  });
+  const withDefault = digits.default(options.default);
+  return options.description ? withDefault.describe(options.description) : withDefault;
+}
