@@ -1,6 +1,7 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { HDNodeWallet, Mnemonic, randomBytes } from "ethers";
+import type { Database } from "./db.js";
 
 /**
  * Managed wallets: one HD seed (BIP-39 mnemonic), one derivation index per user
@@ -33,40 +34,46 @@ export function createManagedWallets(mnemonic: string): ManagedWallets {
   };
 }
 
+/** The row of `ServiceSecret` that holds the development seed. */
+const SEED_SECRET = "managed-wallet-mnemonic";
+
 /**
- * The seed: MANAGED_WALLET_MNEMONIC (required in production), or outside production one
- * generated at the first start and kept in `$DATA_DIR/managed-wallets.mnemonic` (mode 0600),
- * so wallets survive restarts.
+ * The seed of the deployment's managed wallets: MANAGED_WALLET_MNEMONIC (required in
+ * production), or outside production one seed shared by every process on the database:
+ * generated once (or taken from an older `$DATA_DIR/managed-wallets.mnemonic`, so existing
+ * development wallets keep their addresses) and stored in `ServiceSecret`, the first writer
+ * winning a race. Two API processes with different DATA_DIRs therefore derive the same wallets.
  */
-export function loadManagedWalletMnemonic(options: { mnemonic: string | undefined; dataDir: string; isProduction: boolean }): string {
-  if (options.mnemonic) return options.mnemonic;
-  if (options.isProduction) throw new Error("MANAGED_WALLET_MNEMONIC is required in production");
-  const file = path.resolve(options.dataDir, DEV_MNEMONIC_FILE);
-  if (existsSync(file)) return readFileSync(file, "utf8").trim();
-  mkdirSync(path.dirname(file), { recursive: true });
-  const phrase = Mnemonic.fromEntropy(randomBytes(16)).phrase;
-  writeFileSync(file, `${phrase}\n`, { mode: 0o600 });
-  chmodSync(file, 0o600);
-  return phrase;
-}
-
-/** Managed wallets whose seed is loaded at first use: processes that never provision or sign (the worker) never read it. */
-export function lazyManagedWallets(loadMnemonic: () => string): ManagedWallets {
-  let wallets: ManagedWallets | undefined;
-  const get = () => {
-    wallets ??= createManagedWallets(loadMnemonic());
-    return wallets;
-  };
-  return { addressOf: (index) => get().addressOf(index), signerOf: (index) => get().signerOf(index) };
-}
-
-/** The process's managed wallets from its configuration (the seed is read at first use). */
-export function walletsFromConfig(config: {
-  managedWalletMnemonic: string | undefined;
+export async function resolveManagedWalletMnemonic(options: {
+  mnemonic: string | undefined;
   dataDir: string;
   isProduction: boolean;
-}): ManagedWallets {
-  return lazyManagedWallets(() =>
-    loadManagedWalletMnemonic({ mnemonic: config.managedWalletMnemonic, dataDir: config.dataDir, isProduction: config.isProduction }),
+  db: Pick<Database, "prisma">;
+}): Promise<string> {
+  if (options.mnemonic) return options.mnemonic;
+  if (options.isProduction) throw new Error("MANAGED_WALLET_MNEMONIC is required in production");
+  const stored = await options.db.prisma.serviceSecret.findUnique({ where: { name: SEED_SECRET } });
+  if (stored) return stored.value;
+  const legacy = path.resolve(options.dataDir, DEV_MNEMONIC_FILE);
+  const candidate = existsSync(legacy) ? readFileSync(legacy, "utf8").trim() : Mnemonic.fromEntropy(randomBytes(16)).phrase;
+  await options.db.prisma.serviceSecret.createMany({
+    data: [{ name: SEED_SECRET, value: candidate, createdAt: new Date() }],
+    skipDuplicates: true,
+  });
+  return (await options.db.prisma.serviceSecret.findUniqueOrThrow({ where: { name: SEED_SECRET } })).value;
+}
+
+/** The process's managed wallets: the deployment's one seed (see resolveManagedWalletMnemonic). */
+export async function managedWalletsFor(
+  config: { managedWalletMnemonic: string | undefined; dataDir: string; isProduction: boolean },
+  db: Pick<Database, "prisma">,
+): Promise<ManagedWallets> {
+  return createManagedWallets(
+    await resolveManagedWalletMnemonic({
+      mnemonic: config.managedWalletMnemonic,
+      dataDir: config.dataDir,
+      isProduction: config.isProduction,
+      db,
+    }),
   );
 }

@@ -4,7 +4,7 @@ import { serveApi } from "../api/server.js";
 import { bootClock, bootSharedChainAndDatabase, isExpectedStartError } from "../core/boot.js";
 import { loadConfig } from "../core/config.js";
 import { createLogger } from "../core/logger.js";
-import { walletsFromConfig } from "../core/wallets.js";
+import { managedWalletsFor } from "../core/wallets.js";
 import { createServices } from "../domain/services.js";
 import { runUntilSignal } from "./lifecycle.js";
 
@@ -16,7 +16,7 @@ await runUntilSignal(
     const { chain, db } = await bootSharedChainAndDatabase("api", config, logger, onStop);
 
     const clock = await bootClock(db, logger, onStop);
-    const services = createServices({ db, clock, wallets: walletsFromConfig(config), cacheReads: true, logger });
+    const services = createServices({ db, clock, wallets: await managedWalletsFor(config, db), cacheReads: true, logger });
     const { server } = await serveApi({ logger, clock, db, chain, config, services }, onStop);
     console.log(`ready: api=${server.url} rpc=${chain.rpcUrl} chainId=${chain.chainId} database=${db.kind}`);
   },

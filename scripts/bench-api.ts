@@ -17,7 +17,7 @@ import { loadConfig } from "../core/config.js";
 import { openDatabase } from "../core/db.js";
 import { createLogger } from "../core/logger.js";
 import { applyMigrations } from "../core/migrations.js";
-import { walletsFromConfig } from "../core/wallets.js";
+import { managedWalletsFor } from "../core/wallets.js";
 import { createServices } from "../domain/services.js";
 
 const CONNECTIONS = 100;
@@ -70,7 +70,7 @@ const port = (probe.address() as AddressInfo).port;
 await new Promise<void>((resolve) => probe.close(() => resolve()));
 const config = loadConfig({ PORT: String(port), DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "bench-")), NODE_ENV: "test" });
 const clock = createClock();
-const services = createServices({ db, clock, wallets: walletsFromConfig(config), cacheReads: true });
+const services = createServices({ db, clock, wallets: await managedWalletsFor(config, db), cacheReads: true });
 const app = await createApp({ logger: createLogger("silent"), clock, db, chain: { provider, chainId }, config, services });
 const server = await listen(app, "127.0.0.1", port);
 

@@ -6,7 +6,7 @@ import { ensureChainIdentity } from "../core/chain-identity.js";
 import { loadConfig } from "../core/config.js";
 import { ensureDeployment } from "../core/deployments.js";
 import { createLogger } from "../core/logger.js";
-import { walletsFromConfig } from "../core/wallets.js";
+import { managedWalletsFor } from "../core/wallets.js";
 import { createServices } from "../domain/services.js";
 import { createIndexer } from "../indexer/indexer.js";
 import { startPlatformWorkers } from "../worker/jobs.js";
@@ -47,7 +47,7 @@ await runUntilSignal(
     onStop(() => indexer.stop());
 
     // One set of services for the API and the jobs of this process: the API's caches see the jobs' writes.
-    const services = createServices({ db, clock, wallets: walletsFromConfig(config), cacheReads: true, logger });
+    const services = createServices({ db, clock, wallets: await managedWalletsFor(config, db), cacheReads: true, logger });
     const { server } = await serveApi({ logger, clock, db, chain, config, services }, onStop);
     const workers = startPlatformWorkers({ services, clock, logger });
     onStop(() => workers.stop());

@@ -3,7 +3,7 @@
 import { bootClock, bootDatabase, isExpectedStartError } from "../core/boot.js";
 import { ConfigError, loadConfig } from "../core/config.js";
 import { createLogger } from "../core/logger.js";
-import { walletsFromConfig } from "../core/wallets.js";
+import { managedWalletsFor } from "../core/wallets.js";
 import { createServices } from "../domain/services.js";
 import { startPlatformWorkers } from "../worker/jobs.js";
 import { runUntilSignal } from "./lifecycle.js";
@@ -20,8 +20,8 @@ await runUntilSignal(
     onStop(() => db.close());
 
     const clock = await bootClock(db, logger, onStop);
-    // The worker only writes: no cached reads, and the wallets' seed is never read.
-    const services = createServices({ db, clock, wallets: walletsFromConfig(config), cacheReads: false, logger });
+    // The worker only writes: no cached reads.
+    const services = createServices({ db, clock, wallets: await managedWalletsFor(config, db), cacheReads: false, logger });
     const workers = startPlatformWorkers({ services, clock, logger });
     onStop(() => workers.stop());
     console.log(`ready: worker jobs=${workers.jobs.join(",")} database=${db.kind}`);

@@ -8,7 +8,7 @@ import { connectRpc, type EmbeddedChain, startEmbeddedChain } from "../../core/c
 import { type Clock, createClock } from "../../core/clock.js";
 import { loadConfig } from "../../core/config.js";
 import { createLogger, type Logger } from "../../core/logger.js";
-import { walletsFromConfig } from "../../core/wallets.js";
+import { managedWalletsFor } from "../../core/wallets.js";
 import { createServices, type Services } from "../../domain/services.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
 import { freePort } from "./stack.js";
@@ -65,7 +65,7 @@ export async function startTestApi(
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "api-test-"));
   const config = loadConfig({ PORT: String(port), DATA_DIR: dataDir, NODE_ENV: "test", ...options.env });
   const clock = createClock();
-  const services = createServices({ db, clock, wallets: walletsFromConfig(config), cacheReads: true });
+  const services = createServices({ db, clock, wallets: await managedWalletsFor(config, db), cacheReads: true });
   const app = await createApp({
     logger: options.logger ?? createLogger("silent"),
     clock,
