@@ -28,7 +28,7 @@ export interface AppDeps extends HealthDeps {
   chain: { provider: Pick<JsonRpcProvider, "getBlockNumber" | "send">; chainId: number };
   config: Pick<Config, "auth" | "dataDir" | "isProduction" | "trustProxy">;
   /** The domain services (domain/services.ts), built once per process. */
-  services: Pick<Services, "users" | "apiKeys" | "xp" | "trust">;
+  services: Pick<Services, "users" | "apiKeys" | "xp" | "trust" | "idempotency" | "sandbox">;
   /** Rate-limit counters shared across API processes (REDIS_URL); in-process otherwise. */
   redis?: Redis;
 }
@@ -84,7 +84,7 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
       audience: config.auth.audience,
       clock,
     });
-    routes.push(...devRoutes({ identity, clock, chain: deps.chain, users }));
+    routes.push(...devRoutes({ identity, clock, chain: deps.chain, users, sandbox: deps.services.sandbox }));
   }
   let document: unknown;
   routes.push(
@@ -124,7 +124,7 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
   app.use(requireCompleteBody);
 
   app.use(docsRoutes());
-  app.use(mountRoutes(routes));
+  app.use(mountRoutes(routes, { idempotency: deps.services.idempotency }));
 
   app.use(notFoundHandler);
   app.use(translateInputErrors);

@@ -22,6 +22,9 @@ export const CHAIN_DERIVED_TABLES = [
   "SocialVaultState",
   "SocialVaultGuardian",
   "SocialVaultWithdrawal",
+  // The service's sent transactions and its accounts' nonces belong to the old chain.
+  "ChainTransaction",
+  "SenderNonce",
   // The sandbox's clock offset pairs with the chain's time: a new embedded chain starts at real time.
   "ServiceClock",
 ] as const;

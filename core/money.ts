@@ -27,3 +27,16 @@ export function rateNumber(scaled: bigint, decimals = 18): number {
   const fraction = (scaled % unit).toString().padStart(decimals, "0").replace(/0+$/, "");
   return Number(`${scaled / unit}${fraction ? `.${fraction}` : ""}`);
 }
+
+/**
+ * A request's USDC amount (a JSON number, as the spec's requests send them) as micro-USDC, read
+ * from the number's shortest decimal text, so no float arithmetic touches the money: `12.5` is
+ * 12_500_000n. Returns null when the amount has more than 6 decimals or is not a plain decimal
+ * (negative, not finite, or so large or small that its text uses an exponent).
+ */
+export function microFromNumber(amount: number): bigint | null {
+  if (!Number.isFinite(amount) || amount < 0) return null;
+  const match = /^(\d+)(?:\.(\d{1,6}))?$/.exec(String(amount));
+  if (!match) return null;
+  return BigInt(match[1]!) * MICRO_PER_USDC + BigInt((match[2] ?? "").padEnd(6, "0"));
+}

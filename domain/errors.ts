@@ -36,6 +36,8 @@ export const ERROR_CODES = [
   "URL_EXISTS",
   "NOTIFICATION_NOT_FOUND",
   "INVALID_TOKEN",
+  "IDEMPOTENCY_KEY_REUSED",
+  "IDEMPOTENCY_IN_PROGRESS",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

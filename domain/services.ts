@@ -1,15 +1,22 @@
 // The composition root of the domain: every service built once, every link between them wired
 // here and nowhere else. `npm start`, `npm run api`, `npm run worker` and the tests all call
 // createServices; the API mounts routes on its result and the worker schedules jobs on it.
+
+import { type JsonRpcProvider, Wallet } from "ethers";
 import type { Clock } from "../core/clock.js";
+import type { Deployment } from "../core/deployments.js";
 import type { Logger } from "../core/logger.js";
+import { platformContract, platformErrors } from "../core/platform-abi.js";
 import type { ManagedWallets } from "../core/wallets.js";
 import { createApiKeysRepo } from "./api-keys/repo.js";
 import { createApiKeysService } from "./api-keys/service.js";
 import type { Db } from "./db.js";
+import { createIdempotencyRepo } from "./idempotency/repo.js";
 import { createLoansRepo } from "./loans/repo.js";
 import { createRewardsConsumer } from "./rewards/consumer.js";
+import { createSandboxService } from "./sandbox/service.js";
 import { guardiansOfOwner } from "./social-vault/repo.js";
+import { createTransactionSender } from "./transactions/sender.js";
 import { createTrustScoreService } from "./trust-score/service.js";
 import { eraseDueAccounts } from "./users/erase.js";
 import { createUsersRepo } from "./users/repo.js";
@@ -29,10 +36,22 @@ export interface ServiceDeps {
    * do, for fast authenticated reads; a process that only writes (the worker) must not.
    */
   cacheReads: boolean;
-  logger?: Pick<Logger, "warn">;
+  logger?: Pick<Logger, "warn" | "info">;
+  /**
+   * The chain the service sends transactions to, and the account that pays their gas (the
+   * deployer outside production). Processes that send nothing (the worker) leave it out.
+   */
+  chain?: {
+    provider: JsonRpcProvider;
+    chainId: number;
+    deployment: Deployment;
+    operatorKey: string;
+    /** The deployment's USDC is the platform's MockUSDC (no USDC_ADDRESS): the faucet can mint it. */
+    mockUsdc: boolean;
+  };
 }
 
-export function createServices({ db, clock, wallets, cacheReads, logger }: ServiceDeps) {
+export function createServices({ db, clock, wallets, cacheReads, logger, chain }: ServiceDeps) {
   const cacheClock = cacheReads ? clock : undefined;
   const usersRepo = createUsersRepo({ db, clock: cacheClock });
   const xpRepo = createXpRepo({ db, clock: cacheClock });
@@ -65,13 +84,29 @@ export function createServices({ db, clock, wallets, cacheReads, logger }: Servi
   });
   const apiKeys = createApiKeysService({ repo: apiKeysRepo, users: usersRepo, clock });
   const rewards = createRewardsConsumer({ db, xp, trust, invalidateUser, logger });
+  const sender = chain
+    ? createTransactionSender({
+        db,
+        provider: chain.provider,
+        chainId: chain.chainId,
+        account: new Wallet(chain.operatorKey, chain.provider),
+        errors: platformErrors(),
+        logger,
+      })
+    : undefined;
+  const mockUsdc = chain?.mockUsdc ? platformContract(chain.deployment, "usdc", chain.provider) : null;
 
   return {
+    /** First answers of money-moving requests per (user, Idempotency-Key). */
+    idempotency: createIdempotencyRepo({ db }),
     users,
     apiKeys,
     xp,
     trust,
     rewards,
+    /** The one sender of the service's transactions (absent in processes without a chain). */
+    sender,
+    sandbox: sender ? createSandboxService({ sender, usdc: mockUsdc }) : undefined,
     invalidateUser,
     /** The erase job (personal data of accounts past their deletion date); returns the ids erased. */
     async eraseDueAccounts(now: Date): Promise<string[]> {

@@ -13,10 +13,25 @@ await runUntilSignal(
   async (onStop) => {
     const config = loadConfig();
     const logger = createLogger(config.logLevel, "api");
-    const { chain, db } = await bootSharedChainAndDatabase("api", config, logger, onStop);
+    const { chain, deployment, db } = await bootSharedChainAndDatabase("api", config, logger, onStop);
 
     const clock = await bootClock(db, logger, onStop);
-    const services = createServices({ db, clock, wallets: await managedWalletsFor(config, db), cacheReads: true, logger });
+    const services = createServices({
+      db,
+      clock,
+      wallets: await managedWalletsFor(config, db),
+      cacheReads: true,
+      logger,
+      chain: {
+        provider: chain.provider,
+        chainId: chain.chainId,
+        deployment,
+        operatorKey: config.chain.deployerPrivateKey,
+        mockUsdc: config.chain.usdcAddress === undefined,
+      },
+    });
+    // What a stopped process left in flight is broadcast again and settled before new work.
+    await services.sender?.reconcile();
     const { server } = await serveApi({ logger, clock, db, chain, config, services }, onStop);
     console.log(`ready: api=${server.url} rpc=${chain.rpcUrl} chainId=${chain.chainId} database=${db.kind}`);
   },

@@ -47,7 +47,22 @@ await runUntilSignal(
     onStop(() => indexer.stop());
 
     // One set of services for the API and the jobs of this process: the API's caches see the jobs' writes.
-    const services = createServices({ db, clock, wallets: await managedWalletsFor(config, db), cacheReads: true, logger });
+    const services = createServices({
+      db,
+      clock,
+      wallets: await managedWalletsFor(config, db),
+      cacheReads: true,
+      logger,
+      chain: {
+        provider: chain.provider,
+        chainId: chain.chainId,
+        deployment,
+        operatorKey: config.chain.deployerPrivateKey,
+        mockUsdc: config.chain.usdcAddress === undefined,
+      },
+    });
+    // What a stopped process left in flight is broadcast again and settled before new work.
+    await services.sender?.reconcile();
     const { server } = await serveApi({ logger, clock, db, chain, config, services }, onStop);
     const workers = startPlatformWorkers({ services, clock, logger });
     onStop(() => workers.stop());

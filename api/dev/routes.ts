@@ -1,23 +1,59 @@
 import type { JsonRpcProvider } from "ethers";
 import type { Clock } from "../../core/clock.js";
+import type { SandboxService } from "../../domain/sandbox/service.js";
 import type { UsersService } from "../../domain/users/service.js";
 import { AppError } from "../http/errors.js";
 import { defineRoute, type RouteSpec } from "../http/route.js";
 import type { DevIdentityProvider } from "./identity-provider.js";
-import { advanceBody, advanceResponse, jwksResponse, planBody, planParams, planResponse, tokenBody, tokenResponse } from "./schemas.js";
+import {
+  advanceBody,
+  advanceResponse,
+  faucetBody,
+  faucetResponse,
+  jwksResponse,
+  planBody,
+  planParams,
+  planResponse,
+  tokenBody,
+  tokenResponse,
+} from "./schemas.js";
 
 export interface DevRouteDeps {
   identity: DevIdentityProvider;
   clock: Pick<Clock, "now" | "advance">;
   chain: { provider: Pick<JsonRpcProvider, "send"> };
   users: Pick<UsersService, "setPlan">;
+  /** The money sandbox; absent where this process sends no transactions. */
+  sandbox?: SandboxService;
 }
 
 const TAG = "Sandbox (development only)";
 
 /** The sandbox of run-and-sandbox.md section 3 that belongs to the API; never mounted in production. */
-export function devRoutes({ identity, clock, chain, users }: DevRouteDeps): RouteSpec[] {
+export function devRoutes({ identity, clock, chain, users, sandbox }: DevRouteDeps): RouteSpec[] {
+  const money: RouteSpec[] = sandbox
+    ? [
+        defineRoute({
+          method: "post",
+          path: "/dev/faucet",
+          operationId: "devFaucet",
+          tag: TAG,
+          summary: "Mint test USDC to your managed wallet",
+          description:
+            "MockUSDC only (a chain with real USDC answers 503). More than 0 and at most 10,000 USDC per call. Moves money on chain, so it takes an Idempotency-Key.",
+          auth: "token",
+          idempotent: true,
+          body: faucetBody,
+          response: faucetResponse,
+          errors: ["SERVICE_UNAVAILABLE"],
+          handler: async ({ body, principal, req }) => ({
+            data: await sandbox.faucet(principal().user, body.amount, req.header("idempotency-key")!),
+          }),
+        }),
+      ]
+    : [];
   return [
+    ...money,
     defineRoute({
       method: "post",
       path: "/dev/token",

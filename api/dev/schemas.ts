@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { FAUCET_MAX_USDC } from "../../domain/sandbox/service.js";
+import { usdcAmount } from "../http/input.js";
 
 export const tokenBody = z.strictObject({
   sub: z.string().min(1).max(255).describe("subject: the user's identity at the provider"),
@@ -35,3 +37,16 @@ export const advanceResponse = z.object({ now: z.string() });
 export const planParams = z.object({ userId: z.string().min(1).max(64) });
 export const planBody = z.strictObject({ plan: z.enum(["free", "pro", "enterprise"]) });
 export const planResponse = z.object({ userId: z.string(), plan: z.enum(["free", "pro", "enterprise"]) });
+
+export const faucetBody = z.strictObject({
+  amount: usdcAmount({
+    max: FAUCET_MAX_USDC,
+    description: "USDC to mint to your managed wallet: more than 0, at most 10,000, at most 6 decimals",
+  }),
+});
+export const faucetResponse = z.object({
+  walletAddress: z.string(),
+  amount: z.string().describe("USDC minted, two decimals"),
+  balance: z.string().describe("the wallet's USDC balance after the mint, two decimals (rounded down)"),
+  txHash: z.string(),
+});

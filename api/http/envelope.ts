@@ -17,13 +17,12 @@ export function meta(req: Request) {
  * through `res.json`: API answers are `no-store`, so Express's ETag hashing and freshness check
  * would be work for nothing on every read (see bench:api).
  */
-export function sendData(
+export function envelopeText(
   req: Request,
-  res: Response,
   data: unknown,
-  options: { status?: number; message?: string; pagination?: Pagination; extra?: Record<string, unknown> } = {},
-): void {
-  const body = JSON.stringify({
+  options: { message?: string; pagination?: Pagination; extra?: Record<string, unknown> } = {},
+): string {
+  return JSON.stringify({
     success: true,
     data,
     ...(options.message === undefined ? {} : { message: options.message }),
@@ -31,10 +30,23 @@ export function sendData(
     ...options.extra,
     meta: meta(req),
   });
-  res.statusCode = options.status ?? 200;
+}
+
+/** Writes a JSON answer whose text is already built (an envelope, or a kept answer replayed). */
+export function sendText(res: Response, status: number, body: string): void {
+  res.statusCode = status;
   res.setHeader("Content-Type", "application/json; charset=utf-8");
   res.setHeader("Content-Length", Buffer.byteLength(body));
   res.end(body);
+}
+
+export function sendData(
+  req: Request,
+  res: Response,
+  data: unknown,
+  options: { status?: number; message?: string; pagination?: Pagination; extra?: Record<string, unknown> } = {},
+): void {
+  sendText(res, options.status ?? 200, envelopeText(req, data, options));
 }
 
 export function errorBody(req: Request, code: string, message: string, details?: ErrorDetails) {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { microFromNumber } from "../../core/money.js";
 import { AppError } from "./errors.js";
 
 // Hostile input that zod's types let through: strings PostgreSQL cannot store (U+0000) or
@@ -63,4 +64,25 @@ export function queryInteger(options: { min: number; max: number; default: numbe
   });
   const withDefault = digits.default(options.default);
   return options.description ? withDefault.describe(options.description) : withDefault;
+}
+
+/**
+ * A USDC amount in a request body: a JSON number above 0 and at most `max`, with at most 6
+ * decimals, turned into micro-USDC (bigint) from its decimal text (core/money.ts), never by
+ * float arithmetic.
+ */
+export function usdcAmount(options: { max: number; description?: string }) {
+  const schema = z
+    .number()
+    .positive()
+    .max(options.max)
+    .transform((amount, context) => {
+      const micro = microFromNumber(amount);
+      if (micro === null || micro === 0n) {
+        context.addIssue({ code: "custom", message: "must be a USDC amount with at most 6 decimals" });
+        return z.NEVER;
+      }
+      return micro;
+    });
+  return options.description ? schema.describe(options.description) : schema;
 }

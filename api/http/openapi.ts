@@ -107,6 +107,10 @@ function errorResponses(route: RouteSpec): Record<string, unknown> {
     codes.add("UNAUTHORIZED");
     codes.add("FORBIDDEN");
   }
+  if (route.idempotent) {
+    codes.add("IDEMPOTENCY_KEY_REUSED");
+    codes.add("IDEMPOTENCY_IN_PROGRESS");
+  }
   for (const code of route.errors ?? []) codes.add(code);
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of codes) byStatus.set(ERROR_STATUS[code], [...(byStatus.get(ERROR_STATUS[code]) ?? []), code]);
@@ -159,6 +163,16 @@ function parameters(schema: z.ZodType | undefined, location: "path" | "query") {
   });
 }
 
+/** The header every money-moving POST requires (api/http/idempotency.ts). */
+const IDEMPOTENCY_PARAMETER = {
+  name: "Idempotency-Key",
+  in: "header",
+  required: true,
+  description:
+    "A key of yours for this operation (a UUID). A retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED.",
+  schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$" },
+};
+
 function operation(route: RouteSpec) {
   const security = route.auth === "none" ? [] : route.auth === "token" ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, { apiKeyAuth: [] }];
   return {
@@ -167,7 +181,11 @@ function operation(route: RouteSpec) {
     ...(route.description ? { description: route.description } : {}),
     tags: [route.tag],
     security,
-    parameters: [...parameters(route.params, "path"), ...parameters(route.query, "query")],
+    parameters: [
+      ...parameters(route.params, "path"),
+      ...parameters(route.query, "query"),
+      ...(route.idempotent ? [IDEMPOTENCY_PARAMETER] : []),
+    ],
     ...(route.body
       ? { requestBody: { required: true, content: { "application/json": { schema: jsonSchema(route.body, "input") } } } }
       : {}),

@@ -1,8 +1,9 @@
 import { type NextFunction, type Request, type Response, Router } from "express";
 import type { z } from "zod";
 import type { Principal } from "./auth.js";
-import { sendData } from "./envelope.js";
-import { AppError, type ErrorCode, type ErrorDetails } from "./errors.js";
+import { envelopeText, errorBody, sendText } from "./envelope.js";
+import { AppError, ERROR_STATUS, type ErrorCode, type ErrorDetails } from "./errors.js";
+import { type IdempotencyStore, idempotencyKeyOf, runIdempotent } from "./idempotency.js";
 import { assertFitStrings } from "./input.js";
 
 // One route definition drives everything about an endpoint: the Express route, the
@@ -72,6 +73,11 @@ export interface RouteSpec<
   /** Top-level envelope fields other than data (DELETE /users/me's deletionDate). */
   envelopeExtra?: AnySchema;
   paginated?: boolean;
+  /**
+   * A POST that moves money: requires an `Idempotency-Key` header; the first answer is kept per
+   * (user, key) for 24 hours and replayed to retries (api/http/idempotency.ts).
+   */
+  idempotent?: boolean;
   /** Error codes this route may answer besides the platform's (validation, auth, rate limit, internal). */
   errors?: ErrorCode[];
   handler(context: HandlerContext<Out<P>, Out<Q>, Out<B>>): Promise<HandlerResult<R extends z.ZodType ? z.input<R> : undefined>>;
@@ -121,7 +127,39 @@ function authGate(mode: AuthMode, req: Request): void {
   }
 }
 
-export function mountRoutes(routes: RouteSpec[]): Router {
+/** Runs a route's handler and builds its answer (status and text), without writing it. */
+async function answer(route: RouteSpec, req: Request, res: Response, input: { params: unknown; query: unknown; body: unknown }) {
+  const result = await route.handler({
+    ...input,
+    req,
+    res,
+    principal: () => {
+      if (!req.auth) throw new AppError("UNAUTHORIZED", "Authorization header required");
+      return req.auth;
+    },
+  });
+  if ("raw" in result) return { status: route.status ?? 200, body: JSON.stringify(result.raw) };
+  const status = result.status ?? route.status ?? 200;
+  if (result.data === undefined) {
+    return { status, body: envelopeText(req, undefined, { message: result.message, extra: "extra" in result ? result.extra : undefined }) };
+  }
+  const data = route.response ? route.response.parse(result.data) : result.data;
+  return { status, body: envelopeText(req, data, { message: result.message, pagination: result.pagination }) };
+}
+
+/** The answer a client error becomes inside an idempotent request, so that it is kept like a success. */
+async function answerOrRefusal(route: RouteSpec, req: Request, res: Response, input: { params: unknown; query: unknown; body: unknown }) {
+  try {
+    return await answer(route, req, res, input);
+  } catch (error) {
+    if (error instanceof AppError && ERROR_STATUS[error.code] < 500) {
+      return { status: ERROR_STATUS[error.code], body: JSON.stringify(errorBody(req, error.code, error.message, error.details)) };
+    }
+    throw error;
+  }
+}
+
+export function mountRoutes(routes: RouteSpec[], deps: { idempotency?: IdempotencyStore } = {}): Router {
   const router = Router();
   for (const route of routes) {
     router[route.method](toExpressPath(route.path), async (req: Request, res: Response, next: NextFunction) => {
@@ -132,31 +170,29 @@ export function mountRoutes(routes: RouteSpec[]): Router {
         // A route with a body schema treats a missing body as an empty object, so a
         // missing required field is named like any other.
         const body = parse(route.body, req.body ?? {}, "body");
-        const result = await route.handler({
-          params,
-          query,
-          body,
-          req,
-          res,
-          principal: () => {
-            if (!req.auth) throw new AppError("UNAUTHORIZED", "Authorization header required");
-            return req.auth;
-          },
-        });
-        if ("raw" in result) {
-          res.status(route.status ?? 200).json(result.raw);
+        if (route.idempotent) {
+          // Requests refused by validation or authentication above are not kept (nothing ran).
+          if (!deps.idempotency) throw new Error(`route ${route.operationId} is idempotent but no idempotency store is mounted`);
+          const user = req.auth?.user;
+          if (!user) throw new AppError("UNAUTHORIZED", "Authorization header required");
+          const key = idempotencyKeyOf(req);
+          const result = await runIdempotent(
+            deps.idempotency,
+            {
+              userId: user.id,
+              key,
+              operation: `${route.method.toUpperCase()} ${route.path}`,
+              body: req.body,
+              now: () => req.context.clock.now(),
+            },
+            () => answerOrRefusal(route, req, res, { params, query, body }),
+          );
+          if (result.replayed) res.setHeader("Idempotent-Replayed", "true");
+          sendText(res, result.status, result.body);
           return;
         }
-        if (result.data === undefined) {
-          sendData(req, res, undefined, {
-            status: result.status ?? route.status,
-            message: result.message,
-            extra: "extra" in result ? result.extra : undefined,
-          });
-          return;
-        }
-        const data = route.response ? route.response.parse(result.data) : result.data;
-        sendData(req, res, data, { status: result.status ?? route.status, message: result.message, pagination: result.pagination });
+        const result = await answer(route, req, res, { params, query, body });
+        sendText(res, result.status, result.body);
       } catch (error) {
         next(error);
       }

@@ -7,6 +7,7 @@ import { listen } from "../../api/server.js";
 import { connectRpc, type EmbeddedChain, startEmbeddedChain } from "../../core/chain.js";
 import { type Clock, createClock } from "../../core/clock.js";
 import { loadConfig } from "../../core/config.js";
+import type { Deployment } from "../../core/deployments.js";
 import { createLogger, type Logger } from "../../core/logger.js";
 import { managedWalletsFor } from "../../core/wallets.js";
 import { createServices, type Services } from "../../domain/services.js";
@@ -51,7 +52,8 @@ export async function startTestApi(
   options: {
     env?: Record<string, string>;
     redis?: Redis;
-    chain?: { rpcUrl: string };
+    /** A chain the test runs; with its deployment, the API sends transactions to it (faucet, ...). */
+    chain?: { rpcUrl: string; deployment?: Deployment };
     db?: TestDatabase;
     /** Where the app logs (default: nowhere); tests that assert on log lines pass a capturing one. */
     logger?: Logger;
@@ -65,7 +67,14 @@ export async function startTestApi(
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "api-test-"));
   const config = loadConfig({ PORT: String(port), DATA_DIR: dataDir, NODE_ENV: "test", ...options.env });
   const clock = createClock();
-  const services = createServices({ db, clock, wallets: await managedWalletsFor(config, db), cacheReads: true });
+  const deployment = options.chain?.deployment;
+  const services = createServices({
+    db,
+    clock,
+    wallets: await managedWalletsFor(config, db),
+    cacheReads: true,
+    chain: deployment ? { provider, chainId, deployment, operatorKey: config.chain.deployerPrivateKey, mockUsdc: true } : undefined,
+  });
   const app = await createApp({
     logger: options.logger ?? createLogger("silent"),
     clock,

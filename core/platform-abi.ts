@@ -1,0 +1,36 @@
+import { Contract, type ContractRunner, type Fragment, Interface } from "ethers";
+import { type Deployment, loadArtifact } from "./deployments.js";
+
+/** The compiled contracts of the platform, by deployment key. */
+export const PLATFORM_ARTIFACTS = {
+  usdc: ["mocks/MockUSDC.sol", "MockUSDC"],
+  stakingVault: ["vault/StakingVault.sol", "StakingVault"],
+  loanBook: ["lending/LoanBook.sol", "LoanBook"],
+  socialVaultFactory: ["social/SocialVaultFactory.sol", "SocialVaultFactory"],
+  socialVault: ["social/SocialVault.sol", "SocialVault"],
+} as const;
+
+let errors: Interface | undefined;
+
+/** Every custom error of every platform contract (and OpenZeppelin's they use), to decode reverts. */
+export function platformErrors(): Interface {
+  if (!errors) {
+    const seen = new Map<string, Fragment>();
+    for (const [file, name] of Object.values(PLATFORM_ARTIFACTS)) {
+      const iface = new Interface(loadArtifact(file, name).abi as never);
+      iface.forEachError((fragment) => {
+        seen.set(fragment.format("sighash"), fragment);
+      });
+    }
+    errors = new Interface([...seen.values()]);
+  }
+  return errors;
+}
+
+/** A platform contract of the deployment, connected to `runner`. */
+export function platformContract(deployment: Deployment, key: keyof typeof PLATFORM_ARTIFACTS, runner?: ContractRunner): Contract {
+  const address = deployment.contracts[key]?.address;
+  if (!address) throw new Error(`deployment of chain ${deployment.chainId} has no ${key}`);
+  const [file, name] = PLATFORM_ARTIFACTS[key];
+  return new Contract(address, loadArtifact(file, name).abi as never, runner);
+}

@@ -1,0 +1,82 @@
+import type { Db } from "../db.js";
+
+/** How long a first answer is kept: a retry within this time gets it again. */
+export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+/**
+ * How long a request may hold its key while it runs. Past it (the process died mid-request) a
+ * retry takes the key over; the operation itself must then find what the first attempt did
+ * (a money operation finds its recorded transaction by the same key) rather than do it twice.
+ */
+export const IDEMPOTENCY_LOCK_MS = 120_000;
+
+export type IdempotencyStart =
+  | { kind: "started" }
+  | { kind: "replay"; status: number; body: string }
+  | { kind: "mismatch" }
+  | { kind: "in_progress" };
+
+/** The only code that reads and writes IdempotencyRecord. */
+export function createIdempotencyRepo({ db }: { db: Db }) {
+  const { prisma } = db;
+  return {
+    /**
+     * Claims (user, key) for a request, in one atomic step (a unique key: the first insert wins):
+     * `started` for the first request (or a retry taking over an expired or abandoned claim),
+     * `replay` when the answer is known, `mismatch` for another operation or body under the same
+     * key, `in_progress` while another request holds it.
+     */
+    async start(input: { userId: string; key: string; operation: string; requestHash: string; now: Date }): Promise<IdempotencyStart> {
+      const { userId, key, now } = input;
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const { count } = await prisma.idempotencyRecord.createMany({
+          data: [
+            {
+              userId,
+              key,
+              operation: input.operation,
+              requestHash: input.requestHash,
+              status: "in_progress",
+              createdAt: now,
+              lockedUntil: new Date(now.getTime() + IDEMPOTENCY_LOCK_MS),
+              expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
+            },
+          ],
+          skipDuplicates: true,
+        });
+        if (count === 1) return { kind: "started" };
+        const record = await prisma.idempotencyRecord.findUnique({ where: { userId_key: { userId, key } } });
+        if (!record) continue; // deleted meanwhile: claim again
+        if (record.expiresAt <= now) {
+          // Past its 24 hours the key is free again (a conditional delete: one taker).
+          await prisma.idempotencyRecord.deleteMany({ where: { userId, key, expiresAt: { lte: now } } });
+          continue;
+        }
+        if (record.operation !== input.operation || record.requestHash !== input.requestHash) return { kind: "mismatch" };
+        if (record.status === "completed") return { kind: "replay", status: record.responseStatus!, body: record.responseBody! };
+        if (record.lockedUntil > now) return { kind: "in_progress" };
+        // The holder died: take the claim over, if nobody else did first.
+        const { count: taken } = await prisma.idempotencyRecord.updateMany({
+          where: { userId, key, status: "in_progress", lockedUntil: record.lockedUntil },
+          data: { lockedUntil: new Date(now.getTime() + IDEMPOTENCY_LOCK_MS) },
+        });
+        return taken === 1 ? { kind: "started" } : { kind: "in_progress" };
+      }
+      return { kind: "in_progress" };
+    },
+
+    /** Keeps the answer for replays. */
+    complete: (userId: string, key: string, status: number, body: string) =>
+      prisma.idempotencyRecord.updateMany({
+        where: { userId, key, status: "in_progress" },
+        data: { status: "completed", responseStatus: status, responseBody: body },
+      }),
+
+    /** Frees the key after a failure that a retry should run again (nothing was done). */
+    release: (userId: string, key: string) => prisma.idempotencyRecord.deleteMany({ where: { userId, key, status: "in_progress" } }),
+
+    /** Removes answers past their 24 hours. */
+    purgeExpired: async (now: Date) => (await prisma.idempotencyRecord.deleteMany({ where: { expiresAt: { lte: now } } })).count,
+  };
+}
+
+export type IdempotencyRepo = ReturnType<typeof createIdempotencyRepo>;

@@ -1,0 +1,199 @@
+import { randomUUID } from "node:crypto";
+import { expect } from "chai";
+import { Transaction, Wallet } from "ethers";
+import { ensureChainIdentity } from "../../core/chain-identity.js";
+import { createLogger } from "../../core/logger.js";
+import { platformContract, platformErrors } from "../../core/platform-abi.js";
+import { createTransactionSender, TransactionRevertedError } from "../../domain/transactions/sender.js";
+import { type ApiResponse, startTestApi, type TestApi } from "../helpers/api.js";
+import { DEPLOYER_KEY, startTestChain, type TestChain } from "../helpers/chain.js";
+import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
+import { expectErrorEnvelope } from "../helpers/envelope.js";
+
+// The money sandbox's faucet over real HTTP on a real chain: the first money write, so the
+// place where the transaction sender (nonces, records, reconciliation) and Idempotency-Key are tested.
+
+describe(`money sandbox: faucet, transaction sender, Idempotency-Key (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
+  this.timeout(180_000);
+  let chain: TestChain;
+  let db: TestDatabase;
+  let api: TestApi;
+  let token: string;
+  let wallet: string;
+  let userId: string;
+
+  const balanceOf = async (address: string) => (await chain.contracts.usdc.balanceOf(address)) as bigint;
+  /** `key` null sends no Idempotency-Key header. */
+  const faucet = (body: unknown, key: string | null = randomUUID(), as = token) =>
+    api.request("POST", "/dev/faucet", { token: as, body, headers: key === null ? {} : { "idempotency-key": key } });
+  const faucetTransactions = () => db.prisma.chainTransaction.count({ where: { purpose: "sandbox.faucet", userId } });
+
+  before(async () => {
+    chain = await startTestChain();
+    db = await createTestDatabase();
+    await ensureChainIdentity(db, chain.deployment, { embedded: true, logger: createLogger("silent") });
+    api = await startTestApi({ chain, db, logger: createLogger(process.env.TEST_LOG_LEVEL ?? "silent") });
+    token = await api.token("saver", { expiresIn: 86_400 });
+    const me = await api.request("GET", "/v1/users/me", { token });
+    wallet = me.body.data.walletAddress;
+    userId = me.body.data.id;
+  });
+  after(async () => {
+    await api?.close();
+    await db?.destroy();
+    await chain?.close();
+  });
+
+  it("mints test USDC to the caller's managed wallet and answers after the receipt", async () => {
+    const before = await balanceOf(wallet);
+    const response = await faucet({ amount: 125.5 });
+    expect(response.status, response.text).to.equal(200);
+    expect(response.body.data).to.deep.include({ walletAddress: wallet, amount: "125.50", balance: "125.50" });
+    const receipt = await chain.provider.getTransactionReceipt(response.body.data.txHash);
+    expect(receipt?.status).to.equal(1);
+    expect((await balanceOf(wallet)) - before).to.equal(125_500_000n);
+    const row = await db.prisma.chainTransaction.findUniqueOrThrow({ where: { txHash: response.body.data.txHash } });
+    expect(row).to.deep.include({ status: "mined", purpose: "sandbox.faucet", userId, blockNumber: receipt!.blockNumber });
+  });
+
+  it("refuses amounts outside (0, 10,000] or with more than 6 decimals, and moves nothing", async () => {
+    const before = await faucetTransactions();
+    for (const amount of [0, -1, 10_000.000001, 1.0000001, "10", 1e21, null]) {
+      const response = await faucet({ amount });
+      expectErrorEnvelope(response, 400, "VALIDATION_ERROR");
+      expect(response.body.error.details.field, String(amount)).to.equal("amount");
+    }
+    expect((await faucet({ amount: 10_000 })).status).to.equal(200);
+    expect(await faucetTransactions()).to.equal(before + 1);
+  });
+
+  it("requires a well-formed Idempotency-Key, and documents it", async () => {
+    const missing = await faucet({ amount: 1 }, null);
+    expectErrorEnvelope(missing, 400, "VALIDATION_ERROR");
+    expect(missing.body.error.details).to.deep.equal({ field: "Idempotency-Key", reason: "required" });
+    expectErrorEnvelope(await faucet({ amount: 1 }, "has space"), 400, "VALIDATION_ERROR");
+    expectErrorEnvelope(await faucet({ amount: 1 }, "k".repeat(256)), 400, "VALIDATION_ERROR");
+    const doc = (await api.request("GET", "/v1/openapi.json")).body;
+    const operation = doc.paths["/dev/faucet"].post;
+    const header = operation.parameters.find((p: { name: string }) => p.name === "Idempotency-Key");
+    expect(header).to.deep.include({ in: "header", required: true });
+    expect(Object.keys(operation.responses)).to.include.members(["409", "422"]);
+  });
+
+  it("answers a retry with the same key and body with the first answer, byte for byte, and sends nothing again", async () => {
+    const key = randomUUID();
+    const first = await faucet({ amount: 7 }, key);
+    const balance = await balanceOf(wallet);
+    const transactions = await faucetTransactions();
+    const retry = await faucet({ amount: 7 }, key);
+    expect(retry.status).to.equal(first.status);
+    expect(retry.text).to.equal(first.text);
+    expect(retry.headers.get("idempotent-replayed")).to.equal("true");
+    expect(await balanceOf(wallet)).to.equal(balance);
+    expect(await faucetTransactions()).to.equal(transactions);
+
+    const reused = await faucet({ amount: 8 }, key);
+    expectErrorEnvelope(reused, 422, "IDEMPOTENCY_KEY_REUSED");
+    expect(await balanceOf(wallet)).to.equal(balance);
+
+    // Another user's identical key is theirs: keys are per user.
+    const other = await api.token("other-saver");
+    expect((await faucet({ amount: 7 }, key, other)).status).to.equal(200);
+  });
+
+  it("sends one transaction for concurrent requests with one key, and both get its answer", async () => {
+    const key = randomUUID();
+    const transactions = await faucetTransactions();
+    const answers = await Promise.all([faucet({ amount: 3 }, key), faucet({ amount: 3 }, key), faucet({ amount: 3 }, key)]);
+    for (const answer of answers) expect(answer.status, answer.text).to.equal(200);
+    expect(new Set(answers.map((a) => a.body.data.txHash)).size).to.equal(1);
+    expect(await faucetTransactions()).to.equal(transactions + 1);
+  });
+
+  it("keeps nonces right under 50 concurrent money writes: every one mined, one nonce each, none skipped", async () => {
+    const before = await balanceOf(wallet);
+    const since = new Date();
+    const answers: ApiResponse[] = await Promise.all(Array.from({ length: 50 }, (_, i) => faucet({ amount: (100 + i) / 100 })));
+    for (const answer of answers) expect(answer.status, answer.text).to.equal(200);
+    expect(new Set(answers.map((a) => a.body.data.txHash)).size).to.equal(50);
+    const expected = answers.reduce((sum, _a, i) => sum + 1_000_000n + BigInt(i) * 10_000n, 0n);
+    expect((await balanceOf(wallet)) - before).to.equal(expected);
+    const rows = await db.prisma.chainTransaction.findMany({ where: { createdAt: { gte: since } }, orderBy: { nonce: "asc" } });
+    expect(rows.map((row) => row.status)).to.deep.equal(Array(50).fill("mined"));
+    const nonces = rows.map((row) => row.nonce);
+    expect(nonces).to.deep.equal(Array.from({ length: 50 }, (_, i) => nonces[0]! + i));
+  });
+
+  it("settles at start what a stopped process had signed and recorded but not sent, and a retry then finds it", async () => {
+    // The state a process killed between recording and broadcasting leaves: a signed transaction with the next nonce.
+    const deployer = new Wallet(DEPLOYER_KEY, chain.provider);
+    const usdc = platformContract(chain.deployment, "usdc", chain.provider);
+    const nonce = await chain.provider.getTransactionCount(deployer.address, "pending");
+    const data = usdc.interface.encodeFunctionData("mint", [wallet, 42_000_000n]);
+    const rawTx = await deployer.signTransaction({
+      type: 2,
+      chainId: chain.deployment.chainId,
+      nonce,
+      to: await usdc.getAddress(),
+      data,
+      gasLimit: 200_000n,
+      maxFeePerGas: 10_000_000_000n,
+      maxPriorityFeePerGas: 0n,
+    });
+    const txHash = Transaction.from(rawTx).hash!;
+    const key = randomUUID();
+    await db.prisma.chainTransaction.create({
+      data: {
+        id: randomUUID(),
+        chainId: chain.deployment.chainId,
+        purpose: "sandbox.faucet",
+        userId,
+        idempotencyKey: key,
+        sender: deployer.address.toLowerCase(),
+        nonce,
+        to: (await usdc.getAddress()).toLowerCase(),
+        data,
+        rawTx,
+        txHash,
+        status: "signed",
+        createdAt: new Date(),
+      },
+    });
+    const before = await balanceOf(wallet);
+    expect(await api.services.sender!.reconcile()).to.equal(1);
+    expect(await balanceOf(wallet)).to.equal(before + 42_000_000n);
+    expect((await db.prisma.chainTransaction.findUniqueOrThrow({ where: { txHash } })).status).to.equal("mined");
+    // The client retries its request with the key it had sent: it gets that transaction, no second mint.
+    const retry = await faucet({ amount: 42 }, key);
+    expect(retry.status, retry.text).to.equal(200);
+    expect(retry.body.data.txHash).to.equal(txHash);
+    expect(await balanceOf(wallet)).to.equal(before + 42_000_000n);
+  });
+
+  it("decodes a revert found before sending into the contract's custom error, and records nothing", async () => {
+    const stranger = new Wallet(Wallet.createRandom().privateKey, chain.provider);
+    await (await (await chain.signer(0)).sendTransaction({ to: stranger.address, value: 10n ** 18n })).wait();
+    const sender = createTransactionSender({
+      db,
+      provider: chain.provider,
+      chainId: chain.deployment.chainId,
+      account: stranger,
+      errors: platformErrors(),
+    });
+    const usdc = platformContract(chain.deployment, "usdc", chain.provider);
+    const before = await db.prisma.chainTransaction.count();
+    let caught: unknown;
+    await sender
+      .send({
+        purpose: "test.unauthorised-mint",
+        to: await usdc.getAddress(),
+        data: usdc.interface.encodeFunctionData("mint", [wallet, 1n]),
+      })
+      .catch((error) => {
+        caught = error;
+      });
+    expect(caught).to.be.instanceOf(TransactionRevertedError);
+    expect((caught as TransactionRevertedError).revert?.name).to.equal("AccessControlUnauthorizedAccount");
+    expect(await db.prisma.chainTransaction.count()).to.equal(before);
+  });
+});
