@@ -95,6 +95,10 @@ export async function ensureDeployment(options: DeployOptions): Promise<Deployme
     logger?.debug({ step: what }, "wired");
   }
 
+  // The ERC-2771 forwarder first: the platform contracts fix the address they trust at construction, so the
+  // managed wallets' signed requests, relayed through it, act as the wallets (contracts/metatx/TrustMintForwarder.sol).
+  const forwarder = await (await deploy("forwarder", "metatx/TrustMintForwarder.sol", "TrustMintForwarder", [])).getAddress();
+
   if (options.usdcAddress) {
     contracts.usdc = { address: options.usdcAddress, blockNumber: 0 };
   } else {
@@ -107,9 +111,10 @@ export async function ensureDeployment(options: DeployOptions): Promise<Deployme
     usdc,
     await rateModel.getAddress(),
     wallet.address,
+    forwarder,
   ]);
-  const loanBook = await deploy("loanBook", "lending/LoanBook.sol", "LoanBook", [await vault.getAddress(), wallet.address]);
-  await deploy("socialVaultFactory", "social/SocialVaultFactory.sol", "SocialVaultFactory", [usdc]);
+  const loanBook = await deploy("loanBook", "lending/LoanBook.sol", "LoanBook", [await vault.getAddress(), wallet.address, forwarder]);
+  await deploy("socialVaultFactory", "social/SocialVaultFactory.sol", "SocialVaultFactory", [usdc, forwarder]);
 
   // Roles (docs/contracts-lending.md): the loan book draws from the vault; the service's
   // signer (the deployer here) operates loans, distributes yield and may pause.

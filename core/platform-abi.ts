@@ -8,6 +8,7 @@ export const PLATFORM_ARTIFACTS = {
   loanBook: ["lending/LoanBook.sol", "LoanBook"],
   socialVaultFactory: ["social/SocialVaultFactory.sol", "SocialVaultFactory"],
   socialVault: ["social/SocialVault.sol", "SocialVault"],
+  forwarder: ["metatx/TrustMintForwarder.sol", "TrustMintForwarder"],
 } as const;
 
 let errors: Interface | undefined;

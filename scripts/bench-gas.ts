@@ -1,8 +1,11 @@
 // `npm run bench:gas`: gas of every user operation on the platform contracts, beside a plain
 // OpenZeppelin ERC-4626 vault measured in the same run and state (the baseline), and one
 // above-limit social-vault withdrawal with two guardian approvals beside a Safe 2-of-3 with a
-// Zodiac Delay queue (153,022 gas measured on this machine for enqueue plus execute).
+// Zodiac Delay queue (153,022 gas measured on this machine for enqueue plus execute), and the cost
+// of the gasless path: a managed wallet's request signed for the ERC-2771 forwarder and relayed,
+// beside the same operation sent directly by a wallet that pays its own gas.
 // Last line: `ratio: <worst of deposit and redeem, ours / plain>`.
+import { type BaseContract, Signature, type Wallet } from "ethers";
 import { network } from "hardhat";
 
 const SAFE_WITH_DELAY_GAS = 153_022n;
@@ -17,12 +20,19 @@ const gasOf = async (tx: Sent) => (await (await tx).wait())!.gasUsed;
 
 const usdc = await ethers.deployContract("MockUSDC", [admin.address]);
 for (const who of [alice, bob, borrower, owner, recipient]) await usdc.mint(who.address, USDC(1_000_000));
+const forwarder = await ethers.deployContract("TrustMintForwarder");
+const forwarderAddress = await forwarder.getAddress();
 
 // --- staking vault vs plain ERC-4626, same state: a first depositor already in both ---
 const plain = await ethers.deployContract("PlainERC4626", [await usdc.getAddress()]);
 const rateModel = await ethers.deployContract("InterestRateModel", [admin.address]);
-const vault = await ethers.deployContract("StakingVault", [await usdc.getAddress(), await rateModel.getAddress(), admin.address]);
-const loanBook = await ethers.deployContract("LoanBook", [await vault.getAddress(), admin.address]);
+const vault = await ethers.deployContract("StakingVault", [
+  await usdc.getAddress(),
+  await rateModel.getAddress(),
+  admin.address,
+  forwarderAddress,
+]);
+const loanBook = await ethers.deployContract("LoanBook", [await vault.getAddress(), admin.address, forwarderAddress]);
 await vault.grantRole(await vault.LENDER_ROLE(), await loanBook.getAddress());
 await loanBook.grantRole(await loanBook.OPERATOR_ROLE(), admin.address);
 
@@ -47,7 +57,7 @@ const repayPart = await gasOf(loanBook.connect(borrower).repay(1n, USDC(50)));
 const repayFull = await gasOf(loanBook.connect(borrower).repay(1n, await loanBook.remainingBalance(1n)));
 
 // --- social vault ---
-const factory = await ethers.deployContract("SocialVaultFactory", [await usdc.getAddress()]);
+const factory = await ethers.deployContract("SocialVaultFactory", [await usdc.getAddress(), forwarderAddress]);
 const createVault = await gasOf(factory.connect(owner).createVault(USDC(100), HOUR, 2, ethers.id("bench-duress-key-commitment")));
 const social = await ethers.getContractAt("SocialVault", await factory.vaultOf(owner.address));
 await usdc.connect(owner).approve(await social.getAddress(), ethers.MaxUint256);
@@ -101,6 +111,129 @@ const signedBatch = await gasOf(
 await social.connect(owner).requestWithdrawal(USDC(1_000), recipient.address); // an open request for lock to cancel
 const lock = await gasOf(social.connect(owner).lock());
 
+// --- gasless path: forwarded requests of a managed wallet vs the same calls sent directly ---
+// `direct` is a Hardhat account paying its own gas, after an exact `approve` (its own transaction, counted only in
+// the "2 txs" rows);
+// `managed` never holds ETH: it signs a ForwardRequest (and an EIP-2612 permit where USDC is pulled) and the
+// relayer sends `forwarder.execute`. Both start in the same state: same amounts, both new holders at first.
+const chainId = (await ethers.provider.getNetwork()).chainId;
+const [, , , , , , , , direct, relayer] = await ethers.getSigners();
+const managed: Wallet = new ethers.Wallet(ethers.id("bench managed wallet"), ethers.provider);
+for (const who of [direct.address, managed.address]) await usdc.mint(who, USDC(100_000));
+
+async function forwarded(signer: Wallet, target: BaseContract, data: string) {
+  const message = {
+    from: signer.address,
+    to: await target.getAddress(),
+    value: 0n,
+    gas: 500_000n,
+    nonce: await forwarder.nonces(signer.address),
+    deadline: BigInt((await networkHelpers.time.latest()) + HOUR),
+    data,
+  };
+  const types = {
+    ForwardRequest: [
+      { name: "from", type: "address" },
+      { name: "to", type: "address" },
+      { name: "value", type: "uint256" },
+      { name: "gas", type: "uint256" },
+      { name: "nonce", type: "uint256" },
+      { name: "deadline", type: "uint48" },
+      { name: "data", type: "bytes" },
+    ],
+  };
+  const domain = { name: "TrustMintForwarder", version: "1", chainId, verifyingContract: forwarderAddress };
+  const signature = await signer.signTypedData(domain, types, message);
+  return gasOf(forwarder.connect(relayer).execute({ ...message, signature }));
+}
+
+async function permit(signer: Wallet, spender: BaseContract, value: bigint) {
+  const deadline = BigInt((await networkHelpers.time.latest()) + HOUR);
+  const domain = { name: await usdc.name(), version: await usdc.version(), chainId, verifyingContract: await usdc.getAddress() };
+  const types = {
+    Permit: [
+      { name: "owner", type: "address" },
+      { name: "spender", type: "address" },
+      { name: "value", type: "uint256" },
+      { name: "nonce", type: "uint256" },
+      { name: "deadline", type: "uint256" },
+    ],
+  };
+  const message = { owner: signer.address, spender: await spender.getAddress(), value, nonce: await usdc.nonces(signer.address), deadline };
+  const { v, r, s } = Signature.from(await signer.signTypedData(domain, types, message));
+  return { deadline, v, r, s };
+}
+
+let lastApprove = 0n; // the gas of the direct wallet's latest approve transaction
+async function directDeposit(amount: bigint) {
+  lastApprove = await gasOf(usdc.connect(direct).approve(await vault.getAddress(), amount));
+  return gasOf(vault.connect(direct).deposit(amount, direct.address));
+}
+async function forwardedDepositWithPermit(amount: bigint) {
+  const p = await permit(managed, vault, amount);
+  return forwarded(
+    managed,
+    vault,
+    vault.interface.encodeFunctionData("depositWithPermit", [amount, managed.address, p.deadline, p.v, p.r, p.s]),
+  );
+}
+
+const gasless: [string, bigint, bigint][] = [];
+gasless.push([
+  "deposit / depositWithPermit, first of a wallet",
+  await directDeposit(USDC(1_000)),
+  await forwardedDepositWithPermit(USDC(1_000)),
+]);
+{
+  const directGas = await directDeposit(USDC(1_000));
+  const forwardedGas = await forwardedDepositWithPermit(USDC(1_000));
+  gasless.push(["deposit / depositWithPermit, later", directGas, forwardedGas]);
+  gasless.push(["approve + deposit (2 txs) / depositWithPermit", lastApprove + directGas, forwardedGas]);
+}
+{
+  // The same deposit call forwarded, with the allowance already in place (set by a relayed permit, not counted).
+  const p = await permit(managed, vault, USDC(1_000));
+  await usdc.connect(relayer).permit(managed.address, await vault.getAddress(), USDC(1_000), p.deadline, p.v, p.r, p.s);
+  const deposit = (who: string) => vault.interface.encodeFunctionData("deposit", [USDC(1_000), who]);
+  gasless.push([
+    "deposit / deposit (allowance set)",
+    await directDeposit(USDC(1_000)),
+    await forwarded(managed, vault, deposit(managed.address)),
+  ]);
+}
+{
+  const shares = (await vault.balanceOf(direct.address)) / 4n;
+  const directRedeem = await gasOf(vault.connect(direct).redeem(shares, direct.address, direct.address));
+  const redeem = vault.interface.encodeFunctionData("redeem", [shares, managed.address, managed.address]);
+  gasless.push(["redeem (part)", directRedeem, await forwarded(managed, vault, redeem)]);
+}
+{
+  // Two identical loans, one per wallet; each repays in two parts.
+  await loanBook.fundLoan(ethers.id("bench-loan-direct"), direct.address, USDC(100), USDC(3), USDC(10), 30);
+  const directLoan = await loanBook.loanCount();
+  await loanBook.fundLoan(ethers.id("bench-loan-managed"), managed.address, USDC(100), USDC(3), USDC(10), 30);
+  const managedLoan = await loanBook.loanCount();
+  const directRepay = async (amount: bigint) => {
+    lastApprove = await gasOf(usdc.connect(direct).approve(await loanBook.getAddress(), amount));
+    return gasOf(loanBook.connect(direct).repay(directLoan, amount));
+  };
+  const p = await permit(managed, loanBook, USDC(40));
+  const withPermit = loanBook.interface.encodeFunctionData("repayWithPermit", [managedLoan, USDC(40), p.deadline, p.v, p.r, p.s]);
+  const directGas = await directRepay(USDC(40));
+  const forwardedGas = await forwarded(managed, loanBook, withPermit);
+  gasless.push(["repay / repayWithPermit (partial)", directGas, forwardedGas]);
+  gasless.push(["approve + repay (2 txs) / repayWithPermit", lastApprove + directGas, forwardedGas]);
+  const rest = await loanBook.remainingBalance(managedLoan);
+  const q = await permit(managed, loanBook, rest);
+  await usdc.connect(relayer).permit(managed.address, await loanBook.getAddress(), rest, q.deadline, q.v, q.r, q.s);
+  const repay = loanBook.interface.encodeFunctionData("repay", [managedLoan, rest]);
+  gasless.push([
+    "repay / repay (allowance set, full)",
+    await directRepay(await loanBook.remainingBalance(directLoan)),
+    await forwarded(managed, loanBook, repay),
+  ]);
+}
+
 // --- report ---
 const ratio = (a: bigint, b: bigint) => (Number(a) / Number(b)).toFixed(3);
 const rows: [string, bigint, bigint | undefined][] = [
@@ -140,4 +273,15 @@ console.log(
 const worst = [ours.depositNew, ours.depositExisting, ours.redeemPart, ours.redeemAll]
   .map((gas, index) => Number(gas) / Number([base.depositNew, base.depositExisting, base.redeemPart, base.redeemAll][index]))
   .reduce((a, b) => Math.max(a, b));
+console.log("");
+console.log("gasless path: direct call (the wallet pays) vs the managed wallet's request relayed through the forwarder:");
+console.log(`${"operation (direct / forwarded)".padEnd(48)} ${"direct".padStart(8)} ${"forwarded".padStart(10)} ${"overhead".padStart(9)}`);
+for (const [name, directGas, forwardedGas] of gasless) {
+  const overhead = forwardedGas - directGas;
+  const sign = overhead >= 0n ? "+" : "";
+  const percent = `${sign}${((Number(overhead) / Number(directGas)) * 100).toFixed(1)} %`;
+  console.log(
+    `${name.padEnd(48)} ${directGas.toString().padStart(8)} ${forwardedGas.toString().padStart(10)} ${`${sign}${overhead}`.padStart(9)}  ${percent}`,
+  );
+}
 console.log(`ratio: ${worst.toFixed(3)}`);

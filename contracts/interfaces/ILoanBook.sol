@@ -16,6 +16,9 @@ import {IStakingVault} from "./IStakingVault.sol";
 ///
 /// Error mapping for the API: {LoanBookLoanNotFound} -> LOAN_NOT_FOUND, {LoanBookLoanNotOpen} with status Repaid
 /// -> ALREADY_REPAID, {LoanBookInvalidPrincipal} -> INVALID_AMOUNT, {LoanBookInvalidDuration} -> INVALID_DURATION.
+///
+/// Every function may be called through the trusted ERC-2771 forwarder (`trustedForwarder()`); the signer of the
+/// forwarded request is then the caller (the payer of a repayment, the holder of a role).
 interface ILoanBook {
     /* TYPES */
 
@@ -143,7 +146,7 @@ interface ILoanBook {
 
     /* ERRORS */
 
-    /// @notice An address argument is zero.
+    /// @notice An address argument (including the constructor's vault, admin or forwarder) is zero.
     error LoanBookZeroAddress();
 
     /// @notice The off-chain reference is zero.
@@ -287,7 +290,8 @@ interface ILoanBook {
 
     /* ANYONE */
 
-    /// @notice Pays up to `amount` on open loan `loanId`, pulling USDC from the caller (who needs an allowance).
+    /// @notice Pays up to `amount` on open loan `loanId`, pulling USDC from the caller (who needs an allowance; the
+    /// signer of a request relayed by the trusted forwarder is the caller).
     /// @dev The payment goes to the interest earned so far, then to principal. At or above {payoffAmount} it closes
     /// the loan (status Repaid) and only {payoffAmount} is pulled. An Overdue loan stays Overdue until closed.
     /// Principal and interest go to the vault.
@@ -295,6 +299,26 @@ interface ILoanBook {
     /// @param amount The most to pay (type(uint256).max pays off the loan).
     /// @return paid The amount pulled.
     function repay(uint256 loanId, uint256 amount) external returns (uint256 paid);
+
+    /// @notice {repay}, approving the LoanBook in the same call with the caller's EIP-2612 permit, so a wallet without
+    /// ETH can repay through the forwarder in one signed request.
+    /// @dev The permit's owner is the caller (`_msgSender()`: the signer of a forwarded request), its spender this
+    /// LoanBook and its value `amount`; none of them is an argument, so a permit only ever pays its signer's
+    /// repayment. A permit that fails (already used by a front-runner, expired, invalid) is ignored and the payment
+    /// then relies on the allowance, as {repay} does. Same checks and events as {repay}. When `amount` exceeds what
+    /// is pulled (a payoff), the rest of the allowance stays with the LoanBook, which only ever pulls from the caller
+    /// of a repayment: sign the expected {payoffAmount} (plus a margin for the days until execution) rather than an
+    /// unlimited value.
+    /// @param loanId The loan id.
+    /// @param amount The most to pay, and the permit's value.
+    /// @param deadline The permit's deadline (Unix seconds).
+    /// @param v The permit signature's `v`.
+    /// @param r The permit signature's `r`.
+    /// @param s The permit signature's `s`.
+    /// @return paid The amount pulled.
+    function repayWithPermit(uint256 loanId, uint256 amount, uint256 deadline, uint8 v, bytes32 r, bytes32 s)
+        external
+        returns (uint256 paid);
 
     /// @notice Marks Active loan `loanId` overdue once its due date has passed.
     /// @param loanId The loan id.

@@ -9,6 +9,10 @@ import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 /// @dev Deployed as an OpenZeppelin `Clones` minimal proxy by {ISocialVaultFactory}; one vault per owner.
 /// Money values are USDC micro-units (6 decimals). Timestamps are Unix seconds.
 ///
+/// Every function but {initialize} may be called through the trusted ERC-2771 forwarder (`trustedForwarder()`, the
+/// same for every clone); the signer of the forwarded request is then the caller (owner, guardian or depositor), also inside a
+/// forwarded `multicall`.
+///
 /// Risk rule for configuration: a change that lowers risk applies at once, a change that raises risk is
 /// submitted and can be accepted (by anyone) once the current `timelockDuration` has passed. A lock revokes
 /// every pending risk-raising change.
@@ -218,6 +222,19 @@ interface ISocialVault {
     /// also while the vault is locked.
     /// @param amount The amount in USDC micro-units.
     function deposit(uint256 amount) external;
+
+    /// @notice {deposit}, approving the vault in the same call with the caller's EIP-2612 permit, so a wallet without
+    /// ETH can deposit through the forwarder in one signed request.
+    /// @dev The permit's owner is the caller (`_msgSender()`: the signer of a forwarded request), its spender this
+    /// vault and its value `amount`; none of them is an argument, so a permit only ever serves its signer's deposit.
+    /// A permit that fails (already used by a front-runner, expired, invalid) is ignored and the deposit then relies
+    /// on the allowance, as {deposit} does. Same checks and event as {deposit}: `SocialVaultDeposited(caller, amount)`.
+    /// @param amount The amount in USDC micro-units, and the permit's value.
+    /// @param deadline The permit's deadline (Unix seconds).
+    /// @param v The permit signature's `v`.
+    /// @param r The permit signature's `r`.
+    /// @param s The permit signature's `s`.
+    function depositWithPermit(uint256 amount, uint256 deadline, uint8 v, bytes32 r, bytes32 s) external;
 
     /// @notice Owner only: sends `amount` to `recipient` at once, within the daily limit.
     /// @dev The window is rolling: it opens with the first instant withdrawal after the previous window ended and

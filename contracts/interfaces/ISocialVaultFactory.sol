@@ -17,10 +17,11 @@ interface ISocialVaultFactory {
 
     /// @notice `owner` already has `vault`.
     error SocialVaultFactoryVaultExists(address owner, address vault);
-    /// @notice The token address is zero.
+    /// @notice The token or the forwarder address is zero.
     error SocialVaultFactoryZeroAddress();
 
-    /// @notice Creates the caller's vault (the caller becomes its owner) at {predictVault}(caller).
+    /// @notice Creates the caller's vault (the caller becomes its owner) at {predictVault}(caller). Through the
+    /// trusted ERC-2771 forwarder, the caller is the signer of the forwarded request.
     /// @dev Reverts with `SocialVaultFactoryVaultExists` if the caller already has one. The arguments are checked
     /// by {ISocialVault-initialize}.
     /// @param dailyLimit Instant-withdrawal limit per 24-hour window, in USDC micro-units.

@@ -17,6 +17,10 @@ import {IInterestRateModel} from "./IInterestRateModel.sol";
 /// Error mapping for the API: {StakingVaultDepositTooSmall} -> AMOUNT_TOO_SMALL,
 /// {StakingVaultInsufficientLiquidity} -> INSUFFICIENT_LIQUIDITY, `EnforcedPause` -> VAULT_PAUSED,
 /// `ERC4626ExceededMaxWithdraw` / `ERC4626ExceededMaxRedeem` / `ERC20InsufficientBalance` -> INSUFFICIENT_BALANCE.
+///
+/// Every function may be called through the trusted ERC-2771 forwarder (`trustedForwarder()`); the signer of the
+/// forwarded request is then the caller everywhere (the `sender` of `Deposit`/`Withdraw`, the shares' owner checks,
+/// the role checks).
 interface IStakingVault is IERC4626 {
     /* TYPES */
 
@@ -104,7 +108,7 @@ interface IStakingVault is IERC4626 {
     /// @notice `requested` assets exceed the `available` idle USDC (the rest is lent out).
     error StakingVaultInsufficientLiquidity(uint256 requested, uint256 available);
 
-    /// @notice An address argument is zero.
+    /// @notice An address argument (including the constructor's model, admin or forwarder) is zero.
     error StakingVaultZeroAddress();
 
     /// @notice An amount argument is zero.
@@ -145,6 +149,27 @@ interface IStakingVault is IERC4626 {
     /// @notice The ceiling of the minimum deposit.
     /// @return The ceiling in asset units (1,000 USDC).
     function MAX_MIN_DEPOSIT() external view returns (uint256);
+
+    /* DEPOSITS */
+
+    /// @notice Deposits `assets` USDC for `receiver` like {IERC4626-deposit}, approving the vault in the same call with
+    /// the caller's EIP-2612 permit, so a wallet without ETH can deposit through the forwarder in one signed request.
+    /// @dev The permit's owner is the caller (`_msgSender()`: the signer of a forwarded request), its spender this
+    /// vault and its value `assets`; none of them is an argument, so a permit only ever serves its signer's deposit. A
+    /// permit that fails (already used by a front-runner, expired, invalid) is ignored and the deposit then relies on
+    /// the allowance, as {IERC4626-deposit} does (the token reverts `ERC20InsufficientAllowance` without it). Same
+    /// checks and events as {IERC4626-deposit}: `Deposit(caller, receiver, assets, shares)`; `EnforcedPause` while
+    /// paused, {StakingVaultDepositTooSmall} below {minDeposit}.
+    /// @param assets The USDC to deposit, and the permit's value.
+    /// @param receiver The receiver of the shares.
+    /// @param deadline The permit's deadline (Unix seconds).
+    /// @param v The permit signature's `v`.
+    /// @param r The permit signature's `r`.
+    /// @param s The permit signature's `s`.
+    /// @return shares The tmUSDC minted to `receiver`.
+    function depositWithPermit(uint256 assets, address receiver, uint256 deadline, uint8 v, bytes32 r, bytes32 s)
+        external
+        returns (uint256 shares);
 
     /* VIEWS */
 

@@ -2,12 +2,15 @@
 pragma solidity ^0.8.28;
 
 import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
+import {ERC2771Context} from "@openzeppelin/contracts/metatx/ERC2771Context.sol";
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
+import {Context} from "@openzeppelin/contracts/utils/Context.sol";
 import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
 import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
 import {ILoanBook} from "../interfaces/ILoanBook.sol";
 import {IStakingVault} from "../interfaces/IStakingVault.sol";
+import {TryPermit} from "../utils/TryPermit.sol";
 
 /// @title LoanBook
 /// @notice Loan records of the platform: funding from the staking vault, repayments back to it, extensions, overdue
@@ -19,8 +22,13 @@ import {IStakingVault} from "../interfaces/IStakingVault.sol";
 /// Default limits (the specification's and the product reference's figures): principal up to 500 USDC (the Elite
 /// tier's cap; lower tiers are enforced by the service), 7 to 90 days, interest up to 20 % of the principal (the
 /// product charges 1-5 %), insurance fee up to 20 % (the product takes 10 %), 7 days' grace before default.
-contract LoanBook is AccessControl, ReentrancyGuardTransient, ILoanBook {
+///
+/// Meta-transactions: the LoanBook trusts one ERC-2771 forwarder (fixed at construction); the payer and the role
+/// holders are read with `_msgSender()`, so a repayment the borrower signed and a relayer submitted pulls from, and
+/// names, the borrower.
+contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, ILoanBook {
     using SafeERC20 for IERC20;
+    using TryPermit for IERC20;
 
     /// @inheritdoc ILoanBook
     bytes32 public constant OPERATOR_ROLE = keccak256("OPERATOR_ROLE");
@@ -50,8 +58,9 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ILoanBook {
 
     /// @param vault_ The staking vault that funds the loans (grant this contract its LENDER_ROLE).
     /// @param admin Receives DEFAULT_ADMIN_ROLE; grants OPERATOR_ROLE after deployment.
-    constructor(IStakingVault vault_, address admin) {
-        if (address(vault_) == address(0) || admin == address(0)) revert LoanBookZeroAddress();
+    /// @param forwarder The trusted ERC-2771 forwarder (the platform's `TrustMintForwarder`).
+    constructor(IStakingVault vault_, address admin, address forwarder) ERC2771Context(forwarder) {
+        if (address(vault_) == address(0) || admin == address(0) || forwarder == address(0)) revert LoanBookZeroAddress();
         vault = vault_;
         _asset = IERC20(vault_.asset());
         _grantRole(DEFAULT_ADMIN_ROLE, admin);
@@ -173,45 +182,19 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ILoanBook {
     /* ANYONE */
 
     /// @inheritdoc ILoanBook
-    function repay(uint256 loanId, uint256 amount) external nonReentrant returns (uint256 paid) {
-        Loan storage loan = _existingLoan(loanId);
-        if (!_isOpen(loan.status)) revert LoanBookLoanNotOpen(loanId, loan.status);
-        if (amount == 0) revert LoanBookZeroRepayment(loanId);
+    function repay(uint256 loanId, uint256 amount) external nonReentrant returns (uint256) {
+        return _repay(loanId, amount, _msgSender());
+    }
 
-        uint256 principalOutstanding = loan.principal - loan.principalRepaid;
-        (uint256 interestDue,) = _interestDueNow(loan);
-        uint256 interestPart;
-        uint256 principalPart;
-        bool closed = amount >= principalOutstanding + interestDue;
-        if (closed) {
-            (interestPart, principalPart) = (interestDue, principalOutstanding);
-            paid = interestDue + principalOutstanding;
-        } else {
-            // Below the payoff amount, so principalPart < principalOutstanding: the loan stays open with principal.
-            interestPart = Math.min(amount, interestDue);
-            principalPart = amount - interestPart;
-            paid = amount;
-        }
-
-        // The casts are safe: the parts are at most the loan's principal and interest (uint128).
-        loan.interestRepaid += uint128(interestPart);
-        loan.principalRepaid += uint128(principalPart);
-        if (closed) loan.status = LoanStatus.Repaid;
-
-        emit LoanRepaymentMade(
-            loanId,
-            loan.borrower,
-            msg.sender,
-            paid,
-            interestPart,
-            principalPart,
-            _remainingBalance(loan),
-            uint256(loan.principalRepaid) + loan.interestRepaid,
-            closed
-        );
-
-        vault.recordRepayment(loanId, principalPart, interestPart);
-        _asset.safeTransferFrom(msg.sender, address(vault), paid);
+    /// @inheritdoc ILoanBook
+    function repayWithPermit(uint256 loanId, uint256 amount, uint256 deadline, uint8 v, bytes32 r, bytes32 s)
+        external
+        nonReentrant
+        returns (uint256)
+    {
+        address payer = _msgSender();
+        _asset.tryPermit(payer, amount, deadline, v, r, s);
+        return _repay(loanId, amount, payer);
     }
 
     /// @inheritdoc ILoanBook
@@ -242,6 +225,48 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ILoanBook {
     }
 
     /* INTERNAL */
+
+    /// @dev {repay} for `payer` (the caller): records the payment, then pulls it from `payer` into the vault.
+    function _repay(uint256 loanId, uint256 amount, address payer) private returns (uint256 paid) {
+        Loan storage loan = _existingLoan(loanId);
+        if (!_isOpen(loan.status)) revert LoanBookLoanNotOpen(loanId, loan.status);
+        if (amount == 0) revert LoanBookZeroRepayment(loanId);
+
+        uint256 principalOutstanding = loan.principal - loan.principalRepaid;
+        (uint256 interestDue,) = _interestDueNow(loan);
+        uint256 interestPart;
+        uint256 principalPart;
+        bool closed = amount >= principalOutstanding + interestDue;
+        if (closed) {
+            (interestPart, principalPart) = (interestDue, principalOutstanding);
+            paid = interestDue + principalOutstanding;
+        } else {
+            // Below the payoff amount, so principalPart < principalOutstanding: the loan stays open with principal.
+            interestPart = Math.min(amount, interestDue);
+            principalPart = amount - interestPart;
+            paid = amount;
+        }
+
+        // The casts are safe: the parts are at most the loan's principal and interest (uint128).
+        loan.interestRepaid += uint128(interestPart);
+        loan.principalRepaid += uint128(principalPart);
+        if (closed) loan.status = LoanStatus.Repaid;
+
+        emit LoanRepaymentMade(
+            loanId,
+            loan.borrower,
+            payer,
+            paid,
+            interestPart,
+            principalPart,
+            _remainingBalance(loan),
+            uint256(loan.principalRepaid) + loan.interestRepaid,
+            closed
+        );
+
+        vault.recordRepayment(loanId, principalPart, interestPart);
+        _asset.safeTransferFrom(payer, address(vault), paid);
+    }
 
     function _checkTerms(uint256 principal, uint256 interest, uint256 insuranceFee, uint256 durationDays)
         private
@@ -296,6 +321,21 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ILoanBook {
         ) revert LoanBookInvalidLimits(newLimits);
         _limits = newLimits;
         emit LoanLimitsUpdated(newLimits);
+    }
+
+    /// @dev The signer of a request relayed by the trusted forwarder, else `msg.sender`.
+    function _msgSender() internal view override(Context, ERC2771Context) returns (address) {
+        return ERC2771Context._msgSender();
+    }
+
+    /// @dev The calldata without the forwarder's 20-byte suffix.
+    function _msgData() internal view override(Context, ERC2771Context) returns (bytes calldata) {
+        return ERC2771Context._msgData();
+    }
+
+    /// @dev 20: the signer's address appended by the forwarder.
+    function _contextSuffixLength() internal view override(Context, ERC2771Context) returns (uint256) {
+        return ERC2771Context._contextSuffixLength();
     }
 
     function _existingLoan(uint256 loanId) private view returns (Loan storage loan) {

@@ -2,14 +2,19 @@
 pragma solidity ^0.8.28;
 
 import {ERC20} from "@openzeppelin/contracts/token/ERC20/ERC20.sol";
+import {ERC20Permit} from "@openzeppelin/contracts/token/ERC20/extensions/ERC20Permit.sol";
 import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
 
 /// @title MockUSDC
-/// @notice 6-decimal test USDC for development and test chains; minted only by the faucet role.
-contract MockUSDC is ERC20, AccessControl {
+/// @notice 6-decimal test USDC for development and test chains; minted only by the faucet role. Supports EIP-2612
+/// `permit`, as real USDC does, so that wallets without ETH can approve by signature.
+/// @dev EIP-712 domain of `permit`: name {name} ("USD Coin (test)"), version {version} ("1"), the chain id, this
+/// contract; `eip712Domain()` (ERC-5267) returns it too. Real USDC deployments use other names and version "2":
+/// a relayer reads `name()` and `version()` from the token it is given, which works for both.
+contract MockUSDC is ERC20, ERC20Permit, AccessControl {
     bytes32 public constant FAUCET_ROLE = keccak256("FAUCET_ROLE");
 
-    constructor(address admin) ERC20("USD Coin (test)", "USDC") {
+    constructor(address admin) ERC20("USD Coin (test)", "USDC") ERC20Permit("USD Coin (test)") {
         _grantRole(DEFAULT_ADMIN_ROLE, admin);
         _grantRole(FAUCET_ROLE, admin);
     }
@@ -17,6 +22,12 @@ contract MockUSDC is ERC20, AccessControl {
     /// @inheritdoc ERC20
     function decimals() public pure override returns (uint8) {
         return 6;
+    }
+
+    /// @notice The version of the EIP-712 domain of {permit}, as real USDC exposes it.
+    /// @return The version, "1" (OpenZeppelin's `ERC20Permit`).
+    function version() external view returns (string memory) {
+        return _EIP712Version();
     }
 
     /// @notice Mints `amount` test USDC to `to`.

@@ -1,20 +1,24 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
+import {ERC2771Context} from "@openzeppelin/contracts/metatx/ERC2771Context.sol";
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 import {Initializable} from "@openzeppelin/contracts/proxy/utils/Initializable.sol";
+import {Context} from "@openzeppelin/contracts/utils/Context.sol";
 import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
 import {Multicall} from "@openzeppelin/contracts/utils/Multicall.sol";
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
 import {ISocialVault} from "../interfaces/ISocialVault.sol";
+import {TryPermit} from "../utils/TryPermit.sol";
 
 /// @title SocialVault
 /// @notice A per-user USDC vault protected by a daily limit, guardians, a timelock and an emergency lock.
 /// @dev The implementation behind the factory's minimal-proxy clones: its constructor disables initializers and
-/// fixes the token and the factory as immutables (shared by every clone, since clones run this code).
+/// fixes the token, the factory and the trusted ERC-2771 forwarder as immutables (shared by every clone, since clones
+/// run this code).
 ///
 /// Storage is packed so the hot paths touch few slots: `_config` (owner, lock flag, timelock, requirement,
 /// guardian slots, request count, used ring slots) is one slot, the daily window one slot, a request two slots. Requests live in a
@@ -27,9 +31,17 @@ import {ISocialVault} from "../interfaces/ISocialVault.sol";
 ///
 /// Every open request exists only while the vault is unlocked (a lock closes them all and no request can be
 /// created while locked), so approving and executing need not read the lock flag on their success path.
-contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, EIP712, Multicall {
+///
+/// Meta-transactions: every actor (owner, guardian, depositor, locker) is read with `_msgSender()`, so a request the
+/// user signed and a relayer submitted through the trusted forwarder acts as the user. ERC-2771 with `Multicall` is
+/// safe here because OpenZeppelin's `Multicall` (5.0.1 and later) re-appends the forwarded sender to each
+/// self-delegatecall: a forwarded `multicall` whose subcalls carry another address at their end still acts as the
+/// signer (the December 2023 address-spoofing issue). The only raw `msg.sender` is the factory check of
+/// {initialize}, which is never forwarded.
+contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, EIP712, Multicall, ERC2771Context {
     using SafeERC20 for IERC20;
     using SafeCast for uint256;
+    using TryPermit for IERC20;
 
     /* CONSTANTS */
 
@@ -135,8 +147,9 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
     /* CONSTRUCTOR */
 
     /// @param asset_ The USDC token.
+    /// @param forwarder The trusted ERC-2771 forwarder (the platform's `TrustMintForwarder`), checked by the factory.
     /// @custom:oz-upgrades-unsafe-allow constructor
-    constructor(IERC20 asset_) EIP712("TrustMint SocialVault", "1") {
+    constructor(IERC20 asset_, address forwarder) EIP712("TrustMint SocialVault", "1") ERC2771Context(forwarder) {
         _asset = asset_;
         _factory = msg.sender;
         _disableInitializers();
@@ -150,6 +163,7 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
         uint256 requiredSignatures_,
         bytes32 duressCommitment_
     ) external initializer {
+        // The factory's own call, in the clone's creation transaction: never forwarded, so the raw caller.
         if (msg.sender != _factory) revert SocialVaultUnauthorizedAccount(msg.sender);
         _checkTimelockDuration(timelockDuration_);
         if (requiredSignatures_ == 0 || requiredSignatures_ > MAX_GUARDIANS) {
@@ -177,17 +191,19 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
 
     /// @inheritdoc ISocialVault
     function deposit(uint256 amount) external nonReentrant {
-        if (amount == 0) revert SocialVaultZeroAmount();
+        _deposit(_msgSender(), amount);
+    }
 
-        emit SocialVaultDeposited(msg.sender, amount);
-
-        _asset.safeTransferFrom(msg.sender, address(this), amount);
+    /// @inheritdoc ISocialVault
+    function depositWithPermit(uint256 amount, uint256 deadline, uint8 v, bytes32 r, bytes32 s) external nonReentrant {
+        address from = _msgSender();
+        _asset.tryPermit(from, amount, deadline, v, r, s);
+        _deposit(from, amount);
     }
 
     /// @inheritdoc ISocialVault
     function withdraw(uint256 amount, address recipient) external nonReentrant {
-        Config memory config = _config;
-        if (msg.sender != config.owner) revert SocialVaultUnauthorizedAccount(msg.sender);
+        Config memory config = _checkOwner();
         if (config.isLocked) _revertLocked();
         if (amount == 0) revert SocialVaultZeroAmount();
         if (recipient == address(0)) revert SocialVaultZeroAddress();
@@ -212,8 +228,7 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
 
     /// @inheritdoc ISocialVault
     function requestWithdrawal(uint256 amount, address recipient) external returns (uint256 id) {
-        Config memory config = _config;
-        if (msg.sender != config.owner) revert SocialVaultUnauthorizedAccount(msg.sender);
+        Config memory config = _checkOwner();
         if (config.isLocked) _revertLocked();
         if (amount == 0) revert SocialVaultZeroAmount();
         if (recipient == address(0)) revert SocialVaultZeroAddress();
@@ -261,10 +276,11 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
 
     /// @inheritdoc ISocialVault
     function approveWithdrawal(uint256 id) external {
-        uint256 bit = _activeGuardianBit(msg.sender);
+        address guardian = _msgSender();
+        uint256 bit = _activeGuardianBit(guardian);
         (uint256 slot, State memory state) = _loadApprovable(id);
 
-        _recordApproval(id, state, bit, msg.sender);
+        _recordApproval(id, state, bit, guardian);
         _storeApprovals(slot, state);
     }
 
@@ -313,13 +329,10 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
 
     /// @inheritdoc ISocialVault
     function lock() external {
-        Config memory config = _config;
-        if (msg.sender != config.owner && !_isActiveGuardian(msg.sender)) {
-            revert SocialVaultUnauthorizedAccount(msg.sender);
-        }
+        (Config memory config, address sender) = _checkOwnerOrActiveGuardian();
         if (config.isLocked) _revertLocked();
 
-        _lockVault(config);
+        _lockVault(config, sender);
     }
 
     /// @inheritdoc ISocialVault
@@ -334,15 +347,12 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
         emit SocialVaultDuressCommitmentSet(bytes32(0));
 
         Config memory config = _config;
-        if (!config.isLocked) _lockVault(config);
+        if (!config.isLocked) _lockVault(config, _msgSender());
     }
 
     /// @inheritdoc ISocialVault
     function requestUnlock() external {
-        Config memory config = _config;
-        if (msg.sender != config.owner && !_isActiveGuardian(msg.sender)) {
-            revert SocialVaultUnauthorizedAccount(msg.sender);
-        }
+        (Config memory config, address sender) = _checkOwnerOrActiveGuardian();
         if (!config.isLocked) revert SocialVaultNotLocked();
         LockState memory lockState = _lock;
         if (lockState.unlockRequestedAt != 0) revert SocialVaultUnlockAlreadyRequested(lockState.unlockRequestedAt);
@@ -350,28 +360,30 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
         _lock.unlockRequestedAt = uint40(block.timestamp);
 
         emit SocialVaultUnlockRequested(
-            msg.sender, block.timestamp + config.timelockDuration, block.timestamp + OWNER_UNLOCK_DELAY
+            sender, block.timestamp + config.timelockDuration, block.timestamp + OWNER_UNLOCK_DELAY
         );
     }
 
     /// @inheritdoc ISocialVault
     function approveUnlock() external {
-        uint256 bit = _activeGuardianBit(msg.sender);
+        address guardian = _msgSender();
+        uint256 bit = _activeGuardianBit(guardian);
         if (!_config.isLocked) revert SocialVaultNotLocked();
         LockState memory lockState = _lock;
         if (lockState.unlockRequestedAt == 0) revert SocialVaultUnlockNotRequested();
-        if (lockState.unlockApprovals & bit != 0) revert SocialVaultUnlockAlreadyApproved(msg.sender);
+        if (lockState.unlockApprovals & bit != 0) revert SocialVaultUnlockAlreadyApproved(guardian);
 
         // Casts are safe: `bit` is below 2^MAX_GUARDIANS and the count at most MAX_GUARDIANS.
         lockState.unlockApprovals |= uint16(bit);
         ++lockState.unlockApprovalCount;
         _lock = lockState;
 
-        emit SocialVaultUnlockApproved(msg.sender, lockState.unlockApprovalCount);
+        emit SocialVaultUnlockApproved(guardian, lockState.unlockApprovalCount);
     }
 
     /// @inheritdoc ISocialVault
     function unlock() external {
+        address sender = _msgSender();
         Config memory config = _config;
         if (!config.isLocked) revert SocialVaultNotLocked();
         LockState memory lockState = _lock;
@@ -380,7 +392,7 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
             uint256 validAt = lockState.unlockRequestedAt + config.timelockDuration;
             if (block.timestamp < validAt) revert SocialVaultTimelockActive(validAt);
         } else {
-            if (msg.sender != config.owner) {
+            if (sender != config.owner) {
                 revert SocialVaultUnlockNotApproved(lockState.unlockApprovalCount, config.requiredSignatures);
             }
             uint256 validAt = lockState.unlockRequestedAt + OWNER_UNLOCK_DELAY;
@@ -390,15 +402,14 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
         _config.isLocked = false;
         delete _lock;
 
-        emit SocialVaultUnlocked(msg.sender);
+        emit SocialVaultUnlocked(sender);
     }
 
     /* GUARDIANS */
 
     /// @inheritdoc ISocialVault
     function addGuardian(address guardian) external {
-        Config memory config = _config;
-        if (msg.sender != config.owner) revert SocialVaultUnauthorizedAccount(msg.sender);
+        Config memory config = _checkOwner();
         if (config.isLocked) _revertLocked();
         if (guardian == address(0) || guardian == config.owner || guardian == address(this)) {
             revert SocialVaultInvalidGuardian(guardian);
@@ -419,8 +430,7 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
 
     /// @inheritdoc ISocialVault
     function removeGuardian(address guardian) external {
-        Config memory config = _config;
-        if (msg.sender != config.owner) revert SocialVaultUnauthorizedAccount(msg.sender);
+        Config memory config = _checkOwner();
         if (config.isLocked) _revertLocked();
         Guardian memory info = _guardians[guardian];
         if (!info.listed) revert SocialVaultGuardianNotFound(guardian);
@@ -525,9 +535,7 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
 
     /// @inheritdoc ISocialVault
     function revokeConfigChange(ConfigParameter parameter) external {
-        if (msg.sender != _config.owner && !_isActiveGuardian(msg.sender)) {
-            revert SocialVaultUnauthorizedAccount(msg.sender);
-        }
+        _checkOwnerOrActiveGuardian();
         if (_pending[uint256(parameter)].validAt == 0) revert SocialVaultNoPendingChange(parameter);
 
         _revokePending(parameter);
@@ -727,7 +735,24 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
     /// @dev Reverts unless the caller is the owner; returns the config it read.
     function _checkOwner() private view returns (Config memory config) {
         config = _config;
-        if (msg.sender != config.owner) revert SocialVaultUnauthorizedAccount(msg.sender);
+        address sender = _msgSender();
+        if (sender != config.owner) revert SocialVaultUnauthorizedAccount(sender);
+    }
+
+    /// @dev Reverts unless the caller is the owner or an active guardian; returns the config it read and the caller.
+    function _checkOwnerOrActiveGuardian() private view returns (Config memory config, address sender) {
+        config = _config;
+        sender = _msgSender();
+        if (sender != config.owner && !_isActiveGuardian(sender)) revert SocialVaultUnauthorizedAccount(sender);
+    }
+
+    /// @dev Pulls `amount` from `from` (the caller) into the vault.
+    function _deposit(address from, uint256 amount) private {
+        if (amount == 0) revert SocialVaultZeroAmount();
+
+        emit SocialVaultDeposited(from, amount);
+
+        _asset.safeTransferFrom(from, address(this), amount);
     }
 
     function _checkTimelockDuration(uint256 duration) private pure {
@@ -824,12 +849,12 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
     /// @dev Locks the vault and clears everything a hijacked key may have queued: open requests, submitted
     /// config changes, submitted guardian removals and guardians not yet active. Bounded by the ring size,
     /// the three config parameters and MAX_GUARDIANS. The locking guardian's own submitted removal survives,
-    /// so a guardian cannot make itself irremovable by locking.
-    function _lockVault(Config memory config) private {
+    /// so a guardian cannot make itself irremovable by locking. `by` is the caller, for the event.
+    function _lockVault(Config memory config, address by) private {
         _config.isLocked = true;
         _lock = LockState({lockedAt: uint40(block.timestamp), unlockRequestedAt: 0, unlockApprovals: 0, unlockApprovalCount: 0});
 
-        emit SocialVaultLocked(block.timestamp, msg.sender);
+        emit SocialVaultLocked(block.timestamp, by);
 
         uint256 used = config.usedSlots;
         for (uint256 slot; slot < used; ++slot) {
@@ -845,7 +870,7 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
             Guardian memory info = _guardians[guardian];
             if (block.timestamp < info.activeAt) {
                 _removeGuardian(guardian, info, false);
-            } else if (info.removableAt != 0 && guardian != msg.sender) {
+            } else if (info.removableAt != 0 && guardian != by) {
                 _guardians[guardian].removableAt = 0;
                 emit SocialVaultGuardianRemovalRevoked(guardian);
             }
@@ -896,5 +921,20 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
 
     function _popCount(uint256 bits) private pure returns (uint256 count) {
         for (; bits != 0; bits &= bits - 1) ++count;
+    }
+
+    /// @dev The signer of a request relayed by the trusted forwarder, else `msg.sender`.
+    function _msgSender() internal view override(Context, ERC2771Context) returns (address) {
+        return ERC2771Context._msgSender();
+    }
+
+    /// @dev The calldata without the forwarder's 20-byte suffix.
+    function _msgData() internal view override(Context, ERC2771Context) returns (bytes calldata) {
+        return ERC2771Context._msgData();
+    }
+
+    /// @dev 20: the signer's address appended by the forwarder. `Multicall` re-appends this suffix to its subcalls.
+    function _contextSuffixLength() internal view override(Context, ERC2771Context) returns (uint256) {
+        return ERC2771Context._contextSuffixLength();
     }
 }

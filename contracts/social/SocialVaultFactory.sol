@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
+import {ERC2771Context} from "@openzeppelin/contracts/metatx/ERC2771Context.sol";
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {Clones} from "@openzeppelin/contracts/proxy/Clones.sol";
 import {ISocialVault} from "../interfaces/ISocialVault.sol";
@@ -12,7 +13,11 @@ import {SocialVault} from "./SocialVault.sol";
 /// @dev The constructor deploys the implementation, so one deployment wires the factory, the implementation
 /// and the token. The clone's CREATE2 salt is the owner's address, so `predictVault(owner)` is known before
 /// creation (the API needs it to derive the duress key) and a second vault for the same owner is impossible.
-contract SocialVaultFactory is ISocialVaultFactory {
+///
+/// Meta-transactions: the factory and the implementation trust the same ERC-2771 forwarder, so a user can create
+/// their vault with a signed request relayed through the forwarder (the signer becomes the owner) and then use it the
+/// same way.
+contract SocialVaultFactory is ISocialVaultFactory, ERC2771Context {
     IERC20 private immutable _asset;
     address private immutable _implementation;
 
@@ -20,10 +25,12 @@ contract SocialVaultFactory is ISocialVaultFactory {
     mapping(address owner => address vault) public vaultOf;
 
     /// @param asset_ The USDC token.
-    constructor(IERC20 asset_) {
-        if (address(asset_) == address(0)) revert SocialVaultFactoryZeroAddress();
+    /// @param forwarder The trusted ERC-2771 forwarder (the platform's `TrustMintForwarder`), also trusted by the
+    /// implementation and so by every vault.
+    constructor(IERC20 asset_, address forwarder) ERC2771Context(forwarder) {
+        if (address(asset_) == address(0) || forwarder == address(0)) revert SocialVaultFactoryZeroAddress();
         _asset = asset_;
-        _implementation = address(new SocialVault(asset_));
+        _implementation = address(new SocialVault(asset_, forwarder));
     }
 
     /// @inheritdoc ISocialVaultFactory
@@ -33,14 +40,15 @@ contract SocialVaultFactory is ISocialVaultFactory {
         uint256 requiredSignatures,
         bytes32 duressCommitment
     ) external returns (address vault) {
-        address existing = vaultOf[msg.sender];
-        if (existing != address(0)) revert SocialVaultFactoryVaultExists(msg.sender, existing);
+        address owner = _msgSender();
+        address existing = vaultOf[owner];
+        if (existing != address(0)) revert SocialVaultFactoryVaultExists(owner, existing);
 
-        vault = Clones.cloneDeterministic(_implementation, _salt(msg.sender));
-        vaultOf[msg.sender] = vault;
-        ISocialVault(vault).initialize(msg.sender, dailyLimit, timelockDuration, requiredSignatures, duressCommitment);
+        vault = Clones.cloneDeterministic(_implementation, _salt(owner));
+        vaultOf[owner] = vault;
+        ISocialVault(vault).initialize(owner, dailyLimit, timelockDuration, requiredSignatures, duressCommitment);
 
-        emit SocialVaultCreated(msg.sender, vault, dailyLimit, timelockDuration, requiredSignatures);
+        emit SocialVaultCreated(owner, vault, dailyLimit, timelockDuration, requiredSignatures);
     }
 
     /// @inheritdoc ISocialVaultFactory

@@ -3,17 +3,20 @@ pragma solidity ^0.8.28;
 
 import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
 import {IERC4626} from "@openzeppelin/contracts/interfaces/IERC4626.sol";
+import {ERC2771Context} from "@openzeppelin/contracts/metatx/ERC2771Context.sol";
 import {ERC20} from "@openzeppelin/contracts/token/ERC20/ERC20.sol";
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {ERC4626} from "@openzeppelin/contracts/token/ERC20/extensions/ERC4626.sol";
 import {IERC20Metadata} from "@openzeppelin/contracts/token/ERC20/extensions/IERC20Metadata.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
+import {Context} from "@openzeppelin/contracts/utils/Context.sol";
 import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
 import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
 import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {IInterestRateModel} from "../interfaces/IInterestRateModel.sol";
 import {IStakingVault} from "../interfaces/IStakingVault.sol";
+import {TryPermit} from "../utils/TryPermit.sol";
 
 /// @title StakingVault
 /// @notice The USDC savings vault (shares: "TrustMint Staked USDC", tmUSDC). Its idle USDC funds the LoanBook's loans;
@@ -32,10 +35,15 @@ import {IStakingVault} from "../interfaces/IStakingVault.sol";
 /// ERC4626), and the minimum deposit keeps deposits far above the rounding unit.
 ///
 /// Rounding always favours the vault (OpenZeppelin's conversions); {maxRedeem} rounds the liquidity limit down.
-contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransient, IStakingVault {
+///
+/// Meta-transactions: the vault trusts one ERC-2771 forwarder (fixed at construction), and every actor is read with
+/// `_msgSender()` (OpenZeppelin's ERC20, ERC4626, AccessControl and Pausable already do), so a request the user signed
+/// and a relayer submitted through the forwarder takes the same path and emits the same events as the user's own call.
+contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransient, ERC2771Context, IStakingVault {
     using Math for uint256;
     using SafeCast for uint256;
     using SafeERC20 for IERC20;
+    using TryPermit for IERC20;
 
     /// @inheritdoc IStakingVault
     bytes32 public constant LENDER_ROLE = keccak256("LENDER_ROLE");
@@ -70,11 +78,15 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     /// @param usdc The asset (6-decimal USDC; any ERC-20 with at most 18 decimals works).
     /// @param model The interest rate model.
     /// @param admin Receives DEFAULT_ADMIN_ROLE; grants the other roles after deployment.
-    constructor(IERC20 usdc, IInterestRateModel model, address admin)
+    /// @param forwarder The trusted ERC-2771 forwarder (the platform's `TrustMintForwarder`).
+    constructor(IERC20 usdc, IInterestRateModel model, address admin, address forwarder)
         ERC20("TrustMint Staked USDC", "tmUSDC")
         ERC4626(usdc)
+        ERC2771Context(forwarder)
     {
-        if (address(model) == address(0) || admin == address(0)) revert StakingVaultZeroAddress();
+        if (address(model) == address(0) || admin == address(0) || forwarder == address(0)) {
+            revert StakingVaultZeroAddress();
+        }
         uint8 assetDecimals = IERC20Metadata(address(usdc)).decimals();
         if (assetDecimals > 18) revert StakingVaultUnsupportedAsset(assetDecimals);
         // Cannot underflow: checked just above.
@@ -97,6 +109,17 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         whenNotPaused
         returns (uint256)
     {
+        return super.deposit(assets, receiver);
+    }
+
+    /// @inheritdoc IStakingVault
+    function depositWithPermit(uint256 assets, address receiver, uint256 deadline, uint8 v, bytes32 r, bytes32 s)
+        external
+        nonReentrant
+        whenNotPaused
+        returns (uint256)
+    {
+        IERC20(asset()).tryPermit(_msgSender(), assets, deadline, v, r, s);
         return super.deposit(assets, receiver);
     }
 
@@ -367,6 +390,21 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     }
 
     /* INTERNAL HOOKS */
+
+    /// @dev The signer of a request relayed by the trusted forwarder, else `msg.sender`.
+    function _msgSender() internal view override(Context, ERC2771Context) returns (address) {
+        return ERC2771Context._msgSender();
+    }
+
+    /// @dev The calldata without the forwarder's 20-byte suffix.
+    function _msgData() internal view override(Context, ERC2771Context) returns (bytes calldata) {
+        return ERC2771Context._msgData();
+    }
+
+    /// @dev 20: the signer's address appended by the forwarder.
+    function _contextSuffixLength() internal view override(Context, ERC2771Context) returns (uint256) {
+        return ERC2771Context._contextSuffixLength();
+    }
 
     /// @dev Adds the minimum-deposit check to OpenZeppelin's deposit hook (used by deposit and mint).
     function _deposit(address caller, address receiver, uint256 assets, uint256 shares) internal override {

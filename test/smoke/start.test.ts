@@ -100,6 +100,7 @@ describe(`npm start (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
       expect(await call("eth_chainId")).to.equal("0x7a69");
       const deployment = JSON.parse(readFileSync(path.join(deploymentsDir, "31337.json"), "utf8")) as Json;
       expect(Object.keys(deployment?.contracts ?? {}).sort()).to.deep.equal([
+        "forwarder",
         "interestRateModel",
         "loanBook",
         "socialVaultFactory",

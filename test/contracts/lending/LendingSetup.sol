@@ -6,10 +6,12 @@ import {MockUSDC} from "../../../contracts/mocks/MockUSDC.sol";
 import {InterestRateModel} from "../../../contracts/vault/InterestRateModel.sol";
 import {StakingVault} from "../../../contracts/vault/StakingVault.sol";
 import {LoanBook} from "../../../contracts/lending/LoanBook.sol";
+import {TrustMintForwarder} from "../../../contracts/metatx/TrustMintForwarder.sol";
 
 /// The deployed system as the owner's deployment script wires it; the test contract holds every role.
 abstract contract LendingSetup is TestBase {
     MockUSDC internal usdc;
+    TrustMintForwarder internal forwarder;
     InterestRateModel internal model;
     StakingVault internal vault;
     LoanBook internal book;
@@ -19,9 +21,10 @@ abstract contract LendingSetup is TestBase {
 
     function _deploy() internal {
         usdc = new MockUSDC(address(this));
+        forwarder = new TrustMintForwarder();
         model = new InterestRateModel(address(this));
-        vault = new StakingVault(usdc, model, address(this));
-        book = new LoanBook(vault, address(this));
+        vault = new StakingVault(usdc, model, address(this), address(forwarder));
+        book = new LoanBook(vault, address(this), address(forwarder));
         vault.grantRole(vault.LENDER_ROLE(), address(book));
         vault.grantRole(vault.YIELD_ROLE(), address(this));
         vault.grantRole(vault.PAUSER_ROLE(), address(this));

@@ -61,21 +61,28 @@ describe("LoanBook", () => {
     });
 
     it("emits the default limits", async () => {
-      const { vault, admin } = await networkHelpers.loadFixture(deploy);
-      const book = await ethers.deployContract("LoanBook", [await vault.getAddress(), admin.address]);
+      const { vault, admin, forwarder } = await networkHelpers.loadFixture(deploy);
+      const book = await ethers.deployContract("LoanBook", [await vault.getAddress(), admin.address, await forwarder.getAddress()]);
       await expect(book.deploymentTransaction()).to.emit(book, "LoanLimitsUpdated").withArgs(limitsTuple(DEFAULT_LIMITS));
     });
 
     it("reverts when the vault or the admin is zero", async () => {
+      const { book, vault, admin, forwarder } = await networkHelpers.loadFixture(deploy);
+      const trusted = await forwarder.getAddress();
+      await expect(ethers.deployContract("LoanBook", [ethers.ZeroAddress, admin.address, trusted])).to.be.revertedWithCustomError(
+        book,
+        "LoanBookZeroAddress",
+      );
+      await expect(
+        ethers.deployContract("LoanBook", [await vault.getAddress(), ethers.ZeroAddress, trusted]),
+      ).to.be.revertedWithCustomError(book, "LoanBookZeroAddress");
+    });
+
+    it("reverts when the forwarder is zero", async () => {
       const { book, vault, admin } = await networkHelpers.loadFixture(deploy);
-      await expect(ethers.deployContract("LoanBook", [ethers.ZeroAddress, admin.address])).to.be.revertedWithCustomError(
-        book,
-        "LoanBookZeroAddress",
-      );
-      await expect(ethers.deployContract("LoanBook", [await vault.getAddress(), ethers.ZeroAddress])).to.be.revertedWithCustomError(
-        book,
-        "LoanBookZeroAddress",
-      );
+      await expect(
+        ethers.deployContract("LoanBook", [await vault.getAddress(), admin.address, ethers.ZeroAddress]),
+      ).to.be.revertedWithCustomError(book, "LoanBookZeroAddress");
     });
   });
 

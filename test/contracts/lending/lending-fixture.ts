@@ -14,9 +14,15 @@ export const ref = (ethers: HardhatEthers, label: string) => ethers.id(label);
 export async function deployLending(ethers: HardhatEthers) {
   const [admin, operator, pauser, yielder, alice, bob, borrower, stranger, lender] = await ethers.getSigners();
   const usdc = await ethers.deployContract("MockUSDC", [admin.address]);
+  const forwarder = await ethers.deployContract("TrustMintForwarder");
   const model = await ethers.deployContract("InterestRateModel", [admin.address]);
-  const vault = await ethers.deployContract("StakingVault", [await usdc.getAddress(), await model.getAddress(), admin.address]);
-  const book = await ethers.deployContract("LoanBook", [await vault.getAddress(), admin.address]);
+  const vault = await ethers.deployContract("StakingVault", [
+    await usdc.getAddress(),
+    await model.getAddress(),
+    admin.address,
+    await forwarder.getAddress(),
+  ]);
+  const book = await ethers.deployContract("LoanBook", [await vault.getAddress(), admin.address, await forwarder.getAddress()]);
 
   await vault.grantRole(await vault.LENDER_ROLE(), await book.getAddress());
   await vault.grantRole(await vault.PAUSER_ROLE(), pauser.address);
@@ -28,5 +34,5 @@ export async function deployLending(ethers: HardhatEthers) {
     await usdc.connect(user).approve(await vault.getAddress(), ethers.MaxUint256);
     await usdc.connect(user).approve(await book.getAddress(), ethers.MaxUint256);
   }
-  return { usdc, model, vault, book, admin, operator, pauser, yielder, alice, bob, borrower, stranger, lender };
+  return { usdc, forwarder, model, vault, book, admin, operator, pauser, yielder, alice, bob, borrower, stranger, lender };
 }

@@ -18,6 +18,7 @@ interface Vm {
     function deal(address account, uint256 newBalance) external;
     function label(address account, string calldata newLabel) external;
     function addr(uint256 privateKey) external pure returns (address);
+    function sign(uint256 privateKey, bytes32 digest) external pure returns (uint8 v, bytes32 r, bytes32 s);
 }
 
 /// @notice Assertions and fuzz-input helpers for Solidity tests (a failed assertion reverts, failing the test).

@@ -6,6 +6,7 @@ import {MockUSDC} from "../../../contracts/mocks/MockUSDC.sol";
 import {ISocialVault} from "../../../contracts/interfaces/ISocialVault.sol";
 import {SocialVault} from "../../../contracts/social/SocialVault.sol";
 import {SocialVaultFactory} from "../../../contracts/social/SocialVaultFactory.sol";
+import {TrustMintForwarder} from "../../../contracts/metatx/TrustMintForwarder.sol";
 
 /// @notice Drives one social vault with random actions by its owner, guardians, a pending guardian and a
 /// stranger, and checks every successful call against an independent model. A success the model forbids is
@@ -255,7 +256,7 @@ contract SocialVaultInvariantTest is TestBase {
     function setUp() public {
         vm.warp(1_700_000_000);
         usdc = new MockUSDC(address(this));
-        SocialVaultFactory factory = new SocialVaultFactory(usdc);
+        SocialVaultFactory factory = new SocialVaultFactory(usdc, address(new TrustMintForwarder()));
         vm.prank(address(0xA11CE));
         vault = SocialVault(factory.createVault(1_000e6, 1 hours, 2, keccak256(abi.encode(keccak256("duress key")))));
         vm.startPrank(address(0xA11CE));

@@ -6,6 +6,7 @@ import {MockUSDC} from "../../../contracts/mocks/MockUSDC.sol";
 import {ISocialVault} from "../../../contracts/interfaces/ISocialVault.sol";
 import {SocialVault} from "../../../contracts/social/SocialVault.sol";
 import {SocialVaultFactory} from "../../../contracts/social/SocialVaultFactory.sol";
+import {TrustMintForwarder} from "../../../contracts/metatx/TrustMintForwarder.sol";
 
 /// @notice A smart-account guardian (ERC-1271) that approves the digests it was told to.
 contract SmartAccountGuardian {
@@ -45,7 +46,7 @@ contract SocialVaultFuzzTest is TestBase {
     function setUp() public {
         vm.warp(START);
         usdc = new MockUSDC(address(this));
-        factory = new SocialVaultFactory(usdc);
+        factory = new SocialVaultFactory(usdc, address(new TrustMintForwarder()));
         vm.prank(OWNER);
         vault = SocialVault(factory.createVault(LIMIT, TIMELOCK, 2, keccak256(abi.encode(DURESS_KEY))));
         vm.startPrank(OWNER);

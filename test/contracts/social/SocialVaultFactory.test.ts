@@ -7,8 +7,9 @@ const { ethers, networkHelpers } = await network.create();
 async function deployFactory() {
   const [deployer, owner, other, stranger] = await ethers.getSigners();
   const usdc = await ethers.deployContract("MockUSDC", [deployer.address]);
-  const factory = await ethers.deployContract("SocialVaultFactory", [await usdc.getAddress()]);
-  return { usdc, factory, deployer, owner, other, stranger };
+  const forwarder = await ethers.deployContract("TrustMintForwarder");
+  const factory = await ethers.deployContract("SocialVaultFactory", [await usdc.getAddress(), await forwarder.getAddress()]);
+  return { usdc, forwarder, factory, deployer, owner, other, stranger };
 }
 
 describe("SocialVaultFactory", () => {
@@ -21,12 +22,25 @@ describe("SocialVaultFactory", () => {
       expect(await implementation.factory()).to.equal(await factory.getAddress());
     });
 
+    it("passes its trusted forwarder to the implementation, so every clone shares it", async () => {
+      const { forwarder, factory } = await networkHelpers.loadFixture(deployFactory);
+      const implementation = await ethers.getContractAt("SocialVault", await factory.implementation());
+      expect(await factory.trustedForwarder()).to.equal(await forwarder.getAddress());
+      expect(await implementation.trustedForwarder()).to.equal(await forwarder.getAddress());
+    });
+
     it("reverts on a zero token address", async () => {
-      const { factory } = await networkHelpers.loadFixture(deployFactory);
-      await expect(ethers.deployContract("SocialVaultFactory", [ethers.ZeroAddress])).to.be.revertedWithCustomError(
-        factory,
-        "SocialVaultFactoryZeroAddress",
-      );
+      const { factory, forwarder } = await networkHelpers.loadFixture(deployFactory);
+      await expect(
+        ethers.deployContract("SocialVaultFactory", [ethers.ZeroAddress, await forwarder.getAddress()]),
+      ).to.be.revertedWithCustomError(factory, "SocialVaultFactoryZeroAddress");
+    });
+
+    it("reverts on a zero forwarder address", async () => {
+      const { factory, usdc } = await networkHelpers.loadFixture(deployFactory);
+      await expect(
+        ethers.deployContract("SocialVaultFactory", [await usdc.getAddress(), ethers.ZeroAddress]),
+      ).to.be.revertedWithCustomError(factory, "SocialVaultFactoryZeroAddress");
     });
   });
 

@@ -32,7 +32,8 @@ export async function socialVaultFixture(connection: Connection) {
   const { ethers, networkHelpers } = connection;
   const [deployer, owner, g1, g2, g3, recipient, stranger, other] = await ethers.getSigners();
   const usdc = await ethers.deployContract("MockUSDC", [deployer.address]);
-  const factory = await ethers.deployContract("SocialVaultFactory", [await usdc.getAddress()]);
+  const forwarder = await ethers.deployContract("TrustMintForwarder");
+  const factory = await ethers.deployContract("SocialVaultFactory", [await usdc.getAddress(), await forwarder.getAddress()]);
   await factory.connect(owner).createVault(USDC(100), HOUR, 2, commitmentOf(DURESS_KEY));
   const vault = await ethers.getContractAt("SocialVault", await factory.vaultOf(owner.address));
   for (const guardian of [g1, g2, g3]) await vault.connect(owner).addGuardian(guardian.address);
@@ -40,7 +41,7 @@ export async function socialVaultFixture(connection: Connection) {
   await usdc.mint(owner.address, USDC(10_000));
   await usdc.connect(owner).approve(await vault.getAddress(), ethers.MaxUint256);
   await vault.connect(owner).deposit(USDC(10_000));
-  return { usdc, factory, vault, deployer, owner, g1, g2, g3, recipient, stranger, other };
+  return { usdc, forwarder, factory, vault, deployer, owner, g1, g2, g3, recipient, stranger, other };
 }
 
 export type SocialVaultFixture = Awaited<ReturnType<typeof socialVaultFixture>>;

@@ -39,12 +39,20 @@ describe("StakingVault", () => {
     });
 
     it("reverts when the model or the admin is zero", async () => {
-      const { vault, usdc, model, admin } = await networkHelpers.loadFixture(deploy);
+      const { vault, usdc, model, admin, forwarder } = await networkHelpers.loadFixture(deploy);
+      const trusted = await forwarder.getAddress();
       await expect(
-        ethers.deployContract("StakingVault", [await usdc.getAddress(), ethers.ZeroAddress, admin.address]),
+        ethers.deployContract("StakingVault", [await usdc.getAddress(), ethers.ZeroAddress, admin.address, trusted]),
       ).to.be.revertedWithCustomError(vault, "StakingVaultZeroAddress");
       await expect(
-        ethers.deployContract("StakingVault", [await usdc.getAddress(), await model.getAddress(), ethers.ZeroAddress]),
+        ethers.deployContract("StakingVault", [await usdc.getAddress(), await model.getAddress(), ethers.ZeroAddress, trusted]),
+      ).to.be.revertedWithCustomError(vault, "StakingVaultZeroAddress");
+    });
+
+    it("reverts when the forwarder is zero", async () => {
+      const { vault, usdc, model, admin } = await networkHelpers.loadFixture(deploy);
+      await expect(
+        ethers.deployContract("StakingVault", [await usdc.getAddress(), await model.getAddress(), admin.address, ethers.ZeroAddress]),
       ).to.be.revertedWithCustomError(vault, "StakingVaultZeroAddress");
     });
     it("reverts for an asset with more than 18 decimals", async () => {
@@ -53,7 +61,7 @@ describe("StakingVault", () => {
       // PUSH1 32, PUSH1 0, RETURN`.
       const tx = await admin.sendTransaction({ data: "0x600a600c600039600a6000f3" + "60136000526020" + "6000f3" });
       const token = (await tx.wait())!.contractAddress!;
-      await expect(ethers.deployContract("StakingVault", [token, await model.getAddress(), admin.address]))
+      await expect(ethers.deployContract("StakingVault", [token, await model.getAddress(), admin.address, admin.address]))
         .to.be.revertedWithCustomError(vault, "StakingVaultUnsupportedAsset")
         .withArgs(19n);
     });
