@@ -187,7 +187,9 @@ export function identify(deps: IdentifyDeps) {
 export function refuseQueryCredentials(req: Request, _res: Response, next: NextFunction) {
   for (const name of Object.keys(req.query)) {
     if (QUERY_CREDENTIALS.has(name.toLowerCase())) {
-      return next(new AppError("UNAUTHORIZED", MESSAGES.invalid, { field: name, reason: "credentials are accepted in headers only" }));
+      // Without an Authorization header the spec's message is "Authorization header required" (part 5, item 9).
+      const message = req.header("authorization") === undefined && req.header("x-api-key") === undefined ? MESSAGES.missing : MESSAGES.invalid;
+      return next(new AppError("UNAUTHORIZED", message, { field: name, reason: "credentials are accepted in headers only" }));
     }
   }
   next();

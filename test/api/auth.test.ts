@@ -150,6 +150,10 @@ describe(`authentication (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function
       expect(response.status, name).to.equal(401);
       expect(response.body.error.code).to.equal("UNAUTHORIZED");
       expect(response.headers.get("x-ratelimit-limit")).to.equal("60");
+      // With only the query-string token (no header), the header is what is missing (service-spec part 5, item 9).
+      const alone = await api.request("GET", `/v1/users/me?${name}=${token}`);
+      expect(alone.status, name).to.equal(401);
+      expect(alone.body.error.message).to.equal("Authorization header required");
     }
   });
 
