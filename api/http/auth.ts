@@ -188,7 +188,8 @@ export function refuseQueryCredentials(req: Request, _res: Response, next: NextF
   for (const name of Object.keys(req.query)) {
     if (QUERY_CREDENTIALS.has(name.toLowerCase())) {
       // Without an Authorization header the spec's message is "Authorization header required" (part 5, item 9).
-      const message = req.header("authorization") === undefined && req.header("x-api-key") === undefined ? MESSAGES.missing : MESSAGES.invalid;
+      const message =
+        req.header("authorization") === undefined && req.header("x-api-key") === undefined ? MESSAGES.missing : MESSAGES.invalid;
       return next(new AppError("UNAUTHORIZED", message, { field: name, reason: "credentials are accepted in headers only" }));
     }
   }
