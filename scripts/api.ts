@@ -4,8 +4,7 @@ import { serveApi } from "../api/server.js";
 import { bootClock, bootSharedChainAndDatabase, isExpectedStartError } from "../core/boot.js";
 import { loadConfig } from "../core/config.js";
 import { createLogger } from "../core/logger.js";
-import { managedWalletsFor } from "../core/wallets.js";
-import { createServices } from "../domain/services.js";
+import { apiProcessServices } from "./api-services.js";
 import { runUntilSignal } from "./lifecycle.js";
 
 await runUntilSignal(
@@ -16,22 +15,7 @@ await runUntilSignal(
     const { chain, deployment, db } = await bootSharedChainAndDatabase("api", config, logger, onStop);
 
     const clock = await bootClock(db, logger, onStop);
-    const services = createServices({
-      db,
-      clock,
-      wallets: await managedWalletsFor(config, db),
-      cacheReads: true,
-      logger,
-      chain: {
-        provider: chain.provider,
-        chainId: chain.chainId,
-        deployment,
-        operatorKey: config.chain.deployerPrivateKey,
-        mockUsdc: config.chain.usdcAddress === undefined,
-      },
-    });
-    // What a stopped process left in flight is broadcast again and settled before new work.
-    await services.sender?.reconcile();
+    const services = await apiProcessServices({ config, db, clock, logger, chain, deployment });
     const { server } = await serveApi({ logger, clock, db, chain, config, services }, onStop);
     console.log(`ready: api=${server.url} rpc=${chain.rpcUrl} chainId=${chain.chainId} database=${db.kind}`);
   },

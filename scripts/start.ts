@@ -6,10 +6,9 @@ import { ensureChainIdentity } from "../core/chain-identity.js";
 import { loadConfig } from "../core/config.js";
 import { ensureDeployment } from "../core/deployments.js";
 import { createLogger } from "../core/logger.js";
-import { managedWalletsFor } from "../core/wallets.js";
-import { createServices } from "../domain/services.js";
 import { createIndexer } from "../indexer/indexer.js";
 import { startPlatformWorkers } from "../worker/jobs.js";
+import { apiProcessServices } from "./api-services.js";
 import { runUntilSignal } from "./lifecycle.js";
 
 await runUntilSignal(
@@ -47,22 +46,7 @@ await runUntilSignal(
     onStop(() => indexer.stop());
 
     // One set of services for the API and the jobs of this process: the API's caches see the jobs' writes.
-    const services = createServices({
-      db,
-      clock,
-      wallets: await managedWalletsFor(config, db),
-      cacheReads: true,
-      logger,
-      chain: {
-        provider: chain.provider,
-        chainId: chain.chainId,
-        deployment,
-        operatorKey: config.chain.deployerPrivateKey,
-        mockUsdc: config.chain.usdcAddress === undefined,
-      },
-    });
-    // What a stopped process left in flight is broadcast again and settled before new work.
-    await services.sender?.reconcile();
+    const services = await apiProcessServices({ config, db, clock, logger, chain, deployment });
     const { server } = await serveApi({ logger, clock, db, chain, config, services }, onStop);
     const workers = startPlatformWorkers({ services, clock, logger });
     onStop(() => workers.stop());

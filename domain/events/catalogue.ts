@@ -40,6 +40,15 @@ function defineEvent<D extends z.ZodObject, R extends z.ZodObject | undefined = 
   return { raw: undefined as R, ...definition };
 }
 
+const trustScoreChange = z.object({
+  userId: z.string(),
+  previousScore: z.number().int(),
+  newScore: z.number().int(),
+  change: z.number().int(),
+  reason: z.string(),
+  timestamp: isoTime,
+});
+
 const chainLoan = z.object({ chainLoanId: integerAmount });
 const withdrawalRef = z.object({ vault: address, requestId: integerAmount });
 
@@ -140,26 +149,12 @@ export const EVENT_CATALOGUE = {
   "trust_score.updated": defineEvent({
     source: "service",
     description: "The user's Trust Score changed (also sent as user.trust_score_updated: the spec uses both names).",
-    data: z.object({
-      userId: z.string(),
-      previousScore: z.number().int(),
-      newScore: z.number().int(),
-      change: z.number().int(),
-      reason: z.string(),
-      timestamp: isoTime,
-    }),
+    data: trustScoreChange,
   }),
   "user.trust_score_updated": defineEvent({
     source: "service",
     description: "Same as trust_score.updated, under the name of the spec's event list.",
-    data: z.object({
-      userId: z.string(),
-      previousScore: z.number().int(),
-      newScore: z.number().int(),
-      change: z.number().int(),
-      reason: z.string(),
-      timestamp: isoTime,
-    }),
+    data: trustScoreChange,
   }),
 } as const;
 

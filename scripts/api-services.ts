@@ -1,0 +1,40 @@
+import type { BootedChain } from "../core/boot.js";
+import type { Clock } from "../core/clock.js";
+import type { Config } from "../core/config.js";
+import type { Database } from "../core/db.js";
+import type { Deployment } from "../core/deployments.js";
+import type { Logger } from "../core/logger.js";
+import { managedWalletsFor } from "../core/wallets.js";
+import { createServices, type Services } from "../domain/services.js";
+
+/**
+ * The domain services of a process that serves the API (`npm start`, `npm run api`): cached
+ * reads, the deployment's wallets, and the transaction sender on the chain, whose transactions a
+ * stopped process left in flight are broadcast again and settled before new work.
+ */
+export async function apiProcessServices(options: {
+  config: Config;
+  db: Database;
+  clock: Pick<Clock, "now">;
+  logger: Logger;
+  chain: Pick<BootedChain, "provider" | "chainId">;
+  deployment: Deployment;
+}): Promise<Services> {
+  const { config, db, chain } = options;
+  const services = createServices({
+    db,
+    clock: options.clock,
+    wallets: await managedWalletsFor(config, db),
+    cacheReads: true,
+    logger: options.logger,
+    chain: {
+      provider: chain.provider,
+      chainId: chain.chainId,
+      deployment: options.deployment,
+      operatorKey: config.chain.deployerPrivateKey,
+      mockUsdc: config.chain.usdcAddress === undefined,
+    },
+  });
+  await services.sender?.reconcile();
+  return services;
+}
