@@ -106,7 +106,15 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain }
     rewards,
     /** The one sender of the service's transactions (absent in processes without a chain). */
     sender,
-    sandbox: sender ? createSandboxService({ sender, usdc: mockUsdc }) : undefined,
+    sandbox:
+      sender && chain
+        ? createSandboxService({
+            sender,
+            usdc: mockUsdc,
+            vault: platformContract(chain.deployment, "stakingVault", chain.provider),
+            operator: sender.address,
+          })
+        : undefined,
     invalidateUser,
     /** The erase job (personal data of accounts past their deletion date); returns the ids erased. */
     async eraseDueAccounts(now: Date): Promise<string[]> {

@@ -16,6 +16,8 @@ import {
   planResponse,
   tokenBody,
   tokenResponse,
+  yieldBody,
+  yieldResponse,
 } from "./schemas.js";
 
 export interface DevRouteDeps {
@@ -49,6 +51,21 @@ export function devRoutes({ identity, clock, chain, users, sandbox }: DevRouteDe
           handler: async ({ body, principal, req }) => ({
             data: await sandbox.faucet(principal().user, body.amount, req.header("idempotency-key")!),
           }),
+        }),
+        defineRoute({
+          method: "post",
+          path: "/dev/vault/yield",
+          operationId: "devVaultYield",
+          tag: TAG,
+          summary: "Add yield to the staking vault (the exchange rate rises)",
+          description:
+            "Mints the test USDC to the service's account, approves the vault and distributes it (three transactions, resumed by a retry with the same Idempotency-Key). 409 CONFLICT while the vault has no deposits.",
+          auth: "none",
+          idempotent: true,
+          body: yieldBody,
+          response: yieldResponse,
+          errors: ["CONFLICT", "SERVICE_UNAVAILABLE"],
+          handler: async ({ body, req }) => ({ data: await sandbox.distributeYield(body.amount, req.header("idempotency-key")!) }),
         }),
       ]
     : [];

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { FAUCET_MAX_USDC } from "../../domain/sandbox/service.js";
+import { FAUCET_MAX_USDC, YIELD_MAX_USDC } from "../../domain/sandbox/service.js";
 import { usdcAmount } from "../http/input.js";
 
 export const tokenBody = z.strictObject({
@@ -48,5 +48,14 @@ export const faucetResponse = z.object({
   walletAddress: z.string(),
   amount: z.string().describe("USDC minted, two decimals"),
   balance: z.string().describe("the wallet's USDC balance after the mint, two decimals (rounded down)"),
+  txHash: z.string(),
+});
+
+export const yieldBody = z.strictObject({
+  amount: usdcAmount({ max: YIELD_MAX_USDC, description: "USDC of yield to add to the staking vault: more than 0, at most 1,000,000" }),
+});
+export const yieldResponse = z.object({
+  totalYield: z.string().describe("all yield distributed so far, two decimals"),
+  newExchangeRate: z.number().describe("USDC per tmUSDC after the distribution"),
   txHash: z.string(),
 });

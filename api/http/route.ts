@@ -159,6 +159,9 @@ async function answerOrRefusal(route: RouteSpec, req: Request, res: Response, in
   }
 }
 
+/** The Idempotency-Key scope of requests without a user (a user id never has this form). */
+const ANONYMOUS_SCOPE = "anonymous";
+
 export function mountRoutes(routes: RouteSpec[], deps: { idempotency?: IdempotencyStore } = {}): Router {
   const router = Router();
   for (const route of routes) {
@@ -173,13 +176,14 @@ export function mountRoutes(routes: RouteSpec[], deps: { idempotency?: Idempoten
         if (route.idempotent) {
           // Requests refused by validation or authentication above are not kept (nothing ran).
           if (!deps.idempotency) throw new Error(`route ${route.operationId} is idempotent but no idempotency store is mounted`);
-          const user = req.auth?.user;
-          if (!user) throw new AppError("UNAUTHORIZED", "Authorization header required");
+          // Keys are per user; routes without authentication (the sandbox's) share one scope.
+          const scope = req.auth?.user.id ?? (route.auth === "none" ? ANONYMOUS_SCOPE : undefined);
+          if (!scope) throw new AppError("UNAUTHORIZED", "Authorization header required");
           const key = idempotencyKeyOf(req);
           const result = await runIdempotent(
             deps.idempotency,
             {
-              userId: user.id,
+              userId: scope,
               key,
               operation: `${route.method.toUpperCase()} ${route.path}`,
               body: req.body,

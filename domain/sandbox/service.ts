@@ -2,7 +2,7 @@
 // user's managed wallet. It moves money on chain through the one transaction sender, so it
 // takes an Idempotency-Key like every money write.
 import type { Contract } from "ethers";
-import { formatUsdc2 } from "../../core/money.js";
+import { formatUsdc2, rateNumber } from "../../core/money.js";
 import { AppError } from "../errors.js";
 import type { TransactionSender } from "../transactions/sender.js";
 import { TransactionPendingError, TransactionRevertedError } from "../transactions/sender.js";
@@ -10,11 +10,19 @@ import type { UserRecord } from "../users/repo.js";
 
 /** Most test USDC one faucet call gives (run-and-sandbox.md: more than 0 and at most 10,000). */
 export const FAUCET_MAX_USDC = 10_000;
+/** Most yield one sandbox distribution adds: plenty to move the rate, far from any overflow. */
+export const YIELD_MAX_USDC = 1_000_000;
+/** Whose Idempotency-Keys the anonymous sandbox routes use (they have no user). */
+export const SANDBOX_SCOPE = "sandbox";
 
 export interface SandboxDeps {
   sender: Pick<TransactionSender, "send">;
   /** MockUSDC, read-only (balances); null where the chain has real USDC and no faucet. */
   usdc: Contract | null;
+  /** The staking vault, read-only (supply, rate, total yield). */
+  vault: Contract;
+  /** The paying account, which holds MockUSDC's faucet role and the vault's yield role outside production. */
+  operator: string;
 }
 
 /** Turns what the sender throws into the spec's codes. */
@@ -28,8 +36,37 @@ export function chainFailure(error: unknown): never {
   throw error;
 }
 
-export function createSandboxService({ sender, usdc }: SandboxDeps) {
+export function createSandboxService({ sender, usdc, vault, operator }: SandboxDeps) {
   return {
+    /**
+     * Adds `amount` micro-USDC of yield to the staking vault: mints it to the paying account,
+     * approves the vault and distributes it, three transactions under one idempotency key (each
+     * step its own purpose), so a retry resumes where an interrupted call stopped.
+     */
+    async distributeYield(amount: bigint, idempotencyKey: string) {
+      if (!usdc) throw new AppError("SERVICE_UNAVAILABLE", "This chain has real USDC (USDC_ADDRESS): there is no test yield");
+      // Checked first, so no test USDC is minted for a distribution the vault would refuse.
+      if (((await vault.totalSupply()) as bigint) === 0n) {
+        throw new AppError("CONFLICT", "The vault has no deposits yet: yield would go to nobody", {
+          field: "amount",
+          reason: "no tmUSDC in circulation",
+        });
+      }
+      const vaultAddress = await vault.getAddress();
+      const usdcAddress = await usdc.getAddress();
+      const step = (purpose: string, to: string, data: string) =>
+        sender.send({ purpose: `sandbox.yield.${purpose}`, userId: SANDBOX_SCOPE, idempotencyKey, to, data }).catch(chainFailure);
+      await step("mint", usdcAddress, usdc.interface.encodeFunctionData("mint", [operator, amount]));
+      await step("approve", usdcAddress, usdc.interface.encodeFunctionData("approve", [vaultAddress, amount]));
+      const sent = await step("distribute", vaultAddress, vault.interface.encodeFunctionData("distributeYield", [amount]));
+      const at = { blockTag: sent.blockNumber };
+      return {
+        totalYield: formatUsdc2((await vault.totalYield(at)) as bigint),
+        newExchangeRate: rateNumber((await vault.exchangeRate(at)) as bigint),
+        txHash: sent.txHash,
+      };
+    },
+
     /** Mints `amount` micro-USDC of test USDC to the user's managed wallet. */
     async faucet(user: UserRecord, amount: bigint, idempotencyKey: string) {
       if (!usdc) throw new AppError("SERVICE_UNAVAILABLE", "This chain has real USDC (USDC_ADDRESS): there is no faucet");

@@ -1,12 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { expect } from "chai";
-import { Transaction, Wallet } from "ethers";
+import { formatUnits, Transaction, Wallet } from "ethers";
 import { ensureChainIdentity } from "../../core/chain-identity.js";
 import { createLogger } from "../../core/logger.js";
 import { platformContract, platformErrors } from "../../core/platform-abi.js";
 import { createTransactionSender, TransactionRevertedError } from "../../domain/transactions/sender.js";
+import { deposit } from "../helpers/activity.js";
 import { type ApiResponse, startTestApi, type TestApi } from "../helpers/api.js";
-import { DEPLOYER_KEY, startTestChain, type TestChain } from "../helpers/chain.js";
+import { DEPLOYER_KEY, startTestChain, type TestChain, usdc } from "../helpers/chain.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { expectErrorEnvelope } from "../helpers/envelope.js";
 
@@ -195,5 +196,27 @@ describe(`money sandbox: faucet, transaction sender, Idempotency-Key (${usingPos
     expect(caught).to.be.instanceOf(TransactionRevertedError);
     expect((caught as TransactionRevertedError).revert?.name).to.equal("AccessControlUnauthorizedAccount");
     expect(await db.prisma.chainTransaction.count()).to.equal(before);
+  });
+
+  it("adds yield to the vault through POST /dev/vault/yield, refused while nobody holds tmUSDC, replayed on retry", async () => {
+    const yieldOf = (amount: unknown, key = randomUUID()) =>
+      api.request("POST", "/dev/vault/yield", { body: { amount }, headers: { "idempotency-key": key } });
+    const yieldTransactions = () => db.prisma.chainTransaction.count({ where: { purpose: { startsWith: "sandbox.yield." } } });
+    expect((await chain.contracts.vault.totalSupply()) as bigint).to.equal(0n);
+    expectErrorEnvelope(await yieldOf(10), 409, "CONFLICT");
+    expect(await yieldTransactions()).to.equal(0);
+
+    await deposit(chain, await chain.signer(3), usdc(1_000));
+    const key = randomUUID();
+    const first = await yieldOf(10, key);
+    expect(first.status, first.text).to.equal(200);
+    const rate = (await chain.contracts.vault.exchangeRate()) as bigint;
+    expect(first.body.data).to.deep.include({ totalYield: "10.00", newExchangeRate: Number(formatUnits(rate, 18)) });
+    expect(first.body.data.newExchangeRate).to.be.above(1);
+    expect(await yieldTransactions()).to.equal(3); // mint, approve, distribute
+    const retry = await yieldOf(10, key);
+    expect(retry.text).to.equal(first.text);
+    expect((await chain.contracts.vault.totalYield()) as bigint).to.equal(usdc(10));
+    expect(await yieldTransactions()).to.equal(3);
   });
 });
