@@ -7,6 +7,7 @@
 // Last line: `ratio: <worst of deposit and redeem, ours / plain>`.
 import { type BaseContract, Signature, type Wallet } from "ethers";
 import { network } from "hardhat";
+import { FORWARD_REQUEST_TYPES, FORWARDER_DOMAIN, PERMIT_TYPES } from "../core/eip712.js";
 
 const SAFE_WITH_DELAY_GAS = 153_022n;
 const USDC = (amount: number) => BigInt(amount) * 1_000_000n;
@@ -131,36 +132,16 @@ async function forwarded(signer: Wallet, target: BaseContract, data: string) {
     deadline: BigInt((await networkHelpers.time.latest()) + HOUR),
     data,
   };
-  const types = {
-    ForwardRequest: [
-      { name: "from", type: "address" },
-      { name: "to", type: "address" },
-      { name: "value", type: "uint256" },
-      { name: "gas", type: "uint256" },
-      { name: "nonce", type: "uint256" },
-      { name: "deadline", type: "uint48" },
-      { name: "data", type: "bytes" },
-    ],
-  };
-  const domain = { name: "TrustMintForwarder", version: "1", chainId, verifyingContract: forwarderAddress };
-  const signature = await signer.signTypedData(domain, types, message);
+  const domain = { ...FORWARDER_DOMAIN, chainId, verifyingContract: forwarderAddress };
+  const signature = await signer.signTypedData(domain, FORWARD_REQUEST_TYPES, message);
   return gasOf(forwarder.connect(relayer).execute({ ...message, signature }));
 }
 
 async function permit(signer: Wallet, spender: BaseContract, value: bigint) {
   const deadline = BigInt((await networkHelpers.time.latest()) + HOUR);
   const domain = { name: await usdc.name(), version: await usdc.version(), chainId, verifyingContract: await usdc.getAddress() };
-  const types = {
-    Permit: [
-      { name: "owner", type: "address" },
-      { name: "spender", type: "address" },
-      { name: "value", type: "uint256" },
-      { name: "nonce", type: "uint256" },
-      { name: "deadline", type: "uint256" },
-    ],
-  };
   const message = { owner: signer.address, spender: await spender.getAddress(), value, nonce: await usdc.nonces(signer.address), deadline };
-  const { v, r, s } = Signature.from(await signer.signTypedData(domain, types, message));
+  const { v, r, s } = Signature.from(await signer.signTypedData(domain, PERMIT_TYPES, message));
   return { deadline, v, r, s };
 }
 

@@ -81,9 +81,15 @@ export function createTransactionSender(deps: SenderDeps) {
     return new TransactionRevertedError(revert, revert ? `reverted with ${revert.name}` : (error.shortMessage ?? "reverted"));
   }
 
+  /** EIP-1559 fees from the node (a legacy gas price as the cap where the node gives no 1559 figures). */
+  async function fees() {
+    const data = await provider.getFeeData();
+    return { maxFeePerGas: data.maxFeePerGas ?? data.gasPrice ?? 1_000_000_000n, maxPriorityFeePerGas: data.maxPriorityFeePerGas ?? 0n };
+  }
+
   /** Takes the next nonce in one locking statement, never behind the chain's own count. */
   async function signAndRecord(request: SendRequest, gasLimit: bigint) {
-    const fees = await provider.getFeeData();
+    const fee = await fees();
     const onChain = await provider.getTransactionCount(account.address, "pending");
     return db.prisma.$transaction(async (tx) => {
       const [{ nonce }] = await tx.$queryRaw<{ nonce: number }[]>`
@@ -99,8 +105,7 @@ export function createTransactionSender(deps: SenderDeps) {
         to: request.to,
         data: request.data,
         gasLimit,
-        maxFeePerGas: fees.maxFeePerGas ?? fees.gasPrice ?? 1_000_000_000n,
-        maxPriorityFeePerGas: fees.maxPriorityFeePerGas ?? 0n,
+        ...fee,
       });
       const txHash = Transaction.from(rawTx).hash!;
       await tx.chainTransaction.create({
@@ -227,7 +232,6 @@ export function createTransactionSender(deps: SenderDeps) {
 
     /** Sends a zero-value transfer to the paying account at `nonce`, so later nonces are not stuck behind it. */
     async fillNonce(nonce: number): Promise<void> {
-      const fees = await provider.getFeeData();
       const rawTx = await account.signTransaction({
         type: 2,
         chainId,
@@ -235,8 +239,7 @@ export function createTransactionSender(deps: SenderDeps) {
         to: account.address,
         value: 0n,
         gasLimit: 21_000n,
-        maxFeePerGas: fees.maxFeePerGas ?? fees.gasPrice ?? 1_000_000_000n,
-        maxPriorityFeePerGas: fees.maxPriorityFeePerGas ?? 0n,
+        ...(await fees()),
       });
       await provider.broadcastTransaction(rawTx);
     },

@@ -29,18 +29,17 @@ export interface TestChain {
   close(): Promise<void>;
 }
 
-/** An embedded EDR chain on a free port with the platform deployed on it. */
-export async function startTestChain(): Promise<TestChain> {
-  const embedded = await startEmbeddedChain("127.0.0.1", 0);
-  const { provider } = await connectRpc(embedded.rpcUrl);
-  const deployment = await ensureDeployment({ provider, deployerPrivateKey: DEPLOYER_KEY, fresh: true });
+/** What every test chain offers over its provider and deployment (contracts, signers, snapshots). */
+export async function chainHandles(
+  provider: JsonRpcProvider,
+  deployment: Deployment,
+): Promise<Pick<TestChain, "provider" | "deployment" | "contracts" | "signer" | "at" | "snapshot" | "revert" | "setAutomine">> {
+  // The contracts act as the deployer (account #0), as the fixtures expect.
   const deployer = await provider.getSigner(0);
   const connect = (key: string, file: string, name: string) =>
     new Contract(deployment.contracts[key]!.address, loadArtifact(file, name).abi as never, deployer);
   return {
-    rpcUrl: embedded.rpcUrl,
     provider,
-    embedded,
     deployment,
     contracts: {
       usdc: connect("usdc", "mocks/MockUSDC.sol", "MockUSDC"),
@@ -52,14 +51,25 @@ export async function startTestChain(): Promise<TestChain> {
     at: ([file, name], address, runner) => new Contract(address, loadArtifact(file, name).abi as never, runner),
     snapshot: () => provider.send("evm_snapshot", []) as Promise<string>,
     revert: async (id) => {
-      const ok = (await provider.send("evm_revert", [id])) as boolean;
-      if (!ok) throw new Error(`evm_revert ${id} failed`);
-    },
-    mine: async (blocks = 1) => {
-      for (let i = 0; i < blocks; i += 1) await provider.send("evm_mine", []);
+      if (!(await provider.send("evm_revert", [id]))) throw new Error(`evm_revert ${id} failed`);
     },
     setAutomine: async (on) => {
       await provider.send("evm_setAutomine", [on]);
+    },
+  };
+}
+
+/** An embedded EDR chain on a free port with the platform deployed on it. */
+export async function startTestChain(): Promise<TestChain> {
+  const embedded = await startEmbeddedChain("127.0.0.1", 0);
+  const { provider } = await connectRpc(embedded.rpcUrl);
+  const deployment = await ensureDeployment({ provider, deployerPrivateKey: DEPLOYER_KEY, fresh: true });
+  return {
+    ...(await chainHandles(provider, deployment)),
+    rpcUrl: embedded.rpcUrl,
+    embedded,
+    mine: async (blocks = 1) => {
+      for (let i = 0; i < blocks; i += 1) await provider.send("evm_mine", []);
     },
     close: async () => {
       provider.destroy();

@@ -5,15 +5,15 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
-import { Contract, ethers } from "ethers";
+import { ethers } from "ethers";
 import express from "express";
 import { pino } from "pino";
 import { healthRoutes } from "../../api/health/routes.js";
 import { connectRpc } from "../../core/chain.js";
-import { type Deployment, loadArtifact } from "../../core/deployments.js";
+import type { Deployment } from "../../core/deployments.js";
 import { createIndexer, type Indexer } from "../../indexer/indexer.js";
 import { deposit, distributeYield, fundLoan, repay, socialVaultActivity } from "../helpers/activity.js";
-import { type TestChain, usdc } from "../helpers/chain.js";
+import { chainHandles, type TestChain, usdc } from "../helpers/chain.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { cleanReindex, dumpMirror, waitFor, waitForHead } from "../helpers/mirror.js";
 import { freePort, startStack } from "../helpers/stack.js";
@@ -74,31 +74,13 @@ async function deployTo(rpcUrl: string): Promise<Deployment> {
 /** The test helpers' view of a chain, over an external node. */
 async function connectTestChain(rpcUrl: string, deployment: Deployment, close: () => Promise<void>): Promise<TestChain> {
   const { provider } = await connectRpc(rpcUrl);
-  const deployer = await provider.getSigner(0);
-  const connect = (key: string, file: string, name: string) =>
-    new Contract(deployment.contracts[key]!.address, loadArtifact(file, name).abi as never, deployer);
   return {
+    ...(await chainHandles(provider, deployment)),
     rpcUrl,
-    provider,
     embedded: { rpcUrl, provider: { request: ({ method, params }) => provider.send(method, (params ?? []) as unknown[]) }, close },
-    deployment,
-    contracts: {
-      usdc: connect("usdc", "mocks/MockUSDC.sol", "MockUSDC"),
-      vault: connect("stakingVault", "vault/StakingVault.sol", "StakingVault"),
-      loanBook: connect("loanBook", "lending/LoanBook.sol", "LoanBook"),
-      factory: connect("socialVaultFactory", "social/SocialVaultFactory.sol", "SocialVaultFactory"),
-    },
-    signer: (index) => provider.getSigner(index),
-    at: ([file, name], address, runner) => new Contract(address, loadArtifact(file, name).abi as never, runner),
-    snapshot: () => provider.send("evm_snapshot", []) as Promise<string>,
-    revert: async (id) => {
-      if (!(await provider.send("evm_revert", [id]))) throw new Error(`evm_revert ${id} failed`);
-    },
+    // What hardhat-network-helpers' mine(n) sends: the call whose blocks report a zero parentHash.
     mine: async (blocks = 1) => {
       await provider.send("hardhat_mine", [ethers.toQuantity(blocks)]);
-    },
-    setAutomine: async (on) => {
-      await provider.send("evm_setAutomine", [on]);
     },
     close: async () => {
       provider.destroy();

@@ -3,32 +3,10 @@
 import type { HardhatEthers } from "@nomicfoundation/hardhat-ethers/types";
 import type { NetworkHelpers } from "@nomicfoundation/hardhat-network-helpers/types";
 import { type BaseContract, concat, Signature, type TypedDataDomain, type TypedDataField, Wallet } from "ethers";
+import { FORWARD_REQUEST_TYPES, FORWARDER_DOMAIN, PERMIT_TYPES } from "../../../core/eip712.js";
 import { deployLending, USDC } from "../lending/lending-fixture.js";
 
-/** The forwarder's EIP-712 domain, without chainId and verifyingContract (the relayer's constants). */
-export const FORWARDER_DOMAIN = { name: "TrustMintForwarder", version: "1" } as const;
-
-export const FORWARD_REQUEST_TYPES: Record<string, TypedDataField[]> = {
-  ForwardRequest: [
-    { name: "from", type: "address" },
-    { name: "to", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "gas", type: "uint256" },
-    { name: "nonce", type: "uint256" },
-    { name: "deadline", type: "uint48" },
-    { name: "data", type: "bytes" },
-  ],
-};
-
-export const PERMIT_TYPES: Record<string, TypedDataField[]> = {
-  Permit: [
-    { name: "owner", type: "address" },
-    { name: "spender", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "nonce", type: "uint256" },
-    { name: "deadline", type: "uint256" },
-  ],
-};
+export { FORWARD_REQUEST_TYPES, FORWARDER_DOMAIN, PERMIT_TYPES };
 
 /** What can sign typed data: a managed wallet (ethers Wallet) or a Hardhat account. */
 export interface TypedSigner {

@@ -1,0 +1,30 @@
+// The typed-data shapes users' managed wallets sign for gasless operations (docs/decisions.md
+// D-60): the TrustMintForwarder's ERC-2771 request and an EIP-2612 permit. One definition for
+// the relayer, the gas bench and the contract tests.
+import type { TypedDataField } from "ethers";
+
+/** The forwarder's EIP-712 domain, without chainId and verifyingContract (they come from the deployment). */
+export const FORWARDER_DOMAIN = { name: "TrustMintForwarder", version: "1" } as const;
+
+export const FORWARD_REQUEST_TYPES: Record<string, TypedDataField[]> = {
+  ForwardRequest: [
+    { name: "from", type: "address" },
+    { name: "to", type: "address" },
+    { name: "value", type: "uint256" },
+    { name: "gas", type: "uint256" },
+    { name: "nonce", type: "uint256" },
+    { name: "deadline", type: "uint48" },
+    { name: "data", type: "bytes" },
+  ],
+};
+
+/** EIP-2612; the domain is the token's own `name()` and `version()`. */
+export const PERMIT_TYPES: Record<string, TypedDataField[]> = {
+  Permit: [
+    { name: "owner", type: "address" },
+    { name: "spender", type: "address" },
+    { name: "value", type: "uint256" },
+    { name: "nonce", type: "uint256" },
+    { name: "deadline", type: "uint256" },
+  ],
+};
