@@ -21,6 +21,7 @@ import { requestLog } from "./http/request-log.js";
 import { mountRoutes, type RouteSpec } from "./http/route.js";
 import { trustScoreRoutes } from "./trust-score/routes.js";
 import { userRoutes } from "./users/routes.js";
+import { vaultRoutes } from "./vault/routes.js";
 
 export interface AppDeps extends HealthDeps {
   logger: Logger;
@@ -28,7 +29,7 @@ export interface AppDeps extends HealthDeps {
   chain: { provider: Pick<JsonRpcProvider, "getBlockNumber" | "send">; chainId: number };
   config: Pick<Config, "auth" | "dataDir" | "isProduction" | "trustProxy">;
   /** The domain services (domain/services.ts), built once per process. */
-  services: Pick<Services, "users" | "apiKeys" | "xp" | "trust" | "idempotency" | "sandbox">;
+  services: Pick<Services, "users" | "apiKeys" | "xp" | "trust" | "idempotency" | "sandbox" | "vault">;
   /** Rate-limit counters shared across API processes (REDIS_URL); in-process otherwise. */
   redis?: Redis;
 }
@@ -77,6 +78,7 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
   // One registry of route definitions: mounted, validated and documented the same way.
   // Later domains (loans, vault, ...) add their `xxxRoutes(deps)` here.
   const routes: RouteSpec[] = [...userRoutes({ users, xp }), ...trustScoreRoutes({ trust }), ...apiKeyRoutes({ apiKeys })];
+  if (deps.services.vault) routes.push(...vaultRoutes({ vault: deps.services.vault }));
   if (config.auth.devProvider) {
     const identity = await createDevIdentityProvider({
       dataDir: config.dataDir,

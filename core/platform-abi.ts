@@ -5,6 +5,7 @@ import { type Deployment, loadArtifact } from "./deployments.js";
 export const PLATFORM_ARTIFACTS = {
   usdc: ["mocks/MockUSDC.sol", "MockUSDC"],
   stakingVault: ["vault/StakingVault.sol", "StakingVault"],
+  interestRateModel: ["vault/InterestRateModel.sol", "InterestRateModel"],
   loanBook: ["lending/LoanBook.sol", "LoanBook"],
   socialVaultFactory: ["social/SocialVaultFactory.sol", "SocialVaultFactory"],
   socialVault: ["social/SocialVault.sol", "SocialVault"],
@@ -32,6 +33,11 @@ export function platformErrors(): Interface {
 export function platformContract(deployment: Deployment, key: keyof typeof PLATFORM_ARTIFACTS, runner?: ContractRunner): Contract {
   const address = deployment.contracts[key]?.address;
   if (!address) throw new Error(`deployment of chain ${deployment.chainId} has no ${key}`);
+  return platformContractAt(key, address, runner);
+}
+
+/** A platform contract at an address the chain gives (a social vault clone, the vault's current rate model). */
+export function platformContractAt(key: keyof typeof PLATFORM_ARTIFACTS, address: string, runner?: ContractRunner): Contract {
   const [file, name] = PLATFORM_ARTIFACTS[key];
   return new Contract(address, loadArtifact(file, name).abi as never, runner);
 }

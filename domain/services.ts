@@ -16,12 +16,15 @@ import { createLoansRepo } from "./loans/repo.js";
 import { createRewardsConsumer } from "./rewards/consumer.js";
 import { createSandboxService } from "./sandbox/service.js";
 import { guardiansOfOwner } from "./social-vault/repo.js";
+import { createMirrorWait } from "./transactions/read-your-writes.js";
 import { createTransactionSender } from "./transactions/sender.js";
+import { createUserTransactions, forwardedCall } from "./transactions/user-transactions.js";
 import { createTrustScoreService } from "./trust-score/service.js";
 import { eraseDueAccounts } from "./users/erase.js";
 import { createUsersRepo } from "./users/repo.js";
 import { createUsersService } from "./users/service.js";
 import { createVaultRepo } from "./vault/repo.js";
+import { createVaultService } from "./vault/service.js";
 import { createXpRepo } from "./xp/repo.js";
 import { createXpService } from "./xp/service.js";
 
@@ -30,7 +33,7 @@ export interface ServiceDeps {
   /** The service clock (shared across processes through the database). */
   clock: Pick<Clock, "now">;
   /** The users' managed wallets (provisioning derives an address per user). */
-  wallets: Pick<ManagedWallets, "addressOf">;
+  wallets: Pick<ManagedWallets, "addressOf" | "signerOf">;
   /**
    * Serve user rows and badges from memory for a short time (service-clock TTL). API processes
    * do, for fast authenticated reads; a process that only writes (the worker) must not.
@@ -48,7 +51,21 @@ export interface ServiceDeps {
     operatorKey: string;
     /** The deployment's USDC is the platform's MockUSDC (no USDC_ADDRESS): the faucet can mint it. */
     mockUsdc: boolean;
+    /** How long a write waits for the indexer to pass its block (read-your-writes). */
+    mirrorWaitMs?: number;
   };
+}
+
+/** What users may call through the relay: the platform contracts' user functions, nothing else. */
+function relayAllowList(deployment: Deployment) {
+  const vault = platformContract(deployment, "stakingVault");
+  const allowed = new Map<string, Set<string>>([
+    [
+      (vault.target as string).toLowerCase(),
+      new Set(["depositWithPermit", "deposit", "redeem", "withdraw"].map((name) => vault.interface.getFunction(name)!.selector)),
+    ],
+  ]);
+  return (to: string, data: string) => allowed.get(to.toLowerCase())?.has(data.slice(0, 10)) ?? false;
 }
 
 export function createServices({ db, clock, wallets, cacheReads, logger, chain }: ServiceDeps) {
@@ -84,17 +101,45 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain }
   });
   const apiKeys = createApiKeysService({ repo: apiKeysRepo, users: usersRepo, clock });
   const rewards = createRewardsConsumer({ db, xp, trust, invalidateUser, logger });
-  const sender = chain
-    ? createTransactionSender({
-        db,
-        provider: chain.provider,
-        chainId: chain.chainId,
-        account: new Wallet(chain.operatorKey, chain.provider),
-        errors: platformErrors(),
-        logger,
-      })
-    : undefined;
+  const forwarder = chain ? platformContract(chain.deployment, "forwarder", chain.provider) : undefined;
+  const sender =
+    chain && forwarder
+      ? createTransactionSender({
+          db,
+          provider: chain.provider,
+          chainId: chain.chainId,
+          account: new Wallet(chain.operatorKey, chain.provider),
+          errors: platformErrors(),
+          logger,
+          replayOf: (transaction) => forwardedCall({ address: forwarder.target as string, iface: forwarder.interface }, transaction),
+        })
+      : undefined;
   const mockUsdc = chain?.mockUsdc ? platformContract(chain.deployment, "usdc", chain.provider) : null;
+  const vault =
+    sender && chain && forwarder
+      ? createVaultService({
+          chainId: chain.chainId,
+          provider: chain.provider,
+          vault: platformContract(chain.deployment, "stakingVault", chain.provider),
+          repo: createVaultRepo({ db }),
+          clock,
+          transactions: createUserTransactions({
+            db,
+            provider: chain.provider,
+            chainId: chain.chainId,
+            sender,
+            forwarder,
+            usdc: platformContract(chain.deployment, "usdc", chain.provider),
+            signerOf: (index) => wallets.signerOf(index),
+            errors: platformErrors(),
+            isAllowed: relayAllowList(chain.deployment),
+            logger,
+          }),
+          mirror: createMirrorWait({ db, chainId: chain.chainId, timeoutMs: chain.mirrorWaitMs, logger }),
+          rewards,
+          xp: xpRepo,
+        })
+      : undefined;
 
   return {
     /** First answers of money-moving requests per (user, Idempotency-Key). */
@@ -106,6 +151,8 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain }
     rewards,
     /** The one sender of the service's transactions (absent in processes without a chain). */
     sender,
+    /** The staking vault for users (absent in processes without a chain). */
+    vault,
     sandbox:
       sender && chain
         ? createSandboxService({

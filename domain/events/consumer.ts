@@ -38,6 +38,8 @@ export interface ConsumeOptions<T extends EventType> {
    */
   onInvalid?(event: { id: string; type: string }, error: Error): void;
   batchSize?: number;
+  /** Takes only these events (a request that waits for the effects of its own transaction). */
+  onlyIds?: readonly string[];
 }
 
 /**
@@ -55,10 +57,12 @@ export async function consumeEvents<T extends EventType>(db: Db, options: Consum
       `SELECT d."id"::text AS "id", d."type", d."userId", d."chainId", d."createdAt", d."data" FROM "DomainEvent" d
         WHERE d."type" = ANY($1::text[]) AND d."revertedAt" IS NULL
           AND NOT EXISTS (SELECT 1 FROM "ConsumedEvent" c WHERE c."consumer" = $2 AND c."eventId" = d."id")
+          ${options.onlyIds ? `AND d."id" = ANY($4::uuid[])` : ""}
         ORDER BY d."createdAt", d."blockNumber" NULLS FIRST, d."dedupeKey" LIMIT $3`,
       options.types,
       options.consumer,
       batchSize,
+      ...(options.onlyIds ? [options.onlyIds] : []),
     );
     if (rows.length === 0) return applied;
     for (const row of rows) {

@@ -68,13 +68,15 @@ export function createRewardsConsumer(deps: RewardsDeps) {
     /**
      * Applies every pending rewarded chain fact once (a ConsumedEvent row in the same
      * transaction), in order. Facts of wallets that are not platform users, or of deleted
-     * accounts, are taken and skipped. Returns how many events it took.
+     * accounts, are taken and skipped. Returns how many events it took. With `onlyIds`, only
+     * those (an API write applies its own transaction's facts at once, for read-your-writes).
      */
-    run: (now: Date) =>
+    run: (now: Date, onlyIds?: readonly string[]) =>
       consumeEvents(deps.db, {
         consumer: "rewards",
         types: REWARDED_TYPES,
         now,
+        onlyIds,
         async apply(tx, event) {
           if (!event.userId) return;
           const user = await tx.user.findUnique({ where: { id: event.userId }, select: { deletedAt: true } });

@@ -31,6 +31,8 @@ export interface SendRequest {
   /** With `idempotencyKey`: a retry of the same request finds this transaction instead of sending another. */
   userId?: string;
   idempotencyKey?: string;
+  /** Skips the gas estimate (the caller simulated the call itself, e.g. a relayed user call). */
+  gasLimit?: bigint;
 }
 
 export interface SentTransaction {
@@ -50,6 +52,20 @@ export interface SenderDeps {
   logger?: Pick<Logger, "warn" | "info">;
   /** How long a send waits for its receipt. */
   receiptTimeoutMs?: number;
+  /**
+   * The call to replay to decode a mined revert, where it is not the transaction itself: a
+   * forwarder hides its target's error (FailedCall), so a relayed call is replayed from its user.
+   */
+  replayOf?(transaction: { to: string; data: string }): { from: string; to: string; data: string } | null;
+}
+
+/** A CALL_EXCEPTION decoded against `errors` (null for any other error). */
+export function decodeRevert(errors: Interface, error: unknown): TransactionRevertedError | null {
+  if (!isError(error, "CALL_EXCEPTION")) return null;
+  const data = (error as { data?: string }).data;
+  const parsed = data ? errors.parseError(data) : null;
+  const revert = parsed ? { name: parsed.name, args: [...parsed.args] } : null;
+  return new TransactionRevertedError(revert, revert ? `reverted with ${revert.name}` : (error.shortMessage ?? "reverted"));
 }
 
 /** Gas limit headroom over the estimate: state can move between estimate and inclusion. */
@@ -73,13 +89,7 @@ export function createTransactionSender(deps: SenderDeps) {
     return run;
   };
 
-  function decodeRevert(error: unknown): TransactionRevertedError | null {
-    if (!isError(error, "CALL_EXCEPTION")) return null;
-    const data = (error as { data?: string }).data;
-    const parsed = data ? deps.errors.parseError(data) : null;
-    const revert = parsed ? { name: parsed.name, args: [...parsed.args] } : null;
-    return new TransactionRevertedError(revert, revert ? `reverted with ${revert.name}` : (error.shortMessage ?? "reverted"));
-  }
+  const decode = (error: unknown) => decodeRevert(deps.errors, error);
 
   /** EIP-1559 fees from the node (a legacy gas price as the cap where the node gives no 1559 figures). */
   async function fees() {
@@ -161,10 +171,11 @@ export function createTransactionSender(deps: SenderDeps) {
       return { txHash, blockNumber: receipt.blockNumber, receipt };
     }
     let reverted: TransactionRevertedError | null = null;
+    const replay = deps.replayOf?.(request) ?? { from: account.address, to: request.to, data: request.data };
     try {
-      await provider.call({ from: account.address, to: request.to, data: request.data, blockTag: blockTag ?? receipt.blockNumber - 1 });
+      await provider.call({ ...replay, blockTag: blockTag ?? receipt.blockNumber - 1 });
     } catch (error) {
-      reverted = decodeRevert(error);
+      reverted = decode(error);
     }
     reverted ??= new TransactionRevertedError(null, "reverted");
     await db.prisma.chainTransaction.updateMany({
@@ -176,6 +187,10 @@ export function createTransactionSender(deps: SenderDeps) {
 
   return {
     address: account.address,
+
+    /** The transaction recorded for a request's (userId, idempotencyKey, purpose), if any. */
+    earlier: (key: { userId: string; idempotencyKey: string; purpose: string }) =>
+      db.prisma.chainTransaction.findUnique({ where: { userId_idempotencyKey_purpose: key } }),
 
     /**
      * Sends one transaction and returns its receipt. A revert found by the gas estimate is thrown
@@ -194,12 +209,12 @@ export function createTransactionSender(deps: SenderDeps) {
           return settle(earlier.txHash, earlier);
         }
       }
-      let gasLimit: bigint;
+      let gasLimit = request.gasLimit;
       try {
-        gasLimit =
+        gasLimit ??=
           ((await provider.estimateGas({ from: account.address, to: request.to, data: request.data })) * GAS_HEADROOM_PERCENT) / 100n;
       } catch (error) {
-        throw decodeRevert(error) ?? error;
+        throw decode(error) ?? error;
       }
       const signed = await oneAtATime(async () => {
         const recorded = await signAndRecord(request, gasLimit);

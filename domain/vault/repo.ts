@@ -1,47 +1,138 @@
-// A holder's staking-vault deposits and withdrawals as the chain knows them (the indexer's
-// VaultTransaction rows, read-only here), in the spec's Vault transaction shape.
+// A holder's staking-vault position and history as the chain knows them: the indexer's
+// VaultTransaction, VaultPosition and YieldDistribution rows, read-only here.
 import { MIRRORED_CHAIN_ID_SQL } from "../../core/chain-identity.js";
 import { formatUsdc2, rateNumber } from "../../core/money.js";
 import type { Db } from "../db.js";
 
+/** tmUSDC has 18 decimals, USDC 6: shares / 10^12 are micro-tmUSDC. */
+export const SHARES_PER_MICRO = 10n ** 12n;
+/** exchangeRate() is micro-USDC per 10^18 shares scaled by 10^18 / 10^6: value = shares * rate / 10^30. */
+export const RATE_SCALE = 10n ** 30n;
+
+export interface VaultTransactionRow {
+  txHash: string;
+  logIndex: number;
+  blockNumber: number;
+  type: "deposit" | "withdraw";
+  assets: bigint;
+  shares: bigint;
+  timestamp: Date;
+}
+
+export interface PositionRow {
+  shares: bigint;
+  deposited: bigint;
+  withdrawn: bigint;
+  firstDepositAt: Date | null;
+}
+
+/** A rate the vault had at a point of time (after a yield distribution), scaled like exchangeRate(). */
+export interface RatePoint {
+  blockNumber: number;
+  logIndex: number;
+  rate: bigint;
+  timestamp: Date;
+}
+
 export function createVaultRepo({ db }: { db: Db }) {
+  const { prisma } = db;
   return {
     /** Newest first; `id` is `<txHash>-<logIndex>`, unique on the chain. */
-    historyOf: (ownerWallet: string) => vaultHistoryOf(db, ownerWallet),
+    historyOf: async (ownerWallet: string) => (await transactionsOf(db, ownerWallet)).map(transactionView),
+
+    /** One page of the holder's transactions (newest first) and how many there are. */
+    async pageOf(ownerWallet: string, page: { limit: number; offset: number }) {
+      const [rows, [{ total }]] = await Promise.all([
+        transactionsOf(db, ownerWallet, page),
+        prisma.$queryRawUnsafe<{ total: number }[]>(
+          `SELECT count(*)::int AS "total" FROM "VaultTransaction" WHERE "chainId" = ${MIRRORED_CHAIN_ID_SQL} AND "owner" = $1`,
+          ownerWallet.toLowerCase(),
+        ),
+      ]);
+      return { rows: rows.map(transactionView), total: Number(total) };
+    },
+
+    /** The holder's transactions oldest first, with the block order (yield history). */
+    chronologicalOf: async (ownerWallet: string) => (await transactionsOf(db, ownerWallet)).reverse(),
+
+    async positionOf(ownerWallet: string): Promise<PositionRow | null> {
+      const rows = await prisma.$queryRawUnsafe<
+        { shares: string; deposited: bigint; withdrawn: bigint; firstDepositAt: Date | null }[]
+      >(
+        `SELECT "shares"::text AS "shares", "deposited", "withdrawn", "firstDepositAt" FROM "VaultPosition"
+          WHERE "chainId" = ${MIRRORED_CHAIN_ID_SQL} AND "owner" = $1`,
+        ownerWallet.toLowerCase(),
+      );
+      const row = rows[0];
+      if (!row) return null;
+      return {
+        shares: BigInt(row.shares),
+        deposited: BigInt(row.deposited),
+        withdrawn: BigInt(row.withdrawn),
+        firstDepositAt: row.firstDepositAt,
+      };
+    },
+
+    /** The latest yield distribution at or after `since` (when yield last reached the holder). */
+    async lastDistributionSince(since: Date): Promise<Date | null> {
+      const rows = await prisma.$queryRawUnsafe<{ at: Date | null }[]>(
+        `SELECT max("timestamp") AS "at" FROM "YieldDistribution" WHERE "chainId" = ${MIRRORED_CHAIN_ID_SQL} AND "timestamp" >= $1`,
+        since,
+      );
+      return rows[0]?.at ?? null;
+    },
+
+    /** The rates after each yield distribution, oldest first. */
+    async ratePoints(): Promise<RatePoint[]> {
+      const rows = await prisma.$queryRawUnsafe<{ blockNumber: number; logIndex: number; rate: string; timestamp: Date }[]>(
+        `SELECT "blockNumber", "logIndex", "exchangeRate"::text AS "rate", "timestamp" FROM "YieldDistribution"
+          WHERE "chainId" = ${MIRRORED_CHAIN_ID_SQL} ORDER BY "blockNumber", "logIndex"`,
+      );
+      return rows.map((row) => ({ ...row, blockNumber: Number(row.blockNumber), rate: BigInt(row.rate) }));
+    },
   };
 }
 
 export type VaultRepo = ReturnType<typeof createVaultRepo>;
 
-/** tmUSDC has 18 decimals, USDC 6: shares / 10^12 are micro-tmUSDC. */
-const SHARE_TO_MICRO = 10n ** 12n;
-
-/** The exchange rate of one transaction (USDC per tmUSDC) to 6 decimals, computed in integers. */
-function exchangeRate(assets: bigint, shares: bigint): number {
-  if (shares === 0n) return 0;
-  return rateNumber((assets * SHARE_TO_MICRO * 1_000_000n) / shares, 6);
+async function transactionsOf({ prisma }: Db, ownerWallet: string, page?: { limit: number; offset: number }) {
+  const rows = await prisma.$queryRawUnsafe<
+    { txHash: string; logIndex: number; blockNumber: number; type: string; assets: bigint; shares: string; timestamp: Date }[]
+  >(
+    `SELECT "txHash", "logIndex", "blockNumber", "type", "assets", "shares"::text AS "shares", "timestamp"
+       FROM "VaultTransaction" WHERE "chainId" = ${MIRRORED_CHAIN_ID_SQL} AND "owner" = $1
+      ORDER BY "blockNumber" DESC, "logIndex" DESC${page ? " LIMIT $2 OFFSET $3" : ""}`,
+    ownerWallet.toLowerCase(),
+    ...(page ? [page.limit, page.offset] : []),
+  );
+  return rows.map(
+    (row): VaultTransactionRow => ({
+      txHash: row.txHash,
+      logIndex: Number(row.logIndex),
+      blockNumber: Number(row.blockNumber),
+      type: row.type as "deposit" | "withdraw",
+      assets: BigInt(row.assets),
+      shares: BigInt(row.shares),
+      timestamp: row.timestamp,
+    }),
+  );
 }
 
-async function vaultHistoryOf({ prisma }: Db, ownerWallet: string) {
-  const rows = await prisma.$queryRawUnsafe<
-    { txHash: string; logIndex: number; type: string; assets: bigint; shares: string; timestamp: Date }[]
-  >(
-    `SELECT "txHash", "logIndex", "type", "assets", "shares"::text AS "shares", "timestamp"
-       FROM "VaultTransaction" WHERE "chainId" = ${MIRRORED_CHAIN_ID_SQL} AND "owner" = $1
-      ORDER BY "blockNumber" DESC, "logIndex" DESC`,
-    ownerWallet.toLowerCase(),
-  );
-  return rows.map((row) => {
-    const assets = BigInt(row.assets);
-    const shares = BigInt(row.shares);
-    return {
-      id: `${row.txHash}-${row.logIndex}`,
-      type: row.type as "deposit" | "withdraw",
-      usdcAmount: formatUsdc2(assets),
-      tmUSDCAmount: formatUsdc2(shares / SHARE_TO_MICRO),
-      exchangeRate: exchangeRate(assets, shares),
-      timestamp: row.timestamp.toISOString(),
-      txHash: row.txHash,
-    };
-  });
+/** The rate of one transaction (USDC per tmUSDC) to 6 decimals, computed in integers. */
+function transactionRate(assets: bigint, shares: bigint): number {
+  if (shares === 0n) return 0;
+  return rateNumber((assets * SHARES_PER_MICRO * 1_000_000n) / shares, 6);
+}
+
+/** The spec's Vault transaction. */
+function transactionView(row: VaultTransactionRow) {
+  return {
+    id: `${row.txHash}-${row.logIndex}`,
+    type: row.type,
+    usdcAmount: formatUsdc2(row.assets),
+    tmUSDCAmount: formatUsdc2(row.shares / SHARES_PER_MICRO),
+    exchangeRate: transactionRate(row.assets, row.shares),
+    timestamp: row.timestamp.toISOString(),
+    txHash: row.txHash,
+  };
 }

@@ -36,6 +36,12 @@ export function createXpRepo({ db, clock }: { db: Db; clock?: Pick<Clock, "now">
         )
         .then((rows) => rows ?? []),
 
+    /** The XP one fact (sourceId) earned the user, 0 when it earned none. */
+    async xpEarnedFor(userId: string, sourceId: string): Promise<number> {
+      const result = await prisma.activity.aggregate({ where: { userId, sourceId }, _sum: { xpEarned: true } });
+      return result._sum.xpEarned ?? 0;
+    },
+
     /** Inserts an activity entry once per (user, type, sourceId); false when it existed. */
     async insertActivity(
       tx: Tx,

@@ -64,7 +64,7 @@ describe("indexer: mirror", function () {
     const services = createServices({
       db,
       clock: createClock(),
-      wallets: { addressOf: () => expect.fail("no provisioning") },
+      wallets: { addressOf: () => expect.fail("no provisioning"), signerOf: () => expect.fail("no signing") },
       cacheReads: false,
     });
     const job = createPlatformJobs({ services }).find((j) => j.name === "chain-events.rewards")!;
@@ -103,7 +103,7 @@ describe("indexer: mirror", function () {
     const services = createServices({
       db,
       clock: createClock(),
-      wallets: { addressOf: () => expect.fail("no provisioning") },
+      wallets: { addressOf: () => expect.fail("no provisioning"), signerOf: () => expect.fail("no signing") },
       cacheReads: false,
     });
     const wallet = await chain.signer(5);

@@ -256,7 +256,7 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
     createServices({
       db,
       clock,
-      wallets: { addressOf: () => expect.fail("the worker never provisions users") },
+      wallets: { addressOf: () => expect.fail("the worker never provisions users"), signerOf: () => expect.fail("the worker never signs") },
       cacheReads: false,
     });
   const ranOnce = (lines: LogLine[], job: string) => lines.some((line) => line.job === job && line.msg.startsWith("job run"));

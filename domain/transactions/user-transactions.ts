@@ -1,0 +1,209 @@
+// Users' own transactions, without ETH (docs/decisions.md D-61): the user's managed wallet signs
+// an ERC-2771 ForwardRequest (and, where USDC is pulled, an EIP-2612 permit); the service's
+// paying account sends it to the TrustMintForwarder through the one transaction sender. The
+// contracts see the user's wallet as the caller, exactly as when that wallet calls them itself.
+//
+// The forwarder takes each user's requests in nonce order, so one user's transactions are signed
+// and settled one at a time (a lease shared by every process); different users run in parallel.
+import { randomUUID } from "node:crypto";
+import { type Contract, type HDNodeWallet, type Interface, type JsonRpcProvider, Signature } from "ethers";
+import { FORWARD_REQUEST_TYPES, FORWARDER_DOMAIN, PERMIT_TYPES } from "../../core/eip712.js";
+import type { Logger } from "../../core/logger.js";
+import type { Db } from "../db.js";
+import { AppError } from "../errors.js";
+import { decodeRevert, type SentTransaction, type TransactionSender } from "./sender.js";
+
+/** An EIP-2612 permit signed by the user, in the (deadline, v, r, s) form the contracts take. */
+export interface PermitSignature {
+  deadline: bigint;
+  v: number;
+  r: string;
+  s: string;
+}
+
+export interface UserCall {
+  user: { id: string; walletIndex: number; walletAddress: string };
+  /** What it does (`vault.deposit`, ...): with the key, a retry finds the transaction sent first. */
+  purpose: string;
+  idempotencyKey: string;
+  to: string;
+  /** The call's data; built from the permit where one is asked for. */
+  data: string | ((permit: PermitSignature) => string);
+  /** A permit for `spender` to pull `value` micro-USDC from the user's wallet. */
+  permit?: { spender: string; value: bigint };
+}
+
+export interface UserTransactionDeps {
+  db: Db;
+  provider: JsonRpcProvider;
+  chainId: number;
+  sender: Pick<TransactionSender, "send" | "earlier">;
+  forwarder: Contract;
+  usdc: Contract;
+  signerOf(walletIndex: number): HDNodeWallet;
+  errors: Interface;
+  /** The calls users may make through the relay (the platform's contracts and their user functions). */
+  isAllowed(to: string, data: string): boolean;
+  logger?: Pick<Logger, "warn">;
+  /** How long a request waits for the user's earlier transaction before answering 503. */
+  leaseWaitMs?: number;
+}
+
+/** How long a signed request stays valid on chain: long enough for a slow block, short enough to die if lost. */
+const REQUEST_LIFETIME_S = 3_600n;
+/** A lease outlives the sender's receipt wait (60 s); an expired one belonged to a dead process. */
+const LEASE_SECONDS = 120;
+/** Forwarded gas above the direct call's estimate: the forwarder appends 20 bytes and state can move. */
+const FORWARD_GAS_HEADROOM_PERCENT = 125n;
+/** The forwarder's own work (signature, nonce, calldata) on top of the forwarded gas. */
+const FORWARDER_OVERHEAD_GAS = 120_000n;
+
+export function createUserTransactions(deps: UserTransactionDeps) {
+  const { db, provider, chainId, forwarder, usdc } = deps;
+  const leaseWaitMs = deps.leaseWaitMs ?? 90_000;
+  let permitDomain: Promise<{ name: string; version: string }> | undefined;
+  const inProcess = new Map<string, Promise<unknown>>();
+
+  /** The token's EIP-712 name and version as it reports them (ERC-5267, else name() and version()). */
+  function tokenDomain() {
+    permitDomain ??= (async () => {
+      try {
+        const [, name, version] = (await usdc.eip712Domain()) as [string, string, string];
+        return { name, version };
+      } catch {
+        return { name: (await usdc.name()) as string, version: (await usdc.version()) as string };
+      }
+    })().catch((error) => {
+      permitDomain = undefined;
+      throw error;
+    });
+    return permitDomain;
+  }
+
+  /** Takes the user's lease (one conditional upsert), waiting while another holder has it. */
+  async function acquireLease(userId: string): Promise<string> {
+    const holder = randomUUID();
+    const deadline = Date.now() + leaseWaitMs;
+    for (let wait = 5; ; wait = Math.min(wait * 2, 200)) {
+      const taken = await db.prisma.$queryRaw<{ holder: string }[]>`
+        INSERT INTO "UserTransactionLease" ("userId", "holder", "expiresAt")
+        VALUES (${userId}, ${holder}, now() + make_interval(secs => ${LEASE_SECONDS}))
+        ON CONFLICT ("userId") DO UPDATE SET "holder" = EXCLUDED."holder", "expiresAt" = EXCLUDED."expiresAt"
+          WHERE "UserTransactionLease"."expiresAt" < now()
+        RETURNING "holder"`;
+      if (taken.length > 0) return holder;
+      if (Date.now() > deadline) {
+        throw new AppError("SERVICE_UNAVAILABLE", "Another transaction of yours is still in flight; retry with the same Idempotency-Key");
+      }
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+
+  /** Runs `work` holding the user's lease: in this process one after another, across processes by the lease row. */
+  function oneAtATimeFor<T>(userId: string, work: () => Promise<T>): Promise<T> {
+    const previous = inProcess.get(userId) ?? Promise.resolve();
+    const run = previous.then(async () => {
+      const holder = await acquireLease(userId);
+      try {
+        return await work();
+      } finally {
+        await db.prisma.userTransactionLease.deleteMany({ where: { userId, holder } });
+      }
+    });
+    const tail = run.catch(() => {});
+    inProcess.set(userId, tail);
+    void tail.then(() => {
+      if (inProcess.get(userId) === tail) inProcess.delete(userId);
+    });
+    return run;
+  }
+
+  async function signPermit(wallet: HDNodeWallet, spender: string, value: bigint, deadline: bigint): Promise<PermitSignature> {
+    const [domain, nonce] = await Promise.all([tokenDomain(), usdc.nonces(wallet.address, { blockTag: "pending" }) as Promise<bigint>]);
+    const signature = await wallet.signTypedData(
+      { ...domain, chainId, verifyingContract: await usdc.getAddress() },
+      PERMIT_TYPES,
+      { owner: wallet.address, spender, value, nonce, deadline },
+    );
+    const { v, r, s } = Signature.from(signature);
+    return { deadline, v, r, s };
+  }
+
+  async function relay(call: UserCall): Promise<SentTransaction> {
+    const wallet = deps.signerOf(call.user.walletIndex);
+    if (wallet.address.toLowerCase() !== call.user.walletAddress.toLowerCase()) {
+      throw new Error(`managed wallet ${call.user.walletIndex} is not ${call.user.walletAddress}: the seed changed`);
+    }
+    const latest = await provider.getBlock("latest");
+    const deadline = BigInt(latest!.timestamp) + REQUEST_LIFETIME_S;
+    const data =
+      typeof call.data === "string"
+        ? call.data
+        : call.data(await signPermit(wallet, call.permit!.spender, call.permit!.value, deadline));
+    if (!deps.isAllowed(call.to, data)) throw new Error(`the relay does not forward this call (${call.to}, ${data.slice(0, 10)})`);
+
+    // The user's own call, simulated: a revert is decoded here, before anything is signed or recorded.
+    let gas: bigint;
+    try {
+      gas = await provider.estimateGas({ from: wallet.address, to: call.to, data });
+    } catch (error) {
+      throw decodeRevert(deps.errors, error) ?? error;
+    }
+    gas = (gas * FORWARD_GAS_HEADROOM_PERCENT) / 100n;
+    const nonce = (await forwarder.nonces(wallet.address, { blockTag: "pending" })) as bigint;
+    const request = { from: wallet.address, to: call.to, value: 0n, gas, nonce, deadline, data };
+    const signature = await wallet.signTypedData(
+      { ...FORWARDER_DOMAIN, chainId, verifyingContract: await forwarder.getAddress() },
+      FORWARD_REQUEST_TYPES,
+      request,
+    );
+    const { nonce: _signedNonce, ...requestData } = request;
+    return deps.sender.send({
+      purpose: call.purpose,
+      userId: call.user.id,
+      idempotencyKey: call.idempotencyKey,
+      to: await forwarder.getAddress(),
+      data: forwarder.interface.encodeFunctionData("execute", [{ ...requestData, signature }]),
+      // The forwarder passes `gas` on and keeps 1/64 of it back (EIP-150).
+      gasLimit: (gas * 64n) / 63n + FORWARDER_OVERHEAD_GAS,
+    });
+  }
+
+  return {
+    /**
+     * Sends `call` as the user and returns its receipt. A revert is thrown decoded
+     * (TransactionRevertedError) with nothing recorded when the simulation finds it, or recorded
+     * as reverted when the chain does. A retry with the same (user, key, purpose) returns the
+     * transaction sent first and sends nothing.
+     */
+    async send(call: UserCall): Promise<SentTransaction> {
+      const key = { userId: call.user.id, idempotencyKey: call.idempotencyKey, purpose: call.purpose };
+      const earlier = await deps.sender.earlier(key);
+      if (earlier) return deps.sender.send({ ...key, to: earlier.to, data: earlier.data });
+      return oneAtATimeFor(call.user.id, async () => {
+        // A concurrent request with the same key may have sent it while this one waited.
+        const sentMeanwhile = await deps.sender.earlier(key);
+        if (sentMeanwhile) return deps.sender.send({ ...key, to: sentMeanwhile.to, data: sentMeanwhile.data });
+        return relay(call);
+      });
+    },
+  };
+}
+
+export type UserTransactions = ReturnType<typeof createUserTransactions>;
+
+/**
+ * The call a relayed transaction made (from the user, to the target), decoded from the
+ * forwarder's `execute` calldata; null for any other transaction.
+ */
+export function forwardedCall(forwarder: { address: string; iface: Interface }, transaction: { to: string; data: string }) {
+  if (transaction.to.toLowerCase() !== forwarder.address.toLowerCase()) return null;
+  try {
+    const parsed = forwarder.iface.parseTransaction({ data: transaction.data });
+    if (parsed?.name !== "execute") return null;
+    const request = parsed.args[0] as { from: string; to: string; data: string };
+    return { from: request.from, to: request.to, data: request.data };
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,257 @@
+// The staking vault for users: deposits and withdrawals sent as the user's own transactions
+// (domain/transactions/user-transactions.ts), figures read from the chain (status, rates, the
+// amounts of a write) or from the mirror (position, history), all in bigint micro-USDC and
+// formatted only in the views at the end.
+import { type Contract, type JsonRpcProvider, Log, type TransactionReceipt } from "ethers";
+import type { Clock } from "../../core/clock.js";
+import { formatUsdc2, rateNumber } from "../../core/money.js";
+import { platformContractAt } from "../../core/platform-abi.js";
+import { AppError } from "../errors.js";
+import { chainDedupeKey, chainEventId } from "../events/ids.js";
+import type { RewardsConsumer } from "../rewards/consumer.js";
+import type { MirrorWait } from "../transactions/read-your-writes.js";
+import { TransactionPendingError, TransactionRevertedError } from "../transactions/sender.js";
+import type { UserTransactions } from "../transactions/user-transactions.js";
+import type { UserRecord } from "../users/repo.js";
+import type { XpRepo } from "../xp/repo.js";
+import { SHARES_PER_MICRO, type VaultRepo } from "./repo.js";
+import { type YieldPeriod, yieldHistory } from "./yield.js";
+
+export interface VaultServiceDeps {
+  chainId: number;
+  provider: JsonRpcProvider;
+  /** The staking vault (read-only; writes go through `transactions`). */
+  vault: Contract;
+  repo: VaultRepo;
+  clock: Pick<Clock, "now">;
+  transactions: Pick<UserTransactions, "send">;
+  mirror: MirrorWait;
+  rewards: Pick<RewardsConsumer, "run">;
+  xp: Pick<XpRepo, "xpEarnedFor">;
+}
+
+export const YIELD_DISCLAIMER =
+  "A projection at today's supply APY, held constant and paid pro rata by day. The vault's rate moves with loan demand and repayments, losses can lower it, and past yield does not promise future yield. Not financial advice.";
+
+const WAD = 10n ** 18n;
+
+/** The revert of a vault write as the spec's error (part 7), naming the request field where one is at fault. */
+function vaultFailure(error: unknown, field: "amount" | "tmUSDCAmount"): never {
+  if (error instanceof TransactionPendingError) {
+    throw new AppError("SERVICE_UNAVAILABLE", "The transaction is not mined yet; retry with the same Idempotency-Key to get its outcome");
+  }
+  if (!(error instanceof TransactionRevertedError)) throw error;
+  const args = (error.revert?.args ?? []) as bigint[];
+  switch (error.revert?.name) {
+    case "EnforcedPause":
+      throw new AppError("VAULT_PAUSED", "The vault is temporarily paused");
+    case "StakingVaultDepositTooSmall":
+      throw new AppError("AMOUNT_TOO_SMALL", `The minimum deposit is ${formatUsdc2(args[1]!)} USDC`, {
+        field,
+        reason: `at least ${formatUsdc2(args[1]!)} USDC`,
+      });
+    case "ERC20InsufficientBalance":
+      throw new AppError("INSUFFICIENT_BALANCE", `Your wallet holds ${formatUsdc2(args[1]!)} USDC`, {
+        field,
+        reason: "more than your USDC balance",
+      });
+    case "ERC4626ExceededMaxRedeem":
+    case "ERC4626ExceededMaxWithdraw":
+      throw new AppError("INSUFFICIENT_BALANCE", `You hold ${formatUsdc2(args[2]! / SHARES_PER_MICRO)} tmUSDC`, {
+        field,
+        reason: "more than your tmUSDC balance",
+      });
+    case "StakingVaultInsufficientLiquidity":
+      throw new AppError("INSUFFICIENT_LIQUIDITY", `The vault has ${formatUsdc2(args[1]!)} USDC available to withdraw now`, {
+        field,
+        reason: "more than the vault's idle USDC",
+      });
+    default:
+      throw new AppError("SERVICE_UNAVAILABLE", `The chain refused the transaction (${error.revert?.name ?? "reverted"})`);
+  }
+}
+
+export function createVaultService(deps: VaultServiceDeps) {
+  const { vault, repo, chainId } = deps;
+  const vaultAddress = vault.target as string;
+
+  /** The vault's event in a receipt (the one Deposit or Withdraw of the write). */
+  function vaultLog(receipt: TransactionReceipt, name: "Deposit" | "Withdraw") {
+    for (const log of receipt.logs) {
+      if (log.address.toLowerCase() !== vaultAddress.toLowerCase()) continue;
+      const parsed = vault.interface.parseLog(new Log(log, log.provider) as never);
+      if (parsed?.name === name) return { index: log.index, args: parsed.args as unknown as { assets: bigint; shares: bigint } };
+    }
+    throw new Error(`receipt ${receipt.hash} has no ${name} event of the vault`);
+  }
+
+  /** After the receipt: waits for the mirror, applies the write's own rewards, returns its XP. */
+  async function settleReads(user: UserRecord, receipt: TransactionReceipt, logIndex: number, eventType: string) {
+    const indexed = await deps.mirror.untilIndexed(receipt.blockNumber);
+    if (!indexed) return 0;
+    const eventId = chainEventId(chainDedupeKey(chainId, receipt.hash, logIndex, eventType));
+    await deps.rewards.run(deps.clock.now(), [eventId]);
+    return deps.xp.xpEarnedFor(user.id, eventId);
+  }
+
+  return {
+    /** The public figures of the vault, read from the chain. */
+    async status() {
+      const status = await vault.vaultStatus();
+      return {
+        totalDeposits: formatUsdc2(status.totalAssets),
+        totalBorrowed: formatUsdc2(status.totalBorrowed),
+        utilization: rateNumber(status.utilization),
+        currentAPY: rateNumber(status.supplyRate),
+        exchangeRate: rateNumber(status.exchangeRate),
+        tmUSDCSupply: formatUsdc2(status.totalSupply / SHARES_PER_MICRO),
+      };
+    },
+
+    /** The interest rate model: the current point and the five points of the curve. */
+    async rates() {
+      const [status, modelAddress] = await Promise.all([vault.vaultStatus(), vault.interestRateModel()]);
+      const model = platformContractAt("interestRateModel", modelAddress, deps.provider);
+      const points = (await model.ratePoints()) as { utilization: bigint; borrowRate: bigint; supplyRate: bigint }[];
+      return {
+        utilization: rateNumber(status.utilization),
+        borrowRate: rateNumber(status.borrowRate),
+        supplyAPY: rateNumber(status.supplyRate),
+        model: points.map((point) => ({
+          utilization: rateNumber(point.utilization),
+          borrowRate: rateNumber(point.borrowRate),
+          supplyAPY: rateNumber(point.supplyRate),
+        })),
+      };
+    },
+
+    /**
+     * The user's position: tmUSDC from the mirror, valued at today's rate (previewRedeem);
+     * earned yield = that value minus net deposits (USDC in minus USDC out).
+     */
+    async position(user: UserRecord) {
+      const row = await repo.positionOf(user.walletAddress!);
+      const shares = row?.shares ?? 0n;
+      const value = shares === 0n ? 0n : ((await vault.previewRedeem(shares)) as bigint);
+      const firstDepositAt = row?.firstDepositAt ?? null;
+      const lastYield = firstDepositAt ? await repo.lastDistributionSince(firstDepositAt) : null;
+      return {
+        userId: user.id,
+        tmUSDCBalance: formatUsdc2(shares / SHARES_PER_MICRO),
+        usdcValue: formatUsdc2(value),
+        earnedYield: formatUsdc2(value - (row?.deposited ?? 0n) + (row?.withdrawn ?? 0n)),
+        depositedAt: firstDepositAt?.toISOString() ?? null,
+        lastYieldClaim: lastYield?.toISOString() ?? null,
+      };
+    },
+
+    /** Deposits `amount` micro-USDC from the user's wallet (a permit, no approval transaction). */
+    async deposit(user: UserRecord, amount: bigint, idempotencyKey: string) {
+      const wallet = user.walletAddress!;
+      const sent = await deps.transactions
+        .send({
+          user: { id: user.id, walletIndex: user.walletIndex, walletAddress: wallet },
+          purpose: "vault.deposit",
+          idempotencyKey,
+          to: vaultAddress,
+          permit: { spender: vaultAddress, value: amount },
+          data: (permit) =>
+            vault.interface.encodeFunctionData("depositWithPermit", [amount, wallet, permit.deadline, permit.v, permit.r, permit.s]),
+        })
+        .catch((error) => vaultFailure(error, "amount"));
+      const { index, args } = vaultLog(sent.receipt, "Deposit");
+      const at = { blockTag: sent.blockNumber };
+      const [rate, balance, xpEarned] = await Promise.all([
+        vault.exchangeRate(at) as Promise<bigint>,
+        vault.balanceOf(wallet, at) as Promise<bigint>,
+        settleReads(user, sent.receipt, index, "vault.deposit"),
+      ]);
+      return {
+        depositAmount: formatUsdc2(args.assets),
+        exchangeRate: rateNumber(rate),
+        tmUSDCReceived: formatUsdc2(args.shares / SHARES_PER_MICRO),
+        newBalance: formatUsdc2(balance / SHARES_PER_MICRO),
+        txHash: sent.txHash,
+        xpEarned,
+      };
+    },
+
+    /**
+     * Redeems `tmUsdc` micro-tmUSDC for USDC to the user's wallet. Asking for the whole balance
+     * as shown (six decimals) redeems every share, leaving no dust below a micro-tmUSDC.
+     */
+    async withdraw(user: UserRecord, tmUsdc: bigint, idempotencyKey: string) {
+      const wallet = user.walletAddress!;
+      const held = (await vault.balanceOf(wallet)) as bigint;
+      const shares = tmUsdc === held / SHARES_PER_MICRO && held > 0n ? held : tmUsdc * SHARES_PER_MICRO;
+      const sent = await deps.transactions
+        .send({
+          user: { id: user.id, walletIndex: user.walletIndex, walletAddress: wallet },
+          purpose: "vault.withdraw",
+          idempotencyKey,
+          to: vaultAddress,
+          data: vault.interface.encodeFunctionData("redeem", [shares, wallet, wallet]),
+        })
+        .catch((error) => vaultFailure(error, "tmUSDCAmount"));
+      const { index, args } = vaultLog(sent.receipt, "Withdraw");
+      const at = { blockTag: sent.blockNumber };
+      const [rate, balance] = await Promise.all([
+        vault.exchangeRate(at) as Promise<bigint>,
+        vault.balanceOf(wallet, at) as Promise<bigint>,
+        settleReads(user, sent.receipt, index, "vault.withdraw"),
+      ]);
+      return {
+        tmUSDCRedeemed: formatUsdc2(args.shares / SHARES_PER_MICRO),
+        exchangeRate: rateNumber(rate),
+        usdcReceived: formatUsdc2(args.assets),
+        remainingBalance: formatUsdc2(balance / SHARES_PER_MICRO),
+        txHash: sent.txHash,
+      };
+    },
+
+    /** The user's yield by day over `period`, from the mirror (see domain/vault/yield.ts). */
+    async yieldHistory(user: UserRecord, period: YieldPeriod) {
+      const wallet = user.walletAddress!;
+      const [transactions, ratePoints, row] = await Promise.all([
+        repo.chronologicalOf(wallet),
+        repo.ratePoints(),
+        repo.positionOf(wallet),
+      ]);
+      const shares = row?.shares ?? 0n;
+      const valueNow = shares === 0n ? 0n : ((await vault.previewRedeem(shares)) as bigint);
+      const result = yieldHistory({ period, now: deps.clock.now(), transactions, ratePoints, valueNow });
+      return {
+        period,
+        totalYield: formatUsdc2(result.totalYieldMicro),
+        averageAPY: result.averageAPY,
+        history: result.history.map((day) => ({ date: day.day, yield: formatUsdc2(day.yieldMicro), apy: day.apy })),
+      };
+    },
+
+    /** What `amount` micro-USDC would earn in `days` at today's supply APY (pro rata, rounded down). */
+    async calculate(amount: bigint, days: number) {
+      const status = await vault.vaultStatus();
+      const apy = status.supplyRate as bigint;
+      const projected = (amount * apy * BigInt(days)) / (WAD * 365n);
+      return {
+        depositAmount: formatUsdc2(amount),
+        duration: days,
+        currentAPY: rateNumber(apy),
+        projectedYield: formatUsdc2(projected),
+        projectedTotal: formatUsdc2(amount + projected),
+        disclaimer: YIELD_DISCLAIMER,
+      };
+    },
+
+    /** One page of the user's vault transactions, newest first. */
+    async transactions(user: UserRecord, page: { limit: number; offset: number }) {
+      const { rows, total } = await repo.pageOf(user.walletAddress!, page);
+      return {
+        data: rows,
+        pagination: { total, limit: page.limit, offset: page.offset, hasMore: page.offset + rows.length < total },
+      };
+    },
+  };
+}
+
+export type VaultService = ReturnType<typeof createVaultService>;
