@@ -76,6 +76,7 @@ export function yieldHistory(input: {
   let earningDays = 0;
   for (let day = Math.min(startDay, firstDay ?? startDay); day <= today; day++) {
     let netFlow = 0n;
+    let depositedToday = 0n;
     for (; next < observations.length && observations[next]!.day <= day; next++) {
       const observation = observations[next]!;
       if (observation.rate > 0n) rate = observation.rate;
@@ -83,6 +84,7 @@ export function yieldHistory(input: {
       if (flow?.type === "deposit") {
         shares += flow.shares;
         netFlow += flow.assets;
+        depositedToday += flow.assets;
       } else if (flow?.type === "withdraw") {
         shares -= flow.shares;
         netFlow -= flow.assets;
@@ -90,11 +92,13 @@ export function yieldHistory(input: {
     }
     const valueAfter = day === today ? input.valueNow : (shares * rate) / RATE_SCALE;
     const dayYield = valueAfter - valueBefore - netFlow;
+    // What earned that day: the value held at its start and what was deposited during it.
+    const earning = valueBefore + depositedToday;
     if (firstDay === undefined || day >= firstDay) {
-      history.push({ day: isoDay(day), yieldMicro: dayYield, apy: apyOf(dayYield, valueBefore, 1) });
+      history.push({ day: isoDay(day), yieldMicro: dayYield, apy: apyOf(dayYield, earning, 1) });
       total += dayYield;
-      if (valueBefore > 0n) {
-        weightedValue += valueBefore;
+      if (earning > 0n) {
+        weightedValue += earning;
         earningDays += 1;
       }
     }

@@ -3,13 +3,14 @@ import { expect } from "chai";
 import { ensureChainIdentity } from "../../core/chain-identity.js";
 import { createLogger } from "../../core/logger.js";
 import { formatUsdc2, rateNumber } from "../../core/money.js";
+import { managedWalletsFor } from "../../core/wallets.js";
 import type { Indexer } from "../../indexer/indexer.js";
-import { deposit as directDeposit } from "../helpers/activity.js";
+import { deposit as directDeposit, fundLoan } from "../helpers/activity.js";
 import { startTestApi, type TestApi } from "../helpers/api.js";
 import { startTestChain, type TestChain, usdc } from "../helpers/chain.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { expectErrorEnvelope } from "../helpers/envelope.js";
-import { testIndexer } from "../helpers/mirror.js";
+import { testIndexer, waitFor } from "../helpers/mirror.js";
 
 // The staking vault over real HTTP: a real chain, the indexer beside the API, users' own
 // transactions relayed through the forwarder, every figure checked against the contract.
@@ -96,4 +97,240 @@ describe(`vault API: deposits, withdrawals, yield, over the relay (${usingPostgr
     const activity = await api.request("GET", "/v1/users/me/activity", { token: user.token });
     expect(activity.body.data.map((a: { type: string }) => a.type)).to.include("vault_deposit");
   });
+
+  it("withdraws at the contract's rate, and the whole balance as shown redeems every share", async () => {
+    const user = await newUser(300);
+    expect((await post("/v1/vault/deposit", user.token, { amount: 250.5 })).status).to.equal(200);
+    const held = await shares(user.wallet);
+    const part = 100_123_456n * SHARES_PER_MICRO;
+    const expectedAssets = (await chain.contracts.vault.previewRedeem(part)) as bigint;
+    const usdcBefore = await usdcOf(user.wallet);
+    const response = await post("/v1/vault/withdraw", user.token, { tmUSDCAmount: 100.123456 });
+    expect(response.status, response.text).to.equal(200);
+    expect(response.body.data).to.deep.include({
+      tmUSDCRedeemed: formatUsdc2(part / SHARES_PER_MICRO),
+      usdcReceived: formatUsdc2(expectedAssets),
+      remainingBalance: formatUsdc2((held - part) / SHARES_PER_MICRO),
+    });
+    expect((await usdcOf(user.wallet)) - usdcBefore).to.equal(expectedAssets);
+    expect(await shares(user.wallet)).to.equal(held - part);
+
+    // The balance as the API shows it to six decimals, with dust below a micro-tmUSDC left on chain.
+    const rest = await shares(user.wallet);
+    const all = await post("/v1/vault/withdraw", user.token, { tmUSDCAmount: Number(rest / SHARES_PER_MICRO) / 1e6 });
+    expect(all.status, all.text).to.equal(200);
+    expect(all.body.data.remainingBalance).to.equal("0.00");
+    expect(await shares(user.wallet)).to.equal(0n);
+    const list = await api.request("GET", "/v1/vault/transactions?limit=2&offset=1", { token: user.token });
+    expect(list.body.data.map((t: { type: string }) => t.type)).to.deep.equal(["withdraw", "deposit"]);
+    expect(list.body.pagination).to.deep.equal({ total: 3, limit: 2, offset: 1, hasMore: false });
+  });
+
+  it("turns the contract's refusals into the spec's codes, sending and recording nothing", async () => {
+    const user = await newUser(50);
+    const recorded = () => db.prisma.chainTransaction.count({ where: { userId: user.id } });
+    const before = await recorded();
+    const small = await post("/v1/vault/deposit", user.token, { amount: 0.5 });
+    expectErrorEnvelope(small, 400, "AMOUNT_TOO_SMALL");
+    expect(small.body.error.details).to.deep.equal({ field: "amount", reason: "at least 1.00 USDC" });
+    expectErrorEnvelope(await post("/v1/vault/deposit", user.token, { amount: 50.01 }), 400, "INSUFFICIENT_BALANCE");
+    expectErrorEnvelope(await post("/v1/vault/withdraw", user.token, { tmUSDCAmount: 1 }), 400, "INSUFFICIENT_BALANCE");
+    expect(await recorded()).to.equal(before);
+    expect(await shares(user.wallet)).to.equal(0n);
+    expect(await usdcOf(user.wallet)).to.equal(usdc(50));
+  });
+
+  it("answers VAULT_PAUSED (503) while the vault is paused", async () => {
+    const user = await newUser(20);
+    expect((await post("/v1/vault/deposit", user.token, { amount: 10 })).status).to.equal(200);
+    await (await chain.contracts.vault.getFunction("pause")()).wait();
+    try {
+      expectErrorEnvelope(await post("/v1/vault/deposit", user.token, { amount: 5 }), 503, "VAULT_PAUSED");
+      expectErrorEnvelope(await post("/v1/vault/withdraw", user.token, { tmUSDCAmount: 1 }), 503, "VAULT_PAUSED");
+    } finally {
+      await (await chain.contracts.vault.getFunction("unpause")()).wait();
+    }
+    expect((await post("/v1/vault/deposit", user.token, { amount: 5 })).status).to.equal(200);
+  });
+
+  it("answers INSUFFICIENT_LIQUIDITY when the USDC is lent out", async () => {
+    const user = await newUser(100);
+    expect((await post("/v1/vault/deposit", user.token, { amount: 100 })).status).to.equal(200);
+    const idle = (await chain.contracts.vault.idleAssets()) as bigint;
+    await fundLoan(chain, await chain.signer(3), randomUUID(), idle - usdc(10), usdc(1));
+    try {
+      const response = await post("/v1/vault/withdraw", user.token, { tmUSDCAmount: 50 });
+      expectErrorEnvelope(response, 400, "INSUFFICIENT_LIQUIDITY");
+      expect(response.body.error.details.field).to.equal("tmUSDCAmount");
+    } finally {
+      // Lend-out stays for the rest of the file: later tests' deposits refill the idle USDC.
+      await directDeposit(chain, await chain.signer(4), idle);
+    }
+  });
+
+  it("replays a retry with the same Idempotency-Key and sends nothing again", async () => {
+    const user = await newUser(100);
+    const key = randomUUID();
+    const first = await post("/v1/vault/deposit", user.token, { amount: 40 }, key);
+    expect(first.status, first.text).to.equal(200);
+    const nonce = (await chain.provider.getTransactionCount(
+      chain.deployment.deployer ?? (await (await chain.signer(0)).getAddress()),
+    )) as number;
+    const again = await post("/v1/vault/deposit", user.token, { amount: 40 }, key);
+    expect(again.status).to.equal(200);
+    expect(again.text).to.equal(first.text);
+    expect(again.headers.get("idempotent-replayed")).to.equal("true");
+    expectErrorEnvelope(await post("/v1/vault/deposit", user.token, { amount: 41 }, key), 422, "IDEMPOTENCY_KEY_REUSED");
+    expect(await chain.provider.getTransactionCount(await (await chain.signer(0)).getAddress())).to.equal(nonce);
+    expect(await usdcOf(user.wallet)).to.equal(usdc(60));
+    expect(await db.prisma.chainTransaction.count({ where: { userId: user.id, purpose: "vault.deposit" } })).to.equal(1);
+  });
+
+  it("shows a wallet's own deposit, made straight to the contract, in position and transactions", async () => {
+    const user = await newUser(80);
+    const wallets = await managedWalletsFor({ managedWalletMnemonic: undefined, dataDir: api.dataDir, isProduction: false }, db);
+    const row = await db.prisma.user.findUniqueOrThrow({ where: { id: user.id } });
+    const own = wallets.signerOf(row.walletIndex).connect(chain.provider);
+    const deployer = await chain.signer(0);
+    await (await deployer.sendTransaction({ to: own.address, value: 10n ** 17n })).wait();
+    const vault = chain.contracts.vault.connect(own) as typeof chain.contracts.vault;
+    await (
+      await (chain.contracts.usdc.connect(own) as typeof chain.contracts.usdc).getFunction("approve")(await vault.getAddress(), usdc(30))
+    ).wait();
+    const tx = await vault.getFunction("deposit")(usdc(30), own.address);
+    const receipt = await tx.wait();
+    await waitFor(async () => (await db.prisma.indexerCursor.findFirst())!.blockNumber >= receipt!.blockNumber, 15_000, "the indexer");
+    const position = await api.request("GET", "/v1/vault/position", { token: user.token });
+    expect(position.body.data.tmUSDCBalance).to.equal(formatUsdc2((await shares(user.wallet)) / SHARES_PER_MICRO));
+    const list = await api.request("GET", "/v1/vault/transactions", { token: user.token });
+    expect(list.body.data[0]).to.deep.include({ type: "deposit", usdcAmount: "30.00", txHash: tx.hash });
+  });
+
+  it("raises the position with yield: earned yield and the yield history agree with the chain", async () => {
+    const user = await newUser(1_000);
+    expect((await post("/v1/vault/deposit", user.token, { amount: 1_000 })).status).to.equal(200);
+    const yieldAnswer = await api.request("POST", "/dev/vault/yield", {
+      body: { amount: 500 },
+      headers: { "idempotency-key": randomUUID() },
+    });
+    expect(yieldAnswer.status, yieldAnswer.text).to.equal(200);
+    await waitFor(
+      async () => (await db.prisma.yieldDistribution.count({ where: { txHash: yieldAnswer.body.data.txHash } })) === 1,
+      15_000,
+      "the distribution in the mirror",
+    );
+    const held = await shares(user.wallet);
+    const value = (await chain.contracts.vault.previewRedeem(held)) as bigint;
+    const position = (await api.request("GET", "/v1/vault/position", { token: user.token })).body.data;
+    expect(position.usdcValue).to.equal(formatUsdc2(value));
+    expect(position.earnedYield).to.equal(formatUsdc2(value - usdc(1_000)));
+    expect(value).to.be.greaterThan(usdc(1_000));
+    expect(position.lastYieldClaim).to.be.a("string");
+    for (const period of ["7d", "30d", "90d", "1y", "all"]) {
+      const history = await api.request("GET", `/v1/vault/yield/history?period=${period}`, { token: user.token });
+      expect(history.status, history.text).to.equal(200);
+      expect(history.body.data.totalYield, period).to.equal(position.earnedYield);
+      const days = { "7d": 7, "30d": 30, "90d": 90, "1y": 365, all: 1 }[period]!;
+      expect(history.body.data.history, period).to.have.length(days);
+      expect(history.body.data.history.at(-1).date).to.equal(api.clock.now().toISOString().slice(0, 10));
+      expect(history.body.data.averageAPY, period).to.be.greaterThan(0);
+    }
+    for (const period of ["2d", "", "30D", "all "]) {
+      expectErrorEnvelope(
+        await api.request("GET", `/v1/vault/yield/history?period=${encodeURIComponent(period)}`, { token: user.token }),
+        400,
+        "VALIDATION_ERROR",
+      );
+    }
+  });
+
+  it("serves status, rates and the yield calculator from the chain", async () => {
+    const onChain = await chain.contracts.vault.vaultStatus();
+    const status = (await api.request("GET", "/v1/vault/status")).body.data;
+    expect(status).to.deep.equal({
+      totalDeposits: formatUsdc2(onChain.totalAssets),
+      totalBorrowed: formatUsdc2(onChain.totalBorrowed),
+      utilization: rateNumber(onChain.utilization),
+      currentAPY: rateNumber(onChain.supplyRate),
+      exchangeRate: rateNumber(onChain.exchangeRate),
+      tmUSDCSupply: formatUsdc2(onChain.totalSupply / SHARES_PER_MICRO),
+    });
+    expect(status.totalBorrowed).to.not.equal("0.00");
+    const rates = (await api.request("GET", "/v1/vault/rates")).body.data;
+    expect(rates.model.map((p: { utilization: number }) => p.utilization)).to.deep.equal([0, 0.5, 0.8, 0.95, 1]);
+    expect(rates.supplyAPY).to.equal(rateNumber(onChain.supplyRate));
+    expect(rates.borrowRate).to.equal(rateNumber(onChain.borrowRate));
+    expect(onChain.supplyRate).to.be.greaterThan(0n);
+
+    const calc = await api.request("POST", "/v1/vault/yield/calculate", { body: { amount: 1_000, duration: 365 } });
+    expect(calc.status, calc.text).to.equal(200);
+    const yearly = (usdc(1_000) * (onChain.supplyRate as bigint)) / 10n ** 18n;
+    expect(calc.body.data).to.deep.include({
+      depositAmount: "1000.00",
+      duration: 365,
+      currentAPY: rateNumber(onChain.supplyRate),
+      projectedYield: formatUsdc2(yearly),
+      projectedTotal: formatUsdc2(usdc(1_000) + yearly),
+    });
+    expect(calc.body.data.disclaimer).to.match(/not financial advice/i);
+    for (const body of [
+      { amount: 0, duration: 30 },
+      { amount: 10, duration: 0 },
+      { amount: 10, duration: 1.5 },
+      { amount: 10, duration: 3_651 },
+      { amount: 10 },
+    ]) {
+      expectErrorEnvelope(await api.request("POST", "/v1/vault/yield/calculate", { body }), 400, "VALIDATION_ERROR");
+    }
+  });
+
+  it("validates amounts and pages, and documents the Idempotency-Key of both writes", async () => {
+    const user = await newUser();
+    for (const amount of [0, -5, 1.0000001, "10", null, 1e21]) {
+      const response = await post("/v1/vault/deposit", user.token, { amount });
+      expectErrorEnvelope(response, 400, "VALIDATION_ERROR");
+      expect(response.body.error.details.field).to.equal("amount");
+    }
+    expectErrorEnvelope(await post("/v1/vault/withdraw", user.token, { amount: 1 }), 400, "VALIDATION_ERROR");
+    for (const query of ["limit=0", "limit=101", "offset=-1", "limit=1e1"]) {
+      expectErrorEnvelope(await api.request("GET", `/v1/vault/transactions?${query}`, { token: user.token }), 400, "VALIDATION_ERROR");
+    }
+    expectErrorEnvelope(await api.request("GET", "/v1/vault/position"), 401, "UNAUTHORIZED");
+    const doc = (await api.request("GET", "/v1/openapi.json")).body;
+    for (const path of ["/v1/vault/deposit", "/v1/vault/withdraw"]) {
+      const header = doc.paths[path].post.parameters.find((p: { name: string }) => p.name === "Idempotency-Key");
+      expect(header, path).to.deep.include({ in: "header", required: true });
+    }
+    for (const path of ["/v1/vault/status", "/v1/vault/position", "/v1/vault/yield/history", "/v1/vault/rates", "/v1/vault/transactions"]) {
+      expect(doc.paths[path]?.get, path).to.be.an("object");
+    }
+  });
+
+  it("keeps chain, mirror and API equal under 50 concurrent deposits and withdrawals of one user", async () => {
+    const user = await newUser(10_000);
+    expect((await post("/v1/vault/deposit", user.token, { amount: 100 })).status).to.equal(200);
+    const requests = Array.from({ length: 50 }, (_, i) =>
+      i % 5 === 4 ? post("/v1/vault/withdraw", user.token, { tmUSDCAmount: 2 }) : post("/v1/vault/deposit", user.token, { amount: 10 }),
+    );
+    const answers = await Promise.all(requests);
+    for (const answer of answers) expect(answer.status, answer.text).to.equal(200);
+    expect(new Set(answers.map((a) => a.body.data.txHash)).size).to.equal(50);
+    const held = await shares(user.wallet);
+    const mirrored = await db.prisma.vaultPosition.findFirstOrThrow({ where: { owner: user.wallet.toLowerCase() } });
+    expect(BigInt(mirrored.shares.toFixed())).to.equal(held);
+    const position = (await api.request("GET", "/v1/vault/position", { token: user.token })).body.data;
+    expect(position.tmUSDCBalance).to.equal(formatUsdc2(held / SHARES_PER_MICRO));
+    expect(await usdcOf(user.wallet)).to.equal(usdc(10_000 - 100 - 40 * 10) + (await withdrawnUsdc(user.wallet)));
+    const rows = await db.prisma.chainTransaction.findMany({ where: { userId: user.id, purpose: { startsWith: "vault." } } });
+    expect(rows).to.have.length(51);
+    expect(rows.every((row) => row.status === "mined")).to.equal(true);
+    const list = await api.request("GET", "/v1/vault/transactions?limit=100", { token: user.token });
+    expect(list.body.pagination.total).to.equal(51);
+  });
+
+  /** USDC the wallet received from the vault (the mirror's withdrawals, checked above to match the chain). */
+  async function withdrawnUsdc(wallet: string) {
+    const rows = await db.prisma.vaultTransaction.findMany({ where: { owner: wallet.toLowerCase(), type: "withdraw" } });
+    return rows.reduce((sum, row) => sum + row.assets, 0n);
+  }
 });
