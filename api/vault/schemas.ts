@@ -4,9 +4,16 @@ import { queryInteger, usdcAmount } from "../http/input.js";
 
 // One schema per route part: they validate, type the handlers and generate the OpenAPI document.
 
-const usdc2 = (what: string) => z.string().regex(/^-?\d+\.\d{2}$/).describe(`${what}, a decimal string with two fraction digits`);
+const usdc2 = (what: string) =>
+  z
+    .string()
+    .regex(/^-?\d+\.\d{2}$/)
+    .describe(`${what}, a decimal string with two fraction digits`);
 const isoDate = z.string().describe("ISO 8601 UTC timestamp");
-const txHash = z.string().regex(/^0x[0-9a-f]{64}$/).describe("hash of the transaction on chain");
+const txHash = z
+  .string()
+  .regex(/^0x[0-9a-f]{64}$/)
+  .describe("hash of the transaction on chain");
 
 /** Most one request may move: far above any test balance, far below any overflow. */
 export const MAX_VAULT_AMOUNT = 1_000_000_000;
@@ -67,7 +74,10 @@ export const yieldHistoryResponse = z.object({
   averageAPY: z.number().describe("value-weighted APY over the days your position earned"),
   history: z.array(
     z.object({
-      date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).describe("UTC day, YYYY-MM-DD"),
+      date: z
+        .string()
+        .regex(/^\d{4}-\d{2}-\d{2}$/)
+        .describe("UTC day, YYYY-MM-DD"),
       yield: usdc2("your yield that day"),
       apy: z.number().describe("that day's yield over the value held at its start, annualised"),
     }),

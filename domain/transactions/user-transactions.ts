@@ -120,11 +120,13 @@ export function createUserTransactions(deps: UserTransactionDeps) {
 
   async function signPermit(wallet: HDNodeWallet, spender: string, value: bigint, deadline: bigint): Promise<PermitSignature> {
     const [domain, nonce] = await Promise.all([tokenDomain(), usdc.nonces(wallet.address, { blockTag: "pending" }) as Promise<bigint>]);
-    const signature = await wallet.signTypedData(
-      { ...domain, chainId, verifyingContract: await usdc.getAddress() },
-      PERMIT_TYPES,
-      { owner: wallet.address, spender, value, nonce, deadline },
-    );
+    const signature = await wallet.signTypedData({ ...domain, chainId, verifyingContract: await usdc.getAddress() }, PERMIT_TYPES, {
+      owner: wallet.address,
+      spender,
+      value,
+      nonce,
+      deadline,
+    });
     const { v, r, s } = Signature.from(signature);
     return { deadline, v, r, s };
   }
@@ -137,9 +139,7 @@ export function createUserTransactions(deps: UserTransactionDeps) {
     const latest = await provider.getBlock("latest");
     const deadline = BigInt(latest!.timestamp) + REQUEST_LIFETIME_S;
     const data =
-      typeof call.data === "string"
-        ? call.data
-        : call.data(await signPermit(wallet, call.permit!.spender, call.permit!.value, deadline));
+      typeof call.data === "string" ? call.data : call.data(await signPermit(wallet, call.permit!.spender, call.permit!.value, deadline));
     if (!deps.isAllowed(call.to, data)) throw new Error(`the relay does not forward this call (${call.to}, ${data.slice(0, 10)})`);
 
     // The user's own call, simulated: a revert is decoded here, before anything is signed or recorded.

@@ -56,9 +56,7 @@ export function createVaultRepo({ db }: { db: Db }) {
     chronologicalOf: async (ownerWallet: string) => (await transactionsOf(db, ownerWallet)).reverse(),
 
     async positionOf(ownerWallet: string): Promise<PositionRow | null> {
-      const rows = await prisma.$queryRawUnsafe<
-        { shares: string; deposited: bigint; withdrawn: bigint; firstDepositAt: Date | null }[]
-      >(
+      const rows = await prisma.$queryRawUnsafe<{ shares: string; deposited: bigint; withdrawn: bigint; firstDepositAt: Date | null }[]>(
         `SELECT "shares"::text AS "shares", "deposited", "withdrawn", "firstDepositAt" FROM "VaultPosition"
           WHERE "chainId" = ${MIRRORED_CHAIN_ID_SQL} AND "owner" = $1`,
         ownerWallet.toLowerCase(),

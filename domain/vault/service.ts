@@ -212,11 +212,7 @@ export function createVaultService(deps: VaultServiceDeps) {
     /** The user's yield by day over `period`, from the mirror (see domain/vault/yield.ts). */
     async yieldHistory(user: UserRecord, period: YieldPeriod) {
       const wallet = user.walletAddress!;
-      const [transactions, ratePoints, row] = await Promise.all([
-        repo.chronologicalOf(wallet),
-        repo.ratePoints(),
-        repo.positionOf(wallet),
-      ]);
+      const [transactions, ratePoints, row] = await Promise.all([repo.chronologicalOf(wallet), repo.ratePoints(), repo.positionOf(wallet)]);
       const shares = row?.shares ?? 0n;
       const valueNow = shares === 0n ? 0n : ((await vault.previewRedeem(shares)) as bigint);
       const result = yieldHistory({ period, now: deps.clock.now(), transactions, ratePoints, valueNow });
