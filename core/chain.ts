@@ -150,6 +150,9 @@ export async function connectRpc(rpcUrl: string, timeoutMs = 5_000): Promise<{ p
   const provider = new JsonRpcProvider(rpcUrl, Network.from(chainId), {
     staticNetwork: true,
     batchMaxCount: 50,
+    // Requests of one tick still share a batch; none waits the default 10 ms for company (a
+    // transaction's broadcast is on every write's critical path).
+    batchStallTime: 0,
     polling: false,
     cacheTimeout: -1,
   });

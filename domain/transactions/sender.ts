@@ -75,88 +75,194 @@ const GAS_HEADROOM_PERCENT = 120n;
  * lower nonce is on its way (an automining node such as Hardhat's refuses to queue).
  */
 const NONCE_AHEAD_RETRY_MS = 15_000;
+/** Most transactions recorded in one database transaction. */
+const MAX_RECORD_BATCH = 50;
+/** Most broadcasts in one JSON-RPC batch. */
+const MAX_BROADCAST_BATCH = 50;
+/** How long one reading of the node's fee figures is used. */
+const FEE_CACHE_MS = 2_000;
 
 export function createTransactionSender(deps: SenderDeps) {
   const { db, provider, chainId, account } = deps;
   const sender = account.address.toLowerCase();
   const receiptTimeoutMs = deps.receiptTimeoutMs ?? 60_000;
-  // This process takes a nonce and broadcasts it before taking the next, so its transactions reach
-  // the node in nonce order (other processes' interleave, and are retried above).
-  let inOrder: Promise<unknown> = Promise.resolve();
-  const oneAtATime = <T>(work: () => Promise<T>): Promise<T> => {
-    const run = inOrder.then(work, work);
-    inOrder = run.catch(() => {});
-    return run;
-  };
 
   const decode = (error: unknown) => decodeRevert(deps.errors, error);
 
-  /** EIP-1559 fees from the node (a legacy gas price as the cap where the node gives no 1559 figures). */
-  async function fees() {
-    const data = await provider.getFeeData();
-    return { maxFeePerGas: data.maxFeePerGas ?? data.gasPrice ?? 1_000_000_000n, maxPriorityFeePerGas: data.maxPriorityFeePerGas ?? 0n };
+  type Fees = { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint };
+  let feeCache: { at: number; fees: Promise<Fees> } | undefined;
+  /**
+   * EIP-1559 fees from the node (a legacy gas price as the cap where the node gives no 1559
+   * figures), read at most once per FEE_CACHE_MS: ethers' maxFeePerGas is twice the base fee plus
+   * the tip, room for several blocks of base-fee rises.
+   */
+  function fees(): Promise<Fees> {
+    if (!feeCache || Date.now() - feeCache.at > FEE_CACHE_MS) {
+      const fees = provider.getFeeData().then((data) => ({
+        maxFeePerGas: data.maxFeePerGas ?? data.gasPrice ?? 1_000_000_000n,
+        maxPriorityFeePerGas: data.maxPriorityFeePerGas ?? 0n,
+      }));
+      feeCache = { at: Date.now(), fees };
+      fees.catch(() => {
+        feeCache = undefined;
+      });
+    }
+    return feeCache.fees;
   }
 
-  /** Takes the next nonce in one locking statement, never behind the chain's own count. */
-  async function signAndRecord(request: SendRequest, gasLimit: bigint) {
-    const fee = await fees();
-    const onChain = await provider.getTransactionCount(account.address, "pending");
+  type Recorded = { rawTx: string; txHash: string; nonce: number };
+  type Queued = { request: SendRequest; gasLimit: bigint; fee: Fees; onChain: number };
+
+  /**
+   * Takes the next nonces for `batch` in one locking statement, never behind the chain's own
+   * count (read by each caller before it queued: a count read earlier can only be lower, and the
+   * stored one wins), signs them and records them, all in one database transaction.
+   */
+  async function recordMany(batch: Queued[]): Promise<Recorded[]> {
+    const onChain = Math.max(...batch.map((item) => item.onChain));
+    const count = batch.length;
     return db.prisma.$transaction(async (tx) => {
-      const [{ nonce }] = await tx.$queryRaw<{ nonce: number }[]>`
+      const [{ first }] = await tx.$queryRaw<{ first: number }[]>`
         INSERT INTO "SenderNonce" ("chainId", "address", "nextNonce", "updatedAt")
-        VALUES (${chainId}, ${sender}, ${onChain + 1}, now())
+        VALUES (${chainId}, ${sender}, ${onChain + count}, now())
         ON CONFLICT ("chainId", "address") DO UPDATE
-          SET "nextNonce" = GREATEST("SenderNonce"."nextNonce", ${onChain}) + 1, "updatedAt" = now()
-        RETURNING "nextNonce" - 1 AS "nonce"`;
-      const rawTx = await account.signTransaction({
-        type: 2,
-        chainId,
-        nonce: Number(nonce),
-        to: request.to,
-        data: request.data,
-        gasLimit,
-        ...fee,
-      });
-      const txHash = Transaction.from(rawTx).hash!;
-      await tx.chainTransaction.create({
-        data: {
+          SET "nextNonce" = GREATEST("SenderNonce"."nextNonce", ${onChain}) + ${count}, "updatedAt" = now()
+        RETURNING "nextNonce" - ${count} AS "first"`;
+      const recorded = await Promise.all(
+        batch.map(async ({ request, gasLimit, fee }, index) => {
+          const nonce = Number(first) + index;
+          const rawTx = await account.signTransaction({ type: 2, chainId, nonce, to: request.to, data: request.data, gasLimit, ...fee });
+          return { request, rawTx, txHash: Transaction.from(rawTx).hash!, nonce };
+        }),
+      );
+      const now = new Date();
+      await tx.chainTransaction.createMany({
+        data: recorded.map(({ request, rawTx, txHash, nonce }) => ({
           id: randomUUID(),
           chainId,
           purpose: request.purpose,
           userId: request.userId ?? null,
           idempotencyKey: request.idempotencyKey ?? null,
           sender,
-          nonce: Number(nonce),
+          nonce,
           to: request.to.toLowerCase(),
           data: request.data,
           rawTx,
           txHash,
           status: "signed",
-          createdAt: new Date(),
-        },
+          createdAt: now,
+        })),
       });
-      return { rawTx, txHash, nonce: Number(nonce) };
+      return recorded.map(({ rawTx, txHash, nonce }) => ({ rawTx, txHash, nonce }));
     });
   }
+
+  // Requests waiting for a nonce are recorded together (one transaction, one row lock: group
+  // commit) while the batch before them is being recorded, and their broadcasts queued in nonce
+  // order as soon as they are recorded, so the node receives this process's transactions in
+  // nonce order (other processes' interleave, and are retried below).
+  type Waiting = Queued & { done(outcome: { recorded: Recorded; sending: Promise<Error | undefined> } | Error): void };
+  const waiting: Waiting[] = [];
+  let recording = false;
+  async function flushWaiting() {
+    recording = true;
+    try {
+      while (waiting.length > 0) {
+        const batch = waiting.splice(0, MAX_RECORD_BATCH);
+        const queue = (item: Waiting, one: Recorded) =>
+          item.done({
+            recorded: one,
+            sending: sendRaw(one.rawTx).then(
+              () => undefined,
+              (error: Error) => error,
+            ),
+          });
+        try {
+          const recorded = await recordMany(batch);
+          batch.forEach((item, index) => queue(item, recorded[index]!));
+        } catch (error) {
+          if (batch.length === 1) {
+            batch[0]!.done(error as Error);
+            continue;
+          }
+          // One request's row refused (a duplicate key) must not fail the others: each alone.
+          for (const item of batch) {
+            try {
+              queue(item, (await recordMany([item]))[0]!);
+            } catch (itemError) {
+              item.done(itemError as Error);
+            }
+          }
+        }
+      }
+    } finally {
+      recording = false;
+    }
+  }
+  const recordAndQueue = (queued: Queued) =>
+    new Promise<{ recorded: Recorded; sending: Promise<Error | undefined> }>((resolve, reject) => {
+      waiting.push({ ...queued, done: (outcome) => (outcome instanceof Error ? reject(outcome) : resolve(outcome)) });
+      if (!recording) void flushWaiting();
+    });
 
   /**
    * Broadcasts recorded bytes. "Already known" or a used nonce may mean it went out before: the
    * receipt decides. A nonce ahead of the chain waits for the lower ones (bounded).
    */
   async function broadcast(rawTx: string, txHash: string): Promise<void> {
+    await sendRaw(rawTx);
+    await db.prisma.chainTransaction.updateMany({ where: { txHash, status: "signed" }, data: { status: "sent" } });
+  }
+
+  // Signed transactions waiting for the node leave together, as one JSON-RPC batch in nonce
+  // order, while the batch before them is in flight: a node takes a batch's calls in order, so
+  // the broadcasts of many concurrent requests cost one round trip, not one each.
+  const outbox: { rawTx: string; done(error: Error | undefined): void }[] = [];
+  let flushing = false;
+  async function flushOutbox() {
+    flushing = true;
+    try {
+      while (outbox.length > 0) {
+        const batch = outbox.splice(0, MAX_BROADCAST_BATCH);
+        try {
+          const results = await provider._send(
+            batch.map((item, id) => ({ id, jsonrpc: "2.0" as const, method: "eth_sendRawTransaction", params: [item.rawTx] })),
+          );
+          batch.forEach((item, id) => {
+            const result = results.find((r) => r.id === id);
+            if (!result) item.done(new Error("no answer to eth_sendRawTransaction"));
+            else if ("error" in result) item.done(new Error(String((result.error as { message?: string }).message ?? "refused")));
+            else item.done(undefined);
+          });
+        } catch (error) {
+          for (const item of batch) item.done(error as Error);
+        }
+      }
+    } finally {
+      flushing = false;
+    }
+  }
+  const submit = (rawTx: string) =>
+    new Promise<Error | undefined>((done) => {
+      outbox.push({ rawTx, done });
+      if (!flushing) void flushOutbox();
+    });
+
+  /** The node's eth_sendRawTransaction (batched, see above), with the retries above. */
+  async function sendRaw(rawTx: string): Promise<void> {
     const deadline = Date.now() + NONCE_AHEAD_RETRY_MS;
     for (let wait = 25; ; wait = Math.min(wait * 2, 1_000)) {
       try {
-        await provider.broadcastTransaction(rawTx);
-        break;
+        const error = await submit(rawTx);
+        if (error) throw error;
+        return;
       } catch (error) {
         const message = String((error as Error).message).toLowerCase();
-        if (/already known|known transaction|nonce too low|nonce has already been used/.test(message)) break;
+        if (/already known|known transaction|nonce too low|nonce has already been used/.test(message)) return;
         if (!/nonce too high/.test(message) || Date.now() > deadline) throw error;
         await new Promise((resolve) => setTimeout(resolve, wait));
       }
     }
-    await db.prisma.chainTransaction.updateMany({ where: { txHash, status: "signed" }, data: { status: "sent" } });
   }
 
   /** Waits for the receipt and records the outcome; a revert is replayed to decode its error. */
@@ -216,15 +322,12 @@ export function createTransactionSender(deps: SenderDeps) {
       } catch (error) {
         throw decode(error) ?? error;
       }
-      const signed = await oneAtATime(async () => {
-        const recorded = await signAndRecord(request, gasLimit);
-        try {
-          await broadcast(recorded.rawTx, recorded.txHash);
-          return { ...recorded, error: undefined };
-        } catch (error) {
-          return { ...recorded, error: error as Error };
-        }
-      });
+      const [fee, onChain] = await Promise.all([fees(), provider.getTransactionCount(account.address, "pending")]);
+      const { recorded, sending } = await recordAndQueue({ request, gasLimit, fee, onChain });
+      const signed = { ...recorded, error: await sending };
+      if (!signed.error) {
+        await db.prisma.chainTransaction.updateMany({ where: { txHash: signed.txHash, status: "signed" }, data: { status: "sent" } });
+      }
       if (signed.error) {
         const error = signed.error;
         // The node refused the bytes: record it. Its nonce would block every later one, so a

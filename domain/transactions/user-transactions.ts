@@ -118,15 +118,13 @@ export function createUserTransactions(deps: UserTransactionDeps) {
     return run;
   }
 
-  async function signPermit(wallet: HDNodeWallet, spender: string, value: bigint, deadline: bigint): Promise<PermitSignature> {
-    const [domain, nonce] = await Promise.all([tokenDomain(), usdc.nonces(wallet.address, { blockTag: "pending" }) as Promise<bigint>]);
-    const signature = await wallet.signTypedData({ ...domain, chainId, verifyingContract: await usdc.getAddress() }, PERMIT_TYPES, {
-      owner: wallet.address,
-      spender,
-      value,
-      nonce,
-      deadline,
-    });
+  async function signPermit(
+    wallet: HDNodeWallet,
+    permit: { spender: string; value: bigint; nonce: bigint; deadline: bigint },
+  ): Promise<PermitSignature> {
+    const domain = { ...(await tokenDomain()), chainId, verifyingContract: usdc.target as string };
+    const { spender, value, nonce, deadline } = permit;
+    const signature = await wallet.signTypedData(domain, PERMIT_TYPES, { owner: wallet.address, spender, value, nonce, deadline });
     const { v, r, s } = Signature.from(signature);
     return { deadline, v, r, s };
   }
@@ -136,10 +134,17 @@ export function createUserTransactions(deps: UserTransactionDeps) {
     if (wallet.address.toLowerCase() !== call.user.walletAddress.toLowerCase()) {
       throw new Error(`managed wallet ${call.user.walletIndex} is not ${call.user.walletAddress}: the seed changed`);
     }
-    const latest = await provider.getBlock("latest");
+    // "pending": the user's earlier transaction may be broadcast and not yet mined.
+    const [latest, nonce, permitNonce] = await Promise.all([
+      provider.getBlock("latest"),
+      forwarder.nonces(wallet.address, { blockTag: "pending" }) as Promise<bigint>,
+      call.permit ? (usdc.nonces(wallet.address, { blockTag: "pending" }) as Promise<bigint>) : undefined,
+    ]);
     const deadline = BigInt(latest!.timestamp) + REQUEST_LIFETIME_S;
     const data =
-      typeof call.data === "string" ? call.data : call.data(await signPermit(wallet, call.permit!.spender, call.permit!.value, deadline));
+      typeof call.data === "string" || !call.permit
+        ? (call.data as string)
+        : call.data(await signPermit(wallet, { ...call.permit, nonce: permitNonce!, deadline }));
     if (!deps.isAllowed(call.to, data)) throw new Error(`the relay does not forward this call (${call.to}, ${data.slice(0, 10)})`);
 
     // The user's own call, simulated: a revert is decoded here, before anything is signed or recorded.
@@ -150,10 +155,9 @@ export function createUserTransactions(deps: UserTransactionDeps) {
       throw decodeRevert(deps.errors, error) ?? error;
     }
     gas = (gas * FORWARD_GAS_HEADROOM_PERCENT) / 100n;
-    const nonce = (await forwarder.nonces(wallet.address, { blockTag: "pending" })) as bigint;
     const request = { from: wallet.address, to: call.to, value: 0n, gas, nonce, deadline, data };
     const signature = await wallet.signTypedData(
-      { ...FORWARDER_DOMAIN, chainId, verifyingContract: await forwarder.getAddress() },
+      { ...FORWARDER_DOMAIN, chainId, verifyingContract: forwarder.target as string },
       FORWARD_REQUEST_TYPES,
       request,
     );
@@ -162,7 +166,7 @@ export function createUserTransactions(deps: UserTransactionDeps) {
       purpose: call.purpose,
       userId: call.user.id,
       idempotencyKey: call.idempotencyKey,
-      to: await forwarder.getAddress(),
+      to: forwarder.target as string,
       data: forwarder.interface.encodeFunctionData("execute", [{ ...requestData, signature }]),
       // The forwarder passes `gas` on and keeps 1/64 of it back (EIP-150).
       gasLimit: (gas * 64n) / 63n + FORWARDER_OVERHEAD_GAS,

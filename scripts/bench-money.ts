@@ -1,0 +1,176 @@
+// `npm run bench:money`: N users (BENCH_USERS, default 20) deposit into and withdraw from the
+// staking vault in parallel, each waiting for one answer before the next request, through the
+// API (their managed wallets sign, the relay pays, the answer waits for the mirror); and the
+// same operations sent straight to the contracts with ethers by N funded wallets, on the same
+// embedded chain in the same run: the chain's own limit. Rounds alternate the two; each figure
+// is the median over the rounds. The last line is `ratio: <API ops/s / direct ops/s> p99_ms: <API p99>`.
+import { randomUUID } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { type Contract, type HDNodeWallet, Wallet } from "ethers";
+import { createApp } from "../api/app.js";
+import { listen } from "../api/server.js";
+import { connectRpc, startEmbeddedChain } from "../core/chain.js";
+import { ensureChainIdentity } from "../core/chain-identity.js";
+import { createClock } from "../core/clock.js";
+import { loadConfig } from "../core/config.js";
+import { openDatabase } from "../core/db.js";
+import { ensureDeployment } from "../core/deployments.js";
+import { createLogger } from "../core/logger.js";
+import { applyMigrations } from "../core/migrations.js";
+import { platformContract } from "../core/platform-abi.js";
+import { managedWalletsFor } from "../core/wallets.js";
+import { createServices } from "../domain/services.js";
+import { createIndexer } from "../indexer/indexer.js";
+
+const USERS = Number(process.env.BENCH_USERS ?? 20);
+/** Deposit + withdrawal pairs per user per round. */
+const PAIRS = Number(process.env.BENCH_PAIRS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const DEPOSIT = 10_000_000n; // 10 USDC
+const WITHDRAW_TMUSDC = 5; // tmUSDC per withdrawal
+
+process.env.DEPLOYMENTS_DIR ??= mkdtempSync(path.join(os.tmpdir(), "bench-deployments-"));
+const logger = createLogger(process.env.LOG_LEVEL ?? "warn");
+const chain = await startEmbeddedChain("127.0.0.1", 0);
+const { provider, chainId } = await connectRpc(chain.rpcUrl);
+const probe = http.createServer();
+await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+const port = (probe.address() as AddressInfo).port;
+await new Promise<void>((resolve) => probe.close(() => resolve()));
+const config = loadConfig({ PORT: String(port), DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "bench-")), NODE_ENV: "test" });
+const deployment = await ensureDeployment({ provider, deployerPrivateKey: config.chain.deployerPrivateKey, fresh: true });
+// In-memory PGlite by default; BENCH_DATABASE_URL names a PostgreSQL database the benchmark may
+// migrate and write into (never DATABASE_URL, which may hold real data).
+const db = await openDatabase({ databaseUrl: process.env.BENCH_DATABASE_URL, pgliteDataDir: "memory://" });
+await applyMigrations(db.migrationAdapter());
+await ensureChainIdentity(db, deployment, { embedded: true, logger });
+const indexer = createIndexer({
+  db,
+  rpcUrl: chain.rpcUrl,
+  deployment,
+  logger,
+  confirmations: 0,
+  pollMs: config.indexer.pollMs,
+  maxBlockRange: config.indexer.maxBlockRange,
+});
+indexer.start();
+const clock = createClock();
+const services = createServices({
+  db,
+  clock,
+  wallets: await managedWalletsFor(config, db),
+  cacheReads: true,
+  logger,
+  chain: { provider, chainId, deployment, operatorKey: config.chain.deployerPrivateKey, mockUsdc: true },
+});
+const app = await createApp({ logger, clock, db, chain: { provider, chainId }, config, services });
+const server = await listen(app, "127.0.0.1", port);
+
+async function call(method: string, urlPath: string, body?: unknown, headers: Record<string, string> = {}) {
+  const response = await fetch(`${server.url}${urlPath}`, {
+    method,
+    headers: { "content-type": "application/json", ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (response.status !== 200) throw new Error(`${method} ${urlPath} answered ${response.status}: ${text}`);
+  return JSON.parse(text) as { data: Record<string, unknown> };
+}
+
+// Setup (not measured): API users on the enterprise plan (no 429s) with test USDC; direct
+// wallets with ETH for gas, test USDC and an unlimited approval.
+const apiUsers = await Promise.all(
+  Array.from({ length: USERS }, async (_, i) => {
+    const token = (await call("POST", "/dev/token", { sub: `bench-money-${i}` })).data.accessToken as string;
+    const auth = { authorization: `Bearer ${token}` };
+    const me = await call("GET", "/v1/users/me", undefined, auth);
+    await call("PUT", `/dev/users/${me.data.id}/plan`, { plan: "enterprise" });
+    return auth;
+  }),
+);
+for (const auth of apiUsers) await call("POST", "/dev/faucet", { amount: 10_000 }, { ...auth, "idempotency-key": randomUUID() });
+
+const deployer = new Wallet(config.chain.deployerPrivateKey, provider);
+const usdc = platformContract(deployment, "usdc", deployer);
+const vault = platformContract(deployment, "stakingVault", provider);
+const directWallets = Array.from({ length: USERS }, () => Wallet.createRandom().connect(provider));
+for (const wallet of directWallets) {
+  await (await deployer.sendTransaction({ to: wallet.address, value: 10n ** 18n })).wait();
+  await (await usdc.getFunction("mint")(wallet.address, 10_000_000_000n)).wait();
+  await (await (usdc.connect(wallet) as Contract).getFunction("approve")(await vault.getAddress(), 2n ** 255n)).wait();
+}
+
+/** One user's deposit/withdraw pairs, one operation at a time; returns each operation's latency. */
+async function apiUser(auth: Record<string, string>): Promise<number[]> {
+  const latencies: number[] = [];
+  for (let pair = 0; pair < PAIRS; pair += 1) {
+    for (const [route, body] of [
+      ["/v1/vault/deposit", { amount: Number(DEPOSIT) / 1e6 }],
+      ["/v1/vault/withdraw", { tmUSDCAmount: WITHDRAW_TMUSDC }],
+    ] as const) {
+      const start = performance.now();
+      await call("POST", route, body, { ...auth, "idempotency-key": randomUUID() });
+      latencies.push(performance.now() - start);
+    }
+  }
+  return latencies;
+}
+
+async function directUser(wallet: Wallet | HDNodeWallet): Promise<number[]> {
+  const latencies: number[] = [];
+  const own = vault.connect(wallet) as Contract;
+  for (let pair = 0; pair < PAIRS; pair += 1) {
+    for (const send of [
+      () => own.getFunction("deposit")(DEPOSIT, wallet.address),
+      () => own.getFunction("redeem")(BigInt(WITHDRAW_TMUSDC) * 10n ** 18n, wallet.address, wallet.address),
+    ]) {
+      const start = performance.now();
+      await (await send()).wait();
+      latencies.push(performance.now() - start);
+    }
+  }
+  return latencies;
+}
+
+async function measure(perUser: () => Promise<number[]>[]) {
+  const start = performance.now();
+  const latencies = (await Promise.all(perUser())).flat().sort((a, b) => a - b);
+  const seconds = (performance.now() - start) / 1000;
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
+  return { opsPerSecond: latencies.length / seconds, p50: at(0.5), p99: at(0.99) };
+}
+
+type Sample = Awaited<ReturnType<typeof measure>>;
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const samples: { direct: Sample[]; api: Sample[] } = { direct: [], api: [] };
+for (let round = 1; round <= ROUNDS; round += 1) {
+  samples.direct.push(await measure(() => directWallets.map(directUser)));
+  samples.api.push(await measure(() => apiUsers.map(apiUser)));
+  console.error(`round ${round}/${ROUNDS} done`);
+}
+const summary = (runs: Sample[]) => ({
+  opsPerSecond: median(runs.map((r) => r.opsPerSecond)),
+  p50: median(runs.map((r) => r.p50)),
+  p99: median(runs.map((r) => r.p99)),
+});
+const direct = summary(samples.direct);
+const viaApi = summary(samples.api);
+console.log(`${USERS} users x ${PAIRS} deposit+withdraw pairs per round, median of ${ROUNDS} rounds, embedded chain, ${db.kind}`);
+for (const [title, line] of [
+  ["direct (ethers -> contracts)", direct],
+  ["API (relay, answer after the mirror)", viaApi],
+] as const) {
+  console.log(
+    `${title.padEnd(38)} ${line.opsPerSecond.toFixed(1).padStart(7)} ops/s  p50 ${line.p50.toFixed(1)} ms  p99 ${line.p99.toFixed(1)} ms`,
+  );
+}
+await server.close();
+await indexer.stop();
+provider.destroy();
+await chain.close();
+await db.close();
+console.log(`ratio: ${(viaApi.opsPerSecond / direct.opsPerSecond).toFixed(2)} p99_ms: ${Math.round(viaApi.p99)}`);
