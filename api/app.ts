@@ -29,7 +29,7 @@ export interface AppDeps extends HealthDeps {
   chain: { provider: Pick<JsonRpcProvider, "getBlockNumber" | "send">; chainId: number };
   config: Pick<Config, "auth" | "dataDir" | "isProduction" | "trustProxy">;
   /** The domain services (domain/services.ts), built once per process. */
-  services: Pick<Services, "users" | "apiKeys" | "xp" | "trust" | "idempotency" | "sandbox" | "vault">;
+  services: Pick<Services, "users" | "apiKeys" | "xp" | "trust" | "idempotency" | "sandbox" | "vault" | "payer">;
   /** Rate-limit counters shared across API processes (REDIS_URL); in-process otherwise. */
   redis?: Redis;
 }
@@ -109,7 +109,7 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
   app.use(requestContext(clock));
   app.use(requestLog(logger));
 
-  app.use(healthRoutes(deps));
+  app.use(healthRoutes({ ...deps, payer: deps.services.payer }));
   app.use(apiHeaders);
   app.use(
     identify({

@@ -1,6 +1,8 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { Worker } from "node:worker_threads";
 import { JsonRpcProvider, Network } from "ethers";
+import type { ChainThreadMessage } from "./embedded-chain-worker.js";
 
 /** An EIP-1193 provider (what Hardhat's network connection exposes). */
 export interface Eip1193Provider {
@@ -94,31 +96,116 @@ export function serveJsonRpc(provider: Eip1193Provider, host: string, port: numb
   });
 }
 
-/** Starts Hardhat's EDR simulated chain in this process and serves it as JSON-RPC. */
-export async function startEmbeddedChain(host: string, port: number): Promise<EmbeddedChain> {
-  const { network } = await import("hardhat");
-  const connection = await network.create("hardhat");
-  const provider = connection.provider as Eip1193Provider;
-  let server: http.Server;
+type ChainHandlers = {
+  ready(port: number): void;
+  failed(message: Extract<ChainThreadMessage, { type: "failed" }>): void;
+  response(message: Extract<ChainThreadMessage, { type: "response" }>): void;
+  closed(): void;
+};
+let chainThread: { worker: Worker; chains: Map<number, ChainHandlers>; next: number; busy: number } | undefined;
+
+/**
+ * Keeps the process alive while `work` waits for the chain thread (a script's top-level await of
+ * its first call has nothing else holding the event loop); an idle chain never does.
+ */
+async function holdingThread<T>(thread: NonNullable<typeof chainThread>, work: Promise<T>): Promise<T> {
+  if (thread.busy++ === 0) thread.worker.ref();
   try {
-    server = await serveJsonRpc(provider, host, port);
-  } catch (error) {
-    await connection.close();
-    const code = (error as NodeJS.ErrnoException).code;
-    throw new ChainUnavailableError(
-      code === "EADDRINUSE"
-        ? `chain: CHAIN_PORT ${port} is already in use (another node or stack running?); set CHAIN_PORT to a free port`
-        : `chain: cannot serve the embedded chain on ${host}:${port} (${code ?? String(error)})`,
-    );
+    return await work;
+  } finally {
+    if (--thread.busy === 0) thread.worker.unref();
   }
-  const { port: boundPort } = server.address() as AddressInfo;
+}
+
+/** The process's one chain thread, started with the first embedded chain; it never keeps the process alive. */
+function theChainThread() {
+  if (chainThread) return chainThread;
+  const worker = new Worker(new URL("./embedded-chain-worker.ts", import.meta.url));
+  const chains = new Map<number, ChainHandlers>();
+  worker.on("message", (message: ChainThreadMessage) => {
+    const handlers = chains.get(message.chain);
+    if (!handlers) return;
+    if (message.type === "ready") handlers.ready(message.port);
+    else if (message.type === "failed") handlers.failed(message);
+    else if (message.type === "response") handlers.response(message);
+    else handlers.closed();
+  });
+  const fail = (error: Error) => {
+    chainThread = undefined;
+    for (const handlers of chains.values()) handlers.failed({ type: "failed", chain: -1, code: undefined, message: error.message });
+  };
+  worker.on("error", fail);
+  worker.on("exit", (code) => fail(new Error(`the embedded chains' thread exited (${code})`)));
+  // After the listeners (adding one refs the thread again): a chain never keeps the process alive.
+  worker.unref();
+  chainThread = { worker, chains, next: 0, busy: 0 };
+  return chainThread;
+}
+
+/**
+ * Starts Hardhat's EDR simulated chain and serves it as JSON-RPC, in the process's chain thread
+ * (core/embedded-chain-worker.ts): mining and the chain's RPC traffic do not compete with the
+ * API and the indexer for this thread. `provider` talks to it directly, without HTTP.
+ */
+export async function startEmbeddedChain(host: string, port: number): Promise<EmbeddedChain> {
+  const thread = theChainThread();
+  const chain = thread.next++;
+  const pending = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();
+  let nextId = 0;
+  let onClosed: (() => void) | undefined;
+  const started = new Promise<number>((resolve, reject) => {
+    thread.chains.set(chain, {
+      ready: resolve,
+      failed: (message) => {
+        const error = new ChainUnavailableError(
+          message.code === "EADDRINUSE"
+            ? `chain: CHAIN_PORT ${port} is already in use (another node or stack running?); set CHAIN_PORT to a free port`
+            : `chain: cannot serve the embedded chain on ${host}:${port} (${message.code ?? message.message})`,
+        );
+        reject(error);
+        for (const call of pending.values()) call.reject(error);
+        pending.clear();
+        onClosed?.();
+      },
+      response: (message) => {
+        const call = pending.get(message.id);
+        pending.delete(message.id);
+        if (!call) return;
+        if (message.error) call.reject(Object.assign(new Error(message.error.message ?? "chain error"), message.error));
+        else call.resolve(message.result);
+      },
+      closed: () => onClosed?.(),
+    });
+  });
+  thread.worker.postMessage({ type: "start", chain, host, port });
+  let boundPort: number;
+  try {
+    boundPort = await holdingThread(thread, started);
+  } catch (error) {
+    thread.chains.delete(chain);
+    throw error;
+  }
+  const provider: Eip1193Provider = {
+    request: ({ method, params }) =>
+      holdingThread(
+        thread,
+        new Promise((resolve, reject) => {
+          const id = nextId++;
+          pending.set(id, { resolve, reject });
+          thread.worker.postMessage({ type: "request", chain, id, method, params });
+        }),
+      ),
+  };
   return {
     rpcUrl: `http://${host}:${boundPort}`,
     provider,
     close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await connection.close();
+      const closed = new Promise<void>((resolve) => {
+        onClosed = resolve;
+      });
+      thread.worker.postMessage({ type: "close", chain });
+      await holdingThread(thread, closed);
+      thread.chains.delete(chain);
     },
   };
 }

@@ -51,6 +51,11 @@ const envSchema = z.object({
   MANAGED_WALLET_MNEMONIC: optionalString.refine((value) => value === undefined || value.split(/\s+/).length >= 12, {
     message: "must be a BIP-39 mnemonic of 12 or more words",
   }),
+  PAYER_LOW_BALANCE_WEI: z
+    .string()
+    .regex(/^\d{1,30}$/, "must be a whole number of wei in decimal digits")
+    .default("100000000000000000")
+    .transform(BigInt),
   REDIS_URL: optionalString.refine((value) => value === undefined || /^rediss?:\/\/.+/.test(value), {
     message: "must be a redis:// URL",
   }),
@@ -127,6 +132,8 @@ export interface Config {
     deployerPrivateKey: string;
     usdcAddress: string | undefined;
     confirmations: number;
+    /** Below this the paying account is reported low (/health and a warning). */
+    payerLowBalanceWei: bigint;
   };
   indexer: {
     /** How often the head is polled once the backfill is done. */
@@ -205,6 +212,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
       deployerPrivateKey: env.DEPLOYER_PRIVATE_KEY ?? HARDHAT_DEV_DEPLOYER_KEY,
       usdcAddress: env.USDC_ADDRESS,
       confirmations: env.CONFIRMATIONS,
+      payerLowBalanceWei: env.PAYER_LOW_BALANCE_WEI,
     },
     indexer: { pollMs: env.INDEXER_POLL_MS, maxBlockRange: env.INDEXER_MAX_BLOCK_RANGE },
     database: { url: env.DATABASE_URL, pgliteDir: `${env.DATA_DIR}/pglite` },

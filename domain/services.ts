@@ -16,6 +16,7 @@ import { createLoansRepo } from "./loans/repo.js";
 import { createRewardsConsumer } from "./rewards/consumer.js";
 import { createSandboxService } from "./sandbox/service.js";
 import { guardiansOfOwner } from "./social-vault/repo.js";
+import { createPayerWatch } from "./transactions/payer.js";
 import { createMirrorWait } from "./transactions/read-your-writes.js";
 import { createTransactionSender } from "./transactions/sender.js";
 import { createUserTransactions, forwardedCall } from "./transactions/user-transactions.js";
@@ -53,6 +54,8 @@ export interface ServiceDeps {
     mockUsdc: boolean;
     /** How long a write waits for the indexer to pass its block (read-your-writes). */
     mirrorWaitMs?: number;
+    /** Below this (wei) the paying account is reported low. */
+    payerLowBalanceWei?: bigint;
   };
 }
 
@@ -153,6 +156,15 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain }
     sender,
     /** The staking vault for users (absent in processes without a chain). */
     vault,
+    /** The paying account's balance against its floor (/health; absent without a chain). */
+    payer: sender
+      ? createPayerWatch({
+          address: sender.address,
+          balance: () => sender.balance(),
+          lowBalanceWei: chain?.payerLowBalanceWei ?? 10n ** 17n,
+          logger,
+        })
+      : undefined,
     sandbox:
       sender && chain
         ? createSandboxService({

@@ -33,8 +33,11 @@ export async function apiProcessServices(options: {
       deployment: options.deployment,
       operatorKey: config.chain.deployerPrivateKey,
       mockUsdc: config.chain.usdcAddress === undefined,
+      payerLowBalanceWei: config.chain.payerLowBalanceWei,
     },
   });
   await services.sender?.reconcile();
+  // Logs a warning at start when the paying account is already low.
+  await services.payer?.status().catch(() => undefined);
   return services;
 }

@@ -1,11 +1,14 @@
 import type { JsonRpcProvider } from "ethers";
 import { Router } from "express";
 import type { Database } from "../../core/db.js";
+import type { PayerWatch } from "../../domain/transactions/payer.js";
 import type { ReorgLoop } from "../../indexer/store.js";
 
 export interface HealthDeps {
   db: Pick<Database, "kind" | "ping" | "prisma">;
   chain: { provider: Pick<JsonRpcProvider, "getBlockNumber">; chainId: number };
+  /** The account that pays users' gas; absent where the process sends nothing. */
+  payer?: Pick<PayerWatch, "status">;
 }
 
 const PROBE_TIMEOUT_MS = 2_000;
@@ -37,11 +40,11 @@ function withTimeout<T>(promise: Promise<T>, what: string): Promise<T> {
 }
 
 /** `GET /health`: bare JSON (no envelope) as the run contract fixes it; 503 names the failing parts. */
-export function healthRoutes({ db, chain }: HealthDeps): Router {
+export function healthRoutes({ db, chain, payer }: HealthDeps): Router {
   const router = Router();
   router.get("/health", async (_req, res) => {
     const failing: string[] = [];
-    const [blockNumber, probe] = await Promise.all([
+    const [blockNumber, probe, payerStatus] = await Promise.all([
       withTimeout(chain.provider.getBlockNumber(), "chain").catch(() => {
         failing.push("chain");
         return null;
@@ -56,6 +59,8 @@ export function healthRoutes({ db, chain }: HealthDeps): Router {
         failing.push("database");
         return null;
       }),
+      // Reported, not failing: a low account still pays until it is empty; the log warns once.
+      payer ? withTimeout(payer.status(), "payer").catch(() => null) : null,
     ]);
     const cursor = probe?.cursor;
     // Real-time age: the writer stamps its heartbeat with the wall clock, not the service clock.
@@ -77,6 +82,7 @@ export function healthRoutes({ db, chain }: HealthDeps): Router {
         reorgLoop,
       },
       database: db.kind,
+      ...(payer ? { payer: payerStatus } : {}),
       ...(failing.length === 0 ? {} : { failing }),
     });
   });

@@ -21,7 +21,7 @@ interface Waiter {
 
 export function createMirrorWait(deps: MirrorWaitDeps) {
   const timeoutMs = deps.timeoutMs ?? 10_000;
-  const pollMs = deps.pollMs ?? 10;
+  const pollMs = deps.pollMs ?? 20;
   const waiters = new Set<Waiter>();
   let polling = false;
 

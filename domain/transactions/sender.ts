@@ -33,6 +33,8 @@ export interface SendRequest {
   idempotencyKey?: string;
   /** Skips the gas estimate (the caller simulated the call itself, e.g. a relayed user call). */
   gasLimit?: bigint;
+  /** The caller looked up (userId, idempotencyKey, purpose) itself and found nothing. */
+  isNew?: boolean;
 }
 
 export interface SentTransaction {
@@ -267,7 +269,10 @@ export function createTransactionSender(deps: SenderDeps) {
 
   /** Waits for the receipt and records the outcome; a revert is replayed to decode its error. */
   async function settle(txHash: string, request: { to: string; data: string }, blockTag?: number): Promise<SentTransaction> {
-    const receipt = await provider.waitForTransaction(txHash, 1, receiptTimeoutMs).catch(() => null);
+    // A node that mines on arrival has the receipt at once; otherwise wait for a block.
+    const receipt =
+      (await provider.getTransactionReceipt(txHash).catch(() => null)) ??
+      (await provider.waitForTransaction(txHash, 1, receiptTimeoutMs).catch(() => null));
     if (!receipt) throw new TransactionPendingError(`transaction ${txHash} is not mined yet`);
     if (receipt.status === 1) {
       await db.prisma.chainTransaction.updateMany({
@@ -304,7 +309,7 @@ export function createTransactionSender(deps: SenderDeps) {
      * with the same (userId, idempotencyKey, purpose) settles the transaction recorded first.
      */
     async send(request: SendRequest): Promise<SentTransaction> {
-      if (request.userId && request.idempotencyKey) {
+      if (request.userId && request.idempotencyKey && !request.isNew) {
         const earlier = await db.prisma.chainTransaction.findUnique({
           where: {
             userId_idempotencyKey_purpose: { userId: request.userId, idempotencyKey: request.idempotencyKey, purpose: request.purpose },
@@ -324,10 +329,9 @@ export function createTransactionSender(deps: SenderDeps) {
       }
       const [fee, onChain] = await Promise.all([fees(), provider.getTransactionCount(account.address, "pending")]);
       const { recorded, sending } = await recordAndQueue({ request, gasLimit, fee, onChain });
+      // Left "signed" when the node took it: settle records the outcome next, and a restart
+      // broadcasts a signed row again anyway (the node answers "already known").
       const signed = { ...recorded, error: await sending };
-      if (!signed.error) {
-        await db.prisma.chainTransaction.updateMany({ where: { txHash: signed.txHash, status: "signed" }, data: { status: "sent" } });
-      }
       if (signed.error) {
         const error = signed.error;
         // The node refused the bytes: record it. Its nonce would block every later one, so a

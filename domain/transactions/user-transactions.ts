@@ -170,6 +170,8 @@ export function createUserTransactions(deps: UserTransactionDeps) {
       data: forwarder.interface.encodeFunctionData("execute", [{ ...requestData, signature }]),
       // The forwarder passes `gas` on and keeps 1/64 of it back (EIP-150).
       gasLimit: (gas * 64n) / 63n + FORWARDER_OVERHEAD_GAS,
+      // Looked up under the user's lease just before.
+      isNew: true,
     });
   }
 

@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { expect } from "chai";
+import pino from "pino";
 import { ensureChainIdentity } from "../../core/chain-identity.js";
+import { loadConfig } from "../../core/config.js";
 import { createLogger } from "../../core/logger.js";
 import { formatUsdc2, rateNumber } from "../../core/money.js";
 import { managedWalletsFor } from "../../core/wallets.js";
@@ -326,6 +328,28 @@ describe(`vault API: deposits, withdrawals, yield, over the relay (${usingPostgr
     expect(rows.every((row) => row.status === "mined")).to.equal(true);
     const list = await api.request("GET", "/v1/vault/transactions?limit=100", { token: user.token });
     expect(list.body.pagination.total).to.equal(51);
+  });
+
+  it("reports the paying account's balance in /health, and warns once when it runs low", async () => {
+    const health = await api.request("GET", "/health");
+    const payer = await (await chain.signer(0)).getAddress();
+    expect(health.body.payer).to.deep.include({ address: payer, low: false, lowBalanceWei: "100000000000000000" });
+    expect(BigInt(health.body.payer.balanceWei)).to.equal(await chain.provider.getBalance(payer));
+
+    const lines: { level: number; msg: string }[] = [];
+    const logger = pino({ level: "info" }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    const poorApi = await startTestApi({ chain, db, logger, env: { PAYER_LOW_BALANCE_WEI: "10".padEnd(30, "0") } });
+    try {
+      for (let i = 0; i < 2; i += 1) {
+        const answer = await poorApi.request("GET", "/health");
+        expect(answer.status).to.equal(200);
+        expect(answer.body.payer).to.deep.include({ low: true });
+      }
+      expect(lines.filter((line) => line.level === 40 && /runs low/.test(line.msg))).to.have.length(1);
+    } finally {
+      await poorApi.close();
+    }
+    expect(() => loadConfig({ PAYER_LOW_BALANCE_WEI: "0.1" })).to.throw(/PAYER_LOW_BALANCE_WEI/);
   });
 
   /** USDC the wallet received from the vault (the mirror's withdrawals, checked above to match the chain). */

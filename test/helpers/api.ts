@@ -73,7 +73,17 @@ export async function startTestApi(
     clock,
     wallets: await managedWalletsFor(config, db),
     cacheReads: true,
-    chain: deployment ? { provider, chainId, deployment, operatorKey: config.chain.deployerPrivateKey, mockUsdc: true } : undefined,
+    chain: deployment
+      ? {
+          provider,
+          chainId,
+          deployment,
+          operatorKey: config.chain.deployerPrivateKey,
+          mockUsdc: true,
+          payerLowBalanceWei: config.chain.payerLowBalanceWei,
+        }
+      : undefined,
+    logger: options.logger,
   });
   const app = await createApp({
     logger: options.logger ?? createLogger("silent"),

@@ -1,0 +1,68 @@
+// The embedded chains' thread (started by startEmbeddedChain in core/chain.ts): Hardhat's EDR
+// chains and their JSON-RPC servers run here, so mining and RPC parsing never take the API's
+// thread. One thread per process hosts every chain the process starts (a test run starts many):
+// EDR's native module is loaded once and never unloaded with a thread.
+import type http from "node:http";
+import type { AddressInfo } from "node:net";
+import { parentPort } from "node:worker_threads";
+import { type Eip1193Provider, serveJsonRpc } from "./chain.js";
+
+export type ChainThreadRequest =
+  | { type: "start"; chain: number; host: string; port: number }
+  | { type: "request"; chain: number; id: number; method: string; params?: unknown[] }
+  | { type: "close"; chain: number };
+
+export type ChainThreadMessage =
+  | { type: "ready"; chain: number; port: number }
+  | { type: "failed"; chain: number; code: string | undefined; message: string }
+  | { type: "response"; chain: number; id: number; result?: unknown; error?: { code?: number; message?: string; data?: unknown } }
+  | { type: "closed"; chain: number };
+
+const port = parentPort!;
+const post = (message: ChainThreadMessage) => port.postMessage(message);
+const chains = new Map<number, { provider: Eip1193Provider; server: http.Server; close(): Promise<void> }>();
+
+async function start(chain: number, host: string, wanted: number) {
+  const { network } = await import("hardhat");
+  const connection = await network.create("hardhat");
+  const provider = connection.provider as Eip1193Provider;
+  try {
+    const server = await serveJsonRpc(provider, host, wanted);
+    chains.set(chain, {
+      provider,
+      server,
+      close: async () => {
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+        await connection.close();
+      },
+    });
+    post({ type: "ready", chain, port: (server.address() as AddressInfo).port });
+  } catch (error) {
+    await connection.close();
+    post({ type: "failed", chain, code: (error as NodeJS.ErrnoException).code, message: String((error as Error).message ?? error) });
+  }
+}
+
+port.on("message", async (message: ChainThreadRequest) => {
+  if (message.type === "start") {
+    await start(message.chain, message.host, message.port).catch((error: Error) =>
+      post({ type: "failed", chain: message.chain, code: undefined, message: error.message }),
+    );
+    return;
+  }
+  const chain = chains.get(message.chain);
+  if (message.type === "request") {
+    try {
+      if (!chain) throw new Error("the embedded chain is closed");
+      post({ type: "response", chain: message.chain, id: message.id, result: await chain.provider.request(message) });
+    } catch (error) {
+      const e = error as { code?: number; message?: string; data?: unknown };
+      post({ type: "response", chain: message.chain, id: message.id, error: { code: e.code, message: e.message, data: e.data } });
+    }
+    return;
+  }
+  chains.delete(message.chain);
+  await chain?.close().catch(() => undefined);
+  post({ type: "closed", chain: message.chain });
+});
