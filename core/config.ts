@@ -51,6 +51,12 @@ const envSchema = z.object({
   MANAGED_WALLET_MNEMONIC: optionalString.refine((value) => value === undefined || value.split(/\s+/).length >= 12, {
     message: "must be a BIP-39 mnemonic of 12 or more words",
   }),
+  TX_REPLACE_AFTER_MS: z.coerce
+    .number({ error: "must be an integer number of milliseconds" })
+    .int()
+    .min(100, "must be at least 100 (ms)")
+    .max(3_600_000, "must be at most 3600000 (ms)")
+    .default(20_000),
   PAYER_LOW_BALANCE_WEI: z
     .string()
     .regex(/^\d{1,30}$/, "must be a whole number of wei in decimal digits")
@@ -134,6 +140,8 @@ export interface Config {
     confirmations: number;
     /** Below this the paying account is reported low (/health and a warning). */
     payerLowBalanceWei: bigint;
+    /** A sent transaction unmined this long is replaced with higher fees. */
+    replaceAfterMs: number;
   };
   indexer: {
     /** How often the head is polled once the backfill is done. */
@@ -213,6 +221,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
       usdcAddress: env.USDC_ADDRESS,
       confirmations: env.CONFIRMATIONS,
       payerLowBalanceWei: env.PAYER_LOW_BALANCE_WEI,
+      replaceAfterMs: env.TX_REPLACE_AFTER_MS,
     },
     indexer: { pollMs: env.INDEXER_POLL_MS, maxBlockRange: env.INDEXER_MAX_BLOCK_RANGE },
     database: { url: env.DATABASE_URL, pgliteDir: `${env.DATA_DIR}/pglite` },

@@ -56,6 +56,8 @@ export interface ServiceDeps {
     mirrorWaitMs?: number;
     /** Below this (wei) the paying account is reported low. */
     payerLowBalanceWei?: bigint;
+    /** A sent transaction unmined this long is replaced with higher fees. */
+    replaceAfterMs?: number;
   };
 }
 
@@ -114,6 +116,7 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain }
           account: new Wallet(chain.operatorKey, chain.provider),
           errors: platformErrors(),
           logger,
+          replaceAfterMs: chain.replaceAfterMs,
           replayOf: (transaction) => forwardedCall({ address: forwarder.target as string, iface: forwarder.interface }, transaction),
         })
       : undefined;

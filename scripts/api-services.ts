@@ -34,6 +34,7 @@ export async function apiProcessServices(options: {
       operatorKey: config.chain.deployerPrivateKey,
       mockUsdc: config.chain.usdcAddress === undefined,
       payerLowBalanceWei: config.chain.payerLowBalanceWei,
+      replaceAfterMs: config.chain.replaceAfterMs,
     },
   });
   await services.sender?.reconcile();

@@ -54,6 +54,8 @@ export interface SenderDeps {
   logger?: Pick<Logger, "warn" | "info">;
   /** How long a send waits for its receipt. */
   receiptTimeoutMs?: number;
+  /** How long a sent transaction may wait unmined before it is replaced with higher fees. */
+  replaceAfterMs?: number;
   /**
    * The call to replay to decode a mined revert, where it is not the transaction itself: a
    * forwarder hides its target's error (FailedCall), so a relayed call is replayed from its user.
@@ -77,6 +79,8 @@ const GAS_HEADROOM_PERCENT = 120n;
  * lower nonce is on its way (an automining node such as Hardhat's refuses to queue).
  */
 const NONCE_AHEAD_RETRY_MS = 15_000;
+/** A replacement's fees over the stuck transaction's: geth's minimum bump is 10 %. */
+const REPLACEMENT_BUMP_PERCENT = 125n;
 /** Most transactions recorded in one database transaction. */
 const MAX_RECORD_BATCH = 50;
 /** Most broadcasts in one JSON-RPC batch. */
@@ -88,6 +92,7 @@ export function createTransactionSender(deps: SenderDeps) {
   const { db, provider, chainId, account } = deps;
   const sender = account.address.toLowerCase();
   const receiptTimeoutMs = deps.receiptTimeoutMs ?? 60_000;
+  const replaceAfterMs = deps.replaceAfterMs ?? 20_000;
 
   const decode = (error: unknown) => decodeRevert(deps.errors, error);
 
@@ -267,19 +272,84 @@ export function createTransactionSender(deps: SenderDeps) {
     }
   }
 
+  /**
+   * Re-signs a transaction that has waited `replaceAfterMs` unmined: same nonce, call and gas
+   * limit, fees 25 % above the old ones (nodes require at least 10 % of a replacement) and at
+   * least the node's current figures. The row keeps its earlier hashes: whichever is mined settles
+   * it. A transaction the node has forgotten (dropped) is broadcast again as it was first.
+   */
+  async function replace(rowId: string): Promise<void> {
+    const row = await db.prisma.chainTransaction.findUniqueOrThrow({ where: { id: rowId } });
+    if (!(await provider.getTransaction(row.txHash).catch(() => null))) {
+      deps.logger?.warn({ txHash: row.txHash, nonce: row.nonce }, "a sent transaction was dropped by the node; broadcasting it again");
+      await sendRaw(row.rawTx).catch(() => undefined);
+      return;
+    }
+    const old = Transaction.from(row.rawTx);
+    const fresh = await provider.getFeeData();
+    const bump = (value: bigint | null) => ((value ?? 0n) * REPLACEMENT_BUMP_PERCENT) / 100n + 1n;
+    const maxPriorityFeePerGas = [bump(old.maxPriorityFeePerGas), fresh.maxPriorityFeePerGas ?? 0n].reduce((a, b) => (a > b ? a : b));
+    let maxFeePerGas = [bump(old.maxFeePerGas), fresh.maxFeePerGas ?? fresh.gasPrice ?? 0n].reduce((a, b) => (a > b ? a : b));
+    if (maxFeePerGas < maxPriorityFeePerGas) maxFeePerGas = maxPriorityFeePerGas;
+    const rawTx = await account.signTransaction({
+      type: 2,
+      chainId,
+      nonce: row.nonce,
+      to: row.to,
+      data: row.data,
+      gasLimit: old.gasLimit,
+      maxFeePerGas,
+      maxPriorityFeePerGas,
+    });
+    const txHash = Transaction.from(rawTx).hash!;
+    await db.prisma.chainTransaction.update({
+      where: { id: row.id },
+      data: { rawTx, txHash, previousTxHashes: { push: row.txHash } },
+    });
+    deps.logger?.warn(
+      { nonce: row.nonce, stuck: row.txHash, replacement: txHash, maxFeePerGas: maxFeePerGas.toString() },
+      "replaced a stuck transaction with higher fees",
+    );
+    await sendRaw(rawTx).catch((error: Error) =>
+      deps.logger?.warn({ txHash, error: error.message }, "the node refused a replacement; the next attempt bumps again"),
+    );
+  }
+
+  /** The receipt of whichever of the row's hashes is mined; replaces it while it waits too long. */
+  async function awaitReceipt(rowId: string): Promise<TransactionReceipt | null> {
+    const deadline = Date.now() + receiptTimeoutMs;
+    let replaceAt = Date.now() + replaceAfterMs;
+    for (let wait = 50; ; wait = Math.min(wait * 2, 1_000)) {
+      const row = await db.prisma.chainTransaction.findUniqueOrThrow({ where: { id: rowId } });
+      for (const hash of [row.txHash, ...row.previousTxHashes]) {
+        const receipt = await provider.getTransactionReceipt(hash).catch(() => null);
+        if (receipt) return receipt;
+      }
+      if (Date.now() > deadline) return null;
+      if (Date.now() > replaceAt) {
+        await replace(rowId);
+        replaceAt = Date.now() + replaceAfterMs;
+      }
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+
   /** Waits for the receipt and records the outcome; a revert is replayed to decode its error. */
   async function settle(txHash: string, request: { to: string; data: string }, blockTag?: number): Promise<SentTransaction> {
-    // A node that mines on arrival has the receipt at once; otherwise wait for a block.
-    const receipt =
-      (await provider.getTransactionReceipt(txHash).catch(() => null)) ??
-      (await provider.waitForTransaction(txHash, 1, receiptTimeoutMs).catch(() => null));
+    // A node that mines on arrival has the receipt at once.
+    let receipt = await provider.getTransactionReceipt(txHash).catch(() => null);
+    const row = receipt
+      ? null
+      : await db.prisma.chainTransaction.findFirst({ where: { OR: [{ txHash }, { previousTxHashes: { has: txHash } }] } });
+    if (!receipt && row) receipt = await awaitReceipt(row.id);
     if (!receipt) throw new TransactionPendingError(`transaction ${txHash} is not mined yet`);
+    const where = { OR: [{ txHash }, { previousTxHashes: { has: txHash } }, { txHash: receipt.hash }] };
     if (receipt.status === 1) {
       await db.prisma.chainTransaction.updateMany({
-        where: { txHash },
-        data: { status: "mined", blockNumber: receipt.blockNumber, settledAt: new Date() },
+        where,
+        data: { status: "mined", txHash: receipt.hash, blockNumber: receipt.blockNumber, settledAt: new Date() },
       });
-      return { txHash, blockNumber: receipt.blockNumber, receipt };
+      return { txHash: receipt.hash, blockNumber: receipt.blockNumber, receipt };
     }
     let reverted: TransactionRevertedError | null = null;
     const replay = deps.replayOf?.(request) ?? { from: account.address, to: request.to, data: request.data };
@@ -290,8 +360,8 @@ export function createTransactionSender(deps: SenderDeps) {
     }
     reverted ??= new TransactionRevertedError(null, "reverted");
     await db.prisma.chainTransaction.updateMany({
-      where: { txHash },
-      data: { status: "reverted", blockNumber: receipt.blockNumber, error: reverted.message, settledAt: new Date() },
+      where,
+      data: { status: "reverted", txHash: receipt.hash, blockNumber: receipt.blockNumber, error: reverted.message, settledAt: new Date() },
     });
     throw reverted;
   }

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { expect } from "chai";
+import { Transaction, toQuantity } from "ethers";
 import pino from "pino";
 import { ensureChainIdentity } from "../../core/chain-identity.js";
 import { loadConfig } from "../../core/config.js";
@@ -328,6 +329,62 @@ describe(`vault API: deposits, withdrawals, yield, over the relay (${usingPostgr
     expect(rows.every((row) => row.status === "mined")).to.equal(true);
     const list = await api.request("GET", "/v1/vault/transactions?limit=100", { token: user.token });
     expect(list.body.pagination.total).to.equal(51);
+  });
+
+  it("replaces a transaction stuck below the base fee with higher fees, and answers with the one mined", async () => {
+    const patient = await startTestApi({ chain, db, env: { TX_REPLACE_AFTER_MS: "300" } });
+    try {
+      const token = await patient.token(`stuck-${randomUUID()}`, { expiresIn: 86_400 });
+      const me = (await patient.request("GET", "/v1/users/me", { token })).body.data;
+      const fund = await patient.request("POST", "/dev/faucet", {
+        token,
+        body: { amount: 50 },
+        headers: { "idempotency-key": randomUUID() },
+      });
+      expect(fund.status, fund.text).to.equal(200);
+      await chain.setAutomine(false);
+      let answer: Promise<Awaited<ReturnType<TestApi["request"]>>>;
+      try {
+        answer = patient.request("POST", "/v1/vault/deposit", {
+          token,
+          body: { amount: 20 },
+          headers: { "idempotency-key": randomUUID() },
+        });
+        const row = await waitFor(
+          () => db.prisma.chainTransaction.findFirst({ where: { userId: me.id, purpose: "vault.deposit" } }),
+          15_000,
+          "the deposit to be recorded",
+        );
+        await waitFor(async () => (await chain.provider.getTransaction(row.txHash)) !== null, 15_000, "the deposit in the mempool");
+        // A block whose base fee is above what the transaction offers leaves it behind.
+        const offered = Transaction.from(row.rawTx).maxFeePerGas!;
+        await chain.provider.send("hardhat_setNextBlockBaseFeePerGas", [toQuantity(offered * 4n)]);
+        await chain.mine();
+        expect(await chain.provider.getTransactionReceipt(row.txHash)).to.equal(null);
+        const replaced = await waitFor(
+          async () => {
+            const now = await db.prisma.chainTransaction.findUniqueOrThrow({ where: { id: row.id } });
+            return now.previousTxHashes.length > 0 ? now : undefined;
+          },
+          15_000,
+          "the replacement",
+        );
+        expect(replaced.previousTxHashes).to.deep.equal([row.txHash]);
+        expect(replaced.nonce).to.equal(row.nonce);
+        await chain.mine();
+      } finally {
+        await chain.setAutomine(true);
+      }
+      const response = await answer;
+      expect(response.status, response.text).to.equal(200);
+      const settled = await db.prisma.chainTransaction.findFirstOrThrow({ where: { userId: me.id, purpose: "vault.deposit" } });
+      expect(settled).to.deep.include({ status: "mined", txHash: response.body.data.txHash });
+      expect((await chain.provider.getTransactionReceipt(response.body.data.txHash))?.status).to.equal(1);
+      const deposits = await chain.contracts.vault.queryFilter(chain.contracts.vault.filters.Deposit!(me.walletAddress));
+      expect(deposits).to.have.length(1);
+    } finally {
+      await patient.close();
+    }
   });
 
   it("reports the paying account's balance in /health, and warns once when it runs low", async () => {

@@ -81,6 +81,7 @@ export async function startTestApi(
           operatorKey: config.chain.deployerPrivateKey,
           mockUsdc: true,
           payerLowBalanceWei: config.chain.payerLowBalanceWei,
+          replaceAfterMs: config.chain.replaceAfterMs,
         }
       : undefined,
     logger: options.logger,

@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "ChainTransaction" ADD COLUMN     "previousTxHashes" TEXT[] DEFAULT ARRAY[]::TEXT[];
