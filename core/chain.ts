@@ -1,5 +1,4 @@
 import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { Worker } from "node:worker_threads";
 import { JsonRpcProvider, Network } from "ethers";
 import type { ChainThreadMessage } from "./embedded-chain-worker.js";

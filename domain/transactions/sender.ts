@@ -186,7 +186,9 @@ export function createTransactionSender(deps: SenderDeps) {
           });
         try {
           const recorded = await recordMany(batch);
-          batch.forEach((item, index) => queue(item, recorded[index]!));
+          batch.forEach((item, index) => {
+            queue(item, recorded[index]!);
+          });
         } catch (error) {
           if (batch.length === 1) {
             batch[0]!.done(error as Error);

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -10,9 +11,12 @@ import express from "express";
 import { pino } from "pino";
 import { healthRoutes } from "../../api/health/routes.js";
 import { connectRpc } from "../../core/chain.js";
+import { ensureChainIdentity } from "../../core/chain-identity.js";
 import type { Deployment } from "../../core/deployments.js";
+import { formatUsdc2 } from "../../core/money.js";
 import { createIndexer, type Indexer } from "../../indexer/indexer.js";
 import { deposit, distributeYield, fundLoan, repay, socialVaultActivity } from "../helpers/activity.js";
+import { startTestApi } from "../helpers/api.js";
 import { chainHandles, type TestChain, usdc } from "../helpers/chain.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { cleanReindex, dumpMirror, waitFor, waitForHead } from "../helpers/mirror.js";
@@ -198,6 +202,42 @@ describe("indexer: on a Hardhat node (`npm run chain`)", function () {
     indexer = undefined;
     for (const close of closers.splice(0).reverse()) await close();
     await db?.destroy();
+  });
+
+  it("serves vault deposits and withdrawals of several users at once through the API, relayed to the node", async () => {
+    const logged = loggedIndexer(db!, chain, node!.rpcUrl, 1_000);
+    indexer = logged.indexer;
+    await ensureChainIdentity(db!, chain.deployment, { embedded: false, logger: pino({ level: "silent" }) });
+    indexer.start();
+    const api = await startTestApi({ chain: { rpcUrl: node!.rpcUrl, deployment: chain.deployment }, db });
+    closers.push(() => api.close());
+    const users = await Promise.all(
+      Array.from({ length: 4 }, async (_, i) => {
+        const token = await api.token(`node-saver-${i}`, { expiresIn: 86_400 });
+        const faucet = await api.request("POST", "/dev/faucet", {
+          token,
+          body: { amount: 100 },
+          headers: { "idempotency-key": randomUUID() },
+        });
+        expect(faucet.status, faucet.text).to.equal(200);
+        return { token, wallet: faucet.body.data.walletAddress as string };
+      }),
+    );
+    const post = (token: string, route: string, body: unknown) =>
+      api.request("POST", route, { token, body, headers: { "idempotency-key": randomUUID() } });
+    const deposits = await Promise.all(
+      users.flatMap((u) => [post(u.token, "/v1/vault/deposit", { amount: 30 }), post(u.token, "/v1/vault/deposit", { amount: 20 })]),
+    );
+    for (const answer of deposits) expect(answer.status, answer.text).to.equal(200);
+    const withdrawals = await Promise.all(users.map((u) => post(u.token, "/v1/vault/withdraw", { tmUSDCAmount: 10 })));
+    for (const answer of withdrawals) expect(answer.status, answer.text).to.equal(200);
+    for (const user of users) {
+      const shares = (await chain.contracts.vault.balanceOf(user.wallet)) as bigint;
+      const position = (await api.request("GET", "/v1/vault/position", { token: user.token })).body.data;
+      expect(position.tmUSDCBalance).to.equal(formatUsdc2(shares / 10n ** 12n));
+      expect(shares).to.be.greaterThan(0n);
+      expect(await chain.provider.getBalance(user.wallet)).to.equal(0n);
+    }
   });
 
   it("indexes through hardhat_mine batches whose inner blocks report parentHash 0x000…, without a rollback", async () => {
