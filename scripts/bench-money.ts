@@ -2,7 +2,8 @@
 // staking vault in parallel, each waiting for one answer before the next request, through the
 // API (their managed wallets sign, the relay pays, the answer waits for the mirror); and the
 // same operations sent straight to the contracts with ethers by N funded wallets, on the same
-// embedded chain in the same run: the chain's own limit. Rounds alternate the two; each figure
+// embedded chain in the same run: the chain's own limit. The clients run in a thread of their
+// own (scripts/bench/money-load.ts). Rounds alternate the two; each figure
 // is the median over the rounds. The last line is `ratio: <API ops/s / direct ops/s> p99_ms: <API p99>`.
 import { randomUUID } from "node:crypto";
 import { mkdtempSync } from "node:fs";
@@ -10,7 +11,8 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { type Contract, type HDNodeWallet, Wallet } from "ethers";
+import { Worker } from "node:worker_threads";
+import { type Contract, Wallet } from "ethers";
 import { createApp } from "../api/app.js";
 import { listen } from "../api/server.js";
 import { connectRpc, startEmbeddedChain } from "../core/chain.js";
@@ -25,6 +27,7 @@ import { platformContract } from "../core/platform-abi.js";
 import { managedWalletsFor } from "../core/wallets.js";
 import { createServices } from "../domain/services.js";
 import { createIndexer } from "../indexer/indexer.js";
+import type { LoadSample, LoadSetup } from "./bench/money-load.js";
 
 const USERS = Number(process.env.BENCH_USERS ?? 20);
 /** Deposit + withdrawal pairs per user per round. */
@@ -104,52 +107,36 @@ for (const wallet of directWallets) {
   await (await (usdc.connect(wallet) as Contract).getFunction("approve")(await vault.getAddress(), 2n ** 255n)).wait();
 }
 
-/** One user's deposit/withdraw pairs, one operation at a time; returns each operation's latency. */
-async function apiUser(auth: Record<string, string>): Promise<number[]> {
-  const latencies: number[] = [];
-  for (let pair = 0; pair < PAIRS; pair += 1) {
-    for (const [route, body] of [
-      ["/v1/vault/deposit", { amount: Number(DEPOSIT) / 1e6 }],
-      ["/v1/vault/withdraw", { tmUSDCAmount: WITHDRAW_TMUSDC }],
-    ] as const) {
-      const start = performance.now();
-      await call("POST", route, body, { ...auth, "idempotency-key": randomUUID() });
-      latencies.push(performance.now() - start);
-    }
-  }
-  return latencies;
-}
+// The clients run in their own thread (scripts/bench/money-load.ts), as real clients run elsewhere:
+// this thread serves the API and runs the indexer, as `npm start` does; the chain has its own.
+const load = new Worker(new URL("./bench/money-load.ts", import.meta.url), {
+  workerData: {
+    apiUrl: server.url,
+    rpcUrl: chain.rpcUrl,
+    chainId,
+    vault: await vault.getAddress(),
+    vaultAbi: JSON.parse(vault.interface.formatJson()),
+    auths: apiUsers,
+    directKeys: directWallets.map((wallet) => wallet.privateKey),
+    pairs: PAIRS,
+    deposit: DEPOSIT,
+    withdrawTmUsdc: WITHDRAW_TMUSDC,
+  } satisfies LoadSetup,
+});
+const measure = (kind: "api" | "direct") =>
+  new Promise<LoadSample>((resolve, reject) => {
+    load.once("message", (message: { sample?: LoadSample; error?: string }) =>
+      message.sample ? resolve(message.sample) : reject(new Error(message.error)),
+    );
+    load.postMessage(kind);
+  });
 
-async function directUser(wallet: Wallet | HDNodeWallet): Promise<number[]> {
-  const latencies: number[] = [];
-  const own = vault.connect(wallet) as Contract;
-  for (let pair = 0; pair < PAIRS; pair += 1) {
-    for (const send of [
-      () => own.getFunction("deposit")(DEPOSIT, wallet.address),
-      () => own.getFunction("redeem")(BigInt(WITHDRAW_TMUSDC) * 10n ** 18n, wallet.address, wallet.address),
-    ]) {
-      const start = performance.now();
-      await (await send()).wait();
-      latencies.push(performance.now() - start);
-    }
-  }
-  return latencies;
-}
-
-async function measure(perUser: () => Promise<number[]>[]) {
-  const start = performance.now();
-  const latencies = (await Promise.all(perUser())).flat().sort((a, b) => a - b);
-  const seconds = (performance.now() - start) / 1000;
-  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
-  return { opsPerSecond: latencies.length / seconds, p50: at(0.5), p99: at(0.99) };
-}
-
-type Sample = Awaited<ReturnType<typeof measure>>;
+type Sample = LoadSample;
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const samples: { direct: Sample[]; api: Sample[] } = { direct: [], api: [] };
 for (let round = 1; round <= ROUNDS; round += 1) {
-  samples.direct.push(await measure(() => directWallets.map(directUser)));
-  samples.api.push(await measure(() => apiUsers.map(apiUser)));
+  samples.direct.push(await measure("direct"));
+  samples.api.push(await measure("api"));
   console.error(`round ${round}/${ROUNDS} done`);
 }
 const summary = (runs: Sample[]) => ({
@@ -168,6 +155,7 @@ for (const [title, line] of [
     `${title.padEnd(38)} ${line.opsPerSecond.toFixed(1).padStart(7)} ops/s  p50 ${line.p50.toFixed(1)} ms  p99 ${line.p99.toFixed(1)} ms`,
   );
 }
+load.postMessage("stop");
 await server.close();
 await indexer.stop();
 provider.destroy();
