@@ -1,5 +1,6 @@
-// The rewards consumer: XP and Trust Score inputs for the chain facts the indexer recorded,
-// whoever sent the transaction (the API or a wallet calling the contracts directly).
+// The rewards consumers: XP ("rewards") and Trust Score inputs ("trust-score") for the chain
+// facts the indexer recorded, whoever sent the transaction (the API or a wallet calling the
+// contracts directly). Two consumers, so an API write waits for its XP only (D-62).
 import type { Logger } from "../../core/logger.js";
 import type { Db, Tx } from "../db.js";
 import { type ConsumedEvent, consumeEvents } from "../events/consumer.js";
@@ -7,8 +8,12 @@ import type { TrustScoreService } from "../trust-score/service.js";
 import { XP_FOR } from "../xp/rules.js";
 import type { XpService } from "../xp/service.js";
 
-const REWARDED_TYPES = ["vault.deposit", "vault.withdraw", "loan.repaid", "loan.overdue", "loan.defaulted", "user.guardian_added"] as const;
-type RewardedEvent = ConsumedEvent<(typeof REWARDED_TYPES)[number]>;
+/** Facts that earn XP (the "rewards" consumer: what a write waits for, D-62). */
+const XP_TYPES = ["vault.deposit", "vault.withdraw", "loan.repaid", "user.guardian_added"] as const;
+/** Facts that move Trust Score inputs (the "trust-score" consumer, applied by the worker). */
+const TRUST_TYPES = ["vault.deposit", "loan.repaid", "loan.overdue", "loan.defaulted", "user.guardian_added"] as const;
+type XpEvent = ConsumedEvent<(typeof XP_TYPES)[number]>;
+type TrustEvent = ConsumedEvent<(typeof TRUST_TYPES)[number]>;
 
 export interface RewardsDeps {
   db: Db;
@@ -25,19 +30,23 @@ async function loanOf(tx: Tx, chainId: number, chainLoanId: bigint) {
 export function createRewardsConsumer(deps: RewardsDeps) {
   const { xp, trust } = deps;
 
-  async function apply(tx: Tx, event: RewardedEvent, userId: string, now: Date) {
-    const award = (reward: (typeof XP_FOR)[keyof typeof XP_FOR]) => xp.awardXp(tx, userId, { ...reward, sourceId: event.id }, now);
+  async function applyXp(tx: Tx, event: XpEvent, userId: string, now: Date) {
+    const reward = {
+      "vault.deposit": XP_FOR.vaultDeposit,
+      "vault.withdraw": XP_FOR.vaultWithdraw,
+      "loan.repaid": XP_FOR.loanRepaid,
+      "user.guardian_added": XP_FOR.guardianAdded,
+    }[event.type];
+    await xp.awardXp(tx, userId, { ...reward, sourceId: event.id }, now);
+  }
+
+  async function applyTrust(tx: Tx, event: TrustEvent, userId: string, now: Date) {
     switch (event.type) {
       case "vault.deposit":
-        await award(XP_FOR.vaultDeposit);
         // The exact micro-USDC amount, never the two-decimal presentation string.
         await trust.addInputs(tx, userId, { volumeMicro: event.data.raw.assets }, "vault deposit", now);
         return;
-      case "vault.withdraw":
-        await award(XP_FOR.vaultWithdraw);
-        return;
       case "user.guardian_added":
-        await award(XP_FOR.guardianAdded);
         // Counted from the mirror: a guardian added with a timelock is pending, and only counts once
         // active (the trust-score.guardians job catches that moment).
         await trust.syncActiveGuardiansOf(tx, userId, now);
@@ -45,7 +54,6 @@ export function createRewardsConsumer(deps: RewardsDeps) {
       case "loan.repaid":
       case "loan.overdue":
       case "loan.defaulted": {
-        if (event.type === "loan.repaid") await award(XP_FOR.loanRepaid);
         const loan = event.chainId === null ? null : await loanOf(tx, event.chainId, event.data.raw.chainLoanId);
         if (!loan) return;
         const kind = event.type === "loan.repaid" ? "repaid" : event.type === "loan.overdue" ? "overdue" : "defaulted";
@@ -64,33 +72,48 @@ export function createRewardsConsumer(deps: RewardsDeps) {
     }
   }
 
+  /** One consumer's pass: facts of wallets that are not platform users, or of deleted accounts, are taken and skipped. */
+  function consume<T extends XpEvent["type"] | TrustEvent["type"]>(
+    consumer: "rewards" | "trust-score",
+    types: readonly T[],
+    apply: (tx: Tx, event: ConsumedEvent<T>, userId: string, now: Date) => Promise<void>,
+    now: Date,
+    onlyIds?: readonly string[],
+  ) {
+    return consumeEvents(deps.db, {
+      consumer,
+      types,
+      now,
+      onlyIds,
+      async apply(tx, event) {
+        if (!event.userId) return;
+        const user = await tx.user.findUnique({ where: { id: event.userId }, select: { deletedAt: true } });
+        if (user && !user.deletedAt) await apply(tx, event, event.userId, now);
+      },
+      afterCommit: (event) => {
+        if (event.userId) deps.invalidateUser(event.userId);
+      },
+      onInvalid: (event, error) =>
+        deps.logger?.warn(
+          { consumer, eventId: event.id, type: event.type, error: error.message },
+          "event data does not match the catalogue; skipped",
+        ),
+    });
+  }
+
   return {
     /**
-     * Applies every pending rewarded chain fact once (a ConsumedEvent row in the same
-     * transaction), in order. Facts of wallets that are not platform users, or of deleted
-     * accounts, are taken and skipped. Returns how many events it took. With `onlyIds`, only
-     * those (an API write applies its own transaction's facts at once, for read-your-writes).
+     * XP for pending chain facts, each once (a ConsumedEvent "rewards" row in its transaction), in
+     * order. With `onlyIds`, only those: an API write applies its own transaction's XP at once,
+     * so its answer carries it and the next activity read shows it. Returns how many it took.
      */
-    run: (now: Date, onlyIds?: readonly string[]) =>
-      consumeEvents(deps.db, {
-        consumer: "rewards",
-        types: REWARDED_TYPES,
-        now,
-        onlyIds,
-        async apply(tx, event) {
-          if (!event.userId) return;
-          const user = await tx.user.findUnique({ where: { id: event.userId }, select: { deletedAt: true } });
-          if (user && !user.deletedAt) await apply(tx, event, event.userId, now);
-        },
-        afterCommit: (event) => {
-          if (event.userId) deps.invalidateUser(event.userId);
-        },
-        onInvalid: (event, error) =>
-          deps.logger?.warn(
-            { eventId: event.id, type: event.type, error: error.message },
-            "rewards: event data does not match the catalogue; skipped",
-          ),
-      }),
+    runXp: (now: Date, onlyIds?: readonly string[]) => consume<(typeof XP_TYPES)[number]>("rewards", XP_TYPES, applyXp, now, onlyIds),
+    /** Trust Score inputs for pending chain facts, each once (consumer "trust-score"), in time order. */
+    runTrust: (now: Date) => consume<(typeof TRUST_TYPES)[number]>("trust-score", TRUST_TYPES, applyTrust, now),
+    /** Both, XP first: what the worker's job runs. Returns how many events they took. */
+    async run(now: Date): Promise<number> {
+      return (await this.runXp(now)) + (await this.runTrust(now));
+    },
   };
 }
 

@@ -26,7 +26,7 @@ export interface VaultServiceDeps {
   clock: Pick<Clock, "now">;
   transactions: Pick<UserTransactions, "send">;
   mirror: MirrorWait;
-  rewards: Pick<RewardsConsumer, "run">;
+  rewards: Pick<RewardsConsumer, "runXp">;
   xp: Pick<XpRepo, "xpEarnedFor">;
 }
 
@@ -90,7 +90,7 @@ export function createVaultService(deps: VaultServiceDeps) {
     const indexed = await deps.mirror.untilIndexed(receipt.blockNumber);
     if (!indexed) return 0;
     const eventId = chainEventId(chainDedupeKey(chainId, receipt.hash, logIndex, eventType));
-    await deps.rewards.run(deps.clock.now(), [eventId]);
+    await deps.rewards.runXp(deps.clock.now(), [eventId]);
     return deps.xp.xpEarnedFor(user.id, eventId);
   }
 
