@@ -6,8 +6,8 @@ import type { Database } from "./db.js";
 /**
  * Managed wallets: one HD seed (BIP-39 mnemonic), one derivation index per user
  * (m/44'/60'/0'/0/{index}, stored in the database). Addresses are derived when a user is
- * provisioned; private keys exist only in memory when a signer is needed, never stored
- * or logged.
+ * provisioned; private keys exist only in memory (the signers of the last 1,000 users who
+ * signed are kept there), never stored or logged.
  */
 export interface ManagedWallets {
   addressOf(index: number): string;
@@ -17,10 +17,14 @@ export interface ManagedWallets {
 
 export const MANAGED_WALLET_PATH = "m/44'/60'/0'/0";
 const DEV_MNEMONIC_FILE = "managed-wallets.mnemonic";
+/** Derived signers kept in memory (the most recently used users' keys). */
+const SIGNER_CACHE_MAX = 1_000;
 
 export function createManagedWallets(mnemonic: string): ManagedWallets {
   const root = HDNodeWallet.fromPhrase(mnemonic, undefined, MANAGED_WALLET_PATH);
   const cache = new Map<number, string>();
+  // Least recently used first (a Map keeps insertion order; a hit is moved to the end).
+  const signers = new Map<number, HDNodeWallet>();
   return {
     addressOf(index) {
       let address = cache.get(index);
@@ -30,7 +34,18 @@ export function createManagedWallets(mnemonic: string): ManagedWallets {
       }
       return address;
     },
-    signerOf: (index) => root.deriveChild(index),
+    signerOf(index) {
+      // Derivation (HMAC-SHA512 and a point multiplication) costs more than the signature itself.
+      let signer = signers.get(index);
+      if (signer) {
+        signers.delete(index);
+      } else {
+        signer = root.deriveChild(index);
+        if (signers.size >= SIGNER_CACHE_MAX) signers.delete(signers.keys().next().value!);
+      }
+      signers.set(index, signer);
+      return signer;
+    },
   };
 }
 

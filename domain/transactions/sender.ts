@@ -96,6 +96,24 @@ export function createTransactionSender(deps: SenderDeps) {
 
   const decode = (error: unknown) => decodeRevert(deps.errors, error);
 
+  /**
+   * An EIP-1559 transaction signed with the paying account's key: its bytes and hash. Signed
+   * here rather than by Wallet.signTransaction, which resolves every field and serializes twice.
+   */
+  function sign(fields: {
+    nonce: number;
+    to: string;
+    data?: string;
+    value?: bigint;
+    gasLimit: bigint;
+    maxFeePerGas: bigint;
+    maxPriorityFeePerGas: bigint;
+  }): { rawTx: string; txHash: string } {
+    const transaction = Transaction.from({ type: 2, chainId, ...fields });
+    transaction.signature = account.signingKey.sign(transaction.unsignedHash);
+    return { rawTx: transaction.serialized, txHash: transaction.hash! };
+  }
+
   type Fees = { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint };
   let feeCache: { at: number; fees: Promise<Fees> } | undefined;
   /**
@@ -138,8 +156,8 @@ export function createTransactionSender(deps: SenderDeps) {
       const recorded = await Promise.all(
         batch.map(async ({ request, gasLimit, fee }, index) => {
           const nonce = Number(first) + index;
-          const rawTx = await account.signTransaction({ type: 2, chainId, nonce, to: request.to, data: request.data, gasLimit, ...fee });
-          return { request, rawTx, txHash: Transaction.from(rawTx).hash!, nonce };
+          const { rawTx, txHash } = sign({ nonce, to: request.to, data: request.data, gasLimit, ...fee });
+          return { request, rawTx, txHash, nonce };
         }),
       );
       const now = new Date();
@@ -293,9 +311,7 @@ export function createTransactionSender(deps: SenderDeps) {
     const maxPriorityFeePerGas = [bump(old.maxPriorityFeePerGas), fresh.maxPriorityFeePerGas ?? 0n].reduce((a, b) => (a > b ? a : b));
     let maxFeePerGas = [bump(old.maxFeePerGas), fresh.maxFeePerGas ?? fresh.gasPrice ?? 0n].reduce((a, b) => (a > b ? a : b));
     if (maxFeePerGas < maxPriorityFeePerGas) maxFeePerGas = maxPriorityFeePerGas;
-    const rawTx = await account.signTransaction({
-      type: 2,
-      chainId,
+    const { rawTx, txHash } = sign({
       nonce: row.nonce,
       to: row.to,
       data: row.data,
@@ -303,7 +319,6 @@ export function createTransactionSender(deps: SenderDeps) {
       maxFeePerGas,
       maxPriorityFeePerGas,
     });
-    const txHash = Transaction.from(rawTx).hash!;
     await db.prisma.chainTransaction.update({
       where: { id: row.id },
       data: { rawTx, txHash, previousTxHashes: { push: row.txHash } },
@@ -426,15 +441,7 @@ export function createTransactionSender(deps: SenderDeps) {
 
     /** Sends a zero-value transfer to the paying account at `nonce`, so later nonces are not stuck behind it. */
     async fillNonce(nonce: number): Promise<void> {
-      const rawTx = await account.signTransaction({
-        type: 2,
-        chainId,
-        nonce,
-        to: account.address,
-        value: 0n,
-        gasLimit: 21_000n,
-        ...(await fees()),
-      });
+      const { rawTx } = sign({ nonce, to: account.address, value: 0n, gasLimit: 21_000n, ...(await fees()) });
       await provider.broadcastTransaction(rawTx);
     },
 

@@ -6,7 +6,16 @@
 // The forwarder takes each user's requests in nonce order, so one user's transactions are signed
 // and settled one at a time (a lease shared by every process); different users run in parallel.
 import { randomUUID } from "node:crypto";
-import { type Contract, type HDNodeWallet, type Interface, type JsonRpcProvider, Signature } from "ethers";
+import {
+  type Contract,
+  type HDNodeWallet,
+  type Interface,
+  type JsonRpcProvider,
+  type Signature,
+  type TypedDataDomain,
+  TypedDataEncoder,
+  type TypedDataField,
+} from "ethers";
 import { FORWARD_REQUEST_TYPES, FORWARDER_DOMAIN, PERMIT_TYPES } from "../../core/eip712.js";
 import type { Logger } from "../../core/logger.js";
 import type { Db } from "../db.js";
@@ -57,6 +66,19 @@ const LEASE_SECONDS = 120;
 const FORWARD_GAS_HEADROOM_PERCENT = 125n;
 /** The forwarder's own work (signature, nonce, calldata) on top of the forwarded gas. */
 const FORWARDER_OVERHEAD_GAS = 120_000n;
+
+/**
+ * EIP-712 signature by the wallet's key over values that are all literal (no ENS name to
+ * resolve): what Wallet.signTypedData computes, without its asynchronous field resolution.
+ */
+function signTyped(
+  wallet: HDNodeWallet,
+  domain: TypedDataDomain,
+  types: Record<string, TypedDataField[]>,
+  value: Record<string, unknown>,
+): Signature {
+  return wallet.signingKey.sign(TypedDataEncoder.hash(domain, types, value));
+}
 
 export function createUserTransactions(deps: UserTransactionDeps) {
   const { db, provider, chainId, forwarder, usdc } = deps;
@@ -124,8 +146,7 @@ export function createUserTransactions(deps: UserTransactionDeps) {
   ): Promise<PermitSignature> {
     const domain = { ...(await tokenDomain()), chainId, verifyingContract: usdc.target as string };
     const { spender, value, nonce, deadline } = permit;
-    const signature = await wallet.signTypedData(domain, PERMIT_TYPES, { owner: wallet.address, spender, value, nonce, deadline });
-    const { v, r, s } = Signature.from(signature);
+    const { v, r, s } = signTyped(wallet, domain, PERMIT_TYPES, { owner: wallet.address, spender, value, nonce, deadline });
     return { deadline, v, r, s };
   }
 
@@ -156,11 +177,12 @@ export function createUserTransactions(deps: UserTransactionDeps) {
     }
     gas = (gas * FORWARD_GAS_HEADROOM_PERCENT) / 100n;
     const request = { from: wallet.address, to: call.to, value: 0n, gas, nonce, deadline, data };
-    const signature = await wallet.signTypedData(
+    const signature = signTyped(
+      wallet,
       { ...FORWARDER_DOMAIN, chainId, verifyingContract: forwarder.target as string },
       FORWARD_REQUEST_TYPES,
       request,
-    );
+    ).serialized;
     const { nonce: _signedNonce, ...requestData } = request;
     return deps.sender.send({
       purpose: call.purpose,

@@ -2,7 +2,7 @@
 // (domain/transactions/user-transactions.ts), figures read from the chain (status, rates, the
 // amounts of a write) or from the mirror (position, history), all in bigint micro-USDC and
 // formatted only in the views at the end.
-import { type Contract, type JsonRpcProvider, Log, type TransactionReceipt } from "ethers";
+import type { Contract, JsonRpcProvider, TransactionReceipt } from "ethers";
 import type { Clock } from "../../core/clock.js";
 import { formatUsdc2, rateNumber } from "../../core/money.js";
 import { platformContractAt } from "../../core/platform-abi.js";
@@ -77,10 +77,11 @@ export function createVaultService(deps: VaultServiceDeps) {
 
   /** The vault's event in a receipt (the one Deposit or Withdraw of the write). */
   function vaultLog(receipt: TransactionReceipt, name: "Deposit" | "Withdraw") {
+    const event = vault.interface.getEvent(name)!;
     for (const log of receipt.logs) {
-      if (log.address.toLowerCase() !== vaultAddress.toLowerCase()) continue;
-      const parsed = vault.interface.parseLog(new Log(log, log.provider) as never);
-      if (parsed?.name === name) return { index: log.index, args: parsed.args as unknown as { assets: bigint; shares: bigint } };
+      if (log.topics[0] !== event.topicHash || log.address.toLowerCase() !== vaultAddress.toLowerCase()) continue;
+      const args = vault.interface.decodeEventLog(event, log.data, log.topics) as unknown as { assets: bigint; shares: bigint };
+      return { index: log.index, args };
     }
     throw new Error(`receipt ${receipt.hash} has no ${name} event of the vault`);
   }
