@@ -5,7 +5,7 @@ import type { Contract } from "ethers";
 import { formatUsdc2, rateNumber } from "../../core/money.js";
 import { AppError } from "../errors.js";
 import type { TransactionSender } from "../transactions/sender.js";
-import { TransactionPendingError, TransactionRevertedError } from "../transactions/sender.js";
+import { TransactionPendingError, TransactionRefusedError, TransactionRevertedError } from "../transactions/sender.js";
 import type { UserRecord } from "../users/repo.js";
 
 /** Most test USDC one faucet call gives (run-and-sandbox.md: more than 0 and at most 10,000). */
@@ -29,6 +29,9 @@ export interface SandboxDeps {
 export function chainFailure(error: unknown): never {
   if (error instanceof TransactionRevertedError) {
     throw new AppError("SERVICE_UNAVAILABLE", `The chain refused the transaction (${error.revert?.name ?? "reverted"})`);
+  }
+  if (error instanceof TransactionRefusedError) {
+    throw new AppError("SERVICE_UNAVAILABLE", "The chain refused the transaction; send the request again with a new Idempotency-Key");
   }
   if (error instanceof TransactionPendingError) {
     throw new AppError("SERVICE_UNAVAILABLE", "The transaction is not mined yet; retry with the same Idempotency-Key to get its outcome");

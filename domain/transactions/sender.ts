@@ -19,6 +19,14 @@ export class TransactionRevertedError extends Error {
   }
 }
 
+/**
+ * The node refused the signed bytes (recorded as `failed`, its nonce filled): nothing was sent,
+ * and a retry with the same idempotency key gets this again; a new key sends a new transaction.
+ */
+export class TransactionRefusedError extends Error {
+  override name = "TransactionRefusedError";
+}
+
 /** The chain did not settle the transaction in time (it stays recorded; a later start or retry settles it). */
 export class TransactionPendingError extends Error {
   override name = "TransactionPendingError";
@@ -277,7 +285,8 @@ export function createTransactionSender(deps: SenderDeps) {
 
   /** The node's eth_sendRawTransaction (batched, see above), with the retries above. */
   async function sendRaw(rawTx: string): Promise<void> {
-    const deadline = Date.now() + NONCE_AHEAD_RETRY_MS;
+    let deadline = Date.now() + NONCE_AHEAD_RETRY_MS;
+    let gapFilled = false;
     for (let wait = 25; ; wait = Math.min(wait * 2, 1_000)) {
       try {
         const error = await submit(rawTx);
@@ -286,9 +295,32 @@ export function createTransactionSender(deps: SenderDeps) {
       } catch (error) {
         const message = String((error as Error).message).toLowerCase();
         if (/already known|known transaction|nonce too low|nonce has already been used/.test(message)) return;
-        if (!/nonce too high/.test(message) || Date.now() > deadline) throw error;
+        if (!/nonce too high/.test(message)) throw error;
+        if (Date.now() > deadline) {
+          if (gapFilled) throw error;
+          // No lower nonce arrived: a refused transaction whose filler failed too (the account
+          // was out of gas money, say) left a gap. Fill it, then try once more.
+          await fillGapBelow(Transaction.from(rawTx).nonce);
+          gapFilled = true;
+          deadline = Date.now() + 2_000;
+        }
         await new Promise((resolve) => setTimeout(resolve, wait));
       }
+    }
+  }
+
+  /** A zero-value transfer to the paying account at `nonce`, so later nonces are not stuck behind it. */
+  async function fillNonce(nonce: number): Promise<void> {
+    const { rawTx } = sign({ nonce, to: account.address, value: 0n, gasLimit: 21_000n, ...(await fees()) });
+    await provider.send("eth_sendRawTransaction", [rawTx]);
+  }
+
+  async function fillGapBelow(nonce: number): Promise<void> {
+    const next = await provider.getTransactionCount(account.address, "pending");
+    if (next >= nonce) return;
+    deps.logger?.warn({ from: next, to: nonce - 1 }, "filling nonces nothing was sent with, so later transactions are not stuck");
+    for (let gap = next; gap < nonce; gap += 1) {
+      await fillNonce(gap).catch((error: Error) => deps.logger?.warn({ nonce: gap, error: error.message }, "could not fill a nonce"));
     }
   }
 
@@ -403,6 +435,8 @@ export function createTransactionSender(deps: SenderDeps) {
           },
         });
         if (earlier) {
+          // Its nonce went to a filler transaction: these bytes can never be mined.
+          if (earlier.status === "failed") throw new TransactionRefusedError(`the node refused transaction ${earlier.txHash}`);
           if (earlier.status === "signed" || earlier.status === "sent") await broadcast(earlier.rawTx, earlier.txHash);
           return settle(earlier.txHash, earlier);
         }
@@ -431,19 +465,16 @@ export function createTransactionSender(deps: SenderDeps) {
           { txHash: signed.txHash, nonce: signed.nonce, error: (error as Error).message },
           "transaction refused by the node; filling its nonce",
         );
-        await this.fillNonce(signed.nonce).catch((fillError: Error) =>
+        await fillNonce(signed.nonce).catch((fillError: Error) =>
           deps.logger?.warn({ nonce: signed.nonce, error: fillError.message }, "could not fill a refused transaction's nonce"),
         );
-        throw error;
+        throw new TransactionRefusedError(`the node refused the transaction: ${(error as Error).message.slice(0, 200)}`);
       }
       return settle(signed.txHash, request);
     },
 
     /** Sends a zero-value transfer to the paying account at `nonce`, so later nonces are not stuck behind it. */
-    async fillNonce(nonce: number): Promise<void> {
-      const { rawTx } = sign({ nonce, to: account.address, value: 0n, gasLimit: 21_000n, ...(await fees()) });
-      await provider.broadcastTransaction(rawTx);
-    },
+    fillNonce,
 
     /**
      * Settles what a stopped process left in flight: recorded transactions that were never

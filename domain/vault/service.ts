@@ -10,7 +10,7 @@ import { AppError } from "../errors.js";
 import { chainDedupeKey, chainEventId } from "../events/ids.js";
 import type { RewardsConsumer } from "../rewards/consumer.js";
 import type { MirrorWait } from "../transactions/read-your-writes.js";
-import { TransactionPendingError, TransactionRevertedError } from "../transactions/sender.js";
+import { TransactionPendingError, TransactionRefusedError, TransactionRevertedError } from "../transactions/sender.js";
 import type { UserTransactions } from "../transactions/user-transactions.js";
 import type { UserRecord } from "../users/repo.js";
 import type { XpRepo } from "../xp/repo.js";
@@ -39,6 +39,9 @@ const WAD = 10n ** 18n;
 function vaultFailure(error: unknown, field: "amount" | "tmUSDCAmount"): never {
   if (error instanceof TransactionPendingError) {
     throw new AppError("SERVICE_UNAVAILABLE", "The transaction is not mined yet; retry with the same Idempotency-Key to get its outcome");
+  }
+  if (error instanceof TransactionRefusedError) {
+    throw new AppError("SERVICE_UNAVAILABLE", "The chain refused the transaction; send the request again with a new Idempotency-Key");
   }
   if (!(error instanceof TransactionRevertedError)) throw error;
   const args = (error.revert?.args ?? []) as bigint[];

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { expect } from "chai";
-import { formatUnits, Transaction, Wallet } from "ethers";
+import { formatUnits, Transaction, toQuantity, Wallet } from "ethers";
 import { ensureChainIdentity } from "../../core/chain-identity.js";
 import { createLogger } from "../../core/logger.js";
 import { platformContract, platformErrors } from "../../core/platform-abi.js";
@@ -169,6 +169,31 @@ describe(`money sandbox: faucet, transaction sender, Idempotency-Key (${usingPos
     expect(retry.status, retry.text).to.equal(200);
     expect(retry.body.data.txHash).to.equal(txHash);
     expect(await balanceOf(wallet)).to.equal(before + 42_000_000n);
+  });
+
+  it("a transaction the node refuses (the paying account out of gas money): 503, recorded failed, and nothing stuck once funded", async () => {
+    const payer = new Wallet(DEPLOYER_KEY).address;
+    const funds = await chain.provider.getBalance(payer);
+    const key = randomUUID();
+    await chain.provider.send("hardhat_setBalance", [payer, "0x1"]);
+    let refused: ApiResponse;
+    try {
+      refused = await faucet({ amount: 3 }, key);
+    } finally {
+      await chain.provider.send("hardhat_setBalance", [payer, toQuantity(funds)]);
+    }
+    expectErrorEnvelope(refused, 503, "SERVICE_UNAVAILABLE");
+    expect(refused.body.error.message).to.match(/new Idempotency-Key/);
+    const row = await db.prisma.chainTransaction.findFirstOrThrow({ where: { userId, idempotencyKey: key } });
+    expect(row.status).to.equal("failed");
+    // Its nonce was never used and its filler was refused too: the next transaction fills the gap.
+    const before = await balanceOf(wallet);
+    const next = await faucet({ amount: 4 });
+    expect(next.status, next.text).to.equal(200);
+    expect(await balanceOf(wallet)).to.equal(before + 4_000_000n);
+    const again = await faucet({ amount: 3 }, key);
+    expectErrorEnvelope(again, 503, "SERVICE_UNAVAILABLE");
+    expect(await balanceOf(wallet)).to.equal(before + 4_000_000n);
   });
 
   it("decodes a revert found before sending into the contract's custom error, and records nothing", async () => {
