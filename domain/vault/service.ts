@@ -11,7 +11,7 @@ import { chainDedupeKey, chainEventId } from "../events/ids.js";
 import type { RewardsConsumer } from "../rewards/consumer.js";
 import type { MirrorWait } from "../transactions/read-your-writes.js";
 import { TransactionPendingError, TransactionRefusedError, TransactionRevertedError } from "../transactions/sender.js";
-import type { UserTransactions } from "../transactions/user-transactions.js";
+import type { UserCall, UserTransactions } from "../transactions/user-transactions.js";
 import type { UserRecord } from "../users/repo.js";
 import type { XpRepo } from "../xp/repo.js";
 import { SHARES_PER_MICRO, type VaultRepo } from "./repo.js";
@@ -98,6 +98,37 @@ export function createVaultService(deps: VaultServiceDeps) {
     return deps.xp.xpEarnedFor(user.id, eventId);
   }
 
+  /**
+   * One vault write as the user: sent, its event read from the receipt, the rate and the user's
+   * tmUSDC at the receipt's block, and (once the mirror has it) the XP it earned.
+   */
+  async function write(
+    user: UserRecord,
+    kind: "deposit" | "withdraw",
+    idempotencyKey: string,
+    field: "amount" | "tmUSDCAmount",
+    call: Pick<UserCall, "data" | "permit">,
+  ) {
+    const wallet = user.walletAddress!;
+    const sent = await deps.transactions
+      .send({
+        user: { id: user.id, walletIndex: user.walletIndex, walletAddress: wallet },
+        purpose: `vault.${kind}`,
+        idempotencyKey,
+        to: vaultAddress,
+        ...call,
+      })
+      .catch((error) => vaultFailure(error, field));
+    const { index, args } = vaultLog(sent.receipt, kind === "deposit" ? "Deposit" : "Withdraw");
+    const at = { blockTag: sent.blockNumber };
+    const [rate, balance, xpEarned] = await Promise.all([
+      vault.exchangeRate(at) as Promise<bigint>,
+      vault.balanceOf(wallet, at) as Promise<bigint>,
+      settleReads(user, sent.receipt, index, `vault.${kind}`),
+    ]);
+    return { assets: args.assets, shares: args.shares, rate, balance, xpEarned, txHash: sent.txHash };
+  }
+
   return {
     /** The public figures of the vault, read from the chain. */
     async status() {
@@ -152,31 +183,18 @@ export function createVaultService(deps: VaultServiceDeps) {
     /** Deposits `amount` micro-USDC from the user's wallet (a permit, no approval transaction). */
     async deposit(user: UserRecord, amount: bigint, idempotencyKey: string) {
       const wallet = user.walletAddress!;
-      const sent = await deps.transactions
-        .send({
-          user: { id: user.id, walletIndex: user.walletIndex, walletAddress: wallet },
-          purpose: "vault.deposit",
-          idempotencyKey,
-          to: vaultAddress,
-          permit: { spender: vaultAddress, value: amount },
-          data: (permit) =>
-            vault.interface.encodeFunctionData("depositWithPermit", [amount, wallet, permit.deadline, permit.v, permit.r, permit.s]),
-        })
-        .catch((error) => vaultFailure(error, "amount"));
-      const { index, args } = vaultLog(sent.receipt, "Deposit");
-      const at = { blockTag: sent.blockNumber };
-      const [rate, balance, xpEarned] = await Promise.all([
-        vault.exchangeRate(at) as Promise<bigint>,
-        vault.balanceOf(wallet, at) as Promise<bigint>,
-        settleReads(user, sent.receipt, index, "vault.deposit"),
-      ]);
+      const done = await write(user, "deposit", idempotencyKey, "amount", {
+        permit: { spender: vaultAddress, value: amount },
+        data: (permit) =>
+          vault.interface.encodeFunctionData("depositWithPermit", [amount, wallet, permit.deadline, permit.v, permit.r, permit.s]),
+      });
       return {
-        depositAmount: formatUsdc2(args.assets),
-        exchangeRate: rateNumber(rate),
-        tmUSDCReceived: formatUsdc2(args.shares / SHARES_PER_MICRO),
-        newBalance: formatUsdc2(balance / SHARES_PER_MICRO),
-        txHash: sent.txHash,
-        xpEarned,
+        depositAmount: formatUsdc2(done.assets),
+        exchangeRate: rateNumber(done.rate),
+        tmUSDCReceived: formatUsdc2(done.shares / SHARES_PER_MICRO),
+        newBalance: formatUsdc2(done.balance / SHARES_PER_MICRO),
+        txHash: done.txHash,
+        xpEarned: done.xpEarned,
       };
     },
 
@@ -188,28 +206,15 @@ export function createVaultService(deps: VaultServiceDeps) {
       const wallet = user.walletAddress!;
       const held = (await vault.balanceOf(wallet)) as bigint;
       const shares = tmUsdc === held / SHARES_PER_MICRO && held > 0n ? held : tmUsdc * SHARES_PER_MICRO;
-      const sent = await deps.transactions
-        .send({
-          user: { id: user.id, walletIndex: user.walletIndex, walletAddress: wallet },
-          purpose: "vault.withdraw",
-          idempotencyKey,
-          to: vaultAddress,
-          data: vault.interface.encodeFunctionData("redeem", [shares, wallet, wallet]),
-        })
-        .catch((error) => vaultFailure(error, "tmUSDCAmount"));
-      const { index, args } = vaultLog(sent.receipt, "Withdraw");
-      const at = { blockTag: sent.blockNumber };
-      const [rate, balance] = await Promise.all([
-        vault.exchangeRate(at) as Promise<bigint>,
-        vault.balanceOf(wallet, at) as Promise<bigint>,
-        settleReads(user, sent.receipt, index, "vault.withdraw"),
-      ]);
+      const done = await write(user, "withdraw", idempotencyKey, "tmUSDCAmount", {
+        data: vault.interface.encodeFunctionData("redeem", [shares, wallet, wallet]),
+      });
       return {
-        tmUSDCRedeemed: formatUsdc2(args.shares / SHARES_PER_MICRO),
-        exchangeRate: rateNumber(rate),
-        usdcReceived: formatUsdc2(args.assets),
-        remainingBalance: formatUsdc2(balance / SHARES_PER_MICRO),
-        txHash: sent.txHash,
+        tmUSDCRedeemed: formatUsdc2(done.shares / SHARES_PER_MICRO),
+        exchangeRate: rateNumber(done.rate),
+        usdcReceived: formatUsdc2(done.assets),
+        remainingBalance: formatUsdc2(done.balance / SHARES_PER_MICRO),
+        txHash: done.txHash,
       };
     },
 
