@@ -54,8 +54,8 @@ export interface ServiceDeps {
     mockUsdc: boolean;
     /** How long a write waits for the indexer to pass its block (read-your-writes). */
     mirrorWaitMs?: number;
-    /** Below this (wei) the paying account is reported low. */
-    payerLowBalanceWei?: bigint;
+    /** Below this (wei) the paying account is reported low (config PAYER_LOW_BALANCE_WEI). */
+    payerLowBalanceWei: bigint;
     /** A sent transaction unmined this long is replaced with higher fees. */
     replaceAfterMs?: number;
   };
@@ -77,6 +77,7 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain }
   const cacheClock = cacheReads ? clock : undefined;
   const usersRepo = createUsersRepo({ db, clock: cacheClock });
   const xpRepo = createXpRepo({ db, clock: cacheClock });
+  const vaultRepo = createVaultRepo({ db });
   const apiKeysRepo = createApiKeysRepo({ db });
   /** Drops this process's cached row and badges of a user; called after committing a write to them. */
   const invalidateUser = (userId: string) => {
@@ -101,51 +102,60 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain }
     clock,
     xp,
     loans: createLoansRepo({ db }),
-    vault: createVaultRepo({ db }),
+    vault: vaultRepo,
     guardiansOf: (wallet, now) => guardiansOfOwner(db.prisma, wallet, now),
   });
   const apiKeys = createApiKeysService({ repo: apiKeysRepo, users: usersRepo, clock });
   const rewards = createRewardsConsumer({ db, xp, trust, invalidateUser, logger });
-  const forwarder = chain ? platformContract(chain.deployment, "forwarder", chain.provider) : undefined;
-  const sender =
-    chain && forwarder
-      ? createTransactionSender({
-          db,
-          provider: chain.provider,
-          chainId: chain.chainId,
-          account: new Wallet(chain.operatorKey, chain.provider),
-          errors: platformErrors(),
-          logger,
-          replaceAfterMs: chain.replaceAfterMs,
-          replayOf: (transaction) => forwardedCall({ address: forwarder.target as string, iface: forwarder.interface }, transaction),
-        })
-      : undefined;
-  const mockUsdc = chain?.mockUsdc ? platformContract(chain.deployment, "usdc", chain.provider) : null;
-  const vault =
-    sender && chain && forwarder
-      ? createVaultService({
-          chainId: chain.chainId,
-          provider: chain.provider,
-          vault: platformContract(chain.deployment, "stakingVault", chain.provider),
-          repo: createVaultRepo({ db }),
-          clock,
-          transactions: createUserTransactions({
-            db,
-            provider: chain.provider,
-            chainId: chain.chainId,
-            sender,
-            forwarder,
-            usdc: platformContract(chain.deployment, "usdc", chain.provider),
-            signerOf: (index) => wallets.signerOf(index),
-            errors: platformErrors(),
-            isAllowed: relayAllowList(chain.deployment),
-            logger,
-          }),
-          mirror: createMirrorWait({ db, chainId: chain.chainId, timeoutMs: chain.mirrorWaitMs, logger }),
-          rewards,
-          xp: xpRepo,
-        })
-      : undefined;
+  const onChain = chain ? moneyServices(chain) : undefined;
+
+  /** The services that send transactions, built only where the process has a chain. */
+  function moneyServices(chain: NonNullable<ServiceDeps["chain"]>) {
+    const contract = (key: Parameters<typeof platformContract>[1]) => platformContract(chain.deployment, key, chain.provider);
+    const forwarder = contract("forwarder");
+    const usdc = contract("usdc");
+    const stakingVault = contract("stakingVault");
+    const sender = createTransactionSender({
+      db,
+      provider: chain.provider,
+      chainId: chain.chainId,
+      account: new Wallet(chain.operatorKey, chain.provider),
+      errors: platformErrors(),
+      logger,
+      replaceAfterMs: chain.replaceAfterMs,
+      replayOf: (transaction) => forwardedCall({ address: forwarder.target as string, iface: forwarder.interface }, transaction),
+    });
+    const vault = createVaultService({
+      chainId: chain.chainId,
+      provider: chain.provider,
+      vault: stakingVault,
+      repo: vaultRepo,
+      clock,
+      transactions: createUserTransactions({
+        db,
+        provider: chain.provider,
+        chainId: chain.chainId,
+        sender,
+        forwarder,
+        usdc,
+        signerOf: (index) => wallets.signerOf(index),
+        errors: platformErrors(),
+        isAllowed: relayAllowList(chain.deployment),
+        logger,
+      }),
+      mirror: createMirrorWait({ db, chainId: chain.chainId, timeoutMs: chain.mirrorWaitMs, logger }),
+      rewards,
+      xp: xpRepo,
+    });
+    const payer = createPayerWatch({
+      address: sender.address,
+      balance: () => sender.balance(),
+      lowBalanceWei: chain.payerLowBalanceWei,
+      logger,
+    });
+    const sandbox = createSandboxService({ sender, usdc: chain.mockUsdc ? usdc : null, vault: stakingVault, operator: sender.address });
+    return { sender, vault, payer, sandbox };
+  }
 
   return {
     /** First answers of money-moving requests per (user, Idempotency-Key). */
@@ -156,27 +166,13 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain }
     trust,
     rewards,
     /** The one sender of the service's transactions (absent in processes without a chain). */
-    sender,
+    sender: onChain?.sender,
     /** The staking vault for users (absent in processes without a chain). */
-    vault,
+    vault: onChain?.vault,
     /** The paying account's balance against its floor (/health; absent without a chain). */
-    payer: sender
-      ? createPayerWatch({
-          address: sender.address,
-          balance: () => sender.balance(),
-          lowBalanceWei: chain?.payerLowBalanceWei ?? 10n ** 17n,
-          logger,
-        })
-      : undefined,
-    sandbox:
-      sender && chain
-        ? createSandboxService({
-            sender,
-            usdc: mockUsdc,
-            vault: platformContract(chain.deployment, "stakingVault", chain.provider),
-            operator: sender.address,
-          })
-        : undefined,
+    payer: onChain?.payer,
+    /** The money sandbox (absent without a chain; the API mounts it outside production only). */
+    sandbox: onChain?.sandbox,
     invalidateUser,
     /** The erase job (personal data of accounts past their deletion date); returns the ids erased. */
     async eraseDueAccounts(now: Date): Promise<string[]> {

@@ -19,6 +19,7 @@ import { createLogger } from "../core/logger.js";
 import { applyMigrations } from "../core/migrations.js";
 import { managedWalletsFor } from "../core/wallets.js";
 import { createServices } from "../domain/services.js";
+import { freePort } from "./bench/free-port.js";
 
 const CONNECTIONS = 100;
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
@@ -64,10 +65,7 @@ const db = await openDatabase({ databaseUrl: process.env.BENCH_DATABASE_URL, pgl
 await applyMigrations(db.migrationAdapter());
 const chain = await startEmbeddedChain("127.0.0.1", 0);
 const { provider, chainId } = await connectRpc(chain.rpcUrl);
-const probe = http.createServer();
-await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-const port = (probe.address() as AddressInfo).port;
-await new Promise<void>((resolve) => probe.close(() => resolve()));
+const port = await freePort();
 const config = loadConfig({ PORT: String(port), DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "bench-")), NODE_ENV: "test" });
 const clock = createClock();
 const services = createServices({ db, clock, wallets: await managedWalletsFor(config, db), cacheReads: true });

@@ -7,8 +7,6 @@
 // is the median over the rounds. The last line is `ratio: <API ops/s / direct ops/s> p99_ms: <API p99>`.
 import { randomUUID } from "node:crypto";
 import { mkdtempSync } from "node:fs";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
@@ -27,6 +25,7 @@ import { platformContract } from "../core/platform-abi.js";
 import { managedWalletsFor } from "../core/wallets.js";
 import { createServices } from "../domain/services.js";
 import { createIndexer } from "../indexer/indexer.js";
+import { freePort } from "./bench/free-port.js";
 import type { LoadSample, LoadSetup } from "./bench/money-load.js";
 
 const USERS = Number(process.env.BENCH_USERS ?? 20);
@@ -40,10 +39,7 @@ process.env.DEPLOYMENTS_DIR ??= mkdtempSync(path.join(os.tmpdir(), "bench-deploy
 const logger = createLogger(process.env.LOG_LEVEL ?? "warn");
 const chain = await startEmbeddedChain("127.0.0.1", 0);
 const { provider, chainId } = await connectRpc(chain.rpcUrl);
-const probe = http.createServer();
-await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-const port = (probe.address() as AddressInfo).port;
-await new Promise<void>((resolve) => probe.close(() => resolve()));
+const port = await freePort();
 const config = loadConfig({ PORT: String(port), DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "bench-")), NODE_ENV: "test" });
 const deployment = await ensureDeployment({ provider, deployerPrivateKey: config.chain.deployerPrivateKey, fresh: true });
 // In-memory PGlite by default; BENCH_DATABASE_URL names a PostgreSQL database the benchmark may
@@ -68,7 +64,14 @@ const services = createServices({
   wallets: await managedWalletsFor(config, db),
   cacheReads: true,
   logger,
-  chain: { provider, chainId, deployment, operatorKey: config.chain.deployerPrivateKey, mockUsdc: true },
+  chain: {
+    provider,
+    chainId,
+    deployment,
+    operatorKey: config.chain.deployerPrivateKey,
+    mockUsdc: true,
+    payerLowBalanceWei: config.chain.payerLowBalanceWei,
+  },
 });
 const app = await createApp({ logger, clock, db, chain: { provider, chainId }, config, services });
 const server = await listen(app, "127.0.0.1", port);

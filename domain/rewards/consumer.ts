@@ -101,18 +101,21 @@ export function createRewardsConsumer(deps: RewardsDeps) {
     });
   }
 
+  const runXp = (now: Date, onlyIds?: readonly string[]) => consume<(typeof XP_TYPES)[number]>("rewards", XP_TYPES, applyXp, now, onlyIds);
+  const runTrust = (now: Date) => consume<(typeof TRUST_TYPES)[number]>("trust-score", TRUST_TYPES, applyTrust, now);
+
   return {
     /**
      * XP for pending chain facts, each once (a ConsumedEvent "rewards" row in its transaction), in
      * order. With `onlyIds`, only those: an API write applies its own transaction's XP at once,
      * so its answer carries it and the next activity read shows it. Returns how many it took.
      */
-    runXp: (now: Date, onlyIds?: readonly string[]) => consume<(typeof XP_TYPES)[number]>("rewards", XP_TYPES, applyXp, now, onlyIds),
+    runXp,
     /** Trust Score inputs for pending chain facts, each once (consumer "trust-score"), in time order. */
-    runTrust: (now: Date) => consume<(typeof TRUST_TYPES)[number]>("trust-score", TRUST_TYPES, applyTrust, now),
+    runTrust,
     /** Both, XP first: what the worker's job runs. Returns how many events they took. */
     async run(now: Date): Promise<number> {
-      return (await this.runXp(now)) + (await this.runTrust(now));
+      return (await runXp(now)) + (await runTrust(now));
     },
   };
 }

@@ -4,8 +4,8 @@
 import type { Contract } from "ethers";
 import { formatUsdc2, rateNumber } from "../../core/money.js";
 import { AppError } from "../errors.js";
+import { chainFailure } from "../transactions/failures.js";
 import type { TransactionSender } from "../transactions/sender.js";
-import { TransactionPendingError, TransactionRefusedError, TransactionRevertedError } from "../transactions/sender.js";
 import type { UserRecord } from "../users/repo.js";
 
 /** Most test USDC one faucet call gives (run-and-sandbox.md: more than 0 and at most 10,000). */
@@ -23,20 +23,6 @@ export interface SandboxDeps {
   vault: Contract;
   /** The paying account, which holds MockUSDC's faucet role and the vault's yield role outside production. */
   operator: string;
-}
-
-/** Turns what the sender throws into the spec's codes. */
-export function chainFailure(error: unknown): never {
-  if (error instanceof TransactionRevertedError) {
-    throw new AppError("SERVICE_UNAVAILABLE", `The chain refused the transaction (${error.revert?.name ?? "reverted"})`);
-  }
-  if (error instanceof TransactionRefusedError) {
-    throw new AppError("SERVICE_UNAVAILABLE", "The chain refused the transaction; send the request again with a new Idempotency-Key");
-  }
-  if (error instanceof TransactionPendingError) {
-    throw new AppError("SERVICE_UNAVAILABLE", "The transaction is not mined yet; retry with the same Idempotency-Key to get its outcome");
-  }
-  throw error;
 }
 
 export function createSandboxService({ sender, usdc, vault, operator }: SandboxDeps) {
@@ -58,7 +44,9 @@ export function createSandboxService({ sender, usdc, vault, operator }: SandboxD
       const vaultAddress = await vault.getAddress();
       const usdcAddress = await usdc.getAddress();
       const step = (purpose: string, to: string, data: string) =>
-        sender.send({ purpose: `sandbox.yield.${purpose}`, userId: SANDBOX_SCOPE, idempotencyKey, to, data }).catch(chainFailure);
+        sender
+          .send({ purpose: `sandbox.yield.${purpose}`, userId: SANDBOX_SCOPE, idempotencyKey, to, data })
+          .catch((error) => chainFailure(error));
       await step("mint", usdcAddress, usdc.interface.encodeFunctionData("mint", [operator, amount]));
       await step("approve", usdcAddress, usdc.interface.encodeFunctionData("approve", [vaultAddress, amount]));
       const sent = await step("distribute", vaultAddress, vault.interface.encodeFunctionData("distributeYield", [amount]));
@@ -77,7 +65,7 @@ export function createSandboxService({ sender, usdc, vault, operator }: SandboxD
       const data = usdc.interface.encodeFunctionData("mint", [wallet, amount]);
       const sent = await sender
         .send({ purpose: "sandbox.faucet", userId: user.id, idempotencyKey, to: await usdc.getAddress(), data })
-        .catch(chainFailure);
+        .catch((error) => chainFailure(error));
       const balance = (await usdc.balanceOf(wallet, { blockTag: sent.blockNumber })) as bigint;
       return { walletAddress: wallet, amount: formatUsdc2(amount), balance: formatUsdc2(balance), txHash: sent.txHash };
     },

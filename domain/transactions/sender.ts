@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { type Interface, isError, type JsonRpcProvider, Transaction, type TransactionReceipt, type Wallet } from "ethers";
 import type { Logger } from "../../core/logger.js";
+import type { ChainTransaction } from "../../generated/prisma/client.js";
 import type { Db } from "../db.js";
 
 /** A revert decoded against the platform's ABIs: the custom error's name and arguments. */
@@ -161,13 +162,10 @@ export function createTransactionSender(deps: SenderDeps) {
         ON CONFLICT ("chainId", "address") DO UPDATE
           SET "nextNonce" = GREATEST("SenderNonce"."nextNonce", ${onChain}) + ${count}, "updatedAt" = now()
         RETURNING "nextNonce" - ${count} AS "first"`;
-      const recorded = await Promise.all(
-        batch.map(async ({ request, gasLimit, fee }, index) => {
-          const nonce = Number(first) + index;
-          const { rawTx, txHash } = sign({ nonce, to: request.to, data: request.data, gasLimit, ...fee });
-          return { request, rawTx, txHash, nonce };
-        }),
-      );
+      const recorded = batch.map(({ request, gasLimit, fee }, index) => {
+        const nonce = Number(first) + index;
+        return { request, nonce, ...sign({ nonce, to: request.to, data: request.data, gasLimit, ...fee }) };
+      });
       const now = new Date();
       await tx.chainTransaction.createMany({
         data: recorded.map(({ request, rawTx, txHash, nonce }) => ({
@@ -186,7 +184,7 @@ export function createTransactionSender(deps: SenderDeps) {
           createdAt: now,
         })),
       });
-      return recorded.map(({ rawTx, txHash, nonce }) => ({ rawTx, txHash, nonce }));
+      return recorded;
     });
   }
 
@@ -240,15 +238,6 @@ export function createTransactionSender(deps: SenderDeps) {
       if (!recording) void flushWaiting();
     });
 
-  /**
-   * Broadcasts recorded bytes. "Already known" or a used nonce may mean it went out before: the
-   * receipt decides. A nonce ahead of the chain waits for the lower ones (bounded).
-   */
-  async function broadcast(rawTx: string, txHash: string): Promise<void> {
-    await sendRaw(rawTx);
-    await db.prisma.chainTransaction.updateMany({ where: { txHash, status: "signed" }, data: { status: "sent" } });
-  }
-
   // Signed transactions waiting for the node leave together, as one JSON-RPC batch in nonce
   // order, while the batch before them is in flight: a node takes a batch's calls in order, so
   // the broadcasts of many concurrent requests cost one round trip, not one each.
@@ -283,7 +272,11 @@ export function createTransactionSender(deps: SenderDeps) {
       if (!flushing) void flushOutbox();
     });
 
-  /** The node's eth_sendRawTransaction (batched, see above), with the retries above. */
+  /**
+   * The node's eth_sendRawTransaction (batched, see above). "Already known" or a used nonce may
+   * mean the bytes went out before: the receipt decides. A nonce ahead of the chain waits for the
+   * lower ones (bounded), then fills a gap nothing will fill.
+   */
   async function sendRaw(rawTx: string): Promise<void> {
     let deadline = Date.now() + NONCE_AHEAD_RETRY_MS;
     let gapFilled = false;
@@ -415,12 +408,25 @@ export function createTransactionSender(deps: SenderDeps) {
     throw reverted;
   }
 
+  /** The transaction recorded for a request's (userId, idempotencyKey, purpose), if any. */
+  const earlier = (key: { userId: string; idempotencyKey: string; purpose: string }) =>
+    db.prisma.chainTransaction.findUnique({ where: { userId_idempotencyKey_purpose: key } });
+
+  /**
+   * The outcome of a transaction recorded before (a retry, or a restart): bytes never known to
+   * be mined are broadcast again as they are and settled; refused ones can never be mined.
+   */
+  async function resume(row: ChainTransaction): Promise<SentTransaction> {
+    // Its nonce went to a filler transaction: these bytes can never be mined.
+    if (row.status === "failed") throw new TransactionRefusedError(`the node refused transaction ${row.txHash}`);
+    if (row.status === "signed" || row.status === "sent") await sendRaw(row.rawTx);
+    return settle(row.txHash, row);
+  }
+
   return {
     address: account.address,
-
-    /** The transaction recorded for a request's (userId, idempotencyKey, purpose), if any. */
-    earlier: (key: { userId: string; idempotencyKey: string; purpose: string }) =>
-      db.prisma.chainTransaction.findUnique({ where: { userId_idempotencyKey_purpose: key } }),
+    earlier,
+    resume,
 
     /**
      * Sends one transaction and returns its receipt. A revert found by the gas estimate is thrown
@@ -429,17 +435,8 @@ export function createTransactionSender(deps: SenderDeps) {
      */
     async send(request: SendRequest): Promise<SentTransaction> {
       if (request.userId && request.idempotencyKey && !request.isNew) {
-        const earlier = await db.prisma.chainTransaction.findUnique({
-          where: {
-            userId_idempotencyKey_purpose: { userId: request.userId, idempotencyKey: request.idempotencyKey, purpose: request.purpose },
-          },
-        });
-        if (earlier) {
-          // Its nonce went to a filler transaction: these bytes can never be mined.
-          if (earlier.status === "failed") throw new TransactionRefusedError(`the node refused transaction ${earlier.txHash}`);
-          if (earlier.status === "signed" || earlier.status === "sent") await broadcast(earlier.rawTx, earlier.txHash);
-          return settle(earlier.txHash, earlier);
-        }
+        const row = await earlier({ userId: request.userId, idempotencyKey: request.idempotencyKey, purpose: request.purpose });
+        if (row) return resume(row);
       }
       let gasLimit = request.gasLimit;
       try {
@@ -449,32 +446,28 @@ export function createTransactionSender(deps: SenderDeps) {
         throw decode(error) ?? error;
       }
       const [fee, onChain] = await Promise.all([fees(), provider.getTransactionCount(account.address, "pending")]);
-      const { recorded, sending } = await recordAndQueue({ request, gasLimit, fee, onChain });
+      const { recorded: signed, sending } = await recordAndQueue({ request, gasLimit, fee, onChain });
       // Left "signed" when the node took it: settle records the outcome next, and a restart
       // broadcasts a signed row again anyway (the node answers "already known").
-      const signed = { ...recorded, error: await sending };
-      if (signed.error) {
-        const error = signed.error;
+      const error = await sending;
+      if (error) {
         // The node refused the bytes: record it. Its nonce would block every later one, so a
         // zero-value transfer to ourselves takes it.
         await db.prisma.chainTransaction.updateMany({
           where: { txHash: signed.txHash },
-          data: { status: "failed", error: String((error as Error).message).slice(0, 500), settledAt: new Date() },
+          data: { status: "failed", error: error.message.slice(0, 500), settledAt: new Date() },
         });
         deps.logger?.warn(
-          { txHash: signed.txHash, nonce: signed.nonce, error: (error as Error).message },
+          { txHash: signed.txHash, nonce: signed.nonce, error: error.message },
           "transaction refused by the node; filling its nonce",
         );
         await fillNonce(signed.nonce).catch((fillError: Error) =>
           deps.logger?.warn({ nonce: signed.nonce, error: fillError.message }, "could not fill a refused transaction's nonce"),
         );
-        throw new TransactionRefusedError(`the node refused the transaction: ${(error as Error).message.slice(0, 200)}`);
+        throw new TransactionRefusedError(`the node refused the transaction: ${error.message.slice(0, 200)}`);
       }
       return settle(signed.txHash, request);
     },
-
-    /** Sends a zero-value transfer to the paying account at `nonce`, so later nonces are not stuck behind it. */
-    fillNonce,
 
     /**
      * Settles what a stopped process left in flight: recorded transactions that were never
@@ -489,8 +482,7 @@ export function createTransactionSender(deps: SenderDeps) {
       let settled = 0;
       for (const row of open) {
         try {
-          await broadcast(row.rawTx, row.txHash);
-          await settle(row.txHash, row);
+          await resume(row);
           settled += 1;
         } catch (error) {
           if (error instanceof TransactionRevertedError) settled += 1;

@@ -30,23 +30,24 @@ export interface PermitSignature {
   s: string;
 }
 
-export interface UserCall {
+/** The call's data, or, where USDC is pulled, a permit for `spender` to take `value` micro-USDC and the data built from it. */
+export type UserCallData =
+  | { data: string; permit?: undefined }
+  | { data: (permit: PermitSignature) => string; permit: { spender: string; value: bigint } };
+
+export type UserCall = UserCallData & {
   user: { id: string; walletIndex: number; walletAddress: string };
   /** What it does (`vault.deposit`, ...): with the key, a retry finds the transaction sent first. */
   purpose: string;
   idempotencyKey: string;
   to: string;
-  /** The call's data; built from the permit where one is asked for. */
-  data: string | ((permit: PermitSignature) => string);
-  /** A permit for `spender` to pull `value` micro-USDC from the user's wallet. */
-  permit?: { spender: string; value: bigint };
-}
+};
 
 export interface UserTransactionDeps {
   db: Db;
   provider: JsonRpcProvider;
   chainId: number;
-  sender: Pick<TransactionSender, "send" | "earlier">;
+  sender: Pick<TransactionSender, "send" | "earlier" | "resume">;
   forwarder: Contract;
   usdc: Contract;
   signerOf(walletIndex: number): HDNodeWallet;
@@ -162,10 +163,7 @@ export function createUserTransactions(deps: UserTransactionDeps) {
       call.permit ? (usdc.nonces(wallet.address, { blockTag: "pending" }) as Promise<bigint>) : undefined,
     ]);
     const deadline = BigInt(latest!.timestamp) + REQUEST_LIFETIME_S;
-    const data =
-      typeof call.data === "string" || !call.permit
-        ? (call.data as string)
-        : call.data(await signPermit(wallet, { ...call.permit, nonce: permitNonce!, deadline }));
+    const data = call.permit ? call.data(await signPermit(wallet, { ...call.permit, nonce: permitNonce!, deadline })) : call.data;
     if (!deps.isAllowed(call.to, data)) throw new Error(`the relay does not forward this call (${call.to}, ${data.slice(0, 10)})`);
 
     // The user's own call, simulated: a revert is decoded here, before anything is signed or recorded.
@@ -207,12 +205,11 @@ export function createUserTransactions(deps: UserTransactionDeps) {
     async send(call: UserCall): Promise<SentTransaction> {
       const key = { userId: call.user.id, idempotencyKey: call.idempotencyKey, purpose: call.purpose };
       const earlier = await deps.sender.earlier(key);
-      if (earlier) return deps.sender.send({ ...key, to: earlier.to, data: earlier.data });
+      if (earlier) return deps.sender.resume(earlier);
       return oneAtATimeFor(call.user.id, async () => {
         // A concurrent request with the same key may have sent it while this one waited.
         const sentMeanwhile = await deps.sender.earlier(key);
-        if (sentMeanwhile) return deps.sender.send({ ...key, to: sentMeanwhile.to, data: sentMeanwhile.data });
-        return relay(call);
+        return sentMeanwhile ? deps.sender.resume(sentMeanwhile) : relay(call);
       });
     },
   };

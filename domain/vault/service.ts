@@ -9,9 +9,9 @@ import { platformContractAt } from "../../core/platform-abi.js";
 import { AppError } from "../errors.js";
 import { chainDedupeKey, chainEventId } from "../events/ids.js";
 import type { RewardsConsumer } from "../rewards/consumer.js";
+import { chainFailure } from "../transactions/failures.js";
 import type { MirrorWait } from "../transactions/read-your-writes.js";
-import { TransactionPendingError, TransactionRefusedError, TransactionRevertedError } from "../transactions/sender.js";
-import type { UserCall, UserTransactions } from "../transactions/user-transactions.js";
+import type { UserCallData, UserTransactions } from "../transactions/user-transactions.js";
 import type { UserRecord } from "../users/repo.js";
 import type { XpRepo } from "../xp/repo.js";
 import { SHARES_PER_MICRO, type VaultRepo } from "./repo.js";
@@ -35,48 +35,44 @@ export const YIELD_DISCLAIMER =
 
 const WAD = 10n ** 18n;
 
-/** The revert of a vault write as the spec's error (part 7), naming the request field where one is at fault. */
-function vaultFailure(error: unknown, field: "amount" | "tmUSDCAmount"): never {
-  if (error instanceof TransactionPendingError) {
-    throw new AppError("SERVICE_UNAVAILABLE", "The transaction is not mined yet; retry with the same Idempotency-Key to get its outcome");
-  }
-  if (error instanceof TransactionRefusedError) {
-    throw new AppError("SERVICE_UNAVAILABLE", "The chain refused the transaction; send the request again with a new Idempotency-Key");
-  }
-  if (!(error instanceof TransactionRevertedError)) throw error;
-  const args = (error.revert?.args ?? []) as bigint[];
-  switch (error.revert?.name) {
+/** A vault contract's revert as the spec's error (part 7), naming the request field at fault. */
+function vaultRevert(revert: { name: string; args: unknown[] }, field: "amount" | "tmUSDCAmount"): AppError | undefined {
+  const args = revert.args as bigint[];
+  switch (revert.name) {
     case "EnforcedPause":
-      throw new AppError("VAULT_PAUSED", "The vault is temporarily paused");
+      return new AppError("VAULT_PAUSED", "The vault is temporarily paused");
     case "StakingVaultDepositTooSmall":
-      throw new AppError("AMOUNT_TOO_SMALL", `The minimum deposit is ${formatUsdc2(args[1]!)} USDC`, {
+      return new AppError("AMOUNT_TOO_SMALL", `The minimum deposit is ${formatUsdc2(args[1]!)} USDC`, {
         field,
         reason: `at least ${formatUsdc2(args[1]!)} USDC`,
       });
     case "ERC20InsufficientBalance":
-      throw new AppError("INSUFFICIENT_BALANCE", `Your wallet holds ${formatUsdc2(args[1]!)} USDC`, {
+      return new AppError("INSUFFICIENT_BALANCE", `Your wallet holds ${formatUsdc2(args[1]!)} USDC`, {
         field,
         reason: "more than your USDC balance",
       });
     case "ERC4626ExceededMaxRedeem":
     case "ERC4626ExceededMaxWithdraw":
-      throw new AppError("INSUFFICIENT_BALANCE", `You hold ${formatUsdc2(args[2]! / SHARES_PER_MICRO)} tmUSDC`, {
+      return new AppError("INSUFFICIENT_BALANCE", `You hold ${formatUsdc2(args[2]! / SHARES_PER_MICRO)} tmUSDC`, {
         field,
         reason: "more than your tmUSDC balance",
       });
     case "StakingVaultInsufficientLiquidity":
-      throw new AppError("INSUFFICIENT_LIQUIDITY", `The vault has ${formatUsdc2(args[1]!)} USDC available to withdraw now`, {
+      return new AppError("INSUFFICIENT_LIQUIDITY", `The vault has ${formatUsdc2(args[1]!)} USDC available to withdraw now`, {
         field,
         reason: "more than the vault's idle USDC",
       });
     default:
-      throw new AppError("SERVICE_UNAVAILABLE", `The chain refused the transaction (${error.revert?.name ?? "reverted"})`);
+      return undefined;
   }
 }
 
 export function createVaultService(deps: VaultServiceDeps) {
   const { vault, repo, chainId } = deps;
   const vaultAddress = vault.target as string;
+
+  /** What `shares` redeem for now (the contract's previewRedeem), in micro-USDC. */
+  const redeemValue = async (shares: bigint): Promise<bigint> => (shares === 0n ? 0n : ((await vault.previewRedeem(shares)) as bigint));
 
   /** The vault's event in a receipt (the one Deposit or Withdraw of the write). */
   function vaultLog(receipt: TransactionReceipt, name: "Deposit" | "Withdraw") {
@@ -107,7 +103,7 @@ export function createVaultService(deps: VaultServiceDeps) {
     kind: "deposit" | "withdraw",
     idempotencyKey: string,
     field: "amount" | "tmUSDCAmount",
-    call: Pick<UserCall, "data" | "permit">,
+    call: UserCallData,
   ) {
     const wallet = user.walletAddress!;
     const sent = await deps.transactions
@@ -118,7 +114,7 @@ export function createVaultService(deps: VaultServiceDeps) {
         to: vaultAddress,
         ...call,
       })
-      .catch((error) => vaultFailure(error, field));
+      .catch((error) => chainFailure(error, (revert) => vaultRevert(revert, field)));
     const { index, args } = vaultLog(sent.receipt, kind === "deposit" ? "Deposit" : "Withdraw");
     const at = { blockTag: sent.blockNumber };
     const [rate, balance, xpEarned] = await Promise.all([
@@ -167,7 +163,7 @@ export function createVaultService(deps: VaultServiceDeps) {
     async position(user: UserRecord) {
       const row = await repo.positionOf(user.walletAddress!);
       const shares = row?.shares ?? 0n;
-      const value = shares === 0n ? 0n : ((await vault.previewRedeem(shares)) as bigint);
+      const value = await redeemValue(shares);
       const firstDepositAt = row?.firstDepositAt ?? null;
       const lastYield = firstDepositAt ? await repo.lastDistributionSince(firstDepositAt) : null;
       return {
@@ -222,8 +218,7 @@ export function createVaultService(deps: VaultServiceDeps) {
     async yieldHistory(user: UserRecord, period: YieldPeriod) {
       const wallet = user.walletAddress!;
       const [transactions, ratePoints, row] = await Promise.all([repo.chronologicalOf(wallet), repo.ratePoints(), repo.positionOf(wallet)]);
-      const shares = row?.shares ?? 0n;
-      const valueNow = shares === 0n ? 0n : ((await vault.previewRedeem(shares)) as bigint);
+      const valueNow = await redeemValue(row?.shares ?? 0n);
       const result = yieldHistory({ period, now: deps.clock.now(), transactions, ratePoints, valueNow });
       return {
         period,
