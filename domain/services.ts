@@ -125,6 +125,7 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain }
       replaceAfterMs: chain.replaceAfterMs,
       replayOf: (transaction) => forwardedCall({ address: forwarder.target as string, iface: forwarder.interface }, transaction),
     });
+    const mirror = createMirrorWait({ db, chainId: chain.chainId, timeoutMs: chain.mirrorWaitMs, logger });
     const vault = createVaultService({
       chainId: chain.chainId,
       provider: chain.provider,
@@ -143,7 +144,7 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain }
         isAllowed: relayAllowList(chain.deployment),
         logger,
       }),
-      mirror: createMirrorWait({ db, chainId: chain.chainId, timeoutMs: chain.mirrorWaitMs, logger }),
+      mirror,
       rewards,
       xp: xpRepo,
     });
@@ -154,7 +155,7 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain }
       logger,
     });
     const sandbox = createSandboxService({ sender, usdc: chain.mockUsdc ? usdc : null, vault: stakingVault, operator: sender.address });
-    return { sender, vault, payer, sandbox };
+    return { sender, vault, payer, sandbox, mirror };
   }
 
   return {
@@ -167,6 +168,8 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain }
     rewards,
     /** The one sender of the service's transactions (absent in processes without a chain). */
     sender: onChain?.sender,
+    /** Writes' wait for the mirror (read-your-writes; attachIndexer joins an indexer of this process). */
+    mirror: onChain?.mirror,
     /** The staking vault for users (absent in processes without a chain). */
     vault: onChain?.vault,
     /** The paying account's balance against its floor (/health; absent without a chain). */

@@ -74,6 +74,35 @@ export function createIndexer(options: IndexerOptions) {
   let running: Promise<void> | undefined;
   let indexedBlock = -1;
   let headBlock = -1;
+  const indexedListeners = new Set<(block: number) => void>();
+  // A wake() while the loop is not sleeping skips its next sleep: the news is never lost.
+  let woken = false;
+  let stopSleeping: (() => void) | undefined;
+
+  /** Sleeps `ms` once caught up with the head, or less when wake() says a new block is there. */
+  function idle(ms: number, signal: AbortSignal): Promise<void> {
+    if (woken || signal.aborted) {
+      woken = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", done);
+        if (stopSleeping === done) stopSleeping = undefined;
+        woken = false;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener("abort", done, { once: true });
+      stopSleeping = done;
+    });
+  }
+
+  function markIndexed(block: number) {
+    indexedBlock = block;
+    for (const listener of indexedListeners) listener(block);
+  }
 
   async function fetchRange(from: number, to: number, signal: AbortSignal): Promise<FetchedRange> {
     const started = performance.now();
@@ -184,7 +213,7 @@ export function createIndexer(options: IndexerOptions) {
       if (!unchanged) {
         result = await rollbackTo(db, catalogue, chainId, from, fork);
         cursor = fork;
-        indexedBlock = fork.blockNumber;
+        markIndexed(fork.blockNumber);
         const reloaded = await loadClassifier();
         classifier.socialVaults = reloaded.socialVaults;
       }
@@ -247,7 +276,7 @@ export function createIndexer(options: IndexerOptions) {
           logger.error({ error: error.message }, "writing a batch failed; retrying from the database's cursor");
           await sleep(1_000, signal);
           cursor = await readCursor(db.sql.query, chainId);
-          indexedBlock = cursor?.blockNumber ?? -1;
+          markIndexed(cursor?.blockNumber ?? -1);
           classifier.socialVaults = (await loadClassifier()).socialVaults;
           continue;
         }
@@ -276,7 +305,7 @@ export function createIndexer(options: IndexerOptions) {
               "indexer caught up with the chain head",
             );
           }
-          await sleep(options.pollMs, signal);
+          await idle(options.pollMs, signal);
           continue;
         }
         if (target - next > range && !backfilling) {
@@ -373,9 +402,7 @@ export function createIndexer(options: IndexerOptions) {
           await drain();
           if (writeFailed) continue;
           writing = commitBatch(db, batch).then(
-            () => {
-              indexedBlock = to;
-            },
+            () => markIndexed(to),
             (error: Error) => {
               writeFailed = error;
             },
@@ -464,6 +491,20 @@ export function createIndexer(options: IndexerOptions) {
       await running;
     },
     status: () => ({ indexedBlock, headBlock }),
+    /**
+     * Looks at the head now instead of at the end of the poll interval: a process that has just
+     * seen a receipt knows a block is there (read-your-writes, D-62). Calls made while the
+     * indexer is busy are folded into one look.
+     */
+    wake(): void {
+      woken = true;
+      stopSleeping?.();
+    },
+    /** Calls `listener` with the indexed block after each commit or rollback (this process as the writer). */
+    onIndexed(listener: (block: number) => void): () => void {
+      indexedListeners.add(listener);
+      return () => indexedListeners.delete(listener);
+    },
   };
 }
 

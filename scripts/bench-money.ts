@@ -24,7 +24,10 @@ import { applyMigrations } from "../core/migrations.js";
 import { platformContract } from "../core/platform-abi.js";
 import { managedWalletsFor } from "../core/wallets.js";
 import { createServices } from "../domain/services.js";
+import { attachIndexer } from "../domain/transactions/read-your-writes.js";
 import { createIndexer } from "../indexer/indexer.js";
+import { type CpuSnapshot, cpuPerOperation, cpuSnapshot } from "./bench/cpu.js";
+import { freshBenchDatabase } from "./bench/database.js";
 import { freePort } from "./bench/free-port.js";
 import type { LoadSample, LoadSetup } from "./bench/money-load.js";
 
@@ -42,9 +45,11 @@ const { provider, chainId } = await connectRpc(chain.rpcUrl);
 const port = await freePort();
 const config = loadConfig({ PORT: String(port), DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "bench-")), NODE_ENV: "test" });
 const deployment = await ensureDeployment({ provider, deployerPrivateKey: config.chain.deployerPrivateKey, fresh: true });
-// In-memory PGlite by default; BENCH_DATABASE_URL names a PostgreSQL database the benchmark may
-// migrate and write into (never DATABASE_URL, which may hold real data).
-const db = await openDatabase({ databaseUrl: process.env.BENCH_DATABASE_URL, pgliteDataDir: "memory://" });
+// In-memory PGlite by default; BENCH_DATABASE_URL names a PostgreSQL server (through any
+// database on it) where the benchmark creates a database of its own, dropped at the end: every
+// run starts from empty tables, so runs compare (never DATABASE_URL, which may hold real data).
+const benchDatabase = process.env.BENCH_DATABASE_URL ? await freshBenchDatabase(process.env.BENCH_DATABASE_URL) : undefined;
+const db = await openDatabase({ databaseUrl: benchDatabase?.url, pgliteDataDir: "memory://" });
 await applyMigrations(db.migrationAdapter());
 await ensureChainIdentity(db, deployment, { embedded: true, logger });
 const indexer = createIndexer({
@@ -73,6 +78,7 @@ const services = createServices({
     payerLowBalanceWei: config.chain.payerLowBalanceWei,
   },
 });
+attachIndexer(services.mirror!, indexer);
 const app = await createApp({ logger, clock, db, chain: { provider, chainId }, config, services });
 const server = await listen(app, "127.0.0.1", port);
 
@@ -126,13 +132,19 @@ const load = new Worker(new URL("./bench/money-load.ts", import.meta.url), {
     withdrawTmUsdc: WITHDRAW_TMUSDC,
   } satisfies LoadSetup,
 });
-const measure = (kind: "api" | "direct") =>
-  new Promise<LoadSample>((resolve, reject) => {
+const OPERATIONS = USERS * PAIRS * 2;
+const cpuSpent: Record<"api" | "direct", { before: CpuSnapshot; after: CpuSnapshot; operations: number }[]> = { api: [], direct: [] };
+const measure = async (kind: "api" | "direct") => {
+  const before = cpuSnapshot();
+  const sample = await new Promise<LoadSample>((resolve, reject) => {
     load.once("message", (message: { sample?: LoadSample; error?: string }) =>
       message.sample ? resolve(message.sample) : reject(new Error(message.error)),
     );
     load.postMessage(kind);
   });
+  cpuSpent[kind].push({ before, after: cpuSnapshot(), operations: OPERATIONS });
+  return sample;
+};
 
 type Sample = LoadSample;
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -158,10 +170,21 @@ for (const [title, line] of [
     `${title.padEnd(38)} ${line.opsPerSecond.toFixed(1).padStart(7)} ops/s  p50 ${line.p50.toFixed(1)} ms  p99 ${line.p99.toFixed(1)} ms`,
   );
 }
+// Where each operation's CPU went (median round by total), so a change to the hot path shows its
+// effect: both kinds of run are CPU-bound on a small machine, and their ratio follows these figures.
+for (const kind of ["direct", "api"] as const) {
+  const rounds = cpuSpent[kind].map(({ before, after, operations }) => {
+    const parts = cpuPerOperation(before, after, operations);
+    return { parts, total: parts.reduce((sum, [, ms]) => sum + ms, 0) };
+  });
+  const { parts, total } = [...rounds].sort((a, b) => a.total - b.total)[Math.floor(rounds.length / 2)]!;
+  console.log(`cpu per op, ${kind}: ${total.toFixed(1)} ms (${parts.map(([name, ms]) => `${name} ${ms.toFixed(1)}`).join(", ")})`);
+}
 load.postMessage("stop");
 await server.close();
 await indexer.stop();
 provider.destroy();
 await chain.close();
 await db.close();
+await benchDatabase?.drop();
 console.log(`ratio: ${(viaApi.opsPerSecond / direct.opsPerSecond).toFixed(2)} p99_ms: ${Math.round(viaApi.p99)}`);

@@ -6,6 +6,7 @@ import { ensureChainIdentity } from "../core/chain-identity.js";
 import { loadConfig } from "../core/config.js";
 import { ensureDeployment } from "../core/deployments.js";
 import { createLogger } from "../core/logger.js";
+import { attachIndexer } from "../domain/transactions/read-your-writes.js";
 import { createIndexer } from "../indexer/indexer.js";
 import { startPlatformWorkers } from "../worker/jobs.js";
 import { apiProcessServices } from "./api-services.js";
@@ -47,6 +48,7 @@ await runUntilSignal(
 
     // One set of services for the API and the jobs of this process: the API's caches see the jobs' writes.
     const services = await apiProcessServices({ config, db, clock, logger, chain, deployment });
+    if (services.mirror) onStop(attachIndexer(services.mirror, indexer));
     const { server } = await serveApi({ logger, clock, db, chain, config, services }, onStop);
     const workers = startPlatformWorkers({ services, clock, logger });
     onStop(() => workers.stop());

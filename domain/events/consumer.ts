@@ -16,6 +16,8 @@ export type ConsumedEvent<T extends EventType = EventType> = {
     id: string;
     type: K;
     userId: string | null;
+    /** The user exists and has not asked for their account's deletion (as read with the event). */
+    userActive: boolean;
     /** Set for chain facts. */
     chainId: number | null;
     /** When the fact happened: block time for chain facts. */
@@ -52,9 +54,11 @@ export async function consumeEvents<T extends EventType>(db: Db, options: Consum
   let applied = 0;
   for (;;) {
     const rows = await db.prisma.$queryRawUnsafe<
-      { id: string; type: T; userId: string | null; chainId: number | null; createdAt: Date; data: unknown }[]
+      { id: string; type: T; userId: string | null; userActive: boolean; chainId: number | null; createdAt: Date; data: unknown }[]
     >(
-      `SELECT d."id"::text AS "id", d."type", d."userId", d."chainId", d."createdAt", d."data" FROM "DomainEvent" d
+      `SELECT d."id"::text AS "id", d."type", d."userId", (u."id" IS NOT NULL AND u."deletedAt" IS NULL) AS "userActive",
+          d."chainId", d."createdAt", d."data"
+        FROM "DomainEvent" d LEFT JOIN "User" u ON u."id" = d."userId"
         WHERE d."type" = ANY($1::text[]) AND d."revertedAt" IS NULL
           AND NOT EXISTS (SELECT 1 FROM "ConsumedEvent" c WHERE c."consumer" = $2 AND c."eventId" = d."id")
           ${options.onlyIds ? `AND d."id" = ANY($4::uuid[])` : ""}
@@ -77,10 +81,9 @@ export async function consumeEvents<T extends EventType>(db: Db, options: Consum
         options.onInvalid?.(row, error as Error);
       }
       const done = await db.prisma.$transaction(async (tx) => {
-        const { count } = await tx.consumedEvent.createMany({
-          data: [{ consumer: options.consumer, eventId: row.id, consumedAt: options.now }],
-          skipDuplicates: true,
-        });
+        const count = await tx.$executeRaw`
+          INSERT INTO "ConsumedEvent" ("consumer", "eventId", "consumedAt")
+          VALUES (${options.consumer}, ${row.id}::uuid, ${options.now.toISOString()}::timestamp(3)) ON CONFLICT DO NOTHING`;
         if (count === 0) return false;
         if (event) await options.apply(tx, event);
         return true;

@@ -30,14 +30,16 @@ async function loanOf(tx: Tx, chainId: number, chainLoanId: bigint) {
 export function createRewardsConsumer(deps: RewardsDeps) {
   const { xp, trust } = deps;
 
-  async function applyXp(tx: Tx, event: XpEvent, userId: string, now: Date) {
+  /** Awards the event's XP; returns what it earned (0 when it was awarded before). */
+  async function applyXp(tx: Tx, event: XpEvent, userId: string, now: Date): Promise<number> {
     const reward = {
       "vault.deposit": XP_FOR.vaultDeposit,
       "vault.withdraw": XP_FOR.vaultWithdraw,
       "loan.repaid": XP_FOR.loanRepaid,
       "user.guardian_added": XP_FOR.guardianAdded,
     }[event.type];
-    await xp.awardXp(tx, userId, { ...reward, sourceId: event.id }, now);
+    const result = await xp.awardXp(tx, userId, { ...reward, sourceId: event.id }, now);
+    return result.awarded ? reward.xp : 0;
   }
 
   async function applyTrust(tx: Tx, event: TrustEvent, userId: string, now: Date) {
@@ -76,7 +78,7 @@ export function createRewardsConsumer(deps: RewardsDeps) {
   function consume<T extends XpEvent["type"] | TrustEvent["type"]>(
     consumer: "rewards" | "trust-score",
     types: readonly T[],
-    apply: (tx: Tx, event: ConsumedEvent<T>, userId: string, now: Date) => Promise<void>,
+    apply: (tx: Tx, event: ConsumedEvent<T>, userId: string, now: Date) => Promise<unknown>,
     now: Date,
     onlyIds?: readonly string[],
   ) {
@@ -86,9 +88,7 @@ export function createRewardsConsumer(deps: RewardsDeps) {
       now,
       onlyIds,
       async apply(tx, event) {
-        if (!event.userId) return;
-        const user = await tx.user.findUnique({ where: { id: event.userId }, select: { deletedAt: true } });
-        if (user && !user.deletedAt) await apply(tx, event, event.userId, now);
+        if (event.userId && event.userActive) await apply(tx, event, event.userId, now);
       },
       afterCommit: (event) => {
         if (event.userId) deps.invalidateUser(event.userId);
@@ -102,6 +102,15 @@ export function createRewardsConsumer(deps: RewardsDeps) {
   }
 
   const runXp = (now: Date, onlyIds?: readonly string[]) => consume<(typeof XP_TYPES)[number]>("rewards", XP_TYPES, applyXp, now, onlyIds);
+  /** Applies one event's XP now; the XP it earned, or undefined where it was taken before (by the worker, say). */
+  async function xpOf(now: Date, eventId: string): Promise<number | undefined> {
+    let earned: number | undefined;
+    const capture = async (tx: Tx, event: XpEvent, userId: string, at: Date) => {
+      earned = await applyXp(tx, event, userId, at);
+    };
+    await consume<(typeof XP_TYPES)[number]>("rewards", XP_TYPES, capture, now, [eventId]);
+    return earned;
+  }
   const runTrust = (now: Date) => consume<(typeof TRUST_TYPES)[number]>("trust-score", TRUST_TYPES, applyTrust, now);
 
   return {
@@ -111,6 +120,8 @@ export function createRewardsConsumer(deps: RewardsDeps) {
      * so its answer carries it and the next activity read shows it. Returns how many it took.
      */
     runXp,
+    /** One event's XP applied at once: an API write answers with it, and the next activity read shows it. */
+    xpOf,
     /** Trust Score inputs for pending chain facts, each once (consumer "trust-score"), in time order. */
     runTrust,
     /** Both, XP first: what the worker's job runs. Returns how many events they took. */

@@ -1,6 +1,8 @@
 // Read-your-writes without a second writer of the mirror (docs/decisions.md D-62): a write
 // answers once the indexer's cursor has passed its receipt's block, so the next read (position,
-// transactions, activity) shows it. One poll loop per process serves every waiting request.
+// transactions, activity) shows it. One poll loop per process serves every waiting request; an
+// indexer in the same process is woken by a wait and reports its commits, so a write need not
+// wait for either poll interval (the loop still covers an indexer in another process).
 import type { Logger } from "../../core/logger.js";
 import type { Db } from "../db.js";
 
@@ -24,6 +26,19 @@ export function createMirrorWait(deps: MirrorWaitDeps) {
   const pollMs = deps.pollMs ?? 20;
   const waiters = new Set<Waiter>();
   let polling = false;
+  let knownIndexed = -1;
+  const wakeListeners = new Set<() => void>();
+
+  /** The indexed block as last reported: it can go down (a reorg, or a development chain's evm_revert). */
+  function release(block: number) {
+    knownIndexed = block;
+    for (const waiter of waiters) {
+      if (waiter.block <= block) {
+        waiters.delete(waiter);
+        waiter.resolve(true);
+      }
+    }
+  }
 
   async function poll() {
     polling = true;
@@ -32,12 +47,10 @@ export function createMirrorWait(deps: MirrorWaitDeps) {
         const cursor = await deps.db.prisma.indexerCursor
           .findUnique({ where: { chainId: deps.chainId }, select: { blockNumber: true } })
           .catch(() => null);
+        if (cursor) release(cursor.blockNumber);
         const now = Date.now();
         for (const waiter of waiters) {
-          if (cursor && cursor.blockNumber >= waiter.block) {
-            waiters.delete(waiter);
-            waiter.resolve(true);
-          } else if (now > waiter.deadline) {
+          if (now > waiter.deadline) {
             waiters.delete(waiter);
             deps.logger?.warn(
               { block: waiter.block, indexedBlock: cursor?.blockNumber ?? null, timeoutMs },
@@ -56,12 +69,39 @@ export function createMirrorWait(deps: MirrorWaitDeps) {
   return {
     /** Resolves true once the mirror holds `block`, false after the timeout (the write stands either way). */
     untilIndexed(block: number): Promise<boolean> {
+      if (block <= knownIndexed) return Promise.resolve(true);
       return new Promise<boolean>((resolve) => {
         waiters.add({ block, deadline: Date.now() + timeoutMs, resolve });
+        for (const wake of wakeListeners) wake();
         if (!polling) void poll();
       });
+    },
+    /** The mirror holds `block` (told by an indexer of this process after its commit). */
+    indexed(block: number): void {
+      release(block);
+    },
+    /** Calls `listener` when a write starts waiting for a block (to wake an indexer of this process). */
+    onWait(listener: () => void): () => void {
+      wakeListeners.add(listener);
+      return () => wakeListeners.delete(listener);
     },
   };
 }
 
 export type MirrorWait = ReturnType<typeof createMirrorWait>;
+
+/**
+ * Joins an indexer running in this process to the writes' waits: a write's wait wakes it, and its
+ * commits release the waits at once. Without it, waits rely on the poll alone.
+ */
+export function attachIndexer(
+  mirror: Pick<MirrorWait, "indexed" | "onWait">,
+  indexer: { wake(): void; onIndexed(listener: (block: number) => void): () => void },
+): () => void {
+  const stopWaking = mirror.onWait(() => indexer.wake());
+  const stopReporting = indexer.onIndexed((block) => mirror.indexed(block));
+  return () => {
+    stopWaking();
+    stopReporting();
+  };
+}

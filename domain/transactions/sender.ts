@@ -9,6 +9,9 @@ import type { Logger } from "../../core/logger.js";
 import type { ChainTransaction } from "../../generated/prisma/client.js";
 import type { Db } from "../db.js";
 
+/** What a broadcast came to: refused (error), or accepted, with the receipt when the node mined it at once. */
+type Broadcast = { error?: Error; receipt?: TransactionReceipt };
+
 /** A revert decoded against the platform's ABIs: the custom error's name and arguments. */
 export class TransactionRevertedError extends Error {
   override name = "TransactionRevertedError";
@@ -145,15 +148,15 @@ export function createTransactionSender(deps: SenderDeps) {
   }
 
   type Recorded = { rawTx: string; txHash: string; nonce: number };
-  type Queued = { request: SendRequest; gasLimit: bigint; fee: Fees; onChain: number };
+  type Queued = { request: SendRequest; gasLimit: bigint; fee: Fees };
 
   /**
    * Takes the next nonces for `batch` in one locking statement, never behind the chain's own
-   * count (read by each caller before it queued: a count read earlier can only be lower, and the
-   * stored one wins), signs them and records them, all in one database transaction.
+   * count (read once per batch: the account may have sent elsewhere, by a script with the same
+   * key, say), signs them and records them, all in one database transaction.
    */
   async function recordMany(batch: Queued[]): Promise<Recorded[]> {
-    const onChain = Math.max(...batch.map((item) => item.onChain));
+    const onChain = await provider.getTransactionCount(account.address, "pending");
     const count = batch.length;
     return db.prisma.$transaction(async (tx) => {
       const [{ first }] = await tx.$queryRaw<{ first: number }[]>`
@@ -192,7 +195,7 @@ export function createTransactionSender(deps: SenderDeps) {
   // commit) while the batch before them is being recorded, and their broadcasts queued in nonce
   // order as soon as they are recorded, so the node receives this process's transactions in
   // nonce order (other processes' interleave, and are retried below).
-  type Waiting = Queued & { done(outcome: { recorded: Recorded; sending: Promise<Error | undefined> } | Error): void };
+  type Waiting = Queued & { done(outcome: { recorded: Recorded; sending: Promise<Broadcast> } | Error): void };
   const waiting: Waiting[] = [];
   let recording = false;
   async function flushWaiting() {
@@ -204,8 +207,8 @@ export function createTransactionSender(deps: SenderDeps) {
           item.done({
             recorded: one,
             sending: sendRaw(one.rawTx).then(
-              () => undefined,
-              (error: Error) => error,
+              (receipt) => ({ receipt }),
+              (error: Error) => ({ error }),
             ),
           });
         try {
@@ -233,15 +236,17 @@ export function createTransactionSender(deps: SenderDeps) {
     }
   }
   const recordAndQueue = (queued: Queued) =>
-    new Promise<{ recorded: Recorded; sending: Promise<Error | undefined> }>((resolve, reject) => {
+    new Promise<{ recorded: Recorded; sending: Promise<Broadcast> }>((resolve, reject) => {
       waiting.push({ ...queued, done: (outcome) => (outcome instanceof Error ? reject(outcome) : resolve(outcome)) });
       if (!recording) void flushWaiting();
     });
 
   // Signed transactions waiting for the node leave together, as one JSON-RPC batch in nonce
   // order, while the batch before them is in flight: a node takes a batch's calls in order, so
-  // the broadcasts of many concurrent requests cost one round trip, not one each.
-  const outbox: { rawTx: string; done(error: Error | undefined): void }[] = [];
+  // the broadcasts of many concurrent requests cost one round trip, not one each. Each broadcast
+  // is followed in the batch by a request for its receipt: a node that mines on arrival (Hardhat's
+  // automine) answers it at once, and the send needs no further round trip.
+  const outbox: { rawTx: string; txHash: string; done(outcome: Broadcast): void }[] = [];
   let flushing = false;
   async function flushOutbox() {
     flushing = true;
@@ -249,17 +254,23 @@ export function createTransactionSender(deps: SenderDeps) {
       while (outbox.length > 0) {
         const batch = outbox.splice(0, MAX_BROADCAST_BATCH);
         try {
-          const results = await provider._send(
-            batch.map((item, id) => ({ id, jsonrpc: "2.0" as const, method: "eth_sendRawTransaction", params: [item.rawTx] })),
-          );
-          batch.forEach((item, id) => {
-            const result = results.find((r) => r.id === id);
-            if (!result) item.done(new Error("no answer to eth_sendRawTransaction"));
-            else if ("error" in result) item.done(new Error(String((result.error as { message?: string }).message ?? "refused")));
-            else item.done(undefined);
+          const calls = batch.flatMap((item, index) => [
+            { id: 2 * index, jsonrpc: "2.0" as const, method: "eth_sendRawTransaction", params: [item.rawTx] },
+            { id: 2 * index + 1, jsonrpc: "2.0" as const, method: "eth_getTransactionReceipt", params: [item.txHash] },
+          ]);
+          const results = new Map((await provider._send(calls)).map((result) => [result.id, result]));
+          const network = await provider.getNetwork();
+          batch.forEach((item, index) => {
+            const sent = results.get(2 * index);
+            const receipt = results.get(2 * index + 1);
+            if (!sent) item.done({ error: new Error("no answer to eth_sendRawTransaction") });
+            else if ("error" in sent) item.done({ error: new Error(String((sent.error as { message?: string }).message ?? "refused")) });
+            else if (receipt && "result" in receipt && receipt.result) {
+              item.done({ receipt: provider._wrapTransactionReceipt(receipt.result as never, network) });
+            } else item.done({});
           });
         } catch (error) {
-          for (const item of batch) item.done(error as Error);
+          for (const item of batch) item.done({ error: error as Error });
         }
       }
     } finally {
@@ -267,27 +278,28 @@ export function createTransactionSender(deps: SenderDeps) {
     }
   }
   const submit = (rawTx: string) =>
-    new Promise<Error | undefined>((done) => {
-      outbox.push({ rawTx, done });
+    new Promise<Broadcast>((done) => {
+      outbox.push({ rawTx, txHash: Transaction.from(rawTx).hash!, done });
       if (!flushing) void flushOutbox();
     });
 
   /**
-   * The node's eth_sendRawTransaction (batched, see above). "Already known" or a used nonce may
-   * mean the bytes went out before: the receipt decides. A nonce ahead of the chain waits for the
-   * lower ones (bounded), then fills a gap nothing will fill.
+   * The node's eth_sendRawTransaction (batched, see above), and the receipt where the node had it
+   * at once. "Already known" or a used nonce may mean the bytes went out before: the receipt
+   * decides. A nonce ahead of the chain waits for the lower ones (bounded), then fills a gap
+   * nothing will fill.
    */
-  async function sendRaw(rawTx: string): Promise<void> {
+  async function sendRaw(rawTx: string): Promise<TransactionReceipt | undefined> {
     let deadline = Date.now() + NONCE_AHEAD_RETRY_MS;
     let gapFilled = false;
     for (let wait = 25; ; wait = Math.min(wait * 2, 1_000)) {
       try {
-        const error = await submit(rawTx);
+        const { error, receipt } = await submit(rawTx);
         if (error) throw error;
-        return;
+        return receipt;
       } catch (error) {
         const message = String((error as Error).message).toLowerCase();
-        if (/already known|known transaction|nonce too low|nonce has already been used/.test(message)) return;
+        if (/already known|known transaction|nonce too low|nonce has already been used/.test(message)) return undefined;
         if (!/nonce too high/.test(message)) throw error;
         if (Date.now() > deadline) {
           if (gapFilled) throw error;
@@ -376,10 +388,13 @@ export function createTransactionSender(deps: SenderDeps) {
     }
   }
 
-  /** Waits for the receipt and records the outcome; a revert is replayed to decode its error. */
-  async function settle(txHash: string, request: { to: string; data: string }, blockTag?: number): Promise<SentTransaction> {
+  /**
+   * Waits for the receipt (unless the broadcast brought it) and records the outcome; a revert is
+   * replayed to decode its error.
+   */
+  async function settle(txHash: string, request: { to: string; data: string }, known?: TransactionReceipt): Promise<SentTransaction> {
     // A node that mines on arrival has the receipt at once.
-    let receipt = await provider.getTransactionReceipt(txHash).catch(() => null);
+    let receipt = known ?? (await provider.getTransactionReceipt(txHash).catch(() => null));
     const row = receipt
       ? null
       : await db.prisma.chainTransaction.findFirst({ where: { OR: [{ txHash }, { previousTxHashes: { has: txHash } }] } });
@@ -396,7 +411,7 @@ export function createTransactionSender(deps: SenderDeps) {
     let reverted: TransactionRevertedError | null = null;
     const replay = deps.replayOf?.(request) ?? { from: account.address, to: request.to, data: request.data };
     try {
-      await provider.call({ ...replay, blockTag: blockTag ?? receipt.blockNumber - 1 });
+      await provider.call({ ...replay, blockTag: receipt.blockNumber - 1 });
     } catch (error) {
       reverted = decode(error);
     }
@@ -419,8 +434,8 @@ export function createTransactionSender(deps: SenderDeps) {
   async function resume(row: ChainTransaction): Promise<SentTransaction> {
     // Its nonce went to a filler transaction: these bytes can never be mined.
     if (row.status === "failed") throw new TransactionRefusedError(`the node refused transaction ${row.txHash}`);
-    if (row.status === "signed" || row.status === "sent") await sendRaw(row.rawTx);
-    return settle(row.txHash, row);
+    const receipt = row.status === "signed" || row.status === "sent" ? await sendRaw(row.rawTx) : undefined;
+    return settle(row.txHash, row, receipt);
   }
 
   return {
@@ -445,11 +460,11 @@ export function createTransactionSender(deps: SenderDeps) {
       } catch (error) {
         throw decode(error) ?? error;
       }
-      const [fee, onChain] = await Promise.all([fees(), provider.getTransactionCount(account.address, "pending")]);
-      const { recorded: signed, sending } = await recordAndQueue({ request, gasLimit, fee, onChain });
+      const fee = await fees();
+      const { recorded: signed, sending } = await recordAndQueue({ request, gasLimit, fee });
       // Left "signed" when the node took it: settle records the outcome next, and a restart
       // broadcasts a signed row again anyway (the node answers "already known").
-      const error = await sending;
+      const { error, receipt } = await sending;
       if (error) {
         // The node refused the bytes: record it. Its nonce would block every later one, so a
         // zero-value transfer to ourselves takes it.
@@ -466,7 +481,7 @@ export function createTransactionSender(deps: SenderDeps) {
         );
         throw new TransactionRefusedError(`the node refused the transaction: ${error.message.slice(0, 200)}`);
       }
-      return settle(signed.txHash, request);
+      return settle(signed.txHash, request, receipt);
     },
 
     /**

@@ -18,6 +18,7 @@ import {
 } from "ethers";
 import { FORWARD_REQUEST_TYPES, FORWARDER_DOMAIN, PERMIT_TYPES } from "../../core/eip712.js";
 import type { Logger } from "../../core/logger.js";
+import type { ChainTransaction } from "../../generated/prisma/client.js";
 import type { Db } from "../db.js";
 import { AppError } from "../errors.js";
 import { decodeRevert, type SentTransaction, type TransactionSender } from "./sender.js";
@@ -47,7 +48,7 @@ export interface UserTransactionDeps {
   db: Db;
   provider: JsonRpcProvider;
   chainId: number;
-  sender: Pick<TransactionSender, "send" | "earlier" | "resume">;
+  sender: Pick<TransactionSender, "send" | "resume">;
   forwarder: Contract;
   usdc: Contract;
   signerOf(walletIndex: number): HDNodeWallet;
@@ -58,6 +59,9 @@ export interface UserTransactionDeps {
   /** How long a request waits for the user's earlier transaction before answering 503. */
   leaseWaitMs?: number;
 }
+
+/** What a retry of a request is found by: the transaction recorded under it. */
+type RequestKey = { userId: string; idempotencyKey: string; purpose: string };
 
 /** How long a signed request stays valid on chain: long enough for a slow block, short enough to die if lost. */
 const REQUEST_LIFETIME_S = 3_600n;
@@ -103,18 +107,30 @@ export function createUserTransactions(deps: UserTransactionDeps) {
     return permitDomain;
   }
 
-  /** Takes the user's lease (one conditional upsert), waiting while another holder has it. */
-  async function acquireLease(userId: string): Promise<string> {
+  /**
+   * Takes the user's lease (one conditional upsert), waiting while another holder has it, and
+   * reads, in the same statement, the transaction an earlier attempt of this request recorded:
+   * a retry of that one needs no lease (it sends nothing new), even while a dead process's
+   * lease has not expired yet.
+   */
+  async function leaseOrEarlier(key: RequestKey): Promise<{ holder: string | null; earlier: ChainTransaction | null }> {
     const holder = randomUUID();
     const deadline = Date.now() + leaseWaitMs;
     for (let wait = 5; ; wait = Math.min(wait * 2, 200)) {
-      const taken = await db.prisma.$queryRaw<{ holder: string }[]>`
-        INSERT INTO "UserTransactionLease" ("userId", "holder", "expiresAt")
-        VALUES (${userId}, ${holder}, now() + make_interval(secs => ${LEASE_SECONDS}))
-        ON CONFLICT ("userId") DO UPDATE SET "holder" = EXCLUDED."holder", "expiresAt" = EXCLUDED."expiresAt"
-          WHERE "UserTransactionLease"."expiresAt" < now()
-        RETURNING "holder"`;
-      if (taken.length > 0) return holder;
+      const [row] = await db.prisma.$queryRaw<(ChainTransaction & { leaseHolder: string | null })[]>`
+        WITH "taken" AS (
+          INSERT INTO "UserTransactionLease" ("userId", "holder", "expiresAt")
+          VALUES (${key.userId}, ${holder}, now() + make_interval(secs => ${LEASE_SECONDS}))
+          ON CONFLICT ("userId") DO UPDATE SET "holder" = EXCLUDED."holder", "expiresAt" = EXCLUDED."expiresAt"
+            WHERE "UserTransactionLease"."expiresAt" < now()
+          RETURNING "holder")
+        SELECT (SELECT "holder" FROM "taken") AS "leaseHolder", t.* FROM (SELECT 1) AS "one"
+          LEFT JOIN "ChainTransaction" t
+            ON t."userId" = ${key.userId} AND t."idempotencyKey" = ${key.idempotencyKey} AND t."purpose" = ${key.purpose}`;
+      const taken = row?.leaseHolder === holder ? holder : null;
+      const { leaseHolder: _, ...transaction } = row ?? { leaseHolder: null };
+      const earlier = "id" in transaction && transaction.id ? (transaction as ChainTransaction) : null;
+      if (taken || earlier) return { holder: taken, earlier };
       if (Date.now() > deadline) {
         throw new AppError("SERVICE_UNAVAILABLE", "Another transaction of yours is still in flight; retry with the same Idempotency-Key");
       }
@@ -122,18 +138,31 @@ export function createUserTransactions(deps: UserTransactionDeps) {
     }
   }
 
-  /** Runs `work` holding the user's lease: in this process one after another, across processes by the lease row. */
-  function oneAtATimeFor<T>(userId: string, work: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `work` holding the user's lease: in this process one after another, across processes by
+   * the lease row (a retry of a recorded transaction runs without it). The answer does not wait
+   * for the lease's release; the user's next transaction in this process does.
+   */
+  function oneAtATimeFor<T>(key: RequestKey, work: (earlier: ChainTransaction | null) => Promise<T>): Promise<T> {
+    const { userId } = key;
     const previous = inProcess.get(userId) ?? Promise.resolve();
+    let released: Promise<unknown> = Promise.resolve();
     const run = previous.then(async () => {
-      const holder = await acquireLease(userId);
+      const { holder, earlier } = await leaseOrEarlier(key);
+      if (!holder) return work(earlier);
       try {
-        return await work();
+        return await work(earlier);
       } finally {
-        await db.prisma.userTransactionLease.deleteMany({ where: { userId, holder } });
+        released = db.prisma.userTransactionLease.deleteMany({ where: { userId, holder } }).catch((error: Error) =>
+          // Expires by itself within LEASE_SECONDS.
+          deps.logger?.warn({ userId, error: error.message }, "could not release a user's transaction lease"),
+        );
       }
     });
-    const tail = run.catch(() => {});
+    const tail = run.then(
+      () => released,
+      () => released,
+    );
     inProcess.set(userId, tail);
     void tail.then(() => {
       if (inProcess.get(userId) === tail) inProcess.delete(userId);
@@ -204,13 +233,9 @@ export function createUserTransactions(deps: UserTransactionDeps) {
      */
     async send(call: UserCall): Promise<SentTransaction> {
       const key = { userId: call.user.id, idempotencyKey: call.idempotencyKey, purpose: call.purpose };
-      const earlier = await deps.sender.earlier(key);
-      if (earlier) return deps.sender.resume(earlier);
-      return oneAtATimeFor(call.user.id, async () => {
-        // A concurrent request with the same key may have sent it while this one waited.
-        const sentMeanwhile = await deps.sender.earlier(key);
-        return sentMeanwhile ? deps.sender.resume(sentMeanwhile) : relay(call);
-      });
+      // An earlier attempt with the same key (a retry, or a concurrent request that held the
+      // lease first) is found under the lease and settled, never sent again.
+      return oneAtATimeFor(key, (earlier) => (earlier ? deps.sender.resume(earlier) : relay(call)));
     },
   };
 }

@@ -26,7 +26,7 @@ export interface VaultServiceDeps {
   clock: Pick<Clock, "now">;
   transactions: Pick<UserTransactions, "send">;
   mirror: MirrorWait;
-  rewards: Pick<RewardsConsumer, "runXp">;
+  rewards: Pick<RewardsConsumer, "xpOf">;
   xp: Pick<XpRepo, "xpEarnedFor">;
 }
 
@@ -90,8 +90,8 @@ export function createVaultService(deps: VaultServiceDeps) {
     const indexed = await deps.mirror.untilIndexed(receipt.blockNumber);
     if (!indexed) return 0;
     const eventId = chainEventId(chainDedupeKey(chainId, receipt.hash, logIndex, eventType));
-    await deps.rewards.runXp(deps.clock.now(), [eventId]);
-    return deps.xp.xpEarnedFor(user.id, eventId);
+    const earned = await deps.rewards.xpOf(deps.clock.now(), eventId);
+    return earned ?? deps.xp.xpEarnedFor(user.id, eventId);
   }
 
   /**

@@ -42,6 +42,35 @@ export function createXpRepo({ db, clock }: { db: Db; clock?: Pick<Clock, "now">
       return result._sum.xpEarned ?? 0;
     },
 
+    /**
+     * The XP award's writes and reads in one statement: the activity entry (once per (user, type,
+     * sourceId)), the user's XP raised by it, and what the level and badge checks need. The reads
+     * see the rows as they were before the statement: `counts` leaves out the entry it inserts.
+     */
+    async addXpActivity(
+      tx: Tx,
+      entry: { userId: string; type: string; description: string; xpEarned: number; sourceId: string; now: Date },
+    ): Promise<{ inserted: boolean; xp: number; counts: Record<string, number>; held: Set<string> }> {
+      const [row] = await tx.$queryRaw<{ inserted: boolean; xp: number; counts: Record<string, number> | null; held: string[] | null }[]>`
+        WITH "entry" AS (
+          INSERT INTO "Activity" ("id", "userId", "type", "description", "xpEarned", "sourceId", "createdAt")
+          VALUES (${newId("act")}, ${entry.userId}, ${entry.type}, ${entry.description}, ${entry.xpEarned}, ${entry.sourceId}, ${entry.now.toISOString()}::timestamp(3))
+          ON CONFLICT DO NOTHING
+          RETURNING "xpEarned"),
+        "raised" AS (
+          UPDATE "User" SET "xp" = "xp" + ${entry.xpEarned}
+          WHERE "id" = ${entry.userId} AND EXISTS (SELECT 1 FROM "entry")
+          RETURNING "xp")
+        SELECT EXISTS (SELECT 1 FROM "entry") AS "inserted",
+          COALESCE((SELECT "xp" FROM "raised"), (SELECT "xp" FROM "User" WHERE "id" = ${entry.userId})) AS "xp",
+          (SELECT json_object_agg("type", "n") FROM
+            (SELECT "type", count(*)::int AS "n" FROM "Activity" WHERE "userId" = ${entry.userId} GROUP BY "type") AS "c") AS "counts",
+          (SELECT array_agg("badgeId") FROM "UserBadge" WHERE "userId" = ${entry.userId}) AS "held"`;
+      const counts = { ...(row?.counts ?? {}) };
+      if (row?.inserted) counts[entry.type] = (counts[entry.type] ?? 0) + 1;
+      return { inserted: row?.inserted ?? false, xp: Number(row?.xp ?? 0), counts, held: new Set(row?.held ?? []) };
+    },
+
     /** Inserts an activity entry once per (user, type, sourceId); false when it existed. */
     async insertActivity(
       tx: Tx,
@@ -63,14 +92,6 @@ export function createXpRepo({ db, clock }: { db: Db; clock?: Pick<Clock, "now">
       });
       return count === 1;
     },
-
-    async activityCounts(tx: Tx, userId: string): Promise<Record<string, number>> {
-      const groups = await tx.activity.groupBy({ by: ["type"], where: { userId }, _count: { _all: true } });
-      return Object.fromEntries(groups.map((group) => [group.type, group._count._all]));
-    },
-
-    heldBadges: async (tx: Tx, userId: string) =>
-      new Set((await tx.userBadge.findMany({ where: { userId }, select: { badgeId: true } })).map((b) => b.badgeId)),
 
     grantBadges: (tx: Tx, userId: string, badgeIds: string[], now: Date) =>
       tx.userBadge.createMany({ data: badgeIds.map((badgeId) => ({ userId, badgeId, earnedAt: now })), skipDuplicates: true }),

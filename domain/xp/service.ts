@@ -59,7 +59,7 @@ export function createXpService(deps: XpServiceDeps) {
    */
   async function awardXp(tx: Tx, userId: string, award: XpAward, now: Date = deps.clock.now()): Promise<XpAwardResult> {
     if (!Number.isInteger(award.xp) || award.xp < 0) throw new RangeError("xp must be a non-negative integer");
-    const inserted = await repo.insertActivity(tx, {
+    const added = await repo.addXpActivity(tx, {
       userId,
       type: award.type,
       description: award.description,
@@ -67,11 +67,10 @@ export function createXpService(deps: XpServiceDeps) {
       sourceId: award.sourceId,
       now,
     });
-    if (!inserted) {
-      const user = await tx.user.findUniqueOrThrow({ where: { id: userId }, select: { xp: true } });
-      return { awarded: false, xp: user.xp, level: LEVELS[levelIndexFor(user.xp)]!.name, levelsReached: [], badgesEarned: [] };
+    if (!added.inserted) {
+      return { awarded: false, xp: added.xp, level: LEVELS[levelIndexFor(added.xp)]!.name, levelsReached: [], badgesEarned: [] };
     }
-    const user = await tx.user.update({ where: { id: userId }, data: { xp: { increment: award.xp } }, select: { xp: true } });
+    const user = { xp: added.xp };
     const before = levelIndexFor(user.xp - award.xp);
     const after = levelIndexFor(user.xp);
     const levelsReached = LEVELS.slice(before + 1, after + 1).map((level) => level.name);
@@ -98,8 +97,8 @@ export function createXpService(deps: XpServiceDeps) {
       ),
     );
 
-    const counts = await repo.activityCounts(tx, userId);
-    const held = await repo.heldBadges(tx, userId);
+    // Counts and badges as the award's statement read them: level_up entries count for no badge.
+    const { counts, held } = added;
     const earned = BADGES.filter((badge) => !held.has(badge.id) && badge.earned({ counts, levelIndex: after }));
     if (earned.length > 0) {
       await repo.grantBadges(
