@@ -19,6 +19,7 @@ import { buildOpenApiDocument } from "./http/openapi.js";
 import { createRateLimiter } from "./http/rate-limit.js";
 import { requestLog } from "./http/request-log.js";
 import { mountRoutes, type RouteSpec } from "./http/route.js";
+import { loanRoutes } from "./loans/routes.js";
 import { trustScoreRoutes } from "./trust-score/routes.js";
 import { userRoutes } from "./users/routes.js";
 import { vaultRoutes } from "./vault/routes.js";
@@ -29,7 +30,7 @@ export interface AppDeps extends HealthDeps {
   chain: { provider: Pick<JsonRpcProvider, "getBlockNumber" | "send">; chainId: number };
   config: Pick<Config, "auth" | "dataDir" | "isProduction" | "trustProxy">;
   /** The domain services (domain/services.ts), built once per process. */
-  services: Pick<Services, "users" | "apiKeys" | "xp" | "trust" | "idempotency" | "sandbox" | "vault" | "payer">;
+  services: Pick<Services, "users" | "apiKeys" | "xp" | "trust" | "idempotency" | "sandbox" | "vault" | "payer" | "loans" | "fundsLoans">;
   /** Rate-limit counters shared across API processes (REDIS_URL); in-process otherwise. */
   redis?: Redis;
 }
@@ -78,6 +79,7 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
   // One registry of route definitions: mounted, validated and documented the same way.
   // Later domains (loans, vault, ...) add their `xxxRoutes(deps)` here.
   const routes: RouteSpec[] = [...userRoutes({ users, xp }), ...trustScoreRoutes({ trust }), ...apiKeyRoutes({ apiKeys })];
+  routes.push(...loanRoutes({ loans: deps.services.loans }));
   if (deps.services.vault) routes.push(...vaultRoutes({ vault: deps.services.vault }));
   if (config.auth.devProvider) {
     const identity = await createDevIdentityProvider({
@@ -86,7 +88,8 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
       audience: config.auth.audience,
       clock,
     });
-    routes.push(...devRoutes({ identity, clock, chain: deps.chain, users, sandbox: deps.services.sandbox }));
+    const loans = deps.services.fundsLoans ? deps.services.loans : undefined;
+    routes.push(...devRoutes({ identity, clock, chain: deps.chain, users, sandbox: deps.services.sandbox, loans }));
   }
   let document: unknown;
   routes.push(

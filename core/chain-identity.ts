@@ -25,6 +25,8 @@ export const CHAIN_DERIVED_TABLES = [
   // The service's sent transactions and its accounts' nonces belong to the old chain.
   "ChainTransaction",
   "SenderNonce",
+  // Loan requests name the old chain's pool; a funded one's loan is gone with it.
+  "LoanRequest",
   // The sandbox's clock offset pairs with the chain's time: a new embedded chain starts at real time.
   "ServiceClock",
 ] as const;

@@ -13,6 +13,7 @@ import { createApiKeysService } from "./api-keys/service.js";
 import type { Db } from "./db.js";
 import { createIdempotencyRepo } from "./idempotency/repo.js";
 import { createLoansRepo } from "./loans/repo.js";
+import { createLoansService } from "./loans/service.js";
 import { createRewardsConsumer } from "./rewards/consumer.js";
 import { createSandboxService } from "./sandbox/service.js";
 import { guardiansOfOwner } from "./social-vault/repo.js";
@@ -59,6 +60,8 @@ export interface ServiceDeps {
     /** A sent transaction unmined this long is replaced with higher fees. */
     replaceAfterMs?: number;
   };
+  /** LOAN_FUNDING_DELAY_S: how old a loan request is before the pool funds it by itself (default 60). */
+  loanFundingDelaySeconds?: number;
 }
 
 /** What users may call through the relay: the platform contracts' user functions, nothing else. */
@@ -73,11 +76,12 @@ function relayAllowList(deployment: Deployment) {
   return (to: string, data: string) => allowed.get(to.toLowerCase())?.has(data.slice(0, 10)) ?? false;
 }
 
-export function createServices({ db, clock, wallets, cacheReads, logger, chain }: ServiceDeps) {
+export function createServices({ db, clock, wallets, cacheReads, logger, chain, loanFundingDelaySeconds = 60 }: ServiceDeps) {
   const cacheClock = cacheReads ? clock : undefined;
   const usersRepo = createUsersRepo({ db, clock: cacheClock });
   const xpRepo = createXpRepo({ db, clock: cacheClock });
   const vaultRepo = createVaultRepo({ db });
+  const loansRepo = createLoansRepo({ db });
   const apiKeysRepo = createApiKeysRepo({ db });
   /** Drops this process's cached row and badges of a user; called after committing a write to them. */
   const invalidateUser = (userId: string) => {
@@ -101,13 +105,23 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain }
     wallets,
     clock,
     xp,
-    loans: createLoansRepo({ db }),
+    loans: loansRepo,
     vault: vaultRepo,
     guardiansOf: (wallet, now) => guardiansOfOwner(db.prisma, wallet, now),
   });
   const apiKeys = createApiKeysService({ repo: apiKeysRepo, users: usersRepo, clock });
   const rewards = createRewardsConsumer({ db, xp, trust, invalidateUser, logger });
   const onChain = chain ? moneyServices(chain) : undefined;
+  const loans = createLoansService({
+    db,
+    clock,
+    repo: loansRepo,
+    xp,
+    invalidateUser,
+    logger,
+    chain: onChain?.loanBook,
+    fundingDelaySeconds: loanFundingDelaySeconds,
+  });
 
   /** The services that send transactions, built only where the process has a chain. */
   function moneyServices(chain: NonNullable<ServiceDeps["chain"]>) {
@@ -155,7 +169,8 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain }
       logger,
     });
     const sandbox = createSandboxService({ sender, usdc: chain.mockUsdc ? usdc : null, vault: stakingVault, operator: sender.address });
-    return { sender, vault, payer, sandbox, mirror };
+    const loanBook = { chainId: chain.chainId, loanBook: contract("loanBook"), sender, mirror };
+    return { sender, vault, payer, sandbox, mirror, loanBook };
   }
 
   return {
@@ -170,6 +185,10 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain }
     sender: onChain?.sender,
     /** Writes' wait for the mirror (read-your-writes; attachIndexer joins an indexer of this process). */
     mirror: onChain?.mirror,
+    /** Loans for borrowers; funding needs a chain (the job and the sandbox's /dev/loans/{loanId}/fund). */
+    loans,
+    /** Whether this process can fund loans (it has the pool's operator on a chain). */
+    fundsLoans: onChain !== undefined,
     /** The staking vault for users (absent in processes without a chain). */
     vault: onChain?.vault,
     /** The paying account's balance against its floor (/health; absent without a chain). */

@@ -36,6 +36,7 @@ export async function apiProcessServices(options: {
       payerLowBalanceWei: config.chain.payerLowBalanceWei,
       replaceAfterMs: config.chain.replaceAfterMs,
     },
+    loanFundingDelaySeconds: config.loanFundingDelaySeconds,
   });
   await services.sender?.reconcile();
   // Logs a warning at start when the paying account is already low.

@@ -7,7 +7,7 @@ export const HOUR_MS = 3_600_000;
 
 export interface PlatformJobDeps {
   /** The domain services of this process (domain/services.ts): in npm start the API's own, so its caches see the jobs' writes. */
-  services: Pick<Services, "rewards" | "trust" | "eraseDueAccounts">;
+  services: Pick<Services, "rewards" | "trust" | "eraseDueAccounts" | "loans" | "fundsLoans">;
 }
 
 /**
@@ -16,8 +16,25 @@ export interface PlatformJobDeps {
  * Later jobs (loan funding, overdue checks, webhook deliveries) are added to this list.
  */
 export function createPlatformJobs({ services }: PlatformJobDeps): Job[] {
-  const { rewards, trust } = services;
+  const { rewards, trust, loans } = services;
+  const lending: Job[] = services.fundsLoans
+    ? [
+        {
+          // The lending pool funds requests once they are LOAN_FUNDING_DELAY_S old, oldest first,
+          // while its liquidity allows; requests past their expiry lapse. Only where this process
+          // holds the pool's operator on a chain (npm start).
+          name: "loans.fund",
+          intervalMs: 5_000,
+          retryMs: 10_000,
+          run: async (now) => {
+            const done = await loans.fundDue(now);
+            return { changed: done.funded + done.lapsed, ...done };
+          },
+        },
+      ]
+    : [];
   return [
+    ...lending,
     {
       // XP and Trust Score inputs (volume, repayments, late payments, defaults, guardians) for the
       // chain facts the indexer recorded, whether the API or a wallet sent the transaction.

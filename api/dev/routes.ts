@@ -1,9 +1,11 @@
 import type { JsonRpcProvider } from "ethers";
 import type { Clock } from "../../core/clock.js";
+import type { LoansService } from "../../domain/loans/service.js";
 import type { SandboxService } from "../../domain/sandbox/service.js";
 import type { UsersService } from "../../domain/users/service.js";
 import { AppError } from "../http/errors.js";
 import { defineRoute, type RouteSpec } from "../http/route.js";
+import { loanDetail, loanIdParams } from "../loans/schemas.js";
 import type { DevIdentityProvider } from "./identity-provider.js";
 import {
   advanceBody,
@@ -27,12 +29,32 @@ export interface DevRouteDeps {
   users: Pick<UsersService, "setPlan">;
   /** The money sandbox; absent where this process sends no transactions. */
   sandbox?: SandboxService;
+  /** Loans, funded by /dev/loans/{loanId}/fund where this process sends transactions. */
+  loans?: Pick<LoansService, "fundNow">;
 }
 
 const TAG = "Sandbox (development only)";
 
 /** The sandbox of run-and-sandbox.md section 3 that belongs to the API; never mounted in production. */
-export function devRoutes({ identity, clock, chain, users, sandbox }: DevRouteDeps): RouteSpec[] {
+export function devRoutes({ identity, clock, chain, users, sandbox, loans }: DevRouteDeps): RouteSpec[] {
+  const lending: RouteSpec[] = loans
+    ? [
+        defineRoute({
+          method: "post",
+          path: "/dev/loans/{loanId}/fund",
+          operationId: "devFundLoan",
+          tag: TAG,
+          summary: "Fund a pending loan now, as the pool's funding job would",
+          description:
+            "The same code as the funding job: the pool's operator sends fundLoan, the borrower's managed wallet receives netAmount, and the answer (the loan's detail) waits for the mirror. Idempotent by the loan id: calling it for a funded loan answers its detail and sends nothing. 409 CONFLICT for a cancelled or lapsed request; 400 INSUFFICIENT_LIQUIDITY when the pool cannot fund it now (it stays pending).",
+          auth: "none",
+          params: loanIdParams,
+          response: loanDetail,
+          errors: ["LOAN_NOT_FOUND", "CONFLICT", "INSUFFICIENT_LIQUIDITY"],
+          handler: async ({ params }) => ({ data: await loans.fundNow(params.loanId) }),
+        }),
+      ]
+    : [];
   const money: RouteSpec[] = sandbox
     ? [
         defineRoute({
@@ -71,6 +93,7 @@ export function devRoutes({ identity, clock, chain, users, sandbox }: DevRouteDe
     : [];
   return [
     ...money,
+    ...lending,
     defineRoute({
       method: "post",
       path: "/dev/token",

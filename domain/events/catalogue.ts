@@ -71,6 +71,21 @@ export const EVENT_CATALOGUE = {
     data: z.object({ amount: usdc2, totalYield: usdc2, newExchangeRate: z.number(), txHash }),
     raw: z.object({ amount: integerAmount, totalYield: integerAmount, exchangeRate: integerAmount }),
   }),
+  "loan.created": defineEvent({
+    source: "service",
+    description: "A borrower asked for a loan; it is pending until the pool funds it.",
+    data: z.object({
+      loanId: z.string(),
+      userId: z.string(),
+      amount: z.number(),
+      netAmount: z.number(),
+      duration: z.number().int(),
+      interestRate: z.number(),
+      totalRepayment: z.number(),
+      expiresAt: isoTime,
+    }),
+    raw: z.object({ amount: integerAmount, interest: integerAmount, insuranceFee: integerAmount }),
+  }),
   "loan.funded": defineEvent({
     source: "chain",
     description: "The pool funded a loan; the borrower received netAmount.",

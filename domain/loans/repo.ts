@@ -1,15 +1,216 @@
-// Loans as the chain knows them: the indexer's LoanChainState, read-only here (the indexer is
-// the mirror's only writer). Pending and cancelled requests join them when the loans domain
-// stores its own.
+// Loans as the API shows them: the borrower's requests (LoanRequest, written here) joined with
+// the chain's loans (LoanChainState, the indexer's, read-only here) by the loan id the chain
+// carries as its ref. A loan funded outside the API (its ref is no request's) still shows, from
+// the chain alone.
 import { MIRRORED_CHAIN_ID_SQL } from "../../core/chain-identity.js";
 import { usdcNumber } from "../../core/money.js";
-import type { Db } from "../db.js";
+import type { Db, Tx } from "../db.js";
 import { loanIdFromRef } from "./ids.js";
 
+/** The chain's `ref` of a request, computed in SQL: its UUID's 16 bytes, left-aligned in a bytes32 (domain/loans/ids.ts). */
+const REF_OF_REQUEST = `'0x' || replace(r."id"::text, '-', '') || repeat('0', 32)`;
+
+/** A loan as one row, money in micro-USDC, whichever of the two tables it comes from. */
+export interface LoanRow {
+  /** The request's id, or the chain loan's ref (loanIdFromRef gives the API id). */
+  id: string | null;
+  ref: string | null;
+  userId: string | null;
+  requestStatus: string | null;
+  chainStatus: string | null;
+  chainLoanId: bigint | null;
+  amount: bigint;
+  insuranceFee: bigint;
+  interest: bigint;
+  interestRateBps: number | null;
+  durationDays: number;
+  purpose: string | null;
+  createdAt: Date;
+  expiresAt: Date | null;
+  cancelledAt: Date | null;
+  fundedAt: Date | null;
+  dueDate: Date | null;
+  totalPaid: bigint | null;
+  remainingBalance: bigint | null;
+  fundTxHash: string | null;
+}
+
+/** What a new request needs to know of the borrower's loans, read under the borrower's row lock. */
+export interface BorrowerStanding {
+  openLoans: number;
+  overdue: boolean;
+  lastDefaultAt: Date | null;
+}
+
+const SELECT_LOANS = `
+  SELECT r."id"::text AS "id", c."ref", r."userId", r."status" AS "requestStatus", c."status" AS "chainStatus",
+         c."loanId" AS "chainLoanId",
+         COALESCE(c."principal", r."amount") AS "amount", COALESCE(c."insuranceFee", r."insuranceFee") AS "insuranceFee",
+         COALESCE(c."interest", r."interest") AS "interest", r."interestRateBps",
+         COALESCE(c."durationDays", r."durationDays") AS "durationDays", r."purpose",
+         COALESCE(r."createdAt", c."fundedAt") AS "createdAt", r."expiresAt", r."cancelledAt",
+         c."fundedAt", c."dueDate", c."totalPaid", c."remainingBalance", COALESCE(c."fundTxHash", r."fundTxHash") AS "fundTxHash"
+    FROM "LoanRequest" r
+    LEFT JOIN "LoanChainState" c ON c."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND c."ref" = ${REF_OF_REQUEST}
+   WHERE r."userId" = $1
+  UNION ALL
+  SELECT NULL, c."ref", NULL, NULL, c."status", c."loanId", c."principal", c."insuranceFee", c."interest", NULL,
+         c."durationDays", NULL, c."fundedAt", NULL, NULL, c."fundedAt", c."dueDate", c."totalPaid", c."remainingBalance", c."fundTxHash"
+    FROM "LoanChainState" c
+   WHERE c."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND c."borrower" = $2
+     AND NOT EXISTS (SELECT 1 FROM "LoanRequest" r WHERE ${REF_OF_REQUEST} = c."ref")`;
+
+/** A loan's states (service-spec part 3). */
+export const LOAN_STATUSES = ["pending", "active", "repaid", "overdue", "defaulted", "cancelled"] as const;
+export type LoanStatus = (typeof LOAN_STATUSES)[number];
+
+/** The API status of a loan row at `now` (service-spec part 3): the chain's once funded and mirrored. */
+export function loanStatus(row: Pick<LoanRow, "chainStatus" | "requestStatus" | "expiresAt">, now: Date): LoanStatus {
+  if (row.chainStatus) return row.chainStatus as LoanStatus;
+  if (row.requestStatus === "cancelled") return "cancelled";
+  // A request still waiting at its expiry lapsed, whether or not the job has marked it yet; one
+  // being funded (or funded, not yet mirrored) is pending until the mirror has the loan.
+  if (row.requestStatus === "pending" && row.expiresAt && row.expiresAt <= now) return "cancelled";
+  return "pending";
+}
+
+const toRow = (raw: Record<string, unknown>): LoanRow => ({
+  id: raw.id as string | null,
+  ref: raw.ref as string | null,
+  userId: raw.userId as string | null,
+  requestStatus: raw.requestStatus as string | null,
+  chainStatus: raw.chainStatus as string | null,
+  chainLoanId: raw.chainLoanId === null ? null : BigInt(raw.chainLoanId as bigint),
+  amount: BigInt(raw.amount as bigint),
+  insuranceFee: BigInt(raw.insuranceFee as bigint),
+  interest: BigInt(raw.interest as bigint),
+  interestRateBps: raw.interestRateBps === null ? null : Number(raw.interestRateBps),
+  durationDays: Number(raw.durationDays),
+  purpose: raw.purpose as string | null,
+  createdAt: raw.createdAt as Date,
+  expiresAt: raw.expiresAt as Date | null,
+  cancelledAt: raw.cancelledAt as Date | null,
+  fundedAt: raw.fundedAt as Date | null,
+  dueDate: raw.dueDate as Date | null,
+  totalPaid: raw.totalPaid === null ? null : BigInt(raw.totalPaid as bigint),
+  remainingBalance: raw.remainingBalance === null ? null : BigInt(raw.remainingBalance as bigint),
+  fundTxHash: raw.fundTxHash as string | null,
+});
+
+/** The API's loan id of a row. */
+export const loanIdOf = (row: Pick<LoanRow, "id" | "ref">) => row.id ?? loanIdFromRef(row.ref!);
+
 export function createLoansRepo({ db }: { db: Db }) {
+  const { prisma } = db;
   return {
     /** A borrower's loans, newest first, money as the spec's loan numbers and ids as the API's loan ids (account export). */
     chainLoansOf: (borrowerWallet: string) => chainLoansOf(db, borrowerWallet),
+
+    /** Every loan of a user (requests and chain loans of their wallet), newest first. */
+    async loansOf(userId: string, wallet: string): Promise<LoanRow[]> {
+      const rows = await prisma.$queryRawUnsafe<Record<string, unknown>[]>(
+        `${SELECT_LOANS} ORDER BY "createdAt" DESC, "id" DESC NULLS LAST`,
+        userId,
+        wallet.toLowerCase(),
+      );
+      return rows.map(toRow);
+    },
+
+    /** Locks the borrower's user row for the rest of `tx`: one new request at a time per user, so the loan cap holds. */
+    async lockBorrower(tx: Tx, userId: string): Promise<void> {
+      await tx.$queryRaw`SELECT 1 FROM "User" WHERE "id" = ${userId} FOR UPDATE`;
+    },
+
+    /** The borrower's open loans (waiting requests and active or overdue chain loans), overdue and last default, at `now`. */
+    async standing(tx: Tx, userId: string, wallet: string, now: Date): Promise<BorrowerStanding> {
+      const [row] = await tx.$queryRawUnsafe<{ waiting: number; open: number; overdue: boolean; lastDefaultAt: Date | null }[]>(
+        `SELECT
+           (SELECT count(*)::int FROM "LoanRequest" r
+             WHERE r."userId" = $1 AND ((r."status" = 'pending' AND r."expiresAt" > $3::timestamp(3)) OR r."status" = 'funding'
+               OR (r."status" = 'funded' AND NOT EXISTS (SELECT 1 FROM "LoanChainState" c WHERE c."ref" = ${REF_OF_REQUEST})))) AS "waiting",
+           (SELECT count(*)::int FROM "LoanChainState" c
+             WHERE c."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND c."borrower" = $2 AND c."status" IN ('active', 'overdue')) AS "open",
+           EXISTS (SELECT 1 FROM "LoanChainState" c
+             WHERE c."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND c."borrower" = $2
+               AND (c."status" = 'overdue' OR (c."status" = 'active' AND c."dueDate" < $3::timestamp(3)))) AS "overdue",
+           (SELECT max(c."closedAt") FROM "LoanChainState" c
+             WHERE c."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND c."borrower" = $2 AND c."status" = 'defaulted') AS "lastDefaultAt"`,
+        userId,
+        wallet.toLowerCase(),
+        now.toISOString(),
+      );
+      return { openLoans: Number(row!.waiting) + Number(row!.open), overdue: row!.overdue, lastDefaultAt: row!.lastDefaultAt };
+    },
+
+    insertRequest: (
+      tx: Tx,
+      request: {
+        id: string;
+        userId: string;
+        borrower: string;
+        chainId: number;
+        amount: bigint;
+        insuranceFee: bigint;
+        interest: bigint;
+        interestRateBps: number;
+        durationDays: number;
+        purpose: string | null;
+        createdAt: Date;
+        expiresAt: Date;
+      },
+    ) => tx.loanRequest.create({ data: { ...request, borrower: request.borrower.toLowerCase(), status: "pending" } }),
+
+    /** Cancels a waiting request of the user (one conditional update: a funder's claim and a cancel never both win). */
+    async cancel(userId: string, loanId: string, now: Date): Promise<boolean> {
+      const { count } = await prisma.loanRequest.updateMany({
+        where: { id: loanId, userId, status: "pending", expiresAt: { gt: now } },
+        data: { status: "cancelled", cancelReason: "user", cancelledAt: now },
+      });
+      return count === 1;
+    },
+
+    /** Marks requests still waiting at their expiry as cancelled (reason `expired`, at their expiry). */
+    async lapse(now: Date): Promise<number> {
+      return prisma.$executeRaw`
+        UPDATE "LoanRequest" SET "status" = 'cancelled', "cancelReason" = 'expired', "cancelledAt" = "expiresAt"
+         WHERE "status" = 'pending' AND "expiresAt" <= ${now.toISOString()}::timestamp(3)`;
+    },
+
+    /**
+     * Claims a request for funding: a waiting one, or one whose earlier claim is older than
+     * `staleBefore` (its funder died; the sender finds any transaction it recorded by the loan id).
+     */
+    async claim(loanId: string, now: Date, staleBefore: Date) {
+      const rows = await prisma.$queryRaw<{ id: string }[]>`
+        UPDATE "LoanRequest" SET "status" = 'funding', "claimedAt" = ${now.toISOString()}::timestamp(3)
+         WHERE "id" = ${loanId}::uuid AND (("status" = 'pending' AND "expiresAt" > ${now.toISOString()}::timestamp(3))
+            OR ("status" = 'funding' AND "claimedAt" < ${staleBefore.toISOString()}::timestamp(3)))
+         RETURNING "id"::text`;
+      return rows.length === 1 ? prisma.loanRequest.findUniqueOrThrow({ where: { id: loanId } }) : null;
+    },
+
+    /** Gives a claimed request back (the pool could not fund it now). */
+    release: (loanId: string) =>
+      prisma.loanRequest.updateMany({ where: { id: loanId, status: "funding" }, data: { status: "pending", claimedAt: null } }),
+
+    markFunded: (loanId: string, txHash: string) =>
+      prisma.loanRequest.updateMany({ where: { id: loanId, status: "funding" }, data: { status: "funded", fundTxHash: txHash } }),
+
+    /** Waiting requests at least `fundingDelay` old at `now`, oldest first (the funding job's queue). */
+    dueForFunding: (now: Date, createdBefore: Date, staleBefore: Date, limit: number) =>
+      prisma.loanRequest.findMany({
+        where: {
+          OR: [
+            { status: "pending", createdAt: { lte: createdBefore }, expiresAt: { gt: now } },
+            { status: "funding", claimedAt: { lt: staleBefore } },
+          ],
+        },
+        orderBy: { createdAt: "asc" },
+        take: limit,
+        select: { id: true },
+      }),
+
+    request: (loanId: string) => prisma.loanRequest.findUnique({ where: { id: loanId } }),
   };
 }
 

@@ -1,0 +1,357 @@
+// Peer-to-peer loans for borrowers: eligibility by Trust Score tier, requests (pending until the
+// pool funds them), the list and detail views, cancellation, and funding by the pool through the
+// one transaction sender (a job once a request is LOAN_FUNDING_DELAY_S old, or the sandbox at
+// once, the same code). Money in bigint micro-USDC, formatted only in the views.
+import { randomUUID } from "node:crypto";
+import type { Contract } from "ethers";
+import type { Clock } from "../../core/clock.js";
+import type { Logger } from "../../core/logger.js";
+import { usdcNumber } from "../../core/money.js";
+import type { Db } from "../db.js";
+import { AppError } from "../errors.js";
+import { domainEvent, recordEvents } from "../events/outbox.js";
+import type { MirrorWait } from "../transactions/read-your-writes.js";
+import { TransactionRevertedError, type TransactionSender } from "../transactions/sender.js";
+import { tierFor } from "../trust-score/rules.js";
+import type { UserRecord } from "../users/repo.js";
+import type { XpService } from "../xp/service.js";
+import { refFromLoanId } from "./ids.js";
+import { type LoanRow, type LoansRepo, loanIdOf, loanStatus } from "./repo.js";
+import { loanTerms } from "./terms.js";
+
+/** Open loans (waiting requests, active and overdue loans) a borrower may have at once (the spec's example). */
+export const MAX_ACTIVE_LOANS = 3;
+/** The lowest Trust Score that may borrow: a user with no history at all (score 0) may not. */
+export const MIN_LOAN_SCORE = 5;
+/** A default blocks new loans for this long (the spec's figure). */
+export const RECENT_DEFAULT_DAYS = 90;
+/** How long a request waits for funding before it lapses (becomes cancelled). */
+export const REQUEST_LIFETIME_HOURS = 72;
+/** The shortest and longest terms (the spec's 7 to 90 days; the tier caps the longest further). */
+export const MIN_DURATION_DAYS = 7;
+export const MAX_DURATION_DAYS = 90;
+/** The smallest loan: below it the fee and interest round to nothing worth a transaction. */
+export const MIN_LOAN_MICRO = 1_000_000n;
+/** How long a funder's claim on a request stands before another funder may retry it (its sender waits 60 s for a receipt). */
+const CLAIM_STALE_MS = 120_000;
+const DAY_MS = 86_400_000;
+
+export type Restriction = "SCORE_TOO_LOW" | "MAX_LOANS_REACHED" | "OVERDUE_LOAN" | "RECENT_DEFAULT";
+
+export interface LoansServiceDeps {
+  db: Db;
+  clock: Pick<Clock, "now">;
+  repo: LoansRepo;
+  xp: Pick<XpService, "awardXp">;
+  invalidateUser(userId: string): void;
+  logger?: Pick<Logger, "warn" | "info">;
+  /** The pool's side: absent in processes without a chain (they serve reads and requests only). */
+  chain?: {
+    chainId: number;
+    loanBook: Contract;
+    sender: Pick<TransactionSender, "send">;
+    mirror: Pick<MirrorWait, "untilIndexed">;
+  };
+  /** LOAN_FUNDING_DELAY_S: how old a request is before the pool funds it by itself. */
+  fundingDelaySeconds: number;
+}
+
+const rate = (bps: number) => bps / 10_000;
+
+export function createLoansService(deps: LoansServiceDeps) {
+  const { db, repo } = deps;
+
+  /** A borrower's standing and what it allows, at `now` (read inside `tx` when given). */
+  function eligibilityFrom(user: UserRecord, standing: { openLoans: number; overdue: boolean; lastDefaultAt: Date | null }, now: Date) {
+    const tier = tierFor(user.trustScore);
+    const restrictions: Restriction[] = [];
+    if (user.trustScore < MIN_LOAN_SCORE) restrictions.push("SCORE_TOO_LOW");
+    if (standing.openLoans >= MAX_ACTIVE_LOANS) restrictions.push("MAX_LOANS_REACHED");
+    if (standing.overdue) restrictions.push("OVERDUE_LOAN");
+    if (standing.lastDefaultAt && now.getTime() - standing.lastDefaultAt.getTime() < RECENT_DEFAULT_DAYS * DAY_MS) {
+      restrictions.push("RECENT_DEFAULT");
+    }
+    return {
+      eligible: restrictions.length === 0,
+      trustScore: user.trustScore,
+      tier: tier.tier,
+      maxAmount: tier.maxAmount,
+      maxDuration: tier.maxDuration,
+      currentLoans: standing.openLoans,
+      maxActiveLoans: MAX_ACTIVE_LOANS,
+      interestRate: tier.interestRate,
+      restrictions,
+    };
+  }
+
+  function detailView(row: LoanRow, now: Date) {
+    const status = loanStatus(row, now);
+    const totalRepayment = row.amount + row.interest;
+    const funded = row.chainStatus !== null;
+    const remaining = funded ? row.remainingBalance! : status === "pending" ? totalRepayment : 0n;
+    // From the funding at the earliest: a development chain's block time may run a few seconds
+    // ahead of the service clock.
+    const from = Math.max(now.getTime(), row.fundedAt?.getTime() ?? 0);
+    const daysRemaining =
+      row.dueDate && (status === "active" || status === "overdue") ? Math.max(0, Math.ceil((row.dueDate.getTime() - from) / DAY_MS)) : null;
+    return {
+      id: loanIdOf(row),
+      borrower: row.userId,
+      status,
+      amount: usdcNumber(row.amount),
+      netAmount: usdcNumber(row.amount - row.insuranceFee),
+      insuranceFee: usdcNumber(row.insuranceFee),
+      duration: row.durationDays,
+      interestRate:
+        row.interestRateBps === null ? Number((Number(row.interest) / Number(row.amount)).toFixed(4)) : rate(row.interestRateBps),
+      totalRepayment: usdcNumber(totalRepayment),
+      purpose: row.purpose,
+      amountPaid: usdcNumber(row.totalPaid ?? 0n),
+      remainingBalance: usdcNumber(remaining),
+      createdAt: row.createdAt.toISOString(),
+      expiresAt: row.expiresAt?.toISOString() ?? null,
+      fundedAt: row.fundedAt?.toISOString() ?? null,
+      dueDate: row.dueDate?.toISOString() ?? null,
+      daysRemaining,
+      cancelledAt: status === "cancelled" ? (row.cancelledAt ?? row.expiresAt)!.toISOString() : null,
+      txHash: row.fundTxHash,
+    };
+  }
+
+  async function rowOf(user: UserRecord, loanId: string): Promise<LoanRow> {
+    const rows = await repo.loansOf(user.id, user.walletAddress!);
+    const row = rows.find((candidate) => loanIdOf(candidate) === loanId.toLowerCase());
+    // Another user's loan is as unknown as a missing one.
+    if (!row) throw new AppError("LOAN_NOT_FOUND", "Loan not found");
+    return row;
+  }
+
+  /**
+   * Funds a claimed request through the sender as the pool's operator (`fundLoan`), then waits
+   * for the mirror. A refusal the pool can outgrow (liquidity, pause) gives the claim back.
+   */
+  async function fundClaimed(loanId: string): Promise<"funded" | "waiting"> {
+    const chain = deps.chain;
+    if (!chain) throw new Error("this process has no chain to fund loans on");
+    const request = (await repo.request(loanId))!;
+    try {
+      const sent = await chain.sender.send({
+        purpose: "loan.fund",
+        userId: request.userId,
+        idempotencyKey: loanId,
+        to: chain.loanBook.target as string,
+        data: chain.loanBook.interface.encodeFunctionData("fundLoan", [
+          refFromLoanId(loanId),
+          request.borrower,
+          request.amount,
+          request.interest,
+          request.insuranceFee,
+          request.durationDays,
+        ]),
+      });
+      await repo.markFunded(loanId, sent.txHash);
+      await chain.mirror.untilIndexed(sent.blockNumber);
+      return "funded";
+    } catch (error) {
+      if (error instanceof TransactionRevertedError && error.revert?.name === "LoanBookDuplicateRef") {
+        // Funded already (the chain has this ref): only the request's status was behind.
+        await repo.markFunded(loanId, request.fundTxHash ?? "");
+        return "funded";
+      }
+      await repo.release(loanId);
+      if (error instanceof TransactionRevertedError) {
+        deps.logger?.info({ loanId, revert: error.revert?.name ?? error.message }, "the pool cannot fund this loan now; it waits");
+        return "waiting";
+      }
+      throw error;
+    }
+  }
+
+  return {
+    async eligibility(user: UserRecord) {
+      const now = deps.clock.now();
+      const standing = await db.prisma.$transaction((tx) => repo.standing(tx, user.id, user.walletAddress!, now));
+      return eligibilityFrom(user, standing, now);
+    },
+
+    /**
+     * A new request at the tier's terms, checked and written under the borrower's row lock, so
+     * concurrent requests never pass the cap of open loans together. Records `loan.created` and
+     * the `loan_created` activity (no XP: asking is not an achievement) in the same transaction.
+     */
+    async request(user: UserRecord, input: { amount: bigint; duration: number; purpose?: string }) {
+      const now = deps.clock.now();
+      const tier = tierFor(user.trustScore);
+      const id = randomUUID();
+      const expiresAt = new Date(now.getTime() + REQUEST_LIFETIME_HOURS * 3_600_000);
+      await db.prisma.$transaction(async (tx) => {
+        await repo.lockBorrower(tx, user.id);
+        const eligibility = eligibilityFrom(user, await repo.standing(tx, user.id, user.walletAddress!, now), now);
+        if (!eligibility.eligible) {
+          throw new AppError("NOT_ELIGIBLE", `Not eligible for a loan now: ${eligibility.restrictions.join(", ")}`, {
+            field: "eligibility",
+            reason: eligibility.restrictions.join(","),
+          });
+        }
+        if (input.amount < MIN_LOAN_MICRO || input.amount > BigInt(tier.maxAmount) * 1_000_000n) {
+          throw new AppError("INVALID_AMOUNT", `The amount must be from 1 to ${tier.maxAmount} USDC for the ${tier.tier} tier`, {
+            field: "amount",
+            reason: `1 to ${tier.maxAmount} USDC`,
+          });
+        }
+        if (input.duration > tier.maxDuration) {
+          throw new AppError(
+            "INVALID_DURATION",
+            `The duration must be from ${MIN_DURATION_DAYS} to ${tier.maxDuration} days for the ${tier.tier} tier`,
+            {
+              field: "duration",
+              reason: `${MIN_DURATION_DAYS} to ${tier.maxDuration} days`,
+            },
+          );
+        }
+        const terms = loanTerms(input.amount, tier.interestRateBps);
+        await repo.insertRequest(tx, {
+          id,
+          userId: user.id,
+          borrower: user.walletAddress!,
+          chainId: deps.chain?.chainId ?? 0,
+          amount: terms.amount,
+          insuranceFee: terms.insuranceFee,
+          interest: terms.interest,
+          interestRateBps: tier.interestRateBps,
+          durationDays: input.duration,
+          purpose: input.purpose ?? null,
+          createdAt: now,
+          expiresAt,
+        });
+        await deps.xp.awardXp(tx, user.id, { type: "loan_created", description: "Asked for a loan", xp: 0, sourceId: id }, now);
+        await recordEvents(tx, [
+          domainEvent({
+            type: "loan.created",
+            userId: user.id,
+            data: {
+              loanId: id,
+              userId: user.id,
+              amount: usdcNumber(terms.amount),
+              netAmount: usdcNumber(terms.netAmount),
+              duration: input.duration,
+              interestRate: tier.interestRate,
+              totalRepayment: usdcNumber(terms.totalRepayment),
+              expiresAt: expiresAt.toISOString(),
+              raw: { amount: terms.amount, interest: terms.interest, insuranceFee: terms.insuranceFee },
+            },
+            dedupeKey: `loan.created:${id}`,
+            now,
+          }),
+        ]);
+      });
+      deps.invalidateUser(user.id);
+      const view = detailView(await rowOf(user, id), deps.clock.now());
+      return {
+        id: view.id,
+        status: "pending" as const,
+        amount: view.amount,
+        netAmount: view.netAmount,
+        insuranceFee: view.insuranceFee,
+        duration: view.duration,
+        interestRate: view.interestRate,
+        totalRepayment: view.totalRepayment,
+        purpose: view.purpose,
+        createdAt: view.createdAt,
+        expiresAt: view.expiresAt!,
+      };
+    },
+
+    async detail(user: UserRecord, loanId: string) {
+      return detailView(await rowOf(user, loanId), deps.clock.now());
+    },
+
+    /** The user's loans, newest first, optionally of one status; the list view's fields. */
+    async list(user: UserRecord, query: { status?: string; limit: number; offset: number }) {
+      const now = deps.clock.now();
+      const all = (await repo.loansOf(user.id, user.walletAddress!)).map((row) => detailView(row, now));
+      const matching = query.status ? all.filter((loan) => loan.status === query.status) : all;
+      const page = matching.slice(query.offset, query.offset + query.limit);
+      return {
+        data: page.map((loan) => ({
+          id: loan.id,
+          status: loan.status,
+          amount: loan.amount,
+          remainingBalance: loan.remainingBalance,
+          dueDate: loan.dueDate,
+          daysRemaining: loan.daysRemaining,
+        })),
+        pagination: {
+          total: matching.length,
+          limit: query.limit,
+          offset: query.offset,
+          hasMore: query.offset + page.length < matching.length,
+        },
+      };
+    },
+
+    /** Cancels a pending request; a funded loan must be repaid instead. */
+    async cancel(user: UserRecord, loanId: string) {
+      const row = await rowOf(user, loanId);
+      const now = deps.clock.now();
+      const status = loanStatus(row, now);
+      if (status === "repaid") throw new AppError("ALREADY_REPAID", "This loan is already repaid");
+      if (status !== "pending" || !row.id || !(await repo.cancel(user.id, row.id, now))) {
+        throw new AppError("CONFLICT", `Only pending loans can be cancelled; this one is ${loanStatus(await rowOf(user, loanId), now)}`, {
+          field: "loanId",
+          reason: "not pending",
+        });
+      }
+      return { loanId: row.id, status: "cancelled" as const, cancelledAt: now.toISOString() };
+    },
+
+    /**
+     * Funds one request at once (the sandbox's /dev/loans/{loanId}/fund, and the job): the same
+     * claim, transaction and mirror wait. Answers the loan's detail as its borrower sees it.
+     */
+    async fundNow(loanId: string) {
+      const now = deps.clock.now();
+      const request = /^[0-9a-f-]{36}$/i.test(loanId) ? await repo.request(loanId.toLowerCase()) : null;
+      if (!request) throw new AppError("LOAN_NOT_FOUND", "Loan not found");
+      const id = request.id;
+      if (request.status !== "funded") {
+        const claimed = await repo.claim(id, now, new Date(now.getTime() - CLAIM_STALE_MS));
+        if (!claimed) {
+          const status = loanStatus({ chainStatus: null, requestStatus: request.status, expiresAt: request.expiresAt }, now);
+          throw new AppError("CONFLICT", `This loan cannot be funded: it is ${request.status === "funding" ? "being funded" : status}`, {
+            field: "loanId",
+            reason: status,
+          });
+        }
+        if ((await fundClaimed(id)) === "waiting") {
+          throw new AppError("INSUFFICIENT_LIQUIDITY", "The pool cannot fund this loan now (liquidity or pause); it stays pending");
+        }
+      }
+      const owner = await db.prisma.user.findUniqueOrThrow({ where: { id: request.userId } });
+      return detailView(await rowOf(owner, id), deps.clock.now());
+    },
+
+    /**
+     * The funding job: lapses requests past their expiry, then funds the requests that are at
+     * least LOAN_FUNDING_DELAY_S old, oldest first, while the pool can. Returns what it did.
+     */
+    async fundDue(now: Date) {
+      const lapsed = await repo.lapse(now);
+      const due = await repo.dueForFunding(
+        now,
+        new Date(now.getTime() - deps.fundingDelaySeconds * 1_000),
+        new Date(now.getTime() - CLAIM_STALE_MS),
+        20,
+      );
+      let funded = 0;
+      for (const { id } of due) {
+        if (!(await repo.claim(id, now, new Date(now.getTime() - CLAIM_STALE_MS)))) continue;
+        if ((await fundClaimed(id)) === "funded") funded += 1;
+        else break; // the pool is short now: later, smaller requests wait their turn
+      }
+      return { lapsed, funded, waiting: due.length - funded };
+    },
+  };
+}
+
+export type LoansService = ReturnType<typeof createLoansService>;

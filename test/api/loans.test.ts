@@ -1,0 +1,232 @@
+import { randomUUID } from "node:crypto";
+import { expect } from "chai";
+import { ensureChainIdentity } from "../../core/chain-identity.js";
+import { createLogger } from "../../core/logger.js";
+import { usdcNumber } from "../../core/money.js";
+import { loanTerms } from "../../domain/loans/terms.js";
+import { TIERS } from "../../domain/trust-score/rules.js";
+import type { Indexer } from "../../indexer/indexer.js";
+import { deposit as directDeposit } from "../helpers/activity.js";
+import { startTestApi, type TestApi } from "../helpers/api.js";
+import { startTestChain, type TestChain, usdc } from "../helpers/chain.js";
+import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
+import { expectErrorEnvelope } from "../helpers/envelope.js";
+import { testIndexer } from "../helpers/mirror.js";
+
+// Loans over real HTTP: requests at the tier's terms, the cap of open loans under concurrency,
+// funding by the pool's operator on a real chain, and the views joining requests with the mirror.
+
+describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
+  this.timeout(240_000);
+  let chain: TestChain;
+  let db: TestDatabase;
+  let indexer: Indexer;
+  let api: TestApi;
+
+  /** A new user with the given Trust Score (set directly: the score's own rules are tested elsewhere). */
+  async function newBorrower(trustScore: number) {
+    const subject = `borrower-${randomUUID()}`;
+    const token = await api.token(subject, { expiresIn: 86_400 });
+    const me = await api.request("GET", "/v1/users/me", { token });
+    await db.prisma.user.update({ where: { id: me.body.data.id }, data: { trustScore } });
+    api.services.invalidateUser(me.body.data.id);
+    return { subject, token, id: me.body.data.id as string, wallet: me.body.data.walletAddress as string };
+  }
+  const ask = (token: string, body: unknown, key: string = randomUUID()) =>
+    api.request("POST", "/v1/loans", { token, body, headers: { "idempotency-key": key } });
+  const usdcOf = async (wallet: string) => (await chain.contracts.usdc.balanceOf(wallet)) as bigint;
+
+  before(async () => {
+    chain = await startTestChain();
+    db = await createTestDatabase();
+    await ensureChainIdentity(db, chain.deployment, { embedded: true, logger: createLogger("silent") });
+    indexer = testIndexer(db, chain);
+    indexer.start();
+    api = await startTestApi({ chain, db, logger: createLogger(process.env.TEST_LOG_LEVEL ?? "silent") });
+    // Liquidity for the pool: a depositor's USDC in the vault.
+    await directDeposit(chain, await chain.signer(1), usdc(5_000));
+  });
+  after(async () => {
+    await api?.close();
+    await indexer?.stop();
+    await db?.destroy();
+    await chain?.close();
+  });
+
+  it("gives every tier's limits and rate, and the restrictions that stop a borrower", async () => {
+    for (const tier of TIERS) {
+      for (const score of [tier.minScore, tier.maxScore]) {
+        const user = await newBorrower(score);
+        const response = await api.request("GET", "/v1/loans/eligibility", { token: user.token });
+        expect(response.status, response.text).to.equal(200);
+        expect(response.body.data).to.deep.equal({
+          eligible: score >= 5,
+          trustScore: score,
+          tier: tier.tier,
+          maxAmount: tier.maxAmount,
+          maxDuration: tier.maxDuration,
+          currentLoans: 0,
+          maxActiveLoans: 3,
+          interestRate: tier.interestRate,
+          restrictions: score >= 5 ? [] : ["SCORE_TOO_LOW"],
+        });
+      }
+    }
+    const noHistory = await newBorrower(0);
+    expectErrorEnvelope(await ask(noHistory.token, { amount: 10, duration: 7 }), 403, "NOT_ELIGIBLE");
+  });
+
+  it("creates a pending request at the tier's terms: fee, interest and total from the one formula", async () => {
+    const user = await newBorrower(60); // Established: 100 USDC, 30 days, 3 %
+    const response = await ask(user.token, { amount: 99.99, duration: 30, purpose: "bike repair" });
+    expect(response.status, response.text).to.equal(200);
+    const terms = loanTerms(99_990_000n, 300);
+    expect(terms).to.deep.include({ insuranceFee: 9_999_000n, interest: 2_999_700n });
+    const data = response.body.data;
+    expect(data).to.deep.include({
+      status: "pending",
+      amount: 99.99,
+      netAmount: usdcNumber(terms.netAmount),
+      insuranceFee: usdcNumber(terms.insuranceFee),
+      duration: 30,
+      interestRate: 0.03,
+      totalRepayment: usdcNumber(terms.totalRepayment),
+      purpose: "bike repair",
+    });
+    expect(new Date(data.expiresAt).getTime() - new Date(data.createdAt).getTime()).to.equal(72 * 3_600_000);
+
+    const detail = await api.request("GET", `/v1/loans/${data.id}`, { token: user.token });
+    expect(detail.status, detail.text).to.equal(200);
+    expect(detail.body.data).to.deep.include({
+      id: data.id,
+      borrower: user.id,
+      status: "pending",
+      amountPaid: 0,
+      remainingBalance: usdcNumber(terms.totalRepayment),
+      fundedAt: null,
+      dueDate: null,
+      daysRemaining: null,
+      txHash: null,
+    });
+    const activity = await api.request("GET", "/v1/users/me/activity", { token: user.token });
+    expect(activity.body.data.map((a: { type: string }) => a.type)).to.include("loan_created");
+    const events = await db.prisma.domainEvent.findMany({ where: { type: "loan.created", userId: user.id } });
+    expect(events).to.have.length(1);
+  });
+
+  it("refuses amounts and durations outside the tier, and bad input, with the spec's codes", async () => {
+    const user = await newBorrower(40); // Building: 50 USDC, 14 days
+    expectErrorEnvelope(await ask(user.token, { amount: 50.01, duration: 14 }), 400, "INVALID_AMOUNT");
+    expectErrorEnvelope(await ask(user.token, { amount: 0.5, duration: 14 }), 400, "INVALID_AMOUNT");
+    expectErrorEnvelope(await ask(user.token, { amount: 50, duration: 15 }), 400, "INVALID_DURATION");
+    expectErrorEnvelope(await ask(user.token, { amount: 10, duration: 6 }), 400, "VALIDATION_ERROR");
+    expectErrorEnvelope(await ask(user.token, { amount: 10, duration: 7.5 }), 400, "VALIDATION_ERROR");
+    expectErrorEnvelope(await ask(user.token, { amount: 10.0000001, duration: 7 }), 400, "VALIDATION_ERROR");
+    const noKey = await api.request("POST", "/v1/loans", { token: user.token, body: { amount: 10, duration: 7 } });
+    expectErrorEnvelope(noKey, 400, "VALIDATION_ERROR");
+    expect(await db.prisma.loanRequest.count({ where: { userId: user.id } })).to.equal(0);
+  });
+
+  it("never lets concurrent requests pass the cap of 3 open loans", async () => {
+    const user = await newBorrower(90);
+    const answers = await Promise.all(Array.from({ length: 8 }, () => ask(user.token, { amount: 10, duration: 7 })));
+    expect(answers.filter((a) => a.status === 200)).to.have.length(3);
+    for (const refused of answers.filter((a) => a.status !== 200)) expectErrorEnvelope(refused, 403, "NOT_ELIGIBLE");
+    expect(await db.prisma.loanRequest.count({ where: { userId: user.id } })).to.equal(3);
+    const eligibility = await api.request("GET", "/v1/loans/eligibility", { token: user.token });
+    expect(eligibility.body.data).to.deep.include({ eligible: false, currentLoans: 3, restrictions: ["MAX_LOANS_REACHED"] });
+  });
+
+  it("replays a request's answer for the same Idempotency-Key and creates one loan", async () => {
+    const user = await newBorrower(20);
+    const key = randomUUID();
+    const first = await ask(user.token, { amount: 15, duration: 7 }, key);
+    const again = await ask(user.token, { amount: 15, duration: 7 }, key);
+    expect(again.status).to.equal(200);
+    expect(again.body.data.id).to.equal(first.body.data.id);
+    expect(await db.prisma.loanRequest.count({ where: { userId: user.id } })).to.equal(1);
+  });
+
+  it("funds a request from the pool: netAmount reaches the borrower's wallet, and the views follow the mirror", async () => {
+    const user = await newBorrower(75); // Trusted: 200 USDC, 60 days, 2 %
+    const created = (await ask(user.token, { amount: 120, duration: 45 })).body.data;
+    const before = await usdcOf(user.wallet);
+    const funded = await api.request("POST", `/dev/loans/${created.id}/fund`);
+    expect(funded.status, funded.text).to.equal(200);
+    const terms = loanTerms(120_000_000n, 200);
+    expect((await usdcOf(user.wallet)) - before).to.equal(terms.netAmount);
+    const data = funded.body.data;
+    expect(data).to.deep.include({
+      id: created.id,
+      status: "active",
+      amount: 120,
+      totalRepayment: usdcNumber(terms.totalRepayment),
+      remainingBalance: usdcNumber(terms.totalRepayment),
+      amountPaid: 0,
+      daysRemaining: 45,
+    });
+    const onChain = await chain.contracts.loanBook.getLoan(1n + BigInt(await db.prisma.loanChainState.count()) - 1n);
+    expect(onChain.borrower.toLowerCase()).to.equal(user.wallet.toLowerCase());
+    expect(new Date(data.dueDate).getTime() - new Date(data.fundedAt).getTime()).to.equal(45 * 86_400_000);
+    expect((await chain.provider.getTransactionReceipt(data.txHash))?.status).to.equal(1);
+
+    // Funding again sends nothing; cancelling a funded loan is refused.
+    const again = await api.request("POST", `/dev/loans/${created.id}/fund`);
+    expect(again.status).to.equal(200);
+    expect(await db.prisma.chainTransaction.count({ where: { purpose: "loan.fund", idempotencyKey: created.id } })).to.equal(1);
+    expectErrorEnvelope(await api.request("POST", `/v1/loans/${created.id}/cancel`, { token: user.token }), 409, "CONFLICT");
+
+    const list = await api.request("GET", "/v1/loans?status=active", { token: user.token });
+    expect(list.body.data).to.deep.equal([
+      {
+        id: created.id,
+        status: "active",
+        amount: 120,
+        remainingBalance: usdcNumber(terms.totalRepayment),
+        dueDate: data.dueDate,
+        daysRemaining: 45,
+      },
+    ]);
+    expect(list.body.pagination).to.deep.equal({ total: 1, limit: 20, offset: 0, hasMore: false });
+  });
+
+  it("is funded by the pool's job once LOAN_FUNDING_DELAY_S old, and not before", async () => {
+    const user = await newBorrower(30);
+    const created = (await ask(user.token, { amount: 20, duration: 7 })).body.data;
+    const early = await api.services.loans.fundDue(api.clock.now());
+    expect(early.funded).to.equal(0);
+    expect((await api.request("GET", `/v1/loans/${created.id}`, { token: user.token })).body.data.status).to.equal("pending");
+    api.clock.advance(61);
+    const due = await api.services.loans.fundDue(api.clock.now());
+    expect(due.funded).to.be.at.least(1);
+    const detail = await api.request("GET", `/v1/loans/${created.id}`, { token: user.token });
+    expect(detail.body.data).to.deep.include({ status: "active", netAmount: 18 });
+    expect(await usdcOf(user.wallet)).to.equal(usdc(18));
+  });
+
+  it("cancels pending requests only, hides other users' loans, and lapses a request at its expiry", async () => {
+    const user = await newBorrower(50);
+    const other = await newBorrower(50);
+    const first = (await ask(user.token, { amount: 10, duration: 7 })).body.data;
+    expectErrorEnvelope(await api.request("GET", `/v1/loans/${first.id}`, { token: other.token }), 404, "LOAN_NOT_FOUND");
+    expectErrorEnvelope(await api.request("POST", `/v1/loans/${first.id}/cancel`, { token: other.token }), 404, "LOAN_NOT_FOUND");
+    expectErrorEnvelope(await api.request("GET", `/v1/loans/${randomUUID()}`, { token: user.token }), 404, "LOAN_NOT_FOUND");
+    const cancelled = await api.request("POST", `/v1/loans/${first.id}/cancel`, { token: user.token });
+    expect(cancelled.status, cancelled.text).to.equal(200);
+    expect(cancelled.body.data).to.include({ loanId: first.id, status: "cancelled" });
+    expectErrorEnvelope(await api.request("POST", `/v1/loans/${first.id}/cancel`, { token: user.token }), 409, "CONFLICT");
+    expectErrorEnvelope(await api.request("POST", `/dev/loans/${first.id}/fund`), 409, "CONFLICT");
+
+    const second = (await ask(user.token, { amount: 10, duration: 7 })).body.data;
+    api.clock.advance(72 * 3_600);
+    // The service clock moved past the first token's expiry too.
+    user.token = await api.token(user.subject, { expiresIn: 86_400 });
+    const lapsed = await api.request("GET", `/v1/loans/${second.id}`, { token: user.token });
+    expect(lapsed.body.data).to.deep.include({ status: "cancelled", cancelledAt: second.expiresAt, remainingBalance: 0 });
+    const job = await api.services.loans.fundDue(api.clock.now());
+    expect(job.lapsed).to.be.at.least(1);
+    expect((await db.prisma.loanRequest.findUniqueOrThrow({ where: { id: second.id } })).cancelReason).to.equal("expired");
+    const cancelledOnes = await api.request("GET", "/v1/loans?status=cancelled", { token: user.token });
+    expect(cancelledOnes.body.data.map((loan: { id: string }) => loan.id)).to.have.members([first.id, second.id]);
+  });
+});
