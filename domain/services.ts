@@ -67,11 +67,12 @@ export interface ServiceDeps {
 /** What users may call through the relay: the platform contracts' user functions, nothing else. */
 function relayAllowList(deployment: Deployment) {
   const vault = platformContract(deployment, "stakingVault");
+  const loanBook = platformContract(deployment, "loanBook");
+  const selectors = (contract: typeof vault, names: string[]) =>
+    new Set(names.map((name) => contract.interface.getFunction(name)!.selector));
   const allowed = new Map<string, Set<string>>([
-    [
-      (vault.target as string).toLowerCase(),
-      new Set(["depositWithPermit", "deposit", "redeem", "withdraw"].map((name) => vault.interface.getFunction(name)!.selector)),
-    ],
+    [(vault.target as string).toLowerCase(), selectors(vault, ["depositWithPermit", "deposit", "redeem", "withdraw"])],
+    [(loanBook.target as string).toLowerCase(), selectors(loanBook, ["repayWithPermit", "repay"])],
   ]);
   return (to: string, data: string) => allowed.get(to.toLowerCase())?.has(data.slice(0, 10)) ?? false;
 }
@@ -139,6 +140,19 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain, 
       replaceAfterMs: chain.replaceAfterMs,
       replayOf: (transaction) => forwardedCall({ address: forwarder.target as string, iface: forwarder.interface }, transaction),
     });
+    // One relay of users' own transactions for every domain that moves their money.
+    const transactions = createUserTransactions({
+      db,
+      provider: chain.provider,
+      chainId: chain.chainId,
+      sender,
+      forwarder,
+      usdc,
+      signerOf: (index) => wallets.signerOf(index),
+      errors: platformErrors(),
+      isAllowed: relayAllowList(chain.deployment),
+      logger,
+    });
     const mirror = createMirrorWait({ db, chainId: chain.chainId, timeoutMs: chain.mirrorWaitMs, logger });
     const vault = createVaultService({
       chainId: chain.chainId,
@@ -146,18 +160,7 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain, 
       vault: stakingVault,
       repo: vaultRepo,
       clock,
-      transactions: createUserTransactions({
-        db,
-        provider: chain.provider,
-        chainId: chain.chainId,
-        sender,
-        forwarder,
-        usdc,
-        signerOf: (index) => wallets.signerOf(index),
-        errors: platformErrors(),
-        isAllowed: relayAllowList(chain.deployment),
-        logger,
-      }),
+      transactions,
       mirror,
       rewards,
       xp: xpRepo,
@@ -169,7 +172,7 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain, 
       logger,
     });
     const sandbox = createSandboxService({ sender, usdc: chain.mockUsdc ? usdc : null, vault: stakingVault, operator: sender.address });
-    const loanBook = { chainId: chain.chainId, loanBook: contract("loanBook"), sender, mirror };
+    const loanBook = { chainId: chain.chainId, loanBook: contract("loanBook"), sender, mirror, transactions, rewards };
     return { sender, vault, payer, sandbox, mirror, loanBook };
   }
 

@@ -8,6 +8,9 @@ import {
   loanDetail,
   loanIdParams,
   loanListItem,
+  payoffResponse,
+  repayBody,
+  repayResponse,
   requestBody,
 } from "./schemas.js";
 
@@ -63,6 +66,36 @@ export function loanRoutes({ loans }: { loans: LoansService }): RouteSpec[] {
       response: loanDetail,
       errors: ["LOAN_NOT_FOUND"],
       handler: async ({ params, principal }) => ({ data: await loans.detail(principal().user, params.loanId) }),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/loans/{loanId}/repay",
+      operationId: "repayLoan",
+      tag: TAG,
+      summary: "Repay part or all of a loan from your managed wallet",
+      description:
+        "Sent as your own transaction (your managed wallet signs a permit and a forward request; the service pays the gas). Answers after the receipt, once the mirror shows the payment.",
+      auth: "user",
+      idempotent: true,
+      params: loanIdParams,
+      body: repayBody,
+      response: repayResponse,
+      errors: ["LOAN_NOT_FOUND", "ALREADY_REPAID", "CONFLICT", "INSUFFICIENT_BALANCE", "SERVICE_UNAVAILABLE"],
+      handler: async ({ params, body, principal, req }) => ({
+        data: await loans.repay(principal().user, params.loanId, body.amount, req.header("idempotency-key")!),
+      }),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/loans/{loanId}/payoff",
+      operationId: "getLoanPayoff",
+      tag: TAG,
+      summary: "What closing the loan takes now (an early payoff costs less)",
+      auth: "user",
+      params: loanIdParams,
+      response: payoffResponse,
+      errors: ["LOAN_NOT_FOUND", "ALREADY_REPAID", "CONFLICT"],
+      handler: async ({ params, principal }) => ({ data: await loans.payoff(principal().user, params.loanId) }),
     }),
     defineRoute({
       method: "post",

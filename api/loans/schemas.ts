@@ -91,4 +91,29 @@ export const loanListItem = loanDetail.pick({
   daysRemaining: true,
 });
 
+export const repayBody = z.strictObject({
+  amount: usdcAmount({
+    max: 1_000_000,
+    description:
+      "USDC to pay from your managed wallet, at most 6 decimals; a part is allowed, and an amount at or above the payoff closes the loan and pays only the payoff",
+  }),
+});
+export const repayResponse = z.object({
+  loanId: z.string(),
+  amountPaid: usdc("taken by this payment (at most the payoff)"),
+  remainingBalance: usdc("still owed after it"),
+  status: z.enum(LOAN_STATUSES),
+  trustScoreChange: z.number().int().describe("what this payment changed in your Trust Score (an on-time full repayment raises it)"),
+  xpEarned: z.number().int().describe("XP this payment earned (a full repayment earns 50)"),
+  txHash: z.string(),
+});
+
+export const payoffResponse = z.object({
+  loanId: z.string(),
+  originalTotal: usdc("amount plus the whole term's interest"),
+  earlyPayoffAmount: usdc("what closing the loan takes now: the principal still out plus the interest of the days charged so far"),
+  interestSaved: usdc("remaining balance less earlyPayoffAmount"),
+  daysEarly: z.number().int().describe("days of the term not charged"),
+});
+
 export const cancelResponse = z.object({ loanId: z.string(), status: z.literal("cancelled"), cancelledAt: isoDate });

@@ -9,9 +9,13 @@ import type { Logger } from "../../core/logger.js";
 import { usdcNumber } from "../../core/money.js";
 import type { Db } from "../db.js";
 import { AppError } from "../errors.js";
+import { chainDedupeKey, chainEventId } from "../events/ids.js";
 import { domainEvent, recordEvents } from "../events/outbox.js";
+import type { RewardsConsumer } from "../rewards/consumer.js";
+import { chainFailure } from "../transactions/failures.js";
 import type { MirrorWait } from "../transactions/read-your-writes.js";
 import { TransactionRevertedError, type TransactionSender } from "../transactions/sender.js";
+import type { UserTransactions } from "../transactions/user-transactions.js";
 import { tierFor } from "../trust-score/rules.js";
 import type { UserRecord } from "../users/repo.js";
 import type { XpService } from "../xp/service.js";
@@ -51,6 +55,9 @@ export interface LoansServiceDeps {
     loanBook: Contract;
     sender: Pick<TransactionSender, "send">;
     mirror: Pick<MirrorWait, "untilIndexed">;
+    /** The relay of users' own transactions (a repayment is the borrower's). */
+    transactions: Pick<UserTransactions, "send">;
+    rewards: Pick<RewardsConsumer, "xpOf" | "runTrust">;
   };
   /** LOAN_FUNDING_DELAY_S: how old a request is before the pool funds it by itself. */
   fundingDelaySeconds: number;
@@ -165,6 +172,21 @@ export function createLoansService(deps: LoansServiceDeps) {
       }
       throw error;
     }
+  }
+
+  /** The funded loan of a row, or the spec's refusal for a loan that cannot take a payment now. */
+  function openLoan(row: LoanRow, now: Date): bigint {
+    const status = loanStatus(row, now);
+    if (status === "repaid") throw new AppError("ALREADY_REPAID", "This loan is already repaid");
+    if ((status !== "active" && status !== "overdue") || row.chainLoanId === null) {
+      throw new AppError("CONFLICT", `Only a funded, open loan takes payments; this one is ${status}`, { field: "loanId", reason: status });
+    }
+    return row.chainLoanId;
+  }
+
+  function chainOrFail() {
+    if (!deps.chain) throw new AppError("SERVICE_UNAVAILABLE", "This process has no chain to send loan transactions to");
+    return deps.chain;
   }
 
   return {
@@ -287,6 +309,96 @@ export function createLoansService(deps: LoansServiceDeps) {
           offset: query.offset,
           hasMore: query.offset + page.length < matching.length,
         },
+      };
+    },
+
+    /**
+     * Repays `amount` micro-USDC of the user's loan from their managed wallet, as their own
+     * transaction (an EIP-2612 permit and a forwarded repayWithPermit). An amount at or above the
+     * payoff closes the loan and the LoanBook takes only the payoff. Answers after the mirror, with
+     * the XP and the Trust Score change the repayment brought.
+     */
+    async repay(user: UserRecord, loanId: string, amount: bigint, idempotencyKey: string) {
+      const chain = chainOrFail();
+      const row = await rowOf(user, loanId);
+      const chainLoanId = openLoan(row, deps.clock.now());
+      const loanBook = chain.loanBook;
+      const wallet = user.walletAddress!;
+      const sent = await chain.transactions
+        .send({
+          user: { id: user.id, walletIndex: user.walletIndex, walletAddress: wallet },
+          purpose: "loan.repay",
+          idempotencyKey,
+          to: loanBook.target as string,
+          permit: { spender: loanBook.target as string, value: amount },
+          data: (permit) =>
+            loanBook.interface.encodeFunctionData("repayWithPermit", [chainLoanId, amount, permit.deadline, permit.v, permit.r, permit.s]),
+        })
+        .catch((error) =>
+          chainFailure(error, (revert) => {
+            switch (revert.name) {
+              case "LoanBookLoanNotOpen":
+                return (revert.args[1] as bigint) === 3n
+                  ? new AppError("ALREADY_REPAID", "This loan is already repaid")
+                  : new AppError("CONFLICT", "This loan takes no more payments", { field: "loanId", reason: "closed" });
+              case "ERC20InsufficientBalance":
+                return new AppError("INSUFFICIENT_BALANCE", `Your wallet holds ${usdcNumber(revert.args[1] as bigint)} USDC`, {
+                  field: "amount",
+                  reason: "more than your USDC balance",
+                });
+              default:
+                return undefined;
+            }
+          }),
+        );
+      const event = loanBook.interface.getEvent("LoanRepaymentMade")!;
+      const log = sent.receipt.logs.find((entry) => entry.topics[0] === event.topicHash);
+      if (!log) throw new Error(`receipt ${sent.txHash} has no LoanRepaymentMade`);
+      const payment = loanBook.interface.decodeEventLog(event, log.data, log.topics) as unknown as {
+        amount: bigint;
+        remainingBalance: bigint;
+        closed: boolean;
+      };
+      let xpEarned = 0;
+      let trustScoreChange = 0;
+      if ((await chain.mirror.untilIndexed(sent.blockNumber)) && payment.closed) {
+        // The repayment's own XP and Trust Score, applied now rather than by the worker's next run.
+        const eventId = chainEventId(chainDedupeKey(chain.chainId, sent.txHash, log.index, "loan.repaid"));
+        const before = await db.prisma.user.findUniqueOrThrow({ where: { id: user.id }, select: { trustScore: true } });
+        xpEarned = (await chain.rewards.xpOf(deps.clock.now(), eventId)) ?? 0;
+        await chain.rewards.runTrust(deps.clock.now(), [eventId]);
+        const after = await db.prisma.user.findUniqueOrThrow({ where: { id: user.id }, select: { trustScore: true } });
+        trustScoreChange = after.trustScore - before.trustScore;
+        deps.invalidateUser(user.id);
+      }
+      return {
+        loanId: loanIdOf(row),
+        amountPaid: usdcNumber(payment.amount),
+        remainingBalance: usdcNumber(payment.remainingBalance),
+        status: payment.closed ? ("repaid" as const) : loanStatus(row, deps.clock.now()),
+        trustScoreChange,
+        xpEarned,
+        txHash: sent.txHash,
+      };
+    },
+
+    /** What closing the loan now takes (the LoanBook's payoffQuote at the chain's latest block). */
+    async payoff(user: UserRecord, loanId: string) {
+      const chain = chainOrFail();
+      const row = await rowOf(user, loanId);
+      const chainLoanId = openLoan(row, deps.clock.now());
+      const quote = (await chain.loanBook.payoffQuote(chainLoanId)) as {
+        originalTotal: bigint;
+        payoffAmount: bigint;
+        interestSaved: bigint;
+        daysEarly: bigint;
+      };
+      return {
+        loanId: loanIdOf(row),
+        originalTotal: usdcNumber(quote.originalTotal),
+        earlyPayoffAmount: usdcNumber(quote.payoffAmount),
+        interestSaved: usdcNumber(quote.interestSaved),
+        daysEarly: Number(quote.daysEarly),
       };
     },
 

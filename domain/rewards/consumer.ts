@@ -111,7 +111,8 @@ export function createRewardsConsumer(deps: RewardsDeps) {
     await consume<(typeof XP_TYPES)[number]>("rewards", XP_TYPES, capture, now, [eventId]);
     return earned;
   }
-  const runTrust = (now: Date) => consume<(typeof TRUST_TYPES)[number]>("trust-score", TRUST_TYPES, applyTrust, now);
+  const runTrust = (now: Date, onlyIds?: readonly string[]) =>
+    consume<(typeof TRUST_TYPES)[number]>("trust-score", TRUST_TYPES, applyTrust, now, onlyIds);
 
   return {
     /**
@@ -122,7 +123,10 @@ export function createRewardsConsumer(deps: RewardsDeps) {
     runXp,
     /** One event's XP applied at once: an API write answers with it, and the next activity read shows it. */
     xpOf,
-    /** Trust Score inputs for pending chain facts, each once (consumer "trust-score"), in time order. */
+    /**
+     * Trust Score inputs for pending chain facts, each once (consumer "trust-score"), in time order;
+     * with `onlyIds`, only those (a repayment's answer carries its Trust Score change).
+     */
     runTrust,
     /** Both, XP first: what the worker's job runs. Returns how many events they took. */
     async run(now: Date): Promise<number> {

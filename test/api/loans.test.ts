@@ -6,12 +6,13 @@ import { usdcNumber } from "../../core/money.js";
 import { loanTerms } from "../../domain/loans/terms.js";
 import { TIERS } from "../../domain/trust-score/rules.js";
 import type { Indexer } from "../../indexer/indexer.js";
-import { deposit as directDeposit } from "../helpers/activity.js";
+import { refFromLoanId } from "../../domain/loans/ids.js";
+import { deposit as directDeposit, repay as directRepay } from "../helpers/activity.js";
 import { startTestApi, type TestApi } from "../helpers/api.js";
 import { startTestChain, type TestChain, usdc } from "../helpers/chain.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { expectErrorEnvelope } from "../helpers/envelope.js";
-import { testIndexer } from "../helpers/mirror.js";
+import { testIndexer, waitForHead } from "../helpers/mirror.js";
 
 // Loans over real HTTP: requests at the tier's terms, the cap of open loans under concurrency,
 // funding by the pool's operator on a real chain, and the views joining requests with the mirror.
@@ -35,6 +36,8 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
   const ask = (token: string, body: unknown, key: string = randomUUID()) =>
     api.request("POST", "/v1/loans", { token, body, headers: { "idempotency-key": key } });
   const usdcOf = async (wallet: string) => (await chain.contracts.usdc.balanceOf(wallet)) as bigint;
+  const chainLoanIdOf = async (loanId: string) =>
+    (await db.prisma.loanChainState.findFirstOrThrow({ where: { ref: refFromLoanId(loanId) } })).loanId;
 
   before(async () => {
     chain = await startTestChain();
@@ -202,6 +205,80 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
     const detail = await api.request("GET", `/v1/loans/${created.id}`, { token: user.token });
     expect(detail.body.data).to.deep.include({ status: "active", netAmount: 18 });
     expect(await usdcOf(user.wallet)).to.equal(usdc(18));
+  });
+
+  /** A funded loan of a new borrower who holds `extra` test USDC besides the payout. */
+  async function fundedLoan(score: number, amount: number, duration: number, extra: number) {
+    const user = await newBorrower(score);
+    const created = (await ask(user.token, { amount, duration })).body.data;
+    const funded = await api.request("POST", `/dev/loans/${created.id}/fund`);
+    expect(funded.status, funded.text).to.equal(200);
+    const faucet = await api.request("POST", "/dev/faucet", {
+      token: user.token,
+      body: { amount: extra },
+      headers: { "idempotency-key": randomUUID() },
+    });
+    expect(faucet.status, faucet.text).to.equal(200);
+    return { user, loan: funded.body.data };
+  }
+  const repay = (token: string, loanId: string, amount: number, key: string = randomUUID()) =>
+    api.request("POST", `/v1/loans/${loanId}/repay`, { token, body: { amount }, headers: { "idempotency-key": key } });
+
+  it("takes partial and full repayments as the borrower's own transactions; the payoff quote is what closing takes", async () => {
+    const { user, loan } = await fundedLoan(60, 100, 30, 50); // 3 %: total 103
+    const partial = await repay(user.token, loan.id, 40);
+    expect(partial.status, partial.text).to.equal(200);
+    expect(partial.body.data).to.deep.include({ loanId: loan.id, amountPaid: 40, remainingBalance: 63, status: "active", xpEarned: 0, trustScoreChange: 0 });
+    const receipt = await chain.provider.getTransactionReceipt(partial.body.data.txHash);
+    expect(receipt?.to?.toLowerCase()).to.equal(chain.deployment.contracts.forwarder!.address.toLowerCase());
+    expect(await chain.provider.getBalance(user.wallet)).to.equal(0n);
+    const detail = (await api.request("GET", `/v1/loans/${loan.id}`, { token: user.token })).body.data;
+    expect(detail).to.deep.include({ amountPaid: 40, remainingBalance: 63, status: "active" });
+
+    // Within the first week a payoff charges 7 of the 30 days' interest (the LoanBook's rule).
+    const quote = await api.request("GET", `/v1/loans/${loan.id}/payoff`, { token: user.token });
+    expect(quote.status, quote.text).to.equal(200);
+    const onChain = (await chain.contracts.loanBook.payoffAmount(BigInt(await chainLoanIdOf(loan.id)))) as bigint;
+    expect(quote.body.data).to.deep.include({ loanId: loan.id, originalTotal: 103, earlyPayoffAmount: usdcNumber(onChain), daysEarly: 23 });
+    expect(quote.body.data.interestSaved).to.equal(usdcNumber(63_000_000n - onChain));
+
+    const before = await usdcOf(user.wallet);
+    const full = await repay(user.token, loan.id, 1_000);
+    expect(full.status, full.text).to.equal(200);
+    expect(full.body.data).to.deep.include({ status: "repaid", remainingBalance: 0, amountPaid: quote.body.data.earlyPayoffAmount, xpEarned: 50 });
+    // The answer carries the change the repayment made (the score was set by hand above, so the
+    // recomputation from the user's real inputs moves it; the engine's own rules are tested elsewhere).
+    const after = await db.prisma.user.findUniqueOrThrow({ where: { id: user.id } });
+    expect(full.body.data.trustScoreChange).to.equal(after.trustScore - 60);
+    expect(await db.prisma.trustScoreModifier.count({ where: { userId: user.id, type: "on_time_bonus" } })).to.equal(1);
+    expect(before - (await usdcOf(user.wallet))).to.equal(onChain);
+    expectErrorEnvelope(await repay(user.token, loan.id, 1), 409, "ALREADY_REPAID");
+    expect((await api.request("GET", `/v1/loans/${loan.id}`, { token: user.token })).body.data.status).to.equal("repaid");
+  });
+
+  it("never takes more than is owed under 50 concurrent repayments of one loan", async () => {
+    const { user, loan } = await fundedLoan(90, 50, 30, 500); // 1 %: total 50.50
+    const chainLoanId = BigInt(await chainLoanIdOf(loan.id));
+    const answers = await Promise.all(Array.from({ length: 50 }, () => repay(user.token, loan.id, 5)));
+    for (const answer of answers) if (answer.status >= 500) throw new Error(answer.text);
+    const paid = answers.filter((a) => a.status === 200);
+    for (const refused of answers.filter((a) => a.status !== 200)) expectErrorEnvelope(refused, 409, "ALREADY_REPAID");
+    const onChain = (await chain.contracts.loanBook.getLoan(chainLoanId)) as { principalRepaid: bigint; interestRepaid: bigint; status: bigint };
+    const totalPaid = onChain.principalRepaid + onChain.interestRepaid;
+    expect(onChain.status).to.equal(3n);
+    expect(totalPaid).to.be.at.most(50_500_000n);
+    expect(paid.reduce((sum, a) => sum + BigInt(Math.round(a.body.data.amountPaid * 1e6)), 0n)).to.equal(totalPaid);
+    expect(paid.filter((a) => a.body.data.status === "repaid")).to.have.length(1);
+  });
+
+  it("shows a repayment a wallet sends straight to the loan book", async () => {
+    const { user, loan } = await fundedLoan(60, 30, 14, 10);
+    const chainLoanId = BigInt(await chainLoanIdOf(loan.id));
+    // Any wallet may pay a loan (a friend, or the borrower's own wallet app): here another one.
+    await directRepay(chain, await chain.signer(7), chainLoanId, usdc(10));
+    await waitForHead(db, chain);
+    const detail = (await api.request("GET", `/v1/loans/${loan.id}`, { token: user.token })).body.data;
+    expect(detail).to.deep.include({ amountPaid: 10, remainingBalance: 20.9, status: "active" });
   });
 
   it("cancels pending requests only, hides other users' loans, and lapses a request at its expiry", async () => {
