@@ -3,10 +3,10 @@ import { expect } from "chai";
 import { ensureChainIdentity } from "../../core/chain-identity.js";
 import { createLogger } from "../../core/logger.js";
 import { usdcNumber } from "../../core/money.js";
+import { refFromLoanId } from "../../domain/loans/ids.js";
 import { loanTerms } from "../../domain/loans/terms.js";
 import { TIERS } from "../../domain/trust-score/rules.js";
 import type { Indexer } from "../../indexer/indexer.js";
-import { refFromLoanId } from "../../domain/loans/ids.js";
 import { deposit as directDeposit, repay as directRepay } from "../helpers/activity.js";
 import { startTestApi, type TestApi } from "../helpers/api.js";
 import { startTestChain, type TestChain, usdc } from "../helpers/chain.js";
@@ -228,7 +228,14 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
     const { user, loan } = await fundedLoan(60, 100, 30, 50); // 3 %: total 103
     const partial = await repay(user.token, loan.id, 40);
     expect(partial.status, partial.text).to.equal(200);
-    expect(partial.body.data).to.deep.include({ loanId: loan.id, amountPaid: 40, remainingBalance: 63, status: "active", xpEarned: 0, trustScoreChange: 0 });
+    expect(partial.body.data).to.deep.include({
+      loanId: loan.id,
+      amountPaid: 40,
+      remainingBalance: 63,
+      status: "active",
+      xpEarned: 0,
+      trustScoreChange: 0,
+    });
     const receipt = await chain.provider.getTransactionReceipt(partial.body.data.txHash);
     expect(receipt?.to?.toLowerCase()).to.equal(chain.deployment.contracts.forwarder!.address.toLowerCase());
     expect(await chain.provider.getBalance(user.wallet)).to.equal(0n);
@@ -245,7 +252,12 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
     const before = await usdcOf(user.wallet);
     const full = await repay(user.token, loan.id, 1_000);
     expect(full.status, full.text).to.equal(200);
-    expect(full.body.data).to.deep.include({ status: "repaid", remainingBalance: 0, amountPaid: quote.body.data.earlyPayoffAmount, xpEarned: 50 });
+    expect(full.body.data).to.deep.include({
+      status: "repaid",
+      remainingBalance: 0,
+      amountPaid: quote.body.data.earlyPayoffAmount,
+      xpEarned: 50,
+    });
     // The answer carries the change the repayment made (the score was set by hand above, so the
     // recomputation from the user's real inputs moves it; the engine's own rules are tested elsewhere).
     const after = await db.prisma.user.findUniqueOrThrow({ where: { id: user.id } });
@@ -263,7 +275,11 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
     for (const answer of answers) if (answer.status >= 500) throw new Error(answer.text);
     const paid = answers.filter((a) => a.status === 200);
     for (const refused of answers.filter((a) => a.status !== 200)) expectErrorEnvelope(refused, 409, "ALREADY_REPAID");
-    const onChain = (await chain.contracts.loanBook.getLoan(chainLoanId)) as { principalRepaid: bigint; interestRepaid: bigint; status: bigint };
+    const onChain = (await chain.contracts.loanBook.getLoan(chainLoanId)) as {
+      principalRepaid: bigint;
+      interestRepaid: bigint;
+      status: bigint;
+    };
     const totalPaid = onChain.principalRepaid + onChain.interestRepaid;
     expect(onChain.status).to.equal(3n);
     expect(totalPaid).to.be.at.most(50_500_000n);
