@@ -31,6 +31,17 @@ export function createPlatformJobs({ services }: PlatformJobDeps): Job[] {
             return { changed: done.funded + done.lapsed, ...done };
           },
         },
+        {
+          // Due dates on the service clock: a reminder a day before, overdue after the due date,
+          // default after the LoanBook's grace period.
+          name: "loans.due-dates",
+          intervalMs: 30_000,
+          retryMs: 10_000,
+          run: async (now) => {
+            const done = await loans.runDueDates(now);
+            return { changed: done.reminded + done.overdue + done.defaulted, ...done };
+          },
+        },
       ]
     : [];
   return [

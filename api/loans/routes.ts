@@ -4,6 +4,8 @@ import {
   cancelResponse,
   createdLoan,
   eligibilityResponse,
+  extensionBody,
+  extensionResponse,
   listQuery,
   loanDetail,
   loanIdParams,
@@ -96,6 +98,24 @@ export function loanRoutes({ loans }: { loans: LoansService }): RouteSpec[] {
       response: payoffResponse,
       errors: ["LOAN_NOT_FOUND", "ALREADY_REPAID", "CONFLICT"],
       handler: async ({ params, principal }) => ({ data: await loans.payoff(principal().user, params.loanId) }),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/loans/{loanId}/extension",
+      operationId: "extendLoan",
+      tag: TAG,
+      summary: "Extend an active loan's term (once, before its due date, within your tier's longest term)",
+      description:
+        "Adds the interest of the added days at the loan's own daily rate (its interest over its days, rounded up). Refused with 409 EXTENSION_NOT_ALLOWED past the due date, after a first extension, or beyond your tier's maxDuration.",
+      auth: "user",
+      idempotent: true,
+      params: loanIdParams,
+      body: extensionBody,
+      response: extensionResponse,
+      errors: ["LOAN_NOT_FOUND", "ALREADY_REPAID", "CONFLICT", "EXTENSION_NOT_ALLOWED"],
+      handler: async ({ params, body, principal, req }) => ({
+        data: await loans.extend(principal().user, params.loanId, body.days, req.header("idempotency-key")!),
+      }),
     }),
     defineRoute({
       method: "post",

@@ -116,4 +116,15 @@ export const payoffResponse = z.object({
   daysEarly: z.number().int().describe("days of the term not charged"),
 });
 
+export const extensionBody = z.strictObject({
+  days: z.number().int().min(1).max(MAX_DURATION_DAYS).describe("days to add to the term, a whole number"),
+  reason: z.string().max(500).optional().describe("why, free text, at most 500 characters"),
+});
+export const extensionResponse = z.object({
+  loanId: z.string(),
+  extensionGranted: z.boolean(),
+  newDueDate: isoDate,
+  additionalInterest: usdc("the interest of the added days at the loan's own daily rate, added to what is owed"),
+});
+
 export const cancelResponse = z.object({ loanId: z.string(), status: z.literal("cancelled"), cancelledAt: isoDate });

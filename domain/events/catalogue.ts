@@ -86,6 +86,11 @@ export const EVENT_CATALOGUE = {
     }),
     raw: z.object({ amount: integerAmount, interest: integerAmount, insuranceFee: integerAmount }),
   }),
+  "loan.due_reminder": defineEvent({
+    source: "service",
+    description: "A loan falls due within a day (for the notifications: loan_due_reminder).",
+    data: z.object({ loanId: z.string(), userId: z.string(), dueDate: isoTime, remainingBalance: z.number() }),
+  }),
   "loan.funded": defineEvent({
     source: "chain",
     description: "The pool funded a loan; the borrower received netAmount.",

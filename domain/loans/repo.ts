@@ -33,6 +33,7 @@ export interface LoanRow {
   totalPaid: bigint | null;
   remainingBalance: bigint | null;
   fundTxHash: string | null;
+  extensions: number;
 }
 
 /** What a new request needs to know of the borrower's loans, read under the borrower's row lock. */
@@ -49,13 +50,14 @@ const SELECT_LOANS = `
          COALESCE(c."interest", r."interest") AS "interest", r."interestRateBps",
          COALESCE(c."durationDays", r."durationDays") AS "durationDays", r."purpose",
          COALESCE(r."createdAt", c."fundedAt") AS "createdAt", r."expiresAt", r."cancelledAt",
-         c."fundedAt", c."dueDate", c."totalPaid", c."remainingBalance", COALESCE(c."fundTxHash", r."fundTxHash") AS "fundTxHash"
+         c."fundedAt", c."dueDate", c."totalPaid", c."remainingBalance", COALESCE(c."fundTxHash", r."fundTxHash") AS "fundTxHash",
+         COALESCE(c."extensions", 0) AS "extensions"
     FROM "LoanRequest" r
     LEFT JOIN "LoanChainState" c ON c."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND c."ref" = ${REF_OF_REQUEST}
    WHERE r."userId" = $1
   UNION ALL
   SELECT NULL, c."ref", NULL, NULL, c."status", c."loanId", c."principal", c."insuranceFee", c."interest", NULL,
-         c."durationDays", NULL, c."fundedAt", NULL, NULL, c."fundedAt", c."dueDate", c."totalPaid", c."remainingBalance", c."fundTxHash"
+         c."durationDays", NULL, c."fundedAt", NULL, NULL, c."fundedAt", c."dueDate", c."totalPaid", c."remainingBalance", c."fundTxHash", c."extensions"
     FROM "LoanChainState" c
    WHERE c."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND c."borrower" = $2
      AND NOT EXISTS (SELECT 1 FROM "LoanRequest" r WHERE ${REF_OF_REQUEST} = c."ref")`;
@@ -95,6 +97,7 @@ const toRow = (raw: Record<string, unknown>): LoanRow => ({
   totalPaid: raw.totalPaid === null ? null : BigInt(raw.totalPaid as bigint),
   remainingBalance: raw.remainingBalance === null ? null : BigInt(raw.remainingBalance as bigint),
   fundTxHash: raw.fundTxHash as string | null,
+  extensions: Number(raw.extensions),
 });
 
 /** The API's loan id of a row. */
@@ -211,6 +214,19 @@ export function createLoansRepo({ db }: { db: Db }) {
       }),
 
     request: (loanId: string) => prisma.loanRequest.findUnique({ where: { id: loanId } }),
+
+    /** Open chain loans past `dueBefore` (to mark overdue, or to default once past the grace), with their borrower's user. */
+    async openLoansDueBefore(dueBefore: Date, limit: number) {
+      const rows = await prisma.$queryRawUnsafe<{ loanId: bigint; ref: string; status: string; dueDate: Date; userId: string | null }[]>(
+        `SELECT c."loanId", c."ref", c."status", c."dueDate", u."id" AS "userId"
+           FROM "LoanChainState" c LEFT JOIN "User" u ON lower(u."walletAddress") = c."borrower"
+          WHERE c."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND c."status" IN ('active', 'overdue') AND c."dueDate" < $1::timestamp(3)
+          ORDER BY c."dueDate" LIMIT $2`,
+        dueBefore.toISOString(),
+        limit,
+      );
+      return rows.map((row) => ({ ...row, loanId: BigInt(row.loanId) }));
+    },
   };
 }
 

@@ -19,9 +19,9 @@ import type { UserTransactions } from "../transactions/user-transactions.js";
 import { tierFor } from "../trust-score/rules.js";
 import type { UserRecord } from "../users/repo.js";
 import type { XpService } from "../xp/service.js";
-import { refFromLoanId } from "./ids.js";
+import { loanIdFromRef, refFromLoanId } from "./ids.js";
 import { type LoanRow, type LoansRepo, loanIdOf, loanStatus } from "./repo.js";
-import { loanTerms } from "./terms.js";
+import { extensionInterest, loanTerms } from "./terms.js";
 
 /** Open loans (waiting requests, active and overdue loans) a borrower may have at once (the spec's example). */
 export const MAX_ACTIVE_LOANS = 3;
@@ -36,6 +36,10 @@ export const MIN_DURATION_DAYS = 7;
 export const MAX_DURATION_DAYS = 90;
 /** The smallest loan: below it the fee and interest round to nothing worth a transaction. */
 export const MIN_LOAN_MICRO = 1_000_000n;
+/** How long before the due date the borrower is reminded (a `loan.due_reminder` event). */
+export const REMINDER_HOURS = 24;
+/** Extensions a loan may have (documented in docs/decisions.md, "Loan extensions"). */
+export const MAX_EXTENSIONS = 1;
 /** How long a funder's claim on a request stands before another funder may retry it (its sender waits 60 s for a receipt). */
 const CLAIM_STALE_MS = 120_000;
 const DAY_MS = 86_400_000;
@@ -400,6 +404,119 @@ export function createLoansService(deps: LoansServiceDeps) {
         interestSaved: usdcNumber(quote.interestSaved),
         daysEarly: Number(quote.daysEarly),
       };
+    },
+
+    /**
+     * Extends an active loan by `days` for the interest of those days at the loan's own daily rate
+     * (terms.ts): once per loan, before its due date, and within the borrower's tier's longest
+     * term. The pool's operator sends the LoanBook's extend; the answer waits for the mirror.
+     */
+    async extend(user: UserRecord, loanId: string, days: number, idempotencyKey: string) {
+      const chain = chainOrFail();
+      const now = deps.clock.now();
+      const row = await rowOf(user, loanId);
+      const chainLoanId = openLoan(row, now);
+      const tier = tierFor(user.trustScore);
+      const refuse = (reason: string) => {
+        throw new AppError("EXTENSION_NOT_ALLOWED", `This loan cannot be extended: ${reason}`, { field: "days", reason });
+      };
+      if (loanStatus(row, now) !== "active" || row.dueDate! <= now) refuse("it is past its due date");
+      if (row.extensions >= MAX_EXTENSIONS) refuse("a loan is extended at most once");
+      if (row.durationDays + days > Math.min(tier.maxDuration, MAX_DURATION_DAYS)) {
+        refuse(`the term would pass ${Math.min(tier.maxDuration, MAX_DURATION_DAYS)} days, the longest of the ${tier.tier} tier`);
+      }
+      const additionalInterest = extensionInterest({ interest: row.interest, durationDays: row.durationDays }, days);
+      const sent = await chain.sender
+        .send({
+          purpose: "loan.extend",
+          userId: user.id,
+          idempotencyKey,
+          to: chain.loanBook.target as string,
+          data: chain.loanBook.interface.encodeFunctionData("extend", [chainLoanId, days, additionalInterest]),
+        })
+        .catch((error) =>
+          chainFailure(error, (revert) =>
+            revert.name === "LoanBookPastDue" || revert.name === "LoanBookLoanNotActive"
+              ? new AppError("EXTENSION_NOT_ALLOWED", "This loan cannot be extended: it is past its due date", {
+                  field: "days",
+                  reason: "past due",
+                })
+              : revert.name === "LoanBookInvalidExtension" || revert.name === "LoanBookInterestTooHigh"
+                ? new AppError("EXTENSION_NOT_ALLOWED", "This loan cannot be extended by so many days", {
+                    field: "days",
+                    reason: revert.name,
+                  })
+                : undefined,
+          ),
+        );
+      await chain.mirror.untilIndexed(sent.blockNumber);
+      const event = chain.loanBook.interface.getEvent("LoanExtended")!;
+      const log = sent.receipt.logs.find((entry) => entry.topics[0] === event.topicHash)!;
+      const extended = chain.loanBook.interface.decodeEventLog(event, log.data, log.topics) as unknown as { newDueDate: bigint };
+      return {
+        loanId: loanIdOf(row),
+        extensionGranted: true,
+        newDueDate: new Date(Number(extended.newDueDate) * 1_000).toISOString(),
+        additionalInterest: usdcNumber(additionalInterest),
+      };
+    },
+
+    /**
+     * The due-date job: reminds borrowers a day before (a `loan.due_reminder` event, once per
+     * loan and due date), marks loans past their due date overdue, and defaults those past the
+     * LoanBook's grace period (its insurance reserve covers its share). Anyone may call the
+     * LoanBook's markOverdue and markDefaulted; the pool's operator does, through the sender.
+     */
+    async runDueDates(now: Date) {
+      const chain = chainOrFail();
+      const graceDays = Number(((await chain.loanBook.limits()) as { gracePeriodDays: bigint }).gracePeriodDays);
+      const reminders = await repo.openLoansDueBefore(new Date(now.getTime() + REMINDER_HOURS * 3_600_000), 200);
+      const soon = reminders.filter((loan) => loan.status === "active" && loan.dueDate > now && loan.userId);
+      if (soon.length > 0) {
+        await db.prisma.$transaction(async (tx) => {
+          const rows = await Promise.all(
+            soon.map(async (loan) => {
+              const balance = await tx.loanChainState.findFirstOrThrow({ where: { ref: loan.ref }, select: { remainingBalance: true } });
+              return domainEvent({
+                type: "loan.due_reminder",
+                userId: loan.userId!,
+                data: {
+                  loanId: loanIdFromRef(loan.ref),
+                  userId: loan.userId!,
+                  dueDate: loan.dueDate.toISOString(),
+                  remainingBalance: usdcNumber(BigInt(balance.remainingBalance)),
+                },
+                dedupeKey: `loan.due_reminder:${loan.ref}:${loan.dueDate.toISOString()}`,
+                now,
+              });
+            }),
+          );
+          await recordEvents(tx, rows);
+        });
+      }
+      let overdue = 0;
+      let defaulted = 0;
+      for (const loan of await repo.openLoansDueBefore(now, 200)) {
+        const pastGrace = loan.dueDate.getTime() + graceDays * DAY_MS < now.getTime();
+        const action = pastGrace ? "markDefaulted" : loan.status === "active" ? "markOverdue" : null;
+        if (!action) continue;
+        try {
+          await chain.sender.send({
+            purpose: pastGrace ? "loan.default" : "loan.overdue",
+            // Keyed by the loan: a repeated or concurrent run finds the transaction sent first.
+            userId: loan.userId ?? "pool",
+            idempotencyKey: `${chain.chainId}:${loan.loanId}`,
+            to: chain.loanBook.target as string,
+            data: chain.loanBook.interface.encodeFunctionData(action, [loan.loanId]),
+          });
+          if (pastGrace) defaulted += 1;
+          else overdue += 1;
+        } catch (error) {
+          // Not due yet by the chain's clock, or repaid meanwhile: the next run looks again.
+          if (!(error instanceof TransactionRevertedError)) throw error;
+        }
+      }
+      return { reminded: soon.length, overdue, defaulted };
     },
 
     /** Cancels a pending request; a funded loan must be repaid instead. */

@@ -82,9 +82,10 @@ export const loanBookHandlers = handlersOf("loanBook", {
   },
   LoanExtended: {
     entities: loanKey,
-    apply(ctx, { loanId, additionalInterest, newDueDate }, log) {
+    apply(ctx, { loanId, extraDays, additionalInterest, newDueDate }, log) {
       const row = touched(ctx, ctx.state.loans, entity.loan(loanId), log.blockNumber);
       if (row) {
+        row.durationDays += Number(extraDays);
         row.interest += additionalInterest;
         row.remainingBalance += additionalInterest;
         row.dueDate = Number(newDueDate);

@@ -4,7 +4,7 @@ import { ensureChainIdentity } from "../../core/chain-identity.js";
 import { createLogger } from "../../core/logger.js";
 import { usdcNumber } from "../../core/money.js";
 import { refFromLoanId } from "../../domain/loans/ids.js";
-import { loanTerms } from "../../domain/loans/terms.js";
+import { extensionInterest, loanTerms } from "../../domain/loans/terms.js";
 import { TIERS } from "../../domain/trust-score/rules.js";
 import type { Indexer } from "../../indexer/indexer.js";
 import { deposit as directDeposit, repay as directRepay } from "../helpers/activity.js";
@@ -213,12 +213,14 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
     const created = (await ask(user.token, { amount, duration })).body.data;
     const funded = await api.request("POST", `/dev/loans/${created.id}/fund`);
     expect(funded.status, funded.text).to.equal(200);
-    const faucet = await api.request("POST", "/dev/faucet", {
-      token: user.token,
-      body: { amount: extra },
-      headers: { "idempotency-key": randomUUID() },
-    });
-    expect(faucet.status, faucet.text).to.equal(200);
+    if (extra > 0) {
+      const faucet = await api.request("POST", "/dev/faucet", {
+        token: user.token,
+        body: { amount: extra },
+        headers: { "idempotency-key": randomUUID() },
+      });
+      expect(faucet.status, faucet.text).to.equal(200);
+    }
     return { user, loan: funded.body.data };
   }
   const repay = (token: string, loanId: string, amount: number, key: string = randomUUID()) =>
@@ -295,6 +297,72 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
     await waitForHead(db, chain);
     const detail = (await api.request("GET", `/v1/loans/${loan.id}`, { token: user.token })).body.data;
     expect(detail).to.deep.include({ amountPaid: 10, remainingBalance: 20.9, status: "active" });
+  });
+
+  it("extends an active loan once, within the tier's longest term, for the added days' interest", async () => {
+    const { user, loan } = await fundedLoan(75, 150, 30, 0); // Trusted: 60 days at most, 2 %: interest 3
+    const extend = (days: number) =>
+      api.request("POST", `/v1/loans/${loan.id}/extension`, {
+        token: user.token,
+        body: { days, reason: "paid late this month" },
+        headers: { "idempotency-key": randomUUID() },
+      });
+    expectErrorEnvelope(await extend(31), 409, "EXTENSION_NOT_ALLOWED");
+    const granted = await extend(20);
+    expect(granted.status, granted.text).to.equal(200);
+    const additional = extensionInterest({ interest: 3_000_000n, durationDays: 30 }, 20);
+    expect(granted.body.data).to.deep.equal({
+      loanId: loan.id,
+      extensionGranted: true,
+      newDueDate: new Date(new Date(loan.dueDate).getTime() + 20 * 86_400_000).toISOString(),
+      additionalInterest: usdcNumber(additional),
+    });
+    const detail = (await api.request("GET", `/v1/loans/${loan.id}`, { token: user.token })).body.data;
+    expect(detail).to.deep.include({
+      dueDate: granted.body.data.newDueDate,
+      totalRepayment: usdcNumber(153_000_000n + additional),
+      duration: 50,
+    });
+    expectErrorEnvelope(await extend(5), 409, "EXTENSION_NOT_ALLOWED");
+  });
+
+  it("marks a loan overdue after its due date and defaults it after the grace, on the service clock; eligibility follows", async () => {
+    const { user, loan } = await fundedLoan(40, 20, 7, 0);
+    const advance = async (seconds: number) => {
+      expect((await api.request("POST", "/dev/time/advance", { body: { seconds } })).status).to.equal(200);
+      user.token = await api.token(user.subject, { expiresIn: 86_400 });
+    };
+    await advance(6 * 86_400 + 3_600); // within a day of the due date
+    const reminded = await api.services.loans.runDueDates(api.clock.now());
+    expect(reminded.reminded).to.be.at.least(1);
+    await api.services.loans.runDueDates(api.clock.now());
+    expect(await db.prisma.domainEvent.count({ where: { type: "loan.due_reminder", userId: user.id } })).to.equal(1);
+
+    await advance(2 * 86_400);
+    const due = await api.services.loans.runDueDates(api.clock.now());
+    expect(due.overdue).to.be.at.least(1);
+    await waitForHead(db, chain);
+    expect((await api.request("GET", `/v1/loans/${loan.id}`, { token: user.token })).body.data.status).to.equal("overdue");
+    const overdueEvent = await db.prisma.domainEvent.findFirstOrThrow({ where: { type: "loan.overdue", userId: user.id } });
+    expect((overdueEvent.data as { daysOverdue: number }).daysOverdue).to.equal(1);
+    const eligibility = (await api.request("GET", "/v1/loans/eligibility", { token: user.token })).body.data;
+    expect(eligibility.restrictions).to.include("OVERDUE_LOAN");
+
+    await advance(8 * 86_400); // past the LoanBook's 7 days of grace
+    const late = await api.services.loans.runDueDates(api.clock.now());
+    expect(late.defaulted).to.be.at.least(1);
+    await waitForHead(db, chain);
+    expect((await api.request("GET", `/v1/loans/${loan.id}`, { token: user.token })).body.data.status).to.equal("defaulted");
+    const defaulted = await db.prisma.domainEvent.findFirstOrThrow({ where: { type: "loan.defaulted", userId: user.id } });
+    const split = defaulted.data as { loss: number; coveredByInsurance: number; uncovered: number };
+    expect(split.loss).to.equal(20);
+    expect(split.coveredByInsurance + split.uncovered).to.equal(20);
+    const afterDefault = (await api.request("GET", "/v1/loans/eligibility", { token: user.token })).body.data;
+    expect(afterDefault.restrictions).to.include("RECENT_DEFAULT");
+    expect(afterDefault.restrictions).to.not.include("OVERDUE_LOAN");
+    await advance(91 * 86_400);
+    const later = (await api.request("GET", "/v1/loans/eligibility", { token: user.token })).body.data;
+    expect(later.restrictions).to.not.include("RECENT_DEFAULT");
   });
 
   it("cancels pending requests only, hides other users' loans, and lapses a request at its expiry", async () => {
