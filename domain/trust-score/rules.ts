@@ -114,8 +114,11 @@ export interface ModifierFact {
 /**
  * Applies the active modifiers in the order they happened (appliedAt, then input order) to
  * the running score: each changes it by its percent of the score at that point, rounded half
- * away from zero, at least 1 point while the score is above 0, and the score stays in 0..100.
- * Returns the final score and each modifier's impact in points (0 for an expired one).
+ * away from zero; a penalty takes at least 1 point while the score is above 0, the on-time
+ * bonus has no minimum (1 % of a score below 50 rounds to nothing: the spec's "+1 % of score",
+ * so repayments cannot lift a score past repaymentHistory's cap by whole points); the score
+ * stays in 0..100. Returns the final score and each modifier's impact in points (0 for an
+ * expired one).
  */
 export function applyModifiers<M extends ModifierFact>(base: number, modifiers: M[], now: Date) {
   let score = clamp(base);
@@ -129,7 +132,8 @@ export function applyModifiers<M extends ModifierFact>(base: number, modifiers: 
       continue;
     }
     const percent = MODIFIER_PERCENT[m.type];
-    const magnitude = score > 0 ? Math.max(1, Math.floor((score * Math.abs(percent) + 50) / 100)) : 0;
+    const rounded = Math.floor((score * Math.abs(percent) + 50) / 100);
+    const magnitude = score > 0 && percent < 0 ? Math.max(1, rounded) : rounded;
     const next = clamp(score + Math.sign(percent) * magnitude);
     impacts.set(m, next - score);
     score = next;

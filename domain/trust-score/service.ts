@@ -361,16 +361,10 @@ export function createTrustScoreService({ db, clock, users }: TrustScoreServiceD
       const now = clock.now();
       const inputs = await loadInputs(prisma, caller);
       const modifiers = await activeModifiers(prisma, caller.id);
-      const score = (i: TrustInputs, extraBonuses: number) =>
-        applyModifiers(
-          baseScore(computeBreakdown(i, now)),
-          [
-            ...modifiers,
-            ...Array.from({ length: extraBonuses }, () => ({ type: "on_time_bonus" as const, appliedAt: now, expiresAt: null })),
-          ],
-          now,
-        ).finalScore;
-      const currentScore = score(inputs, 0);
+      // The spec's projection: +2 per on-time repayment (repaymentHistory, within its cap of 40);
+      // the on-time bonus a real repayment may add on top (1 % of the score) is not projected.
+      const score = (i: TrustInputs) => applyModifiers(baseScore(computeBreakdown(i, now)), modifiers, now).finalScore;
+      const currentScore = score(inputs);
       const projected = { ...inputs };
       const totals = { repayment: 0, add_guardian: 0, level_up: 0, deposit: 0 };
       for (const action of actions) totals[action.type] += action.count;
@@ -387,7 +381,7 @@ export function createTrustScoreService({ db, clock, users }: TrustScoreServiceD
         step("levelUp", () => (projected.levelIndex = Math.min(LEVELS.length - 1, projected.levelIndex + totals.level_up)));
       // A deposit's count is its amount in whole USDC, added to the volume.
       if (totals.deposit) step("deposit", () => (projected.totalVolumeMicro += BigInt(totals.deposit) * 1_000_000n));
-      const projectedScore = score(projected, Math.min(totals.repayment, 100));
+      const projectedScore = score(projected);
       const componentSum = Object.values(breakdown).reduce((sum, value) => sum + Number(value), 0);
       const viaModifiers = projectedScore - currentScore - componentSum;
       if (viaModifiers !== 0) breakdown.modifiers = signed(viaModifiers);

@@ -59,11 +59,34 @@ describe("trust score engine", () => {
       expiresAt: null,
     });
     const mods = [m("default", 2), m("late_payment", 1), m("on_time_bonus", 3)];
-    // 60 -5% -> 57, -30% (17.1 -> 17) -> 40, +1% (0.4 -> at least 1) -> 41
+    // 60 -5% -> 57, -30% (17.1 -> 17) -> 40, +1% (0.4 rounds to 0: no minimum for the bonus) -> 40
     const result = applyModifiers(60, mods, new Date(Date.UTC(2026, 1, 1)));
-    expect(result.finalScore).to.equal(41);
-    expect(result.impacts).to.deep.equal([-17, -3, 1]);
+    expect(result.finalScore).to.equal(40);
+    expect(result.impacts).to.deep.equal([-17, -3, 0]);
     expect(applyModifiers(0, mods, new Date()).finalScore).to.equal(0);
+    // A penalty still takes at least a point; the bonus is 1 % rounded half up: 1 at 50, 0 at 49.
+    expect(applyModifiers(10, [m("late_payment", 1)], new Date()).finalScore).to.equal(9);
+    expect(applyModifiers(50, [m("on_time_bonus", 1)], new Date()).finalScore).to.equal(51);
+    expect(applyModifiers(49, [m("on_time_bonus", 1)], new Date()).finalScore).to.equal(49);
+  });
+
+  it("keeps a new user's 30 on-time repayments within repaymentHistory's cap (no whole point per bonus)", () => {
+    const bonus = { type: "on_time_bonus" as const, appliedAt: new Date(Date.UTC(2026, 0, 1)), expiresAt: null };
+    // repaymentHistory caps at 40 (20 repayments); ten more repayments' bonuses at 1 % of 40 round to nothing.
+    const base = baseScore(
+      computeBreakdown(
+        { createdAt: new Date(), levelIndex: 0, onTimeRepayments: 30, totalVolumeMicro: 0n, activeGuardians: 0 },
+        new Date(),
+      ),
+    );
+    expect(base).to.equal(40);
+    expect(
+      applyModifiers(
+        base,
+        Array.from({ length: 30 }, () => bonus),
+        new Date(),
+      ).finalScore,
+    ).to.equal(40);
   });
 
   it("property: scores stay integers in 0..100 whatever the inputs", () => {

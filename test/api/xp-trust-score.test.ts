@@ -187,8 +187,8 @@ describe(`XP, badges and Trust Score (${usingPostgres ? "PostgreSQL" : "PGlite"}
       const data = response.body.data;
       expect(data.currentScore).to.equal(2);
       expect(data.breakdown).to.deep.include({ repayments: "+6", guardian: "+15", levelUp: "+2" });
-      // 2 + 6 + 15 + 2 = 25, then three on-time bonuses of at least 1 point: 28
-      expect(data.projectedScore).to.equal(28);
+      // +2 per on-time repayment (part 4): 2 + 6 + 15 + 2 = 25, no bonus projected on top
+      expect(data.projectedScore).to.equal(25);
       expect(data).to.deep.include({ newTier: "New", newBorrowingPower: { maxAmount: 20, maxDuration: 7 } });
       const deposit = await api.request("POST", "/v1/trust-score/simulate", {
         token: bob,
