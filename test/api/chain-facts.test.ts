@@ -105,14 +105,14 @@ describe(`Trust Score and user records from chain facts (${usingPostgres ? "Post
     expect(row.onTimeRepayments).to.equal(1);
     expect(row.totalVolumeMicro).to.equal(usdc(10_000) + loan.totalPaid);
 
-    // Volume floor(4 * log10(1 + 10,10x)) = 16, two points for the repayment; the bonus is 1 % of 18, at least 1.
+    // Volume floor(4 * log10(1 + 10,10x)) = 16, two points for the repayment; the bonus is 1 % of 18, which rounds to 0.
     const data = await score(alice.token, alice.id);
     expect(data.breakdown).to.deep.equal({ seniority: 0, repaymentHistory: 2, transactionVolume: 16, socialNetwork: 0, levelBonus: 0 });
-    expect(data.score).to.equal(19);
+    expect(data.score).to.equal(18);
     const mods = await modifiers(alice.token, alice.id);
-    expect(mods).to.deep.include({ baseScore: 18, finalScore: 19 });
+    expect(mods).to.deep.include({ baseScore: 18, finalScore: 18 });
     expect(mods.modifiers).to.have.length(1);
-    expect(mods.modifiers[0]).to.deep.include({ type: "on_time_bonus", impact: 1, reason: "on-time repayment", expiresAt: null });
+    expect(mods.modifiers[0]).to.deep.include({ type: "on_time_bonus", impact: 0, reason: "on-time repayment", expiresAt: null });
 
     const me = (await api.request("GET", "/v1/users/me", { token: alice.token })).body.data;
     expect(me.xp).to.equal(70); // deposit 20 + repaid loan 50
