@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { LOAN_STATUSES } from "../../domain/loans/repo.js";
 import { ACTIVITY_TYPES } from "../../domain/xp/activity.js";
 import { queryInteger } from "../http/input.js";
 
@@ -107,20 +108,22 @@ export const guardian = z.object({
 /** A loan in the export: the spec's Loan fields the chain knows, plus interest, extensions and closedAt. */
 export const exportedLoan = z.object({
   id: z.string(),
-  status: z.string(),
+  status: z.enum(LOAN_STATUSES),
   amount: z.number(),
   netAmount: z.number(),
   insuranceFee: z.number(),
   interest: z.number(),
   duration: z.number().int(),
   totalRepayment: z.number(),
+  purpose: z.string().nullable(),
   amountPaid: z.number(),
   remainingBalance: z.number(),
   extensions: z.number().int(),
-  fundedAt: isoDate,
-  dueDate: isoDate,
-  closedAt: isoDate.nullable(),
-  txHash: z.string(),
+  createdAt: isoDate,
+  fundedAt: isoDate.nullable(),
+  dueDate: isoDate.nullable(),
+  cancelledAt: isoDate.nullable(),
+  txHash: z.string().nullable(),
 });
 
 /** The spec's Vault transaction. */

@@ -106,9 +106,6 @@ export const loanIdOf = (row: Pick<LoanRow, "id" | "ref">) => row.id ?? loanIdFr
 export function createLoansRepo({ db }: { db: Db }) {
   const { prisma } = db;
   return {
-    /** A borrower's loans, newest first, money as the spec's loan numbers and ids as the API's loan ids (account export). */
-    chainLoansOf: (borrowerWallet: string) => chainLoansOf(db, borrowerWallet),
-
     /** Every loan of a user (requests and chain loans of their wallet), newest first. */
     async loansOf(userId: string, wallet: string): Promise<LoanRow[]> {
       const rows = await prisma.$queryRawUnsafe<Record<string, unknown>[]>(
@@ -232,46 +229,25 @@ export function createLoansRepo({ db }: { db: Db }) {
 
 export type LoansRepo = ReturnType<typeof createLoansRepo>;
 
-async function chainLoansOf({ prisma }: Db, borrowerWallet: string) {
-  const rows = await prisma.$queryRawUnsafe<
-    {
-      ref: string;
-      status: string;
-      principal: bigint;
-      netAmount: bigint;
-      interest: bigint;
-      insuranceFee: bigint;
-      durationDays: number;
-      totalPaid: bigint;
-      remainingBalance: bigint;
-      extensions: number;
-      fundedAt: Date;
-      dueDate: Date;
-      closedAt: Date | null;
-      fundTxHash: string;
-    }[]
-  >(
-    `SELECT "ref", "status", "principal", "netAmount", "interest", "insuranceFee", "durationDays", "totalPaid",
-            "remainingBalance", "extensions", "fundedAt", "dueDate", "closedAt", "fundTxHash"
-       FROM "LoanChainState" WHERE "chainId" = ${MIRRORED_CHAIN_ID_SQL} AND "borrower" = $1
-      ORDER BY "fundedAt" DESC, "loanId" DESC`,
-    borrowerWallet.toLowerCase(),
-  );
-  return rows.map((row) => ({
-    id: loanIdFromRef(row.ref),
-    status: row.status,
-    amount: usdcNumber(BigInt(row.principal)),
-    netAmount: usdcNumber(BigInt(row.netAmount)),
-    insuranceFee: usdcNumber(BigInt(row.insuranceFee)),
-    interest: usdcNumber(BigInt(row.interest)),
-    duration: Number(row.durationDays),
-    totalRepayment: usdcNumber(BigInt(row.principal) + BigInt(row.interest)),
-    amountPaid: usdcNumber(BigInt(row.totalPaid)),
-    remainingBalance: usdcNumber(BigInt(row.remainingBalance)),
-    extensions: Number(row.extensions),
-    fundedAt: row.fundedAt.toISOString(),
-    dueDate: row.dueDate.toISOString(),
-    closedAt: row.closedAt?.toISOString() ?? null,
+/** A user's loans for the account export: requests and chain loans, money as the spec's loan numbers. */
+export function exportView(row: LoanRow, now: Date) {
+  return {
+    id: loanIdOf(row),
+    status: loanStatus(row, now),
+    amount: usdcNumber(row.amount),
+    netAmount: usdcNumber(row.amount - row.insuranceFee),
+    insuranceFee: usdcNumber(row.insuranceFee),
+    interest: usdcNumber(row.interest),
+    duration: row.durationDays,
+    totalRepayment: usdcNumber(row.amount + row.interest),
+    purpose: row.purpose,
+    amountPaid: usdcNumber(row.totalPaid ?? 0n),
+    remainingBalance: usdcNumber(row.remainingBalance ?? 0n),
+    extensions: row.extensions,
+    createdAt: row.createdAt.toISOString(),
+    fundedAt: row.fundedAt?.toISOString() ?? null,
+    dueDate: row.dueDate?.toISOString() ?? null,
+    cancelledAt: row.cancelledAt?.toISOString() ?? null,
     txHash: row.fundTxHash,
-  }));
+  };
 }

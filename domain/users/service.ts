@@ -4,7 +4,7 @@ import { plainText } from "../../core/text.js";
 import type { ManagedWallets } from "../../core/wallets.js";
 import type { ApiKeysRepo } from "../api-keys/repo.js";
 import { AppError } from "../errors.js";
-import type { LoansRepo } from "../loans/repo.js";
+import { exportView, type LoansRepo } from "../loans/repo.js";
 import type { GuardianView } from "../social-vault/repo.js";
 import type { VaultRepo } from "../vault/repo.js";
 import { levelFor } from "../xp/levels.js";
@@ -22,7 +22,7 @@ export interface UsersServiceDeps {
   clock: Pick<Clock, "now">;
   xp: Pick<XpService, "badgeIdsOf" | "allActivity">;
   /** The user's records on chain, read from the indexer's mirror. */
-  loans: Pick<LoansRepo, "chainLoansOf">;
+  loans: Pick<LoansRepo, "loansOf">;
   vault: Pick<VaultRepo, "historyOf">;
   guardiansOf(ownerWallet: string, now: Date): Promise<GuardianView[]>;
 }
@@ -154,14 +154,14 @@ export function createUsersService({ repo, apiKeys, wallets, clock, xp, loans, v
         xp.allActivity(user.id),
         apiKeys.listAllForUser(user.id),
         xp.badgeIdsOf(user.id),
-        wallet ? loans.chainLoansOf(wallet) : [],
+        wallet ? loans.loansOf(user.id, wallet) : [],
         wallet ? vault.historyOf(wallet) : [],
         wallet ? guardiansOf(wallet, clock.now()) : [],
       ]);
       return {
         profile: { ...privateView(user), updatedAt: user.updatedAt.toISOString(), badges },
         activity,
-        loans: loanRecords,
+        loans: loanRecords.map((row) => exportView(row, clock.now())),
         vaultHistory,
         guardians,
         apiKeys: keys.map((key) => ({
