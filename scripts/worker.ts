@@ -1,6 +1,8 @@
 // `npm run worker`: the periodic jobs alone, for deployments that run the parts as separate
 // processes against a shared PostgreSQL (DATABASE_URL). `npm start` runs the same jobs in its process.
-import { bootClock, bootDatabase, isExpectedStartError } from "../core/boot.js";
+// With CHAIN_RPC_URL the worker also holds the pool's operator (the paying account), so the loan
+// jobs (funding, due dates) run here too; without a chain they run only in `npm start`.
+import { bootClock, bootDatabase, bootSharedChainAndDatabase, isExpectedStartError } from "../core/boot.js";
 import { ConfigError, loadConfig } from "../core/config.js";
 import { createLogger } from "../core/logger.js";
 import { managedWalletsFor } from "../core/wallets.js";
@@ -16,15 +18,36 @@ await runUntilSignal(
       throw new ConfigError("config: npm run worker needs DATABASE_URL (the embedded database lives inside npm start)");
     }
     const logger = createLogger(config.logLevel, "worker");
-    const db = await bootDatabase(config, logger);
-    onStop(() => db.close());
+    const shared = config.chain.mode === "embedded" ? undefined : await bootSharedChainAndDatabase("worker", config, logger, onStop);
+    const db = shared?.db ?? (await bootDatabase(config, logger));
+    if (!shared) onStop(() => db.close());
 
     const clock = await bootClock(db, logger, onStop);
     // The worker only writes: no cached reads.
-    const services = createServices({ db, clock, wallets: await managedWalletsFor(config, db), cacheReads: false, logger });
+    const services = createServices({
+      db,
+      clock,
+      wallets: await managedWalletsFor(config, db),
+      cacheReads: false,
+      logger,
+      chain: shared && {
+        provider: shared.chain.provider,
+        chainId: shared.chain.chainId,
+        deployment: shared.deployment,
+        operatorKey: config.chain.deployerPrivateKey,
+        mockUsdc: config.chain.usdcAddress === undefined,
+        payerLowBalanceWei: config.chain.payerLowBalanceWei,
+        replaceAfterMs: config.chain.replaceAfterMs,
+      },
+      loanFundingDelaySeconds: config.loanFundingDelaySeconds,
+    });
+    if (!shared)
+      logger.info(
+        "no CHAIN_RPC_URL: the loan jobs (funding, due dates) run only where a process holds the chain (npm start, or a worker with CHAIN_RPC_URL)",
+      );
     const workers = startPlatformWorkers({ services, clock, logger });
     onStop(() => workers.stop());
-    console.log(`ready: worker jobs=${workers.jobs.join(",")} database=${db.kind}`);
+    console.log(`ready: worker jobs=${workers.jobs.join(",")} database=${db.kind}${shared ? ` rpc=${shared.chain.rpcUrl}` : ""}`);
   },
   isExpectedStartError,
 );

@@ -4,7 +4,8 @@ import path from "node:path";
 import { expect } from "chai";
 import { Contract, JsonRpcProvider } from "ethers";
 import { type EmbeddedChain, startEmbeddedChain } from "../../core/chain.js";
-import { startTestChain, type TestChain } from "../helpers/chain.js";
+import { deposit } from "../helpers/activity.js";
+import { startTestChain, type TestChain, usdc } from "../helpers/chain.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { freePort, type StackProcess, startStack } from "../helpers/stack.js";
 
@@ -226,10 +227,13 @@ describe(`npm start (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
       let database: TestDatabase;
       let api: StackProcess;
       let worker: StackProcess;
+      let indexer: StackProcess | undefined;
+      let apiPort: number;
 
       after(async () => {
         await api?.stop();
         await worker?.stop();
+        await indexer?.stop();
         await database?.destroy();
         await chain?.close();
       });
@@ -238,10 +242,13 @@ describe(`npm start (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
         chain = await startTestChain(); // its deployment file is in DEPLOYMENTS_DIR, which the children inherit
         database = await createTestDatabase({ migrate: false });
         const port = await freePort();
+        apiPort = port;
         api = startStack({ PORT: String(port), CHAIN_RPC_URL: chain.rpcUrl, DATABASE_URL: database.url }, "api");
-        // Started together, as a deployment does: both apply migrations on the same database.
-        worker = startStack({ DATABASE_URL: database.url }, "worker");
-        await Promise.all([api.ready(), worker.ready()]);
+        // Started together, as a deployment does: they apply migrations on the same database. The
+        // worker holds the chain too, so it runs the loan jobs.
+        worker = startStack({ CHAIN_RPC_URL: chain.rpcUrl, DATABASE_URL: database.url }, "worker");
+        indexer = startStack({ CHAIN_RPC_URL: chain.rpcUrl, DATABASE_URL: database.url }, "indexer");
+        await Promise.all([api.ready(), worker.ready(), indexer.ready()]);
         const base = `http://127.0.0.1:${port}`;
         const post = async (urlPath: string, body: unknown) =>
           fetch(`${base}${urlPath}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
@@ -257,6 +264,36 @@ describe(`npm start (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
           if (Date.now() > deadline) throw new Error(`the worker did not step seniority:\n${worker.output()}`);
           await new Promise((resolve) => setTimeout(resolve, 100));
         }
+      });
+
+      it("the worker funds a loan request once LOAN_FUNDING_DELAY_S old on the shared clock", async () => {
+        const base = `http://127.0.0.1:${apiPort}`;
+        const call = async (method: string, urlPath: string, body?: unknown, headers: Record<string, string> = {}) =>
+          (await (
+            await fetch(`${base}${urlPath}`, {
+              method,
+              headers: { "content-type": "application/json", ...headers },
+              body: body === undefined ? undefined : JSON.stringify(body),
+            })
+          ).json()) as Json;
+        await deposit(chain, await chain.signer(1), usdc(1_000)); // the pool's liquidity
+        const token = (await call("POST", "/dev/token", { sub: "loan-user" })).data.accessToken;
+        const auth = { authorization: `Bearer ${token}` };
+        const me = await call("GET", "/v1/users/me", undefined, auth);
+        await database.prisma.user.update({ where: { id: me.data.id }, data: { trustScore: 40 } });
+        // The API's cached user row lives 2 s of service clock.
+        await call("POST", "/dev/time/advance", { seconds: 3 });
+        const loan = await call("POST", "/v1/loans", { amount: 20, duration: 7 }, { ...auth, "idempotency-key": crypto.randomUUID() });
+        expect(loan.data?.status, JSON.stringify(loan)).to.equal("pending");
+        await call("POST", "/dev/time/advance", { seconds: 61 });
+        const deadline = Date.now() + 30_000;
+        for (;;) {
+          const detail = await call("GET", `/v1/loans/${loan.data.id}`, undefined, auth);
+          if (detail.data.status === "active") break;
+          if (Date.now() > deadline) throw new Error(`the worker did not fund the loan:\n${worker.output()}`);
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+        expect(await chain.contracts.usdc.balanceOf(me.data.walletAddress)).to.equal(usdc(18));
       });
     });
   }
