@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { expect } from "chai";
+import { Contract, type EventLog } from "ethers";
 import { ensureChainIdentity } from "../../core/chain-identity.js";
 import { createLogger } from "../../core/logger.js";
-import { usdcNumber } from "../../core/money.js";
+import { formatUsdc2, usdcNumber } from "../../core/money.js";
 import { refFromLoanId } from "../../domain/loans/ids.js";
 import { extensionInterest, loanTerms } from "../../domain/loans/terms.js";
 import { TIERS } from "../../domain/trust-score/rules.js";
@@ -363,6 +364,103 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
     await advance(91 * 86_400);
     const later = (await api.request("GET", "/v1/loans/eligibility", { token: user.token })).body.data;
     expect(later.restrictions).to.not.include("RECENT_DEFAULT");
+  });
+
+  it("after 20 loans of mixed outcomes, the pool's borrowed total, the depositors' interest and the insurance reserve add up", async () => {
+    const vault = chain.contracts.vault;
+    const model = new Contract(await vault.interestRateModel(), ["function reserveFactor() view returns (uint256)"], chain.provider);
+    const reserveFactor = (await model.reserveFactor()) as bigint;
+    const WAD = 10n ** 18n;
+
+    type Plan = "early" | "partial-then-full" | "late" | "default" | "open";
+    const plans: Plan[] = [
+      ...Array<Plan>(6).fill("early"),
+      ...Array<Plan>(4).fill("partial-then-full"),
+      ...Array<Plan>(3).fill("late"),
+      ...Array<Plan>(4).fill("default"),
+      ...Array<Plan>(3).fill("open"),
+    ];
+    const loans: { plan: Plan; user: Awaited<ReturnType<typeof newBorrower>>; id: string; amount: number }[] = [];
+    for (const [i, plan] of plans.entries()) {
+      const amount = 10 + i; // 10..29 USDC, Building tier (50 USDC, 14 days, 4 %)
+      const duration = plan === "open" ? 14 : 7;
+      const made = await fundedLoan(45, amount, duration, 30);
+      loans.push({ plan, user: made.user, id: made.loan.id, amount });
+    }
+    const pay = async (loan: (typeof loans)[number], amount: number) => {
+      const answer = await repay(loan.user.token, loan.id, amount);
+      expect(answer.status, answer.text).to.equal(200);
+    };
+    for (const loan of loans) {
+      if (loan.plan === "early") await pay(loan, 1_000);
+      if (loan.plan === "partial-then-full" || loan.plan === "open") await pay(loan, 3);
+    }
+    for (const loan of loans.filter((l) => l.plan === "partial-then-full")) await pay(loan, 1_000);
+    const advance = async (seconds: number) => {
+      expect((await api.request("POST", "/dev/time/advance", { body: { seconds } })).status).to.equal(200);
+      for (const loan of loans) loan.user.token = await api.token(loan.user.subject, { expiresIn: 86_400 });
+    };
+    await advance(8 * 86_400);
+    await api.services.loans.runDueDates(api.clock.now());
+    for (const loan of loans.filter((l) => l.plan === "late")) await pay(loan, 1_000);
+    await advance(8 * 86_400);
+    await api.services.loans.runDueDates(api.clock.now());
+    await waitForHead(db, chain);
+
+    // Every loan's state as the chain holds it, and the API agrees.
+    const expectedStatus: Record<Plan, string> = {
+      early: "repaid",
+      "partial-then-full": "repaid",
+      late: "repaid",
+      default: "defaulted",
+      open: "overdue",
+    };
+    for (const loan of loans) {
+      const detail = (await api.request("GET", `/v1/loans/${loan.id}`, { token: loan.user.token })).body.data;
+      expect(detail.status, loan.plan).to.equal(expectedStatus[loan.plan]);
+      const onChain = (await chain.contracts.loanBook.getLoan(await chainLoanIdOf(loan.id))) as {
+        principalRepaid: bigint;
+        interestRepaid: bigint;
+      };
+      expect(detail.amountPaid).to.equal(usdcNumber(onChain.principalRepaid + onChain.interestRepaid));
+    }
+
+    // The pool's books over every loan this chain's LoanBook ever funded (this file's other tests' too).
+    let outstanding = 0n;
+    let fees = 0n;
+    const count = (await chain.contracts.loanBook.loanCount()) as bigint;
+    for (let id = 1n; id <= count; id += 1n) {
+      const loan = (await chain.contracts.loanBook.getLoan(id)) as {
+        principal: bigint;
+        principalRepaid: bigint;
+        insuranceFee: bigint;
+        status: bigint;
+      };
+      fees += loan.insuranceFee;
+      if (loan.status === 1n || loan.status === 2n) outstanding += loan.principal - loan.principalRepaid;
+    }
+    const payments = await chain.contracts.loanBook.queryFilter(chain.contracts.loanBook.filters.LoanRepaymentMade!());
+    const losses = await chain.contracts.loanBook.queryFilter(chain.contracts.loanBook.filters.LoanDefaulted!());
+    expect(losses.length).to.be.at.least(4);
+    let reserveShares = 0n;
+    let interest = 0n;
+    for (const payment of payments) {
+      const paid = (payment as EventLog).args.interestPaid as bigint;
+      interest += paid;
+      reserveShares += (paid * (reserveFactor < WAD ? reserveFactor : WAD)) / WAD;
+    }
+    const covered = losses.reduce((sum, e) => sum + ((e as EventLog).args.covered as bigint), 0n);
+    const uncovered = losses.reduce((sum, e) => sum + ((e as EventLog).args.uncovered as bigint), 0n);
+    const totalLoss = losses.reduce((sum, e) => sum + ((e as EventLog).args.loss as bigint), 0n);
+    expect(covered + uncovered).to.equal(totalLoss);
+    expect((await vault.totalBorrowed()) as bigint, "borrowed = principal still out on open loans").to.equal(outstanding);
+    expect((await vault.insuranceReserve()) as bigint, "reserve = fees + reserve share of interest - covered losses").to.equal(
+      fees + reserveShares - covered,
+    );
+    expect((await vault.totalYield()) as bigint, "depositors' interest = interest - reserve share").to.equal(interest - reserveShares);
+    // The API's vault figures are the chain's.
+    const status = (await api.request("GET", "/v1/vault/status")).body.data;
+    expect(status.totalBorrowed).to.equal(formatUsdc2(outstanding));
   });
 
   it("cancels pending requests only, hides other users' loans, and lapses a request at its expiry", async () => {
