@@ -1,6 +1,7 @@
 // `npm run bench:money`: N users (BENCH_USERS, default 20) deposit into and withdraw from the
-// staking vault in parallel, each waiting for one answer before the next request, through the
-// API (their managed wallets sign, the relay pays, the answer waits for the mirror); and the
+// staking vault and repay part of a loan, in parallel, each waiting for one answer before the
+// next request, through the API (their managed wallets sign, the relay pays, the answer waits
+// for the mirror); and the
 // same operations sent straight to the contracts with ethers by N funded wallets, on the same
 // embedded chain in the same run: the chain's own limit. The clients run in a thread of their
 // own (scripts/bench/money-load.ts). Rounds alternate the two; each figure
@@ -23,6 +24,8 @@ import { createLogger } from "../core/logger.js";
 import { applyMigrations } from "../core/migrations.js";
 import { platformContract } from "../core/platform-abi.js";
 import { managedWalletsFor } from "../core/wallets.js";
+import { refFromLoanId } from "../domain/loans/ids.js";
+import { loanTerms } from "../domain/loans/terms.js";
 import { createServices } from "../domain/services.js";
 import { attachIndexer } from "../domain/transactions/read-your-writes.js";
 import { createIndexer } from "../indexer/indexer.js";
@@ -32,11 +35,13 @@ import { freePort } from "./bench/free-port.js";
 import type { LoadSample, LoadSetup } from "./bench/money-load.js";
 
 const USERS = Number(process.env.BENCH_USERS ?? 20);
-/** Deposit + withdrawal pairs per user per round. */
+/** Deposit + withdrawal + loan repayment rounds per user per measured run. */
 const PAIRS = Number(process.env.BENCH_PAIRS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DEPOSIT = 10_000_000n; // 10 USDC
 const WITHDRAW_TMUSDC = 5; // tmUSDC per withdrawal
+const REPAYMENT = 1_000_000n; // 1 USDC per loan repayment
+const LOAN_USDC = 500; // each user's loan (Elite tier): repaid 1 USDC at a time, never closed by the benchmark
 
 process.env.DEPLOYMENTS_DIR ??= mkdtempSync(path.join(os.tmpdir(), "bench-deployments-"));
 const logger = createLogger(process.env.LOG_LEVEL ?? "warn");
@@ -95,25 +100,55 @@ async function call(method: string, urlPath: string, body?: unknown, headers: Re
 
 // Setup (not measured): API users on the enterprise plan (no 429s) with test USDC; direct
 // wallets with ETH for gas, test USDC and an unlimited approval.
+const deployer = new Wallet(config.chain.deployerPrivateKey, provider);
+const usdc = platformContract(deployment, "usdc", deployer);
+const vault = platformContract(deployment, "stakingVault", provider);
+const loanBook = platformContract(deployment, "loanBook", deployer);
+// The pool's liquidity for both kinds of users' loans.
+await (await usdc.getFunction("mint")(deployer.address, 100_000_000_000n)).wait();
+await (await usdc.getFunction("approve")(await vault.getAddress(), 100_000_000_000n)).wait();
+await (await (vault.connect(deployer) as Contract).getFunction("deposit")(100_000_000_000n, deployer.address)).wait();
+
 const apiUsers = await Promise.all(
   Array.from({ length: USERS }, async (_, i) => {
     const token = (await call("POST", "/dev/token", { sub: `bench-money-${i}` })).data.accessToken as string;
     const auth = { authorization: `Bearer ${token}` };
     const me = await call("GET", "/v1/users/me", undefined, auth);
     await call("PUT", `/dev/users/${me.data.id}/plan`, { plan: "enterprise" });
+    // The Elite tier, set directly: the benchmark measures repayments, not how a score is earned.
+    await db.prisma.user.update({ where: { id: me.data.id as string }, data: { trustScore: 90 } });
+    services.invalidateUser(me.data.id as string);
     return auth;
   }),
 );
-for (const auth of apiUsers) await call("POST", "/dev/faucet", { amount: 10_000 }, { ...auth, "idempotency-key": randomUUID() });
+const apiLoans: string[] = [];
+for (const auth of apiUsers) {
+  await call("POST", "/dev/faucet", { amount: 10_000 }, { ...auth, "idempotency-key": randomUUID() });
+  const loan = await call("POST", "/v1/loans", { amount: LOAN_USDC, duration: 90 }, { ...auth, "idempotency-key": randomUUID() });
+  await call("POST", `/dev/loans/${loan.data.id}/fund`);
+  apiLoans.push(loan.data.id as string);
+}
 
-const deployer = new Wallet(config.chain.deployerPrivateKey, provider);
-const usdc = platformContract(deployment, "usdc", deployer);
-const vault = platformContract(deployment, "stakingVault", provider);
 const directWallets = Array.from({ length: USERS }, () => Wallet.createRandom().connect(provider));
+const directLoans: bigint[] = [];
 for (const wallet of directWallets) {
   await (await deployer.sendTransaction({ to: wallet.address, value: 10n ** 18n })).wait();
   await (await usdc.getFunction("mint")(wallet.address, 10_000_000_000n)).wait();
   await (await (usdc.connect(wallet) as Contract).getFunction("approve")(await vault.getAddress(), 2n ** 255n)).wait();
+  await (await (usdc.connect(wallet) as Contract).getFunction("approve")(await loanBook.getAddress(), 2n ** 255n)).wait();
+  // The same terms as an API user's loan, funded by the operator straight on the LoanBook.
+  const terms = loanTerms(BigInt(LOAN_USDC) * 1_000_000n, 100);
+  await (
+    await loanBook.getFunction("fundLoan")(
+      refFromLoanId(randomUUID()),
+      wallet.address,
+      terms.amount,
+      terms.interest,
+      terms.insuranceFee,
+      90,
+    )
+  ).wait();
+  directLoans.push((await loanBook.getFunction("loanCount")()) as bigint);
 }
 
 // The clients run in their own thread (scripts/bench/money-load.ts), as real clients run elsewhere:
@@ -125,6 +160,11 @@ const load = new Worker(new URL("./bench/money-load.ts", import.meta.url), {
     chainId,
     vault: await vault.getAddress(),
     vaultAbi: JSON.parse(vault.interface.formatJson()),
+    loanBook: await loanBook.getAddress(),
+    loanBookAbi: JSON.parse(loanBook.interface.formatJson()),
+    apiLoans,
+    directLoans,
+    repayment: REPAYMENT,
     auths: apiUsers,
     directKeys: directWallets.map((wallet) => wallet.privateKey),
     pairs: PAIRS,
@@ -132,7 +172,7 @@ const load = new Worker(new URL("./bench/money-load.ts", import.meta.url), {
     withdrawTmUsdc: WITHDRAW_TMUSDC,
   } satisfies LoadSetup,
 });
-const OPERATIONS = USERS * PAIRS * 2;
+const OPERATIONS = USERS * PAIRS * 3;
 const cpuSpent: Record<"api" | "direct", { before: CpuSnapshot; after: CpuSnapshot; operations: number }[]> = { api: [], direct: [] };
 const measure = async (kind: "api" | "direct") => {
   const before = cpuSnapshot();
@@ -161,7 +201,9 @@ const summary = (runs: Sample[]) => ({
 });
 const direct = summary(samples.direct);
 const viaApi = summary(samples.api);
-console.log(`${USERS} users x ${PAIRS} deposit+withdraw pairs per round, median of ${ROUNDS} rounds, embedded chain, ${db.kind}`);
+console.log(
+  `${USERS} users x ${PAIRS} x (deposit, withdrawal, loan repayment) per round, median of ${ROUNDS} rounds, embedded chain, ${db.kind}`,
+);
 for (const [title, line] of [
   ["direct (ethers -> contracts)", direct],
   ["API (relay, answer after the mirror)", viaApi],

@@ -11,6 +11,14 @@ export interface LoadSetup {
   chainId: number;
   vault: string;
   vaultAbi: unknown[];
+  loanBook: string;
+  loanBookAbi: unknown[];
+  /** Each API user's funded loan (same order as `auths`), repaid in parts through the API. */
+  apiLoans: string[];
+  /** Each direct wallet's funded loan on the LoanBook (same order as `directKeys`), repaid straight to it. */
+  directLoans: bigint[];
+  /** Micro-USDC per repayment. */
+  repayment: bigint;
   /** Authorization headers of the API users. */
   auths: Record<string, string>[];
   /** Private keys of the funded direct wallets (approved for the vault). */
@@ -30,6 +38,7 @@ const provider = new JsonRpcProvider(setup.rpcUrl, Network.from(setup.chainId), 
 });
 const wallets = setup.directKeys.map((key) => new Wallet(key, provider));
 const vault = new Contract(setup.vault, setup.vaultAbi as never, provider);
+const loanBook = new Contract(setup.loanBook, setup.loanBookAbi as never, provider);
 
 async function post(route: string, body: unknown, auth: Record<string, string>) {
   const response = await fetch(`${setup.apiUrl}${route}`, {
@@ -41,13 +50,14 @@ async function post(route: string, body: unknown, auth: Record<string, string>) 
   if (response.status !== 200) throw new Error(`POST ${route} answered ${response.status}: ${text}`);
 }
 
-/** One user's deposit/withdraw pairs, one request at a time; each operation's latency. */
-async function apiUser(auth: Record<string, string>): Promise<number[]> {
+/** One user's deposit, withdrawal and loan repayment, `pairs` times, one request at a time; each operation's latency. */
+async function apiUser(auth: Record<string, string>, loanId: string): Promise<number[]> {
   const latencies: number[] = [];
   for (let pair = 0; pair < setup.pairs; pair += 1) {
     for (const [route, body] of [
       ["/v1/vault/deposit", { amount: Number(setup.deposit) / 1e6 }],
       ["/v1/vault/withdraw", { tmUSDCAmount: setup.withdrawTmUsdc }],
+      [`/v1/loans/${loanId}/repay`, { amount: Number(setup.repayment) / 1e6 }],
     ] as const) {
       const start = performance.now();
       await post(route, body, auth);
@@ -57,13 +67,15 @@ async function apiUser(auth: Record<string, string>): Promise<number[]> {
   return latencies;
 }
 
-async function directUser(wallet: Wallet): Promise<number[]> {
+async function directUser(wallet: Wallet, loanId: bigint): Promise<number[]> {
   const latencies: number[] = [];
   const own = vault.connect(wallet) as Contract;
+  const ownLoans = loanBook.connect(wallet) as Contract;
   for (let pair = 0; pair < setup.pairs; pair += 1) {
     for (const send of [
       () => own.getFunction("deposit")(setup.deposit, wallet.address),
       () => own.getFunction("redeem")(BigInt(setup.withdrawTmUsdc) * 10n ** 18n, wallet.address, wallet.address),
+      () => ownLoans.getFunction("repay")(loanId, setup.repayment),
     ]) {
       const start = performance.now();
       await (await send()).wait();
@@ -88,7 +100,11 @@ parentPort!.on("message", async (kind: "api" | "direct" | "stop") => {
     return;
   }
   try {
-    const sample = await measure(kind === "api" ? setup.auths.map(apiUser) : wallets.map(directUser));
+    const sample = await measure(
+      kind === "api"
+        ? setup.auths.map((auth, i) => apiUser(auth, setup.apiLoans[i]!))
+        : wallets.map((wallet, i) => directUser(wallet, setup.directLoans[i]!)),
+    );
     parentPort!.postMessage({ sample });
   } catch (error) {
     parentPort!.postMessage({ error: (error as Error).message });
