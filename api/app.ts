@@ -20,6 +20,7 @@ import { createRateLimiter } from "./http/rate-limit.js";
 import { requestLog } from "./http/request-log.js";
 import { mountRoutes, type RouteSpec } from "./http/route.js";
 import { loanRoutes } from "./loans/routes.js";
+import { socialVaultRoutes } from "./social-vault/routes.js";
 import { trustScoreRoutes } from "./trust-score/routes.js";
 import { userRoutes } from "./users/routes.js";
 import { vaultRoutes } from "./vault/routes.js";
@@ -30,7 +31,10 @@ export interface AppDeps extends HealthDeps {
   chain: { provider: Pick<JsonRpcProvider, "getBlockNumber" | "send">; chainId: number };
   config: Pick<Config, "auth" | "dataDir" | "isProduction" | "trustProxy">;
   /** The domain services (domain/services.ts), built once per process. */
-  services: Pick<Services, "users" | "apiKeys" | "xp" | "trust" | "idempotency" | "sandbox" | "vault" | "payer" | "loans" | "fundsLoans">;
+  services: Pick<
+    Services,
+    "users" | "apiKeys" | "xp" | "trust" | "idempotency" | "sandbox" | "vault" | "payer" | "loans" | "fundsLoans" | "socialVault"
+  >;
   /** Rate-limit counters shared across API processes (REDIS_URL); in-process otherwise. */
   redis?: Redis;
 }
@@ -81,6 +85,7 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
   const routes: RouteSpec[] = [...userRoutes({ users, xp }), ...trustScoreRoutes({ trust }), ...apiKeyRoutes({ apiKeys })];
   routes.push(...loanRoutes({ loans: deps.services.loans }));
   if (deps.services.vault) routes.push(...vaultRoutes({ vault: deps.services.vault }));
+  if (deps.services.socialVault) routes.push(...socialVaultRoutes({ socialVault: deps.services.socialVault }));
   if (config.auth.devProvider) {
     const identity = await createDevIdentityProvider({
       dataDir: config.dataDir,

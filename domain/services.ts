@@ -2,11 +2,11 @@
 // here and nowhere else. `npm start`, `npm run api`, `npm run worker` and the tests all call
 // createServices; the API mounts routes on its result and the worker schedules jobs on it.
 
-import { type JsonRpcProvider, Wallet } from "ethers";
+import { type JsonRpcProvider, Wallet, ZeroAddress } from "ethers";
 import type { Clock } from "../core/clock.js";
 import type { Deployment } from "../core/deployments.js";
 import type { Logger } from "../core/logger.js";
-import { platformContract, platformErrors } from "../core/platform-abi.js";
+import { platformContract, platformContractAt, platformErrors } from "../core/platform-abi.js";
 import type { ManagedWallets } from "../core/wallets.js";
 import { createApiKeysRepo } from "./api-keys/repo.js";
 import { createApiKeysService } from "./api-keys/service.js";
@@ -16,7 +16,8 @@ import { createLoansRepo } from "./loans/repo.js";
 import { createLoansService } from "./loans/service.js";
 import { createRewardsConsumer } from "./rewards/consumer.js";
 import { createSandboxService } from "./sandbox/service.js";
-import { guardiansOfOwner } from "./social-vault/repo.js";
+import { guardiansOfOwner, isSocialVault } from "./social-vault/repo.js";
+import { createSocialVaultService } from "./social-vault/service.js";
 import { createPayerWatch } from "./transactions/payer.js";
 import { createMirrorWait } from "./transactions/read-your-writes.js";
 import { createTransactionSender } from "./transactions/sender.js";
@@ -64,17 +65,47 @@ export interface ServiceDeps {
   loanFundingDelaySeconds?: number;
 }
 
-/** What users may call through the relay: the platform contracts' user functions, nothing else. */
-function relayAllowList(deployment: Deployment) {
+/**
+ * What users may call through the relay: the platform contracts' user functions, and the user
+ * functions of the social vaults the factory created (known to the mirror), nothing else.
+ */
+function relayAllowList(deployment: Deployment, isSocialVault: (address: string) => Promise<boolean>) {
   const vault = platformContract(deployment, "stakingVault");
   const loanBook = platformContract(deployment, "loanBook");
+  const factory = platformContract(deployment, "socialVaultFactory");
+  // Clones share the implementation's ABI; only its interface is needed here.
+  const socialVault = platformContractAt("socialVault", ZeroAddress);
   const selectors = (contract: typeof vault, names: string[]) =>
     new Set(names.map((name) => contract.interface.getFunction(name)!.selector));
   const allowed = new Map<string, Set<string>>([
     [(vault.target as string).toLowerCase(), selectors(vault, ["depositWithPermit", "deposit", "redeem", "withdraw"])],
     [(loanBook.target as string).toLowerCase(), selectors(loanBook, ["repayWithPermit", "repay"])],
+    [(factory.target as string).toLowerCase(), selectors(factory, ["createVault"])],
   ]);
-  return (to: string, data: string) => allowed.get(to.toLowerCase())?.has(data.slice(0, 10)) ?? false;
+  const socialVaultCalls = selectors(socialVault, [
+    "depositWithPermit",
+    "deposit",
+    "withdraw",
+    "requestWithdrawal",
+    "approveWithdrawal",
+    "executeWithdrawal",
+    "cancelWithdrawal",
+    "lock",
+    "duressLock",
+    "requestUnlock",
+    "approveUnlock",
+    "unlock",
+    "addGuardian",
+    "removeGuardian",
+    "acceptGuardianRemoval",
+    "revokeGuardianRemoval",
+  ]);
+  return async (to: string, data: string) => {
+    const selector = data.slice(0, 10);
+    const platform = allowed.get(to.toLowerCase());
+    if (platform) return platform.has(selector);
+    return socialVaultCalls.has(selector) && (await isSocialVault(to));
+  };
 }
 
 export function createServices({ db, clock, wallets, cacheReads, logger, chain, loanFundingDelaySeconds = 60 }: ServiceDeps) {
@@ -150,7 +181,7 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain, 
       usdc,
       signerOf: (index) => wallets.signerOf(index),
       errors: platformErrors(),
-      isAllowed: relayAllowList(chain.deployment),
+      isAllowed: relayAllowList(chain.deployment, (address) => isSocialVault(db, address)),
       logger,
     });
     const mirror = createMirrorWait({ db, chainId: chain.chainId, timeoutMs: chain.mirrorWaitMs, logger });
@@ -173,7 +204,15 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain, 
     });
     const sandbox = createSandboxService({ sender, usdc: chain.mockUsdc ? usdc : null, vault: stakingVault, operator: sender.address });
     const loanBook = { chainId: chain.chainId, loanBook: contract("loanBook"), sender, mirror, transactions, rewards };
-    return { sender, vault, payer, sandbox, mirror, loanBook };
+    const socialVault = createSocialVaultService({
+      db,
+      clock,
+      factory: contract("socialVaultFactory"),
+      transactions,
+      mirror,
+      privateKeyOf: (index) => wallets.signerOf(index).privateKey,
+    });
+    return { sender, vault, payer, sandbox, mirror, loanBook, socialVault };
   }
 
   return {
@@ -192,6 +231,8 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain, 
     loans,
     /** Whether this process can fund loans (it has the pool's operator on a chain). */
     fundsLoans: onChain !== undefined,
+    /** Each user's social vault (absent in processes without a chain). */
+    socialVault: onChain?.socialVault,
     /** The staking vault for users (absent in processes without a chain). */
     vault: onChain?.vault,
     /** The paying account's balance against its floor (/health; absent without a chain). */

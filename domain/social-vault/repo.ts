@@ -2,7 +2,7 @@
 // SocialVaultGuardian). The API writes none of these rows; the indexer is their only writer.
 import { getAddress } from "ethers";
 import { MIRRORED_CHAIN_ID_SQL } from "../../core/chain-identity.js";
-import type { Tx } from "../db.js";
+import type { Db, Tx } from "../db.js";
 
 export interface GuardianView {
   /** The guardian's user id when the address is a platform user's managed wallet, else the address. */
@@ -78,4 +78,52 @@ export async function guardianCountDrift(db: Tx, now: Date, userIds?: string[]):
     userIds ?? null,
   );
   return rows.map((row) => ({ userId: row.userId, active: Number(row.active) }));
+}
+
+/** Whether `address` is a social vault the factory created (the relay forwards users' calls only to those). */
+export async function isSocialVault(db: Pick<Db, "prisma">, address: string): Promise<boolean> {
+  const rows = await db.prisma.$queryRawUnsafe<{ one: number }[]>(
+    `SELECT 1 AS "one" FROM "SocialVaultState" WHERE "chainId" = ${MIRRORED_CHAIN_ID_SQL} AND "address" = $1`,
+    address.toLowerCase(),
+  );
+  return rows.length > 0;
+}
+
+/** The social vault a wallet owns, as the mirror holds it, with its active guardians at `now`. */
+export async function vaultOfOwner(db: Pick<Db, "prisma">, ownerWallet: string, now: Date) {
+  const rows = await db.prisma.$queryRawUnsafe<
+    {
+      address: string;
+      dailyLimit: bigint;
+      timelockDuration: number;
+      requiredSignatures: number;
+      hasDuressPin: boolean;
+      locked: boolean;
+      lockedAt: Date | null;
+      balance: bigint;
+      createdAt: Date;
+      createdTxHash: string;
+      activeGuardians: number;
+    }[]
+  >(
+    `SELECT s."address", s."dailyLimit", s."timelockDuration", s."requiredSignatures", s."hasDuressPin", s."locked",
+            s."lockedAt", s."balance", s."createdAt", s."createdTxHash",
+            (SELECT count(*)::int FROM "SocialVaultGuardian" g
+              WHERE g."chainId" = s."chainId" AND g."vault" = s."address" AND NOT g."removed" AND g."activeAt" <= $2::timestamp(3)) AS "activeGuardians"
+       FROM "SocialVaultState" s
+      WHERE s."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND s."owner" = $1`,
+    ownerWallet.toLowerCase(),
+    now.toISOString(),
+  );
+  const row = rows[0];
+  return row
+    ? {
+        ...row,
+        dailyLimit: BigInt(row.dailyLimit),
+        balance: BigInt(row.balance),
+        timelockDuration: Number(row.timelockDuration),
+        requiredSignatures: Number(row.requiredSignatures),
+        activeGuardians: Number(row.activeGuardians),
+      }
+    : null;
 }

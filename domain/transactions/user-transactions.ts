@@ -54,7 +54,7 @@ export interface UserTransactionDeps {
   signerOf(walletIndex: number): HDNodeWallet;
   errors: Interface;
   /** The calls users may make through the relay (the platform's contracts and their user functions). */
-  isAllowed(to: string, data: string): boolean;
+  isAllowed(to: string, data: string): boolean | Promise<boolean>;
   logger?: Pick<Logger, "warn">;
   /** How long a request waits for the user's earlier transaction before answering 503. */
   leaseWaitMs?: number;
@@ -193,7 +193,7 @@ export function createUserTransactions(deps: UserTransactionDeps) {
     ]);
     const deadline = BigInt(latest!.timestamp) + REQUEST_LIFETIME_S;
     const data = call.permit ? call.data(await signPermit(wallet, { ...call.permit, nonce: permitNonce!, deadline })) : call.data;
-    if (!deps.isAllowed(call.to, data)) throw new Error(`the relay does not forward this call (${call.to}, ${data.slice(0, 10)})`);
+    if (!(await deps.isAllowed(call.to, data))) throw new Error(`the relay does not forward this call (${call.to}, ${data.slice(0, 10)})`);
 
     // The user's own call, simulated: a revert is decoded here, before anything is signed or recorded.
     let gas: bigint;

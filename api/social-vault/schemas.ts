@@ -1,0 +1,73 @@
+import { z } from "zod";
+import { usdcAmount } from "../http/input.js";
+
+// One schema per route part: they validate, type the handlers and generate the OpenAPI document.
+// Social vault money values are strings with two fraction digits (service-spec part 2).
+
+const usdc2 = (what: string) =>
+  z
+    .string()
+    .regex(/^-?\d+\.\d{2}$/)
+    .describe(`${what}, a decimal string with two fraction digits`);
+const address = z
+  .string()
+  .regex(/^0x[0-9a-fA-F]{40}$/, "must be a wallet address (0x and 40 hex digits)")
+  .describe("wallet address");
+const txHash = z
+  .string()
+  .regex(/^0x[0-9a-f]{64}$/)
+  .describe("hash of the transaction on chain");
+/** Most one request may move: far above any test balance, far below the contracts' 96-bit amounts. */
+const MAX_SOCIAL_VAULT_AMOUNT = 1_000_000_000;
+
+export const configResponse = z.object({
+  isConfigured: z.boolean(),
+  dailyLimit: usdc2("USDC that may leave at once within a rolling day"),
+  timelockDuration: z.number().int().describe("seconds a withdrawal above the daily limit waits after its approvals"),
+  requiredSignatures: z.number().int().describe("guardian approvals a withdrawal above the daily limit needs"),
+  guardianCount: z.number().int().describe("active guardians"),
+  isLocked: z.boolean(),
+  hasDuressPin: z.boolean(),
+});
+
+export const createBody = z.strictObject({
+  dailyLimit: usdcAmount({ max: MAX_SOCIAL_VAULT_AMOUNT, description: "USDC per rolling day that may leave without approvals" }),
+  timelockDuration: z.number().int().min(3_600).max(604_800).describe("seconds, 3600 (1 hour) to 604800 (7 days)"),
+  requiredSignatures: z.number().int().min(1).max(10).describe("guardian approvals for a withdrawal above the daily limit, 1 to 10"),
+  duressPin: z
+    .string()
+    .regex(/^\d{4,6}$/, "must be 4 to 6 digits")
+    .describe("4 to 6 digits: entered at POST /social-vault/lock it locks the vault; kept only as the contract's keyed hash"),
+});
+export const createResponse = z.object({
+  vaultAddress: address.describe("your social vault's contract"),
+  dailyLimit: usdc2("the daily limit"),
+  timelockDuration: z.number().int(),
+  requiredSignatures: z.number().int(),
+  txHash,
+  createdAt: z.string().describe("ISO 8601 UTC timestamp (the block's)"),
+});
+
+export const depositBody = z.strictObject({
+  amount: usdcAmount({ max: MAX_SOCIAL_VAULT_AMOUNT, description: "USDC to move from your managed wallet into the vault" }),
+});
+export const depositResponse = z.object({
+  amount: usdc2("USDC deposited"),
+  newBalance: usdc2("the vault's balance after it"),
+  txHash,
+});
+
+export const instantBody = z.strictObject({
+  amount: usdcAmount({
+    max: MAX_SOCIAL_VAULT_AMOUNT,
+    description: "USDC to send at once: at most what remains of the rolling daily limit",
+  }),
+  recipient: address.describe("where the USDC goes"),
+});
+export const instantResponse = z.object({
+  amount: usdc2("USDC sent"),
+  recipient: address,
+  remainingDailyLimit: usdc2("what may still leave at once in the current daily window"),
+  newBalance: usdc2("the vault's balance after it"),
+  txHash,
+});

@@ -1,0 +1,197 @@
+// The social vault for its owner: created through the factory as the user's own transaction (a
+// clone per user), configured once, deposits, and instant withdrawals within the rolling daily
+// limit. Every write is the user's own transaction through the relay (domain/transactions), so a
+// wallet calling the contracts directly takes the same paths; figures come from the chain's
+// receipt and the mirror. Money in bigint micro-USDC, formatted only in the views.
+import { createHmac } from "node:crypto";
+import { AbiCoder, type Contract, keccak256 } from "ethers";
+import type { Clock } from "../../core/clock.js";
+import { formatUsdc2 } from "../../core/money.js";
+import { platformContractAt } from "../../core/platform-abi.js";
+import type { Db } from "../db.js";
+import { AppError } from "../errors.js";
+import { chainFailure } from "../transactions/failures.js";
+import type { MirrorWait } from "../transactions/read-your-writes.js";
+import type { UserCallData, UserTransactions } from "../transactions/user-transactions.js";
+import type { UserRecord } from "../users/repo.js";
+import { vaultOfOwner } from "./repo.js";
+
+export interface SocialVaultServiceDeps {
+  db: Db;
+  clock: Pick<Clock, "now">;
+  factory: Contract;
+  transactions: Pick<UserTransactions, "send">;
+  mirror: Pick<MirrorWait, "untilIndexed">;
+  /** The user's managed wallet's private key (the duress key is keyed by it: see duressKeyOf). */
+  privateKeyOf(walletIndex: number): string;
+}
+
+/**
+ * The duress key for `pin`: HMAC-SHA256 keyed by the owner's managed-wallet key over the vault and
+ * the PIN. The contract keeps only keccak256 of it, so the PIN is never stored, and without the
+ * wallet's key its 10^4-10^6 values cannot be tried against the commitment.
+ */
+export function duressKeyOf(privateKey: string, vault: string, pin: string): string {
+  return `0x${createHmac("sha256", Buffer.from(privateKey.slice(2), "hex"))
+    .update(`trustmint-duress:${vault.toLowerCase()}:${pin}`)
+    .digest("hex")}`;
+}
+
+export const duressCommitmentOf = (duressKey: string) => keccak256(AbiCoder.defaultAbiCoder().encode(["bytes32"], [duressKey]));
+
+/** A social vault contract's revert as the spec's error (part 7, and the codes D-71 adds). */
+function socialVaultRevert(revert: { name: string; args: unknown[] }) {
+  const args = revert.args as bigint[];
+  switch (revert.name) {
+    case "SocialVaultIsLocked":
+      return new AppError("VAULT_LOCKED", "Your social vault is locked");
+    case "SocialVaultDailyLimitExceeded":
+      return new AppError("DAILY_LIMIT_EXCEEDED", `Above what remains of today's limit: ${formatUsdc2(args[1]!)} USDC`, {
+        field: "amount",
+        reason: `at most ${formatUsdc2(args[1]!)} USDC now`,
+      });
+    case "SocialVaultInsufficientBalance":
+      return new AppError("INSUFFICIENT_BALANCE", `Your social vault holds ${formatUsdc2(args[0]!)} USDC`, {
+        field: "amount",
+        reason: "more than the vault's balance",
+      });
+    case "ERC20InsufficientBalance":
+      return new AppError("INSUFFICIENT_BALANCE", `Your wallet holds ${formatUsdc2(args[1]!)} USDC`, {
+        field: "amount",
+        reason: "more than your USDC balance",
+      });
+    case "SocialVaultFactoryVaultExists":
+      return new AppError("SOCIAL_VAULT_EXISTS", "You already have a social vault; it is configured once");
+    case "SocialVaultInvalidTimelockDuration":
+      return new AppError("VALIDATION_ERROR", "timelockDuration must be from 3600 to 604800 seconds", {
+        field: "timelockDuration",
+        reason: "3600 to 604800",
+      });
+    case "SocialVaultInvalidRequiredSignatures":
+      return new AppError("VALIDATION_ERROR", "requiredSignatures must be from 1 to 10", {
+        field: "requiredSignatures",
+        reason: "1 to 10",
+      });
+    default:
+      return undefined;
+  }
+}
+
+export function createSocialVaultService(deps: SocialVaultServiceDeps) {
+  const { factory } = deps;
+
+  async function ownVault(user: UserRecord) {
+    const vault = await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now());
+    if (!vault) throw new AppError("SOCIAL_VAULT_NOT_FOUND", "You have no social vault yet: create it with POST /v1/social-vault");
+    return vault;
+  }
+
+  /** Sends `call` as the user's own transaction; answers after the receipt and the mirror. */
+  async function send(user: UserRecord, purpose: string, idempotencyKey: string, to: string, call: UserCallData) {
+    const sent = await deps.transactions
+      .send({
+        user: { id: user.id, walletIndex: user.walletIndex, walletAddress: user.walletAddress! },
+        purpose,
+        idempotencyKey,
+        to,
+        ...call,
+      })
+      .catch((error) => chainFailure(error, socialVaultRevert));
+    await deps.mirror.untilIndexed(sent.blockNumber);
+    return sent;
+  }
+
+  return {
+    /** The caller's vault configuration (isConfigured false before creation). */
+    async config(user: UserRecord) {
+      const vault = await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now());
+      if (!vault) {
+        return {
+          isConfigured: false,
+          dailyLimit: "0.00",
+          timelockDuration: 0,
+          requiredSignatures: 0,
+          guardianCount: 0,
+          isLocked: false,
+          hasDuressPin: false,
+        };
+      }
+      return {
+        isConfigured: true,
+        dailyLimit: formatUsdc2(vault.dailyLimit),
+        timelockDuration: vault.timelockDuration,
+        requiredSignatures: vault.requiredSignatures,
+        guardianCount: vault.activeGuardians,
+        isLocked: vault.locked,
+        hasDuressPin: vault.hasDuressPin,
+      };
+    },
+
+    /**
+     * Creates the user's vault through the factory (a clone at an address fixed by the owner), with
+     * the duress PIN's commitment: the PIN itself is never stored, logged or returned.
+     */
+    async create(
+      user: UserRecord,
+      input: { dailyLimit: bigint; timelockDuration: number; requiredSignatures: number; duressPin: string },
+      idempotencyKey: string,
+    ) {
+      const address = ((await factory.predictVault(user.walletAddress!)) as string).toLowerCase();
+      const commitment = duressCommitmentOf(duressKeyOf(deps.privateKeyOf(user.walletIndex), address, input.duressPin));
+      const sent = await send(user, "social_vault.create", idempotencyKey, factory.target as string, {
+        data: factory.interface.encodeFunctionData("createVault", [
+          input.dailyLimit,
+          input.timelockDuration,
+          input.requiredSignatures,
+          commitment,
+        ]),
+      });
+      const block = await sent.receipt.getBlock();
+      return {
+        vaultAddress: address,
+        dailyLimit: formatUsdc2(input.dailyLimit),
+        timelockDuration: input.timelockDuration,
+        requiredSignatures: input.requiredSignatures,
+        txHash: sent.txHash,
+        createdAt: new Date(block.timestamp * 1_000).toISOString(),
+      };
+    },
+
+    /** Deposits `amount` micro-USDC from the user's managed wallet into their vault (a permit, no approval transaction). */
+    async deposit(user: UserRecord, amount: bigint, idempotencyKey: string) {
+      const vault = await ownVault(user);
+      if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
+      const contract = platformContractAt("socialVault", vault.address, factory.runner ?? undefined);
+      const sent = await send(user, "social_vault.deposit", idempotencyKey, vault.address, {
+        permit: { spender: vault.address, value: amount },
+        data: (permit) =>
+          contract.interface.encodeFunctionData("depositWithPermit", [amount, permit.deadline, permit.v, permit.r, permit.s]),
+      });
+      const after = (await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now()))!;
+      return { amount: formatUsdc2(amount), newBalance: formatUsdc2(after.balance), txHash: sent.txHash };
+    },
+
+    /** Sends `amount` micro-USDC from the vault to `recipient` at once, within the rolling daily limit. */
+    async withdrawInstant(user: UserRecord, amount: bigint, recipient: string, idempotencyKey: string) {
+      const vault = await ownVault(user);
+      if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
+      const contract = platformContractAt("socialVault", vault.address, factory.runner ?? undefined);
+      const sent = await send(user, "social_vault.withdraw", idempotencyKey, vault.address, {
+        data: contract.interface.encodeFunctionData("withdraw", [amount, recipient]),
+      });
+      const event = contract.interface.getEvent("SocialVaultWithdrawn")!;
+      const log = sent.receipt.logs.find((entry) => entry.topics[0] === event.topicHash)!;
+      const withdrawn = contract.interface.decodeEventLog(event, log.data, log.topics) as unknown as { remainingDailyLimit: bigint };
+      const after = (await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now()))!;
+      return {
+        amount: formatUsdc2(amount),
+        recipient,
+        remainingDailyLimit: formatUsdc2(withdrawn.remainingDailyLimit),
+        newBalance: formatUsdc2(after.balance),
+        txHash: sent.txHash,
+      };
+    },
+  };
+}
+
+export type SocialVaultService = ReturnType<typeof createSocialVaultService>;

@@ -1,0 +1,163 @@
+import { randomUUID } from "node:crypto";
+import { expect } from "chai";
+import { ensureChainIdentity } from "../../core/chain-identity.js";
+import { createLogger } from "../../core/logger.js";
+import { platformContractAt } from "../../core/platform-abi.js";
+import { managedWalletsFor } from "../../core/wallets.js";
+import { duressCommitmentOf, duressKeyOf } from "../../domain/social-vault/service.js";
+import type { Indexer } from "../../indexer/indexer.js";
+import { startTestApi, type TestApi } from "../helpers/api.js";
+import { startTestChain, type TestChain, usdc } from "../helpers/chain.js";
+import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
+import { expectErrorEnvelope } from "../helpers/envelope.js";
+import { testIndexer, waitForHead } from "../helpers/mirror.js";
+
+// The social vault over real HTTP, first part: creation through the factory as the user's own
+// transaction, the duress PIN's commitment, deposits and instant withdrawals within the rolling
+// daily limit, on a real chain with the indexer beside the API.
+
+describe(`social vault API: create, deposit, instant withdrawals (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
+  this.timeout(240_000);
+  let chain: TestChain;
+  let db: TestDatabase;
+  let indexer: Indexer;
+  let api: TestApi;
+
+  async function newUser(funds = 0) {
+    const subject = `saver-${randomUUID()}`;
+    const token = await api.token(subject, { expiresIn: 86_400 * 30 });
+    const me = (await api.request("GET", "/v1/users/me", { token })).body.data;
+    if (funds > 0) {
+      const faucet = await api.request("POST", "/dev/faucet", {
+        token,
+        body: { amount: funds },
+        headers: { "idempotency-key": randomUUID() },
+      });
+      expect(faucet.status, faucet.text).to.equal(200);
+    }
+    return { subject, token, id: me.id as string, wallet: me.walletAddress as string };
+  }
+  const post = (path: string, token: string, body: unknown, key: string = randomUUID()) =>
+    api.request("POST", path, { token, body, headers: { "idempotency-key": key } });
+  const create = (token: string, overrides: Record<string, unknown> = {}) =>
+    post("/v1/social-vault", token, { dailyLimit: 100, timelockDuration: 3_600, requiredSignatures: 2, duressPin: "4821", ...overrides });
+  const usdcOf = async (address: string) => (await chain.contracts.usdc.balanceOf(address)) as bigint;
+
+  before(async () => {
+    chain = await startTestChain();
+    db = await createTestDatabase();
+    await ensureChainIdentity(db, chain.deployment, { embedded: true, logger: createLogger("silent") });
+    indexer = testIndexer(db, chain);
+    indexer.start();
+    api = await startTestApi({ chain, db, logger: createLogger(process.env.TEST_LOG_LEVEL ?? "silent") });
+  });
+  after(async () => {
+    await api?.close();
+    await indexer?.stop();
+    await db?.destroy();
+    await chain?.close();
+  });
+
+  it("creates the vault once through the factory, as the user's own transaction, keeping only the PIN's keyed hash", async () => {
+    const user = await newUser();
+    const before = await api.request("GET", "/v1/social-vault/config", { token: user.token });
+    expect(before.body.data).to.deep.include({ isConfigured: false, hasDuressPin: false });
+
+    const created = await create(user.token);
+    expect(created.status, created.text).to.equal(200);
+    const factory = chain.contracts.factory;
+    const predicted = ((await factory.predictVault(user.wallet)) as string).toLowerCase();
+    expect(created.body.data).to.deep.include({
+      vaultAddress: predicted,
+      dailyLimit: "100.00",
+      timelockDuration: 3_600,
+      requiredSignatures: 2,
+    });
+    expect(created.text).to.not.include("4821");
+    const vault = platformContractAt("socialVault", predicted, chain.provider);
+    expect(((await vault.owner()) as string).toLowerCase()).to.equal(user.wallet.toLowerCase());
+    // The commitment is the hash of the PIN keyed by the owner's managed-wallet key: the PIN alone does not give it.
+    const wallets = await managedWalletsFor({ managedWalletMnemonic: undefined, dataDir: api.dataDir, isProduction: false }, db);
+    const row = await db.prisma.user.findUniqueOrThrow({ where: { id: user.id } });
+    const commitment = (await vault.duressCommitment()) as string;
+    expect(commitment).to.equal(duressCommitmentOf(duressKeyOf(wallets.signerOf(row.walletIndex).privateKey, predicted, "4821")));
+    expect(commitment).to.not.equal(duressCommitmentOf(`0x${"4821".padStart(64, "0")}`));
+    const config = await api.request("GET", "/v1/social-vault/config", { token: user.token });
+    expect(config.body.data).to.deep.equal({
+      isConfigured: true,
+      dailyLimit: "100.00",
+      timelockDuration: 3_600,
+      requiredSignatures: 2,
+      guardianCount: 0,
+      isLocked: false,
+      hasDuressPin: true,
+    });
+    expectErrorEnvelope(await create(user.token), 409, "SOCIAL_VAULT_EXISTS");
+  });
+
+  it("validates the configuration and refuses operations before a vault exists", async () => {
+    const user = await newUser(50);
+    expectErrorEnvelope(await create(user.token, { duressPin: "12a4" }), 400, "VALIDATION_ERROR");
+    expectErrorEnvelope(await create(user.token, { duressPin: "123" }), 400, "VALIDATION_ERROR");
+    expectErrorEnvelope(await create(user.token, { timelockDuration: 3_599 }), 400, "VALIDATION_ERROR");
+    expectErrorEnvelope(await create(user.token, { requiredSignatures: 0 }), 400, "VALIDATION_ERROR");
+    expectErrorEnvelope(await post("/v1/social-vault/deposit", user.token, { amount: 10 }), 404, "SOCIAL_VAULT_NOT_FOUND");
+    expectErrorEnvelope(
+      await post("/v1/social-vault/withdraw/instant", user.token, { amount: 1, recipient: user.wallet }),
+      404,
+      "SOCIAL_VAULT_NOT_FOUND",
+    );
+    expect((await api.request("GET", "/v1/social-vault/config", { token: user.token })).body.data.isConfigured).to.equal(false);
+  });
+
+  it("deposits from the managed wallet and sends at once within the rolling daily limit", async () => {
+    const user = await newUser(500);
+    const vaultAddress = (await create(user.token)).body.data.vaultAddress as string;
+    const deposit = await post("/v1/social-vault/deposit", user.token, { amount: 300 });
+    expect(deposit.status, deposit.text).to.equal(200);
+    expect(deposit.body.data).to.deep.include({ amount: "300.00", newBalance: "300.00" });
+    expect(await usdcOf(vaultAddress)).to.equal(usdc(300));
+    expect(await chain.provider.getBalance(user.wallet)).to.equal(0n);
+
+    const friend = (await newUser()).wallet;
+    const first = await post("/v1/social-vault/withdraw/instant", user.token, { amount: 60, recipient: friend });
+    expect(first.status, first.text).to.equal(200);
+    expect(first.body.data).to.deep.include({ amount: "60.00", recipient: friend, remainingDailyLimit: "40.00", newBalance: "240.00" });
+    expect(await usdcOf(friend)).to.equal(usdc(60));
+    const over = await post("/v1/social-vault/withdraw/instant", user.token, { amount: 50, recipient: friend });
+    expectErrorEnvelope(over, 400, "DAILY_LIMIT_EXCEEDED");
+    expect(over.body.error.message).to.include("40.00");
+    // The window rolls a day after its first withdrawal (service and chain clocks together).
+    expect((await api.request("POST", "/dev/time/advance", { body: { seconds: 86_400 } })).status).to.equal(200);
+    user.token = await api.token(user.subject, { expiresIn: 86_400 });
+    const next = await post("/v1/social-vault/withdraw/instant", user.token, { amount: 50, recipient: friend });
+    expect(next.status, next.text).to.equal(200);
+    expect(next.body.data).to.deep.include({ remainingDailyLimit: "50.00", newBalance: "190.00" });
+    expectErrorEnvelope(
+      await post("/v1/social-vault/withdraw/instant", user.token, { amount: 1, recipient: "0x1234" }),
+      400,
+      "VALIDATION_ERROR",
+    );
+  });
+
+  it("never lets 50 concurrent instant withdrawals pass the daily limit (chain = mirror = API)", async () => {
+    const user = await newUser(500);
+    const vaultAddress = (await create(user.token, { dailyLimit: 100 })).body.data.vaultAddress as string;
+    expect((await post("/v1/social-vault/deposit", user.token, { amount: 400 })).status).to.equal(200);
+    const recipient = (await newUser()).wallet;
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, () => post("/v1/social-vault/withdraw/instant", user.token, { amount: 7, recipient })),
+    );
+    for (const answer of answers) if (answer.status >= 500) throw new Error(answer.text);
+    const sent = answers.filter((a) => a.status === 200);
+    for (const refused of answers.filter((a) => a.status !== 200)) expectErrorEnvelope(refused, 400, "DAILY_LIMIT_EXCEEDED");
+    expect(sent).to.have.length(14); // 14 x 7 = 98 <= 100 < 105
+    expect(await usdcOf(recipient)).to.equal(usdc(98));
+    expect(await usdcOf(vaultAddress)).to.equal(usdc(302));
+    await waitForHead(db, chain);
+    const mirrored = await db.prisma.socialVaultState.findFirstOrThrow({ where: { address: vaultAddress.toLowerCase() } });
+    expect(mirrored.balance).to.equal(usdc(302));
+    const lastBalance = sent.map((a) => a.body.data.newBalance as string).sort()[0];
+    expect(lastBalance).to.equal("302.00");
+  });
+});
