@@ -1,6 +1,19 @@
 import type { SocialVaultService } from "../../domain/social-vault/service.js";
 import { defineRoute, type RouteSpec } from "../http/route.js";
-import { configResponse, createBody, createResponse, depositBody, depositResponse, instantBody, instantResponse } from "./schemas.js";
+import {
+  addGuardianBody,
+  addGuardianResponse,
+  configResponse,
+  createBody,
+  createResponse,
+  depositBody,
+  depositResponse,
+  guardianParams,
+  guardiansResponse,
+  instantBody,
+  instantResponse,
+  removeGuardianResponse,
+} from "./schemas.js";
 
 const TAG = "Social vault";
 
@@ -61,6 +74,54 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       errors: ["SOCIAL_VAULT_NOT_FOUND", "VAULT_LOCKED", "DAILY_LIMIT_EXCEEDED", "INSUFFICIENT_BALANCE", "SERVICE_UNAVAILABLE"],
       handler: async ({ body, principal, req }) => ({
         data: await socialVault.withdrawInstant(principal().user, body.amount, body.recipient, req.header("idempotency-key")!),
+      }),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/social-vault/guardians",
+      operationId: "listSocialVaultGuardians",
+      tag: TAG,
+      summary: "Your vault's guardians, oldest first",
+      auth: "user",
+      response: guardiansResponse,
+      errors: ["SOCIAL_VAULT_NOT_FOUND"],
+      handler: async ({ principal }) => ({ data: await socialVault.guardians(principal().user) }),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/social-vault/guardians",
+      operationId: "addSocialVaultGuardian",
+      tag: TAG,
+      summary: "Add a guardian by wallet address (pending until the vault's timelock has passed)",
+      auth: "user",
+      idempotent: true,
+      body: addGuardianBody,
+      response: addGuardianResponse,
+      errors: [
+        "SOCIAL_VAULT_NOT_FOUND",
+        "VAULT_LOCKED",
+        "INVALID_GUARDIAN",
+        "GUARDIAN_EXISTS",
+        "GUARDIAN_LIMIT_REACHED",
+        "SERVICE_UNAVAILABLE",
+      ],
+      handler: async ({ body, principal, req }) => ({
+        data: await socialVault.addGuardian(principal().user, body.walletAddress, req.header("idempotency-key")!),
+      }),
+    }),
+    defineRoute({
+      method: "delete",
+      path: "/v1/social-vault/guardians/{guardianId}",
+      operationId: "removeSocialVaultGuardian",
+      tag: TAG,
+      summary: "Remove a guardian: a pending one at once, an active one after the vault's timelock",
+      auth: "user",
+      idempotent: true,
+      params: guardianParams,
+      response: removeGuardianResponse,
+      errors: ["SOCIAL_VAULT_NOT_FOUND", "VAULT_LOCKED", "GUARDIAN_NOT_FOUND", "CONFLICT", "SERVICE_UNAVAILABLE"],
+      handler: async ({ params, principal, req }) => ({
+        data: await socialVault.removeGuardian(principal().user, params.guardianId, req.header("idempotency-key")!),
       }),
     }),
   ];

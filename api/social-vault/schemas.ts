@@ -48,6 +48,34 @@ export const createResponse = z.object({
   createdAt: z.string().describe("ISO 8601 UTC timestamp (the block's)"),
 });
 
+const guardian = z.object({
+  id: z.string().describe("the guardian's user id when the wallet is a platform user's, else the address"),
+  walletAddress: address,
+  displayName: z.string(),
+  status: z.enum(["active", "pending"]).describe("pending until the vault's timelock since it was added has passed"),
+  addedAt: z.string().describe("ISO 8601 UTC timestamp"),
+});
+export const guardiansResponse = z.array(guardian);
+export const addGuardianBody = z.strictObject({ walletAddress: address.describe("the guardian's wallet") });
+export const addGuardianResponse = guardian.extend({
+  activeAt: z.string().describe("when the guardian becomes active (now + the vault's timelock)"),
+  txHash,
+});
+export const guardianParams = z.object({
+  guardianId: z
+    .string()
+    .max(80)
+    .regex(/^[0-9A-Za-z_-]+$/, "must be a guardian id (a user id or a wallet address)")
+    .describe("the guardian's id as listed (a user id, or the wallet address)"),
+});
+export const removeGuardianResponse = z.object({
+  guardianId: z.string(),
+  walletAddress: address,
+  status: z.enum(["removed", "removal_pending"]).describe("a pending guardian goes at once; an active one after the vault's timelock"),
+  removableAt: z.string().nullable().describe("when an active guardian's removal takes effect"),
+  txHash,
+});
+
 export const depositBody = z.strictObject({
   amount: usdcAmount({ max: MAX_SOCIAL_VAULT_AMOUNT, description: "USDC to move from your managed wallet into the vault" }),
 });

@@ -4,7 +4,7 @@
 // wallet calling the contracts directly takes the same paths; figures come from the chain's
 // receipt and the mirror. Money in bigint micro-USDC, formatted only in the views.
 import { createHmac } from "node:crypto";
-import { AbiCoder, type Contract, keccak256 } from "ethers";
+import { AbiCoder, type Contract, getAddress, keccak256 } from "ethers";
 import type { Clock } from "../../core/clock.js";
 import { formatUsdc2 } from "../../core/money.js";
 import { platformContractAt } from "../../core/platform-abi.js";
@@ -14,7 +14,7 @@ import { chainFailure } from "../transactions/failures.js";
 import type { MirrorWait } from "../transactions/read-your-writes.js";
 import type { UserCallData, UserTransactions } from "../transactions/user-transactions.js";
 import type { UserRecord } from "../users/repo.js";
-import { vaultOfOwner } from "./repo.js";
+import { guardiansOfOwner, vaultOfOwner } from "./repo.js";
 
 export interface SocialVaultServiceDeps {
   db: Db;
@@ -66,6 +66,25 @@ function socialVaultRevert(revert: { name: string; args: unknown[] }) {
       return new AppError("VALIDATION_ERROR", "timelockDuration must be from 3600 to 604800 seconds", {
         field: "timelockDuration",
         reason: "3600 to 604800",
+      });
+    case "SocialVaultInvalidGuardian":
+      return new AppError("INVALID_GUARDIAN", "A guardian must be another wallet than yours and than the vault", {
+        field: "walletAddress",
+        reason: "your own wallet or the vault",
+      });
+    case "SocialVaultGuardianAlreadyAdded":
+      return new AppError("GUARDIAN_EXISTS", "This wallet is already a guardian of your vault", {
+        field: "walletAddress",
+        reason: "already a guardian",
+      });
+    case "SocialVaultGuardianLimitReached":
+      return new AppError("GUARDIAN_LIMIT_REACHED", `A vault has at most ${args[0]} guardians, pending ones included`);
+    case "SocialVaultGuardianNotFound":
+      return new AppError("GUARDIAN_NOT_FOUND", "No such guardian of your vault");
+    case "SocialVaultGuardianRemovalPending":
+      return new AppError("CONFLICT", "This guardian's removal is already waiting for the vault's timelock", {
+        field: "guardianId",
+        reason: "removal pending",
       });
     case "SocialVaultInvalidRequiredSignatures":
       return new AppError("VALIDATION_ERROR", "requiredSignatures must be from 1 to 10", {
@@ -169,6 +188,63 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
       });
       const after = (await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now()))!;
       return { amount: formatUsdc2(amount), newBalance: formatUsdc2(after.balance), txHash: sent.txHash };
+    },
+
+    /** The vault's guardians, oldest first: `pending` until the vault's timelock since they were added, then `active`. */
+    async guardians(user: UserRecord) {
+      await ownVault(user);
+      return guardiansOfOwner(deps.db.prisma, user.walletAddress!, deps.clock.now());
+    },
+
+    /**
+     * Adds a guardian by wallet address (a platform user's managed wallet or any other): pending
+     * until the vault's timelock has passed, so a hijacked session cannot install its own guardians
+     * and use them at once.
+     */
+    async addGuardian(user: UserRecord, walletAddress: string, idempotencyKey: string) {
+      const vault = await ownVault(user);
+      if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
+      const guardian = getAddress(walletAddress.toLowerCase());
+      const contract = platformContractAt("socialVault", vault.address, factory.runner ?? undefined);
+      const sent = await send(user, "social_vault.add_guardian", idempotencyKey, vault.address, {
+        data: contract.interface.encodeFunctionData("addGuardian", [guardian]),
+      });
+      const event = contract.interface.getEvent("SocialVaultGuardianAdded")!;
+      const log = sent.receipt.logs.find((entry) => entry.topics[0] === event.topicHash)!;
+      const added = contract.interface.decodeEventLog(event, log.data, log.topics) as unknown as { activeAt: bigint };
+      const view = (await guardiansOfOwner(deps.db.prisma, user.walletAddress!, deps.clock.now())).find(
+        (entry) => entry.walletAddress === guardian,
+      )!;
+      return { ...view, activeAt: new Date(Number(added.activeAt) * 1_000).toISOString(), txHash: sent.txHash };
+    },
+
+    /**
+     * Removes a guardian (by its id: a user id, or the address): a pending one at once; an active
+     * one after the vault's timelock (the removal is submitted now; the guardian keeps its power
+     * until then, as a coerced owner could otherwise strip the vault's protection in one step).
+     */
+    async removeGuardian(user: UserRecord, guardianId: string, idempotencyKey: string) {
+      const vault = await ownVault(user);
+      if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
+      const listed = await guardiansOfOwner(deps.db.prisma, user.walletAddress!, deps.clock.now());
+      const target = listed.find((entry) => entry.id === guardianId || entry.walletAddress.toLowerCase() === guardianId.toLowerCase());
+      if (!target) throw new AppError("GUARDIAN_NOT_FOUND", "No such guardian of your vault");
+      const contract = platformContractAt("socialVault", vault.address, factory.runner ?? undefined);
+      const sent = await send(user, "social_vault.remove_guardian", idempotencyKey, vault.address, {
+        data: contract.interface.encodeFunctionData("removeGuardian", [target.walletAddress]),
+      });
+      const submitted = contract.interface.getEvent("SocialVaultGuardianRemovalSubmitted")!;
+      const log = sent.receipt.logs.find((entry) => entry.topics[0] === submitted.topicHash);
+      const validAt = log
+        ? Number((contract.interface.decodeEventLog(submitted, log.data, log.topics) as unknown as { validAt: bigint }).validAt)
+        : null;
+      return {
+        guardianId: target.id,
+        walletAddress: target.walletAddress,
+        status: validAt === null ? ("removed" as const) : ("removal_pending" as const),
+        removableAt: validAt === null ? null : new Date(validAt * 1_000).toISOString(),
+        txHash: sent.txHash,
+      };
     },
 
     /** Sends `amount` micro-USDC from the vault to `recipient` at once, within the rolling daily limit. */

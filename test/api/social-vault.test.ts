@@ -140,6 +140,58 @@ describe(`social vault API: create, deposit, instant withdrawals (${usingPostgre
     );
   });
 
+  it("adds guardians by wallet address, pending until the timelock, and removes them (a pending one at once, an active one after the timelock)", async () => {
+    const owner = await newUser();
+    expect((await create(owner.token, { timelockDuration: 3_600 })).status).to.equal(200);
+    const friend = await newUser();
+    const stranger = "0x00000000000000000000000000000000000a11ce";
+    const add = (walletAddress: string) => post("/v1/social-vault/guardians", owner.token, { walletAddress });
+    const added = await add(friend.wallet);
+    expect(added.status, added.text).to.equal(200);
+    expect(added.body.data).to.deep.include({ id: friend.id, walletAddress: friend.wallet, status: "pending" });
+    const receipt = await chain.provider.getTransactionReceipt(added.body.data.txHash);
+    const block = await chain.provider.getBlock(receipt!.blockNumber);
+    expect(added.body.data.activeAt).to.equal(new Date((block!.timestamp + 3_600) * 1_000).toISOString());
+    expectErrorEnvelope(await add(friend.wallet), 409, "GUARDIAN_EXISTS");
+    expectErrorEnvelope(await add(owner.wallet), 400, "INVALID_GUARDIAN");
+    expectErrorEnvelope(await add("0x123"), 400, "VALIDATION_ERROR");
+    const other = await add(stranger);
+    expect(other.body.data).to.deep.include({ id: stranger, status: "pending" });
+
+    // A pending guardian goes at once.
+    const removedAtOnce = await api.request("DELETE", `/v1/social-vault/guardians/${stranger}`, {
+      token: owner.token,
+      headers: { "idempotency-key": randomUUID() },
+    });
+    expect(removedAtOnce.status, removedAtOnce.text).to.equal(200);
+    expect(removedAtOnce.body.data).to.deep.include({ status: "removed", removableAt: null });
+
+    // A little past the hour: a development chain's block time runs a few seconds ahead of the service clock.
+    expect((await api.request("POST", "/dev/time/advance", { body: { seconds: 3_700 } })).status).to.equal(200);
+    owner.token = await api.token(owner.subject, { expiresIn: 86_400 });
+    const list = await api.request("GET", "/v1/social-vault/guardians", { token: owner.token });
+    expect(list.body.data).to.have.length(1);
+    expect(list.body.data[0]).to.deep.include({ id: friend.id, status: "active" });
+    expect((await api.request("GET", "/v1/social-vault/config", { token: owner.token })).body.data.guardianCount).to.equal(1);
+
+    // An active guardian leaves only after the timelock: the removal is submitted now.
+    const submitted = await api.request("DELETE", `/v1/social-vault/guardians/${friend.id}`, {
+      token: owner.token,
+      headers: { "idempotency-key": randomUUID() },
+    });
+    expect(submitted.status, submitted.text).to.equal(200);
+    expect(submitted.body.data).to.deep.include({ guardianId: friend.id, status: "removal_pending" });
+    expect(submitted.body.data.removableAt).to.be.a("string");
+    expectErrorEnvelope(
+      await api.request("DELETE", `/v1/social-vault/guardians/${randomUUID()}`, {
+        token: owner.token,
+        headers: { "idempotency-key": randomUUID() },
+      }),
+      404,
+      "GUARDIAN_NOT_FOUND",
+    );
+  });
+
   it("never lets 50 concurrent instant withdrawals pass the daily limit (chain = mirror = API)", async () => {
     const user = await newUser(500);
     const vaultAddress = (await create(user.token, { dailyLimit: 100 })).body.data.vaultAddress as string;
