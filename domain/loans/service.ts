@@ -323,9 +323,9 @@ export function createLoansService(deps: LoansServiceDeps) {
      * the XP and the Trust Score change the repayment brought.
      */
     async repay(user: UserRecord, loanId: string, amount: bigint, idempotencyKey: string) {
-      const chain = chainOrFail();
       const row = await rowOf(user, loanId);
       const chainLoanId = openLoan(row, deps.clock.now());
+      const chain = chainOrFail();
       const loanBook = chain.loanBook;
       const wallet = user.walletAddress!;
       const sent = await chain.transactions
@@ -388,9 +388,9 @@ export function createLoansService(deps: LoansServiceDeps) {
 
     /** What closing the loan now takes (the LoanBook's payoffQuote at the chain's latest block). */
     async payoff(user: UserRecord, loanId: string) {
-      const chain = chainOrFail();
       const row = await rowOf(user, loanId);
       const chainLoanId = openLoan(row, deps.clock.now());
+      const chain = chainOrFail();
       const quote = (await chain.loanBook.payoffQuote(chainLoanId)) as {
         originalTotal: bigint;
         payoffAmount: bigint;
@@ -412,10 +412,10 @@ export function createLoansService(deps: LoansServiceDeps) {
      * term. The pool's operator sends the LoanBook's extend; the answer waits for the mirror.
      */
     async extend(user: UserRecord, loanId: string, days: number, idempotencyKey: string) {
-      const chain = chainOrFail();
       const now = deps.clock.now();
       const row = await rowOf(user, loanId);
       const chainLoanId = openLoan(row, now);
+      const chain = chainOrFail();
       const tier = tierFor(user.trustScore);
       const refuse = (reason: string) => {
         throw new AppError("EXTENSION_NOT_ALLOWED", `This loan cannot be extended: ${reason}`, { field: "days", reason });
