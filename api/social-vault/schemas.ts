@@ -76,6 +76,54 @@ export const removeGuardianResponse = z.object({
   txHash,
 });
 
+const WITHDRAWAL_STATUSES = ["pending", "approved", "executed", "cancelled", "expired"] as const;
+export const withdrawalIdParams = z.object({
+  withdrawalId: z
+    .string()
+    .max(80)
+    .regex(/^0x[0-9a-fA-F]{40}-\d{1,20}$/, "must be a withdrawal id (<vault address>-<request id>)")
+    .describe("the withdrawal's id: its vault's address and its request id"),
+});
+export const requestBody = z.strictObject({
+  amount: usdcAmount({ max: MAX_SOCIAL_VAULT_AMOUNT, description: "USDC to send once approved, for amounts above the daily limit" }),
+  recipient: address.describe("where the USDC goes"),
+});
+const withdrawalFields = {
+  withdrawalId: z.string(),
+  amount: usdc2("USDC to send"),
+  recipient: address,
+  status: z
+    .enum(WITHDRAWAL_STATUSES)
+    .describe("pending, approved (approvals in), executed, cancelled, or expired (past its execution window)"),
+  approvalsRequired: z.number().int(),
+  approvalsReceived: z.number().int(),
+  executeAfter: z.string().describe("ISO 8601: the earliest execution (request + the vault's timelock)"),
+};
+export const withdrawalResponse = z.object({
+  ...withdrawalFields,
+  expiresAt: z.string().describe("ISO 8601: the end of the execution window (executeAfter + 7 days); past it the request is expired"),
+});
+export const pendingWithdrawal = z.object({
+  ...withdrawalFields,
+  approvers: z.array(z.string()).describe("ids of the guardians who approved (user ids, or addresses)"),
+});
+export const approveResponse = z.object({
+  withdrawalId: z.string(),
+  approvalsReceived: z.number().int(),
+  approvalsRequired: z.number().int(),
+  status: z.enum(WITHDRAWAL_STATUSES),
+  canExecuteAt: z.string().describe("ISO 8601: when the owner may execute it (once approved)"),
+});
+export const executeResponse = z.object({
+  withdrawalId: z.string(),
+  amount: usdc2("USDC sent"),
+  recipient: address,
+  status: z.literal("executed"),
+  txHash,
+  newBalance: usdc2("the vault's balance after it"),
+});
+export const cancelWithdrawalResponse = z.object({ withdrawalId: z.string(), status: z.literal("cancelled") });
+
 export const depositBody = z.strictObject({
   amount: usdcAmount({ max: MAX_SOCIAL_VAULT_AMOUNT, description: "USDC to move from your managed wallet into the vault" }),
 });

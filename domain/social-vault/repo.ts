@@ -127,3 +127,53 @@ export async function vaultOfOwner(db: Pick<Db, "prisma">, ownerWallet: string, 
       }
     : null;
 }
+
+export interface WithdrawalRow {
+  vault: string;
+  requestId: bigint;
+  amount: bigint;
+  recipient: string;
+  executeAfter: Date;
+  expiresAt: Date;
+  requiredApprovals: number;
+  approvals: number;
+  approvers: string[];
+  status: string;
+  owner: string;
+}
+
+/** One withdrawal request as the mirror holds it (its vault's owner too), or null. */
+export async function withdrawalOf(db: Pick<Db, "prisma">, vault: string, requestId: bigint): Promise<WithdrawalRow | null> {
+  const rows = await withdrawalRows(db, `w."vault" = $1 AND w."requestId" = $2::numeric`, [vault.toLowerCase(), requestId.toString()]);
+  return rows[0] ?? null;
+}
+
+/** A vault's open requests (pending, or approved and waiting for its timelock), oldest first. */
+export async function openWithdrawalsOf(db: Pick<Db, "prisma">, vault: string): Promise<WithdrawalRow[]> {
+  return withdrawalRows(db, `w."vault" = $1 AND w."status" = 'pending'`, [vault.toLowerCase()]);
+}
+
+async function withdrawalRows(db: Pick<Db, "prisma">, where: string, params: unknown[]): Promise<WithdrawalRow[]> {
+  const rows = await db.prisma.$queryRawUnsafe<Record<string, unknown>[]>(
+    `SELECT w."vault", w."requestId"::text AS "requestId", w."amount", w."recipient", w."executeAfter", w."expiresAt",
+            w."requiredApprovals", w."approvals", w."approvers", w."status", s."owner"
+       FROM "SocialVaultWithdrawal" w
+       JOIN "SocialVaultState" s ON s."chainId" = w."chainId" AND s."address" = w."vault"
+      WHERE w."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND ${where}
+      ORDER BY w."requestId"`,
+    ...params,
+  );
+  return rows.map((row) => ({
+    vault: row.vault as string,
+    requestId: BigInt(row.requestId as string),
+    amount: BigInt(row.amount as bigint),
+    recipient: getAddress(row.recipient as string),
+    executeAfter: row.executeAfter as Date,
+    expiresAt: row.expiresAt as Date,
+    requiredApprovals: Number(row.requiredApprovals),
+    approvals: Number(row.approvals),
+    approvers: (row.approvers as string).split(" ").filter(Boolean),
+    status: row.status as string,
+    owner: row.owner as string,
+  }));
+}

@@ -14,7 +14,8 @@ import { chainFailure } from "../transactions/failures.js";
 import type { MirrorWait } from "../transactions/read-your-writes.js";
 import type { UserCallData, UserTransactions } from "../transactions/user-transactions.js";
 import type { UserRecord } from "../users/repo.js";
-import { guardiansOfOwner, vaultOfOwner } from "./repo.js";
+import { withdrawalIdOf } from "./ids.js";
+import { guardiansOfOwner, openWithdrawalsOf, vaultOfOwner, type WithdrawalRow, withdrawalOf } from "./repo.js";
 
 export interface SocialVaultServiceDeps {
   db: Db;
@@ -86,6 +87,27 @@ function socialVaultRevert(revert: { name: string; args: unknown[] }) {
         field: "guardianId",
         reason: "removal pending",
       });
+    case "SocialVaultNotGuardian":
+      return new AppError("NOT_GUARDIAN", "You are not an active guardian of this vault");
+    case "SocialVaultTimelockActive":
+      return new AppError("TIMELOCK_ACTIVE", `The timelock runs until ${new Date(Number(args[0]!) * 1_000).toISOString()}`);
+    case "SocialVaultWithdrawalNotApproved":
+      return new AppError("CONFLICT", `This withdrawal has ${args[1]} of ${args[2]} approvals`, {
+        field: "withdrawalId",
+        reason: "not approved",
+      });
+    case "SocialVaultWithdrawalNotOpen":
+    case "SocialVaultWithdrawalPastExpiry":
+      return new AppError("CONFLICT", "This withdrawal is no longer open (executed, cancelled or expired)", {
+        field: "withdrawalId",
+        reason: "closed",
+      });
+    case "SocialVaultAlreadyApproved":
+      return new AppError("CONFLICT", "You already approved this withdrawal", { field: "withdrawalId", reason: "already approved" });
+    case "SocialVaultNotEnoughGuardians":
+      return new AppError("NOT_ENOUGH_GUARDIANS", `Your vault needs ${args[1]} guardians to approve; it has ${args[0]}`);
+    case "SocialVaultWithdrawalNotFound":
+      return new AppError("WITHDRAWAL_NOT_FOUND", "No such withdrawal");
     case "SocialVaultInvalidRequiredSignatures":
       return new AppError("VALIDATION_ERROR", "requiredSignatures must be from 1 to 10", {
         field: "requiredSignatures",
@@ -96,8 +118,42 @@ function socialVaultRevert(revert: { name: string; args: unknown[] }) {
   }
 }
 
+/** A withdrawal's states (part 3, and `expired` past its execution window: D-71). */
+export type WithdrawalStatus = "pending" | "approved" | "executed" | "cancelled" | "expired";
+
+/** A withdrawal request as the API shows it (part 2): approved once its approvals are in, expired past its window. */
+function withdrawalView(row: WithdrawalRow, now: Date) {
+  const open = row.status === "pending";
+  const status: WithdrawalStatus =
+    open && row.expiresAt <= now
+      ? "expired"
+      : open
+        ? row.approvals >= row.requiredApprovals
+          ? "approved"
+          : "pending"
+        : (row.status as WithdrawalStatus);
+  return {
+    withdrawalId: withdrawalIdOf(row.vault, row.requestId),
+    amount: formatUsdc2(row.amount),
+    recipient: row.recipient,
+    status,
+    approvalsRequired: row.requiredApprovals,
+    approvalsReceived: row.approvals,
+    executeAfter: row.executeAfter.toISOString(),
+    expiresAt: row.expiresAt.toISOString(),
+  };
+}
+
 export function createSocialVaultService(deps: SocialVaultServiceDeps) {
   const { factory } = deps;
+
+  /** A withdrawal by its public id (`<vault>-<requestId>`), of `vault` when given; 404 otherwise. */
+  async function withdrawalByPublicId(withdrawalId: string, vault?: string) {
+    const match = /^(0x[0-9a-f]{40})-(\d{1,20})$/.exec(withdrawalId.toLowerCase());
+    const row = match ? await withdrawalOf(deps.db, match[1]!, BigInt(match[2]!)) : null;
+    if (!row || (vault && row.vault !== vault.toLowerCase())) throw new AppError("WITHDRAWAL_NOT_FOUND", "No such withdrawal");
+    return row;
+  }
 
   async function ownVault(user: UserRecord) {
     const vault = await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now());
@@ -188,6 +244,87 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
       });
       const after = (await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now()))!;
       return { amount: formatUsdc2(amount), newBalance: formatUsdc2(after.balance), txHash: sent.txHash };
+    },
+
+    /**
+     * Asks for a withdrawal above the daily limit: it needs the vault's required guardian
+     * approvals and waits out its timelock (executeAfter), then the owner executes it within the
+     * contract's execution window (expiresAt), after which it is `expired`.
+     */
+    async requestWithdrawal(user: UserRecord, amount: bigint, recipient: string, idempotencyKey: string) {
+      const vault = await ownVault(user);
+      if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
+      const contract = platformContractAt("socialVault", vault.address, factory.runner ?? undefined);
+      const sent = await send(user, "social_vault.request_withdrawal", idempotencyKey, vault.address, {
+        data: contract.interface.encodeFunctionData("requestWithdrawal", [amount, recipient]),
+      });
+      const event = contract.interface.getEvent("SocialVaultWithdrawalRequested")!;
+      const log = sent.receipt.logs.find((entry) => entry.topics[0] === event.topicHash)!;
+      const { id } = contract.interface.decodeEventLog(event, log.data, log.topics) as unknown as { id: bigint };
+      return withdrawalView((await withdrawalOf(deps.db, vault.address, id))!, deps.clock.now());
+    },
+
+    /** The vault's open requests, oldest first, with the ids of the guardians who approved. */
+    async pendingWithdrawals(user: UserRecord) {
+      const vault = await ownVault(user);
+      const now = deps.clock.now();
+      const guardians = await guardiansOfOwner(deps.db.prisma, user.walletAddress!, now);
+      const idOf = new Map(guardians.map((g) => [g.walletAddress.toLowerCase(), g.id]));
+      return (await openWithdrawalsOf(deps.db, vault.address))
+        .filter((row) => row.expiresAt > now)
+        .map((row) => {
+          const { expiresAt: _, ...view } = withdrawalView(row, now);
+          return { ...view, approvers: row.approvers.map((address) => idOf.get(address) ?? address) };
+        });
+    },
+
+    /** A guardian's approval, with their own token: their managed wallet sends approveWithdrawal on the owner's vault. */
+    async approveWithdrawal(guardian: UserRecord, withdrawalId: string, idempotencyKey: string) {
+      const row = await withdrawalByPublicId(withdrawalId);
+      const contract = platformContractAt("socialVault", row.vault, factory.runner ?? undefined);
+      await send(guardian, "social_vault.approve_withdrawal", idempotencyKey, row.vault, {
+        data: contract.interface.encodeFunctionData("approveWithdrawal", [row.requestId]),
+      });
+      const after = (await withdrawalOf(deps.db, row.vault, row.requestId))!;
+      const view = withdrawalView(after, deps.clock.now());
+      return {
+        withdrawalId: view.withdrawalId,
+        approvalsReceived: view.approvalsReceived,
+        approvalsRequired: view.approvalsRequired,
+        status: view.status,
+        canExecuteAt: view.executeAfter,
+      };
+    },
+
+    /** Executes an approved request once its timelock has passed (TIMELOCK_ACTIVE before). */
+    async executeWithdrawal(user: UserRecord, withdrawalId: string, idempotencyKey: string) {
+      const vault = await ownVault(user);
+      const row = await withdrawalByPublicId(withdrawalId, vault.address);
+      if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
+      const contract = platformContractAt("socialVault", vault.address, factory.runner ?? undefined);
+      const sent = await send(user, "social_vault.execute_withdrawal", idempotencyKey, vault.address, {
+        data: contract.interface.encodeFunctionData("executeWithdrawal", [row.requestId]),
+      });
+      const after = (await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now()))!;
+      return {
+        withdrawalId,
+        amount: formatUsdc2(row.amount),
+        recipient: row.recipient,
+        status: "executed" as const,
+        txHash: sent.txHash,
+        newBalance: formatUsdc2(after.balance),
+      };
+    },
+
+    /** Cancels an open request of the owner's vault. */
+    async cancelWithdrawal(user: UserRecord, withdrawalId: string, idempotencyKey: string) {
+      const vault = await ownVault(user);
+      const row = await withdrawalByPublicId(withdrawalId, vault.address);
+      const contract = platformContractAt("socialVault", vault.address, factory.runner ?? undefined);
+      await send(user, "social_vault.cancel_withdrawal", idempotencyKey, vault.address, {
+        data: contract.interface.encodeFunctionData("cancelWithdrawal", [row.requestId]),
+      });
+      return { withdrawalId, status: "cancelled" as const };
     },
 
     /** The vault's guardians, oldest first: `pending` until the vault's timelock since they were added, then `active`. */

@@ -192,6 +192,67 @@ describe(`social vault API: create, deposit, instant withdrawals (${usingPostgre
     );
   });
 
+  it("takes a withdrawal above the limit through two guardians' approvals with their own tokens, then the timelock", async () => {
+    const owner = await newUser(500);
+    expect((await create(owner.token, { requiredSignatures: 2, timelockDuration: 3_600 })).status).to.equal(200);
+    expect((await post("/v1/social-vault/deposit", owner.token, { amount: 400 })).status).to.equal(200);
+    const recipient = (await newUser()).wallet;
+    expectErrorEnvelope(
+      await post("/v1/social-vault/withdraw/request", owner.token, { amount: 250, recipient }),
+      409,
+      "NOT_ENOUGH_GUARDIANS",
+    );
+    const guardians = [await newUser(), await newUser()];
+    for (const guardian of guardians) {
+      expect((await post("/v1/social-vault/guardians", owner.token, { walletAddress: guardian.wallet })).status).to.equal(200);
+    }
+    const advance = async (seconds: number) => {
+      expect((await api.request("POST", "/dev/time/advance", { body: { seconds } })).status).to.equal(200);
+      for (const user of [owner, ...guardians]) user.token = await api.token(user.subject, { expiresIn: 86_400 });
+    };
+    await advance(3_700);
+
+    const requested = await post("/v1/social-vault/withdraw/request", owner.token, { amount: 250, recipient });
+    expect(requested.status, requested.text).to.equal(200);
+    const withdrawal = requested.body.data;
+    expect(withdrawal).to.deep.include({ amount: "250.00", recipient, status: "pending", approvalsRequired: 2, approvalsReceived: 0 });
+    const approve = (token: string) => post(`/v1/social-vault/withdrawals/${withdrawal.withdrawalId}/approve`, token, {});
+    expectErrorEnvelope(await approve(owner.token), 403, "NOT_GUARDIAN");
+    const first = await approve(guardians[0]!.token);
+    expect(first.status, first.text).to.equal(200);
+    expect(first.body.data).to.deep.include({ approvalsReceived: 1, approvalsRequired: 2, status: "pending" });
+    const pending = (await api.request("GET", "/v1/social-vault/withdrawals/pending", { token: owner.token })).body.data;
+    expect(pending).to.have.length(1);
+    expect(pending[0]).to.deep.include({ withdrawalId: withdrawal.withdrawalId, approvers: [guardians[0]!.id] });
+    const second = await approve(guardians[1]!.token);
+    expect(second.body.data).to.deep.include({ approvalsReceived: 2, status: "approved", canExecuteAt: withdrawal.executeAfter });
+
+    const execute = () => post(`/v1/social-vault/withdrawals/${withdrawal.withdrawalId}/execute`, owner.token, {});
+    expectErrorEnvelope(await execute(), 409, "TIMELOCK_ACTIVE");
+    await advance(3_700);
+    const executed = await execute();
+    expect(executed.status, executed.text).to.equal(200);
+    expect(executed.body.data).to.deep.include({ status: "executed", amount: "250.00", newBalance: "150.00" });
+    expect(await usdcOf(recipient)).to.equal(usdc(250));
+    expect((await api.request("GET", "/v1/social-vault/withdrawals/pending", { token: owner.token })).body.data).to.have.length(0);
+
+    // Cancel: only the owner's open request; a cancelled one cannot be executed.
+    const another = (await post("/v1/social-vault/withdraw/request", owner.token, { amount: 120, recipient })).body.data;
+    const cancelled = await post(`/v1/social-vault/withdrawals/${another.withdrawalId}/cancel`, owner.token, {});
+    expect(cancelled.body.data).to.deep.equal({ withdrawalId: another.withdrawalId, status: "cancelled" });
+    expectErrorEnvelope(await post(`/v1/social-vault/withdrawals/${another.withdrawalId}/execute`, owner.token, {}), 409, "CONFLICT");
+    expectErrorEnvelope(
+      await post(`/v1/social-vault/withdrawals/${another.withdrawalId}/cancel`, guardians[0]!.token, {}),
+      404,
+      "SOCIAL_VAULT_NOT_FOUND",
+    );
+    expectErrorEnvelope(
+      await post(`/v1/social-vault/withdrawals/0x${"0".repeat(40)}-1/approve`, guardians[0]!.token, {}),
+      404,
+      "WITHDRAWAL_NOT_FOUND",
+    );
+  });
+
   it("never lets 50 concurrent instant withdrawals pass the daily limit (chain = mirror = API)", async () => {
     const user = await newUser(500);
     const vaultAddress = (await create(user.token, { dailyLimit: 100 })).body.data.vaultAddress as string;
