@@ -15,6 +15,8 @@ import {
   guardiansResponse,
   instantBody,
   instantResponse,
+  lockBody,
+  lockResponse,
   pendingWithdrawal,
   removeGuardianResponse,
   requestBody,
@@ -202,6 +204,22 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       errors: ["SOCIAL_VAULT_NOT_FOUND", "WITHDRAWAL_NOT_FOUND", "CONFLICT", "SERVICE_UNAVAILABLE"],
       handler: async ({ params, principal, req }) => ({
         data: await socialVault.cancelWithdrawal(principal().user, params.withdrawalId, req.header("idempotency-key")!),
+      }),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/social-vault/lock",
+      operationId: "lockSocialVault",
+      tag: TAG,
+      summary: "Lock your vault with the duress PIN: every pending withdrawal is cancelled and your guardians are alerted silently",
+      description: "A wrong PIN is 403 FORBIDDEN without more detail. While locked, vault operations answer VAULT_LOCKED.",
+      auth: "user",
+      idempotent: true,
+      body: lockBody,
+      response: lockResponse,
+      errors: ["SOCIAL_VAULT_NOT_FOUND", "VAULT_LOCKED", "FORBIDDEN", "SERVICE_UNAVAILABLE"],
+      handler: async ({ body, principal, req }) => ({
+        data: await socialVault.lock(principal().user, body.duressPin, req.header("idempotency-key")!),
       }),
     }),
   ];

@@ -124,6 +124,18 @@ export const executeResponse = z.object({
 });
 export const cancelWithdrawalResponse = z.object({ withdrawalId: z.string(), status: z.literal("cancelled") });
 
+export const lockBody = z.strictObject({
+  duressPin: z
+    .string()
+    .regex(/^\d{4,6}$/, "must be 4 to 6 digits")
+    .describe("the duress PIN set at creation"),
+});
+export const lockResponse = z.object({
+  status: z.literal("locked"),
+  lockedAt: z.string().describe("ISO 8601 UTC timestamp (the block's)"),
+  guardiansNotified: z.boolean().describe("whether the vault has active guardians, who are alerted silently"),
+});
+
 export const depositBody = z.strictObject({
   amount: usdcAmount({ max: MAX_SOCIAL_VAULT_AMOUNT, description: "USDC to move from your managed wallet into the vault" }),
 });

@@ -108,6 +108,9 @@ function socialVaultRevert(revert: { name: string; args: unknown[] }) {
       return new AppError("NOT_ENOUGH_GUARDIANS", `Your vault needs ${args[1]} guardians to approve; it has ${args[0]}`);
     case "SocialVaultWithdrawalNotFound":
       return new AppError("WITHDRAWAL_NOT_FOUND", "No such withdrawal");
+    case "SocialVaultInvalidDuressKey":
+      // Nothing more: not whether a PIN is set, nor how close the guess was.
+      return new AppError("FORBIDDEN", "The PIN was not accepted");
     case "SocialVaultInvalidRequiredSignatures":
       return new AppError("VALIDATION_ERROR", "requiredSignatures must be from 1 to 10", {
         field: "requiredSignatures",
@@ -325,6 +328,30 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
         data: contract.interface.encodeFunctionData("cancelWithdrawal", [row.requestId]),
       });
       return { withdrawalId, status: "cancelled" as const };
+    },
+
+    /**
+     * The duress lock: the PIN gives the duress key (duressKeyOf), which the contract checks against
+     * its commitment; the lock cancels every open request, and the guardians are alerted by the
+     * chain's `social_vault.locked` event (the notifications deliver it silently). The key is spent
+     * by the contract: after an unlock the owner sets a new PIN.
+     */
+    async lock(user: UserRecord, duressPin: string, idempotencyKey: string) {
+      const vault = await ownVault(user);
+      if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
+      const contract = platformContractAt("socialVault", vault.address, factory.runner ?? undefined);
+      const key = duressKeyOf(deps.privateKeyOf(user.walletIndex), vault.address, duressPin);
+      const sent = await send(user, "social_vault.lock", idempotencyKey, vault.address, {
+        data: contract.interface.encodeFunctionData("duressLock", [key]),
+      });
+      const event = contract.interface.getEvent("SocialVaultLocked")!;
+      const log = sent.receipt.logs.find((entry) => entry.topics[0] === event.topicHash)!;
+      const { lockedAt } = contract.interface.decodeEventLog(event, log.data, log.topics) as unknown as { lockedAt: bigint };
+      return {
+        status: "locked" as const,
+        lockedAt: new Date(Number(lockedAt) * 1_000).toISOString(),
+        guardiansNotified: vault.activeGuardians > 0,
+      };
     },
 
     /** The vault's guardians, oldest first: `pending` until the vault's timelock since they were added, then `active`. */

@@ -253,6 +253,36 @@ describe(`social vault API: create, deposit, instant withdrawals (${usingPostgre
     );
   });
 
+  it("locks with the duress PIN: a wrong PIN is refused without detail, pending requests are cancelled, every operation is VAULT_LOCKED", async () => {
+    const owner = await newUser(300);
+    expect((await create(owner.token, { requiredSignatures: 1, duressPin: "90210" })).status).to.equal(200);
+    expect((await post("/v1/social-vault/deposit", owner.token, { amount: 250 })).status).to.equal(200);
+    const guardian = await newUser();
+    expect((await post("/v1/social-vault/guardians", owner.token, { walletAddress: guardian.wallet })).status).to.equal(200);
+    expect((await api.request("POST", "/dev/time/advance", { body: { seconds: 3_700 } })).status).to.equal(200);
+    owner.token = await api.token(owner.subject, { expiresIn: 86_400 });
+    const recipient = (await newUser()).wallet;
+    for (const amount of [150, 160]) {
+      expect((await post("/v1/social-vault/withdraw/request", owner.token, { amount, recipient })).status).to.equal(200);
+    }
+    const wrong = await post("/v1/social-vault/lock", owner.token, { duressPin: "12345" });
+    expectErrorEnvelope(wrong, 403, "FORBIDDEN");
+    expect(wrong.text).to.not.include("90210");
+    const locked = await post("/v1/social-vault/lock", owner.token, { duressPin: "90210" });
+    expect(locked.status, locked.text).to.equal(200);
+    expect(locked.body.data).to.deep.include({ status: "locked", guardiansNotified: true });
+    expect((await api.request("GET", "/v1/social-vault/withdrawals/pending", { token: owner.token })).body.data).to.have.length(0);
+    const config = (await api.request("GET", "/v1/social-vault/config", { token: owner.token })).body.data;
+    expect(config).to.deep.include({ isLocked: true, hasDuressPin: false });
+    expectErrorEnvelope(await post("/v1/social-vault/deposit", owner.token, { amount: 1 }), 400, "VAULT_LOCKED");
+    expectErrorEnvelope(await post("/v1/social-vault/withdraw/instant", owner.token, { amount: 1, recipient }), 400, "VAULT_LOCKED");
+    expectErrorEnvelope(await post("/v1/social-vault/withdraw/request", owner.token, { amount: 150, recipient }), 400, "VAULT_LOCKED");
+    expectErrorEnvelope(await post("/v1/social-vault/guardians", owner.token, { walletAddress: recipient }), 400, "VAULT_LOCKED");
+    expectErrorEnvelope(await post("/v1/social-vault/lock", owner.token, { duressPin: "90210" }), 400, "VAULT_LOCKED");
+    await waitForHead(db, chain);
+    expect(await db.prisma.domainEvent.count({ where: { type: "social_vault.locked", userId: owner.id } })).to.equal(1);
+  });
+
   it("never lets 50 concurrent instant withdrawals pass the daily limit (chain = mirror = API)", async () => {
     const user = await newUser(500);
     const vaultAddress = (await create(user.token, { dailyLimit: 100 })).body.data.vaultAddress as string;
