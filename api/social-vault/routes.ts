@@ -4,6 +4,8 @@ import {
   addGuardianBody,
   addGuardianResponse,
   approveResponse,
+  approveUnlockBody,
+  approveUnlockResponse,
   cancelWithdrawalResponse,
   configResponse,
   createBody,
@@ -20,6 +22,7 @@ import {
   pendingWithdrawal,
   removeGuardianResponse,
   requestBody,
+  unlockResponse,
   withdrawalIdParams,
   withdrawalResponse,
 } from "./schemas.js";
@@ -220,6 +223,34 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       errors: ["SOCIAL_VAULT_NOT_FOUND", "VAULT_LOCKED", "FORBIDDEN", "SERVICE_UNAVAILABLE"],
       handler: async ({ body, principal, req }) => ({
         data: await socialVault.lock(principal().user, body.duressPin, req.header("idempotency-key")!),
+      }),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/social-vault/unlock",
+      operationId: "unlockSocialVault",
+      tag: TAG,
+      summary:
+        "The way back from a lock: ask for the unlock, then unlock once the guardians approved and the timelock passed (or after 30 days alone)",
+      auth: "user",
+      idempotent: true,
+      response: unlockResponse,
+      errors: ["SOCIAL_VAULT_NOT_FOUND", "TIMELOCK_ACTIVE", "CONFLICT", "SERVICE_UNAVAILABLE"],
+      handler: async ({ principal, req }) => ({ data: await socialVault.unlock(principal().user, req.header("idempotency-key")!) }),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/social-vault/unlock/approve",
+      operationId: "approveSocialVaultUnlock",
+      tag: TAG,
+      summary: "Approve the requested unlock of a vault you guard, with your own token",
+      auth: "user",
+      idempotent: true,
+      body: approveUnlockBody,
+      response: approveUnlockResponse,
+      errors: ["SOCIAL_VAULT_NOT_FOUND", "NOT_GUARDIAN", "CONFLICT", "SERVICE_UNAVAILABLE"],
+      handler: async ({ body, principal, req }) => ({
+        data: await socialVault.approveUnlock(principal().user, body.vaultAddress, req.header("idempotency-key")!),
       }),
     }),
   ];

@@ -136,6 +136,16 @@ export const lockResponse = z.object({
   guardiansNotified: z.boolean().describe("whether the vault has active guardians, who are alerted silently"),
 });
 
+export const unlockResponse = z.object({
+  status: z.enum(["unlock_requested", "unlocked"]),
+  guardiansCanUnlockAt: z.string().nullable().describe("from when the guardians' approvals unlock it (the request + the vault's timelock)"),
+  ownerCanUnlockAt: z.string().nullable().describe("from when the owner alone can unlock it (the request + 30 days)"),
+  approvalsRequired: z.number().int(),
+  txHash,
+});
+export const approveUnlockBody = z.strictObject({ vaultAddress: address.describe("the vault you guard") });
+export const approveUnlockResponse = z.object({ vaultAddress: address, approvalsReceived: z.number().int(), txHash });
+
 export const depositBody = z.strictObject({
   amount: usdcAmount({ max: MAX_SOCIAL_VAULT_AMOUNT, description: "USDC to move from your managed wallet into the vault" }),
 });

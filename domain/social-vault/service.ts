@@ -15,7 +15,7 @@ import type { MirrorWait } from "../transactions/read-your-writes.js";
 import type { UserCallData, UserTransactions } from "../transactions/user-transactions.js";
 import type { UserRecord } from "../users/repo.js";
 import { withdrawalIdOf } from "./ids.js";
-import { guardiansOfOwner, openWithdrawalsOf, vaultOfOwner, type WithdrawalRow, withdrawalOf } from "./repo.js";
+import { guardiansOfOwner, isSocialVault, openWithdrawalsOf, vaultOfOwner, type WithdrawalRow, withdrawalOf } from "./repo.js";
 
 export interface SocialVaultServiceDeps {
   db: Db;
@@ -111,6 +111,24 @@ function socialVaultRevert(revert: { name: string; args: unknown[] }) {
     case "SocialVaultInvalidDuressKey":
       // Nothing more: not whether a PIN is set, nor how close the guess was.
       return new AppError("FORBIDDEN", "The PIN was not accepted");
+    case "SocialVaultNotLocked":
+      return new AppError("CONFLICT", "Your social vault is not locked", { field: "vault", reason: "not locked" });
+    case "SocialVaultUnlockNotRequested":
+      return new AppError("CONFLICT", "No unlock was requested: the owner or a guardian asks for it first", {
+        field: "vault",
+        reason: "not requested",
+      });
+    case "SocialVaultUnlockAlreadyApproved":
+      return new AppError("CONFLICT", "You already approved this unlock", { field: "vault", reason: "already approved" });
+    case "SocialVaultUnlockNotApproved":
+      return new AppError(
+        "CONFLICT",
+        `The unlock has ${args[0]} of ${args[1]} guardian approvals; without them the owner alone waits 30 days`,
+        {
+          field: "vault",
+          reason: "not approved",
+        },
+      );
     case "SocialVaultInvalidRequiredSignatures":
       return new AppError("VALIDATION_ERROR", "requiredSignatures must be from 1 to 10", {
         field: "requiredSignatures",
@@ -352,6 +370,66 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
         lockedAt: new Date(Number(lockedAt) * 1_000).toISOString(),
         guardiansNotified: vault.activeGuardians > 0,
       };
+    },
+
+    /**
+     * The way back from a lock: the first call asks for the unlock (`unlock_requested`, with when
+     * guardians' approvals can unlock it, after the vault's timelock, and when the owner alone can,
+     * after 30 days); a later call unlocks once either holds (TIMELOCK_ACTIVE before).
+     */
+    async unlock(user: UserRecord, idempotencyKey: string) {
+      const vault = await ownVault(user);
+      if (!vault.locked) throw new AppError("CONFLICT", "Your social vault is not locked", { field: "vault", reason: "not locked" });
+      const contract = platformContractAt("socialVault", vault.address, factory.runner ?? undefined);
+      // Whether this lock's unlock was asked for: a request after the vault's last lock (its events).
+      const [locks, requests] = await Promise.all([
+        contract.queryFilter(contract.filters.SocialVaultLocked!()),
+        contract.queryFilter(contract.filters.SocialVaultUnlockRequested!()),
+      ]);
+      const lastLock = locks.at(-1);
+      const after = (e: { blockNumber: number; index: number }) =>
+        !lastLock || e.blockNumber > lastLock.blockNumber || (e.blockNumber === lastLock.blockNumber && e.index > lastLock.index);
+      if (!requests.some(after)) {
+        const sent = await send(user, "social_vault.request_unlock", idempotencyKey, vault.address, {
+          data: contract.interface.encodeFunctionData("requestUnlock"),
+        });
+        const event = contract.interface.getEvent("SocialVaultUnlockRequested")!;
+        const log = sent.receipt.logs.find((entry) => entry.topics[0] === event.topicHash)!;
+        const args = contract.interface.decodeEventLog(event, log.data, log.topics) as unknown as {
+          guardianUnlockAt: bigint;
+          ownerUnlockAt: bigint;
+        };
+        return {
+          status: "unlock_requested" as const,
+          guardiansCanUnlockAt: new Date(Number(args.guardianUnlockAt) * 1_000).toISOString(),
+          ownerCanUnlockAt: new Date(Number(args.ownerUnlockAt) * 1_000).toISOString(),
+          approvalsRequired: vault.requiredSignatures,
+          txHash: sent.txHash,
+        };
+      }
+      const sent = await send(user, "social_vault.unlock", idempotencyKey, vault.address, {
+        data: contract.interface.encodeFunctionData("unlock"),
+      });
+      return {
+        status: "unlocked" as const,
+        guardiansCanUnlockAt: null,
+        ownerCanUnlockAt: null,
+        approvalsRequired: vault.requiredSignatures,
+        txHash: sent.txHash,
+      };
+    },
+
+    /** A guardian's approval of a requested unlock of the vault at `vaultAddress`, with their own token. */
+    async approveUnlock(guardian: UserRecord, vaultAddress: string, idempotencyKey: string) {
+      const contract = platformContractAt("socialVault", vaultAddress.toLowerCase(), factory.runner ?? undefined);
+      if (!(await isSocialVault(deps.db, vaultAddress))) throw new AppError("SOCIAL_VAULT_NOT_FOUND", "No such social vault");
+      const sent = await send(guardian, "social_vault.approve_unlock", idempotencyKey, vaultAddress.toLowerCase(), {
+        data: contract.interface.encodeFunctionData("approveUnlock"),
+      });
+      const event = contract.interface.getEvent("SocialVaultUnlockApproved")!;
+      const log = sent.receipt.logs.find((entry) => entry.topics[0] === event.topicHash)!;
+      const { totalApprovals } = contract.interface.decodeEventLog(event, log.data, log.topics) as unknown as { totalApprovals: bigint };
+      return { vaultAddress: vaultAddress.toLowerCase(), approvalsReceived: Number(totalApprovals), txHash: sent.txHash };
     },
 
     /** The vault's guardians, oldest first: `pending` until the vault's timelock since they were added, then `active`. */

@@ -281,6 +281,27 @@ describe(`social vault API: create, deposit, instant withdrawals (${usingPostgre
     expectErrorEnvelope(await post("/v1/social-vault/lock", owner.token, { duressPin: "90210" }), 400, "VAULT_LOCKED");
     await waitForHead(db, chain);
     expect(await db.prisma.domainEvent.count({ where: { type: "social_vault.locked", userId: owner.id } })).to.equal(1);
+
+    // The way back: the owner asks, a guardian approves with their own token, the timelock passes.
+    const asked = await post("/v1/social-vault/unlock", owner.token, {});
+    expect(asked.status, asked.text).to.equal(200);
+    expect(asked.body.data).to.deep.include({ status: "unlock_requested", approvalsRequired: 1 });
+    // Without approvals the owner alone must wait 30 days.
+    expectErrorEnvelope(await post("/v1/social-vault/unlock", owner.token, {}), 409, "TIMELOCK_ACTIVE");
+    const vaultAddress = ((await chain.contracts.factory.predictVault(owner.wallet)) as string).toLowerCase();
+    expectErrorEnvelope(await post("/v1/social-vault/unlock/approve", owner.token, { vaultAddress }), 403, "NOT_GUARDIAN");
+    guardian.token = await api.token(guardian.subject, { expiresIn: 86_400 });
+    const approved = await post("/v1/social-vault/unlock/approve", guardian.token, { vaultAddress });
+    expect(approved.status, approved.text).to.equal(200);
+    expect(approved.body.data).to.deep.include({ vaultAddress, approvalsReceived: 1 });
+    expectErrorEnvelope(await post("/v1/social-vault/unlock", owner.token, {}), 409, "TIMELOCK_ACTIVE");
+    expect((await api.request("POST", "/dev/time/advance", { body: { seconds: 3_700 } })).status).to.equal(200);
+    owner.token = await api.token(owner.subject, { expiresIn: 86_400 });
+    const unlocked = await post("/v1/social-vault/unlock", owner.token, {});
+    expect(unlocked.status, unlocked.text).to.equal(200);
+    expect(unlocked.body.data.status).to.equal("unlocked");
+    expect((await api.request("GET", "/v1/social-vault/config", { token: owner.token })).body.data.isLocked).to.equal(false);
+    expect((await post("/v1/social-vault/deposit", owner.token, { amount: 10 })).status).to.equal(200);
   });
 
   it("never lets 50 concurrent instant withdrawals pass the daily limit (chain = mirror = API)", async () => {
