@@ -14,6 +14,7 @@ import { domainEvent, recordEvents } from "../events/outbox.js";
 import type { RewardsConsumer } from "../rewards/consumer.js";
 import { chainFailure } from "../transactions/failures.js";
 import type { MirrorWait } from "../transactions/read-your-writes.js";
+import { requireReceiptEvent } from "../transactions/receipts.js";
 import { TransactionRevertedError, type TransactionSender } from "../transactions/sender.js";
 import type { UserTransactions } from "../transactions/user-transactions.js";
 import { tierFor } from "../trust-score/rules.js";
@@ -355,19 +356,16 @@ export function createLoansService(deps: LoansServiceDeps) {
             }
           }),
         );
-      const event = loanBook.interface.getEvent("LoanRepaymentMade")!;
-      const log = sent.receipt.logs.find((entry) => entry.topics[0] === event.topicHash);
-      if (!log) throw new Error(`receipt ${sent.txHash} has no LoanRepaymentMade`);
-      const payment = loanBook.interface.decodeEventLog(event, log.data, log.topics) as unknown as {
-        amount: bigint;
-        remainingBalance: bigint;
-        closed: boolean;
-      };
+      const { args: payment, index: logIndex } = requireReceiptEvent<{ amount: bigint; remainingBalance: bigint; closed: boolean }>(
+        loanBook,
+        sent.receipt,
+        "LoanRepaymentMade",
+      );
       let xpEarned = 0;
       let trustScoreChange = 0;
       if ((await chain.mirror.untilIndexed(sent.blockNumber)) && payment.closed) {
         // The repayment's own XP and Trust Score, applied now rather than by the worker's next run.
-        const eventId = chainEventId(chainDedupeKey(chain.chainId, sent.txHash, log.index, "loan.repaid"));
+        const eventId = chainEventId(chainDedupeKey(chain.chainId, sent.txHash, logIndex, "loan.repaid"));
         const before = await db.prisma.user.findUniqueOrThrow({ where: { id: user.id }, select: { trustScore: true } });
         xpEarned = (await chain.rewards.xpOf(deps.clock.now(), eventId)) ?? 0;
         await chain.rewards.runTrust(deps.clock.now(), [eventId]);
@@ -450,9 +448,7 @@ export function createLoansService(deps: LoansServiceDeps) {
           ),
         );
       await chain.mirror.untilIndexed(sent.blockNumber);
-      const event = chain.loanBook.interface.getEvent("LoanExtended")!;
-      const log = sent.receipt.logs.find((entry) => entry.topics[0] === event.topicHash)!;
-      const extended = chain.loanBook.interface.decodeEventLog(event, log.data, log.topics) as unknown as { newDueDate: bigint };
+      const extended = requireReceiptEvent<{ newDueDate: bigint }>(chain.loanBook, sent.receipt, "LoanExtended").args;
       return {
         loanId: loanIdOf(row),
         extensionGranted: true,

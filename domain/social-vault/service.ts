@@ -12,6 +12,7 @@ import type { Db } from "../db.js";
 import { AppError } from "../errors.js";
 import { chainFailure } from "../transactions/failures.js";
 import type { MirrorWait } from "../transactions/read-your-writes.js";
+import { receiptEvent, requireReceiptEvent } from "../transactions/receipts.js";
 import type { UserCallData, UserTransactions } from "../transactions/user-transactions.js";
 import type { UserRecord } from "../users/repo.js";
 import { withdrawalIdOf } from "./ids.js";
@@ -167,6 +168,8 @@ function withdrawalView(row: WithdrawalRow, now: Date) {
 
 export function createSocialVaultService(deps: SocialVaultServiceDeps) {
   const { factory } = deps;
+  /** A clone of the social vault at `address` (all share the implementation's ABI). */
+  const vaultContract = (address: string) => platformContractAt("socialVault", address, factory.runner ?? undefined);
 
   /** A withdrawal by its public id (`<vault>-<requestId>`), of `vault` when given; 404 otherwise. */
   async function withdrawalByPublicId(withdrawalId: string, vault?: string) {
@@ -257,7 +260,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     async deposit(user: UserRecord, amount: bigint, idempotencyKey: string) {
       const vault = await ownVault(user);
       if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
-      const contract = platformContractAt("socialVault", vault.address, factory.runner ?? undefined);
+      const contract = vaultContract(vault.address);
       const sent = await send(user, "social_vault.deposit", idempotencyKey, vault.address, {
         permit: { spender: vault.address, value: amount },
         data: (permit) =>
@@ -275,13 +278,11 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     async requestWithdrawal(user: UserRecord, amount: bigint, recipient: string, idempotencyKey: string) {
       const vault = await ownVault(user);
       if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
-      const contract = platformContractAt("socialVault", vault.address, factory.runner ?? undefined);
+      const contract = vaultContract(vault.address);
       const sent = await send(user, "social_vault.request_withdrawal", idempotencyKey, vault.address, {
         data: contract.interface.encodeFunctionData("requestWithdrawal", [amount, recipient]),
       });
-      const event = contract.interface.getEvent("SocialVaultWithdrawalRequested")!;
-      const log = sent.receipt.logs.find((entry) => entry.topics[0] === event.topicHash)!;
-      const { id } = contract.interface.decodeEventLog(event, log.data, log.topics) as unknown as { id: bigint };
+      const { id } = requireReceiptEvent<{ id: bigint }>(contract, sent.receipt, "SocialVaultWithdrawalRequested").args;
       return withdrawalView((await withdrawalOf(deps.db, vault.address, id))!, deps.clock.now());
     },
 
@@ -302,7 +303,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     /** A guardian's approval, with their own token: their managed wallet sends approveWithdrawal on the owner's vault. */
     async approveWithdrawal(guardian: UserRecord, withdrawalId: string, idempotencyKey: string) {
       const row = await withdrawalByPublicId(withdrawalId);
-      const contract = platformContractAt("socialVault", row.vault, factory.runner ?? undefined);
+      const contract = vaultContract(row.vault);
       await send(guardian, "social_vault.approve_withdrawal", idempotencyKey, row.vault, {
         data: contract.interface.encodeFunctionData("approveWithdrawal", [row.requestId]),
       });
@@ -322,7 +323,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
       const vault = await ownVault(user);
       const row = await withdrawalByPublicId(withdrawalId, vault.address);
       if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
-      const contract = platformContractAt("socialVault", vault.address, factory.runner ?? undefined);
+      const contract = vaultContract(vault.address);
       const sent = await send(user, "social_vault.execute_withdrawal", idempotencyKey, vault.address, {
         data: contract.interface.encodeFunctionData("executeWithdrawal", [row.requestId]),
       });
@@ -341,7 +342,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     async cancelWithdrawal(user: UserRecord, withdrawalId: string, idempotencyKey: string) {
       const vault = await ownVault(user);
       const row = await withdrawalByPublicId(withdrawalId, vault.address);
-      const contract = platformContractAt("socialVault", vault.address, factory.runner ?? undefined);
+      const contract = vaultContract(vault.address);
       await send(user, "social_vault.cancel_withdrawal", idempotencyKey, vault.address, {
         data: contract.interface.encodeFunctionData("cancelWithdrawal", [row.requestId]),
       });
@@ -357,14 +358,12 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     async lock(user: UserRecord, duressPin: string, idempotencyKey: string) {
       const vault = await ownVault(user);
       if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
-      const contract = platformContractAt("socialVault", vault.address, factory.runner ?? undefined);
+      const contract = vaultContract(vault.address);
       const key = duressKeyOf(deps.privateKeyOf(user.walletIndex), vault.address, duressPin);
       const sent = await send(user, "social_vault.lock", idempotencyKey, vault.address, {
         data: contract.interface.encodeFunctionData("duressLock", [key]),
       });
-      const event = contract.interface.getEvent("SocialVaultLocked")!;
-      const log = sent.receipt.logs.find((entry) => entry.topics[0] === event.topicHash)!;
-      const { lockedAt } = contract.interface.decodeEventLog(event, log.data, log.topics) as unknown as { lockedAt: bigint };
+      const { lockedAt } = requireReceiptEvent<{ lockedAt: bigint }>(contract, sent.receipt, "SocialVaultLocked").args;
       return {
         status: "locked" as const,
         lockedAt: new Date(Number(lockedAt) * 1_000).toISOString(),
@@ -380,7 +379,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     async unlock(user: UserRecord, idempotencyKey: string) {
       const vault = await ownVault(user);
       if (!vault.locked) throw new AppError("CONFLICT", "Your social vault is not locked", { field: "vault", reason: "not locked" });
-      const contract = platformContractAt("socialVault", vault.address, factory.runner ?? undefined);
+      const contract = vaultContract(vault.address);
       // Whether this lock's unlock was asked for: a request after the vault's last lock (its events).
       const [locks, requests] = await Promise.all([
         contract.queryFilter(contract.filters.SocialVaultLocked!()),
@@ -393,12 +392,10 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
         const sent = await send(user, "social_vault.request_unlock", idempotencyKey, vault.address, {
           data: contract.interface.encodeFunctionData("requestUnlock"),
         });
-        const event = contract.interface.getEvent("SocialVaultUnlockRequested")!;
-        const log = sent.receipt.logs.find((entry) => entry.topics[0] === event.topicHash)!;
-        const args = contract.interface.decodeEventLog(event, log.data, log.topics) as unknown as {
+        const args = requireReceiptEvent<{
           guardianUnlockAt: bigint;
           ownerUnlockAt: bigint;
-        };
+        }>(contract, sent.receipt, "SocialVaultUnlockRequested").args;
         return {
           status: "unlock_requested" as const,
           guardiansCanUnlockAt: new Date(Number(args.guardianUnlockAt) * 1_000).toISOString(),
@@ -421,14 +418,12 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
 
     /** A guardian's approval of a requested unlock of the vault at `vaultAddress`, with their own token. */
     async approveUnlock(guardian: UserRecord, vaultAddress: string, idempotencyKey: string) {
-      const contract = platformContractAt("socialVault", vaultAddress.toLowerCase(), factory.runner ?? undefined);
+      const contract = vaultContract(vaultAddress.toLowerCase());
       if (!(await isSocialVault(deps.db, vaultAddress))) throw new AppError("SOCIAL_VAULT_NOT_FOUND", "No such social vault");
       const sent = await send(guardian, "social_vault.approve_unlock", idempotencyKey, vaultAddress.toLowerCase(), {
         data: contract.interface.encodeFunctionData("approveUnlock"),
       });
-      const event = contract.interface.getEvent("SocialVaultUnlockApproved")!;
-      const log = sent.receipt.logs.find((entry) => entry.topics[0] === event.topicHash)!;
-      const { totalApprovals } = contract.interface.decodeEventLog(event, log.data, log.topics) as unknown as { totalApprovals: bigint };
+      const { totalApprovals } = requireReceiptEvent<{ totalApprovals: bigint }>(contract, sent.receipt, "SocialVaultUnlockApproved").args;
       return { vaultAddress: vaultAddress.toLowerCase(), approvalsReceived: Number(totalApprovals), txHash: sent.txHash };
     },
 
@@ -447,13 +442,11 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
       const vault = await ownVault(user);
       if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
       const guardian = getAddress(walletAddress.toLowerCase());
-      const contract = platformContractAt("socialVault", vault.address, factory.runner ?? undefined);
+      const contract = vaultContract(vault.address);
       const sent = await send(user, "social_vault.add_guardian", idempotencyKey, vault.address, {
         data: contract.interface.encodeFunctionData("addGuardian", [guardian]),
       });
-      const event = contract.interface.getEvent("SocialVaultGuardianAdded")!;
-      const log = sent.receipt.logs.find((entry) => entry.topics[0] === event.topicHash)!;
-      const added = contract.interface.decodeEventLog(event, log.data, log.topics) as unknown as { activeAt: bigint };
+      const added = requireReceiptEvent<{ activeAt: bigint }>(contract, sent.receipt, "SocialVaultGuardianAdded").args;
       const view = (await guardiansOfOwner(deps.db.prisma, user.walletAddress!, deps.clock.now())).find(
         (entry) => entry.walletAddress === guardian,
       )!;
@@ -471,15 +464,13 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
       const listed = await guardiansOfOwner(deps.db.prisma, user.walletAddress!, deps.clock.now());
       const target = listed.find((entry) => entry.id === guardianId || entry.walletAddress.toLowerCase() === guardianId.toLowerCase());
       if (!target) throw new AppError("GUARDIAN_NOT_FOUND", "No such guardian of your vault");
-      const contract = platformContractAt("socialVault", vault.address, factory.runner ?? undefined);
+      const contract = vaultContract(vault.address);
       const sent = await send(user, "social_vault.remove_guardian", idempotencyKey, vault.address, {
         data: contract.interface.encodeFunctionData("removeGuardian", [target.walletAddress]),
       });
-      const submitted = contract.interface.getEvent("SocialVaultGuardianRemovalSubmitted")!;
-      const log = sent.receipt.logs.find((entry) => entry.topics[0] === submitted.topicHash);
-      const validAt = log
-        ? Number((contract.interface.decodeEventLog(submitted, log.data, log.topics) as unknown as { validAt: bigint }).validAt)
-        : null;
+      // Only an active guardian's removal is submitted (and waits); a pending one is removed at once.
+      const submitted = receiptEvent<{ validAt: bigint }>(contract, sent.receipt, "SocialVaultGuardianRemovalSubmitted");
+      const validAt = submitted ? Number(submitted.args.validAt) : null;
       return {
         guardianId: target.id,
         walletAddress: target.walletAddress,
@@ -493,13 +484,11 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     async withdrawInstant(user: UserRecord, amount: bigint, recipient: string, idempotencyKey: string) {
       const vault = await ownVault(user);
       if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
-      const contract = platformContractAt("socialVault", vault.address, factory.runner ?? undefined);
+      const contract = vaultContract(vault.address);
       const sent = await send(user, "social_vault.withdraw", idempotencyKey, vault.address, {
         data: contract.interface.encodeFunctionData("withdraw", [amount, recipient]),
       });
-      const event = contract.interface.getEvent("SocialVaultWithdrawn")!;
-      const log = sent.receipt.logs.find((entry) => entry.topics[0] === event.topicHash)!;
-      const withdrawn = contract.interface.decodeEventLog(event, log.data, log.topics) as unknown as { remainingDailyLimit: bigint };
+      const withdrawn = requireReceiptEvent<{ remainingDailyLimit: bigint }>(contract, sent.receipt, "SocialVaultWithdrawn").args;
       const after = (await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now()))!;
       return {
         amount: formatUsdc2(amount),

@@ -11,6 +11,7 @@ import { chainDedupeKey, chainEventId } from "../events/ids.js";
 import type { RewardsConsumer } from "../rewards/consumer.js";
 import { chainFailure } from "../transactions/failures.js";
 import type { MirrorWait } from "../transactions/read-your-writes.js";
+import { requireReceiptEvent } from "../transactions/receipts.js";
 import type { UserCallData, UserTransactions } from "../transactions/user-transactions.js";
 import type { UserRecord } from "../users/repo.js";
 import type { XpRepo } from "../xp/repo.js";
@@ -74,17 +75,6 @@ export function createVaultService(deps: VaultServiceDeps) {
   /** What `shares` redeem for now (the contract's previewRedeem), in micro-USDC. */
   const redeemValue = async (shares: bigint): Promise<bigint> => (shares === 0n ? 0n : ((await vault.previewRedeem(shares)) as bigint));
 
-  /** The vault's event in a receipt (the one Deposit or Withdraw of the write). */
-  function vaultLog(receipt: TransactionReceipt, name: "Deposit" | "Withdraw") {
-    const event = vault.interface.getEvent(name)!;
-    for (const log of receipt.logs) {
-      if (log.topics[0] !== event.topicHash || log.address.toLowerCase() !== vaultAddress.toLowerCase()) continue;
-      const args = vault.interface.decodeEventLog(event, log.data, log.topics) as unknown as { assets: bigint; shares: bigint };
-      return { index: log.index, args };
-    }
-    throw new Error(`receipt ${receipt.hash} has no ${name} event of the vault`);
-  }
-
   /** After the receipt: waits for the mirror, applies the write's own rewards, returns its XP. */
   async function settleReads(user: UserRecord, receipt: TransactionReceipt, logIndex: number, eventType: string) {
     const indexed = await deps.mirror.untilIndexed(receipt.blockNumber);
@@ -115,7 +105,11 @@ export function createVaultService(deps: VaultServiceDeps) {
         ...call,
       })
       .catch((error) => chainFailure(error, (revert) => vaultRevert(revert, field)));
-    const { index, args } = vaultLog(sent.receipt, kind === "deposit" ? "Deposit" : "Withdraw");
+    const { index, args } = requireReceiptEvent<{ assets: bigint; shares: bigint }>(
+      vault,
+      sent.receipt,
+      kind === "deposit" ? "Deposit" : "Withdraw",
+    );
     const at = { blockTag: sent.blockNumber };
     const [rate, balance, xpEarned] = await Promise.all([
       vault.exchangeRate(at) as Promise<bigint>,

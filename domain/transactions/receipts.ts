@@ -1,0 +1,19 @@
+// Reading a write's own event from its receipt: the log of `contract` with that event's topic,
+// decoded with the contract's ABI. One place for every domain that answers from a receipt.
+import type { Contract, TransactionReceipt } from "ethers";
+
+/** The first `name` event `contract` emitted in `receipt`, decoded, with its log index; undefined if none. */
+export function receiptEvent<T>(contract: Contract, receipt: TransactionReceipt, name: string): { args: T; index: number } | undefined {
+  const event = contract.interface.getEvent(name)!;
+  const address = (contract.target as string).toLowerCase();
+  const log = receipt.logs.find((entry) => entry.topics[0] === event.topicHash && entry.address.toLowerCase() === address);
+  if (!log) return undefined;
+  return { args: contract.interface.decodeEventLog(event, log.data, log.topics) as unknown as T, index: log.index };
+}
+
+/** receiptEvent for an event the write always emits: its absence is a bug, not an answer. */
+export function requireReceiptEvent<T>(contract: Contract, receipt: TransactionReceipt, name: string): { args: T; index: number } {
+  const found = receiptEvent<T>(contract, receipt, name);
+  if (!found) throw new Error(`receipt ${receipt.hash} has no ${name} event of ${contract.target as string}`);
+  return found;
+}
