@@ -16,8 +16,10 @@ import { createLoansRepo } from "./loans/repo.js";
 import { createLoansService } from "./loans/service.js";
 import { createRewardsConsumer } from "./rewards/consumer.js";
 import { createSandboxService } from "./sandbox/service.js";
+import { createGuardianAlerts } from "./social-vault/alerts.js";
 import { guardiansOfOwner, isSocialVault } from "./social-vault/repo.js";
 import { createSocialVaultService } from "./social-vault/service.js";
+import { socialVaultExport } from "./social-vault/views.js";
 import { createPayerWatch } from "./transactions/payer.js";
 import { createMirrorWait } from "./transactions/read-your-writes.js";
 import { createTransactionSender } from "./transactions/sender.js";
@@ -99,6 +101,7 @@ function relayAllowList(deployment: Deployment, isSocialVault: (address: string)
     "removeGuardian",
     "acceptGuardianRemoval",
     "revokeGuardianRemoval",
+    "setDuressCommitment",
   ]);
   return async (to: string, data: string) => {
     const selector = data.slice(0, 10);
@@ -140,9 +143,11 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain, 
     loans: loansRepo,
     vault: vaultRepo,
     guardiansOf: (wallet, now) => guardiansOfOwner(db.prisma, wallet, now),
+    socialVaultOf: (wallet, now) => socialVaultExport(db, wallet, now),
   });
   const apiKeys = createApiKeysService({ repo: apiKeysRepo, users: usersRepo, clock });
   const rewards = createRewardsConsumer({ db, xp, trust, invalidateUser, logger });
+  const guardianAlerts = createGuardianAlerts({ db, logger });
   const onChain = chain ? moneyServices(chain) : undefined;
   const loans = createLoansService({
     db,
@@ -211,6 +216,7 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain, 
       transactions,
       mirror,
       privateKeyOf: (index) => wallets.signerOf(index).privateKey,
+      alerts: guardianAlerts,
     });
     return { sender, vault, payer, sandbox, mirror, loanBook, socialVault };
   }
@@ -223,6 +229,8 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain, 
     xp,
     trust,
     rewards,
+    /** The guardians' silent alerts of locks (social_vault.guardian_alert), from the mirrored locks. */
+    guardianAlerts,
     /** The one sender of the service's transactions (absent in processes without a chain). */
     sender: onChain?.sender,
     /** Writes' wait for the mirror (read-your-writes; attachIndexer joins an indexer of this process). */

@@ -46,6 +46,10 @@ export interface SocialVaultRow {
   hasDuressPin: boolean;
   locked: boolean;
   lockedAt: number | null;
+  /** When this lock's unlock was asked for (null: not asked, or not locked). */
+  unlockRequestedAt: number | null;
+  /** The guardians who approved this lock's unlock. */
+  unlockApprovers: string[];
   balance: bigint;
   createdAt: number;
   createdTxHash: string;
@@ -223,6 +227,8 @@ const SOCIAL_VAULT: Table<SocialVaultRow> = {
     col("hasDuressPin", "bool"),
     col("locked", "bool"),
     col("lockedAt", "timestamp(3)"),
+    col("unlockRequestedAt", "timestamp(3)"),
+    col("unlockApprovers", "text"),
     col("balance", "int8"),
     col("createdAt", "timestamp(3)"),
     col("createdTxHash", "text"),
@@ -237,12 +243,14 @@ const SOCIAL_VAULT: Table<SocialVaultRow> = {
     v.hasDuressPin,
     v.locked,
     timestampLiteral(v.lockedAt),
+    timestampLiteral(v.unlockRequestedAt),
+    v.unlockApprovers.join(" "),
     v.balance.toString(),
     timestampLiteral(v.createdAt),
     v.createdTxHash,
     v.updatedBlock,
   ],
-  select: `"address", "owner", "dailyLimit"::text, "timelockDuration", "requiredSignatures", "hasDuressPin", "locked", ${epoch("lockedAt")}, "balance"::text, ${epoch("createdAt")}, "createdTxHash", "updatedBlock"`,
+  select: `"address", "owner", "dailyLimit"::text, "timelockDuration", "requiredSignatures", "hasDuressPin", "locked", ${epoch("lockedAt")}, ${epoch("unlockRequestedAt")}, "unlockApprovers", "balance"::text, ${epoch("createdAt")}, "createdTxHash", "updatedBlock"`,
   fromRow: (r) => ({
     address: String(r.address),
     owner: String(r.owner),
@@ -252,6 +260,10 @@ const SOCIAL_VAULT: Table<SocialVaultRow> = {
     hasDuressPin: Boolean(r.hasDuressPin),
     locked: Boolean(r.locked),
     lockedAt: seconds(r.lockedAt),
+    unlockRequestedAt: seconds(r.unlockRequestedAt),
+    unlockApprovers: String(r.unlockApprovers ?? "")
+      .split(" ")
+      .filter(Boolean),
     balance: big(r.balance),
     createdAt: seconds(r.createdAt)!,
     createdTxHash: String(r.createdTxHash),

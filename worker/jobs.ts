@@ -7,7 +7,7 @@ export const HOUR_MS = 3_600_000;
 
 export interface PlatformJobDeps {
   /** The domain services of this process (domain/services.ts): in npm start the API's own, so its caches see the jobs' writes. */
-  services: Pick<Services, "rewards" | "trust" | "eraseDueAccounts" | "loans" | "fundsLoans">;
+  services: Pick<Services, "rewards" | "trust" | "eraseDueAccounts" | "loans" | "fundsLoans" | "guardianAlerts">;
 }
 
 /**
@@ -53,6 +53,14 @@ export function createPlatformJobs({ services }: PlatformJobDeps): Job[] {
       intervalMs: 2_000,
       retryMs: 5_000,
       run: async (now) => ({ changed: await rewards.run(now) }),
+    },
+    {
+      // The guardians' silent alert of every mirrored lock (duress PIN through the API, or a wallet's
+      // call), one event per guardian: the notifications issue delivers them.
+      name: "social-vault.guardian-alerts",
+      intervalMs: 2_000,
+      retryMs: 5_000,
+      run: async (now) => ({ changed: await services.guardianAlerts.run(now) }),
     },
     {
       // Guardians become active by time (the vault's timelock after being added) and leave by

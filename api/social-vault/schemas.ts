@@ -54,6 +54,10 @@ const guardian = z.object({
   displayName: z.string(),
   status: z.enum(["active", "pending"]).describe("pending until the vault's timelock since it was added has passed"),
   addedAt: z.string().describe("ISO 8601 UTC timestamp"),
+  removableAt: z
+    .string()
+    .nullable()
+    .describe("set once the removal of this active guardian was submitted: from then, DELETE again completes it"),
 });
 export const guardiansResponse = z.array(guardian);
 export const addGuardianBody = z.strictObject({ walletAddress: address.describe("the guardian's wallet") });
@@ -103,10 +107,54 @@ export const withdrawalResponse = z.object({
   ...withdrawalFields,
   expiresAt: z.string().describe("ISO 8601: the end of the execution window (executeAfter + 7 days); past it the request is expired"),
 });
-export const pendingWithdrawal = z.object({
-  ...withdrawalFields,
-  approvers: z.array(z.string()).describe("ids of the guardians who approved (user ids, or addresses)"),
+const approvers = z.array(z.string()).describe("ids of the guardians who approved (user ids, or addresses)");
+export const pendingWithdrawal = z.object({ ...withdrawalFields, approvers });
+export const withdrawalRecord = withdrawalResponse.extend({
+  approvers,
+  requestedAt: z.string().describe("ISO 8601 (the request's block)"),
+  requestTxHash: txHash,
+  closedAt: z.string().nullable().describe("when it was executed, cancelled or marked expired on chain"),
+  closedTxHash: txHash.nullable(),
 });
+export const withdrawalDetail = withdrawalRecord.extend({ vaultAddress: address.describe("the vault it leaves") });
+
+const unlockRequest = z
+  .object({
+    requestedAt: z.string().describe("ISO 8601: when the unlock was asked for"),
+    approvalsReceived: z.number().int(),
+    approvalsRequired: z.number().int(),
+    guardiansCanUnlockAt: z.string().describe("from when the approvals unlock it (the request + the vault's timelock)"),
+    ownerCanUnlockAt: z.string().describe("from when the owner alone can unlock it (the request + 30 days)"),
+    approvedByYou: z.boolean(),
+  })
+  .nullable()
+  .describe("the locked vault's unlock request (null: not locked, or not asked for yet)");
+export const guardingResponse = z.array(
+  z.object({
+    vaultAddress: address,
+    owner: z.object({ id: z.string().describe("the owner's user id (or the owner's address)"), displayName: z.string() }),
+    guardianStatus: z.enum(["active", "pending"]).describe("yours: pending until the vault's timelock since you were added"),
+    activeAt: z.string().describe("ISO 8601: when you are (or were) active"),
+    removableAt: z.string().nullable().describe("set when the owner submitted your removal: it may complete from then"),
+    isLocked: z.boolean(),
+    unlock: unlockRequest,
+    withdrawals: z
+      .array(withdrawalResponse.extend({ approvedByYou: z.boolean() }))
+      .describe("the vault's open requests (pending or approved, not past their window), oldest first"),
+  }),
+);
+export const duressPinBody = z.strictObject({
+  duressPin: z
+    .string()
+    .regex(/^\d{4,6}$/, "must be 4 to 6 digits")
+    .describe("the new duress PIN, 4 to 6 digits"),
+  currentPin: z
+    .string()
+    .regex(/^\d{4,6}$/, "must be 4 to 6 digits")
+    .optional()
+    .describe("the PIN now set, required unless the vault has none (after a duress lock spent it)"),
+});
+export const duressPinResponse = z.object({ hasDuressPin: z.literal(true), txHash });
 export const approveResponse = z.object({
   withdrawalId: z.string(),
   approvalsReceived: z.number().int(),
@@ -140,6 +188,7 @@ export const unlockResponse = z.object({
   status: z.enum(["unlock_requested", "unlocked"]),
   guardiansCanUnlockAt: z.string().nullable().describe("from when the guardians' approvals unlock it (the request + the vault's timelock)"),
   ownerCanUnlockAt: z.string().nullable().describe("from when the owner alone can unlock it (the request + 30 days)"),
+  approvalsReceived: z.number().int().describe("guardians who approved the unlock so far"),
   approvalsRequired: z.number().int(),
   txHash,
 });
@@ -169,3 +218,28 @@ export const instantResponse = z.object({
   newBalance: usdc2("the vault's balance after it"),
   txHash,
 });
+
+/** The export's social vault part (GET /v1/users/me/export). */
+export const socialVaultExport = z
+  .object({
+    vault: z
+      .object({
+        vaultAddress: address,
+        dailyLimit: usdc2("the daily limit"),
+        timelockDuration: z.number().int(),
+        requiredSignatures: z.number().int(),
+        balance: usdc2("the vault's balance"),
+        isLocked: z.boolean(),
+        lockedAt: z.string().nullable(),
+        hasDuressPin: z.boolean(),
+        createdAt: z.string(),
+        createdTxHash: txHash,
+      })
+      .nullable()
+      .describe("your social vault (null without one)"),
+    withdrawals: z.array(withdrawalRecord).describe("every withdrawal request of your vault, newest first"),
+    guarding: z
+      .array(z.object({ vaultAddress: address, activeAt: z.string(), removableAt: z.string().nullable() }))
+      .describe("the vaults whose guardian you are"),
+  })
+  .nullable();

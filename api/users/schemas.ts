@@ -2,6 +2,7 @@ import { z } from "zod";
 import { LOAN_STATUSES } from "../../domain/loans/repo.js";
 import { ACTIVITY_TYPES } from "../../domain/xp/activity.js";
 import { queryInteger } from "../http/input.js";
+import { socialVaultExport } from "../social-vault/schemas.js";
 
 // One schema per route part: they validate, type the handlers and generate the OpenAPI document.
 
@@ -143,6 +144,7 @@ export const exportResponse = z.object({
   loans: z.array(exportedLoan),
   vaultHistory: z.array(vaultTransaction),
   guardians: z.array(guardian),
+  socialVault: socialVaultExport.describe("your social vault, its requests, and the vaults you guard (null without a wallet)"),
   apiKeys: z.array(
     z.object({
       id: z.string(),

@@ -151,6 +151,18 @@ export const EVENT_CATALOGUE = {
     description: "The owner locked the vault (duress PIN); pending withdrawals were cancelled.",
     data: z.object({ vaultOwner: z.string().nullable(), vaultAddress: address, lockedAt: isoTime }),
   }),
+  "social_vault.guardian_alert": defineEvent({
+    source: "service",
+    description:
+      "The silent alert of a lock, one per guardian who is a platform user (addressed to the guardian, never to the owner): the vault was locked, maybe under duress.",
+    data: z.object({
+      vaultAddress: address,
+      vaultOwner: userRef,
+      guardianAddress: address,
+      reason: z.literal("locked"),
+      lockedAt: isoTime,
+    }),
+  }),
   "user.guardian_added": defineEvent({
     source: "chain",
     description: "A guardian was added to a social vault; it becomes active at activeAt.",

@@ -12,6 +12,8 @@ export interface GuardianView {
   /** `pending` until the vault's timelock since it was added has passed (it has no power before). */
   status: "active" | "pending";
   addedAt: string;
+  /** When a submitted removal of this active guardian may be completed (null: none submitted). */
+  removableAt: string | null;
 }
 
 const shortAddress = (address: string) => `${address.slice(0, 6)}…${address.slice(-4)}`;
@@ -21,8 +23,8 @@ const shortAddress = (address: string) => `${address.slice(0, 6)}…${address.sl
  * listed on chain (a submitted removal keeps it listed, and active, until it is accepted).
  */
 export async function guardiansOfOwner(db: Tx, ownerWallet: string, now: Date): Promise<GuardianView[]> {
-  const rows = await db.$queryRawUnsafe<{ guardian: string; activeAt: Date; addedAt: Date | null }[]>(
-    `SELECT g."guardian", g."activeAt",
+  const rows = await db.$queryRawUnsafe<{ guardian: string; activeAt: Date; removalValidAt: Date | null; addedAt: Date | null }[]>(
+    `SELECT g."guardian", g."activeAt", g."removalValidAt",
             (SELECT min(b."timestamp") FROM "ChainLog" l
                JOIN "ChainBlock" b ON b."chainId" = l."chainId" AND b."blockNumber" = l."blockNumber"
               WHERE l."chainId" = g."chainId" AND l."txHash" = g."addedTxHash" AND l."address" = g."vault"
@@ -47,6 +49,7 @@ export async function guardiansOfOwner(db: Tx, ownerWallet: string, now: Date): 
       displayName: user?.displayName ?? shortAddress(getAddress(row.guardian)),
       status: row.activeAt <= now ? "active" : "pending",
       addedAt: (row.addedAt ?? row.activeAt).toISOString(),
+      removableAt: row.removalValidAt?.toISOString() ?? null,
     };
   });
 }
@@ -89,43 +92,98 @@ export async function isSocialVault(db: Pick<Db, "prisma">, address: string): Pr
   return rows.length > 0;
 }
 
-/** The social vault a wallet owns, as the mirror holds it, with its active guardians at `now`. */
-export async function vaultOfOwner(db: Pick<Db, "prisma">, ownerWallet: string, now: Date) {
-  const rows = await db.prisma.$queryRawUnsafe<
-    {
-      address: string;
-      dailyLimit: bigint;
-      timelockDuration: number;
-      requiredSignatures: number;
-      hasDuressPin: boolean;
-      locked: boolean;
-      lockedAt: Date | null;
-      balance: bigint;
-      createdAt: Date;
-      createdTxHash: string;
-      activeGuardians: number;
-    }[]
-  >(
-    `SELECT s."address", s."dailyLimit", s."timelockDuration", s."requiredSignatures", s."hasDuressPin", s."locked",
-            s."lockedAt", s."balance", s."createdAt", s."createdTxHash",
+export interface SocialVaultRecord {
+  address: string;
+  owner: string;
+  dailyLimit: bigint;
+  timelockDuration: number;
+  requiredSignatures: number;
+  hasDuressPin: boolean;
+  locked: boolean;
+  lockedAt: Date | null;
+  /** When this lock's unlock was asked for (null: not asked, or not locked). */
+  unlockRequestedAt: Date | null;
+  /** The guardians (lower-case addresses) who approved this lock's unlock. */
+  unlockApprovers: string[];
+  balance: bigint;
+  createdAt: Date;
+  createdTxHash: string;
+  /** Guardians active at the `now` of the read. */
+  activeGuardians: number;
+}
+
+async function vaultRows(db: Pick<Db, "prisma">, where: string, param: string, now: Date): Promise<SocialVaultRecord[]> {
+  const rows = await db.prisma.$queryRawUnsafe<Record<string, unknown>[]>(
+    `SELECT s."address", s."owner", s."dailyLimit"::text AS "dailyLimit", s."timelockDuration", s."requiredSignatures",
+            s."hasDuressPin", s."locked", s."lockedAt", s."unlockRequestedAt", s."unlockApprovers", s."balance"::text AS "balance",
+            s."createdAt", s."createdTxHash",
             (SELECT count(*)::int FROM "SocialVaultGuardian" g
               WHERE g."chainId" = s."chainId" AND g."vault" = s."address" AND NOT g."removed" AND g."activeAt" <= $2::timestamp(3)) AS "activeGuardians"
        FROM "SocialVaultState" s
-      WHERE s."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND s."owner" = $1`,
-    ownerWallet.toLowerCase(),
+      WHERE s."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND ${where}`,
+    param.toLowerCase(),
     now.toISOString(),
   );
-  const row = rows[0];
-  return row
-    ? {
-        ...row,
-        dailyLimit: BigInt(row.dailyLimit),
-        balance: BigInt(row.balance),
-        timelockDuration: Number(row.timelockDuration),
-        requiredSignatures: Number(row.requiredSignatures),
-        activeGuardians: Number(row.activeGuardians),
-      }
-    : null;
+  return rows.map((row) => ({
+    address: row.address as string,
+    owner: row.owner as string,
+    dailyLimit: BigInt(row.dailyLimit as string),
+    timelockDuration: Number(row.timelockDuration),
+    requiredSignatures: Number(row.requiredSignatures),
+    hasDuressPin: Boolean(row.hasDuressPin),
+    locked: Boolean(row.locked),
+    lockedAt: (row.lockedAt as Date | null) ?? null,
+    unlockRequestedAt: (row.unlockRequestedAt as Date | null) ?? null,
+    unlockApprovers: String(row.unlockApprovers ?? "")
+      .split(" ")
+      .filter(Boolean),
+    balance: BigInt(row.balance as string),
+    createdAt: row.createdAt as Date,
+    createdTxHash: row.createdTxHash as string,
+    activeGuardians: Number(row.activeGuardians),
+  }));
+}
+
+/** The social vault a wallet owns, as the mirror holds it, with its active guardians at `now`. */
+export async function vaultOfOwner(db: Pick<Db, "prisma">, ownerWallet: string, now: Date): Promise<SocialVaultRecord | null> {
+  return (await vaultRows(db, `s."owner" = $1`, ownerWallet, now))[0] ?? null;
+}
+
+/** The social vault at `address`, as the mirror holds it, or null. */
+export async function vaultAt(db: Pick<Db, "prisma">, address: string, now: Date): Promise<SocialVaultRecord | null> {
+  return (await vaultRows(db, `s."address" = $1`, address, now))[0] ?? null;
+}
+
+/** A vault a wallet guards, with that guardian's own standing in it. */
+export interface GuardedVault {
+  vault: string;
+  owner: string;
+  activeAt: Date;
+  removalValidAt: Date | null;
+}
+
+/** The vaults that list `guardianWallet` as a guardian (pending, active, or with a submitted removal), oldest first. */
+export async function vaultsGuardedBy(db: Pick<Db, "prisma">, guardianWallet: string): Promise<GuardedVault[]> {
+  return db.prisma.$queryRawUnsafe<GuardedVault[]>(
+    `SELECT g."vault", s."owner", g."activeAt", g."removalValidAt"
+       FROM "SocialVaultGuardian" g
+       JOIN "SocialVaultState" s ON s."chainId" = g."chainId" AND s."address" = g."vault"
+      WHERE g."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND g."guardian" = $1 AND NOT g."removed"
+      ORDER BY g."activeAt", g."vault"`,
+    guardianWallet.toLowerCase(),
+  );
+}
+
+/** The guardians of `vault` active at `at` and still listed (the lock's silent alert goes to them). */
+export async function activeGuardiansOf(db: Tx, vault: string, at: Date): Promise<string[]> {
+  const rows = await db.$queryRawUnsafe<{ guardian: string }[]>(
+    `SELECT "guardian" FROM "SocialVaultGuardian"
+      WHERE "chainId" = ${MIRRORED_CHAIN_ID_SQL} AND "vault" = $1 AND NOT "removed" AND "activeAt" <= $2::timestamp(3)
+      ORDER BY "guardian"`,
+    vault.toLowerCase(),
+    at.toISOString(),
+  );
+  return rows.map((row) => row.guardian);
 }
 
 export interface WithdrawalRow {
@@ -139,6 +197,10 @@ export interface WithdrawalRow {
   approvals: number;
   approvers: string[];
   status: string;
+  requestedAt: Date;
+  requestTxHash: string;
+  closedAt: Date | null;
+  closedTxHash: string | null;
   owner: string;
 }
 
@@ -148,19 +210,31 @@ export async function withdrawalOf(db: Pick<Db, "prisma">, vault: string, reques
   return rows[0] ?? null;
 }
 
-/** A vault's open requests (pending, or approved and waiting for its timelock), oldest first. */
-export async function openWithdrawalsOf(db: Pick<Db, "prisma">, vault: string): Promise<WithdrawalRow[]> {
-  return withdrawalRows(db, `w."vault" = $1 AND w."status" = 'pending'`, [vault.toLowerCase()]);
+/** The open requests (pending, or approved and waiting for the timelock) of `vaults`, oldest first. */
+export async function openWithdrawalsOf(db: Pick<Db, "prisma">, vaults: string[]): Promise<WithdrawalRow[]> {
+  if (vaults.length === 0) return [];
+  return withdrawalRows(db, `w."vault" = ANY($1::text[]) AND w."status" = 'pending'`, [vaults.map((vault) => vault.toLowerCase())]);
 }
 
-async function withdrawalRows(db: Pick<Db, "prisma">, where: string, params: unknown[]): Promise<WithdrawalRow[]> {
+/** Every request of `vault`, newest first (at most `limit`). */
+export async function withdrawalHistoryOf(db: Pick<Db, "prisma">, vault: string, limit = 1_000): Promise<WithdrawalRow[]> {
+  return withdrawalRows(db, `w."vault" = $1`, [vault.toLowerCase()], `ORDER BY w."requestedAt" DESC, w."requestId" DESC LIMIT ${limit}`);
+}
+
+async function withdrawalRows(
+  db: Pick<Db, "prisma">,
+  where: string,
+  params: unknown[],
+  order = `ORDER BY w."vault", w."requestId"`,
+): Promise<WithdrawalRow[]> {
   const rows = await db.prisma.$queryRawUnsafe<Record<string, unknown>[]>(
     `SELECT w."vault", w."requestId"::text AS "requestId", w."amount", w."recipient", w."executeAfter", w."expiresAt",
-            w."requiredApprovals", w."approvals", w."approvers", w."status", s."owner"
+            w."requiredApprovals", w."approvals", w."approvers", w."status", w."requestedAt", w."closedAt", w."closedTxHash",
+            w."requestTxHash", s."owner"
        FROM "SocialVaultWithdrawal" w
        JOIN "SocialVaultState" s ON s."chainId" = w."chainId" AND s."address" = w."vault"
       WHERE w."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND ${where}
-      ORDER BY w."requestId"`,
+      ${order}`,
     ...params,
   );
   return rows.map((row) => ({
@@ -174,6 +248,10 @@ async function withdrawalRows(db: Pick<Db, "prisma">, where: string, params: unk
     approvals: Number(row.approvals),
     approvers: (row.approvers as string).split(" ").filter(Boolean),
     status: row.status as string,
+    requestedAt: row.requestedAt as Date,
+    requestTxHash: row.requestTxHash as string,
+    closedAt: (row.closedAt as Date | null) ?? null,
+    closedTxHash: (row.closedTxHash as string | null) ?? null,
     owner: row.owner as string,
   }));
 }

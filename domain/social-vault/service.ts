@@ -15,8 +15,20 @@ import type { MirrorWait } from "../transactions/read-your-writes.js";
 import { receiptEvent, requireReceiptEvent } from "../transactions/receipts.js";
 import type { UserCallData, UserTransactions } from "../transactions/user-transactions.js";
 import type { UserRecord } from "../users/repo.js";
-import { withdrawalIdOf } from "./ids.js";
-import { guardiansOfOwner, isSocialVault, openWithdrawalsOf, vaultOfOwner, type WithdrawalRow, withdrawalOf } from "./repo.js";
+import {
+  guardiansOfOwner,
+  openWithdrawalsOf,
+  type SocialVaultRecord,
+  vaultAt,
+  vaultOfOwner,
+  vaultsGuardedBy,
+  type WithdrawalRow,
+  withdrawalHistoryOf,
+  withdrawalOf,
+} from "./repo.js";
+import { guardianIdsOf, unlockView, type WithdrawalStatus, withdrawalRecordView, withdrawalView } from "./views.js";
+
+export type { WithdrawalStatus };
 
 export interface SocialVaultServiceDeps {
   db: Db;
@@ -24,6 +36,8 @@ export interface SocialVaultServiceDeps {
   factory: Contract;
   transactions: Pick<UserTransactions, "send">;
   mirror: Pick<MirrorWait, "untilIndexed">;
+  /** Records the guardians' silent alerts of mirrored locks (run after a lock, so they exist when it answers). */
+  alerts?: { run(now: Date): Promise<number> };
   /** The user's managed wallet's private key (the duress key is keyed by it: see duressKeyOf). */
   privateKeyOf(walletIndex: number): string;
 }
@@ -97,8 +111,14 @@ function socialVaultRevert(revert: { name: string; args: unknown[] }) {
         field: "withdrawalId",
         reason: "not approved",
       });
-    case "SocialVaultWithdrawalNotOpen":
     case "SocialVaultWithdrawalPastExpiry":
+      return new AppError("WITHDRAWAL_EXPIRED", "This withdrawal's execution window has passed: request it again", {
+        field: "withdrawalId",
+        reason: "expired",
+      });
+    case "SocialVaultNoPendingRemoval":
+      return new AppError("CONFLICT", "This guardian's removal was not submitted", { field: "guardianId", reason: "no removal" });
+    case "SocialVaultWithdrawalNotOpen":
       return new AppError("CONFLICT", "This withdrawal is no longer open (executed, cancelled or expired)", {
         field: "withdrawalId",
         reason: "closed",
@@ -140,32 +160,6 @@ function socialVaultRevert(revert: { name: string; args: unknown[] }) {
   }
 }
 
-/** A withdrawal's states (part 3, and `expired` past its execution window: D-71). */
-export type WithdrawalStatus = "pending" | "approved" | "executed" | "cancelled" | "expired";
-
-/** A withdrawal request as the API shows it (part 2): approved once its approvals are in, expired past its window. */
-function withdrawalView(row: WithdrawalRow, now: Date) {
-  const open = row.status === "pending";
-  const status: WithdrawalStatus =
-    open && row.expiresAt <= now
-      ? "expired"
-      : open
-        ? row.approvals >= row.requiredApprovals
-          ? "approved"
-          : "pending"
-        : (row.status as WithdrawalStatus);
-  return {
-    withdrawalId: withdrawalIdOf(row.vault, row.requestId),
-    amount: formatUsdc2(row.amount),
-    recipient: row.recipient,
-    status,
-    approvalsRequired: row.requiredApprovals,
-    approvalsReceived: row.approvals,
-    executeAfter: row.executeAfter.toISOString(),
-    expiresAt: row.expiresAt.toISOString(),
-  };
-}
-
 export function createSocialVaultService(deps: SocialVaultServiceDeps) {
   const { factory } = deps;
   /** A clone of the social vault at `address` (all share the implementation's ABI). */
@@ -178,6 +172,8 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     if (!row || (vault && row.vault !== vault.toLowerCase())) throw new AppError("WITHDRAWAL_NOT_FOUND", "No such withdrawal");
     return row;
   }
+
+  const guardianIds = (owner: { walletAddress: string | null }, now: Date) => guardianIdsOf(deps.db, owner.walletAddress!, now);
 
   async function ownVault(user: UserRecord) {
     const vault = await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now());
@@ -290,14 +286,73 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     async pendingWithdrawals(user: UserRecord) {
       const vault = await ownVault(user);
       const now = deps.clock.now();
-      const guardians = await guardiansOfOwner(deps.db.prisma, user.walletAddress!, now);
-      const idOf = new Map(guardians.map((g) => [g.walletAddress.toLowerCase(), g.id]));
-      return (await openWithdrawalsOf(deps.db, vault.address))
+      const idOf = await guardianIds(user, now);
+      return (await openWithdrawalsOf(deps.db, [vault.address]))
         .filter((row) => row.expiresAt > now)
         .map((row) => {
           const { expiresAt: _, ...view } = withdrawalView(row, now);
-          return { ...view, approvers: row.approvers.map((address) => idOf.get(address) ?? address) };
+          return { ...view, approvers: row.approvers.map(idOf) };
         });
+    },
+
+    /** Every request of the owner's vault, newest first, with its status at now (expired ones too). */
+    async withdrawals(user: UserRecord) {
+      const vault = await ownVault(user);
+      const now = deps.clock.now();
+      const idOf = await guardianIds(user, now);
+      return (await withdrawalHistoryOf(deps.db, vault.address)).map((row) => withdrawalRecordView(row, now, idOf));
+    },
+
+    /** One request, for its vault's owner or one of the vault's guardians (404 to anyone else). */
+    async withdrawal(user: UserRecord, withdrawalId: string) {
+      const row = await withdrawalByPublicId(withdrawalId);
+      const wallet = user.walletAddress!.toLowerCase();
+      const guarded = row.owner !== wallet && (await vaultsGuardedBy(deps.db, wallet)).some((entry) => entry.vault === row.vault);
+      if (row.owner !== wallet && !guarded) throw new AppError("WITHDRAWAL_NOT_FOUND", "No such withdrawal");
+      const now = deps.clock.now();
+      const owner = await deps.db.prisma.user.findFirst({ where: { walletAddress: getAddress(row.owner), deletedAt: null } });
+      const idOf = owner?.walletAddress ? await guardianIds(owner, now) : (address: string) => address;
+      return { ...withdrawalRecordView(row, now, idOf), vaultAddress: row.vault };
+    },
+
+    /**
+     * What waits for a guardian: the vaults whose guardian the caller's wallet is, each with the
+     * caller's standing (pending until active, removableAt once a removal was submitted), its
+     * lock and unlock request, and its open withdrawal requests with whether the caller approved.
+     */
+    async guarding(user: UserRecord) {
+      const wallet = user.walletAddress!.toLowerCase();
+      const now = deps.clock.now();
+      const guarded = await vaultsGuardedBy(deps.db, wallet);
+      if (guarded.length === 0) return [];
+      const [vaults, open, owners] = await Promise.all([
+        Promise.all(guarded.map((entry) => vaultAt(deps.db, entry.vault, now))),
+        openWithdrawalsOf(
+          deps.db,
+          guarded.map((entry) => entry.vault),
+        ),
+        deps.db.prisma.user.findMany({
+          where: { walletAddress: { in: guarded.map((entry) => getAddress(entry.owner)) }, deletedAt: null },
+          select: { id: true, displayName: true, walletAddress: true },
+        }),
+      ]);
+      const ownerByWallet = new Map(owners.map((owner) => [owner.walletAddress!.toLowerCase(), owner]));
+      return guarded.map((entry, index) => {
+        const vault = vaults[index]!;
+        const owner = ownerByWallet.get(entry.owner);
+        return {
+          vaultAddress: entry.vault,
+          owner: { id: owner?.id ?? getAddress(entry.owner), displayName: owner?.displayName ?? getAddress(entry.owner) },
+          guardianStatus: entry.activeAt <= now ? ("active" as const) : ("pending" as const),
+          activeAt: entry.activeAt.toISOString(),
+          removableAt: entry.removalValidAt?.toISOString() ?? null,
+          isLocked: vault.locked,
+          unlock: unlockView(vault, wallet),
+          withdrawals: open
+            .filter((row) => row.vault === entry.vault && row.expiresAt > now)
+            .map((row) => ({ ...withdrawalView(row, now), approvedByYou: row.approvers.includes(wallet) })),
+        };
+      });
     },
 
     /** A guardian's approval, with their own token: their managed wallet sends approveWithdrawal on the owner's vault. */
@@ -351,9 +406,10 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
 
     /**
      * The duress lock: the PIN gives the duress key (duressKeyOf), which the contract checks against
-     * its commitment; the lock cancels every open request, and the guardians are alerted by the
-     * chain's `social_vault.locked` event (the notifications deliver it silently). The key is spent
-     * by the contract: after an unlock the owner sets a new PIN.
+     * its commitment; the lock cancels every open request, and each guardian gets a
+     * `social_vault.guardian_alert` event of their own (alerts.ts; the notifications deliver it
+     * silently). The key is spent by the contract: after an unlock the owner sets a new PIN
+     * (setDuressPin).
      */
     async lock(user: UserRecord, duressPin: string, idempotencyKey: string) {
       const vault = await ownVault(user);
@@ -364,6 +420,8 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
         data: contract.interface.encodeFunctionData("duressLock", [key]),
       });
       const { lockedAt } = requireReceiptEvent<{ lockedAt: bigint }>(contract, sent.receipt, "SocialVaultLocked").args;
+      // The alerts job records them too; here they exist when the lock answers.
+      await deps.alerts?.run(deps.clock.now());
       return {
         status: "locked" as const,
         lockedAt: new Date(Number(lockedAt) * 1_000).toISOString(),
@@ -380,51 +438,36 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
       const vault = await ownVault(user);
       if (!vault.locked) throw new AppError("CONFLICT", "Your social vault is not locked", { field: "vault", reason: "not locked" });
       const contract = vaultContract(vault.address);
-      // Whether this lock's unlock was asked for: a request after the vault's last lock (its events).
-      const [locks, requests] = await Promise.all([
-        contract.queryFilter(contract.filters.SocialVaultLocked!()),
-        contract.queryFilter(contract.filters.SocialVaultUnlockRequested!()),
-      ]);
-      const lastLock = locks.at(-1);
-      const after = (e: { blockNumber: number; index: number }) =>
-        !lastLock || e.blockNumber > lastLock.blockNumber || (e.blockNumber === lastLock.blockNumber && e.index > lastLock.index);
-      if (!requests.some(after)) {
-        const sent = await send(user, "social_vault.request_unlock", idempotencyKey, vault.address, {
-          data: contract.interface.encodeFunctionData("requestUnlock"),
-        });
-        const args = requireReceiptEvent<{
-          guardianUnlockAt: bigint;
-          ownerUnlockAt: bigint;
-        }>(contract, sent.receipt, "SocialVaultUnlockRequested").args;
-        return {
-          status: "unlock_requested" as const,
-          guardiansCanUnlockAt: new Date(Number(args.guardianUnlockAt) * 1_000).toISOString(),
-          ownerCanUnlockAt: new Date(Number(args.ownerUnlockAt) * 1_000).toISOString(),
-          approvalsRequired: vault.requiredSignatures,
-          txHash: sent.txHash,
-        };
-      }
-      const sent = await send(user, "social_vault.unlock", idempotencyKey, vault.address, {
-        data: contract.interface.encodeFunctionData("unlock"),
-      });
+      // The first call asks for the unlock; once it was asked for (the mirror's request of this lock), a call unlocks.
+      const sent = vault.unlockRequestedAt
+        ? await send(user, "social_vault.unlock", idempotencyKey, vault.address, {
+            data: contract.interface.encodeFunctionData("unlock"),
+          })
+        : await send(user, "social_vault.request_unlock", idempotencyKey, vault.address, {
+            data: contract.interface.encodeFunctionData("requestUnlock"),
+          });
+      const after = (await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now()))!;
+      const request = unlockView(after);
       return {
-        status: "unlocked" as const,
-        guardiansCanUnlockAt: null,
-        ownerCanUnlockAt: null,
-        approvalsRequired: vault.requiredSignatures,
+        status: after.locked ? ("unlock_requested" as const) : ("unlocked" as const),
+        guardiansCanUnlockAt: request?.guardiansCanUnlockAt ?? null,
+        ownerCanUnlockAt: request?.ownerCanUnlockAt ?? null,
+        approvalsReceived: request?.approvalsReceived ?? 0,
+        approvalsRequired: after.requiredSignatures,
         txHash: sent.txHash,
       };
     },
 
     /** A guardian's approval of a requested unlock of the vault at `vaultAddress`, with their own token. */
     async approveUnlock(guardian: UserRecord, vaultAddress: string, idempotencyKey: string) {
-      const contract = vaultContract(vaultAddress.toLowerCase());
-      if (!(await isSocialVault(deps.db, vaultAddress))) throw new AppError("SOCIAL_VAULT_NOT_FOUND", "No such social vault");
-      const sent = await send(guardian, "social_vault.approve_unlock", idempotencyKey, vaultAddress.toLowerCase(), {
+      const vault = await vaultAt(deps.db, vaultAddress, deps.clock.now());
+      if (!vault) throw new AppError("SOCIAL_VAULT_NOT_FOUND", "No such social vault");
+      const contract = vaultContract(vault.address);
+      const sent = await send(guardian, "social_vault.approve_unlock", idempotencyKey, vault.address, {
         data: contract.interface.encodeFunctionData("approveUnlock"),
       });
       const { totalApprovals } = requireReceiptEvent<{ totalApprovals: bigint }>(contract, sent.receipt, "SocialVaultUnlockApproved").args;
-      return { vaultAddress: vaultAddress.toLowerCase(), approvalsReceived: Number(totalApprovals), txHash: sent.txHash };
+      return { vaultAddress: vault.address, approvalsReceived: Number(totalApprovals), txHash: sent.txHash };
     },
 
     /** The vault's guardians, oldest first: `pending` until the vault's timelock since they were added, then `active`. */
@@ -455,8 +498,10 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
 
     /**
      * Removes a guardian (by its id: a user id, or the address): a pending one at once; an active
-     * one after the vault's timelock (the removal is submitted now; the guardian keeps its power
-     * until then, as a coerced owner could otherwise strip the vault's protection in one step).
+     * one in two steps: the first call submits the removal (the guardian keeps its power until the
+     * vault's timelock has passed, as a coerced owner could otherwise strip the vault's protection
+     * in one step), a call after `removableAt` completes it (TIMELOCK_ACTIVE before). Its approvals
+     * of open requests stop counting then: an approved request may be pending again.
      */
     async removeGuardian(user: UserRecord, guardianId: string, idempotencyKey: string) {
       const vault = await ownVault(user);
@@ -465,9 +510,16 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
       const target = listed.find((entry) => entry.id === guardianId || entry.walletAddress.toLowerCase() === guardianId.toLowerCase());
       if (!target) throw new AppError("GUARDIAN_NOT_FOUND", "No such guardian of your vault");
       const contract = vaultContract(vault.address);
-      const sent = await send(user, "social_vault.remove_guardian", idempotencyKey, vault.address, {
-        data: contract.interface.encodeFunctionData("removeGuardian", [target.walletAddress]),
-      });
+      const step = target.removableAt ? "acceptGuardianRemoval" : "removeGuardian";
+      const sent = await send(
+        user,
+        `social_vault.${step === "removeGuardian" ? "remove_guardian" : "accept_guardian_removal"}`,
+        idempotencyKey,
+        vault.address,
+        {
+          data: contract.interface.encodeFunctionData(step, [target.walletAddress]),
+        },
+      );
       // Only an active guardian's removal is submitted (and waits); a pending one is removed at once.
       const submitted = receiptEvent<{ validAt: bigint }>(contract, sent.receipt, "SocialVaultGuardianRemovalSubmitted");
       const validAt = submitted ? Number(submitted.args.validAt) : null;
@@ -478,6 +530,28 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
         removableAt: validAt === null ? null : new Date(validAt * 1_000).toISOString(),
         txHash: sent.txHash,
       };
+    },
+
+    /**
+     * Sets a new duress PIN: after an unlock (the lock spent the old one) or to change it, when the
+     * current PIN is given and matches the contract's commitment (checked with a read, nothing is
+     * sent on a wrong one: 403 without detail, as at the lock).
+     */
+    async setDuressPin(user: UserRecord, input: { duressPin: string; currentPin?: string | undefined }, idempotencyKey: string) {
+      const vault = await ownVault(user);
+      const contract = vaultContract(vault.address);
+      const privateKey = deps.privateKeyOf(user.walletIndex);
+      const current = (await contract.duressCommitment()) as string;
+      if (BigInt(current) !== 0n) {
+        if (!input.currentPin || duressCommitmentOf(duressKeyOf(privateKey, vault.address, input.currentPin)) !== current) {
+          throw new AppError("FORBIDDEN", "The PIN was not accepted");
+        }
+      }
+      const commitment = duressCommitmentOf(duressKeyOf(privateKey, vault.address, input.duressPin));
+      const sent = await send(user, "social_vault.set_duress_pin", idempotencyKey, vault.address, {
+        data: contract.interface.encodeFunctionData("setDuressCommitment", [commitment]),
+      });
+      return { hasDuressPin: true as const, txHash: sent.txHash };
     },
 
     /** Sends `amount` micro-USDC from the vault to `recipient` at once, within the rolling daily limit. */

@@ -6,6 +6,7 @@ import type { ApiKeysRepo } from "../api-keys/repo.js";
 import { AppError } from "../errors.js";
 import { exportView, type LoansRepo } from "../loans/repo.js";
 import type { GuardianView } from "../social-vault/repo.js";
+import type { SocialVaultExport } from "../social-vault/views.js";
 import type { VaultRepo } from "../vault/repo.js";
 import { levelFor } from "../xp/levels.js";
 import type { XpService } from "../xp/service.js";
@@ -25,6 +26,8 @@ export interface UsersServiceDeps {
   loans: Pick<LoansRepo, "loansOf">;
   vault: Pick<VaultRepo, "historyOf">;
   guardiansOf(ownerWallet: string, now: Date): Promise<GuardianView[]>;
+  /** The export's social vault part (domain/social-vault/views.ts). */
+  socialVaultOf(wallet: string, now: Date): Promise<SocialVaultExport>;
 }
 
 /**
@@ -75,7 +78,7 @@ function publicView(user: UserRecord, badges: string[]) {
 }
 
 /** Accounts and profiles: provisioning, views, settings, export and deletion. */
-export function createUsersService({ repo, apiKeys, wallets, clock, xp, loans, vault, guardiansOf }: UsersServiceDeps) {
+export function createUsersService({ repo, apiKeys, wallets, clock, xp, loans, vault, guardiansOf, socialVaultOf }: UsersServiceDeps) {
   /** A user that exists and is not deleted, or USER_NOT_FOUND. */
   async function existing(userId: string): Promise<UserRecord> {
     const user = await repo.findById(userId);
@@ -150,13 +153,14 @@ export function createUsersService({ repo, apiKeys, wallets, clock, xp, loans, v
 
     async exportAll(user: UserRecord) {
       const wallet = user.walletAddress;
-      const [activity, keys, badges, loanRecords, vaultHistory, guardians] = await Promise.all([
+      const [activity, keys, badges, loanRecords, vaultHistory, guardians, socialVault] = await Promise.all([
         xp.allActivity(user.id),
         apiKeys.listAllForUser(user.id),
         xp.badgeIdsOf(user.id),
         wallet ? loans.loansOf(user.id, wallet) : [],
         wallet ? vault.historyOf(wallet) : [],
         wallet ? guardiansOf(wallet, clock.now()) : [],
+        wallet ? socialVaultOf(wallet, clock.now()) : null,
       ]);
       return {
         profile: { ...privateView(user), updatedAt: user.updatedAt.toISOString(), badges },
@@ -164,6 +168,7 @@ export function createUsersService({ repo, apiKeys, wallets, clock, xp, loans, v
         loans: loanRecords.map((row) => exportView(row, clock.now())),
         vaultHistory,
         guardians,
+        socialVault,
         apiKeys: keys.map((key) => ({
           id: key.id,
           name: key.name,

@@ -25,6 +25,8 @@ export const socialVaultFactoryHandlers = handlersOf("socialVaultFactory", {
         hasDuressPin: existing?.hasDuressPin ?? false,
         locked: false,
         lockedAt: null,
+        unlockRequestedAt: null,
+        unlockApprovers: [],
         // USDC sent to the address before its creation is still its balance.
         balance: existing?.balance ?? 0n,
         createdAt: log.timestamp,
@@ -154,6 +156,8 @@ export const socialVaultHandlers = handlersOf("socialVault", {
     if (row) {
       row.locked = true;
       row.lockedAt = Number(lockedAt);
+      row.unlockRequestedAt = null;
+      row.unlockApprovers = [];
     }
     const owner = ownerOf(ctx, log);
     event(ctx, log, "social_vault.locked", owner, (userOf) => ({
@@ -167,7 +171,20 @@ export const socialVaultHandlers = handlersOf("socialVault", {
     if (row) {
       row.locked = false;
       row.lockedAt = null;
+      row.unlockRequestedAt = null;
+      row.unlockApprovers = [];
     }
+  }),
+  SocialVaultUnlockRequested: vaultChange((ctx, _args, log) => {
+    const row = touched(ctx, ctx.state.vaults, vaultKey(log), log.blockNumber);
+    if (row) {
+      row.unlockRequestedAt = log.timestamp;
+      row.unlockApprovers = [];
+    }
+  }),
+  SocialVaultUnlockApproved: vaultChange((ctx, { guardian }: { guardian: string }, log) => {
+    const row = touched(ctx, ctx.state.vaults, vaultKey(log), log.blockNumber);
+    if (row && !row.unlockApprovers.includes(guardian)) row.unlockApprovers.push(guardian);
   }),
   SocialVaultDuressCommitmentSet: vaultChange((ctx, { commitment }, log) => {
     const row = touched(ctx, ctx.state.vaults, vaultKey(log), log.blockNumber);
