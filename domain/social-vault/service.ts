@@ -15,17 +15,7 @@ import type { MirrorWait } from "../transactions/read-your-writes.js";
 import { receiptEvent, requireReceiptEvent } from "../transactions/receipts.js";
 import type { UserCallData, UserTransactions } from "../transactions/user-transactions.js";
 import type { UserRecord } from "../users/repo.js";
-import {
-  guardiansOfOwner,
-  openWithdrawalsOf,
-  type SocialVaultRecord,
-  vaultAt,
-  vaultOfOwner,
-  vaultsGuardedBy,
-  type WithdrawalRow,
-  withdrawalHistoryOf,
-  withdrawalOf,
-} from "./repo.js";
+import { guardiansOfOwner, openWithdrawalsOf, vaultAt, vaultOfOwner, vaultsGuardedBy, withdrawalHistoryOf, withdrawalOf } from "./repo.js";
 import { guardianIdsOf, unlockView, type WithdrawalStatus, withdrawalRecordView, withdrawalView } from "./views.js";
 
 export type { WithdrawalStatus };
