@@ -1,3 +1,4 @@
+import { getAddress } from "ethers";
 import { formatUsdc2 } from "../../core/money.js";
 import { withdrawalIdOf } from "../../domain/social-vault/ids.js";
 import { entity, type GuardianRow, type WithdrawalRow } from "../state.js";
@@ -94,7 +95,8 @@ export const socialVaultHandlers = handlersOf("socialVault", {
       event(ctx, log, "social_vault.withdrawal_requested", ownerOf(ctx, log), () => ({
         withdrawalId: withdrawalIdOf(log.address, id),
         amount: formatUsdc2(amount),
-        recipient,
+        // As the API shows it (checksummed); the mirror's rows keep the lower-case form.
+        recipient: getAddress(recipient),
         requiredApprovals: Number(requiredApprovals),
         executeAfter: iso(Number(executeAfter)),
         expiresAt: iso(Number(expiresAt)),
@@ -143,7 +145,7 @@ export const socialVaultHandlers = handlersOf("socialVault", {
       event(ctx, log, "social_vault.withdrawal_executed", ownerOf(ctx, log), () => ({
         withdrawalId: withdrawalIdOf(log.address, id),
         amount: formatUsdc2(amount),
-        recipient,
+        recipient: getAddress(recipient),
         txHash: log.txHash,
         raw: { vault: log.address, requestId: id, amount },
       }));
