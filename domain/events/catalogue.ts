@@ -148,7 +148,7 @@ export const EVENT_CATALOGUE = {
   }),
   "social_vault.locked": defineEvent({
     source: "chain",
-    description: "The owner locked the vault (duress PIN); pending withdrawals were cancelled.",
+    description: "The vault was locked (the owner's duress PIN, or a guardian); its open withdrawal requests were closed.",
     data: z.object({ vaultOwner: z.string().nullable(), vaultAddress: address, lockedAt: isoTime }),
   }),
   "social_vault.guardian_alert": defineEvent({

@@ -246,6 +246,11 @@ describe(`social vault API: guardians, expiry, alerts (${usingPostgres ? "Postgr
     expect((await get("/v1/social-vault/guarding", guardian.token)).body.data[0].withdrawals).to.deep.equal([]);
     const execute = await post(`/v1/social-vault/withdrawals/${requested.withdrawalId}/execute`, owner.token);
     expectErrorEnvelope(execute, 409, "WITHDRAWAL_EXPIRED");
+    expectErrorEnvelope(
+      await post(`/v1/social-vault/withdrawals/${requested.withdrawalId}/approve`, guardian.token),
+      409,
+      "WITHDRAWAL_EXPIRED",
+    );
     expect(await chain.contracts.usdc.balanceOf(recipient)).to.equal(0n);
 
     // A new request reuses the slot: the chain marks the old one expired, and the history keeps both.
