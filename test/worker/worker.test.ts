@@ -277,7 +277,13 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
     const alice = await createUser("worker|alice");
     const { logger, lines } = capturingLogger();
     workers = startPlatformWorkers({ services: workerServices(), clock, logger, tickMs: TICK_MS });
-    expect(workers.jobs).to.deep.equal(["chain-events.rewards", "trust-score.guardians", "trust-score.seniority", "users.erase"]);
+    expect(workers.jobs).to.deep.equal([
+      "chain-events.rewards",
+      "social-vault.guardian-alerts",
+      "trust-score.guardians",
+      "trust-score.seniority",
+      "users.erase",
+    ]);
     await until(() => ranOnce(lines, "trust-score.seniority"), "the seniority run at start");
     expect(await db.prisma.user.findUniqueOrThrow({ where: { id: alice.id } })).to.deep.include({ trustSeniority: 0, trustScore: 0 });
 
