@@ -127,12 +127,21 @@ describe(`social vault API: create, deposit, instant withdrawals (${usingPostgre
     const over = await post("/v1/social-vault/withdraw/instant", user.token, { amount: 50, recipient: friend });
     expectErrorEnvelope(over, 400, "DAILY_LIMIT_EXCEEDED");
     expect(over.body.error.message).to.include("40.00");
-    // The window rolls a day after its first withdrawal (service and chain clocks together).
-    expect((await api.request("POST", "/dev/time/advance", { body: { seconds: 86_400 } })).status).to.equal(200);
+    // The window rolls a day after its first withdrawal (service and chain clocks together): half a day on, it still holds.
+    expect((await api.request("POST", "/dev/time/advance", { body: { seconds: 43_200 } })).status).to.equal(200);
+    user.token = await api.token(user.subject, { expiresIn: 86_400 });
+    expectErrorEnvelope(
+      await post("/v1/social-vault/withdraw/instant", user.token, { amount: 41, recipient: friend }),
+      400,
+      "DAILY_LIMIT_EXCEEDED",
+    );
+    const within = await post("/v1/social-vault/withdraw/instant", user.token, { amount: 10, recipient: friend });
+    expect(within.body.data).to.deep.include({ remainingDailyLimit: "30.00", newBalance: "230.00" });
+    expect((await api.request("POST", "/dev/time/advance", { body: { seconds: 43_200 } })).status).to.equal(200);
     user.token = await api.token(user.subject, { expiresIn: 86_400 });
     const next = await post("/v1/social-vault/withdraw/instant", user.token, { amount: 50, recipient: friend });
     expect(next.status, next.text).to.equal(200);
-    expect(next.body.data).to.deep.include({ remainingDailyLimit: "50.00", newBalance: "190.00" });
+    expect(next.body.data).to.deep.include({ remainingDailyLimit: "50.00", newBalance: "180.00" });
     expectErrorEnvelope(
       await post("/v1/social-vault/withdraw/instant", user.token, { amount: 1, recipient: "0x1234" }),
       400,
