@@ -20,6 +20,7 @@ import {
   guardingResponse,
   instantBody,
   instantResponse,
+  keepGuardianResponse,
   lockBody,
   lockResponse,
   pendingWithdrawal,
@@ -139,6 +140,21 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       errors: ["SOCIAL_VAULT_NOT_FOUND", "VAULT_LOCKED", "GUARDIAN_NOT_FOUND", "TIMELOCK_ACTIVE", "CONFLICT", "SERVICE_UNAVAILABLE"],
       handler: async ({ params, principal, req }) => ({
         data: await socialVault.removeGuardian(principal().user, params.guardianId, req.header("idempotency-key")!),
+      }),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/social-vault/guardians/{guardianId}/keep",
+      operationId: "keepSocialVaultGuardian",
+      tag: TAG,
+      summary: "Withdraw a submitted removal of a guardian: it stays, with nothing pending",
+      auth: "user",
+      idempotent: true,
+      params: guardianParams,
+      response: keepGuardianResponse,
+      errors: ["SOCIAL_VAULT_NOT_FOUND", "GUARDIAN_NOT_FOUND", "CONFLICT", "SERVICE_UNAVAILABLE"],
+      handler: async ({ params, principal, req }) => ({
+        data: await socialVault.keepGuardian(principal().user, params.guardianId, req.header("idempotency-key")!),
       }),
     }),
     defineRoute({

@@ -65,6 +65,7 @@ export const addGuardianResponse = guardian.extend({
   activeAt: z.string().describe("when the guardian becomes active (now + the vault's timelock)"),
   txHash,
 });
+export const keepGuardianResponse = guardian.extend({ txHash });
 export const guardianParams = z.object({
   guardianId: z
     .string()

@@ -522,6 +522,19 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
       };
     },
 
+    /** Withdraws a submitted removal: the guardian stays, active, with nothing pending (CONFLICT when none was submitted). */
+    async keepGuardian(user: UserRecord, guardianId: string, idempotencyKey: string) {
+      const vault = await ownVault(user);
+      const listed = await guardiansOfOwner(deps.db.prisma, user.walletAddress!, deps.clock.now());
+      const target = listed.find((entry) => entry.id === guardianId || entry.walletAddress.toLowerCase() === guardianId.toLowerCase());
+      if (!target) throw new AppError("GUARDIAN_NOT_FOUND", "No such guardian of your vault");
+      const contract = vaultContract(vault.address);
+      const sent = await send(user, "social_vault.keep_guardian", idempotencyKey, vault.address, {
+        data: contract.interface.encodeFunctionData("revokeGuardianRemoval", [target.walletAddress]),
+      });
+      return { ...target, removableAt: null, txHash: sent.txHash };
+    },
+
     /**
      * Sets a new duress PIN: after an unlock (the lock spent the old one) or to change it, when the
      * current PIN is given and matches the contract's commitment (checked with a read, nothing is

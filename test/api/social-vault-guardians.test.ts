@@ -196,6 +196,15 @@ describe(`social vault API: guardians, expiry, alerts (${usingPostgres ? "Postgr
     const approved = await post(`/v1/social-vault/withdrawals/${withdrawalId}/approve`, first.token);
     expect(approved.body.data).to.deep.include({ status: "approved", approvalsReceived: 1 });
 
+    // A submitted removal can be withdrawn: the guardian stays.
+    expect((await remove(owner.token, second.id)).body.data.status).to.equal("removal_pending");
+    const keep = () => post(`/v1/social-vault/guardians/${second.id}/keep`, owner.token);
+    const kept = await keep();
+    expect(kept.status, kept.text).to.equal(200);
+    expect(kept.body.data).to.deep.include({ id: second.id, status: "active", removableAt: null });
+    expectErrorEnvelope(await keep(), 409, "CONFLICT");
+    expectErrorEnvelope(await post(`/v1/social-vault/guardians/${randomUUID()}/keep`, owner.token), 404, "GUARDIAN_NOT_FOUND");
+
     const submitted = await remove(owner.token, first.id);
     expect(submitted.status, submitted.text).to.equal(200);
     expect(submitted.body.data).to.deep.include({ guardianId: first.id, status: "removal_pending" });
@@ -385,6 +394,7 @@ describe(`social vault API: guardians, expiry, alerts (${usingPostgres ? "Postgr
       ["POST", "/v1/social-vault/withdraw/request", { amount: 60, recipient }],
       ["POST", "/v1/social-vault/guardians", { walletAddress: recipient }],
       ["DELETE", `/v1/social-vault/guardians/${recipient}`, undefined],
+      ["POST", `/v1/social-vault/guardians/${recipient}/keep`, {}],
       ["POST", `/v1/social-vault/withdrawals/${created.body.data.vaultAddress}-1/approve`, {}],
       ["POST", `/v1/social-vault/withdrawals/${created.body.data.vaultAddress}-1/execute`, {}],
       ["POST", `/v1/social-vault/withdrawals/${created.body.data.vaultAddress}-1/cancel`, {}],
