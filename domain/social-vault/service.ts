@@ -165,6 +165,14 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
 
   const guardianIds = (owner: { walletAddress: string | null }, now: Date) => guardianIdsOf(deps.db, owner.walletAddress!, now);
 
+  /** A guardian of the user's vault by its listed id (a user id, or the address); 404 otherwise. */
+  async function listedGuardian(user: UserRecord, guardianId: string) {
+    const listed = await guardiansOfOwner(deps.db.prisma, user.walletAddress!, deps.clock.now());
+    const target = listed.find((entry) => entry.id === guardianId || entry.walletAddress.toLowerCase() === guardianId.toLowerCase());
+    if (!target) throw new AppError("GUARDIAN_NOT_FOUND", "No such guardian of your vault");
+    return target;
+  }
+
   async function ownVault(user: UserRecord) {
     const vault = await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now());
     if (!vault) throw new AppError("SOCIAL_VAULT_NOT_FOUND", "You have no social vault yet: create it with POST /v1/social-vault");
@@ -496,9 +504,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     async removeGuardian(user: UserRecord, guardianId: string, idempotencyKey: string) {
       const vault = await ownVault(user);
       if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
-      const listed = await guardiansOfOwner(deps.db.prisma, user.walletAddress!, deps.clock.now());
-      const target = listed.find((entry) => entry.id === guardianId || entry.walletAddress.toLowerCase() === guardianId.toLowerCase());
-      if (!target) throw new AppError("GUARDIAN_NOT_FOUND", "No such guardian of your vault");
+      const target = await listedGuardian(user, guardianId);
       const contract = vaultContract(vault.address);
       const step = target.removableAt ? "acceptGuardianRemoval" : "removeGuardian";
       const sent = await send(
@@ -525,9 +531,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     /** Withdraws a submitted removal: the guardian stays, active, with nothing pending (CONFLICT when none was submitted). */
     async keepGuardian(user: UserRecord, guardianId: string, idempotencyKey: string) {
       const vault = await ownVault(user);
-      const listed = await guardiansOfOwner(deps.db.prisma, user.walletAddress!, deps.clock.now());
-      const target = listed.find((entry) => entry.id === guardianId || entry.walletAddress.toLowerCase() === guardianId.toLowerCase());
-      if (!target) throw new AppError("GUARDIAN_NOT_FOUND", "No such guardian of your vault");
+      const target = await listedGuardian(user, guardianId);
       const contract = vaultContract(vault.address);
       const sent = await send(user, "social_vault.keep_guardian", idempotencyKey, vault.address, {
         data: contract.interface.encodeFunctionData("revokeGuardianRemoval", [target.walletAddress]),

@@ -3,15 +3,13 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
 import { getAddress } from "ethers";
-import { ensureChainIdentity } from "../../core/chain-identity.js";
-import { createLogger } from "../../core/logger.js";
 import { platformContractAt } from "../../core/platform-abi.js";
-import type { Indexer } from "../../indexer/indexer.js";
-import { startTestApi, type TestApi } from "../helpers/api.js";
-import { startTestChain, type TestChain, usdc } from "../helpers/chain.js";
-import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
+import type { TestApi } from "../helpers/api.js";
+import { type TestChain, usdc } from "../helpers/chain.js";
+import { type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { expectErrorEnvelope } from "../helpers/envelope.js";
-import { testIndexer, waitForHead } from "../helpers/mirror.js";
+import { waitForHead } from "../helpers/mirror.js";
+import { type MoneyStack, startMoneyStack } from "../helpers/money-stack.js";
 
 // The social vault from the guardians' side, over real HTTP on a real chain with the indexer:
 // what waits for a guardian, a guardian approving with a plain wallet call, a guardian removed
@@ -24,7 +22,6 @@ describe(`social vault API: guardians, expiry, alerts (${usingPostgres ? "Postgr
   this.timeout(240_000);
   let chain: TestChain;
   let db: TestDatabase;
-  let indexer: Indexer;
   let api: TestApi;
   const users: { subject: string; token: string }[] = [];
 
@@ -77,19 +74,13 @@ describe(`social vault API: guardians, expiry, alerts (${usingPostgres ? "Postgr
   const eventsOf = (type: string, userId?: string) =>
     db.prisma.domainEvent.findMany({ where: { type, ...(userId ? { userId } : {}) }, orderBy: { createdAt: "asc" } });
 
+  let stack: MoneyStack | undefined;
   before(async () => {
-    chain = await startTestChain();
-    db = await createTestDatabase();
-    await ensureChainIdentity(db, chain.deployment, { embedded: true, logger: createLogger("silent") });
-    indexer = testIndexer(db, chain);
-    indexer.start();
-    api = await startTestApi({ chain, db, logger: createLogger(process.env.TEST_LOG_LEVEL ?? "silent") });
+    stack = await startMoneyStack();
+    ({ chain, db, api } = stack);
   });
   after(async () => {
-    await api?.close();
-    await indexer?.stop();
-    await db?.destroy();
-    await chain?.close();
+    await stack?.close();
   });
 
   it("lists what waits for a guardian, takes a plain wallet's approval, executes, and leaves the events, activity and export entries", async () => {

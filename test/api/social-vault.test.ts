@@ -1,16 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { expect } from "chai";
-import { ensureChainIdentity } from "../../core/chain-identity.js";
-import { createLogger } from "../../core/logger.js";
 import { platformContractAt } from "../../core/platform-abi.js";
 import { managedWalletsFor } from "../../core/wallets.js";
 import { duressCommitmentOf, duressKeyOf } from "../../domain/social-vault/service.js";
-import type { Indexer } from "../../indexer/indexer.js";
-import { startTestApi, type TestApi } from "../helpers/api.js";
-import { startTestChain, type TestChain, usdc } from "../helpers/chain.js";
-import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
+import type { TestApi } from "../helpers/api.js";
+import { type TestChain, usdc } from "../helpers/chain.js";
+import { type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { expectErrorEnvelope } from "../helpers/envelope.js";
-import { testIndexer, waitForHead } from "../helpers/mirror.js";
+import { waitForHead } from "../helpers/mirror.js";
+import { type MoneyStack, startMoneyStack } from "../helpers/money-stack.js";
 
 // The social vault over real HTTP, first part: creation through the factory as the user's own
 // transaction, the duress PIN's commitment, deposits and instant withdrawals within the rolling
@@ -20,7 +18,6 @@ describe(`social vault API: create, deposit, instant withdrawals (${usingPostgre
   this.timeout(240_000);
   let chain: TestChain;
   let db: TestDatabase;
-  let indexer: Indexer;
   let api: TestApi;
 
   async function newUser(funds = 0) {
@@ -43,19 +40,13 @@ describe(`social vault API: create, deposit, instant withdrawals (${usingPostgre
     post("/v1/social-vault", token, { dailyLimit: 100, timelockDuration: 3_600, requiredSignatures: 2, duressPin: "4821", ...overrides });
   const usdcOf = async (address: string) => (await chain.contracts.usdc.balanceOf(address)) as bigint;
 
+  let stack: MoneyStack | undefined;
   before(async () => {
-    chain = await startTestChain();
-    db = await createTestDatabase();
-    await ensureChainIdentity(db, chain.deployment, { embedded: true, logger: createLogger("silent") });
-    indexer = testIndexer(db, chain);
-    indexer.start();
-    api = await startTestApi({ chain, db, logger: createLogger(process.env.TEST_LOG_LEVEL ?? "silent") });
+    stack = await startMoneyStack();
+    ({ chain, db, api } = stack);
   });
   after(async () => {
-    await api?.close();
-    await indexer?.stop();
-    await db?.destroy();
-    await chain?.close();
+    await stack?.close();
   });
 
   it("creates the vault once through the factory, as the user's own transaction, keeping only the PIN's keyed hash", async () => {

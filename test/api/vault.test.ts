@@ -2,18 +2,16 @@ import { randomUUID } from "node:crypto";
 import { expect } from "chai";
 import { Transaction, toQuantity } from "ethers";
 import pino from "pino";
-import { ensureChainIdentity } from "../../core/chain-identity.js";
 import { loadConfig } from "../../core/config.js";
-import { createLogger } from "../../core/logger.js";
 import { formatUsdc2, rateNumber } from "../../core/money.js";
 import { managedWalletsFor } from "../../core/wallets.js";
-import type { Indexer } from "../../indexer/indexer.js";
 import { deposit as directDeposit, fundLoan } from "../helpers/activity.js";
 import { startTestApi, type TestApi } from "../helpers/api.js";
-import { startTestChain, type TestChain, usdc } from "../helpers/chain.js";
-import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
+import { type TestChain, usdc } from "../helpers/chain.js";
+import { type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { expectErrorEnvelope } from "../helpers/envelope.js";
-import { testIndexer, waitFor } from "../helpers/mirror.js";
+import { waitFor } from "../helpers/mirror.js";
+import { type MoneyStack, startMoneyStack } from "../helpers/money-stack.js";
 
 // The staking vault over real HTTP: a real chain, the indexer beside the API, users' own
 // transactions relayed through the forwarder, every figure checked against the contract.
@@ -24,7 +22,6 @@ describe(`vault API: deposits, withdrawals, yield, over the relay (${usingPostgr
   this.timeout(240_000);
   let chain: TestChain;
   let db: TestDatabase;
-  let indexer: Indexer;
   let api: TestApi;
 
   /** A new user with `funds` test USDC in their managed wallet. */
@@ -46,19 +43,13 @@ describe(`vault API: deposits, withdrawals, yield, over the relay (${usingPostgr
   const shares = async (wallet: string) => (await chain.contracts.vault.balanceOf(wallet)) as bigint;
   const usdcOf = async (wallet: string) => (await chain.contracts.usdc.balanceOf(wallet)) as bigint;
 
+  let stack: MoneyStack | undefined;
   before(async () => {
-    chain = await startTestChain();
-    db = await createTestDatabase();
-    await ensureChainIdentity(db, chain.deployment, { embedded: true, logger: createLogger("silent") });
-    indexer = testIndexer(db, chain);
-    indexer.start();
-    api = await startTestApi({ chain, db, logger: createLogger(process.env.TEST_LOG_LEVEL ?? "silent") });
+    stack = await startMoneyStack();
+    ({ chain, db, api } = stack);
   });
   after(async () => {
-    await api?.close();
-    await indexer?.stop();
-    await db?.destroy();
-    await chain?.close();
+    await stack?.close();
   });
 
   it("deposits with the user's own signature and no ETH, answering the contract's figures, and the next reads show it", async () => {
