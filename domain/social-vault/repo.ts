@@ -112,7 +112,7 @@ export interface SocialVaultRecord {
   activeGuardians: number;
 }
 
-async function vaultRows(db: Pick<Db, "prisma">, where: string, param: string, now: Date): Promise<SocialVaultRecord[]> {
+async function vaultRows(db: Pick<Db, "prisma">, where: string, param: string | string[], now: Date): Promise<SocialVaultRecord[]> {
   const rows = await db.prisma.$queryRawUnsafe<Record<string, unknown>[]>(
     `SELECT s."address", s."owner", s."dailyLimit"::text AS "dailyLimit", s."timelockDuration", s."requiredSignatures",
             s."hasDuressPin", s."locked", s."lockedAt", s."unlockRequestedAt", s."unlockApprovers", s."balance"::text AS "balance",
@@ -121,7 +121,7 @@ async function vaultRows(db: Pick<Db, "prisma">, where: string, param: string, n
               WHERE g."chainId" = s."chainId" AND g."vault" = s."address" AND NOT g."removed" AND g."activeAt" <= $2::timestamp(3)) AS "activeGuardians"
        FROM "SocialVaultState" s
       WHERE s."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND ${where}`,
-    param.toLowerCase(),
+    typeof param === "string" ? param.toLowerCase() : param.map((value) => value.toLowerCase()),
     now.toISOString(),
   );
   return rows.map((row) => ({
@@ -152,6 +152,11 @@ export async function vaultOfOwner(db: Pick<Db, "prisma">, ownerWallet: string, 
 /** The social vault at `address`, as the mirror holds it, or null. */
 export async function vaultAt(db: Pick<Db, "prisma">, address: string, now: Date): Promise<SocialVaultRecord | null> {
   return (await vaultRows(db, `s."address" = $1`, address, now))[0] ?? null;
+}
+
+/** The social vaults at `addresses` the mirror knows (in no particular order). */
+export async function vaultsAt(db: Pick<Db, "prisma">, addresses: string[], now: Date): Promise<SocialVaultRecord[]> {
+  return addresses.length === 0 ? [] : vaultRows(db, `s."address" = ANY($1::text[])`, addresses, now);
 }
 
 /** A vault a wallet guards, with that guardian's own standing in it. */

@@ -15,7 +15,16 @@ import type { MirrorWait } from "../transactions/read-your-writes.js";
 import { receiptEvent, requireReceiptEvent } from "../transactions/receipts.js";
 import type { UserCallData, UserTransactions } from "../transactions/user-transactions.js";
 import type { UserRecord } from "../users/repo.js";
-import { guardiansOfOwner, openWithdrawalsOf, vaultAt, vaultOfOwner, vaultsGuardedBy, withdrawalHistoryOf, withdrawalOf } from "./repo.js";
+import {
+  guardiansOfOwner,
+  openWithdrawalsOf,
+  vaultAt,
+  vaultOfOwner,
+  vaultsAt,
+  vaultsGuardedBy,
+  withdrawalHistoryOf,
+  withdrawalOf,
+} from "./repo.js";
 import { guardianIdsOf, unlockView, type WithdrawalStatus, withdrawalRecordView, withdrawalView } from "./views.js";
 
 export type { WithdrawalStatus };
@@ -163,8 +172,6 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     return row;
   }
 
-  const guardianIds = (owner: { walletAddress: string | null }, now: Date) => guardianIdsOf(deps.db, owner.walletAddress!, now);
-
   /** A guardian of the user's vault by its listed id (a user id, or the address); 404 otherwise. */
   async function listedGuardian(user: UserRecord, guardianId: string) {
     const listed = await guardiansOfOwner(deps.db.prisma, user.walletAddress!, deps.clock.now());
@@ -284,7 +291,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     async pendingWithdrawals(user: UserRecord) {
       const vault = await ownVault(user);
       const now = deps.clock.now();
-      const idOf = await guardianIds(user, now);
+      const idOf = await guardianIdsOf(deps.db, user.walletAddress!, now);
       return (await openWithdrawalsOf(deps.db, [vault.address]))
         .filter((row) => row.expiresAt > now)
         .map((row) => {
@@ -297,7 +304,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     async withdrawals(user: UserRecord) {
       const vault = await ownVault(user);
       const now = deps.clock.now();
-      const idOf = await guardianIds(user, now);
+      const idOf = await guardianIdsOf(deps.db, user.walletAddress!, now);
       return (await withdrawalHistoryOf(deps.db, vault.address)).map((row) => withdrawalRecordView(row, now, idOf));
     },
 
@@ -308,8 +315,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
       const guarded = row.owner !== wallet && (await vaultsGuardedBy(deps.db, wallet)).some((entry) => entry.vault === row.vault);
       if (row.owner !== wallet && !guarded) throw new AppError("WITHDRAWAL_NOT_FOUND", "No such withdrawal");
       const now = deps.clock.now();
-      const owner = await deps.db.prisma.user.findFirst({ where: { walletAddress: getAddress(row.owner), deletedAt: null } });
-      const idOf = owner?.walletAddress ? await guardianIds(owner, now) : (address: string) => address;
+      const idOf = await guardianIdsOf(deps.db, row.owner, now);
       return { ...withdrawalRecordView(row, now, idOf), vaultAddress: row.vault };
     },
 
@@ -324,7 +330,11 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
       const guarded = await vaultsGuardedBy(deps.db, wallet);
       if (guarded.length === 0) return [];
       const [vaults, open, owners] = await Promise.all([
-        Promise.all(guarded.map((entry) => vaultAt(deps.db, entry.vault, now))),
+        vaultsAt(
+          deps.db,
+          guarded.map((entry) => entry.vault),
+          now,
+        ),
         openWithdrawalsOf(
           deps.db,
           guarded.map((entry) => entry.vault),
@@ -335,8 +345,8 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
         }),
       ]);
       const ownerByWallet = new Map(owners.map((owner) => [owner.walletAddress!.toLowerCase(), owner]));
-      return guarded.map((entry, index) => {
-        const vault = vaults[index]!;
+      return guarded.map((entry) => {
+        const vault = vaults.find((row) => row.address === entry.vault)!;
         const owner = ownerByWallet.get(entry.owner);
         return {
           vaultAddress: entry.vault,

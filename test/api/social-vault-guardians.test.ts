@@ -9,7 +9,7 @@ import { type TestChain, usdc } from "../helpers/chain.js";
 import { type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { expectErrorEnvelope } from "../helpers/envelope.js";
 import { waitForHead } from "../helpers/mirror.js";
-import { type MoneyStack, startMoneyStack } from "../helpers/money-stack.js";
+import { type MoneyStack, newTestUser, postWithKey, startMoneyStack } from "../helpers/money-stack.js";
 
 // The social vault from the guardians' side, over real HTTP on a real chain with the indexer:
 // what waits for a guardian, a guardian approving with a plain wallet call, a guardian removed
@@ -26,23 +26,11 @@ describe(`social vault API: guardians, expiry, alerts (${usingPostgres ? "Postgr
   const users: { subject: string; token: string }[] = [];
 
   async function newUser(funds = 0) {
-    const subject = `guard-${randomUUID()}`;
-    const token = await api.token(subject, { expiresIn: 86_400 * 30 });
-    const me = (await api.request("GET", "/v1/users/me", { token })).body.data;
-    if (funds > 0) {
-      const faucet = await api.request("POST", "/dev/faucet", {
-        token,
-        body: { amount: funds },
-        headers: { "idempotency-key": randomUUID() },
-      });
-      expect(faucet.status, faucet.text).to.equal(200);
-    }
-    const user = { subject, token, id: me.id as string, wallet: me.walletAddress as string };
+    const user = await newTestUser(api, "guard", funds);
     users.push(user);
     return user;
   }
-  const post = (path: string, token: string, body: unknown = {}, key: string = randomUUID()) =>
-    api.request("POST", path, { token, body, headers: { "idempotency-key": key } });
+  const post = (path: string, token: string, body: unknown = {}, key?: string) => postWithKey(api, path, token, body, key);
   const get = (path: string, token: string) => api.request("GET", path, { token });
   const remove = (token: string, guardianId: string) =>
     api.request("DELETE", `/v1/social-vault/guardians/${guardianId}`, { token, headers: { "idempotency-key": randomUUID() } });

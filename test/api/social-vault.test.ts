@@ -8,7 +8,7 @@ import { type TestChain, usdc } from "../helpers/chain.js";
 import { type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { expectErrorEnvelope } from "../helpers/envelope.js";
 import { waitForHead } from "../helpers/mirror.js";
-import { type MoneyStack, startMoneyStack } from "../helpers/money-stack.js";
+import { type MoneyStack, newTestUser, postWithKey, startMoneyStack } from "../helpers/money-stack.js";
 
 // The social vault over real HTTP, first part: creation through the factory as the user's own
 // transaction, the duress PIN's commitment, deposits and instant withdrawals within the rolling
@@ -20,22 +20,8 @@ describe(`social vault API: create, deposit, instant withdrawals (${usingPostgre
   let db: TestDatabase;
   let api: TestApi;
 
-  async function newUser(funds = 0) {
-    const subject = `saver-${randomUUID()}`;
-    const token = await api.token(subject, { expiresIn: 86_400 * 30 });
-    const me = (await api.request("GET", "/v1/users/me", { token })).body.data;
-    if (funds > 0) {
-      const faucet = await api.request("POST", "/dev/faucet", {
-        token,
-        body: { amount: funds },
-        headers: { "idempotency-key": randomUUID() },
-      });
-      expect(faucet.status, faucet.text).to.equal(200);
-    }
-    return { subject, token, id: me.id as string, wallet: me.walletAddress as string };
-  }
-  const post = (path: string, token: string, body: unknown, key: string = randomUUID()) =>
-    api.request("POST", path, { token, body, headers: { "idempotency-key": key } });
+  const newUser = (funds = 0) => newTestUser(api, "saver", funds);
+  const post = (path: string, token: string, body: unknown, key?: string) => postWithKey(api, path, token, body, key);
   const create = (token: string, overrides: Record<string, unknown> = {}) =>
     post("/v1/social-vault", token, { dailyLimit: 100, timelockDuration: 3_600, requiredSignatures: 2, duressPin: "4821", ...overrides });
   const usdcOf = async (address: string) => (await chain.contracts.usdc.balanceOf(address)) as bigint;

@@ -11,7 +11,7 @@ import { type TestChain, usdc } from "../helpers/chain.js";
 import { type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { expectErrorEnvelope } from "../helpers/envelope.js";
 import { waitFor } from "../helpers/mirror.js";
-import { type MoneyStack, startMoneyStack } from "../helpers/money-stack.js";
+import { type MoneyStack, newTestUser, postWithKey, startMoneyStack } from "../helpers/money-stack.js";
 
 // The staking vault over real HTTP: a real chain, the indexer beside the API, users' own
 // transactions relayed through the forwarder, every figure checked against the contract.
@@ -25,21 +25,8 @@ describe(`vault API: deposits, withdrawals, yield, over the relay (${usingPostgr
   let api: TestApi;
 
   /** A new user with `funds` test USDC in their managed wallet. */
-  async function newUser(funds = 0) {
-    const token = await api.token(`saver-${randomUUID()}`, { expiresIn: 86_400 });
-    const me = await api.request("GET", "/v1/users/me", { token });
-    if (funds > 0) {
-      const faucet = await api.request("POST", "/dev/faucet", {
-        token,
-        body: { amount: funds },
-        headers: { "idempotency-key": randomUUID() },
-      });
-      expect(faucet.status, faucet.text).to.equal(200);
-    }
-    return { token, wallet: me.body.data.walletAddress as string, id: me.body.data.id as string };
-  }
-  const post = (path: string, token: string, body: unknown, key: string = randomUUID()) =>
-    api.request("POST", path, { token, body, headers: { "idempotency-key": key } });
+  const newUser = (funds = 0) => newTestUser(api, "saver", funds, 86_400);
+  const post = (path: string, token: string, body: unknown, key?: string) => postWithKey(api, path, token, body, key);
   const shares = async (wallet: string) => (await chain.contracts.vault.balanceOf(wallet)) as bigint;
   const usdcOf = async (wallet: string) => (await chain.contracts.usdc.balanceOf(wallet)) as bigint;
 

@@ -1,3 +1,5 @@
+import { randomUUID } from "node:crypto";
+import { expect } from "chai";
 import { ensureChainIdentity } from "../../core/chain-identity.js";
 import { createLogger } from "../../core/logger.js";
 import type { Indexer } from "../../indexer/indexer.js";
@@ -37,3 +39,23 @@ export async function startMoneyStack(): Promise<MoneyStack> {
     },
   };
 }
+
+/** A user signed in with a development token (`subject` prefixed by `prefix`), given `funds` USDC by the faucet. */
+export async function newTestUser(api: TestApi, prefix: string, funds = 0, expiresIn = 86_400 * 30) {
+  const subject = `${prefix}-${randomUUID()}`;
+  const token = await api.token(subject, { expiresIn });
+  const me = (await api.request("GET", "/v1/users/me", { token })).body.data;
+  if (funds > 0) {
+    const faucet = await api.request("POST", "/dev/faucet", {
+      token,
+      body: { amount: funds },
+      headers: { "idempotency-key": randomUUID() },
+    });
+    expect(faucet.status, faucet.text).to.equal(200);
+  }
+  return { subject, token, id: me.id as string, wallet: me.walletAddress as string };
+}
+
+/** A POST with an Idempotency-Key (a new one unless `key` is given). */
+export const postWithKey = (api: TestApi, path: string, token: string, body: unknown, key: string = randomUUID()) =>
+  api.request("POST", path, { token, body, headers: { "idempotency-key": key } });
