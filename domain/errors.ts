@@ -64,6 +64,8 @@ export class AppError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly details?: ErrorDetails,
+    /** Seconds after which a retry may succeed: answered as `Retry-After`. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }

@@ -14,6 +14,7 @@ import type { Db } from "./db.js";
 import { createIdempotencyRepo } from "./idempotency/repo.js";
 import { createLoansRepo } from "./loans/repo.js";
 import { createLoansService } from "./loans/service.js";
+import { createProcessPresence } from "./processes/presence.js";
 import { createRewardsConsumer } from "./rewards/consumer.js";
 import { createSandboxService } from "./sandbox/service.js";
 import { createGuardianAlerts } from "./social-vault/alerts.js";
@@ -65,6 +66,8 @@ export interface ServiceDeps {
   };
   /** LOAN_FUNDING_DELAY_S: how old a loan request is before the pool funds it by itself (default 60). */
   loanFundingDelaySeconds?: number;
+  /** What this process is (api, worker, start): its row among the live processes says so. */
+  processKind?: string;
 }
 
 /**
@@ -111,8 +114,19 @@ function relayAllowList(deployment: Deployment, isSocialVault: (address: string)
   };
 }
 
-export function createServices({ db, clock, wallets, cacheReads, logger, chain, loanFundingDelaySeconds = 60 }: ServiceDeps) {
+export function createServices({
+  db,
+  clock,
+  wallets,
+  cacheReads,
+  logger,
+  chain,
+  loanFundingDelaySeconds = 60,
+  processKind = "api",
+}: ServiceDeps) {
   const cacheClock = cacheReads ? clock : undefined;
+  // This process among the live ones: what it holds is taken over as soon as it dies.
+  const presence = createProcessPresence({ db, kind: processKind, logger });
   const usersRepo = createUsersRepo({ db, clock: cacheClock });
   const xpRepo = createXpRepo({ db, clock: cacheClock });
   const vaultRepo = createVaultRepo({ db });
@@ -182,6 +196,7 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain, 
       provider: chain.provider,
       chainId: chain.chainId,
       sender,
+      presence,
       forwarder,
       usdc,
       signerOf: (index) => wallets.signerOf(index),
@@ -222,8 +237,10 @@ export function createServices({ db, clock, wallets, cacheReads, logger, chain, 
   }
 
   return {
-    /** First answers of money-moving requests per (user, Idempotency-Key). */
-    idempotency: createIdempotencyRepo({ db }),
+    /** First answers of writes per (user, Idempotency-Key). */
+    idempotency: createIdempotencyRepo({ db, presence }),
+    /** This process's heartbeat (stop it when the process stops, so what it held is free at once). */
+    presence,
     users,
     apiKeys,
     xp,

@@ -19,6 +19,7 @@ export async function apiProcessServices(options: {
   logger: Logger;
   chain: Pick<BootedChain, "provider" | "chainId">;
   deployment: Deployment;
+  processKind?: string;
 }): Promise<Services> {
   const { config, db, chain } = options;
   const services = createServices({
@@ -37,6 +38,7 @@ export async function apiProcessServices(options: {
       replaceAfterMs: config.chain.replaceAfterMs,
     },
     loanFundingDelaySeconds: config.loanFundingDelaySeconds,
+    processKind: options.processKind ?? "api",
   });
   await services.sender?.reconcile();
   // Logs a warning at start when the paying account is already low.

@@ -1,16 +1,35 @@
 // `npm start`: the whole stack in one supervised process (embedded chain unless
 // CHAIN_RPC_URL, PGlite unless DATABASE_URL, then migrations, API, workers).
+import { setTimeout as sleep } from "node:timers/promises";
+import { type HealthDeps, healthReport } from "../api/health/routes.js";
 import { serveApi } from "../api/server.js";
 import { bootChain, bootClock, bootDatabase, isExpectedStartError } from "../core/boot.js";
 import { ensureChainIdentity } from "../core/chain-identity.js";
 import { loadConfig } from "../core/config.js";
 import { ensureDeployment } from "../core/deployments.js";
-import { createLogger } from "../core/logger.js";
+import { createLogger, type Logger } from "../core/logger.js";
 import { attachIndexer } from "../domain/transactions/read-your-writes.js";
 import { createIndexer } from "../indexer/indexer.js";
 import { startPlatformWorkers } from "../worker/jobs.js";
 import { apiProcessServices } from "./api-services.js";
 import { runUntilSignal } from "./lifecycle.js";
+
+const HEALTH_POLL_MS = 100;
+const HEALTH_WARN_EVERY_MS = 10_000;
+
+/** Resolves once /health would answer 200; meanwhile says every 10 s what still fails. */
+async function untilHealthy(deps: HealthDeps, logger: Logger): Promise<void> {
+  let warnAt = Date.now() + HEALTH_WARN_EVERY_MS;
+  for (;;) {
+    const { healthy, body } = await healthReport(deps);
+    if (healthy) return;
+    if (Date.now() >= warnAt) {
+      logger.warn({ failing: body.failing }, "start: waiting for /health to pass before ready");
+      warnAt += HEALTH_WARN_EVERY_MS;
+    }
+    await sleep(HEALTH_POLL_MS);
+  }
+}
 
 await runUntilSignal(
   "start",
@@ -47,12 +66,15 @@ await runUntilSignal(
     onStop(() => indexer.stop());
 
     // One set of services for the API and the jobs of this process: the API's caches see the jobs' writes.
-    const services = await apiProcessServices({ config, db, clock, logger, chain, deployment });
+    const services = await apiProcessServices({ config, db, clock, logger, chain, deployment, processKind: "start" });
+    onStop(() => services.presence.stop());
     if (services.mirror) onStop(attachIndexer(services.mirror, indexer));
     const { server } = await serveApi({ logger, clock, db, chain, config, services }, onStop);
     const workers = startPlatformWorkers({ services, clock, logger });
     onStop(() => workers.stop());
 
+    // `ready:` says what /health says: the indexer beside the API has written its heartbeat.
+    await untilHealthy({ db, chain }, logger);
     console.log(`ready: api=${server.url} rpc=${chain.rpcUrl} chainId=${chain.chainId} database=${db.kind}`);
   },
   isExpectedStartError,

@@ -40,7 +40,9 @@ await runUntilSignal(
         replaceAfterMs: config.chain.replaceAfterMs,
       },
       loanFundingDelaySeconds: config.loanFundingDelaySeconds,
+      processKind: "worker",
     });
+    onStop(() => services.presence.stop());
     if (!shared)
       logger.info(
         "no CHAIN_RPC_URL: the loan jobs (funding, due dates) run only where a process holds the chain (npm start, or a worker with CHAIN_RPC_URL)",

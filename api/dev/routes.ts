@@ -64,14 +64,13 @@ export function devRoutes({ identity, clock, chain, users, sandbox, loans }: Dev
           tag: TAG,
           summary: "Mint test USDC to your managed wallet",
           description:
-            "MockUSDC only (a chain with real USDC answers 503). More than 0 and at most 10,000 USDC per call. Moves money on chain, so it takes an Idempotency-Key.",
+            "MockUSDC only (a chain with real USDC answers 503). More than 0 and at most 10,000 USDC per call. Moves money on chain; send an Idempotency-Key to retry it safely.",
           auth: "token",
-          idempotent: true,
           body: faucetBody,
           response: faucetResponse,
           errors: ["SERVICE_UNAVAILABLE"],
-          handler: async ({ body, principal, req }) => ({
-            data: await sandbox.faucet(principal().user, body.amount, req.header("idempotency-key")!),
+          handler: async ({ body, principal, operation }) => ({
+            data: await sandbox.faucet(principal().user, body.amount, operation),
           }),
         }),
         defineRoute({
@@ -83,11 +82,10 @@ export function devRoutes({ identity, clock, chain, users, sandbox, loans }: Dev
           description:
             "Mints the test USDC to the service's account, approves the vault and distributes it (three transactions, resumed by a retry with the same Idempotency-Key). 409 CONFLICT while the vault has no deposits.",
           auth: "none",
-          idempotent: true,
           body: yieldBody,
           response: yieldResponse,
           errors: ["CONFLICT", "SERVICE_UNAVAILABLE"],
-          handler: async ({ body, req }) => ({ data: await sandbox.distributeYield(body.amount, req.header("idempotency-key")!) }),
+          handler: async ({ body, operation }) => ({ data: await sandbox.distributeYield(body.amount, operation) }),
         }),
       ]
     : [];
@@ -101,6 +99,8 @@ export function devRoutes({ identity, clock, chain, users, sandbox, loans }: Dev
       tag: TAG,
       summary: "Issue a development access token",
       auth: "none",
+      // Tokens are credentials: an anonymous replay by key would hand one caller's token to another.
+      idempotent: false,
       body: tokenBody,
       response: tokenResponse,
       handler: async ({ body }) => ({

@@ -1,30 +1,28 @@
 import { createHash } from "node:crypto";
 import type { Request } from "express";
+import { keyReused } from "../../domain/idempotency/operation-key.js";
 import type { IdempotencyRepo } from "../../domain/idempotency/repo.js";
 import { AppError } from "./errors.js";
 
 export const IDEMPOTENCY_HEADER = "Idempotency-Key";
 /** Printable ASCII without spaces, as the IETF draft and Stripe use (a UUID fits). */
 const WELL_FORMED_KEY = /^[\x21-\x7e]{1,255}$/;
-/** How long a request waits for a concurrent one holding its key before answering 409. */
+/**
+ * How long a request waits for a concurrent one holding its key before answering 409: longer
+ * than it takes to see that a holder died (presence DEAD_AFTER_S), so a retry after a crash
+ * takes the key over instead of being refused.
+ */
 const WAIT_FOR_HOLDER_MS = 15_000;
 const POLL_MS = 50;
+/** What a 409 IDEMPOTENCY_IN_PROGRESS tells the client to wait before retrying with the same key. */
+export const IN_PROGRESS_RETRY_AFTER_S = 2;
 
 export type IdempotencyStore = Pick<IdempotencyRepo, "start" | "complete" | "release">;
 
-/** The request's key: required on money-moving POSTs, refused when malformed. */
-export function idempotencyKeyOf(req: Request): string {
+/** The request's key, optional on every write (Stripe's semantics); refused when malformed. */
+export function idempotencyKeyOf(req: Request): string | undefined {
   const key = req.header(IDEMPOTENCY_HEADER);
-  if (key === undefined) {
-    throw new AppError(
-      "VALIDATION_ERROR",
-      `This operation moves money: send an ${IDEMPOTENCY_HEADER} header (a UUID) and reuse it on retries`,
-      {
-        field: IDEMPOTENCY_HEADER,
-        reason: "required",
-      },
-    );
-  }
+  if (key === undefined) return undefined;
   if (!WELL_FORMED_KEY.test(key)) {
     throw new AppError("VALIDATION_ERROR", `Invalid ${IDEMPOTENCY_HEADER}: 1 to 255 printable ASCII characters without spaces`, {
       field: IDEMPOTENCY_HEADER,
@@ -61,27 +59,23 @@ export const requestHashOf = (operation: string, body: unknown) =>
  */
 export async function runIdempotent(
   store: IdempotencyStore,
-  input: { userId: string; key: string; operation: string; body: unknown; now: () => Date },
+  input: { userId: string; key: string; operation: string; requestHash: string; now: () => Date },
   execute: () => Promise<{ status: number; body: string }>,
 ): Promise<{ status: number; body: string; replayed: boolean }> {
-  const requestHash = requestHashOf(input.operation, input.body);
+  const { requestHash } = input;
   const deadline = Date.now() + WAIT_FOR_HOLDER_MS;
   for (;;) {
     const claim = await store.start({ userId: input.userId, key: input.key, operation: input.operation, requestHash, now: input.now() });
     if (claim.kind === "replay") return { status: claim.status, body: claim.body, replayed: true };
-    if (claim.kind === "mismatch") {
-      throw new AppError(
-        "IDEMPOTENCY_KEY_REUSED",
-        `This ${IDEMPOTENCY_HEADER} was used with another request in the last 24 hours; use a new key for a new operation`,
-        { field: IDEMPOTENCY_HEADER, reason: "used with another request" },
-      );
-    }
+    if (claim.kind === "mismatch") throw keyReused();
     if (claim.kind === "in_progress") {
       if (Date.now() > deadline) {
-        throw new AppError("IDEMPOTENCY_IN_PROGRESS", "A request with this Idempotency-Key is still being processed; retry later", {
-          field: IDEMPOTENCY_HEADER,
-          reason: "in progress",
-        });
+        throw new AppError(
+          "IDEMPOTENCY_IN_PROGRESS",
+          "A request with this Idempotency-Key is still being processed; retry with the same key after Retry-After seconds",
+          { field: IDEMPOTENCY_HEADER, reason: "in progress" },
+          IN_PROGRESS_RETRY_AFTER_S,
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
       continue;

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { ERROR_STATUS, type ErrorCode } from "./errors.js";
 import { QUERY_INTEGERS } from "./input.js";
-import type { RouteSpec } from "./route.js";
+import { acceptsIdempotencyKey, type RouteSpec } from "./route.js";
 
 // The OpenAPI 3.0 document is generated from the same route definitions (and zod schemas)
 // that validate requests, so the two cannot disagree.
@@ -107,7 +107,7 @@ function errorResponses(route: RouteSpec): Record<string, unknown> {
     codes.add("UNAUTHORIZED");
     codes.add("FORBIDDEN");
   }
-  if (route.idempotent) {
+  if (acceptsIdempotencyKey(route)) {
     codes.add("IDEMPOTENCY_KEY_REUSED");
     codes.add("IDEMPOTENCY_IN_PROGRESS");
   }
@@ -163,13 +163,13 @@ function parameters(schema: z.ZodType | undefined, location: "path" | "query") {
   });
 }
 
-/** The header every money-moving POST requires (api/http/idempotency.ts). */
+/** The optional header every write takes (api/http/idempotency.ts). */
 const IDEMPOTENCY_PARAMETER = {
   name: "Idempotency-Key",
   in: "header",
-  required: true,
+  required: false,
   description:
-    "A key of yours for this operation (a UUID). A retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED.",
+    "Optional. Without it the request runs once, as a new operation. With a key of yours (a UUID) it becomes safe to retry: a retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing, also after a timeout or a lost connection; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED, however old the key; a retry while the first request still runs waits for it, or gets 409 IDEMPOTENCY_IN_PROGRESS with `Retry-After`.",
   schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$" },
 };
 
@@ -184,7 +184,7 @@ function operation(route: RouteSpec) {
     parameters: [
       ...parameters(route.params, "path"),
       ...parameters(route.query, "query"),
-      ...(route.idempotent ? [IDEMPOTENCY_PARAMETER] : []),
+      ...(acceptsIdempotencyKey(route) ? [IDEMPOTENCY_PARAMETER] : []),
     ],
     ...(route.body
       ? { requestBody: { required: true, content: { "application/json": { schema: jsonSchema(route.body, "input") } } } }

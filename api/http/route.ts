@@ -1,10 +1,13 @@
 import { type NextFunction, type Request, type Response, Router } from "express";
 import type { z } from "zod";
+import { type OperationKey, serviceKey } from "../../domain/idempotency/operation-key.js";
 import type { Principal } from "./auth.js";
 import { envelopeText, errorBody, sendText } from "./envelope.js";
+import { allowMethods } from "./error-handler.js";
 import { AppError, ERROR_STATUS, type ErrorCode, type ErrorDetails } from "./errors.js";
-import { type IdempotencyStore, idempotencyKeyOf, runIdempotent } from "./idempotency.js";
+import { type IdempotencyStore, idempotencyKeyOf, requestHashOf, runIdempotent } from "./idempotency.js";
 import { assertFitStrings } from "./input.js";
+import { refuseOverLimit } from "./rate-limit.js";
 
 // One route definition drives everything about an endpoint: the Express route, the
 // validation of params, query and body (VALIDATION_ERROR with details.field and
@@ -31,6 +34,11 @@ export interface HandlerContext<P, Q, B> {
   res: Response;
   /** The authenticated caller; throws UNAUTHORIZED on routes without authentication. */
   principal(): Principal;
+  /**
+   * What this write is known by down to its transactions: the client's Idempotency-Key, or a key
+   * made for this request alone when it sent none (domain/idempotency/operation-key.ts).
+   */
+  operation: OperationKey;
 }
 
 export interface Pagination {
@@ -74,8 +82,10 @@ export interface RouteSpec<
   envelopeExtra?: AnySchema;
   paginated?: boolean;
   /**
-   * A POST that moves money: requires an `Idempotency-Key` header; the first answer is kept per
-   * (user, key) for 24 hours and replayed to retries (api/http/idempotency.ts).
+   * Whether the route takes an optional `Idempotency-Key` header: with one, the first answer is
+   * kept per (user, key) for 24 hours and replayed to retries (api/http/idempotency.ts). Every
+   * write does (the default for every method but GET); false only where a replay would hand one
+   * caller's answer to another (the sandbox's anonymous token issuer).
    */
   idempotent?: boolean;
   /** Error codes this route may answer besides the platform's (validation, auth, rate limit, internal). */
@@ -113,13 +123,22 @@ function parse(schema: AnySchema | undefined, value: unknown, location: string):
   return result.data;
 }
 
+/** Every write takes an Idempotency-Key unless its definition says otherwise. */
+export const acceptsIdempotencyKey = (route: Pick<RouteSpec, "method" | "idempotent">) => route.idempotent ?? route.method !== "get";
+
 export function toExpressPath(path: string): string {
   return path.replace(/\{([A-Za-z0-9_]+)\}/g, ":$1");
 }
 
 /** Authentication gate of one route; `req.auth` was set by the identify middleware. */
 function authGate(mode: AuthMode, req: Request): void {
-  if (mode === "none") return;
+  if (mode === "none") {
+    // Over the anonymous limit with an unusable credential: the limiter left the refusal to
+    // the route, as one that needs authentication answers the credential's 401 instead.
+    const refusal = refuseOverLimit(req);
+    if (refusal) throw refusal;
+    return;
+  }
   if (req.authError) throw req.authError;
   if (!req.auth) throw new AppError("UNAUTHORIZED", "Authorization header required");
   if (mode === "token" && req.auth.via !== "token") {
@@ -128,7 +147,9 @@ function authGate(mode: AuthMode, req: Request): void {
 }
 
 /** Runs a route's handler and builds its answer (status and text), without writing it. */
-async function answer(route: RouteSpec, req: Request, res: Response, input: { params: unknown; query: unknown; body: unknown }) {
+type Input = { params: unknown; query: unknown; body: unknown; operation: OperationKey };
+
+async function answer(route: RouteSpec, req: Request, res: Response, input: Input) {
   const result = await route.handler({
     ...input,
     req,
@@ -148,11 +169,12 @@ async function answer(route: RouteSpec, req: Request, res: Response, input: { pa
 }
 
 /** The answer a client error becomes inside an idempotent request, so that it is kept like a success. */
-async function answerOrRefusal(route: RouteSpec, req: Request, res: Response, input: { params: unknown; query: unknown; body: unknown }) {
+async function answerOrRefusal(route: RouteSpec, req: Request, res: Response, input: Input) {
   try {
     return await answer(route, req, res, input);
   } catch (error) {
-    if (error instanceof AppError && ERROR_STATUS[error.code] < 500) {
+    // A key the domain finds used by another request is not this request's to keep: thrown, so the key is freed.
+    if (error instanceof AppError && ERROR_STATUS[error.code] < 500 && error.code !== "IDEMPOTENCY_KEY_REUSED") {
       return { status: ERROR_STATUS[error.code], body: JSON.stringify(errorBody(req, error.code, error.message, error.details)) };
     }
     throw error;
@@ -173,34 +195,35 @@ export function mountRoutes(routes: RouteSpec[], deps: { idempotency?: Idempoten
         // A route with a body schema treats a missing body as an empty object, so a
         // missing required field is named like any other.
         const body = parse(route.body, req.body ?? {}, "body");
-        if (route.idempotent) {
+        const operationName = `${route.method.toUpperCase()} ${route.path}`;
+        const key = acceptsIdempotencyKey(route) ? idempotencyKeyOf(req) : undefined;
+        const requestHash = requestHashOf(operationName, req.body);
+        if (key !== undefined) {
           // Requests refused by validation or authentication above are not kept (nothing ran).
-          if (!deps.idempotency) throw new Error(`route ${route.operationId} is idempotent but no idempotency store is mounted`);
+          if (!deps.idempotency) throw new Error(`route ${route.operationId} takes keys but no idempotency store is mounted`);
           // Keys are per user; routes without authentication (the sandbox's) share one scope.
           const scope = req.auth?.user.id ?? (route.auth === "none" ? ANONYMOUS_SCOPE : undefined);
           if (!scope) throw new AppError("UNAUTHORIZED", "Authorization header required");
-          const key = idempotencyKeyOf(req);
           const result = await runIdempotent(
             deps.idempotency,
-            {
-              userId: scope,
-              key,
-              operation: `${route.method.toUpperCase()} ${route.path}`,
-              body: req.body,
-              now: () => req.context.clock.now(),
-            },
-            () => answerOrRefusal(route, req, res, { params, query, body }),
+            { userId: scope, key, operation: operationName, requestHash, now: () => req.context.clock.now() },
+            () => answerOrRefusal(route, req, res, { params, query, body, operation: { idempotencyKey: key, requestHash } }),
           );
           if (result.replayed) res.setHeader("Idempotent-Replayed", "true");
           sendText(res, result.status, result.body);
           return;
         }
-        const result = await answer(route, req, res, { params, query, body });
+        const result = await answer(route, req, res, { params, query, body, operation: { idempotencyKey: serviceKey(), requestHash } });
         sendText(res, result.status, result.body);
       } catch (error) {
         next(error);
       }
     });
+  }
+  // After every route: a known path asked with a method none of its routes serves is answered
+  // 405 with the path's methods (notFoundHandler), not 404 as an unknown path is.
+  for (const [path, sharing] of Map.groupBy(routes, (route) => route.path)) {
+    router.all(toExpressPath(path), allowMethods(sharing.map((route) => route.method)));
   }
   return router;
 }

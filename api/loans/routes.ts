@@ -39,7 +39,6 @@ export function loanRoutes({ loans }: { loans: LoansService }): RouteSpec[] {
       description:
         "The request is pending until the lending pool funds it (LOAN_FUNDING_DELAY_S after the request, when its liquidity allows); your managed wallet then receives netAmount. A request not funded by expiresAt lapses.",
       auth: "user",
-      idempotent: true,
       body: requestBody,
       response: createdLoan,
       errors: ["INVALID_AMOUNT", "INVALID_DURATION", "NOT_ELIGIBLE"],
@@ -78,13 +77,12 @@ export function loanRoutes({ loans }: { loans: LoansService }): RouteSpec[] {
       description:
         "Sent as your own transaction (your managed wallet signs a permit and a forward request; the service pays the gas). Answers after the receipt, once the mirror shows the payment.",
       auth: "user",
-      idempotent: true,
       params: loanIdParams,
       body: repayBody,
       response: repayResponse,
       errors: ["LOAN_NOT_FOUND", "ALREADY_REPAID", "CONFLICT", "INSUFFICIENT_BALANCE", "SERVICE_UNAVAILABLE"],
-      handler: async ({ params, body, principal, req }) => ({
-        data: await loans.repay(principal().user, params.loanId, body.amount, req.header("idempotency-key")!),
+      handler: async ({ params, body, principal, operation }) => ({
+        data: await loans.repay(principal().user, params.loanId, body.amount, operation),
       }),
     }),
     defineRoute({
@@ -108,13 +106,12 @@ export function loanRoutes({ loans }: { loans: LoansService }): RouteSpec[] {
       description:
         "Adds the interest of the added days at the loan's own daily rate (its interest over its days, rounded up). Refused with 409 EXTENSION_NOT_ALLOWED past the due date, after a first extension, or beyond your tier's maxDuration.",
       auth: "user",
-      idempotent: true,
       params: loanIdParams,
       body: extensionBody,
       response: extensionResponse,
       errors: ["LOAN_NOT_FOUND", "ALREADY_REPAID", "CONFLICT", "EXTENSION_NOT_ALLOWED"],
-      handler: async ({ params, body, principal, req }) => ({
-        data: await loans.extend(principal().user, params.loanId, body.days, req.header("idempotency-key")!),
+      handler: async ({ params, body, principal, operation }) => ({
+        data: await loans.extend(principal().user, params.loanId, body.days, operation),
       }),
     }),
     defineRoute({

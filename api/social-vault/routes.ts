@@ -56,12 +56,11 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       description:
         "Sent as your own transaction through the factory (your managed wallet signs; the service pays the gas). The duress PIN is kept only as the contract's keyed hash. A second creation is 409 SOCIAL_VAULT_EXISTS.",
       auth: "user",
-      idempotent: true,
       body: createBody,
       response: createResponse,
       errors: ["SOCIAL_VAULT_EXISTS", "SERVICE_UNAVAILABLE"],
-      handler: async ({ body, principal, req }) => ({
-        data: await socialVault.create(principal().user, body, req.header("idempotency-key")!),
+      handler: async ({ body, principal, operation }) => ({
+        data: await socialVault.create(principal().user, body, operation),
       }),
     }),
     defineRoute({
@@ -71,12 +70,11 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       tag: TAG,
       summary: "Move USDC from your managed wallet into your social vault",
       auth: "user",
-      idempotent: true,
       body: depositBody,
       response: depositResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "VAULT_LOCKED", "INSUFFICIENT_BALANCE", "SERVICE_UNAVAILABLE"],
-      handler: async ({ body, principal, req }) => ({
-        data: await socialVault.deposit(principal().user, body.amount, req.header("idempotency-key")!),
+      handler: async ({ body, principal, operation }) => ({
+        data: await socialVault.deposit(principal().user, body.amount, operation),
       }),
     }),
     defineRoute({
@@ -86,12 +84,11 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       tag: TAG,
       summary: "Send USDC from your social vault at once, within the rolling daily limit",
       auth: "user",
-      idempotent: true,
       body: instantBody,
       response: instantResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "VAULT_LOCKED", "DAILY_LIMIT_EXCEEDED", "INSUFFICIENT_BALANCE", "SERVICE_UNAVAILABLE"],
-      handler: async ({ body, principal, req }) => ({
-        data: await socialVault.withdrawInstant(principal().user, body.amount, body.recipient, req.header("idempotency-key")!),
+      handler: async ({ body, principal, operation }) => ({
+        data: await socialVault.withdrawInstant(principal().user, body.amount, body.recipient, operation),
       }),
     }),
     defineRoute({
@@ -112,7 +109,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       tag: TAG,
       summary: "Add a guardian by wallet address (pending until the vault's timelock has passed)",
       auth: "user",
-      idempotent: true,
       body: addGuardianBody,
       response: addGuardianResponse,
       errors: [
@@ -123,8 +119,8 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
         "GUARDIAN_LIMIT_REACHED",
         "SERVICE_UNAVAILABLE",
       ],
-      handler: async ({ body, principal, req }) => ({
-        data: await socialVault.addGuardian(principal().user, body.walletAddress, req.header("idempotency-key")!),
+      handler: async ({ body, principal, operation }) => ({
+        data: await socialVault.addGuardian(principal().user, body.walletAddress, operation),
       }),
     }),
     defineRoute({
@@ -134,12 +130,11 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       tag: TAG,
       summary: "Remove a guardian: a pending one at once; an active one is submitted, and a second call after removableAt completes it",
       auth: "user",
-      idempotent: true,
       params: guardianParams,
       response: removeGuardianResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "VAULT_LOCKED", "GUARDIAN_NOT_FOUND", "TIMELOCK_ACTIVE", "CONFLICT", "SERVICE_UNAVAILABLE"],
-      handler: async ({ params, principal, req }) => ({
-        data: await socialVault.removeGuardian(principal().user, params.guardianId, req.header("idempotency-key")!),
+      handler: async ({ params, principal, operation }) => ({
+        data: await socialVault.removeGuardian(principal().user, params.guardianId, operation),
       }),
     }),
     defineRoute({
@@ -149,12 +144,11 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       tag: TAG,
       summary: "Withdraw a submitted removal of a guardian: it stays, with nothing pending",
       auth: "user",
-      idempotent: true,
       params: guardianParams,
       response: keepGuardianResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "GUARDIAN_NOT_FOUND", "CONFLICT", "SERVICE_UNAVAILABLE"],
-      handler: async ({ params, principal, req }) => ({
-        data: await socialVault.keepGuardian(principal().user, params.guardianId, req.header("idempotency-key")!),
+      handler: async ({ params, principal, operation }) => ({
+        data: await socialVault.keepGuardian(principal().user, params.guardianId, operation),
       }),
     }),
     defineRoute({
@@ -164,12 +158,11 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       tag: TAG,
       summary: "Ask for a withdrawal above the daily limit: guardian approvals, then the timelock",
       auth: "user",
-      idempotent: true,
       body: requestBody,
       response: withdrawalResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "VAULT_LOCKED", "NOT_ENOUGH_GUARDIANS", "SERVICE_UNAVAILABLE"],
-      handler: async ({ body, principal, req }) => ({
-        data: await socialVault.requestWithdrawal(principal().user, body.amount, body.recipient, req.header("idempotency-key")!),
+      handler: async ({ body, principal, operation }) => ({
+        data: await socialVault.requestWithdrawal(principal().user, body.amount, body.recipient, operation),
       }),
     }),
     defineRoute({
@@ -229,12 +222,11 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       description:
         "Sent as your own transaction (your managed wallet is the guardian). 403 NOT_GUARDIAN unless you are an active guardian of the vault.",
       auth: "user",
-      idempotent: true,
       params: withdrawalIdParams,
       response: approveResponse,
       errors: ["WITHDRAWAL_NOT_FOUND", "NOT_GUARDIAN", "VAULT_LOCKED", "WITHDRAWAL_EXPIRED", "CONFLICT", "SERVICE_UNAVAILABLE"],
-      handler: async ({ params, principal, req }) => ({
-        data: await socialVault.approveWithdrawal(principal().user, params.withdrawalId, req.header("idempotency-key")!),
+      handler: async ({ params, principal, operation }) => ({
+        data: await socialVault.approveWithdrawal(principal().user, params.withdrawalId, operation),
       }),
     }),
     defineRoute({
@@ -244,7 +236,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       tag: TAG,
       summary: "Execute an approved withdrawal once its timelock has passed",
       auth: "user",
-      idempotent: true,
       params: withdrawalIdParams,
       response: executeResponse,
       errors: [
@@ -256,8 +247,8 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
         "CONFLICT",
         "SERVICE_UNAVAILABLE",
       ],
-      handler: async ({ params, principal, req }) => ({
-        data: await socialVault.executeWithdrawal(principal().user, params.withdrawalId, req.header("idempotency-key")!),
+      handler: async ({ params, principal, operation }) => ({
+        data: await socialVault.executeWithdrawal(principal().user, params.withdrawalId, operation),
       }),
     }),
     defineRoute({
@@ -267,12 +258,11 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       tag: TAG,
       summary: "Cancel an open withdrawal request of your vault",
       auth: "user",
-      idempotent: true,
       params: withdrawalIdParams,
       response: cancelWithdrawalResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "WITHDRAWAL_NOT_FOUND", "CONFLICT", "SERVICE_UNAVAILABLE"],
-      handler: async ({ params, principal, req }) => ({
-        data: await socialVault.cancelWithdrawal(principal().user, params.withdrawalId, req.header("idempotency-key")!),
+      handler: async ({ params, principal, operation }) => ({
+        data: await socialVault.cancelWithdrawal(principal().user, params.withdrawalId, operation),
       }),
     }),
     defineRoute({
@@ -283,12 +273,11 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       summary: "Lock your vault with the duress PIN: every pending withdrawal is cancelled and your guardians are alerted silently",
       description: "A wrong PIN is 403 FORBIDDEN without more detail. While locked, vault operations answer VAULT_LOCKED.",
       auth: "user",
-      idempotent: true,
       body: lockBody,
       response: lockResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "VAULT_LOCKED", "FORBIDDEN", "SERVICE_UNAVAILABLE"],
-      handler: async ({ body, principal, req }) => ({
-        data: await socialVault.lock(principal().user, body.duressPin, req.header("idempotency-key")!),
+      handler: async ({ body, principal, operation }) => ({
+        data: await socialVault.lock(principal().user, body.duressPin, operation),
       }),
     }),
     defineRoute({
@@ -300,12 +289,11 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       description:
         "Sent as your own transaction: the contract keeps only the PIN's keyed hash. Without currentPin while a PIN is set, or with a wrong one, 403 FORBIDDEN without detail and nothing is sent.",
       auth: "user",
-      idempotent: true,
       body: duressPinBody,
       response: duressPinResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "FORBIDDEN", "SERVICE_UNAVAILABLE"],
-      handler: async ({ body, principal, req }) => ({
-        data: await socialVault.setDuressPin(principal().user, body, req.header("idempotency-key")!),
+      handler: async ({ body, principal, operation }) => ({
+        data: await socialVault.setDuressPin(principal().user, body, operation),
       }),
     }),
     defineRoute({
@@ -316,10 +304,9 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       summary:
         "The way back from a lock: ask for the unlock, then unlock once the guardians approved and the timelock passed (or after 30 days alone)",
       auth: "user",
-      idempotent: true,
       response: unlockResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "TIMELOCK_ACTIVE", "CONFLICT", "SERVICE_UNAVAILABLE"],
-      handler: async ({ principal, req }) => ({ data: await socialVault.unlock(principal().user, req.header("idempotency-key")!) }),
+      handler: async ({ principal, operation }) => ({ data: await socialVault.unlock(principal().user, operation) }),
     }),
     defineRoute({
       method: "post",
@@ -328,12 +315,11 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       tag: TAG,
       summary: "Approve the requested unlock of a vault you guard, with your own token",
       auth: "user",
-      idempotent: true,
       body: approveUnlockBody,
       response: approveUnlockResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "NOT_GUARDIAN", "CONFLICT", "SERVICE_UNAVAILABLE"],
-      handler: async ({ body, principal, req }) => ({
-        data: await socialVault.approveUnlock(principal().user, body.vaultAddress, req.header("idempotency-key")!),
+      handler: async ({ body, principal, operation }) => ({
+        data: await socialVault.approveUnlock(principal().user, body.vaultAddress, operation),
       }),
     }),
   ];

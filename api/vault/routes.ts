@@ -49,12 +49,11 @@ export function vaultRoutes({ vault }: { vault: VaultService }): RouteSpec[] {
       description:
         "Sent as your own transaction (your managed wallet signs a permit and a forward request; the service pays the gas). Answers after the receipt, once the mirror shows the deposit.",
       auth: "user",
-      idempotent: true,
       body: depositBody,
       response: depositResponse,
       errors: ["INSUFFICIENT_BALANCE", "AMOUNT_TOO_SMALL", "VAULT_PAUSED", "SERVICE_UNAVAILABLE"],
-      handler: async ({ body, principal, req }) => ({
-        data: await vault.deposit(principal().user, body.amount, req.header("idempotency-key")!),
+      handler: async ({ body, principal, operation }) => ({
+        data: await vault.deposit(principal().user, body.amount, operation),
       }),
     }),
     defineRoute({
@@ -65,12 +64,11 @@ export function vaultRoutes({ vault }: { vault: VaultService }): RouteSpec[] {
       summary: "Redeem tmUSDC for USDC to your managed wallet",
       description: "Sent as your own transaction, like a deposit. Answers after the receipt, once the mirror shows it.",
       auth: "user",
-      idempotent: true,
       body: withdrawBody,
       response: withdrawResponse,
       errors: ["INSUFFICIENT_BALANCE", "INSUFFICIENT_LIQUIDITY", "VAULT_PAUSED", "SERVICE_UNAVAILABLE"],
-      handler: async ({ body, principal, req }) => ({
-        data: await vault.withdraw(principal().user, body.tmUSDCAmount, req.header("idempotency-key")!),
+      handler: async ({ body, principal, operation }) => ({
+        data: await vault.withdraw(principal().user, body.tmUSDCAmount, operation),
       }),
     }),
     defineRoute({

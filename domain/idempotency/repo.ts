@@ -1,11 +1,13 @@
 import type { Db } from "../db.js";
+import type { ProcessPresence } from "../processes/presence.js";
 
 /** How long a first answer is kept: a retry within this time gets it again. */
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 /**
- * How long a request may hold its key while it runs. Past it (the process died mid-request) a
- * retry takes the key over; the operation itself must then find what the first attempt did
- * (a money operation finds its recorded transaction by the same key) rather than do it twice.
+ * How long a request may hold its key while it runs. A retry takes the key over past it, or as
+ * soon as the holding process stops beating (domain/processes/presence.ts); the operation must
+ * then find what the first attempt did (a money operation finds its recorded transaction by the
+ * same key) rather than do it twice.
  */
 export const IDEMPOTENCY_LOCK_MS = 120_000;
 
@@ -13,20 +15,21 @@ export type IdempotencyStart =
   | { kind: "started" }
   | { kind: "replay"; status: number; body: string }
   | { kind: "mismatch" }
-  | { kind: "in_progress" };
+  | { kind: "in_progress"; lockedUntil: Date };
 
 /** The only code that reads and writes IdempotencyRecord. */
-export function createIdempotencyRepo({ db }: { db: Db }) {
+export function createIdempotencyRepo({ db, presence }: { db: Db; presence: Pick<ProcessPresence, "id" | "isAlive"> }) {
   const { prisma } = db;
   return {
     /**
      * Claims (user, key) for a request, in one atomic step (a unique key: the first insert wins):
      * `started` for the first request (or a retry taking over an expired or abandoned claim),
      * `replay` when the answer is known, `mismatch` for another operation or body under the same
-     * key, `in_progress` while another request holds it.
+     * key, `in_progress` while another live request holds it.
      */
     async start(input: { userId: string; key: string; operation: string; requestHash: string; now: Date }): Promise<IdempotencyStart> {
       const { userId, key, now } = input;
+      const holder = await presence.id();
       for (let attempt = 0; attempt < 3; attempt++) {
         const { count } = await prisma.idempotencyRecord.createMany({
           data: [
@@ -39,6 +42,7 @@ export function createIdempotencyRepo({ db }: { db: Db }) {
               createdAt: now,
               lockedUntil: new Date(now.getTime() + IDEMPOTENCY_LOCK_MS),
               expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
+              holder,
             },
           ],
           skipDuplicates: true,
@@ -53,15 +57,18 @@ export function createIdempotencyRepo({ db }: { db: Db }) {
         }
         if (record.operation !== input.operation || record.requestHash !== input.requestHash) return { kind: "mismatch" };
         if (record.status === "completed") return { kind: "replay", status: record.responseStatus!, body: record.responseBody! };
-        if (record.lockedUntil > now) return { kind: "in_progress" };
-        // The holder died: take the claim over, if nobody else did first.
+        const busy = { kind: "in_progress", lockedUntil: record.lockedUntil } as const;
+        // A record without a holder (written before processes beat) has only its time.
+        const holderLive = !record.holder || record.holder === holder || (await presence.isAlive(record.holder));
+        if (record.lockedUntil > now && holderLive) return busy;
+        // The holder died (its beat stopped, or its time ran out): take the claim over, if nobody else did first.
         const { count: taken } = await prisma.idempotencyRecord.updateMany({
-          where: { userId, key, status: "in_progress", lockedUntil: record.lockedUntil },
-          data: { lockedUntil: new Date(now.getTime() + IDEMPOTENCY_LOCK_MS) },
+          where: { userId, key, status: "in_progress", lockedUntil: record.lockedUntil, holder: record.holder },
+          data: { lockedUntil: new Date(now.getTime() + IDEMPOTENCY_LOCK_MS), holder },
         });
-        return taken === 1 ? { kind: "started" } : { kind: "in_progress" };
+        return taken === 1 ? { kind: "started" } : busy;
       }
-      return { kind: "in_progress" };
+      return { kind: "in_progress", lockedUntil: new Date(now.getTime() + IDEMPOTENCY_LOCK_MS) };
     },
 
     /** Keeps the answer for replays. */

@@ -2,6 +2,7 @@
 // pool funds them), the list and detail views, cancellation, and funding by the pool through the
 // one transaction sender (a job once a request is LOAN_FUNDING_DELAY_S old, or the sandbox at
 // once, the same code). Money in bigint micro-USDC, formatted only in the views.
+import type { OperationKey } from "../idempotency/operation-key.js";
 import { randomUUID } from "node:crypto";
 import type { Contract } from "ethers";
 import type { Clock } from "../../core/clock.js";
@@ -323,7 +324,7 @@ export function createLoansService(deps: LoansServiceDeps) {
      * payoff closes the loan and the LoanBook takes only the payoff. Answers after the mirror, with
      * the XP and the Trust Score change the repayment brought.
      */
-    async repay(user: UserRecord, loanId: string, amount: bigint, idempotencyKey: string) {
+    async repay(user: UserRecord, loanId: string, amount: bigint, operation: OperationKey) {
       const row = await rowOf(user, loanId);
       const chainLoanId = openLoan(row, deps.clock.now());
       const chain = chainOrFail();
@@ -333,7 +334,7 @@ export function createLoansService(deps: LoansServiceDeps) {
         .send({
           user: { id: user.id, walletIndex: user.walletIndex, walletAddress: wallet },
           purpose: "loan.repay",
-          idempotencyKey,
+          ...operation,
           to: loanBook.target as string,
           permit: { spender: loanBook.target as string, value: amount },
           data: (permit) =>
@@ -409,7 +410,7 @@ export function createLoansService(deps: LoansServiceDeps) {
      * (terms.ts): once per loan, before its due date, and within the borrower's tier's longest
      * term. The pool's operator sends the LoanBook's extend; the answer waits for the mirror.
      */
-    async extend(user: UserRecord, loanId: string, days: number, idempotencyKey: string) {
+    async extend(user: UserRecord, loanId: string, days: number, operation: OperationKey) {
       const now = deps.clock.now();
       const row = await rowOf(user, loanId);
       const chainLoanId = openLoan(row, now);
@@ -428,7 +429,7 @@ export function createLoansService(deps: LoansServiceDeps) {
         .send({
           purpose: "loan.extend",
           userId: user.id,
-          idempotencyKey,
+          ...operation,
           to: chain.loanBook.target as string,
           data: chain.loanBook.interface.encodeFunctionData("extend", [chainLoanId, days, additionalInterest]),
         })

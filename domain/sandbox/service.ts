@@ -1,6 +1,7 @@
 // The money sandbox of run-and-sandbox.md section 3 (never in production): test USDC for a
 // user's managed wallet. It moves money on chain through the one transaction sender, so it
 // takes an Idempotency-Key like every money write.
+import type { OperationKey } from "../idempotency/operation-key.js";
 import type { Contract } from "ethers";
 import { formatUsdc2, rateNumber } from "../../core/money.js";
 import { AppError } from "../errors.js";
@@ -32,7 +33,7 @@ export function createSandboxService({ sender, usdc, vault, operator }: SandboxD
      * approves the vault and distributes it, three transactions under one idempotency key (each
      * step its own purpose), so a retry resumes where an interrupted call stopped.
      */
-    async distributeYield(amount: bigint, idempotencyKey: string) {
+    async distributeYield(amount: bigint, operation: OperationKey) {
       if (!usdc) throw new AppError("SERVICE_UNAVAILABLE", "This chain has real USDC (USDC_ADDRESS): there is no test yield");
       // Checked first, so no test USDC is minted for a distribution the vault would refuse.
       if (((await vault.totalSupply()) as bigint) === 0n) {
@@ -45,7 +46,7 @@ export function createSandboxService({ sender, usdc, vault, operator }: SandboxD
       const usdcAddress = await usdc.getAddress();
       const step = (purpose: string, to: string, data: string) =>
         sender
-          .send({ purpose: `sandbox.yield.${purpose}`, userId: SANDBOX_SCOPE, idempotencyKey, to, data })
+          .send({ purpose: `sandbox.yield.${purpose}`, userId: SANDBOX_SCOPE, ...operation, to, data })
           .catch((error) => chainFailure(error));
       await step("mint", usdcAddress, usdc.interface.encodeFunctionData("mint", [operator, amount]));
       await step("approve", usdcAddress, usdc.interface.encodeFunctionData("approve", [vaultAddress, amount]));
@@ -59,12 +60,12 @@ export function createSandboxService({ sender, usdc, vault, operator }: SandboxD
     },
 
     /** Mints `amount` micro-USDC of test USDC to the user's managed wallet. */
-    async faucet(user: UserRecord, amount: bigint, idempotencyKey: string) {
+    async faucet(user: UserRecord, amount: bigint, operation: OperationKey) {
       if (!usdc) throw new AppError("SERVICE_UNAVAILABLE", "This chain has real USDC (USDC_ADDRESS): there is no faucet");
       const wallet = user.walletAddress!;
       const data = usdc.interface.encodeFunctionData("mint", [wallet, amount]);
       const sent = await sender
-        .send({ purpose: "sandbox.faucet", userId: user.id, idempotencyKey, to: await usdc.getAddress(), data })
+        .send({ purpose: "sandbox.faucet", userId: user.id, ...operation, to: await usdc.getAddress(), data })
         .catch((error) => chainFailure(error));
       const balance = (await usdc.balanceOf(wallet, { blockTag: sent.blockNumber })) as bigint;
       return { walletAddress: wallet, amount: formatUsdc2(amount), balance: formatUsdc2(balance), txHash: sent.txHash };

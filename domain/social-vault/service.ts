@@ -3,6 +3,7 @@
 // limit. Every write is the user's own transaction through the relay (domain/transactions), so a
 // wallet calling the contracts directly takes the same paths; figures come from the chain's
 // receipt and the mirror. Money in bigint micro-USDC, formatted only in the views.
+import type { OperationKey } from "../idempotency/operation-key.js";
 import { createHmac } from "node:crypto";
 import { AbiCoder, type Contract, getAddress, keccak256 } from "ethers";
 import type { Clock } from "../../core/clock.js";
@@ -187,12 +188,12 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
   }
 
   /** Sends `call` as the user's own transaction; answers after the receipt and the mirror. */
-  async function send(user: UserRecord, purpose: string, idempotencyKey: string, to: string, call: UserCallData) {
+  async function send(user: UserRecord, purpose: string, operation: OperationKey, to: string, call: UserCallData) {
     const sent = await deps.transactions
       .send({
         user: { id: user.id, walletIndex: user.walletIndex, walletAddress: user.walletAddress! },
         purpose,
-        idempotencyKey,
+        ...operation,
         to,
         ...call,
       })
@@ -234,11 +235,11 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     async create(
       user: UserRecord,
       input: { dailyLimit: bigint; timelockDuration: number; requiredSignatures: number; duressPin: string },
-      idempotencyKey: string,
+      operation: OperationKey,
     ) {
       const address = ((await factory.predictVault(user.walletAddress!)) as string).toLowerCase();
       const commitment = duressCommitmentOf(duressKeyOf(deps.privateKeyOf(user.walletIndex), address, input.duressPin));
-      const sent = await send(user, "social_vault.create", idempotencyKey, factory.target as string, {
+      const sent = await send(user, "social_vault.create", operation, factory.target as string, {
         data: factory.interface.encodeFunctionData("createVault", [
           input.dailyLimit,
           input.timelockDuration,
@@ -258,11 +259,11 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     },
 
     /** Deposits `amount` micro-USDC from the user's managed wallet into their vault (a permit, no approval transaction). */
-    async deposit(user: UserRecord, amount: bigint, idempotencyKey: string) {
+    async deposit(user: UserRecord, amount: bigint, operation: OperationKey) {
       const vault = await ownVault(user);
       if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
       const contract = vaultContract(vault.address);
-      const sent = await send(user, "social_vault.deposit", idempotencyKey, vault.address, {
+      const sent = await send(user, "social_vault.deposit", operation, vault.address, {
         permit: { spender: vault.address, value: amount },
         data: (permit) =>
           contract.interface.encodeFunctionData("depositWithPermit", [amount, permit.deadline, permit.v, permit.r, permit.s]),
@@ -276,11 +277,11 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
      * approvals and waits out its timelock (executeAfter), then the owner executes it within the
      * contract's execution window (expiresAt), after which it is `expired`.
      */
-    async requestWithdrawal(user: UserRecord, amount: bigint, recipient: string, idempotencyKey: string) {
+    async requestWithdrawal(user: UserRecord, amount: bigint, recipient: string, operation: OperationKey) {
       const vault = await ownVault(user);
       if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
       const contract = vaultContract(vault.address);
-      const sent = await send(user, "social_vault.request_withdrawal", idempotencyKey, vault.address, {
+      const sent = await send(user, "social_vault.request_withdrawal", operation, vault.address, {
         data: contract.interface.encodeFunctionData("requestWithdrawal", [amount, recipient]),
       });
       const { id } = requireReceiptEvent<{ id: bigint }>(contract, sent.receipt, "SocialVaultWithdrawalRequested").args;
@@ -364,10 +365,10 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     },
 
     /** A guardian's approval, with their own token: their managed wallet sends approveWithdrawal on the owner's vault. */
-    async approveWithdrawal(guardian: UserRecord, withdrawalId: string, idempotencyKey: string) {
+    async approveWithdrawal(guardian: UserRecord, withdrawalId: string, operation: OperationKey) {
       const row = await withdrawalByPublicId(withdrawalId);
       const contract = vaultContract(row.vault);
-      await send(guardian, "social_vault.approve_withdrawal", idempotencyKey, row.vault, {
+      await send(guardian, "social_vault.approve_withdrawal", operation, row.vault, {
         data: contract.interface.encodeFunctionData("approveWithdrawal", [row.requestId]),
       });
       const after = (await withdrawalOf(deps.db, row.vault, row.requestId))!;
@@ -382,12 +383,12 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     },
 
     /** Executes an approved request once its timelock has passed (TIMELOCK_ACTIVE before). */
-    async executeWithdrawal(user: UserRecord, withdrawalId: string, idempotencyKey: string) {
+    async executeWithdrawal(user: UserRecord, withdrawalId: string, operation: OperationKey) {
       const vault = await ownVault(user);
       const row = await withdrawalByPublicId(withdrawalId, vault.address);
       if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
       const contract = vaultContract(vault.address);
-      const sent = await send(user, "social_vault.execute_withdrawal", idempotencyKey, vault.address, {
+      const sent = await send(user, "social_vault.execute_withdrawal", operation, vault.address, {
         data: contract.interface.encodeFunctionData("executeWithdrawal", [row.requestId]),
       });
       const after = (await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now()))!;
@@ -402,11 +403,11 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     },
 
     /** Cancels an open request of the owner's vault. */
-    async cancelWithdrawal(user: UserRecord, withdrawalId: string, idempotencyKey: string) {
+    async cancelWithdrawal(user: UserRecord, withdrawalId: string, operation: OperationKey) {
       const vault = await ownVault(user);
       const row = await withdrawalByPublicId(withdrawalId, vault.address);
       const contract = vaultContract(vault.address);
-      await send(user, "social_vault.cancel_withdrawal", idempotencyKey, vault.address, {
+      await send(user, "social_vault.cancel_withdrawal", operation, vault.address, {
         data: contract.interface.encodeFunctionData("cancelWithdrawal", [row.requestId]),
       });
       return { withdrawalId, status: "cancelled" as const };
@@ -419,12 +420,12 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
      * silently). The key is spent by the contract: after an unlock the owner sets a new PIN
      * (setDuressPin).
      */
-    async lock(user: UserRecord, duressPin: string, idempotencyKey: string) {
+    async lock(user: UserRecord, duressPin: string, operation: OperationKey) {
       const vault = await ownVault(user);
       if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
       const contract = vaultContract(vault.address);
       const key = duressKeyOf(deps.privateKeyOf(user.walletIndex), vault.address, duressPin);
-      const sent = await send(user, "social_vault.lock", idempotencyKey, vault.address, {
+      const sent = await send(user, "social_vault.lock", operation, vault.address, {
         data: contract.interface.encodeFunctionData("duressLock", [key]),
       });
       const { lockedAt } = requireReceiptEvent<{ lockedAt: bigint }>(contract, sent.receipt, "SocialVaultLocked").args;
@@ -442,16 +443,16 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
      * guardians' approvals can unlock it, after the vault's timelock, and when the owner alone can,
      * after 30 days); a later call unlocks once either holds (TIMELOCK_ACTIVE before).
      */
-    async unlock(user: UserRecord, idempotencyKey: string) {
+    async unlock(user: UserRecord, operation: OperationKey) {
       const vault = await ownVault(user);
       if (!vault.locked) throw new AppError("CONFLICT", "Your social vault is not locked", { field: "vault", reason: "not locked" });
       const contract = vaultContract(vault.address);
       // The first call asks for the unlock; once it was asked for (the mirror's request of this lock), a call unlocks.
       const sent = vault.unlockRequestedAt
-        ? await send(user, "social_vault.unlock", idempotencyKey, vault.address, {
+        ? await send(user, "social_vault.unlock", operation, vault.address, {
             data: contract.interface.encodeFunctionData("unlock"),
           })
-        : await send(user, "social_vault.request_unlock", idempotencyKey, vault.address, {
+        : await send(user, "social_vault.request_unlock", operation, vault.address, {
             data: contract.interface.encodeFunctionData("requestUnlock"),
           });
       const after = (await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now()))!;
@@ -467,11 +468,11 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     },
 
     /** A guardian's approval of a requested unlock of the vault at `vaultAddress`, with their own token. */
-    async approveUnlock(guardian: UserRecord, vaultAddress: string, idempotencyKey: string) {
+    async approveUnlock(guardian: UserRecord, vaultAddress: string, operation: OperationKey) {
       const vault = await vaultAt(deps.db, vaultAddress, deps.clock.now());
       if (!vault) throw new AppError("SOCIAL_VAULT_NOT_FOUND", "No such social vault");
       const contract = vaultContract(vault.address);
-      const sent = await send(guardian, "social_vault.approve_unlock", idempotencyKey, vault.address, {
+      const sent = await send(guardian, "social_vault.approve_unlock", operation, vault.address, {
         data: contract.interface.encodeFunctionData("approveUnlock"),
       });
       const { totalApprovals } = requireReceiptEvent<{ totalApprovals: bigint }>(contract, sent.receipt, "SocialVaultUnlockApproved").args;
@@ -489,12 +490,12 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
      * until the vault's timelock has passed, so a hijacked session cannot install its own guardians
      * and use them at once.
      */
-    async addGuardian(user: UserRecord, walletAddress: string, idempotencyKey: string) {
+    async addGuardian(user: UserRecord, walletAddress: string, operation: OperationKey) {
       const vault = await ownVault(user);
       if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
       const guardian = getAddress(walletAddress.toLowerCase());
       const contract = vaultContract(vault.address);
-      const sent = await send(user, "social_vault.add_guardian", idempotencyKey, vault.address, {
+      const sent = await send(user, "social_vault.add_guardian", operation, vault.address, {
         data: contract.interface.encodeFunctionData("addGuardian", [guardian]),
       });
       const added = requireReceiptEvent<{ activeAt: bigint }>(contract, sent.receipt, "SocialVaultGuardianAdded").args;
@@ -511,7 +512,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
      * in one step), a call after `removableAt` completes it (TIMELOCK_ACTIVE before). Its approvals
      * of open requests stop counting then: an approved request may be pending again.
      */
-    async removeGuardian(user: UserRecord, guardianId: string, idempotencyKey: string) {
+    async removeGuardian(user: UserRecord, guardianId: string, operation: OperationKey) {
       const vault = await ownVault(user);
       if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
       const target = await listedGuardian(user, guardianId);
@@ -520,7 +521,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
       const sent = await send(
         user,
         `social_vault.${step === "removeGuardian" ? "remove_guardian" : "accept_guardian_removal"}`,
-        idempotencyKey,
+        operation,
         vault.address,
         {
           data: contract.interface.encodeFunctionData(step, [target.walletAddress]),
@@ -539,11 +540,11 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     },
 
     /** Withdraws a submitted removal: the guardian stays, active, with nothing pending (CONFLICT when none was submitted). */
-    async keepGuardian(user: UserRecord, guardianId: string, idempotencyKey: string) {
+    async keepGuardian(user: UserRecord, guardianId: string, operation: OperationKey) {
       const vault = await ownVault(user);
       const target = await listedGuardian(user, guardianId);
       const contract = vaultContract(vault.address);
-      const sent = await send(user, "social_vault.keep_guardian", idempotencyKey, vault.address, {
+      const sent = await send(user, "social_vault.keep_guardian", operation, vault.address, {
         data: contract.interface.encodeFunctionData("revokeGuardianRemoval", [target.walletAddress]),
       });
       return { ...target, removableAt: null, txHash: sent.txHash };
@@ -554,7 +555,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
      * current PIN is given and matches the contract's commitment (checked with a read, nothing is
      * sent on a wrong one: 403 without detail, as at the lock).
      */
-    async setDuressPin(user: UserRecord, input: { duressPin: string; currentPin?: string | undefined }, idempotencyKey: string) {
+    async setDuressPin(user: UserRecord, input: { duressPin: string; currentPin?: string | undefined }, operation: OperationKey) {
       const vault = await ownVault(user);
       const contract = vaultContract(vault.address);
       const privateKey = deps.privateKeyOf(user.walletIndex);
@@ -565,18 +566,18 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
         }
       }
       const commitment = duressCommitmentOf(duressKeyOf(privateKey, vault.address, input.duressPin));
-      const sent = await send(user, "social_vault.set_duress_pin", idempotencyKey, vault.address, {
+      const sent = await send(user, "social_vault.set_duress_pin", operation, vault.address, {
         data: contract.interface.encodeFunctionData("setDuressCommitment", [commitment]),
       });
       return { hasDuressPin: true as const, txHash: sent.txHash };
     },
 
     /** Sends `amount` micro-USDC from the vault to `recipient` at once, within the rolling daily limit. */
-    async withdrawInstant(user: UserRecord, amount: bigint, recipient: string, idempotencyKey: string) {
+    async withdrawInstant(user: UserRecord, amount: bigint, recipient: string, operation: OperationKey) {
       const vault = await ownVault(user);
       if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
       const contract = vaultContract(vault.address);
-      const sent = await send(user, "social_vault.withdraw", idempotencyKey, vault.address, {
+      const sent = await send(user, "social_vault.withdraw", operation, vault.address, {
         data: contract.interface.encodeFunctionData("withdraw", [amount, recipient]),
       });
       const withdrawn = requireReceiptEvent<{ remainingDailyLimit: bigint }>(contract, sent.receipt, "SocialVaultWithdrawn").args;

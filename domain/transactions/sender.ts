@@ -8,6 +8,7 @@ import { type Interface, isError, type JsonRpcProvider, Transaction, type Transa
 import type { Logger } from "../../core/logger.js";
 import type { ChainTransaction } from "../../generated/prisma/client.js";
 import type { Db } from "../db.js";
+import { keyReused } from "../idempotency/operation-key.js";
 
 /** What a broadcast came to: refused (error), or accepted, with the receipt when the node mined it at once. */
 type Broadcast = { error?: Error; receipt?: TransactionReceipt };
@@ -43,6 +44,8 @@ export interface SendRequest {
   /** With `idempotencyKey`: a retry of the same request finds this transaction instead of sending another. */
   userId?: string;
   idempotencyKey?: string;
+  /** The request that sent it: a retry under the same key with another request is refused (422). */
+  requestHash?: string;
   /** Skips the gas estimate (the caller simulated the call itself, e.g. a relayed user call). */
   gasLimit?: bigint;
   /** The caller looked up (userId, idempotencyKey, purpose) itself and found nothing. */
@@ -177,6 +180,7 @@ export function createTransactionSender(deps: SenderDeps) {
           purpose: request.purpose,
           userId: request.userId ?? null,
           idempotencyKey: request.idempotencyKey ?? null,
+          requestHash: request.requestHash ?? null,
           sender,
           nonce,
           to: request.to.toLowerCase(),
@@ -429,9 +433,12 @@ export function createTransactionSender(deps: SenderDeps) {
 
   /**
    * The outcome of a transaction recorded before (a retry, or a restart): bytes never known to
-   * be mined are broadcast again as they are and settled; refused ones can never be mined.
+   * be mined are broadcast again as they are and settled; refused ones can never be mined. A
+   * retry of another request under the row's key (`requestHash` differs) is refused instead.
    */
-  async function resume(row: ChainTransaction): Promise<SentTransaction> {
+  async function resume(row: ChainTransaction, requestHash?: string): Promise<SentTransaction> {
+    // The key's answer may be long gone (kept 24 hours); the transaction keeps what sent it.
+    if (requestHash && row.requestHash && row.requestHash !== requestHash) throw keyReused();
     // Its nonce went to a filler transaction: these bytes can never be mined.
     if (row.status === "failed") throw new TransactionRefusedError(`the node refused transaction ${row.txHash}`);
     const receipt = row.status === "signed" || row.status === "sent" ? await sendRaw(row.rawTx) : undefined;
@@ -451,7 +458,7 @@ export function createTransactionSender(deps: SenderDeps) {
     async send(request: SendRequest): Promise<SentTransaction> {
       if (request.userId && request.idempotencyKey && !request.isNew) {
         const row = await earlier({ userId: request.userId, idempotencyKey: request.idempotencyKey, purpose: request.purpose });
-        if (row) return resume(row);
+        if (row) return resume(row, request.requestHash);
       }
       let gasLimit = request.gasLimit;
       try {

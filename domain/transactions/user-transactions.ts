@@ -18,9 +18,10 @@ import {
 } from "ethers";
 import { FORWARD_REQUEST_TYPES, FORWARDER_DOMAIN, PERMIT_TYPES } from "../../core/eip712.js";
 import type { Logger } from "../../core/logger.js";
-import type { ChainTransaction } from "../../generated/prisma/client.js";
+import { type ChainTransaction, Prisma } from "../../generated/prisma/client.js";
 import type { Db } from "../db.js";
 import { AppError } from "../errors.js";
+import { type ProcessPresence, processAlive } from "../processes/presence.js";
 import { decodeRevert, type SentTransaction, type TransactionSender } from "./sender.js";
 
 /** An EIP-2612 permit signed by the user, in the (deadline, v, r, s) form the contracts take. */
@@ -41,6 +42,8 @@ export type UserCall = UserCallData & {
   /** What it does (`vault.deposit`, ...): with the key, a retry finds the transaction sent first. */
   purpose: string;
   idempotencyKey: string;
+  /** The request behind it (domain/idempotency/operation-key.ts): kept with the transaction. */
+  requestHash?: string;
   to: string;
 };
 
@@ -49,6 +52,8 @@ export interface UserTransactionDeps {
   provider: JsonRpcProvider;
   chainId: number;
   sender: Pick<TransactionSender, "send" | "resume">;
+  /** This process, holder of the leases it takes: a dead holder's lease is taken over at once. */
+  presence: Pick<ProcessPresence, "id">;
   forwarder: Contract;
   usdc: Contract;
   signerOf(walletIndex: number): HDNodeWallet;
@@ -65,7 +70,10 @@ type RequestKey = { userId: string; idempotencyKey: string; purpose: string };
 
 /** How long a signed request stays valid on chain: long enough for a slow block, short enough to die if lost. */
 const REQUEST_LIFETIME_S = 3_600n;
-/** A lease outlives the sender's receipt wait (60 s); an expired one belonged to a dead process. */
+/**
+ * A lease outlives the sender's receipt wait (60 s); an expired one belonged to a dead process.
+ * A holder whose process stopped beating loses it sooner (domain/processes/presence.ts).
+ */
 const LEASE_SECONDS = 120;
 /** Forwarded gas above the direct call's estimate: the forwarder appends 20 bytes and state can move. */
 const FORWARD_GAS_HEADROOM_PERCENT = 125n;
@@ -115,14 +123,17 @@ export function createUserTransactions(deps: UserTransactionDeps) {
    */
   async function leaseOrEarlier(key: RequestKey): Promise<{ holder: string | null; earlier: ChainTransaction | null }> {
     const holder = randomUUID();
+    const processId = await deps.presence.id();
     const deadline = Date.now() + leaseWaitMs;
     for (let wait = 5; ; wait = Math.min(wait * 2, 200)) {
       const [row] = await db.prisma.$queryRaw<(ChainTransaction & { leaseHolder: string | null })[]>`
         WITH "taken" AS (
-          INSERT INTO "UserTransactionLease" ("userId", "holder", "expiresAt")
-          VALUES (${key.userId}, ${holder}, now() + make_interval(secs => ${LEASE_SECONDS}))
-          ON CONFLICT ("userId") DO UPDATE SET "holder" = EXCLUDED."holder", "expiresAt" = EXCLUDED."expiresAt"
+          INSERT INTO "UserTransactionLease" ("userId", "holder", "expiresAt", "processId")
+          VALUES (${key.userId}, ${holder}, now() + make_interval(secs => ${LEASE_SECONDS}), ${processId})
+          ON CONFLICT ("userId") DO UPDATE
+            SET "holder" = EXCLUDED."holder", "expiresAt" = EXCLUDED."expiresAt", "processId" = EXCLUDED."processId"
             WHERE "UserTransactionLease"."expiresAt" < now()
+              OR ("UserTransactionLease"."processId" IS NOT NULL AND NOT ${processAlive(Prisma.sql`"UserTransactionLease"."processId"`)})
           RETURNING "holder")
         SELECT (SELECT "holder" FROM "taken") AS "leaseHolder", t.* FROM (SELECT 1) AS "one"
           LEFT JOIN "ChainTransaction" t
@@ -215,6 +226,7 @@ export function createUserTransactions(deps: UserTransactionDeps) {
       purpose: call.purpose,
       userId: call.user.id,
       idempotencyKey: call.idempotencyKey,
+      requestHash: call.requestHash,
       to: forwarder.target as string,
       data: forwarder.interface.encodeFunctionData("execute", [{ ...requestData, signature }]),
       // The forwarder passes `gas` on and keeps 1/64 of it back (EIP-150).
@@ -235,7 +247,7 @@ export function createUserTransactions(deps: UserTransactionDeps) {
       const key = { userId: call.user.id, idempotencyKey: call.idempotencyKey, purpose: call.purpose };
       // An earlier attempt with the same key (a retry, or a concurrent request that held the
       // lease first) is found under the lease and settled, never sent again.
-      return oneAtATimeFor(key, (earlier) => (earlier ? deps.sender.resume(earlier) : relay(call)));
+      return oneAtATimeFor(key, (earlier) => (earlier ? deps.sender.resume(earlier, call.requestHash) : relay(call)));
     },
   };
 }

@@ -2,6 +2,7 @@
 // (domain/transactions/user-transactions.ts), figures read from the chain (status, rates, the
 // amounts of a write) or from the mirror (position, history), all in bigint micro-USDC and
 // formatted only in the views at the end.
+import type { OperationKey } from "../idempotency/operation-key.js";
 import type { Contract, JsonRpcProvider, TransactionReceipt } from "ethers";
 import type { Clock } from "../../core/clock.js";
 import { formatUsdc2, rateNumber } from "../../core/money.js";
@@ -91,7 +92,7 @@ export function createVaultService(deps: VaultServiceDeps) {
   async function write(
     user: UserRecord,
     kind: "deposit" | "withdraw",
-    idempotencyKey: string,
+    operation: OperationKey,
     field: "amount" | "tmUSDCAmount",
     call: UserCallData,
   ) {
@@ -100,7 +101,7 @@ export function createVaultService(deps: VaultServiceDeps) {
       .send({
         user: { id: user.id, walletIndex: user.walletIndex, walletAddress: wallet },
         purpose: `vault.${kind}`,
-        idempotencyKey,
+        ...operation,
         to: vaultAddress,
         ...call,
       })
@@ -171,9 +172,9 @@ export function createVaultService(deps: VaultServiceDeps) {
     },
 
     /** Deposits `amount` micro-USDC from the user's wallet (a permit, no approval transaction). */
-    async deposit(user: UserRecord, amount: bigint, idempotencyKey: string) {
+    async deposit(user: UserRecord, amount: bigint, operation: OperationKey) {
       const wallet = user.walletAddress!;
-      const done = await write(user, "deposit", idempotencyKey, "amount", {
+      const done = await write(user, "deposit", operation, "amount", {
         permit: { spender: vaultAddress, value: amount },
         data: (permit) =>
           vault.interface.encodeFunctionData("depositWithPermit", [amount, wallet, permit.deadline, permit.v, permit.r, permit.s]),
@@ -192,11 +193,11 @@ export function createVaultService(deps: VaultServiceDeps) {
      * Redeems `tmUsdc` micro-tmUSDC for USDC to the user's wallet. Asking for the whole balance
      * as shown (six decimals) redeems every share, leaving no dust below a micro-tmUSDC.
      */
-    async withdraw(user: UserRecord, tmUsdc: bigint, idempotencyKey: string) {
+    async withdraw(user: UserRecord, tmUsdc: bigint, operation: OperationKey) {
       const wallet = user.walletAddress!;
       const held = (await vault.balanceOf(wallet)) as bigint;
       const shares = tmUsdc === held / SHARES_PER_MICRO && held > 0n ? held : tmUsdc * SHARES_PER_MICRO;
-      const done = await write(user, "withdraw", idempotencyKey, "tmUSDCAmount", {
+      const done = await write(user, "withdraw", operation, "tmUSDCAmount", {
         data: vault.interface.encodeFunctionData("redeem", [shares, wallet, wallet]),
       });
       return {

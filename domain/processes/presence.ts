@@ -1,0 +1,90 @@
+// Which service processes are alive. Each process beats its ServiceProcess row every
+// HEARTBEAT_MS with the database's clock; a row whose beat is older than DEAD_AFTER_S belongs
+// to a process that was killed, froze or lost its database. What such a process held (an
+// Idempotency-Key it was answering, a user's transaction lease) is taken over as soon as its
+// beat is late, instead of when the hold's own time runs out (minutes, sized for the slowest
+// live request). Real time, not the service clock: moving the sandbox clock kills nobody.
+import { randomUUID } from "node:crypto";
+import os from "node:os";
+import type { Logger } from "../../core/logger.js";
+import { Prisma } from "../../generated/prisma/client.js";
+import type { Db } from "../db.js";
+
+export const HEARTBEAT_MS = 2_000;
+/** Five missed beats: a busy event loop or a slow statement never looks like a death. */
+export const DEAD_AFTER_S = 10;
+
+/**
+ * SQL that is true while the process `processId` (a column or a value) beats. A hold without a
+ * process (rows older than this table) is never alive: its own expiry is all it has.
+ */
+export const processAlive = (processId: Prisma.Sql) =>
+  Prisma.sql`EXISTS (SELECT 1 FROM "ServiceProcess" p WHERE p."id" = ${processId} AND p."heartbeatAt" > now() - make_interval(secs => ${DEAD_AFTER_S}))`;
+
+export interface ProcessPresence {
+  /** This process's id, once its row is written: what it holds carries it. */
+  id(): Promise<string>;
+  /** Whether the process `processId` beats. */
+  isAlive(processId: string): Promise<boolean>;
+  /** Stops beating and removes the row: what it still holds is free at once. */
+  stop(): Promise<void>;
+}
+
+export function createProcessPresence({
+  db,
+  kind,
+  logger,
+}: {
+  db: Db;
+  kind: string;
+  logger?: Pick<Logger, "warn">;
+}): ProcessPresence {
+  const id = randomUUID();
+  let registered: Promise<string> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  let failing = false;
+
+  const beat = () =>
+    db.prisma.$executeRaw`
+      INSERT INTO "ServiceProcess" ("id", "kind", "pid", "host", "startedAt", "heartbeatAt")
+      VALUES (${id}, ${kind}, ${process.pid}, ${os.hostname()}, now(), now())
+      ON CONFLICT ("id") DO UPDATE SET "heartbeatAt" = now()`;
+
+  return {
+    // Registered on first use, so a process that never holds anything writes nothing.
+    id() {
+      registered ??= beat().then(() => {
+        timer = setInterval(() => {
+          if (stopped) return;
+          beat().then(
+            () => {
+              failing = false;
+            },
+            (error: Error) => {
+              if (!failing) logger?.warn({ error: error.message }, "process heartbeat failed; retrying");
+              failing = true;
+            },
+          );
+        }, HEARTBEAT_MS);
+        timer.unref();
+        return id;
+      });
+      registered.catch(() => {
+        registered = undefined;
+      });
+      return registered;
+    },
+
+    async isAlive(processId) {
+      const [row] = await db.prisma.$queryRaw<{ alive: boolean }[]>`SELECT ${processAlive(Prisma.sql`${processId}`)} AS "alive"`;
+      return row?.alive === true;
+    },
+
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      if (registered) await db.prisma.serviceProcess.deleteMany({ where: { id } }).catch(() => undefined);
+    },
+  };
+}
