@@ -30,15 +30,7 @@ export interface ProcessPresence {
   stop(): Promise<void>;
 }
 
-export function createProcessPresence({
-  db,
-  kind,
-  logger,
-}: {
-  db: Db;
-  kind: string;
-  logger?: Pick<Logger, "warn">;
-}): ProcessPresence {
+export function createProcessPresence({ db, kind, logger }: { db: Db; kind: string; logger?: Pick<Logger, "warn"> }): ProcessPresence {
   const id = randomUUID();
   let registered: Promise<string> | undefined;
   let timer: NodeJS.Timeout | undefined;

@@ -1,9 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { expect } from "chai";
 import { formatUnits, Transaction, toQuantity, Wallet } from "ethers";
+import { requestHashOf } from "../../api/http/idempotency.js";
 import { ensureChainIdentity } from "../../core/chain-identity.js";
 import { createLogger } from "../../core/logger.js";
 import { platformContract, platformErrors } from "../../core/platform-abi.js";
+import { createProcessPresence } from "../../domain/processes/presence.js";
 import { createTransactionSender, TransactionRevertedError } from "../../domain/transactions/sender.js";
 import { deposit } from "../helpers/activity.js";
 import { type ApiResponse, startTestApi, type TestApi } from "../helpers/api.js";
@@ -129,6 +131,41 @@ describe(`money sandbox: faucet, transaction sender, Idempotency-Key (${usingPos
     // Another user's identical key is theirs: keys are per user.
     const other = await api.token("other-saver");
     expect((await faucet({ amount: 7 }, key, other)).status).to.equal(200);
+  });
+
+  it("a key held by a live request answers 409 with Retry-After; one held by a dead process is taken over at once", async () => {
+    const holdBy = async (holder: string) => {
+      const key = randomUUID();
+      const now = new Date();
+      await db.prisma.idempotencyRecord.create({
+        data: {
+          userId,
+          key,
+          operation: "POST /dev/faucet",
+          requestHash: requestHashOf("POST /dev/faucet", { amount: 2 }),
+          status: "in_progress",
+          createdAt: now,
+          lockedUntil: new Date(now.getTime() + 3_600_000),
+          expiresAt: new Date(now.getTime() + 86_400_000),
+          holder,
+        },
+      });
+      return key;
+    };
+    // A process that beats (another API process, say) is still working on its request.
+    const live = createProcessPresence({ db, kind: "test" });
+    try {
+      const busy = await faucet({ amount: 2 }, await holdBy(await live.id()));
+      expectErrorEnvelope(busy, 409, "IDEMPOTENCY_IN_PROGRESS");
+      expect(Number(busy.headers.get("retry-after"))).to.be.greaterThan(0);
+    } finally {
+      await live.stop();
+    }
+    // A holder that no longer beats (killed): the retry takes the key over and runs, without waiting out the hold.
+    const balance = await balanceOf(wallet);
+    const taken = await faucet({ amount: 2 }, await holdBy(randomUUID()));
+    expect(taken.status, taken.text).to.equal(200);
+    expect((await balanceOf(wallet)) - balance).to.equal(2_000_000n);
   });
 
   it("sends one transaction for concurrent requests with one key, and both get its answer", async () => {

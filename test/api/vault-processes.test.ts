@@ -114,8 +114,8 @@ if (usingPostgres) {
       expect(settled.status, "reconciled at start").to.equal("mined");
       expect(second.child.output()).to.match(/reconciled transactions left in flight/);
 
-      // The killed request's Idempotency-Key is still held (2 minutes): the retry comes after.
-      expect((await call(second.url, "POST", "/dev/time/advance", { body: { seconds: 180 } })).status).to.equal(200);
+      // The killed process held the request's Idempotency-Key; it no longer beats, so the retry
+      // takes the key over (no 409 for the hold's 2 minutes) and gets the settled deposit.
       const retry = await call(second.url, "POST", "/v1/vault/deposit", { token: user.token, body: { amount: 40 }, key });
       expect(retry.status, retry.text).to.equal(200);
       expect(retry.body.data.txHash).to.equal(settled.txHash);
@@ -123,6 +123,46 @@ if (usingPostgres) {
       const deposits = await chain.contracts.vault.queryFilter(chain.contracts.vault.filters.Deposit!(user.wallet));
       expect(deposits).to.have.length(1);
       expect(await chain.contracts.usdc.balanceOf(user.wallet)).to.equal(usdc(60));
+      await second.child.stop();
+    });
+
+    it("a deposit sent WITHOUT a key by a process killed before answering: settled at the next start, nothing sent twice, no orphan, and the user's next write goes at once", async () => {
+      const first = await startApi();
+      const user = await newUser(first.url, 100);
+      await chain.setAutomine(false);
+      try {
+        const answer = call(first.url, "POST", "/v1/vault/deposit", { token: user.token, body: { amount: 30 } });
+        answer.catch(() => undefined);
+        const row = await waitFor(
+          () => db.prisma.chainTransaction.findFirst({ where: { userId: user.id, purpose: "vault.deposit" } }),
+          30_000,
+          "the deposit's transaction to be recorded",
+        );
+        expect(row.idempotencyKey, "recorded under a key the service made").to.match(/^request /);
+        await waitFor(async () => (await chain.provider.getTransaction(row.txHash)) !== null, 30_000, "the deposit to reach the node");
+        await first.child.stop("SIGKILL");
+        await chain.mine();
+      } finally {
+        await chain.setAutomine(true);
+      }
+      const second = await startApi({ port: first.port });
+      const rows = await db.prisma.chainTransaction.findMany({ where: { userId: user.id, purpose: "vault.deposit" } });
+      expect(
+        rows.map((r) => r.status),
+        "reconciled at start, one transaction",
+      ).to.deep.equal(["mined"]);
+      expect(
+        await db.prisma.idempotencyRecord.count({ where: { userId: user.id, operation: "POST /v1/vault/deposit" } }),
+        "no key, no kept answer",
+      ).to.equal(0);
+      // The dead process's lease on the user's transactions is taken over: the next write does not wait for it to expire.
+      const next = await call(second.url, "POST", "/v1/vault/deposit", { token: user.token, body: { amount: 10 } });
+      expect(next.status, next.text).to.equal(200);
+      const deposits = await chain.contracts.vault.queryFilter(chain.contracts.vault.filters.Deposit!(user.wallet));
+      expect(deposits).to.have.length(2);
+      expect(await chain.contracts.usdc.balanceOf(user.wallet)).to.equal(usdc(60));
+      const position = await call(second.url, "GET", "/v1/vault/position", { token: user.token });
+      expect(position.body.data.usdcValue).to.equal("40.00");
       await second.child.stop();
     });
 

@@ -85,6 +85,7 @@ export async function startTestApi(
         }
       : undefined,
     logger: options.logger,
+    loanMinScore: config.loanMinScore,
   });
   const app = await createApp({
     logger: options.logger ?? createLogger("silent"),
@@ -132,6 +133,7 @@ export async function startTestApi(
     },
     close: async () => {
       await server.close();
+      await services.presence.stop();
       provider.destroy();
       if (ownChain) await ownChain.close();
       if (!options.db) await db.destroy();
