@@ -14,9 +14,9 @@ import { createTokenVerifier, identify, refuseQueryCredentials } from "./http/au
 import { translateInputErrors } from "./http/bad-input.js";
 import { requestContext } from "./http/context.js";
 import { errorBody } from "./http/envelope.js";
-import { errorHandler, notFoundHandler } from "./http/error-handler.js";
+import { allowMethods, errorHandler, notFoundHandler } from "./http/error-handler.js";
 import { buildOpenApiDocument } from "./http/openapi.js";
-import { createRateLimiter } from "./http/rate-limit.js";
+import { createRateLimiter, refuseOverLimit } from "./http/rate-limit.js";
 import { requestLog } from "./http/request-log.js";
 import { mountRoutes, type RouteSpec } from "./http/route.js";
 import { loanRoutes } from "./loans/routes.js";
@@ -127,13 +127,21 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
       logger,
     }),
   );
-  app.use(createRateLimiter({ clock, redis: deps.redis, logger }));
+  // The anonymous sandbox (absent in production) is not limited: the API fetches its own JWKS
+  // there, where a throttled key set would turn valid tokens into 401s, and test suites issue
+  // many tokens and move the clock often. The faucet, a user's, counts like their other calls.
+  const unlimitedPaths = routes.filter((route) => route.path.startsWith("/dev/") && route.auth === "none").map((route) => route.path);
+  app.use(createRateLimiter({ clock, redis: deps.redis, logger, unlimitedPaths }));
   app.use(refuseQueryCredentials);
   app.use(requireJsonBody);
   app.use(express.json({ limit: BODY_LIMIT, strict: true }));
   app.use(requireCompleteBody);
 
+  // The docs are no route definitions: what mountRoutes does for those (the anonymous limit's
+  // refusal left to the route, 405 for another method) is done here.
+  app.use("/docs", (req, _res, next) => next(refuseOverLimit(req)));
   app.use(docsRoutes());
+  app.all(["/docs", "/docs/init.js"], allowMethods(["get"]));
   app.use(mountRoutes(routes, { idempotency: deps.services.idempotency }));
 
   app.use(notFoundHandler);

@@ -29,10 +29,20 @@ const httpUrl = (what: string) =>
     message: `must be an http(s) URL (${what})`,
   });
 
+/** An http(s) URL with no trailing slash, query or fragment: paths are appended to it. */
+function isBaseUrl(value: string): boolean {
+  if (!/^https?:\/\/[^\s]+$/.test(value) || value.endsWith("/") || !URL.canParse(value)) return false;
+  const url = new URL(value);
+  return url.search === "" && url.hash === "";
+}
+
 const envSchema = z.object({
   NODE_ENV: z.enum(["development", "test", "production"], { error: "must be development, test or production" }).default("development"),
   HOST: z.string().default("127.0.0.1"),
   PORT: port(3000),
+  PUBLIC_BASE_URL: optionalString.refine((value) => value === undefined || isBaseUrl(value), {
+    message: "must be an http(s) URL without a trailing slash (the address clients reach the API at)",
+  }),
   CHAIN_PORT: port(8545),
   CHAIN_RPC_URL: httpUrl("a JSON-RPC endpoint such as http://127.0.0.1:8545"),
   DEPLOYER_PRIVATE_KEY: optionalString.refine((value) => value === undefined || /^0x[0-9a-fA-F]{64}$/.test(value), {
@@ -82,6 +92,12 @@ const envSchema = z.object({
     .int()
     .min(0, "must be a non-negative integer")
     .default(60),
+  LOAN_MIN_SCORE: z.coerce
+    .number({ error: "must be an integer from 0 to 100 (a Trust Score)" })
+    .int("must be an integer from 0 to 100 (a Trust Score)")
+    .min(0, "must be an integer from 0 to 100 (a Trust Score)")
+    .max(100, "must be an integer from 0 to 100 (a Trust Score)")
+    .default(0),
   TRUST_PROXY: z
     .string()
     .trim()
@@ -157,7 +173,7 @@ export interface Config {
     audience: string;
     /** The development identity provider (/dev/token, /dev JWKS) is served; never in production. */
     devProvider: boolean;
-    /** `iss` of the development provider's tokens: this process's `/dev` base URL. */
+    /** `iss` of the development provider's tokens: `${PUBLIC_BASE_URL}/dev`. */
     devIssuer: string;
   };
   /** Seed of the managed wallets; undefined outside production means "generate once under DATA_DIR". */
@@ -166,6 +182,8 @@ export interface Config {
   /** Proxies whose X-Forwarded-For is believed (Express `trust proxy`); the client address keys anonymous rate limits. */
   trustProxy: TrustProxy;
   loanFundingDelaySeconds: number;
+  /** LOAN_MIN_SCORE: below this Trust Score a user may not borrow (SCORE_TOO_LOW); 0 lets tier New borrow. */
+  loanMinScore: number;
   logLevel: Env["LOG_LEVEL"];
 }
 
@@ -204,10 +222,13 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     }
   }
 
-  // The development identity provider lives in this process, so its URLs are this process's
-  // own; a wildcard bind address is reached through the loopback interface.
+  // The development identity provider's key set is fetched from this process itself (its key is
+  // the one of DATA_DIR); a wildcard bind address is reached through the loopback interface.
   const selfHost = env.HOST === "0.0.0.0" || env.HOST === "::" ? "127.0.0.1" : env.HOST;
-  const devIssuer = `http://${selfHost.includes(":") ? `[${selfHost}]` : selfHost}:${env.PORT}/dev`;
+  const selfUrl = `http://${selfHost.includes(":") ? `[${selfHost}]` : selfHost}:${env.PORT}`;
+  // Its issuer is the address clients reach: one for all the API processes behind a load
+  // balancer, so that a token one of them issued is accepted by the others.
+  const devIssuer = `${env.PUBLIC_BASE_URL ?? selfUrl}/dev`;
 
   return {
     env: env.NODE_ENV,
@@ -227,7 +248,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     database: { url: env.DATABASE_URL, pgliteDir: `${env.DATA_DIR}/pglite` },
     dataDir: env.DATA_DIR,
     auth: {
-      jwksUrl: env.AUTH_JWKS_URL ?? `${devIssuer}/.well-known/jwks.json`,
+      jwksUrl: env.AUTH_JWKS_URL ?? `${selfUrl}/dev/.well-known/jwks.json`,
       issuer: env.AUTH_ISSUER ?? devIssuer,
       audience: env.AUTH_AUDIENCE ?? DEFAULT_AUDIENCE,
       devProvider: !isProduction,
@@ -237,6 +258,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     redisUrl: env.REDIS_URL,
     trustProxy: env.TRUST_PROXY,
     loanFundingDelaySeconds: env.LOAN_FUNDING_DELAY_S,
+    loanMinScore: env.LOAN_MIN_SCORE,
     logLevel: env.LOG_LEVEL,
   };
 }

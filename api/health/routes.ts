@@ -3,6 +3,7 @@ import { Router } from "express";
 import type { Database } from "../../core/db.js";
 import type { PayerWatch } from "../../domain/transactions/payer.js";
 import type { ReorgLoop } from "../../indexer/store.js";
+import { allowMethods } from "../http/error-handler.js";
 
 export interface HealthDeps {
   db: Pick<Database, "kind" | "ping" | "prisma">;
@@ -39,38 +40,41 @@ function withTimeout<T>(promise: Promise<T>, what: string): Promise<T> {
   ]);
 }
 
-/** `GET /health`: bare JSON (no envelope) as the run contract fixes it; 503 names the failing parts. */
-export function healthRoutes({ db, chain, payer }: HealthDeps): Router {
-  const router = Router();
-  router.get("/health", async (_req, res) => {
-    const failing: string[] = [];
-    const [blockNumber, probe, payerStatus] = await Promise.all([
-      withTimeout(chain.provider.getBlockNumber(), "chain").catch(() => {
-        failing.push("chain");
-        return null;
-      }),
-      withTimeout(
-        (async () => {
-          await db.ping();
-          return { cursor: await db.prisma.indexerCursor.findUnique({ where: { chainId: chain.chainId } }) };
-        })(),
-        "database",
-      ).catch(() => {
-        failing.push("database");
-        return null;
-      }),
-      // Reported, not failing: a low account still pays until it is empty; the log warns once.
-      payer ? withTimeout(payer.status(), "payer").catch(() => null) : null,
-    ]);
-    const cursor = probe?.cursor;
-    // Real-time age: the writer stamps its heartbeat with the wall clock, not the service clock.
-    const stale = Boolean(cursor?.heartbeatAt && Date.now() - cursor.heartbeatAt.getTime() > INDEXER_STALE_MS);
-    const reorgLoop = reorgLoopOf(cursor?.reorgLoop);
-    // A looping indexer is alive but mirrors nothing new: a failure, not a lag to wait out.
-    if (stale || reorgLoop) failing.push("indexer");
-    const state = !cursor ? (probe === null ? null : "starting") : stale ? "stale" : reorgLoop ? "reorg-loop" : "indexing";
-    const indexedBlock = probe === null ? null : (cursor?.blockNumber ?? 0);
-    res.status(failing.length === 0 ? 200 : 503).json({
+/** What `GET /health` answers: bare JSON (no envelope) as the run contract fixes it; unhealthy names the failing parts. */
+export async function healthReport({ db, chain, payer }: HealthDeps): Promise<{ healthy: boolean; body: Record<string, unknown> }> {
+  const failing: string[] = [];
+  const [blockNumber, probe, payerStatus] = await Promise.all([
+    withTimeout(chain.provider.getBlockNumber(), "chain").catch(() => {
+      failing.push("chain");
+      return null;
+    }),
+    withTimeout(
+      (async () => {
+        await db.ping();
+        return { cursor: await db.prisma.indexerCursor.findUnique({ where: { chainId: chain.chainId } }) };
+      })(),
+      "database",
+    ).catch(() => {
+      failing.push("database");
+      return null;
+    }),
+    // Reported, not failing: a low account still pays until it is empty; the log warns once.
+    payer ? withTimeout(payer.status(), "payer").catch(() => null) : null,
+  ]);
+  const cursor = probe?.cursor;
+  // No heartbeat: no indexer has run for this chain, and every write would wait for a mirror
+  // that never moves.
+  const absent = probe !== null && !cursor?.heartbeatAt;
+  // Real-time age: the writer stamps its heartbeat with the wall clock, not the service clock.
+  const stale = Boolean(cursor?.heartbeatAt && Date.now() - cursor.heartbeatAt.getTime() > INDEXER_STALE_MS);
+  const reorgLoop = reorgLoopOf(cursor?.reorgLoop);
+  // A looping indexer is alive but mirrors nothing new: a failure, not a lag to wait out.
+  if (absent || stale || reorgLoop) failing.push("indexer");
+  const state = probe === null ? null : absent ? "absent" : stale ? "stale" : reorgLoop ? "reorg-loop" : "indexing";
+  const indexedBlock = probe === null ? null : (cursor?.blockNumber ?? 0);
+  return {
+    healthy: failing.length === 0,
+    body: {
       status: failing.length === 0 ? "ok" : "degraded",
       chainId: chain.chainId,
       blockNumber,
@@ -84,7 +88,18 @@ export function healthRoutes({ db, chain, payer }: HealthDeps): Router {
       database: db.kind,
       ...(payer ? { payer: payerStatus } : {}),
       ...(failing.length === 0 ? {} : { failing }),
-    });
+    },
+  };
+}
+
+/** `GET /health`: 200 when healthy, else 503. */
+export function healthRoutes(deps: HealthDeps): Router {
+  const router = Router();
+  router.get("/health", async (_req, res) => {
+    const { healthy, body } = await healthReport(deps);
+    res.status(healthy ? 200 : 503).json(body);
   });
+  // Another method passes on, to the 405 that every known path answers (after the rate limiter).
+  router.all("/health", allowMethods(["get"]));
   return router;
 }

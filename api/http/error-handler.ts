@@ -3,8 +3,42 @@ import type { Logger } from "../../core/logger.js";
 import { errorBody } from "./envelope.js";
 import { AppError, ERROR_STATUS } from "./errors.js";
 
-/** Unknown routes answer with the envelope, never Express's HTML page. */
+declare global {
+  namespace Express {
+    interface Request {
+      /** The methods the routes of this request's path serve, noted by `allowMethods`. */
+      allowedMethods?: Set<string>;
+    }
+  }
+}
+
+/** The order of the methods in an Allow header. */
+const METHOD_ORDER = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];
+
+/**
+ * Notes the methods of a known path (HEAD with GET: Express serves it with the GET route).
+ * Mounted after the path's routes, so only a request whose method none of them serves gets
+ * here; `notFoundHandler` then answers it 405 rather than 404. Several patterns can match one
+ * path (`/v1/users/me`, `/v1/users/{userId}`): their methods add up.
+ */
+export function allowMethods(methods: string[]) {
+  const upper = methods.map((method) => method.toUpperCase());
+  const allowed = upper.includes("GET") ? [...upper, "HEAD"] : upper;
+  return (req: Request, _res: Response, next: NextFunction) => {
+    req.allowedMethods ??= new Set();
+    for (const method of allowed) req.allowedMethods.add(method);
+    next();
+  };
+}
+
+/** Requests no route served answer with the envelope, never Express's HTML page: 405 on a known path, else 404. */
 export function notFoundHandler(req: Request, res: Response) {
+  if (req.allowedMethods) {
+    const allow = METHOD_ORDER.filter((method) => req.allowedMethods!.has(method)).join(", ");
+    res.setHeader("Allow", allow);
+    res.status(405).json(errorBody(req, "METHOD_NOT_ALLOWED", `${req.method} ${req.path} is not allowed; allowed: ${allow}`));
+    return;
+  }
   res.status(404).json(errorBody(req, "NOT_FOUND", `No route for ${req.method} ${req.path}`));
 }
 
@@ -31,6 +65,7 @@ export function errorHandler(logger: Logger) {
   return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
     if (res.headersSent) return;
     if (error instanceof AppError) {
+      if (error.retryAfterSeconds !== undefined) res.setHeader("Retry-After", String(error.retryAfterSeconds));
       res.status(ERROR_STATUS[error.code]).json(errorBody(req, error.code, error.message, error.details));
       return;
     }

@@ -4,7 +4,7 @@ import { Redis } from "ioredis";
 import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import type { Clock } from "../../core/clock.js";
 import type { Logger } from "../../core/logger.js";
-import { errorBody } from "./envelope.js";
+import { AppError } from "./errors.js";
 
 /** Requests per window by plan (service-spec part 8); enterprise is unlimited. */
 export const PLAN_LIMITS = {
@@ -94,6 +94,34 @@ export interface RateLimitDeps {
   /** Shared counters across API processes; in-process counters when absent. */
   redis?: Redis;
   logger: Pick<Logger, "warn">;
+  /** Route paths (OpenAPI form, `/dev/users/{userId}/plan`) whose requests are never counted. */
+  unlimitedPaths?: string[];
+}
+
+declare global {
+  namespace Express {
+    interface Request {
+      /** Over its limit; refused by `refuseOverLimit` (at once, or by the route when the credential was unusable). */
+      rateLimitExceeded?: { retryAfter: number };
+    }
+  }
+}
+
+/** The 429 of a request over its limit (with its Retry-After), or undefined for one within it. */
+export function refuseOverLimit(req: Request): AppError | undefined {
+  if (!req.rateLimitExceeded) return undefined;
+  return new AppError("RATE_LIMITED", "Too many requests; retry after X-RateLimit-Reset", undefined, req.rateLimitExceeded.retryAfter);
+}
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/** A route path in OpenAPI form as a pattern of request paths, matched as Express routes them: any case, optional trailing slash. */
+function routePattern(path: string): RegExp {
+  const source = path
+    .split(/\{[^}]+\}/)
+    .map(escapeRegExp)
+    .join("[^/]+");
+  return new RegExp(`^${source}/?$`, "i");
 }
 
 interface WindowState {
@@ -111,6 +139,7 @@ interface WindowState {
  * refuses gives its minute point back. When Redis fails, counting goes on in memory.
  */
 export function createRateLimiter(deps: RateLimitDeps) {
+  const unlimitedPaths = (deps.unlimitedPaths ?? []).map(routePattern);
   const memory = memoryCounters();
   const shared = deps.redis ? redisCounters(deps.redis) : undefined;
   let redisFailing = false;
@@ -140,13 +169,10 @@ export function createRateLimiter(deps: RateLimitDeps) {
   };
 
   return async function rateLimit(req: Request, res: Response, next: NextFunction) {
-    // The sandbox (absent in production) is not limited: the API fetches its own JWKS from
-    // /dev, where a throttled key set would turn valid tokens into 401s, and test suites
-    // issue many tokens and move the clock often.
-    if (req.path.startsWith("/dev/")) return next();
     const plan = req.auth?.user.plan ?? "free";
-    if (plan === "enterprise") {
-      // Unlimited: nothing is counted; the headers say so and Reset is the current minute's end.
+    if (plan === "enterprise" || unlimitedPaths.some((pattern) => pattern.test(req.path))) {
+      // Unlimited (Enterprise, and the paths the app exempts): nothing is counted; the headers
+      // say so and Reset is the current minute's end.
       res.setHeader("X-RateLimit-Limit", "unlimited");
       res.setHeader("X-RateLimit-Remaining", "unlimited");
       res.setHeader("X-RateLimit-Reset", String((Math.floor(deps.clock.nowSeconds() / 60) + 1) * 60));
@@ -169,12 +195,12 @@ export function createRateLimiter(deps: RateLimitDeps) {
     res.setHeader("X-RateLimit-Limit", String(shown.limit));
     res.setHeader("X-RateLimit-Remaining", String(remaining(shown)));
     res.setHeader("X-RateLimit-Reset", String(shown.reset));
-    if (exceeded) {
-      res.setHeader("Retry-After", String(Math.max(1, exceeded.reset - deps.clock.nowSeconds())));
-      res.status(429).json(errorBody(req, "RATE_LIMITED", "Too many requests; retry after X-RateLimit-Reset"));
-      return;
-    }
-    next();
+    if (exceeded) req.rateLimitExceeded = { retryAfter: Math.max(1, exceeded.reset - deps.clock.nowSeconds()) };
+    // An unusable credential (a bad or expired token) counts by address like no credential,
+    // but a route that needs authentication must answer 401 so that the client refreshes its
+    // token: the route refuses instead (authGate), once it is known which kind it is.
+    if (req.authError) return next();
+    next(refuseOverLimit(req));
   };
 }
 

@@ -38,6 +38,9 @@ describe("configuration", () => {
     ["DEPLOYER_PRIVATE_KEY", "0x1234", "config: DEPLOYER_PRIVATE_KEY must be a 0x-prefixed 32-byte hex private key"],
     ["CONFIRMATIONS", "-1", "config: CONFIRMATIONS must be a non-negative integer"],
     ["NODE_ENV", "staging", "config: NODE_ENV must be development, test or production"],
+    ["PUBLIC_BASE_URL", "https://api.example.com/", "config: PUBLIC_BASE_URL must be an http(s) URL without a trailing slash"],
+    ["PUBLIC_BASE_URL", "api.example.com", "config: PUBLIC_BASE_URL must be an http(s) URL without a trailing slash"],
+    ["PUBLIC_BASE_URL", "https://api.example.com?x=1", "config: PUBLIC_BASE_URL must be an http(s) URL without a trailing slash"],
   ] as const) {
     it(`names ${name} when it is ${JSON.stringify(value)}`, () => {
       const message = configError({ [name]: value });
@@ -65,6 +68,24 @@ describe("configuration: authentication defaults", () => {
       devProvider: true,
       devIssuer: "http://127.0.0.1:4123/dev",
     });
+  });
+
+  it("issues development tokens as PUBLIC_BASE_URL/dev, one issuer for every API process, and fetches the key set locally", () => {
+    const config = loadConfig({ PORT: "4123", PUBLIC_BASE_URL: "https://api.example.com" });
+    expect(config.auth).to.deep.equal({
+      jwksUrl: "http://127.0.0.1:4123/dev/.well-known/jwks.json",
+      issuer: "https://api.example.com/dev",
+      audience: "trustmint-api",
+      devProvider: true,
+      devIssuer: "https://api.example.com/dev",
+    });
+    expect(loadConfig({ PUBLIC_BASE_URL: "http://10.0.0.5:8080/api" }).auth.devIssuer).to.equal("http://10.0.0.5:8080/api/dev");
+    // A wildcard bind address: the default base URL is reached through the loopback interface.
+    expect(loadConfig({ HOST: "0.0.0.0", PORT: "4123" }).auth.devIssuer).to.equal("http://127.0.0.1:4123/dev");
+    // An explicit AUTH_ISSUER still wins over the development issuer.
+    expect(loadConfig({ PUBLIC_BASE_URL: "https://api.example.com", AUTH_ISSUER: "https://idp.example/" }).auth.issuer).to.equal(
+      "https://idp.example/",
+    );
   });
 
   it("uses the external provider when it is configured", () => {

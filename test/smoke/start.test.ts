@@ -49,6 +49,9 @@ describe(`npm start (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
       expect(response.status).to.equal(200);
       const body: Json = await response.json();
       expect(body).to.include({ status: "ok", chainId: 31337, database: usingPostgres ? "postgres" : "pglite" });
+      // `ready:` came after the embedded indexer's first heartbeat.
+      expect(body.indexer).to.include({ state: "indexing" });
+      expect(body.indexer.lastHeartbeat).to.be.a("string");
       expect(body.blockNumber, JSON.stringify(body)).to.be.a("number").and.at.least(1); // the deployment mined blocks
       expect(body.indexedBlock).to.be.a("number");
     });
