@@ -88,6 +88,7 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
   if (deps.services.socialVault) routes.push(...socialVaultRoutes({ socialVault: deps.services.socialVault }));
   if (config.auth.devProvider) {
     const identity = await createDevIdentityProvider({
+      db: deps.db,
       dataDir: config.dataDir,
       issuer: config.auth.devIssuer,
       audience: config.auth.audience,
@@ -102,7 +103,8 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
       document ??= buildOpenApiDocument(routes, {
         title: "TrustMint API",
         version: "1.0.0",
-        description: "USDC lending and savings. Every answer uses the envelope of service-spec part 1.",
+        description:
+          "USDC lending and savings. Every answer is a JSON envelope: `success`, then `data` (with `pagination` for lists) or `error` {code, message, details?}, and `meta` {timestamp, requestId}. Every write takes an optional `Idempotency-Key` for safe retries.",
       });
       return document;
     }),

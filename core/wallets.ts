@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { HDNodeWallet, Mnemonic, randomBytes } from "ethers";
 import type { Database } from "./db.js";
+import { sharedSecret } from "./shared-secrets.js";
 
 /**
  * Managed wallets: one HD seed (BIP-39 mnemonic), one derivation index per user
@@ -67,15 +68,11 @@ export async function resolveManagedWalletMnemonic(options: {
 }): Promise<string> {
   if (options.mnemonic) return options.mnemonic;
   if (options.isProduction) throw new Error("MANAGED_WALLET_MNEMONIC is required in production");
-  const stored = await options.db.prisma.serviceSecret.findUnique({ where: { name: SEED_SECRET } });
-  if (stored) return stored.value;
+  // An older `$DATA_DIR/managed-wallets.mnemonic` keeps existing development wallets' addresses.
   const legacy = path.resolve(options.dataDir, DEV_MNEMONIC_FILE);
-  const candidate = existsSync(legacy) ? readFileSync(legacy, "utf8").trim() : Mnemonic.fromEntropy(randomBytes(16)).phrase;
-  await options.db.prisma.serviceSecret.createMany({
-    data: [{ name: SEED_SECRET, value: candidate, createdAt: new Date() }],
-    skipDuplicates: true,
-  });
-  return (await options.db.prisma.serviceSecret.findUniqueOrThrow({ where: { name: SEED_SECRET } })).value;
+  return sharedSecret(options.db, SEED_SECRET, () =>
+    existsSync(legacy) ? readFileSync(legacy, "utf8").trim() : Mnemonic.fromEntropy(randomBytes(16)).phrase,
+  );
 }
 
 /** The process's managed wallets: the deployment's one seed (see resolveManagedWalletMnemonic). */

@@ -1,6 +1,7 @@
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
 import { exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from "jose";
@@ -20,8 +21,8 @@ describe(`authentication (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function
   before(async () => {
     api = await startTestApi();
     issuer = `${api.url}/dev`;
-    await api.token("warm-up"); // creates the key file
-    devKey = JSON.parse(readFileSync(path.join(api.dataDir, "dev-identity-key.json"), "utf8"));
+    await api.token("warm-up"); // creates the key
+    devKey = JSON.parse((await api.db.prisma.serviceSecret.findUniqueOrThrow({ where: { name: "dev-identity-signing-key" } })).value);
   });
   after(async () => {
     await api?.close();
@@ -186,9 +187,16 @@ describe(`authentication (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function
     expect(ok.body.data).to.include({ tokenType: "Bearer", expiresIn: 3600 });
   });
 
-  it("keeps the development key across restarts of the provider (same data dir)", async () => {
+  it("keeps the development key across restarts, shared by every process on the database (whatever its data dir)", async () => {
     const { createDevIdentityProvider } = await import("../../api/dev/identity-provider.js");
-    const again = await createDevIdentityProvider({ dataDir: api.dataDir, issuer, audience: "trustmint-api", clock: api.clock });
+    const otherDataDir = mkdtempSync(path.join(os.tmpdir(), "other-api-"));
+    const again = await createDevIdentityProvider({
+      db: api.db,
+      dataDir: otherDataDir,
+      issuer,
+      audience: "trustmint-api",
+      clock: api.clock,
+    });
     const response = await api.request("GET", "/v1/users/me", { token: await again.issue({ sub: "restart", expiresIn: 60 }) });
     expect(response.status).to.equal(200);
   });

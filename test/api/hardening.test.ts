@@ -81,7 +81,9 @@ describe(`hardening (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
 
     it("serves a token whose name or email holds U+0000 (the claims are cleaned) and refuses one whose sub does", async () => {
       await api.token("warm-up");
-      const devKey: JWK = JSON.parse(readFileSync(path.join(api.dataDir, "dev-identity-key.json"), "utf8"));
+      const devKey: JWK = JSON.parse(
+        (await api.db.prisma.serviceSecret.findUniqueOrThrow({ where: { name: "dev-identity-signing-key" } })).value,
+      );
       const sign = async (claims: Record<string, unknown>) => {
         const now = api.clock.nowSeconds();
         return new SignJWT(claims)
