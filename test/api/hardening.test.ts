@@ -1,5 +1,3 @@
-import { readFileSync } from "node:fs";
-import path from "node:path";
 import { expect } from "chai";
 import { importJWK, type JWK, SignJWT } from "jose";
 import { memoryCounters } from "../../api/http/rate-limit.js";
