@@ -66,6 +66,8 @@ export interface ServiceDeps {
   };
   /** LOAN_FUNDING_DELAY_S: how old a loan request is before the pool funds it by itself (default 60). */
   loanFundingDelaySeconds?: number;
+  /** LOAN_MIN_SCORE: the lowest Trust Score that may borrow (default 0: every tier, New included). */
+  loanMinScore?: number;
   /** What this process is (api, worker, start): its row among the live processes says so. */
   processKind?: string;
 }
@@ -122,6 +124,7 @@ export function createServices({
   logger,
   chain,
   loanFundingDelaySeconds = 60,
+  loanMinScore = 0,
   processKind = "api",
 }: ServiceDeps) {
   const cacheClock = cacheReads ? clock : undefined;
@@ -172,6 +175,7 @@ export function createServices({
     logger,
     chain: onChain?.loanBook,
     fundingDelaySeconds: loanFundingDelaySeconds,
+    minScore: loanMinScore,
   });
 
   /** The services that send transactions, built only where the process has a chain. */
@@ -232,6 +236,7 @@ export function createServices({
       mirror,
       privateKeyOf: (index) => wallets.signerOf(index).privateKey,
       alerts: guardianAlerts,
+      platformContracts: Object.fromEntries(Object.entries(chain.deployment.contracts).map(([key, deployed]) => [key, deployed.address])),
     });
     return { sender, vault, payer, sandbox, mirror, loanBook, socialVault };
   }

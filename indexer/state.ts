@@ -13,6 +13,8 @@ export interface Position {
   firstDepositAt: number | null;
   lastDepositAt: number | null;
   lastWithdrawAt: number | null;
+  /** When the current holding began: the first receipt of shares since the balance was last 0; null while it is 0. */
+  heldSince: number | null;
   updatedBlock: number;
 }
 
@@ -120,6 +122,7 @@ const POSITION: Table<Position> = {
     col("firstDepositAt", "timestamp(3)"),
     col("lastDepositAt", "timestamp(3)"),
     col("lastWithdrawAt", "timestamp(3)"),
+    col("heldSince", "timestamp(3)"),
     col("updatedBlock", "int4"),
   ],
   toRow: (p) => [
@@ -132,9 +135,10 @@ const POSITION: Table<Position> = {
     timestampLiteral(p.firstDepositAt),
     timestampLiteral(p.lastDepositAt),
     timestampLiteral(p.lastWithdrawAt),
+    timestampLiteral(p.heldSince),
     p.updatedBlock,
   ],
-  select: `"owner", "shares"::text, "costBasis"::text, "realizedYield"::text, "deposited"::text, "withdrawn"::text, ${epoch("firstDepositAt")}, ${epoch("lastDepositAt")}, ${epoch("lastWithdrawAt")}, "updatedBlock"`,
+  select: `"owner", "shares"::text, "costBasis"::text, "realizedYield"::text, "deposited"::text, "withdrawn"::text, ${epoch("firstDepositAt")}, ${epoch("lastDepositAt")}, ${epoch("lastWithdrawAt")}, ${epoch("heldSince")}, "updatedBlock"`,
   fromRow: (r) => ({
     owner: String(r.owner),
     shares: big(r.shares),
@@ -145,6 +149,7 @@ const POSITION: Table<Position> = {
     firstDepositAt: seconds(r.firstDepositAt),
     lastDepositAt: seconds(r.lastDepositAt),
     lastWithdrawAt: seconds(r.lastWithdrawAt),
+    heldSince: seconds(r.heldSince),
     updatedBlock: Number(r.updatedBlock),
   }),
 };

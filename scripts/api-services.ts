@@ -38,6 +38,7 @@ export async function apiProcessServices(options: {
       replaceAfterMs: config.chain.replaceAfterMs,
     },
     loanFundingDelaySeconds: config.loanFundingDelaySeconds,
+    loanMinScore: config.loanMinScore,
     processKind: options.processKind ?? "api",
   });
   await services.sender?.reconcile();

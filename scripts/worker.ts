@@ -40,6 +40,7 @@ await runUntilSignal(
         replaceAfterMs: config.chain.replaceAfterMs,
       },
       loanFundingDelaySeconds: config.loanFundingDelaySeconds,
+      loanMinScore: config.loanMinScore,
       processKind: "worker",
     });
     onStop(() => services.presence.stop());

@@ -64,11 +64,11 @@ export function devRoutes({ identity, clock, chain, users, sandbox, loans }: Dev
           tag: TAG,
           summary: "Mint test USDC to your managed wallet",
           description:
-            "MockUSDC only (a chain with real USDC answers 503). More than 0 and at most 10,000 USDC per call. Moves money on chain; send an Idempotency-Key to retry it safely.",
+            "MockUSDC only (a chain with real USDC answers 503). At least 0.01 (else 400 AMOUNT_TOO_SMALL) and at most 10,000 USDC per call. Moves money on chain; send an Idempotency-Key to retry it safely.",
           auth: "token",
           body: faucetBody,
           response: faucetResponse,
-          errors: ["SERVICE_UNAVAILABLE"],
+          errors: ["AMOUNT_TOO_SMALL", "SERVICE_UNAVAILABLE"],
           handler: async ({ body, principal, operation }) => ({
             data: await sandbox.faucet(principal().user, body.amount, operation),
           }),

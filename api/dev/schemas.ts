@@ -41,7 +41,8 @@ export const planResponse = z.object({ userId: z.string(), plan: z.enum(["free",
 export const faucetBody = z.strictObject({
   amount: usdcAmount({
     max: FAUCET_MAX_USDC,
-    description: "USDC to mint to your managed wallet: more than 0, at most 10,000, at most 6 decimals",
+    description:
+      "USDC to mint to your managed wallet: more than 0, at most 10,000, at most 6 decimals; at least 0.01 (else 400 AMOUNT_TOO_SMALL)",
   }),
 });
 export const faucetResponse = z.object({

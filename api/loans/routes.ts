@@ -37,7 +37,7 @@ export function loanRoutes({ loans }: { loans: LoansService }): RouteSpec[] {
       tag: TAG,
       summary: "Ask for a loan at your tier's terms; the pool funds it by itself",
       description:
-        "The request is pending until the lending pool funds it (LOAN_FUNDING_DELAY_S after the request, when its liquidity allows); your managed wallet then receives netAmount. A request not funded by expiresAt lapses.",
+        "The request is pending until the lending pool funds it (LOAN_FUNDING_DELAY_S after the request, when its liquidity allows); your managed wallet then receives netAmount. A request not funded by expiresAt lapses. Checked in this order: 403 NOT_ELIGIBLE (the restrictions of GET /v1/loans/eligibility), 400 INVALID_AMOUNT (outside 1 to your tier's maxAmount), 400 INVALID_DURATION (outside 7 to your tier's maxDuration).",
       auth: "user",
       body: requestBody,
       response: createdLoan,
@@ -75,12 +75,12 @@ export function loanRoutes({ loans }: { loans: LoansService }): RouteSpec[] {
       tag: TAG,
       summary: "Repay part or all of a loan from your managed wallet",
       description:
-        "Sent as your own transaction (your managed wallet signs a permit and a forward request; the service pays the gas). Answers after the receipt, once the mirror shows the payment.",
+        "Sent as your own transaction (your managed wallet signs a permit and a forward request; the service pays the gas). Answers after the receipt, once the mirror shows the payment. An amount that is not positive, or below 0.01 USDC without paying the whole remaining balance, is 400 INVALID_AMOUNT and nothing is sent.",
       auth: "user",
       params: loanIdParams,
       body: repayBody,
       response: repayResponse,
-      errors: ["LOAN_NOT_FOUND", "ALREADY_REPAID", "CONFLICT", "INSUFFICIENT_BALANCE", "SERVICE_UNAVAILABLE"],
+      errors: ["INVALID_AMOUNT", "LOAN_NOT_FOUND", "ALREADY_REPAID", "CONFLICT", "INSUFFICIENT_BALANCE", "SERVICE_UNAVAILABLE"],
       handler: async ({ params, body, principal, operation }) => ({
         data: await loans.repay(principal().user, params.loanId, body.amount, operation),
       }),

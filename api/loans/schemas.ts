@@ -1,7 +1,8 @@
 import { z } from "zod";
+import { MICRO_PER_USDC, microFromNumber } from "../../core/money.js";
 import { LOAN_STATUSES } from "../../domain/loans/repo.js";
 import { MAX_DURATION_DAYS, MIN_DURATION_DAYS } from "../../domain/loans/service.js";
-import { queryInteger, usdcAmount } from "../http/input.js";
+import { queryInteger } from "../http/input.js";
 
 // One schema per route part: they validate, type the handlers and generate the OpenAPI document.
 // Loan money values are JSON numbers of USDC (service-spec part 2), exact to the micro-USDC.
@@ -9,6 +10,32 @@ import { queryInteger, usdcAmount } from "../http/input.js";
 const usdc = (what: string) => z.number().describe(`${what}, USDC`);
 const isoDate = z.string().describe("ISO 8601 UTC timestamp");
 const RESTRICTIONS = ["SCORE_TOO_LOW", "MAX_LOANS_REACHED", "OVERDUE_LOAN", "RECENT_DEFAULT"] as const;
+
+/** A JSON number of USDC as micro-USDC, sign kept; null with more than 6 decimals. */
+function signedMicro(amount: number): bigint | null {
+  // Whole numbers exactly, however large (1e21 has no plain decimal text).
+  if (Number.isInteger(amount)) return BigInt(amount) * MICRO_PER_USDC;
+  const micro = microFromNumber(Math.abs(amount));
+  return micro === null ? null : amount < 0 ? -micro : micro;
+}
+
+/**
+ * A loan's USDC amount: any JSON number with at most 6 decimals, as micro-USDC. Only its form is
+ * checked here (a string or 7 decimals is VALIDATION_ERROR, as for every money field); whether it
+ * is in range, zero and negatives included, is the loans domain's INVALID_AMOUNT.
+ */
+const loanAmount = (description: string) =>
+  z
+    .number()
+    .transform((amount, context) => {
+      const micro = signedMicro(amount);
+      if (micro === null) {
+        context.addIssue({ code: "custom", message: "must be a USDC amount with at most 6 decimals" });
+        return z.NEVER;
+      }
+      return micro;
+    })
+    .describe(description);
 
 export const loanIdParams = z.object({
   loanId: z
@@ -31,13 +58,15 @@ export const eligibilityResponse = z.object({
 });
 
 export const requestBody = z.strictObject({
-  amount: usdcAmount({ max: 1_000_000, description: "USDC to borrow: at least 1 and at most your tier's maxAmount, at most 6 decimals" }),
+  amount: loanAmount(
+    "USDC to borrow, a number with at most 6 decimals (else 400 VALIDATION_ERROR): from 1 to your tier's maxAmount, else 400 INVALID_AMOUNT",
+  ),
   duration: z
     .number()
     .int()
-    .min(MIN_DURATION_DAYS)
-    .max(MAX_DURATION_DAYS)
-    .describe(`days, a whole number from ${MIN_DURATION_DAYS} to ${MAX_DURATION_DAYS}, at most your tier's maxDuration`),
+    .describe(
+      `days, a whole number (else 400 VALIDATION_ERROR): from ${MIN_DURATION_DAYS} to your tier's maxDuration (${MAX_DURATION_DAYS} at most), else 400 INVALID_DURATION`,
+    ),
   purpose: z.string().max(500).optional().describe("free text, at most 500 characters"),
 });
 
@@ -50,14 +79,14 @@ export const createdLoan = z.object({
   duration: z.number().int().describe("days"),
   interestRate: z.number().describe("flat rate for the term, a fraction"),
   totalRepayment: usdc("amount plus interest, owed by the due date"),
-  purpose: z.string().nullable(),
+  purpose: z.string().optional().describe("as given; absent when none was"),
   createdAt: isoDate,
   expiresAt: isoDate.describe("the request lapses (becomes cancelled) if not funded by then"),
 });
 
 export const loanDetail = z.object({
   id: z.string(),
-  borrower: z.string().nullable().describe("the borrower's user id"),
+  borrower: z.string().describe("the borrower's user id (yours)"),
   status: z.enum(LOAN_STATUSES),
   amount: usdc("principal"),
   netAmount: usdc("paid out: amount less insuranceFee"),
@@ -65,16 +94,23 @@ export const loanDetail = z.object({
   duration: z.number().int().describe("days"),
   interestRate: z.number().describe("flat rate for the term, a fraction"),
   totalRepayment: usdc("amount plus interest"),
-  purpose: z.string().nullable(),
+  purpose: z.string().optional().describe("as given; absent when none was"),
   amountPaid: usdc("repaid so far"),
   remainingBalance: usdc("still owed (totalRepayment while pending; 0 once closed or cancelled)"),
   createdAt: isoDate,
-  expiresAt: isoDate.nullable().describe("when a pending request lapses; null for a loan funded outside the API"),
-  fundedAt: isoDate.nullable(),
-  dueDate: isoDate.nullable(),
-  daysRemaining: z.number().int().nullable().describe("whole days to the due date, rounded up; null unless active or overdue"),
-  cancelledAt: isoDate.nullable(),
-  txHash: z.string().nullable().describe("the funding transaction"),
+  expiresAt: isoDate
+    .optional()
+    .describe("when the request lapses if not funded by then; absent only for a loan funded outside the API, which had no request"),
+  fundedAt: isoDate.optional().describe("when the pool funded it; absent until funded"),
+  dueDate: isoDate.optional().describe("fundedAt plus the term (and any extension); absent until funded"),
+  daysRemaining: z
+    .number()
+    .int()
+    .describe(
+      "whole days of the term left: the duration while pending, the days to dueDate rounded up while active, 0 once overdue or closed",
+    ),
+  cancelledAt: isoDate.optional().describe("present only on a cancelled loan (a lapsed request: its expiresAt)"),
+  txHash: z.string().optional().describe("the funding transaction; absent until funded"),
 });
 
 export const listQuery = z.object({
@@ -92,11 +128,9 @@ export const loanListItem = loanDetail.pick({
 });
 
 export const repayBody = z.strictObject({
-  amount: usdcAmount({
-    max: 1_000_000,
-    description:
-      "USDC to pay from your managed wallet, at most 6 decimals; a part is allowed, and an amount at or above the payoff closes the loan and pays only the payoff",
-  }),
+  amount: loanAmount(
+    "USDC to pay from your managed wallet, a number with at most 6 decimals (else 400 VALIDATION_ERROR); a part is allowed, from 0.01 USDC (less only when it pays the whole remaining balance), else 400 INVALID_AMOUNT; an amount at or above the payoff closes the loan and pays only the payoff",
+  ),
 });
 export const repayResponse = z.object({
   loanId: z.string(),

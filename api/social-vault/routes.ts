@@ -72,7 +72,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       auth: "user",
       body: depositBody,
       response: depositResponse,
-      errors: ["SOCIAL_VAULT_NOT_FOUND", "VAULT_LOCKED", "INSUFFICIENT_BALANCE", "SERVICE_UNAVAILABLE"],
+      errors: ["SOCIAL_VAULT_NOT_FOUND", "AMOUNT_TOO_SMALL", "VAULT_LOCKED", "INSUFFICIENT_BALANCE", "SERVICE_UNAVAILABLE"],
       handler: async ({ body, principal, operation }) => ({
         data: await socialVault.deposit(principal().user, body.amount, operation),
       }),
@@ -86,7 +86,14 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       auth: "user",
       body: instantBody,
       response: instantResponse,
-      errors: ["SOCIAL_VAULT_NOT_FOUND", "VAULT_LOCKED", "DAILY_LIMIT_EXCEEDED", "INSUFFICIENT_BALANCE", "SERVICE_UNAVAILABLE"],
+      errors: [
+        "SOCIAL_VAULT_NOT_FOUND",
+        "AMOUNT_TOO_SMALL",
+        "VAULT_LOCKED",
+        "DAILY_LIMIT_EXCEEDED",
+        "INSUFFICIENT_BALANCE",
+        "SERVICE_UNAVAILABLE",
+      ],
       handler: async ({ body, principal, operation }) => ({
         data: await socialVault.withdrawInstant(principal().user, body.amount, body.recipient, operation),
       }),
@@ -157,10 +164,12 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       operationId: "requestSocialVaultWithdrawal",
       tag: TAG,
       summary: "Ask for a withdrawal above the daily limit: guardian approvals, then the timelock",
+      description:
+        "Only for an amount above what today's rolling daily limit still allows: one within it is 400 VALIDATION_ERROR (send it with POST /v1/social-vault/withdraw/instant), and nothing is sent.",
       auth: "user",
       body: requestBody,
       response: withdrawalResponse,
-      errors: ["SOCIAL_VAULT_NOT_FOUND", "VAULT_LOCKED", "NOT_ENOUGH_GUARDIANS", "SERVICE_UNAVAILABLE"],
+      errors: ["SOCIAL_VAULT_NOT_FOUND", "AMOUNT_TOO_SMALL", "VAULT_LOCKED", "NOT_ENOUGH_GUARDIANS", "SERVICE_UNAVAILABLE"],
       handler: async ({ body, principal, operation }) => ({
         data: await socialVault.requestWithdrawal(principal().user, body.amount, body.recipient, operation),
       }),

@@ -89,9 +89,17 @@ export const withdrawalIdParams = z.object({
     .regex(/^0x[0-9a-fA-F]{40}-\d{1,20}$/, "must be a withdrawal id (<vault address>-<request id>)")
     .describe("the withdrawal's id: its vault's address and its request id"),
 });
+/** Where withdrawn USDC may go: any wallet but the ones it would be lost to or stuck in. */
+const recipient = address.describe(
+  "where the USDC goes: not the zero address, your social vault itself or a contract of the platform (USDC, staking vault, loan book, forwarder, ...), which are 400 VALIDATION_ERROR",
+);
 export const requestBody = z.strictObject({
-  amount: usdcAmount({ max: MAX_SOCIAL_VAULT_AMOUNT, description: "USDC to send once approved, for amounts above the daily limit" }),
-  recipient: address.describe("where the USDC goes"),
+  amount: usdcAmount({
+    max: MAX_SOCIAL_VAULT_AMOUNT,
+    description:
+      "USDC to send once approved: only above what today's rolling daily limit still allows (an amount within it is 400 VALIDATION_ERROR: use /withdraw/instant); at least 0.01 or the vault's whole balance (else 400 AMOUNT_TOO_SMALL)",
+  }),
+  recipient,
 });
 const withdrawalFields = {
   withdrawalId: z.string(),
@@ -197,7 +205,10 @@ export const approveUnlockBody = z.strictObject({ vaultAddress: address.describe
 export const approveUnlockResponse = z.object({ vaultAddress: address, approvalsReceived: z.number().int(), txHash });
 
 export const depositBody = z.strictObject({
-  amount: usdcAmount({ max: MAX_SOCIAL_VAULT_AMOUNT, description: "USDC to move from your managed wallet into the vault" }),
+  amount: usdcAmount({
+    max: MAX_SOCIAL_VAULT_AMOUNT,
+    description: "USDC to move from your managed wallet into the vault: at least 0.01 (else 400 AMOUNT_TOO_SMALL)",
+  }),
 });
 export const depositResponse = z.object({
   amount: usdc2("USDC deposited"),
@@ -208,9 +219,10 @@ export const depositResponse = z.object({
 export const instantBody = z.strictObject({
   amount: usdcAmount({
     max: MAX_SOCIAL_VAULT_AMOUNT,
-    description: "USDC to send at once: at most what remains of the rolling daily limit",
+    description:
+      "USDC to send at once: at most what remains of the rolling daily limit (else 400 DAILY_LIMIT_EXCEEDED); at least 0.01 or the vault's whole balance (else 400 AMOUNT_TOO_SMALL)",
   }),
-  recipient: address.describe("where the USDC goes"),
+  recipient,
 });
 export const instantResponse = z.object({
   amount: usdc2("USDC sent"),

@@ -66,7 +66,7 @@ export function vaultRoutes({ vault }: { vault: VaultService }): RouteSpec[] {
       auth: "user",
       body: withdrawBody,
       response: withdrawResponse,
-      errors: ["INSUFFICIENT_BALANCE", "INSUFFICIENT_LIQUIDITY", "VAULT_PAUSED", "SERVICE_UNAVAILABLE"],
+      errors: ["AMOUNT_TOO_SMALL", "INSUFFICIENT_BALANCE", "INSUFFICIENT_LIQUIDITY", "VAULT_PAUSED", "SERVICE_UNAVAILABLE"],
       handler: async ({ body, principal, operation }) => ({
         data: await vault.withdraw(principal().user, body.tmUSDCAmount, operation),
       }),

@@ -32,8 +32,16 @@ export const vaultPosition = z.object({
   tmUSDCBalance: usdc2("your tmUSDC"),
   usdcValue: usdc2("what your tmUSDC redeems for now, rounded down"),
   earnedYield: usdc2("usdcValue minus your net deposits (USDC in minus USDC out); negative after a loss"),
-  depositedAt: isoDate.nullable().describe("your first deposit; null before it"),
-  lastYieldClaim: isoDate.nullable().describe("the latest yield distribution since your first deposit; null before one"),
+  depositedAt: isoDate
+    .nullable()
+    .describe(
+      "when your current holding began: your first deposit (or tmUSDC received from another wallet) since your balance was last 0; null only while you hold no tmUSDC",
+    ),
+  lastYieldClaim: isoDate
+    .nullable()
+    .describe(
+      "yield accrues in the exchange rate, nothing is claimed: the latest yield distribution of the vault your holding took part in (at or after depositedAt), else depositedAt; null only while you hold no tmUSDC",
+    ),
 });
 
 export const depositBody = z.strictObject({
@@ -54,7 +62,8 @@ export const depositResponse = z.object({
 export const withdrawBody = z.strictObject({
   tmUSDCAmount: usdcAmount({
     max: MAX_VAULT_AMOUNT,
-    description: "tmUSDC to redeem: more than 0, at most 6 decimals; your whole balance as shown redeems every share",
+    description:
+      "tmUSDC to redeem: more than 0, at most 6 decimals; at least what 0.01 USDC is worth at the current rate (else 400 AMOUNT_TOO_SMALL), except your whole balance as shown, which is always allowed and redeems every share",
   }),
 });
 export const withdrawResponse = z.object({

@@ -2,7 +2,6 @@
 // pool funds them), the list and detail views, cancellation, and funding by the pool through the
 // one transaction sender (a job once a request is LOAN_FUNDING_DELAY_S old, or the sandbox at
 // once, the same code). Money in bigint micro-USDC, formatted only in the views.
-import type { OperationKey } from "../idempotency/operation-key.js";
 import { randomUUID } from "node:crypto";
 import type { Contract } from "ethers";
 import type { Clock } from "../../core/clock.js";
@@ -12,23 +11,22 @@ import type { Db } from "../db.js";
 import { AppError } from "../errors.js";
 import { chainDedupeKey, chainEventId } from "../events/ids.js";
 import { domainEvent, recordEvents } from "../events/outbox.js";
+import type { OperationKey } from "../idempotency/operation-key.js";
 import type { RewardsConsumer } from "../rewards/consumer.js";
 import { chainFailure } from "../transactions/failures.js";
 import type { MirrorWait } from "../transactions/read-your-writes.js";
 import { requireReceiptEvent } from "../transactions/receipts.js";
 import { TransactionRevertedError, type TransactionSender } from "../transactions/sender.js";
 import type { UserTransactions } from "../transactions/user-transactions.js";
-import { tierFor } from "../trust-score/rules.js";
+import { type Tier, tierFor } from "../trust-score/rules.js";
 import type { UserRecord } from "../users/repo.js";
 import type { XpService } from "../xp/service.js";
 import { loanIdFromRef, refFromLoanId } from "./ids.js";
-import { type LoanRow, type LoansRepo, loanIdOf, loanStatus } from "./repo.js";
+import { type LoanRow, type LoanStatus, type LoansRepo, loanIdOf, loanStatus } from "./repo.js";
 import { extensionInterest, loanTerms } from "./terms.js";
 
 /** Open loans (waiting requests, active and overdue loans) a borrower may have at once (the spec's example). */
 export const MAX_ACTIVE_LOANS = 3;
-/** The lowest Trust Score that may borrow: a user with no history at all (score 0) may not. */
-export const MIN_LOAN_SCORE = 5;
 /** A default blocks new loans for this long (the spec's figure). */
 export const RECENT_DEFAULT_DAYS = 90;
 /** How long a request waits for funding before it lapses (becomes cancelled). */
@@ -38,6 +36,14 @@ export const MIN_DURATION_DAYS = 7;
 export const MAX_DURATION_DAYS = 90;
 /** The smallest loan: below it the fee and interest round to nothing worth a transaction. */
 export const MIN_LOAN_MICRO = 1_000_000n;
+/**
+ * The smallest repayment, 0.01 USDC (the smallest amount the API shows with two decimals): less is
+ * a transaction the service pays gas for that moves nothing visible. Paying the whole remaining
+ * balance is allowed below it, so a loan can always be closed.
+ */
+export const MIN_PAYMENT_MICRO = 10_000n;
+/** The largest repayment one request may offer: far above any loan's balance (the LoanBook takes only the payoff). */
+export const MAX_PAYMENT_MICRO = 1_000_000n * 1_000_000n;
 /** How long before the due date the borrower is reminded (a `loan.due_reminder` event). */
 export const REMINDER_HOURS = 24;
 /** Extensions a loan may have (documented in docs/decisions.md, "Loan extensions"). */
@@ -67,6 +73,11 @@ export interface LoansServiceDeps {
   };
   /** LOAN_FUNDING_DELAY_S: how old a request is before the pool funds it by itself. */
   fundingDelaySeconds: number;
+  /**
+   * LOAN_MIN_SCORE: below this Trust Score a user may not borrow (SCORE_TOO_LOW). 0 by default, so
+   * that the tier table holds from its first row: tier New starts at score 0.
+   */
+  minScore: number;
 }
 
 const rate = (bps: number) => bps / 10_000;
@@ -78,7 +89,7 @@ export function createLoansService(deps: LoansServiceDeps) {
   function eligibilityFrom(user: UserRecord, standing: { openLoans: number; overdue: boolean; lastDefaultAt: Date | null }, now: Date) {
     const tier = tierFor(user.trustScore);
     const restrictions: Restriction[] = [];
-    if (user.trustScore < MIN_LOAN_SCORE) restrictions.push("SCORE_TOO_LOW");
+    if (user.trustScore < deps.minScore) restrictions.push("SCORE_TOO_LOW");
     if (standing.openLoans >= MAX_ACTIVE_LOANS) restrictions.push("MAX_LOANS_REACHED");
     if (standing.overdue) restrictions.push("OVERDUE_LOAN");
     if (standing.lastDefaultAt && now.getTime() - standing.lastDefaultAt.getTime() < RECENT_DEFAULT_DAYS * DAY_MS) {
@@ -97,19 +108,33 @@ export function createLoansService(deps: LoansServiceDeps) {
     };
   }
 
-  function detailView(row: LoanRow, now: Date) {
+  /**
+   * Whole days left of the term: all of it while pending (it starts at funding), the days to the
+   * due date rounded up while active, none once overdue or closed.
+   */
+  function daysRemainingOf(row: LoanRow, status: LoanStatus, now: Date): number {
+    if (status === "pending") return row.durationDays;
+    if (status !== "active" || !row.dueDate) return 0;
+    // From the funding at the earliest: a development chain's block time may run a few seconds
+    // ahead of the service clock.
+    const from = Math.max(now.getTime(), row.fundedAt?.getTime() ?? 0);
+    return Math.max(0, Math.ceil((row.dueDate.getTime() - from) / DAY_MS));
+  }
+
+  /**
+   * A loan as its borrower sees it (`borrowerId`: theirs, also for a loan funded outside the API).
+   * A field the loan does not have yet is left out, never null: purpose when none was given; the
+   * funding's time, due date and transaction until the mirror has the loan; expiresAt for a loan
+   * funded outside the API (it had no request); cancelledAt unless cancelled.
+   */
+  function detailView(row: LoanRow, now: Date, borrowerId: string) {
     const status = loanStatus(row, now);
     const totalRepayment = row.amount + row.interest;
     const funded = row.chainStatus !== null;
     const remaining = funded ? row.remainingBalance! : status === "pending" ? totalRepayment : 0n;
-    // From the funding at the earliest: a development chain's block time may run a few seconds
-    // ahead of the service clock.
-    const from = Math.max(now.getTime(), row.fundedAt?.getTime() ?? 0);
-    const daysRemaining =
-      row.dueDate && (status === "active" || status === "overdue") ? Math.max(0, Math.ceil((row.dueDate.getTime() - from) / DAY_MS)) : null;
     return {
       id: loanIdOf(row),
-      borrower: row.userId,
+      borrower: borrowerId,
       status,
       amount: usdcNumber(row.amount),
       netAmount: usdcNumber(row.amount - row.insuranceFee),
@@ -118,17 +143,51 @@ export function createLoansService(deps: LoansServiceDeps) {
       interestRate:
         row.interestRateBps === null ? Number((Number(row.interest) / Number(row.amount)).toFixed(4)) : rate(row.interestRateBps),
       totalRepayment: usdcNumber(totalRepayment),
-      purpose: row.purpose,
+      ...(row.purpose !== null && { purpose: row.purpose }),
       amountPaid: usdcNumber(row.totalPaid ?? 0n),
       remainingBalance: usdcNumber(remaining),
       createdAt: row.createdAt.toISOString(),
-      expiresAt: row.expiresAt?.toISOString() ?? null,
-      fundedAt: row.fundedAt?.toISOString() ?? null,
-      dueDate: row.dueDate?.toISOString() ?? null,
-      daysRemaining,
-      cancelledAt: status === "cancelled" ? (row.cancelledAt ?? row.expiresAt)!.toISOString() : null,
-      txHash: row.fundTxHash,
+      ...(row.expiresAt && { expiresAt: row.expiresAt.toISOString() }),
+      ...(funded && {
+        fundedAt: row.fundedAt!.toISOString(),
+        dueDate: row.dueDate!.toISOString(),
+        txHash: row.fundTxHash!,
+      }),
+      daysRemaining: daysRemainingOf(row, status, now),
+      ...(status === "cancelled" && { cancelledAt: (row.cancelledAt ?? row.expiresAt)!.toISOString() }),
     };
+  }
+
+  /**
+   * The request's own terms against the borrower's tier (service-spec: INVALID_AMOUNT,
+   * INVALID_DURATION), zero and negative amounts included: the schema checks only their form.
+   */
+  function checkTerms(tier: Tier, input: { amount: bigint; duration: number }) {
+    if (input.amount < MIN_LOAN_MICRO || input.amount > BigInt(tier.maxAmount) * 1_000_000n) {
+      throw new AppError("INVALID_AMOUNT", `The amount must be from 1 to ${tier.maxAmount} USDC for the ${tier.tier} tier`, {
+        field: "amount",
+        reason: `1 to ${tier.maxAmount} USDC`,
+      });
+    }
+    const longest = Math.min(tier.maxDuration, MAX_DURATION_DAYS);
+    if (input.duration < MIN_DURATION_DAYS || input.duration > longest) {
+      const range = longest === MIN_DURATION_DAYS ? `${longest} days` : `${MIN_DURATION_DAYS} to ${longest} days`;
+      throw new AppError("INVALID_DURATION", `The duration must be ${range} for the ${tier.tier} tier`, {
+        field: "duration",
+        reason: range,
+      });
+    }
+  }
+
+  /** A positive repayment below MIN_PAYMENT_MICRO is INVALID_AMOUNT, unless it pays the whole remaining balance. */
+  function checkPayment(row: LoanRow, amount: bigint) {
+    const remaining = row.remainingBalance ?? 0n;
+    if (amount >= MIN_PAYMENT_MICRO || amount >= remaining) return;
+    throw new AppError(
+      "INVALID_AMOUNT",
+      `A repayment is at least ${usdcNumber(MIN_PAYMENT_MICRO)} USDC, or the whole remaining balance (${usdcNumber(remaining)} USDC)`,
+      { field: "amount", reason: `at least ${usdcNumber(MIN_PAYMENT_MICRO)} USDC, or the whole remaining balance` },
+    );
   }
 
   async function rowOf(user: UserRecord, loanId: string): Promise<LoanRow> {
@@ -221,22 +280,7 @@ export function createLoansService(deps: LoansServiceDeps) {
             reason: eligibility.restrictions.join(","),
           });
         }
-        if (input.amount < MIN_LOAN_MICRO || input.amount > BigInt(tier.maxAmount) * 1_000_000n) {
-          throw new AppError("INVALID_AMOUNT", `The amount must be from 1 to ${tier.maxAmount} USDC for the ${tier.tier} tier`, {
-            field: "amount",
-            reason: `1 to ${tier.maxAmount} USDC`,
-          });
-        }
-        if (input.duration > tier.maxDuration) {
-          throw new AppError(
-            "INVALID_DURATION",
-            `The duration must be from ${MIN_DURATION_DAYS} to ${tier.maxDuration} days for the ${tier.tier} tier`,
-            {
-              field: "duration",
-              reason: `${MIN_DURATION_DAYS} to ${tier.maxDuration} days`,
-            },
-          );
-        }
+        checkTerms(tier, input);
         const terms = loanTerms(input.amount, tier.interestRateBps);
         await repo.insertRequest(tx, {
           id,
@@ -274,7 +318,7 @@ export function createLoansService(deps: LoansServiceDeps) {
         ]);
       });
       deps.invalidateUser(user.id);
-      const view = detailView(await rowOf(user, id), deps.clock.now());
+      const view = detailView(await rowOf(user, id), deps.clock.now(), user.id);
       return {
         id: view.id,
         status: "pending" as const,
@@ -284,20 +328,20 @@ export function createLoansService(deps: LoansServiceDeps) {
         duration: view.duration,
         interestRate: view.interestRate,
         totalRepayment: view.totalRepayment,
-        purpose: view.purpose,
+        ...(view.purpose !== undefined && { purpose: view.purpose }),
         createdAt: view.createdAt,
         expiresAt: view.expiresAt!,
       };
     },
 
     async detail(user: UserRecord, loanId: string) {
-      return detailView(await rowOf(user, loanId), deps.clock.now());
+      return detailView(await rowOf(user, loanId), deps.clock.now(), user.id);
     },
 
     /** The user's loans, newest first, optionally of one status; the list view's fields. */
     async list(user: UserRecord, query: { status?: string; limit: number; offset: number }) {
       const now = deps.clock.now();
-      const all = (await repo.loansOf(user.id, user.walletAddress!)).map((row) => detailView(row, now));
+      const all = (await repo.loansOf(user.id, user.walletAddress!)).map((row) => detailView(row, now, user.id));
       const matching = query.status ? all.filter((loan) => loan.status === query.status) : all;
       const page = matching.slice(query.offset, query.offset + query.limit);
       return {
@@ -306,7 +350,7 @@ export function createLoansService(deps: LoansServiceDeps) {
           status: loan.status,
           amount: loan.amount,
           remainingBalance: loan.remainingBalance,
-          dueDate: loan.dueDate,
+          ...(loan.dueDate !== undefined && { dueDate: loan.dueDate }),
           daysRemaining: loan.daysRemaining,
         })),
         pagination: {
@@ -322,11 +366,19 @@ export function createLoansService(deps: LoansServiceDeps) {
      * Repays `amount` micro-USDC of the user's loan from their managed wallet, as their own
      * transaction (an EIP-2612 permit and a forwarded repayWithPermit). An amount at or above the
      * payoff closes the loan and the LoanBook takes only the payoff. Answers after the mirror, with
-     * the XP and the Trust Score change the repayment brought.
+     * the XP and the Trust Score change the repayment brought. An amount the LoanBook would take
+     * for nothing (not positive, or dust: checkPayment) is refused before anything is sent.
      */
     async repay(user: UserRecord, loanId: string, amount: bigint, operation: OperationKey) {
+      if (amount <= 0n || amount > MAX_PAYMENT_MICRO) {
+        throw new AppError("INVALID_AMOUNT", `A repayment is more than 0 and at most ${usdcNumber(MAX_PAYMENT_MICRO)} USDC`, {
+          field: "amount",
+          reason: `more than 0 and at most ${usdcNumber(MAX_PAYMENT_MICRO)} USDC`,
+        });
+      }
       const row = await rowOf(user, loanId);
       const chainLoanId = openLoan(row, deps.clock.now());
+      checkPayment(row, amount);
       const chain = chainOrFail();
       const loanBook = chain.loanBook;
       const wallet = user.walletAddress!;
@@ -554,7 +606,7 @@ export function createLoansService(deps: LoansServiceDeps) {
         }
       }
       const owner = await db.prisma.user.findUniqueOrThrow({ where: { id: request.userId } });
-      return detailView(await rowOf(owner, id), deps.clock.now());
+      return detailView(await rowOf(owner, id), deps.clock.now(), owner.id);
     },
 
     /**

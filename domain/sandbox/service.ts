@@ -1,16 +1,21 @@
 // The money sandbox of run-and-sandbox.md section 3 (never in production): test USDC for a
 // user's managed wallet. It moves money on chain through the one transaction sender, so it
 // takes an Idempotency-Key like every money write.
-import type { OperationKey } from "../idempotency/operation-key.js";
 import type { Contract } from "ethers";
 import { formatUsdc2, rateNumber } from "../../core/money.js";
 import { AppError } from "../errors.js";
+import type { OperationKey } from "../idempotency/operation-key.js";
 import { chainFailure } from "../transactions/failures.js";
 import type { TransactionSender } from "../transactions/sender.js";
 import type { UserRecord } from "../users/repo.js";
 
 /** Most test USDC one faucet call gives (run-and-sandbox.md: more than 0 and at most 10,000). */
 export const FAUCET_MAX_USDC = 10_000;
+/**
+ * Least test USDC one faucet call gives, 0.01 USDC (the smallest amount the API shows): less is a
+ * transaction the service pays gas for that mints nothing visible.
+ */
+export const FAUCET_MIN_MICRO = 10_000n;
 /** Most yield one sandbox distribution adds: plenty to move the rate, far from any overflow. */
 export const YIELD_MAX_USDC = 1_000_000;
 /** Whose Idempotency-Keys the anonymous sandbox routes use (they have no user). */
@@ -61,6 +66,10 @@ export function createSandboxService({ sender, usdc, vault, operator }: SandboxD
 
     /** Mints `amount` micro-USDC of test USDC to the user's managed wallet. */
     async faucet(user: UserRecord, amount: bigint, operation: OperationKey) {
+      if (amount < FAUCET_MIN_MICRO) {
+        const minimum = `${formatUsdc2(FAUCET_MIN_MICRO)} USDC`;
+        throw new AppError("AMOUNT_TOO_SMALL", `The faucet gives at least ${minimum}`, { field: "amount", reason: `at least ${minimum}` });
+      }
       if (!usdc) throw new AppError("SERVICE_UNAVAILABLE", "This chain has real USDC (USDC_ADDRESS): there is no faucet");
       const wallet = user.walletAddress!;
       const data = usdc.interface.encodeFunctionData("mint", [wallet, amount]);

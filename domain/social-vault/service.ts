@@ -3,14 +3,14 @@
 // limit. Every write is the user's own transaction through the relay (domain/transactions), so a
 // wallet calling the contracts directly takes the same paths; figures come from the chain's
 // receipt and the mirror. Money in bigint micro-USDC, formatted only in the views.
-import type { OperationKey } from "../idempotency/operation-key.js";
 import { createHmac } from "node:crypto";
-import { AbiCoder, type Contract, getAddress, keccak256 } from "ethers";
+import { AbiCoder, type Contract, getAddress, keccak256, ZeroAddress } from "ethers";
 import type { Clock } from "../../core/clock.js";
 import { formatUsdc2 } from "../../core/money.js";
 import { platformContractAt } from "../../core/platform-abi.js";
 import type { Db } from "../db.js";
 import { AppError } from "../errors.js";
+import type { OperationKey } from "../idempotency/operation-key.js";
 import { chainFailure } from "../transactions/failures.js";
 import type { MirrorWait } from "../transactions/read-your-writes.js";
 import { receiptEvent, requireReceiptEvent } from "../transactions/receipts.js";
@@ -40,7 +40,16 @@ export interface SocialVaultServiceDeps {
   alerts?: { run(now: Date): Promise<number> };
   /** The user's managed wallet's private key (the duress key is keyed by it: see duressKeyOf). */
   privateKeyOf(walletIndex: number): string;
+  /** Every contract of the deployment by its key (usdc, stakingVault, loanBook, forwarder, ...): never a recipient. */
+  platformContracts: Record<string, string>;
 }
+
+/**
+ * The smallest deposit or withdrawal, 0.01 USDC (the smallest amount the API shows): less is a
+ * transaction the service pays gas for that moves nothing visible. A withdrawal of the vault's
+ * whole balance is allowed below it, so a vault can always be emptied.
+ */
+export const MIN_AMOUNT_MICRO = 10_000n;
 
 /**
  * The duress key for `pin`: HMAC-SHA256 keyed by the owner's managed-wallet key over the vault and
@@ -164,6 +173,33 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
   const { factory } = deps;
   /** A clone of the social vault at `address` (all share the implementation's ABI). */
   const vaultContract = (address: string) => platformContractAt("socialVault", address, factory.runner ?? undefined);
+  const platformContractOf = new Map(Object.entries(deps.platformContracts).map(([key, address]) => [address.toLowerCase(), key]));
+
+  /**
+   * Refuses a recipient the USDC would be lost to or stuck in, before anything is sent: the zero
+   * address (the contract's own refusal would come back as a failed transaction), the vault itself,
+   * and the platform's contracts, none of which pays USDC sent to it out to anyone.
+   */
+  function screenRecipient(recipient: string, vaultAddress: string) {
+    const address = recipient.toLowerCase();
+    const contract = platformContractOf.get(address);
+    const reason =
+      address === ZeroAddress
+        ? "the zero address: the USDC would be lost"
+        : address === vaultAddress.toLowerCase()
+          ? "your social vault itself"
+          : contract
+            ? `a platform contract (${contract}): the USDC would be lost`
+            : null;
+    if (reason) throw new AppError("VALIDATION_ERROR", `The recipient cannot be ${reason}`, { field: "recipient", reason });
+  }
+
+  /** Refuses an amount below MIN_AMOUNT_MICRO (AMOUNT_TOO_SMALL), unless it is `whole` (the vault's whole balance). */
+  function checkMinimum(amount: bigint, what: string, whole?: bigint) {
+    if (amount >= MIN_AMOUNT_MICRO || amount === whole) return;
+    const minimum = `${formatUsdc2(MIN_AMOUNT_MICRO)} USDC${whole === undefined ? "" : " or the vault's whole balance"}`;
+    throw new AppError("AMOUNT_TOO_SMALL", `The minimum ${what} is ${minimum}`, { field: "amount", reason: `at least ${minimum}` });
+  }
 
   /** A withdrawal by its public id (`<vault>-<requestId>`), of `vault` when given; 404 otherwise. */
   async function withdrawalByPublicId(withdrawalId: string, vault?: string) {
@@ -261,6 +297,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     /** Deposits `amount` micro-USDC from the user's managed wallet into their vault (a permit, no approval transaction). */
     async deposit(user: UserRecord, amount: bigint, operation: OperationKey) {
       const vault = await ownVault(user);
+      checkMinimum(amount, "deposit");
       if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
       const contract = vaultContract(vault.address);
       const sent = await send(user, "social_vault.deposit", operation, vault.address, {
@@ -275,12 +312,26 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     /**
      * Asks for a withdrawal above the daily limit: it needs the vault's required guardian
      * approvals and waits out its timelock (executeAfter), then the owner executes it within the
-     * contract's execution window (expiresAt), after which it is `expired`.
+     * contract's execution window (expiresAt), after which it is `expired`. An amount the instant
+     * path would send now is refused (VALIDATION_ERROR, nothing sent): it would only wait for
+     * guardians and a timelock for nothing.
      */
     async requestWithdrawal(user: UserRecord, amount: bigint, recipient: string, operation: OperationKey) {
       const vault = await ownVault(user);
+      screenRecipient(recipient, vault.address);
+      checkMinimum(amount, "withdrawal", vault.balance);
       if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
       const contract = vaultContract(vault.address);
+      // The contract's own figure: what withdraw() would allow now (the limit less the rolling window's spending).
+      const remaining = (await contract.remainingDailyLimit()) as bigint;
+      if (amount <= remaining) {
+        const reason = `within today's remaining limit of ${formatUsdc2(remaining)} USDC: use POST /v1/social-vault/withdraw/instant`;
+        throw new AppError(
+          "VALIDATION_ERROR",
+          `${formatUsdc2(amount)} USDC may leave at once (today's remaining limit is ${formatUsdc2(remaining)} USDC): send it with POST /v1/social-vault/withdraw/instant; a request is for amounts above it`,
+          { field: "amount", reason },
+        );
+      }
       const sent = await send(user, "social_vault.request_withdrawal", operation, vault.address, {
         data: contract.interface.encodeFunctionData("requestWithdrawal", [amount, recipient]),
       });
@@ -575,6 +626,8 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     /** Sends `amount` micro-USDC from the vault to `recipient` at once, within the rolling daily limit. */
     async withdrawInstant(user: UserRecord, amount: bigint, recipient: string, operation: OperationKey) {
       const vault = await ownVault(user);
+      screenRecipient(recipient, vault.address);
+      checkMinimum(amount, "withdrawal", vault.balance);
       if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
       const contract = vaultContract(vault.address);
       const sent = await send(user, "social_vault.withdraw", operation, vault.address, {

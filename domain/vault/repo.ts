@@ -23,7 +23,10 @@ export interface PositionRow {
   shares: bigint;
   deposited: bigint;
   withdrawn: bigint;
-  firstDepositAt: Date | null;
+  /** When the current holding began (the indexer's `heldSince`); null while no shares are held. */
+  heldSince: Date | null;
+  /** The vault's latest yield distribution at or after heldSince: the latest the holding took part in. */
+  lastDistributionAt: Date | null;
 }
 
 /** A rate the vault had at a point of time (after a yield distribution), scaled like exchangeRate(). */
@@ -55,10 +58,16 @@ export function createVaultRepo({ db }: { db: Db }) {
     /** The holder's transactions oldest first, with the block order (yield history). */
     chronologicalOf: async (ownerWallet: string) => (await transactionsOf(db, ownerWallet)).reverse(),
 
+    /** The holder's position and the last distribution it took part in, in one read (one snapshot of the mirror). */
     async positionOf(ownerWallet: string): Promise<PositionRow | null> {
-      const rows = await prisma.$queryRawUnsafe<{ shares: string; deposited: bigint; withdrawn: bigint; firstDepositAt: Date | null }[]>(
-        `SELECT "shares"::text AS "shares", "deposited", "withdrawn", "firstDepositAt" FROM "VaultPosition"
-          WHERE "chainId" = ${MIRRORED_CHAIN_ID_SQL} AND "owner" = $1`,
+      const rows = await prisma.$queryRawUnsafe<
+        { shares: string; deposited: bigint; withdrawn: bigint; heldSince: Date | null; lastDistributionAt: Date | null }[]
+      >(
+        `SELECT p."shares"::text AS "shares", p."deposited", p."withdrawn", p."heldSince",
+                (SELECT max(y."timestamp") FROM "YieldDistribution" y
+                  WHERE y."chainId" = p."chainId" AND y."timestamp" >= p."heldSince") AS "lastDistributionAt"
+           FROM "VaultPosition" p
+          WHERE p."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND p."owner" = $1`,
         ownerWallet.toLowerCase(),
       );
       const row = rows[0];
@@ -67,17 +76,9 @@ export function createVaultRepo({ db }: { db: Db }) {
         shares: BigInt(row.shares),
         deposited: BigInt(row.deposited),
         withdrawn: BigInt(row.withdrawn),
-        firstDepositAt: row.firstDepositAt,
+        heldSince: row.heldSince,
+        lastDistributionAt: row.lastDistributionAt,
       };
-    },
-
-    /** The latest yield distribution at or after `since` (when yield last reached the holder). */
-    async lastDistributionSince(since: Date): Promise<Date | null> {
-      const rows = await prisma.$queryRawUnsafe<{ at: Date | null }[]>(
-        `SELECT max("timestamp") AS "at" FROM "YieldDistribution" WHERE "chainId" = ${MIRRORED_CHAIN_ID_SQL} AND "timestamp" >= $1`,
-        since,
-      );
-      return rows[0]?.at ?? null;
     },
 
     /** The rates after each yield distribution, oldest first. */

@@ -2,13 +2,13 @@
 // (domain/transactions/user-transactions.ts), figures read from the chain (status, rates, the
 // amounts of a write) or from the mirror (position, history), all in bigint micro-USDC and
 // formatted only in the views at the end.
-import type { OperationKey } from "../idempotency/operation-key.js";
 import type { Contract, JsonRpcProvider, TransactionReceipt } from "ethers";
 import type { Clock } from "../../core/clock.js";
-import { formatUsdc2, rateNumber } from "../../core/money.js";
+import { formatUsdc2, rateNumber, usdcNumber } from "../../core/money.js";
 import { platformContractAt } from "../../core/platform-abi.js";
 import { AppError } from "../errors.js";
 import { chainDedupeKey, chainEventId } from "../events/ids.js";
+import type { OperationKey } from "../idempotency/operation-key.js";
 import type { RewardsConsumer } from "../rewards/consumer.js";
 import { chainFailure } from "../transactions/failures.js";
 import type { MirrorWait } from "../transactions/read-your-writes.js";
@@ -36,6 +36,19 @@ export const YIELD_DISCLAIMER =
   "A projection at today's supply APY, held constant and paid pro rata by day. The vault's rate moves with loan demand and repayments, losses can lower it, and past yield does not promise future yield. Not financial advice.";
 
 const WAD = 10n ** 18n;
+const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b;
+
+/**
+ * The smallest withdrawal, as USDC: what 0.01 USDC (the smallest amount the API shows) is worth in
+ * tmUSDC at the current rate. Less is a transaction the service pays gas for that moves nothing
+ * visible; the whole balance may always be withdrawn, however small.
+ */
+export const MIN_WITHDRAW_MICRO = 10_000n;
+
+/** AMOUNT_TOO_SMALL naming the field and its minimum: the contract's deposit minimum and the service's withdrawal minimum alike. */
+function amountTooSmall(field: "amount" | "tmUSDCAmount", minimum: string, what: string) {
+  return new AppError("AMOUNT_TOO_SMALL", `The minimum ${what} is ${minimum}`, { field, reason: `at least ${minimum}` });
+}
 
 /** A vault contract's revert as the spec's error (part 7), naming the request field at fault. */
 function vaultRevert(revert: { name: string; args: unknown[] }, field: "amount" | "tmUSDCAmount"): AppError | undefined {
@@ -44,10 +57,7 @@ function vaultRevert(revert: { name: string; args: unknown[] }, field: "amount" 
     case "EnforcedPause":
       return new AppError("VAULT_PAUSED", "The vault is temporarily paused");
     case "StakingVaultDepositTooSmall":
-      return new AppError("AMOUNT_TOO_SMALL", `The minimum deposit is ${formatUsdc2(args[1]!)} USDC`, {
-        field,
-        reason: `at least ${formatUsdc2(args[1]!)} USDC`,
-      });
+      return amountTooSmall(field, `${formatUsdc2(args[1]!)} USDC`, "deposit");
     case "ERC20InsufficientBalance":
       return new AppError("INSUFFICIENT_BALANCE", `Your wallet holds ${formatUsdc2(args[1]!)} USDC`, {
         field,
@@ -153,20 +163,23 @@ export function createVaultService(deps: VaultServiceDeps) {
 
     /**
      * The user's position: tmUSDC from the mirror, valued at today's rate (previewRedeem);
-     * earned yield = that value minus net deposits (USDC in minus USDC out).
+     * earned yield = that value minus net deposits (USDC in minus USDC out). Yield accrues in the
+     * rate and is never claimed, so depositedAt is when the current holding began (a deposit or a
+     * transfer in, since the balance was last 0) and lastYieldClaim the latest distribution the
+     * holding took part in, or depositedAt before any; both null while no tmUSDC is held.
      */
     async position(user: UserRecord) {
       const row = await repo.positionOf(user.walletAddress!);
       const shares = row?.shares ?? 0n;
       const value = await redeemValue(shares);
-      const firstDepositAt = row?.firstDepositAt ?? null;
-      const lastYield = firstDepositAt ? await repo.lastDistributionSince(firstDepositAt) : null;
+      const heldSince = shares > 0n ? (row?.heldSince ?? null) : null;
+      const lastYield = heldSince ? (row?.lastDistributionAt ?? heldSince) : null;
       return {
         userId: user.id,
         tmUSDCBalance: formatUsdc2(shares / SHARES_PER_MICRO),
         usdcValue: formatUsdc2(value),
         earnedYield: formatUsdc2(value - (row?.deposited ?? 0n) + (row?.withdrawn ?? 0n)),
-        depositedAt: firstDepositAt?.toISOString() ?? null,
+        depositedAt: heldSince?.toISOString() ?? null,
         lastYieldClaim: lastYield?.toISOString() ?? null,
       };
     },
@@ -191,12 +204,21 @@ export function createVaultService(deps: VaultServiceDeps) {
 
     /**
      * Redeems `tmUsdc` micro-tmUSDC for USDC to the user's wallet. Asking for the whole balance
-     * as shown (six decimals) redeems every share, leaving no dust below a micro-tmUSDC.
+     * as shown (six decimals) redeems every share, leaving no dust below a micro-tmUSDC. Less than
+     * MIN_WITHDRAW_MICRO's worth, unless the whole balance, is AMOUNT_TOO_SMALL, nothing sent.
      */
     async withdraw(user: UserRecord, tmUsdc: bigint, operation: OperationKey) {
       const wallet = user.walletAddress!;
       const held = (await vault.balanceOf(wallet)) as bigint;
-      const shares = tmUsdc === held / SHARES_PER_MICRO && held > 0n ? held : tmUsdc * SHARES_PER_MICRO;
+      const whole = tmUsdc === held / SHARES_PER_MICRO && held > 0n;
+      if (!whole) {
+        // The contract's own rounding: the shares 0.01 USDC takes (rounded up), in whole micro-tmUSDC.
+        const minimum = ceilDiv((await vault.previewWithdraw(MIN_WITHDRAW_MICRO)) as bigint, SHARES_PER_MICRO);
+        if (tmUsdc < minimum) {
+          throw amountTooSmall("tmUSDCAmount", `${usdcNumber(minimum)} tmUSDC (0.01 USDC now) or your whole balance`, "withdrawal");
+        }
+      }
+      const shares = whole ? held : tmUsdc * SHARES_PER_MICRO;
       const done = await write(user, "withdraw", operation, "tmUSDCAmount", {
         data: vault.interface.encodeFunctionData("redeem", [shares, wallet, wallet]),
       });

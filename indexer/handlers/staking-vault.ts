@@ -22,6 +22,7 @@ function position(ctx: Context, owner: string, block: number): Position | undefi
       firstDepositAt: null,
       lastDepositAt: null,
       lastWithdrawAt: null,
+      heldSince: null,
       updatedBlock: block,
     };
     ctx.state.positions.set(key, row);
@@ -37,6 +38,8 @@ export const stakingVaultHandlers = handlersOf("stakingVault", {
     entities: ({ from, to }) => [from, to].filter((a) => a !== ZeroAddress).map((a) => entity.position(a)),
     apply(ctx, { from, to, value: shares }, log) {
       const mintOrBurn = from === ZeroAddress || to === ZeroAddress;
+      // A holder's transfer to itself changes nothing of its holding.
+      const moves = from !== to;
       if (from !== ZeroAddress) {
         const sender = position(ctx, from, log.blockNumber);
         if (sender) {
@@ -44,11 +47,17 @@ export const stakingVaultHandlers = handlersOf("stakingVault", {
           // handled by the Withdraw event, which knows the assets paid out).
           if (!mintOrBurn && sender.shares > 0n) sender.costBasis -= (sender.costBasis * shares) / sender.shares;
           sender.shares -= shares;
+          if (moves && sender.shares === 0n) sender.heldSince = null;
         }
       }
       if (to !== ZeroAddress) {
         const receiver = position(ctx, to, log.blockNumber);
-        if (receiver) receiver.shares += shares;
+        if (receiver) {
+          // A holding begins with the first shares received (a deposit's mint, or a transfer
+          // from another wallet) while the balance is 0; it ends when the balance is 0 again.
+          if (moves && receiver.shares === 0n && shares > 0n) receiver.heldSince = log.timestamp;
+          receiver.shares += shares;
+        }
       }
     },
   },

@@ -57,14 +57,14 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
     await chain?.close();
   });
 
-  it("gives every tier's limits and rate, and the restrictions that stop a borrower", async () => {
+  it("gives every tier's limits and rate; every tier may borrow, New (score 0) included", async () => {
     for (const tier of TIERS) {
       for (const score of [tier.minScore, tier.maxScore]) {
         const user = await newBorrower(score);
         const response = await api.request("GET", "/v1/loans/eligibility", { token: user.token });
         expect(response.status, response.text).to.equal(200);
         expect(response.body.data).to.deep.equal({
-          eligible: score >= 5,
+          eligible: true,
           trustScore: score,
           tier: tier.tier,
           maxAmount: tier.maxAmount,
@@ -72,12 +72,45 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
           currentLoans: 0,
           maxActiveLoans: 3,
           interestRate: tier.interestRate,
-          restrictions: score >= 5 ? [] : ["SCORE_TOO_LOW"],
+          restrictions: [],
         });
       }
     }
-    const noHistory = await newBorrower(0);
-    expectErrorEnvelope(await ask(noHistory.token, { amount: 10, duration: 7 }), 403, "NOT_ELIGIBLE");
+  });
+
+  it("lets a user with no history borrow tier New's 20 USDC for 7 days; LOAN_MIN_SCORE=10 makes the same user SCORE_TOO_LOW", async () => {
+    const fresh = await newBorrower(0);
+    const eligibility = await api.request("GET", "/v1/loans/eligibility", { token: fresh.token });
+    expect(eligibility.body.data).to.deep.include({
+      eligible: true,
+      trustScore: 0,
+      tier: "New",
+      maxAmount: 20,
+      maxDuration: 7,
+      restrictions: [],
+    });
+    const asked = await ask(fresh.token, { amount: 20, duration: 7 });
+    expect(asked.status, asked.text).to.equal(200);
+    expect(asked.body.data).to.deep.include({ status: "pending", amount: 20, duration: 7, interestRate: 0.05 });
+
+    // The same kind of user under a deployment that asks for a score of 10 (its own API process, same database).
+    const strict = await startTestApi({ chain, db, env: { LOAN_MIN_SCORE: "10" } });
+    try {
+      const other = await newBorrower(0);
+      const token = await strict.token(other.subject, { expiresIn: 86_400 });
+      const refused = await strict.request("GET", "/v1/loans/eligibility", { token });
+      expect(refused.body.data).to.deep.include({ eligible: false, trustScore: 0, tier: "New", restrictions: ["SCORE_TOO_LOW"] });
+      const request = await strict.request("POST", "/v1/loans", {
+        token,
+        body: { amount: 20, duration: 7 },
+        headers: { "idempotency-key": randomUUID() },
+      });
+      expectErrorEnvelope(request, 403, "NOT_ELIGIBLE");
+      expect(request.body.error.details).to.deep.equal({ field: "eligibility", reason: "SCORE_TOO_LOW" });
+      expect(await db.prisma.loanRequest.count({ where: { userId: other.id } })).to.equal(0);
+    } finally {
+      await strict.close();
+    }
   });
 
   it("creates a pending request at the tier's terms: fee, interest and total from the one formula", async () => {
@@ -101,34 +134,72 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
 
     const detail = await api.request("GET", `/v1/loans/${data.id}`, { token: user.token });
     expect(detail.status, detail.text).to.equal(200);
+    // Nothing is null: what a pending request does not have yet is absent, and its whole term is ahead.
     expect(detail.body.data).to.deep.include({
       id: data.id,
       borrower: user.id,
       status: "pending",
+      purpose: "bike repair",
       amountPaid: 0,
       remainingBalance: usdcNumber(terms.totalRepayment),
-      fundedAt: null,
-      dueDate: null,
-      daysRemaining: null,
-      txHash: null,
+      expiresAt: data.expiresAt,
+      daysRemaining: 30,
     });
+    expect(detail.body.data).to.not.have.any.keys("fundedAt", "dueDate", "txHash", "cancelledAt");
+    expect(Object.values(detail.body.data)).to.not.include(null);
+    const listed = (await api.request("GET", "/v1/loans", { token: user.token })).body.data;
+    expect(listed).to.deep.equal([
+      { id: data.id, status: "pending", amount: 99.99, remainingBalance: usdcNumber(terms.totalRepayment), daysRemaining: 30 },
+    ]);
     const activity = await api.request("GET", "/v1/users/me/activity", { token: user.token });
     expect(activity.body.data.map((a: { type: string }) => a.type)).to.include("loan_created");
     const events = await db.prisma.domainEvent.findMany({ where: { type: "loan.created", userId: user.id } });
     expect(events).to.have.length(1);
+    // Without a purpose there is none in the answers.
+    const plain = await ask(user.token, { amount: 10, duration: 7 });
+    expect(plain.body.data).to.not.have.property("purpose");
+    expect((await api.request("GET", `/v1/loans/${plain.body.data.id}`, { token: user.token })).body.data).to.not.have.property("purpose");
   });
 
-  it("refuses amounts and durations outside the tier, and bad input, with the spec's codes", async () => {
+  it("refuses amounts and durations out of range with INVALID_AMOUNT / INVALID_DURATION, and malformed input with VALIDATION_ERROR", async () => {
     const user = await newBorrower(40); // Building: 50 USDC, 14 days
-    expectErrorEnvelope(await ask(user.token, { amount: 50.01, duration: 14 }), 400, "INVALID_AMOUNT");
-    expectErrorEnvelope(await ask(user.token, { amount: 0.5, duration: 14 }), 400, "INVALID_AMOUNT");
-    expectErrorEnvelope(await ask(user.token, { amount: 50, duration: 15 }), 400, "INVALID_DURATION");
-    expectErrorEnvelope(await ask(user.token, { amount: 10, duration: 6 }), 400, "VALIDATION_ERROR");
-    expectErrorEnvelope(await ask(user.token, { amount: 10, duration: 7.5 }), 400, "VALIDATION_ERROR");
-    expectErrorEnvelope(await ask(user.token, { amount: 10.0000001, duration: 7 }), 400, "VALIDATION_ERROR");
-    const noKey = await api.request("POST", "/v1/loans", { token: user.token, body: { amount: 10, duration: 7 } });
-    expectErrorEnvelope(noKey, 400, "VALIDATION_ERROR");
+    for (const amount of [50.01, 0.5, 0, -5, -0.000001, 2_000_000, 1e21]) {
+      const refused = await ask(user.token, { amount, duration: 14 });
+      expectErrorEnvelope(refused, 400, "INVALID_AMOUNT");
+      expect(refused.body.error.details, String(amount)).to.deep.equal({ field: "amount", reason: "1 to 50 USDC" });
+    }
+    for (const duration of [15, 6, 0, -7, 91, 365]) {
+      const refused = await ask(user.token, { amount: 50, duration });
+      expectErrorEnvelope(refused, 400, "INVALID_DURATION");
+      expect(refused.body.error.details, String(duration)).to.deep.equal({ field: "duration", reason: "7 to 14 days" });
+    }
+    // The form stays the schema's: a whole number of days, a number of USDC with at most 6 decimals, both present.
+    for (const [body, field] of [
+      [{ amount: 10, duration: 7.5 }, "duration"],
+      [{ amount: 10, duration: "7" }, "duration"],
+      [{ amount: 10 }, "duration"],
+      [{ amount: 10.0000001, duration: 7 }, "amount"],
+      [{ amount: "10", duration: 7 }, "amount"],
+      [{ duration: 7 }, "amount"],
+    ] as const) {
+      const refused = await ask(user.token, body);
+      expectErrorEnvelope(refused, 400, "VALIDATION_ERROR");
+      expect(refused.body.error.details.field, JSON.stringify(body)).to.equal(field);
+    }
     expect(await db.prisma.loanRequest.count({ where: { userId: user.id } })).to.equal(0);
+    const newTier = await newBorrower(0); // New: 20 USDC, 7 days
+    expect((await ask(newTier.token, { amount: 20, duration: 8 })).body.error.details).to.deep.equal({
+      field: "duration",
+      reason: "7 days",
+    });
+
+    // The OpenAPI document says which code answers what.
+    const doc = (await api.request("GET", "/v1/openapi.json")).body;
+    const schema = doc.paths["/v1/loans"].post.requestBody.content["application/json"].schema;
+    expect(schema.properties.amount.description).to.include("INVALID_AMOUNT");
+    expect(schema.properties.duration.description).to.include("INVALID_DURATION");
+    expect(schema.properties.amount).to.not.have.property("minimum");
+    expect(Object.keys(doc.paths["/v1/loans/{loanId}/repay"].post.responses)).to.include("400");
   });
 
   it("never lets concurrent requests pass the cap of 3 open loans", async () => {
@@ -169,6 +240,8 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
       amountPaid: 0,
       daysRemaining: 45,
     });
+    expect(data).to.include.keys("fundedAt", "dueDate", "txHash", "expiresAt");
+    expect(data).to.not.have.any.keys("cancelledAt", "purpose");
     const onChain = await chain.contracts.loanBook.getLoan(1n + BigInt(await db.prisma.loanChainState.count()) - 1n);
     expect(onChain.borrower.toLowerCase()).to.equal(user.wallet.toLowerCase());
     expect(new Date(data.dueDate).getTime() - new Date(data.fundedAt).getTime()).to.equal(45 * 86_400_000);
@@ -229,6 +302,20 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
 
   it("takes partial and full repayments as the borrower's own transactions; the payoff quote is what closing takes", async () => {
     const { user, loan } = await fundedLoan(60, 100, 30, 50); // 3 %: total 103
+    // Amounts that would move nothing worth a transaction are refused before anything is sent.
+    const repayments = () => db.prisma.chainTransaction.count({ where: { userId: user.id, purpose: "loan.repay" } });
+    for (const [amount, reason] of [
+      [0, "more than 0 and at most 1000000 USDC"],
+      [-1, "more than 0 and at most 1000000 USDC"],
+      [1_000_001, "more than 0 and at most 1000000 USDC"],
+      [0.009999, "at least 0.01 USDC, or the whole remaining balance"],
+    ] as const) {
+      const refused = await repay(user.token, loan.id, amount);
+      expectErrorEnvelope(refused, 400, "INVALID_AMOUNT");
+      expect(refused.body.error.details, String(amount)).to.deep.equal({ field: "amount", reason });
+    }
+    expectErrorEnvelope(await repay(user.token, loan.id, 1.0000001), 400, "VALIDATION_ERROR");
+    expect(await repayments()).to.equal(0);
     const partial = await repay(user.token, loan.id, 40);
     expect(partial.status, partial.text).to.equal(200);
     expect(partial.body.data).to.deep.include({
@@ -268,7 +355,9 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
     expect(await db.prisma.trustScoreModifier.count({ where: { userId: user.id, type: "on_time_bonus" } })).to.equal(1);
     expect(before - (await usdcOf(user.wallet))).to.equal(onChain);
     expectErrorEnvelope(await repay(user.token, loan.id, 1), 409, "ALREADY_REPAID");
-    expect((await api.request("GET", `/v1/loans/${loan.id}`, { token: user.token })).body.data.status).to.equal("repaid");
+    const closed = (await api.request("GET", `/v1/loans/${loan.id}`, { token: user.token })).body.data;
+    expect(closed).to.deep.include({ status: "repaid", daysRemaining: 0, remainingBalance: 0 });
+    expect(closed).to.include.keys("fundedAt", "dueDate", "txHash");
   });
 
   it("never takes more than is owed under 50 concurrent repayments of one loan", async () => {
@@ -298,6 +387,29 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
     await waitForHead(db, chain);
     const detail = (await api.request("GET", `/v1/loans/${loan.id}`, { token: user.token })).body.data;
     expect(detail).to.deep.include({ amountPaid: 10, remainingBalance: 20.9, status: "active" });
+  });
+
+  it("shows a loan funded outside the API from the chain alone: the borrower's user id, no request's expiry, no nulls", async () => {
+    const user = await newBorrower(60);
+    const operator = chain.contracts.loanBook.connect(await chain.signer(0)) as typeof chain.contracts.loanBook;
+    const ref = refFromLoanId(randomUUID());
+    const funded = await (await operator.getFunction("fundLoan")(ref, user.wallet, usdc(30), usdc(1), usdc(3), 30)).wait();
+    await waitForHead(db, chain);
+    const list = (await api.request("GET", "/v1/loans", { token: user.token })).body.data;
+    expect(list).to.have.length(1);
+    const detail = await api.request("GET", `/v1/loans/${list[0].id}`, { token: user.token });
+    expect(detail.status, detail.text).to.equal(200);
+    expect(detail.body.data).to.deep.include({ borrower: user.id, status: "active", amount: 30, daysRemaining: 30, txHash: funded!.hash });
+    expect(detail.body.data).to.not.have.any.keys("expiresAt", "purpose", "cancelledAt");
+    expect(Object.values(detail.body.data)).to.not.include(null);
+    expect(list[0]).to.deep.equal({
+      id: list[0].id,
+      status: "active",
+      amount: 30,
+      remainingBalance: 31,
+      dueDate: detail.body.data.dueDate,
+      daysRemaining: 30,
+    });
   });
 
   it("extends an active loan once, within the tier's longest term, for the added days' interest", async () => {
@@ -481,11 +593,30 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
     // The service clock moved past the first token's expiry too.
     user.token = await api.token(user.subject, { expiresIn: 86_400 });
     const lapsed = await api.request("GET", `/v1/loans/${second.id}`, { token: user.token });
-    expect(lapsed.body.data).to.deep.include({ status: "cancelled", cancelledAt: second.expiresAt, remainingBalance: 0 });
+    expect(lapsed.body.data).to.deep.include({ status: "cancelled", cancelledAt: second.expiresAt, remainingBalance: 0, daysRemaining: 0 });
+    expect(lapsed.body.data).to.not.have.any.keys("fundedAt", "dueDate", "txHash");
+    const byUser = (await api.request("GET", `/v1/loans/${first.id}`, { token: user.token })).body.data;
+    expect(byUser).to.deep.include({ status: "cancelled", cancelledAt: cancelled.body.data.cancelledAt, daysRemaining: 0 });
     const job = await api.services.loans.fundDue(api.clock.now());
     expect(job.lapsed).to.be.at.least(1);
     expect((await db.prisma.loanRequest.findUniqueOrThrow({ where: { id: second.id } })).cancelReason).to.equal("expired");
     const cancelledOnes = await api.request("GET", "/v1/loans?status=cancelled", { token: user.token });
     expect(cancelledOnes.body.data.map((loan: { id: string }) => loan.id)).to.have.members([first.id, second.id]);
+  });
+
+  it("takes a repayment below 0.01 USDC only when it pays the whole remaining balance", async () => {
+    const { user, loan } = await fundedLoan(40, 20, 7, 5); // Building, 4 %: total 20.80
+    // Past the term the payoff is the whole remaining balance (every day of interest is charged).
+    expect((await api.request("POST", "/dev/time/advance", { body: { seconds: 7 * 86_400 + 3_600 } })).status).to.equal(200);
+    user.token = await api.token(user.subject, { expiresIn: 86_400 });
+    const most = await repay(user.token, loan.id, 20.795);
+    expect(most.status, most.text).to.equal(200);
+    expect(most.body.data).to.deep.include({ remainingBalance: 0.005, status: "active" });
+    const dust = await repay(user.token, loan.id, 0.004);
+    expectErrorEnvelope(dust, 400, "INVALID_AMOUNT");
+    expect(dust.body.error.message).to.include("0.005");
+    const rest = await repay(user.token, loan.id, 0.005);
+    expect(rest.status, rest.text).to.equal(200);
+    expect(rest.body.data).to.deep.include({ amountPaid: 0.005, remainingBalance: 0, status: "repaid" });
   });
 });

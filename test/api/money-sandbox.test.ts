@@ -68,8 +68,15 @@ describe(`money sandbox: faucet, transaction sender, Idempotency-Key (${usingPos
       expectErrorEnvelope(response, 400, "VALIDATION_ERROR");
       expect(response.body.error.details.field, String(amount)).to.equal("amount");
     }
+    // Below 0.01 USDC (the smallest amount shown) a mint is not worth its gas.
+    for (const amount of [0.000001, 0.009999]) {
+      const response = await faucet({ amount });
+      expectErrorEnvelope(response, 400, "AMOUNT_TOO_SMALL");
+      expect(response.body.error.details).to.deep.equal({ field: "amount", reason: "at least 0.01 USDC" });
+    }
     expect((await faucet({ amount: 10_000 })).status).to.equal(200);
-    expect(await faucetTransactions()).to.equal(before + 1);
+    expect((await faucet({ amount: 0.01 })).status).to.equal(200);
+    expect(await faucetTransactions()).to.equal(before + 2);
   });
 
   it("takes an optional Idempotency-Key: without one each request is a new operation; a malformed one is refused; documented", async () => {

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { expect } from "chai";
+import { getAddress } from "ethers";
 import { platformContractAt } from "../../core/platform-abi.js";
 import { managedWalletsFor } from "../../core/wallets.js";
 import { duressCommitmentOf, duressKeyOf } from "../../domain/social-vault/service.js";
@@ -124,6 +125,105 @@ describe(`social vault API: create, deposit, instant withdrawals (${usingPostgre
       400,
       "VALIDATION_ERROR",
     );
+  });
+
+  it("screens recipients before the chain: the zero address, the vault itself and the platform's contracts are VALIDATION_ERROR, nothing sent", async () => {
+    const user = await newUser(200);
+    const vaultAddress = (await create(user.token, { dailyLimit: 50 })).body.data.vaultAddress as string;
+    expect((await post("/v1/social-vault/deposit", user.token, { amount: 150 })).status).to.equal(200);
+    const contracts = chain.deployment.contracts;
+    expect(Object.keys(contracts)).to.include.members([
+      "usdc",
+      "stakingVault",
+      "loanBook",
+      "forwarder",
+      "socialVaultFactory",
+      "interestRateModel",
+    ]);
+    const kinds: [string, string][] = [
+      ["0x0000000000000000000000000000000000000000", "the zero address: the USDC would be lost"],
+      [vaultAddress, "your social vault itself"],
+      [getAddress(vaultAddress), "your social vault itself"],
+      ...Object.entries(contracts).map(([key, deployed]): [string, string] => [
+        deployed.address,
+        `a platform contract (${key}): the USDC would be lost`,
+      ]),
+    ];
+    const recorded = () => db.prisma.chainTransaction.count({ where: { userId: user.id } });
+    const before = await recorded();
+    for (const [recipient, reason] of kinds) {
+      // An amount each path would take from any other recipient: within today's limit, and above it.
+      for (const [path, amount] of [
+        ["/v1/social-vault/withdraw/instant", 10],
+        ["/v1/social-vault/withdraw/request", 100],
+      ] as const) {
+        const refused = await post(path, user.token, { amount, recipient });
+        expectErrorEnvelope(refused, 400, "VALIDATION_ERROR");
+        expect(refused.body.error.details, `${path} to ${recipient}`).to.deep.equal({ field: "recipient", reason });
+      }
+    }
+    expect(await recorded()).to.equal(before);
+    expect(await usdcOf(vaultAddress)).to.equal(usdc(150));
+    expect((await post("/v1/social-vault/withdraw/instant", user.token, { amount: 10, recipient: user.wallet })).status).to.equal(200);
+  });
+
+  it("refuses amounts below 0.01 USDC unless they empty the vault, and a request the instant path would serve, sending nothing", async () => {
+    const user = await newUser(300);
+    const vaultAddress = (await create(user.token, { dailyLimit: 100 })).body.data.vaultAddress as string;
+    const friend = (await newUser()).wallet;
+    const recorded = () => db.prisma.chainTransaction.count({ where: { userId: user.id } });
+    const before = await recorded();
+    for (const amount of [0.000001, 0.009999]) {
+      for (const [path, body, reason] of [
+        ["/v1/social-vault/deposit", { amount }, "at least 0.01 USDC"],
+        ["/v1/social-vault/withdraw/instant", { amount, recipient: friend }, "at least 0.01 USDC or the vault's whole balance"],
+        ["/v1/social-vault/withdraw/request", { amount, recipient: friend }, "at least 0.01 USDC or the vault's whole balance"],
+      ] as const) {
+        const refused = await post(path, user.token, body);
+        expectErrorEnvelope(refused, 400, "AMOUNT_TOO_SMALL");
+        expect(refused.body.error.details, `${path} ${amount}`).to.deep.equal({ field: "amount", reason });
+      }
+    }
+    expect(await recorded()).to.equal(before);
+    const smallest = await post("/v1/social-vault/deposit", user.token, { amount: 0.01 });
+    expect(smallest.status, smallest.text).to.equal(200);
+    expect((await post("/v1/social-vault/deposit", user.token, { amount: 250 })).status).to.equal(200);
+
+    // A request within what today's window still allows belongs to the instant path.
+    const request = (amount: number) => post("/v1/social-vault/withdraw/request", user.token, { amount, recipient: friend });
+    const afterDeposits = await recorded();
+    const within = await request(100);
+    expectErrorEnvelope(within, 400, "VALIDATION_ERROR");
+    expect(within.body.error.details).to.deep.equal({
+      field: "amount",
+      reason: "within today's remaining limit of 100.00 USDC: use POST /v1/social-vault/withdraw/instant",
+    });
+    expect(within.body.error.message).to.include("POST /v1/social-vault/withdraw/instant");
+    expect((await post("/v1/social-vault/withdraw/instant", user.token, { amount: 60, recipient: friend })).status).to.equal(200);
+    const rest = await request(40);
+    expectErrorEnvelope(rest, 400, "VALIDATION_ERROR");
+    expect(rest.body.error.details.reason).to.equal(
+      "within today's remaining limit of 40.00 USDC: use POST /v1/social-vault/withdraw/instant",
+    );
+    expect(await recorded()).to.equal(afterDeposits + 1);
+    // Just above it the request path takes it (this vault has no guardians yet, so the contract refuses it there).
+    expectErrorEnvelope(await request(40.01), 409, "NOT_ENOUGH_GUARDIANS");
+    expect(await usdcOf(vaultAddress)).to.equal(190_010_000n);
+
+    // The whole balance may leave below the minimum: a vault is always emptied.
+    const saver = await newUser(5);
+    expect((await create(saver.token, { dailyLimit: 1_000 })).status).to.equal(200);
+    expect((await post("/v1/social-vault/deposit", saver.token, { amount: 1 })).status).to.equal(200);
+    const most = await post("/v1/social-vault/withdraw/instant", saver.token, { amount: 0.995, recipient: friend });
+    expect(most.body.data).to.deep.include({ newBalance: "0.00" });
+    expectErrorEnvelope(
+      await post("/v1/social-vault/withdraw/instant", saver.token, { amount: 0.004, recipient: friend }),
+      400,
+      "AMOUNT_TOO_SMALL",
+    );
+    const emptied = await post("/v1/social-vault/withdraw/instant", saver.token, { amount: 0.005, recipient: friend });
+    expect(emptied.status, emptied.text).to.equal(200);
+    expect(await usdcOf((await chain.contracts.factory.predictVault(saver.wallet)) as string)).to.equal(0n);
   });
 
   it("adds guardians by wallet address, pending until the timelock, and removes them (a pending one at once, an active one after the timelock)", async () => {

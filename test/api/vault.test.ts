@@ -1,4 +1,6 @@
 import { randomUUID } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { expect } from "chai";
 import { Transaction, toQuantity } from "ethers";
 import pino from "pino";
@@ -10,13 +12,14 @@ import { startTestApi, type TestApi } from "../helpers/api.js";
 import { type TestChain, usdc } from "../helpers/chain.js";
 import { type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { expectErrorEnvelope } from "../helpers/envelope.js";
-import { waitFor } from "../helpers/mirror.js";
+import { waitFor, waitForHead } from "../helpers/mirror.js";
 import { type MoneyStack, newTestUser, postWithKey, startMoneyStack } from "../helpers/money-stack.js";
 
 // The staking vault over real HTTP: a real chain, the indexer beside the API, users' own
 // transactions relayed through the forwarder, every figure checked against the contract.
 
 const SHARES_PER_MICRO = 10n ** 12n;
+const MIGRATIONS = join(import.meta.dirname, "../../prisma/migrations");
 
 describe(`vault API: deposits, withdrawals, yield, over the relay (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
   this.timeout(240_000);
@@ -105,6 +108,109 @@ describe(`vault API: deposits, withdrawals, yield, over the relay (${usingPostgr
     const list = await api.request("GET", "/v1/vault/transactions?limit=2&offset=1", { token: user.token });
     expect(list.body.data.map((t: { type: string }) => t.type)).to.deep.equal(["withdraw", "deposit"]);
     expect(list.body.pagination).to.deep.equal({ total: 3, limit: 2, offset: 1, hasMore: false });
+  });
+
+  it("dates the position from when the current holding began, and its last yield from the distributions it took part in", async () => {
+    const user = await newUser(200);
+    const position = async () => (await api.request("GET", "/v1/vault/position", { token: user.token })).body.data;
+    const blockTime = async (txHash: string) => {
+      const receipt = await chain.provider.getTransactionReceipt(txHash);
+      return new Date((await chain.provider.getBlock(receipt!.blockNumber))!.timestamp * 1_000).toISOString();
+    };
+    const before = await position();
+    expect(before).to.deep.include({ tmUSDCBalance: "0.00", depositedAt: null, lastYieldClaim: null });
+
+    // A deposit: the holding begins; no distribution since, so the last yield is the deposit's time.
+    const first = await post("/v1/vault/deposit", user.token, { amount: 100 });
+    expect(first.status, first.text).to.equal(200);
+    const firstAt = await blockTime(first.body.data.txHash);
+    expect(await position()).to.deep.include({ depositedAt: firstAt, lastYieldClaim: firstAt });
+
+    // A distribution while holding: the last yield is its time; the holding's start stays.
+    const distributed = await api.request("POST", "/dev/vault/yield", {
+      body: { amount: 10 },
+      headers: { "idempotency-key": randomUUID() },
+    });
+    expect(distributed.status, distributed.text).to.equal(200);
+    await waitFor(
+      async () => (await db.prisma.yieldDistribution.count({ where: { txHash: distributed.body.data.txHash } })) === 1,
+      15_000,
+      "the distribution in the mirror",
+    );
+    const yieldAt = await blockTime(distributed.body.data.txHash);
+    expect(await position()).to.deep.include({ depositedAt: firstAt, lastYieldClaim: yieldAt });
+
+    // Everything withdrawn: no holding, no dates.
+    const all = await post("/v1/vault/withdraw", user.token, {
+      tmUSDCAmount: Number((await shares(user.wallet)) / SHARES_PER_MICRO) / 1e6,
+    });
+    expect(all.status, all.text).to.equal(200);
+    expect(await shares(user.wallet)).to.equal(0n);
+    expect(await position()).to.deep.include({ tmUSDCBalance: "0.00", depositedAt: null, lastYieldClaim: null });
+
+    // A new holding begins with the next deposit: the earlier distribution is not its own.
+    const again = await post("/v1/vault/deposit", user.token, { amount: 50 });
+    expect(again.status, again.text).to.equal(200);
+    const againAt = await blockTime(again.body.data.txHash);
+    expect(againAt > yieldAt).to.equal(true);
+    expect(await position()).to.deep.include({ depositedAt: againAt, lastYieldClaim: againAt });
+
+    // tmUSDC received from another wallet (a plain ERC-20 transfer) begins a holding too.
+    const receiver = await newUser();
+    const giver = await chain.signer(6);
+    await directDeposit(chain, giver, usdc(20));
+    const vault = chain.contracts.vault.connect(giver) as typeof chain.contracts.vault;
+    const sent = await (await vault.getFunction("transfer")(receiver.wallet, 5n * 10n ** 18n)).wait();
+    await waitForHead(db, chain);
+    const receivedAt = await blockTime(sent!.hash);
+    const received = (await api.request("GET", "/v1/vault/position", { token: receiver.token })).body.data;
+    expect(received).to.deep.include({ depositedAt: receivedAt, lastYieldClaim: receivedAt });
+    expect(received.tmUSDCBalance).to.not.equal("0.00");
+
+    // The migration that added the holding's start backfills it from the kept logs to the same values.
+    const owners = [user.wallet, receiver.wallet, await giver.getAddress()].map((address) => address.toLowerCase());
+    const folded = () =>
+      db.prisma.vaultPosition.findMany({
+        where: { owner: { in: owners } },
+        select: { owner: true, heldSince: true },
+        orderBy: { owner: "asc" },
+      });
+    const expected = await folded();
+    expect(expected.filter((row) => row.heldSince !== null)).to.have.length(3);
+    const migration = readFileSync(
+      join(MIGRATIONS, readdirSync(MIGRATIONS).find((name) => name.endsWith("_vault_position_held_since"))!, "migration.sql"),
+      "utf8",
+    );
+    await db.prisma.vaultPosition.updateMany({ data: { heldSince: null } });
+    await db.prisma.$executeRawUnsafe(migration.slice(migration.indexOf("WITH")));
+    expect(await folded()).to.deep.equal(expected);
+  });
+
+  it("refuses a withdrawal worth less than 0.01 USDC unless it is the whole balance, sending nothing", async () => {
+    const user = await newUser(20);
+    expect((await post("/v1/vault/deposit", user.token, { amount: 10 })).status).to.equal(200);
+    const minimumShares = (await chain.contracts.vault.previewWithdraw(10_000n)) as bigint;
+    const minimum = (minimumShares + SHARES_PER_MICRO - 1n) / SHARES_PER_MICRO; // micro-tmUSDC
+    const recorded = () => db.prisma.chainTransaction.count({ where: { userId: user.id, purpose: "vault.withdraw" } });
+    for (const tmUSDCAmount of [0.000001, Number(minimum - 1n) / 1e6]) {
+      const refused = await post("/v1/vault/withdraw", user.token, { tmUSDCAmount });
+      expectErrorEnvelope(refused, 400, "AMOUNT_TOO_SMALL");
+      expect(refused.body.error.details).to.deep.equal({
+        field: "tmUSDCAmount",
+        reason: `at least ${Number(minimum) / 1e6} tmUSDC (0.01 USDC now) or your whole balance`,
+      });
+    }
+    expect(await recorded()).to.equal(0);
+    const smallest = await post("/v1/vault/withdraw", user.token, { tmUSDCAmount: Number(minimum) / 1e6 });
+    expect(smallest.status, smallest.text).to.equal(200);
+    expect(smallest.body.data.usdcReceived).to.equal("0.01");
+
+    // Leave 5 micro-tmUSDC (far below the minimum): that whole balance may still be withdrawn.
+    const held = (await shares(user.wallet)) / SHARES_PER_MICRO;
+    expect((await post("/v1/vault/withdraw", user.token, { tmUSDCAmount: Number(held - 5n) / 1e6 })).status).to.equal(200);
+    const dust = await post("/v1/vault/withdraw", user.token, { tmUSDCAmount: 0.000005 });
+    expect(dust.status, dust.text).to.equal(200);
+    expect(await shares(user.wallet)).to.equal(0n);
   });
 
   it("turns the contract's refusals into the spec's codes, sending and recording nothing", async () => {
@@ -280,7 +386,7 @@ describe(`vault API: deposits, withdrawals, yield, over the relay (${usingPostgr
     const doc = (await api.request("GET", "/v1/openapi.json")).body;
     for (const path of ["/v1/vault/deposit", "/v1/vault/withdraw"]) {
       const header = doc.paths[path].post.parameters.find((p: { name: string }) => p.name === "Idempotency-Key");
-      expect(header, path).to.deep.include({ in: "header", required: true });
+      expect(header, path).to.deep.include({ in: "header", required: false });
     }
     for (const path of ["/v1/vault/status", "/v1/vault/position", "/v1/vault/yield/history", "/v1/vault/rates", "/v1/vault/transactions"]) {
       expect(doc.paths[path]?.get, path).to.be.an("object");

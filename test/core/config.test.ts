@@ -20,6 +20,8 @@ describe("configuration", () => {
     expect(config.chain.deployerPrivateKey).to.equal(HARDHAT_DEV_DEPLOYER_KEY);
     expect(config.database).to.deep.equal({ url: undefined, pgliteDir: ".data/pglite" });
     expect(config.loanFundingDelaySeconds).to.equal(60);
+    expect(config.loanMinScore).to.equal(0);
+    expect(loadConfig({ LOAN_MIN_SCORE: "10" }).loanMinScore).to.equal(10);
   });
 
   it("switches to a remote chain and PostgreSQL by URL", () => {
@@ -38,6 +40,10 @@ describe("configuration", () => {
     ["DEPLOYER_PRIVATE_KEY", "0x1234", "config: DEPLOYER_PRIVATE_KEY must be a 0x-prefixed 32-byte hex private key"],
     ["CONFIRMATIONS", "-1", "config: CONFIRMATIONS must be a non-negative integer"],
     ["NODE_ENV", "staging", "config: NODE_ENV must be development, test or production"],
+    ["LOAN_MIN_SCORE", "101", "config: LOAN_MIN_SCORE must be an integer from 0 to 100"],
+    ["LOAN_MIN_SCORE", "-1", "config: LOAN_MIN_SCORE must be an integer from 0 to 100"],
+    ["LOAN_MIN_SCORE", "5.5", "config: LOAN_MIN_SCORE must be an integer from 0 to 100"],
+    ["LOAN_MIN_SCORE", "five", "config: LOAN_MIN_SCORE must be an integer from 0 to 100"],
     ["PUBLIC_BASE_URL", "https://api.example.com/", "config: PUBLIC_BASE_URL must be an http(s) URL without a trailing slash"],
     ["PUBLIC_BASE_URL", "api.example.com", "config: PUBLIC_BASE_URL must be an http(s) URL without a trailing slash"],
     ["PUBLIC_BASE_URL", "https://api.example.com?x=1", "config: PUBLIC_BASE_URL must be an http(s) URL without a trailing slash"],
