@@ -196,8 +196,10 @@ export function mountRoutes(routes: RouteSpec[], deps: { idempotency?: Idempoten
         // missing required field is named like any other.
         const body = parse(route.body, req.body ?? {}, "body");
         const operationName = `${route.method.toUpperCase()} ${route.path}`;
-        const key = acceptsIdempotencyKey(route) ? idempotencyKeyOf(req) : undefined;
-        const requestHash = requestHashOf(operationName, req.body);
+        const write = acceptsIdempotencyKey(route);
+        const key = write ? idempotencyKeyOf(req) : undefined;
+        // Reads send nothing: no hash to keep with a transaction, none computed on the hot path.
+        const requestHash = write ? requestHashOf(operationName, req.body) : "";
         if (key !== undefined) {
           // Requests refused by validation or authentication above are not kept (nothing ran).
           if (!deps.idempotency) throw new Error(`route ${route.operationId} takes keys but no idempotency store is mounted`);
