@@ -24,6 +24,15 @@ describe(`migrations (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () 
     }
   });
 
+  it("has no semicolon in a migration's comments (the schema engine splits statements at every one, on PostgreSQL)", () => {
+    for (const directory of readMigrationsList().migrationDirectories) {
+      const content = directory.migrationFile.content;
+      const sql = content.tag === "ok" ? content.value : "";
+      const commented = sql.split("\n").filter((line) => /^\s*--.*;/.test(line));
+      expect(commented, directory.path).to.deep.equal([]);
+    }
+  });
+
   it("records every migration in Prisma's _prisma_migrations table", async () => {
     const rows = await db.prisma.$queryRawUnsafe<{ migration_name: string; finished_at: Date | null }[]>(
       `SELECT migration_name, finished_at FROM "_prisma_migrations" ORDER BY migration_name`,

@@ -2,7 +2,7 @@
 ALTER TABLE "VaultPosition" ADD COLUMN     "heldSince" TIMESTAMP(3);
 
 -- Backfill from the kept logs (the staking vault's tmUSDC Transfer logs): each holder's balance
--- after each of its transfers, in chain order; a holder with shares now has held them since its
+-- after each of its transfers, in chain order. A holder with shares now has held them since its
 -- first receipt after the last time that balance was 0. A transfer to oneself changes nothing.
 WITH "moves" AS (
   SELECT l."chainId", '0x' || lower(substr(side."topic", 27)) AS "owner", l."blockNumber", l."logIndex", b."timestamp",
