@@ -72,6 +72,15 @@ const envSchema = z.object({
     .regex(/^\d{1,30}$/, "must be a whole number of wei in decimal digits")
     .default("100000000000000000")
     .transform(BigInt),
+  SMTP_URL: optionalString.refine((value) => value === undefined || /^smtps?:\/\/.+/.test(value), {
+    message: "must be an smtp:// or smtps:// URL (user and password in it where the server needs them)",
+  }),
+  EMAIL_FROM: z.string().min(3).default("TrustMint <no-reply@trustmint.local>"),
+  EXPO_PUSH_URL: z
+    .string()
+    .default("https://exp.host/--/api/v2/push/send")
+    .refine((value) => /^https?:\/\/\S+$/.test(value), { message: "must be an http(s) URL (Expo's push API, or a stand-in)" }),
+  EXPO_ACCESS_TOKEN: optionalString,
   REDIS_URL: optionalString.refine((value) => value === undefined || /^rediss?:\/\/.+/.test(value), {
     message: "must be a redis:// URL",
   }),
@@ -184,6 +193,14 @@ export interface Config {
   loanFundingDelaySeconds: number;
   /** LOAN_MIN_SCORE: below this Trust Score a user may not borrow (SCORE_TOO_LOW); 0 lets tier New borrow. */
   loanMinScore: number;
+  notifications: {
+    /** SMTP server of e-mail notifications; without it (never in production) e-mails go to the log. */
+    smtpUrl: string | undefined;
+    emailFrom: string;
+    /** Expo's push API (a local receiver in tests) and its optional access token. */
+    expoPushUrl: string;
+    expoAccessToken: string | undefined;
+  };
   logLevel: Env["LOG_LEVEL"];
 }
 
@@ -215,6 +232,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
         "AUTH_ISSUER",
         "AUTH_AUDIENCE",
         "MANAGED_WALLET_MNEMONIC",
+        "SMTP_URL",
       ] as const
     ).filter((name) => env[name] === undefined);
     if (missing.length > 0) {
@@ -222,8 +240,9 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     }
   }
 
-  // The development identity provider's key set is fetched from this process itself (its key is
-  // the one of DATA_DIR); a wildcard bind address is reached through the loopback interface.
+  // The development identity provider's key set is fetched from this process itself (every
+  // process on the database has the same key); a wildcard bind address is reached through the
+  // loopback interface.
   const selfHost = env.HOST === "0.0.0.0" || env.HOST === "::" ? "127.0.0.1" : env.HOST;
   const selfUrl = `http://${selfHost.includes(":") ? `[${selfHost}]` : selfHost}:${env.PORT}`;
   // Its issuer is the address clients reach: one for all the API processes behind a load
@@ -259,6 +278,12 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     trustProxy: env.TRUST_PROXY,
     loanFundingDelaySeconds: env.LOAN_FUNDING_DELAY_S,
     loanMinScore: env.LOAN_MIN_SCORE,
+    notifications: {
+      smtpUrl: env.SMTP_URL,
+      emailFrom: env.EMAIL_FROM,
+      expoPushUrl: env.EXPO_PUSH_URL,
+      expoAccessToken: env.EXPO_ACCESS_TOKEN,
+    },
     logLevel: env.LOG_LEVEL,
   };
 }

@@ -123,6 +123,7 @@ describe(`HTTP platform (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
           AUTH_ISSUER: "https://idp.example/",
           AUTH_AUDIENCE: "api",
           MANAGED_WALLET_MNEMONIC: "test test test test test test test test test test test junk",
+          SMTP_URL: "smtp://127.0.0.1:9",
         },
       });
     });

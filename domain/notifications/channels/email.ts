@@ -1,0 +1,48 @@
+// E-mail over SMTP with nodemailer (SMTP_URL). Without an SMTP server (never in production: the
+// configuration requires one there) an e-mail is written to the log instead, so `npm start`
+// needs nothing else.
+import nodemailer from "nodemailer";
+import type { Logger } from "../../../core/logger.js";
+
+export interface EmailMessage {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+/** The SMTP server refused or could not be reached: `retryable` unless it refused the message for good (5xx). */
+export class EmailSendError extends Error {
+  override name = "EmailSendError";
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+  ) {
+    super(message);
+  }
+}
+
+export function createEmailSender(options: { smtpUrl: string | undefined; from: string; logger?: Pick<Logger, "info"> }) {
+  const transport = options.smtpUrl
+    ? nodemailer.createTransport({ url: options.smtpUrl, connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 })
+    : undefined;
+  return {
+    /** Whether e-mails really leave (an SMTP server is configured). */
+    sends: transport !== undefined,
+    async send(message: EmailMessage): Promise<{ messageId: string | undefined }> {
+      if (!transport) {
+        options.logger?.info({ to: message.to, subject: message.subject }, "e-mail not sent (no SMTP_URL): logged instead");
+        return { messageId: undefined };
+      }
+      try {
+        const info = await transport.sendMail({ from: options.from, ...message });
+        return { messageId: info.messageId };
+      } catch (error) {
+        const code = (error as { responseCode?: number }).responseCode;
+        throw new EmailSendError(`SMTP: ${(error as Error).message}`, !(code !== undefined && code >= 500 && code < 600));
+      }
+    },
+    close: () => transport?.close(),
+  };
+}
+
+export type EmailSender = ReturnType<typeof createEmailSender>;
