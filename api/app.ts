@@ -20,6 +20,7 @@ import { createRateLimiter, refuseOverLimit } from "./http/rate-limit.js";
 import { requestLog } from "./http/request-log.js";
 import { mountRoutes, type RouteSpec } from "./http/route.js";
 import { loanRoutes } from "./loans/routes.js";
+import { notificationRoutes } from "./notifications/routes.js";
 import { socialVaultRoutes } from "./social-vault/routes.js";
 import { trustScoreRoutes } from "./trust-score/routes.js";
 import { userRoutes } from "./users/routes.js";
@@ -33,7 +34,19 @@ export interface AppDeps extends HealthDeps {
   /** The domain services (domain/services.ts), built once per process. */
   services: Pick<
     Services,
-    "users" | "apiKeys" | "xp" | "trust" | "idempotency" | "sandbox" | "vault" | "payer" | "loans" | "fundsLoans" | "socialVault"
+    | "users"
+    | "apiKeys"
+    | "xp"
+    | "trust"
+    | "idempotency"
+    | "sandbox"
+    | "vault"
+    | "payer"
+    | "loans"
+    | "fundsLoans"
+    | "socialVault"
+    | "notifications"
+    | "notificationFeed"
   >;
   /** Rate-limit counters shared across API processes (REDIS_URL); in-process otherwise. */
   redis?: Redis;
@@ -84,6 +97,13 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
   // Later domains (loans, vault, ...) add their `xxxRoutes(deps)` here.
   const routes: RouteSpec[] = [...userRoutes({ users, xp }), ...trustScoreRoutes({ trust }), ...apiKeyRoutes({ apiKeys })];
   routes.push(...loanRoutes({ loans: deps.services.loans }));
+  routes.push(
+    ...notificationRoutes({
+      notifications: deps.services.notifications,
+      feed: deps.services.notificationFeed,
+      production: config.isProduction,
+    }),
+  );
   if (deps.services.vault) routes.push(...vaultRoutes({ vault: deps.services.vault }));
   if (deps.services.socialVault) routes.push(...socialVaultRoutes({ socialVault: deps.services.socialVault }));
   if (config.auth.devProvider) {

@@ -12,13 +12,17 @@ import { createApiKeysRepo } from "./api-keys/repo.js";
 import { createApiKeysService } from "./api-keys/service.js";
 import type { Db } from "./db.js";
 import { createIdempotencyRepo } from "./idempotency/repo.js";
+import { createJobQueue } from "./jobs/queue.js";
 import { createLoansRepo } from "./loans/repo.js";
 import { createLoansService } from "./loans/service.js";
+import { createNotificationFeed } from "./notifications/feed.js";
+import { createNotificationsRepo } from "./notifications/repo.js";
+import { createNotificationsService } from "./notifications/service.js";
 import { createProcessPresence } from "./processes/presence.js";
 import { createRewardsConsumer } from "./rewards/consumer.js";
 import { createSandboxService } from "./sandbox/service.js";
 import { createGuardianAlerts } from "./social-vault/alerts.js";
-import { guardiansOfOwner, isSocialVault } from "./social-vault/repo.js";
+import { activeGuardiansOf, guardiansOfOwner, isSocialVault } from "./social-vault/repo.js";
 import { createSocialVaultService } from "./social-vault/service.js";
 import { socialVaultExport } from "./social-vault/views.js";
 import { createPayerWatch } from "./transactions/payer.js";
@@ -130,6 +134,8 @@ export function createServices({
   const cacheClock = cacheReads ? clock : undefined;
   // This process among the live ones: what it holds is taken over as soon as it dies.
   const presence = createProcessPresence({ db, kind: processKind, logger });
+  // The one queue of background work: enqueued from any process, run by the workers' runners.
+  const jobs = createJobQueue({ db, clock, presence });
   const usersRepo = createUsersRepo({ db, clock: cacheClock });
   const xpRepo = createXpRepo({ db, clock: cacheClock });
   const vaultRepo = createVaultRepo({ db });
@@ -164,6 +170,15 @@ export function createServices({
   });
   const apiKeys = createApiKeysService({ repo: apiKeysRepo, users: usersRepo, clock });
   const rewards = createRewardsConsumer({ db, xp, trust, invalidateUser, logger });
+  // The in-app feed, preferences and push devices; the channel deliveries (`deliver`) join later.
+  const notificationsRepo = createNotificationsRepo({ db });
+  const notifications = createNotificationsService({
+    db,
+    clock,
+    repo: notificationsRepo,
+    users: usersRepo,
+    activeGuardiansOf,
+  });
   const guardianAlerts = createGuardianAlerts({ db, logger });
   const onChain = chain ? moneyServices(chain) : undefined;
   const loans = createLoansService({
@@ -246,11 +261,17 @@ export function createServices({
     idempotency: createIdempotencyRepo({ db, presence }),
     /** This process's heartbeat (stop it when the process stops, so what it held is free at once). */
     presence,
+    /** The job queue (domain/jobs/): enqueue background work, in a caller's transaction if need be. */
+    jobs,
     users,
     apiKeys,
     xp,
     trust,
     rewards,
+    /** Users' notifications: the feed, preferences, push devices, and `notify` (every notification's one path). */
+    notifications,
+    /** New in-app notifications as they are written, for the live stream (one poller per process, while anyone listens). */
+    notificationFeed: createNotificationFeed({ repo: notificationsRepo, logger }),
     /** The guardians' silent alerts of locks (social_vault.guardian_alert), from the mirrored locks. */
     guardianAlerts,
     /** The one sender of the service's transactions (absent in processes without a chain). */

@@ -1,5 +1,7 @@
-// `npm run worker`: the periodic jobs alone, for deployments that run the parts as separate
-// processes against a shared PostgreSQL (DATABASE_URL). `npm start` runs the same jobs in its process.
+// `npm run worker`: the background work alone (the job queue's runner and the periodic jobs'
+// slots), for deployments that run the parts as separate processes against a shared PostgreSQL
+// (DATABASE_URL); run as many as needed, the queue gives each job to one of them. `npm start`
+// runs the same work in its process.
 // With CHAIN_RPC_URL the worker also holds the pool's operator (the paying account), so the loan
 // jobs (funding, due dates) run here too; without a chain they run only in `npm start`.
 import { bootClock, bootDatabase, bootSharedChainAndDatabase, isExpectedStartError } from "../core/boot.js";

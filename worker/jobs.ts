@@ -1,23 +1,26 @@
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
+import type { JobKind } from "../domain/jobs/runner.js";
 import type { Services } from "../domain/services.js";
-import { type Job, startWorkers, type Workers } from "./scheduler.js";
+import { type PeriodicJob, startWorkers, type Workers } from "./scheduler.js";
 
 export const HOUR_MS = 3_600_000;
+/** Finished jobs are kept this long on the service clock (for their attempts, and their dedupe keys), then pruned. */
+export const JOB_RETENTION_MS = 24 * HOUR_MS;
 
 export interface PlatformJobDeps {
   /** The domain services of this process (domain/services.ts): in npm start the API's own, so its caches see the jobs' writes. */
-  services: Pick<Services, "rewards" | "trust" | "eraseDueAccounts" | "loans" | "fundsLoans" | "guardianAlerts">;
+  services: Pick<Services, "rewards" | "trust" | "eraseDueAccounts" | "loans" | "fundsLoans" | "guardianAlerts" | "jobs">;
 }
 
 /**
- * The platform's periodic jobs. Every job is idempotent and catches up by itself (it works
- * from the state of the database at `now`), so a missed, repeated or concurrent run is harmless.
- * Later jobs (loan funding, overdue checks, webhook deliveries) are added to this list.
+ * The platform's periodic jobs, each run once per slot of its interval by one process (the job
+ * queue). Every job is idempotent and catches up by itself (it works from the state of the
+ * database at `now`), so a missed or repeated run is harmless.
  */
-export function createPlatformJobs({ services }: PlatformJobDeps): Job[] {
+export function createPlatformJobs({ services }: PlatformJobDeps): PeriodicJob[] {
   const { rewards, trust, loans } = services;
-  const lending: Job[] = services.fundsLoans
+  const lending: PeriodicJob[] = services.fundsLoans
     ? [
         {
           // The lending pool funds requests once they are LOAN_FUNDING_DELAY_S old, oldest first,
@@ -85,7 +88,25 @@ export function createPlatformJobs({ services }: PlatformJobDeps): Job[] {
         return { changed: erased.length, userIds: erased };
       },
     },
+    {
+      // The queue's finished jobs past their retention (a day of service clock): periodic runs
+      // alone add tens of thousands a day. Says the queue's counts when it deleted some.
+      name: "jobs.prune",
+      intervalMs: HOUR_MS,
+      run: async (now) => {
+        const pruned = await services.jobs.prune(new Date(now.getTime() - JOB_RETENTION_MS));
+        return { changed: pruned, ...(pruned > 0 ? { jobs: await services.jobs.stats() } : {}) };
+      },
+    },
   ];
+}
+
+/**
+ * The queued jobs' handlers by kind, beside the periodic jobs: deliveries fanned out from the
+ * outbox (notifications, webhooks) are added here. A kind runs only in processes that list it.
+ */
+export function createPlatformHandlers(_deps: PlatformJobDeps): Record<string, JobKind> {
+  return {};
 }
 
 export interface PlatformWorkerDeps extends PlatformJobDeps {
@@ -96,9 +117,20 @@ export interface PlatformWorkerDeps extends PlatformJobDeps {
   tickMs?: number;
 }
 
-/** Starts the platform's jobs (npm run worker, and npm start beside the API); `stop()` waits for running jobs. */
+/**
+ * Starts the platform's background work on the services' job queue (npm run worker, and npm
+ * start beside the API): the periodic slots enqueued, and a runner for every kind this process
+ * can run. `stop()` waits for running jobs.
+ */
 export function startPlatformWorkers(deps: PlatformWorkerDeps): Workers {
-  const workers = startWorkers({ clock: deps.clock, logger: deps.logger, jobs: createPlatformJobs(deps), tickMs: deps.tickMs });
-  deps.logger.info({ jobs: workers.jobs }, "workers started");
+  const workers = startWorkers({
+    queue: deps.services.jobs,
+    clock: deps.clock,
+    logger: deps.logger,
+    jobs: createPlatformJobs(deps),
+    handlers: createPlatformHandlers(deps),
+    tickMs: deps.tickMs,
+  });
+  deps.logger.info({ jobs: workers.jobs, kinds: workers.kinds }, "workers started");
   return workers;
 }

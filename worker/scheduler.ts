@@ -1,5 +1,13 @@
+// Periodic jobs on the job queue (domain/jobs/). Each run of a periodic job is a queued job whose
+// dedupe key names its slot, `periodic:<name>:<slot>` with slot = floor(service now / interval):
+// every process enqueues the current slot, the key keeps one job per slot, and the queue gives
+// that job to one runner. So several `npm run worker` share the periodic jobs without running one
+// slot twice. What remains of a scheduler here is enqueueing the slots as the service clock
+// moves; the runs, their retries and their crash recovery are the queue's.
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
+import { type JobQueue, PERIODIC_KEY_PREFIX } from "../domain/jobs/queue.js";
+import { type JobKind, type JobRunner, startJobRunner } from "../domain/jobs/runner.js";
 
 /** What a run did; `changed` > 0 (rows written, accounts erased, ...) logs the run at info level. */
 export interface JobOutcome {
@@ -7,94 +15,133 @@ export interface JobOutcome {
   [detail: string]: unknown;
 }
 
-export interface Job {
-  /** Stable name for logs and the ready line, e.g. `trust-score.seniority`. */
+export interface PeriodicJob {
+  /** Stable name for logs, the job kind and the dedupe key, e.g. `trust-score.seniority`. */
   name: string;
-  /** Time between the starts of two runs, on the service clock. */
+  /** Length of a slot on the service clock: at most one run per slot. */
   intervalMs: number;
-  /** Time after a failed run before the next attempt, on the service clock; default min(intervalMs, 1 minute). */
+  /** Time after a failed run before the next try, on the service clock; default min(intervalMs, 1 minute). */
   retryMs?: number;
   /** One idempotent pass; `now` is the service clock when the run started. */
   run(now: Date): Promise<JobOutcome | undefined>;
 }
 
-export interface SchedulerDeps {
-  clock: Pick<Clock, "now">;
-  logger: Logger;
-  jobs: readonly Job[];
-  /** How often (real milliseconds) the scheduler looks for due jobs; default 1 s. */
-  tickMs?: number;
-}
-
-export interface Workers {
-  /** The names of the scheduled jobs, in order. */
-  readonly jobs: readonly string[];
-  /** Starts no further run and resolves once every running job has finished. */
-  stop(): Promise<void>;
-}
+/** The name PeriodicJob had before the queue (the job queue's own jobs are `ClaimedJob`). */
+export type Job = PeriodicJob;
 
 export const DEFAULT_TICK_MS = 1_000;
+/** Real ms between the runner's looks for due jobs when idle. */
+const DEFAULT_POLL_MS = 200;
 const DEFAULT_MAX_RETRY_MS = 60_000;
 
-interface JobState {
-  job: Job;
-  /** Service-clock time (ms) from which the job is due again; 0 = at the first tick. */
-  dueAtMs: number;
-  /** Service-clock time (ms) of the last start, to notice a clock that went back. */
-  lastStartMs: number;
-  running: Promise<void> | undefined;
-}
+/** The queue kind of a periodic job's runs. */
+export const periodicKind = (name: string) => `periodic.${name}`;
+/** The slot of a service-clock time: runs of one slot are one job. */
+export const slotOf = (intervalMs: number, now: Date) => Math.floor(now.getTime() / intervalMs);
+export const periodicKey = (name: string, slot: number) => `${PERIODIC_KEY_PREFIX}${name}:${slot}`;
 
-/**
- * Runs each job once at start, then whenever its interval has passed on the service clock,
- * checked every `tickMs` of real time. Reading due times from the service clock means that
- * `/dev/time/advance` makes jobs due at once, like real time passing would (a jump of a month
- * gives one run, not one per missed interval: jobs are idempotent and catch up by themselves).
- * Runs of one job never overlap; a run that throws is logged and retried after `retryMs`;
- * nothing a job does can crash the process.
- */
-export function startWorkers({ clock, logger, jobs, tickMs = DEFAULT_TICK_MS }: SchedulerDeps): Workers {
+const retryMsOf = (job: PeriodicJob) => job.retryMs ?? Math.min(job.intervalMs, DEFAULT_MAX_RETRY_MS);
+
+function checkJobs(jobs: readonly PeriodicJob[]) {
   const names = jobs.map((job) => job.name);
   if (new Set(names).size !== names.length) throw new Error(`worker: duplicate job names (${names.join(", ")})`);
   for (const job of jobs) {
     if (!(job.intervalMs > 0)) throw new Error(`worker: job ${job.name} needs a positive intervalMs`);
   }
-  const states: JobState[] = jobs.map((job) => ({ job, dueAtMs: 0, lastStartMs: Number.NEGATIVE_INFINITY, running: undefined }));
+  return names;
+}
+
+/**
+ * The queue handlers of the periodic jobs: a run calls `run(now)` and logs at debug (at info
+ * when it changed something); a failed run is tried again `retryMs` later while its slot lasts,
+ * then the next slot's run takes over.
+ */
+export function periodicHandlers({ clock, logger, jobs }: { clock: Pick<Clock, "now">; logger: Logger; jobs: readonly PeriodicJob[] }) {
+  const handlers: Record<string, JobKind> = {};
+  for (const job of jobs) {
+    handlers[periodicKind(job.name)] = {
+      retryDelaysMs: [retryMsOf(job)],
+      handle: async () => {
+        const started = performance.now();
+        const outcome = await job.run(clock.now());
+        const line = { ...outcome, job: job.name, durationMs: Math.round(performance.now() - started) };
+        if ((outcome?.changed ?? 0) > 0) logger.info(line, "job run changed data");
+        else logger.debug(line, "job run");
+      },
+    };
+  }
+  return handlers;
+}
+
+export interface Scheduler {
+  /** The names of the periodic jobs, in order. */
+  readonly jobs: readonly string[];
+  /** Enqueues no further slot; resolves once the current look is done. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Enqueues each job's current slot, looking every `tickMs` of real time: at start, and whenever
+ * the service clock enters a new slot (/dev/time/advance makes it at once; a jump of a month
+ * gives one run, not one per missed slot: jobs catch up by themselves). A slot is `exclusive`:
+ * while the previous run of the job is queued or running it is not enqueued yet, and is tried
+ * again at the next look, so runs of one job never overlap (a run longer than its interval
+ * delays the next), on one process or several.
+ */
+export function startScheduler({
+  queue,
+  clock,
+  logger,
+  jobs,
+  tickMs = DEFAULT_TICK_MS,
+}: {
+  queue: Pick<JobQueue, "enqueue" | "get">;
+  clock: Pick<Clock, "now">;
+  logger: Logger;
+  jobs: readonly PeriodicJob[];
+  tickMs?: number;
+}): Scheduler {
+  const names = checkJobs(jobs);
+  // The last slot known enqueued (by this process or another) per job: one insert per slot.
+  const enqueued = new Map<string, number>();
   let stopped = false;
+  let failing = false;
+  let looking: Promise<void> | undefined;
 
-  async function runOnce(state: JobState, now: Date) {
-    const { job } = state;
-    const started = performance.now();
-    try {
-      const outcome = await job.run(now);
-      const durationMs = Math.round(performance.now() - started);
-      state.dueAtMs = now.getTime() + job.intervalMs;
-      const line = { ...outcome, job: job.name, durationMs };
-      if ((outcome?.changed ?? 0) > 0) logger.info(line, "job run changed data");
-      else logger.debug(line, "job run");
-    } catch (error) {
-      const retryMs = job.retryMs ?? Math.min(job.intervalMs, DEFAULT_MAX_RETRY_MS);
-      state.dueAtMs = now.getTime() + retryMs;
-      logger.error({ job: job.name, durationMs: Math.round(performance.now() - started), err: error, retryMs }, "job run failed");
-    }
+  async function enqueueSlot(job: PeriodicJob, now: Date) {
+    const slot = slotOf(job.intervalMs, now);
+    if (enqueued.get(job.name) === slot) return;
+    const dedupeKey = periodicKey(job.name, slot);
+    const id = await queue.enqueue({
+      kind: periodicKind(job.name),
+      payload: { name: job.name, slot },
+      dedupeKey,
+      exclusive: true,
+      // Tries while the slot lasts; after that the next slot's run is the retry.
+      maxAttempts: Math.max(1, Math.ceil(job.intervalMs / retryMsOf(job))),
+    });
+    // Not created: the slot exists (another process was first), or the previous run still holds the job.
+    if (id !== null || (await queue.get({ dedupeKey })) !== null) enqueued.set(job.name, slot);
   }
 
-  function tick() {
-    if (stopped) return;
+  async function look() {
     const now = clock.now();
-    const nowMs = now.getTime();
-    for (const state of states) {
-      if (state.running) continue;
-      // A clock that went back (wall-clock correction) must not postpone the job by the jump.
-      if (nowMs < state.lastStartMs) state.dueAtMs = Math.min(state.dueAtMs, nowMs);
-      if (nowMs < state.dueAtMs) continue;
-      state.lastStartMs = nowMs;
-      state.running = runOnce(state, now).finally(() => {
-        state.running = undefined;
-      });
+    try {
+      for (const job of jobs) await enqueueSlot(job, now);
+      if (failing) logger.info("periodic jobs: enqueueing again");
+      failing = false;
+    } catch (error) {
+      if (!failing) logger.warn({ error: (error as Error).message }, "periodic jobs: cannot enqueue; retrying");
+      failing = true;
     }
   }
 
+  const tick = () => {
+    if (stopped || looking) return;
+    looking = look().finally(() => {
+      looking = undefined;
+    });
+  };
   const timer = setInterval(tick, tickMs);
   tick();
 
@@ -103,7 +150,58 @@ export function startWorkers({ clock, logger, jobs, tickMs = DEFAULT_TICK_MS }: 
     async stop() {
       stopped = true;
       clearInterval(timer);
-      await Promise.all(states.map((state) => state.running));
+      await looking;
+    },
+  };
+}
+
+export interface WorkersDeps {
+  queue: JobQueue;
+  clock: Pick<Clock, "now">;
+  logger: Logger;
+  jobs: readonly PeriodicJob[];
+  /** The other kinds this process runs (deliveries, ...), beside the periodic jobs. */
+  handlers?: Record<string, JobKind>;
+  /** Real ms between the scheduler's looks for new slots; default 1 s (the runner polls at most every 200 ms). */
+  tickMs?: number;
+  /** Jobs run at once by this process; default 8. */
+  concurrency?: number;
+}
+
+export interface Workers {
+  /** The names of the periodic jobs, in order. */
+  readonly jobs: readonly string[];
+  /** Every kind this process runs. */
+  readonly kinds: readonly string[];
+  /** Enqueues and claims nothing more; resolves once every running job has finished. */
+  stop(): Promise<void>;
+}
+
+/** A process's share of the background work: the periodic slots enqueued, and a runner for them and `handlers`. */
+export function startWorkers({
+  queue,
+  clock,
+  logger,
+  jobs,
+  handlers = {},
+  tickMs = DEFAULT_TICK_MS,
+  concurrency = 8,
+}: WorkersDeps): Workers {
+  checkJobs(jobs);
+  const runner: JobRunner = startJobRunner({
+    queue,
+    handlers: { ...handlers, ...periodicHandlers({ clock, logger, jobs }) },
+    concurrency,
+    pollMs: Math.min(tickMs, DEFAULT_POLL_MS),
+    logger,
+  });
+  const scheduler = startScheduler({ queue, clock, logger, jobs, tickMs });
+  return {
+    jobs: scheduler.jobs,
+    kinds: runner.kinds,
+    async stop() {
+      await scheduler.stop();
+      await runner.stop();
     },
   };
 }

@@ -130,14 +130,18 @@ function successSchema(route: RouteSpec): JsonSchema {
   if (route.bare) return data;
   const properties: Record<string, unknown> = { success: { type: "boolean", enum: [true] } };
   const required = ["success", "meta"];
+  // `data`, unless the route answers a message and top-level fields only (DELETE /users/me).
+  const withData = route.response !== undefined || route.envelopeExtra === undefined;
+  if (withData) {
+    properties.data = data;
+    required.push("data");
+  }
+  properties.message = { type: "string" };
+  if (!withData) required.push("message");
   if (route.envelopeExtra) {
     const extra = jsonSchema(route.envelopeExtra, "output");
-    Object.assign(properties, { message: { type: "string" } }, extra.properties as object);
-    required.push("message", ...((extra.required as string[]) ?? []));
-  } else {
-    properties.data = data;
-    properties.message = { type: "string" };
-    required.push("data");
+    Object.assign(properties, extra.properties as object);
+    required.push(...((extra.required as string[]) ?? []));
   }
   if (route.paginated) {
     properties.pagination = { $ref: "#/components/schemas/Pagination" };
@@ -193,7 +197,9 @@ function operation(route: RouteSpec) {
       [String(route.status ?? 200)]: {
         description: "Success",
         headers: RATE_LIMIT_HEADERS,
-        content: { "application/json": { schema: successSchema(route) } },
+        content: route.streams
+          ? { [route.streams]: { schema: { type: "string", description: route.description ?? "a stream" } } }
+          : { "application/json": { schema: successSchema(route) } },
       },
       ...errorResponses(route),
     },

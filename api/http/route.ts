@@ -49,11 +49,20 @@ export interface Pagination {
 }
 
 export type HandlerResult<R> =
-  | { data: R; message?: string; pagination?: Pagination; status?: number }
+  | {
+      data: R;
+      message?: string;
+      pagination?: Pagination;
+      /** Top-level fields beside `data` (GET /notifications' unreadCount), as the route's `envelopeExtra` names them. */
+      extra?: Record<string, unknown>;
+      status?: number;
+    }
   /** An envelope without `data` (DELETE /users/me): `message` plus top-level fields. */
   | { data?: undefined; message: string; extra: Record<string, unknown>; status?: number }
   /** Bare JSON without the envelope (JWKS), as a contract fixes it. */
-  | { raw: unknown };
+  | { raw: unknown }
+  /** The handler wrote the answer itself (a Server-Sent Events stream): nothing more is sent. */
+  | { streamed: true };
 
 export interface RouteSpec<
   P extends AnySchema | undefined = AnySchema | undefined,
@@ -78,7 +87,13 @@ export interface RouteSpec<
   status?: number;
   /** Answer without the envelope (the JWKS). */
   bare?: boolean;
-  /** Top-level envelope fields other than data (DELETE /users/me's deletionDate). */
+  /** The answer is a stream of this media type (text/event-stream), written by the handler. */
+  streams?: string;
+  /**
+   * Top-level envelope fields other than data: beside `data` when the route has a `response`
+   * (GET /notifications' unreadCount), else with a `message` and no data (DELETE /users/me's
+   * deletionDate; an empty object for a message alone).
+   */
   envelopeExtra?: AnySchema;
   paginated?: boolean;
   /**
@@ -159,19 +174,24 @@ async function answer(route: RouteSpec, req: Request, res: Response, input: Inpu
       return req.auth;
     },
   });
+  if ("streamed" in result) return null;
   if ("raw" in result) return { status: route.status ?? 200, body: JSON.stringify(result.raw) };
   const status = result.status ?? route.status ?? 200;
+  // Like data, top-level fields are what the route's schema names, nothing more.
+  const extra = result.extra && (route.envelopeExtra ? (route.envelopeExtra.parse(result.extra) as Record<string, unknown>) : result.extra);
   if (result.data === undefined) {
-    return { status, body: envelopeText(req, undefined, { message: result.message, extra: "extra" in result ? result.extra : undefined }) };
+    return { status, body: envelopeText(req, undefined, { message: result.message, extra }) };
   }
   const data = route.response ? route.response.parse(result.data) : result.data;
-  return { status, body: envelopeText(req, data, { message: result.message, pagination: result.pagination }) };
+  return { status, body: envelopeText(req, data, { message: result.message, pagination: result.pagination, extra }) };
 }
 
 /** The answer a client error becomes inside an idempotent request, so that it is kept like a success. */
 async function answerOrRefusal(route: RouteSpec, req: Request, res: Response, input: Input) {
   try {
-    return await answer(route, req, res, input);
+    const answered = await answer(route, req, res, input);
+    if (!answered) throw new Error(`route ${route.operationId} streamed an answer that an Idempotency-Key would have to keep`);
+    return answered;
   } catch (error) {
     // A key the domain finds used by another request is not this request's to keep: thrown, so the key is freed.
     if (error instanceof AppError && ERROR_STATUS[error.code] < 500 && error.code !== "IDEMPOTENCY_KEY_REUSED") {
@@ -216,7 +236,7 @@ export function mountRoutes(routes: RouteSpec[], deps: { idempotency?: Idempoten
           return;
         }
         const result = await answer(route, req, res, { params, query, body, operation: { idempotencyKey: serviceKey(), requestHash } });
-        sendText(res, result.status, result.body);
+        if (result) sendText(res, result.status, result.body);
       } catch (error) {
         next(error);
       }

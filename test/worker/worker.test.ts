@@ -2,17 +2,20 @@ import { expect } from "chai";
 import { pino } from "pino";
 import { type Clock, createClock } from "../../core/clock.js";
 import type { Logger } from "../../core/logger.js";
+import { createJobQueue, type JobQueue } from "../../domain/jobs/queue.js";
+import { createProcessPresence, type ProcessPresence } from "../../domain/processes/presence.js";
 import { createServices } from "../../domain/services.js";
 import { createUsersRepo, type UsersRepo } from "../../domain/users/repo.js";
 import { HOUR_MS, startPlatformWorkers } from "../../worker/jobs.js";
-import { type Job, startWorkers, type Workers } from "../../worker/scheduler.js";
+import { type PeriodicJob, periodicKind, startWorkers, type Workers } from "../../worker/scheduler.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
+import { type StackProcess, startStack } from "../helpers/stack.js";
 
 /** Real milliseconds between two looks for due jobs: the tests move the service clock, not time. */
 const TICK_MS = 2;
 const DAY_S = 86_400;
 
-type LogLine = { level: number; msg: string; job?: string; err?: { message: string }; [field: string]: unknown };
+type LogLine = { level: number; msg: string; job?: string; kind?: string; err?: { message: string }; [field: string]: unknown };
 
 /** A pino logger at debug level whose lines are kept, parsed, in `lines`. */
 function capturingLogger(): { logger: Logger; lines: LogLine[] } {
@@ -48,15 +51,43 @@ function gate() {
   return { opened, open };
 }
 
-describe("worker scheduler", () => {
-  let workers: Workers | undefined;
+describe(`worker scheduler on the job queue (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
+  this.timeout(30_000);
+  let db: TestDatabase;
+  let presences: ProcessPresence[] = [];
+  let workers: Workers[] = [];
   const unhandled: unknown[] = [];
   const onUnhandled = (reason: unknown) => unhandled.push(reason);
-  before(() => process.on("unhandledRejection", onUnhandled));
-  after(() => process.off("unhandledRejection", onUnhandled));
+
+  /** The job queue of one process (its own presence) on the suite's database. */
+  const processQueue = (clock: Clock): JobQueue => {
+    const presence = createProcessPresence({ db, kind: "worker" });
+    presences.push(presence);
+    return createJobQueue({ db, clock, presence });
+  };
+  const start = (clock: Clock, logger: Logger, jobs: PeriodicJob[], queue = processQueue(clock)) => {
+    const started = startWorkers({ queue, clock, logger, jobs, tickMs: TICK_MS });
+    workers.push(started);
+    return started;
+  };
+
+  before(async () => {
+    process.on("unhandledRejection", onUnhandled);
+    db = await createTestDatabase();
+  });
+  after(async () => {
+    process.off("unhandledRejection", onUnhandled);
+    await db?.destroy();
+  });
+  beforeEach(async () => {
+    await db.prisma.$executeRaw`DELETE FROM "Job"`;
+    await db.prisma.$executeRaw`DELETE FROM "JobAttempt"`;
+  });
   afterEach(async () => {
-    await workers?.stop();
-    workers = undefined;
+    for (const current of workers) await current.stop();
+    for (const presence of presences) await presence.stop();
+    workers = [];
+    presences = [];
     expect(unhandled).to.deep.equal([]);
   });
 
@@ -64,7 +95,7 @@ describe("worker scheduler", () => {
     const clock = manualClock("2026-03-01T00:00:00.000Z");
     const { logger, lines } = capturingLogger();
     const seen: Date[] = [];
-    const job: Job = {
+    const job: PeriodicJob = {
       name: "count",
       intervalMs: 60_000,
       run: async (now) => {
@@ -72,8 +103,9 @@ describe("worker scheduler", () => {
         return { changed: seen.length === 2 ? 1 : 0 };
       },
     };
-    workers = startWorkers({ clock, logger, jobs: [job], tickMs: TICK_MS });
-    expect(workers.jobs).to.deep.equal(["count"]);
+    const current = start(clock, logger, [job]);
+    expect(current.jobs).to.deep.equal(["count"]);
+    expect(current.kinds).to.deep.equal([periodicKind("count")]);
 
     await until(() => seen.length === 1, "the run at start");
     expect(seen[0]!.toISOString()).to.equal("2026-03-01T00:00:00.000Z");
@@ -90,7 +122,7 @@ describe("worker scheduler", () => {
     await until(() => seen.length === 3, "the run after the jump");
     await severalTicks();
     expect(seen).to.have.length(3);
-    await workers.stop();
+    await current.stop();
 
     const runs = lines.filter((line) => line.job === "count");
     expect(runs.map((line) => [line.level, line.msg, line.changed])).to.deep.equal([
@@ -99,6 +131,14 @@ describe("worker scheduler", () => {
       [20, "job run", 0],
     ]);
     expect(runs[0]!.durationMs).to.be.a("number");
+    // Each run is a job of the queue, keyed by its slot.
+    const rows = await db.prisma.job.findMany({ orderBy: { runAt: "asc" }, select: { dedupeKey: true, status: true } });
+    const slot = Date.parse("2026-03-01T00:00:00.000Z") / 60_000;
+    expect(rows).to.deep.equal([
+      { dedupeKey: `periodic:count:${slot}`, status: "succeeded" },
+      { dedupeKey: `periodic:count:${slot + 1}`, status: "succeeded" },
+      { dedupeKey: `periodic:count:${slot + 11}`, status: "succeeded" },
+    ]);
   });
 
   it("logs a failing run and retries it, without crashing the process or the other jobs", async () => {
@@ -106,7 +146,7 @@ describe("worker scheduler", () => {
     const { logger, lines } = capturingLogger();
     let attempts = 0;
     let others = 0;
-    const flaky: Job = {
+    const flaky: PeriodicJob = {
       name: "flaky",
       intervalMs: HOUR_MS,
       retryMs: 1_000,
@@ -116,14 +156,14 @@ describe("worker scheduler", () => {
         return { changed: 1 };
       },
     };
-    const throwsAtOnce: Job = {
+    const throwsAtOnce: PeriodicJob = {
       name: "throws-at-once",
       intervalMs: HOUR_MS,
       run: () => {
         throw new Error("synchronous failure");
       },
     };
-    const healthy: Job = {
+    const healthy: PeriodicJob = {
       name: "healthy",
       intervalMs: HOUR_MS,
       run: async () => {
@@ -131,38 +171,42 @@ describe("worker scheduler", () => {
         return undefined;
       },
     };
-    workers = startWorkers({ clock, logger, jobs: [flaky, throwsAtOnce, healthy], tickMs: TICK_MS });
+    const current = start(clock, logger, [flaky, throwsAtOnce, healthy]);
 
+    const failureOf = (name: string) => lines.find((line) => line.kind === periodicKind(name) && line.level === 40);
     await until(() => attempts === 1 && others === 1, "the first runs");
-    await until(() => lines.some((line) => line.job === "flaky" && line.level === 50), "the error line");
-    const failure = lines.find((line) => line.job === "flaky" && line.level === 50)!;
-    expect(failure).to.deep.include({ msg: "job run failed", retryMs: 1_000 });
-    expect(failure.err?.message).to.equal("database went away");
-    await until(() => lines.some((line) => line.job === "throws-at-once" && line.level === 50), "the synchronous failure's line");
+    await until(() => failureOf("flaky") !== undefined, "the warning");
+    expect(failureOf("flaky")).to.deep.include({ msg: "job failed; retrying", retryInMs: 1_000, attempt: 1 });
+    expect(failureOf("flaky")!.err?.message).to.equal("database went away");
+    await until(() => failureOf("throws-at-once") !== undefined, "the synchronous failure's warning");
     // Its default retry delay is one minute of service clock.
-    expect(lines.find((line) => line.job === "throws-at-once")).to.deep.include({ retryMs: 60_000 });
+    expect(failureOf("throws-at-once")).to.deep.include({ retryInMs: 60_000 });
 
     // Not retried before its retry delay has passed on the service clock.
     await severalTicks();
     expect(attempts).to.equal(1);
     clock.advance(1);
     await until(() => attempts === 2, "the retry");
-    await workers.stop();
-    expect(lines.filter((line) => line.job === "flaky").map((line) => [line.level, line.msg])).to.deep.equal([
-      [50, "job run failed"],
+    await current.stop();
+    const flakyLines = lines.filter((line) => (line.kind === periodicKind("flaky") || line.job === "flaky") && line.level >= 30);
+    expect(flakyLines.map((line) => [line.level, line.msg])).to.deep.equal([
+      [40, "job failed; retrying"],
       [30, "job run changed data"],
     ]);
     expect(others).to.equal(1);
+    // The retry was the same job (one slot, one job), its two tries recorded.
+    const row = await db.prisma.job.findFirstOrThrow({ where: { kind: periodicKind("flaky") } });
+    expect(row).to.deep.include({ status: "succeeded", attempts: 2 });
   });
 
-  it("never overlaps two runs of one job", async () => {
+  it("never overlaps two runs of one job, on one process or two", async () => {
     const clock = manualClock("2026-03-01T00:00:00.000Z");
     const { logger } = capturingLogger();
     let runs = 0;
     let active = 0;
     let maxActive = 0;
     let held = gate();
-    const slow: Job = {
+    const slow: PeriodicJob = {
       name: "slow",
       intervalMs: 1_000,
       run: async () => {
@@ -174,7 +218,9 @@ describe("worker scheduler", () => {
         return { changed: 0 };
       },
     };
-    workers = startWorkers({ clock, logger, jobs: [slow], tickMs: TICK_MS });
+    // Two processes, each enqueueing the slots and running the queue.
+    start(clock, logger, [slow]);
+    start(clock, logger, [slow]);
     try {
       await until(() => runs === 1, "the run at start");
       // Due many times over while the first run is held: no second run starts.
@@ -191,9 +237,8 @@ describe("worker scheduler", () => {
       await until(() => runs === 2, "the next run");
       expect(maxActive).to.equal(1);
     } finally {
-      const stopping = workers.stop();
       held.open();
-      await stopping;
+      for (const current of workers) await current.stop();
     }
     expect(maxActive).to.equal(1);
   });
@@ -204,7 +249,7 @@ describe("worker scheduler", () => {
     const held = gate();
     let runs = 0;
     let finished = 0;
-    const job: Job = {
+    const job: PeriodicJob = {
       name: "held",
       intervalMs: 1_000,
       run: async () => {
@@ -214,8 +259,7 @@ describe("worker scheduler", () => {
         return { changed: 0 };
       },
     };
-    const current = startWorkers({ clock, logger, jobs: [job], tickMs: TICK_MS });
-    workers = current;
+    const current = start(clock, logger, [job]);
     await until(() => runs === 1, "the run at start");
 
     let stopped = false;
@@ -252,13 +296,17 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
       walletAddressOf: (index) => `0x${index.toString(16).padStart(40, "0")}`,
     });
   // The services of a worker process: fresh reads, and no wallet is ever derived.
-  const workerServices = () =>
-    createServices({
+  let presences: ProcessPresence[] = [];
+  const workerServices = () => {
+    const services = createServices({
       db,
       clock,
       wallets: { addressOf: () => expect.fail("the worker never provisions users"), signerOf: () => expect.fail("the worker never signs") },
       cacheReads: false,
     });
+    presences.push(services.presence);
+    return services;
+  };
   const ranOnce = (lines: LogLine[], job: string) => lines.some((line) => line.job === job && line.msg.startsWith("job run"));
 
   before(async () => {
@@ -268,6 +316,8 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
   afterEach(async () => {
     await workers?.stop();
     workers = undefined;
+    for (const presence of presences) await presence.stop();
+    presences = [];
   });
   after(async () => {
     await db?.destroy();
@@ -283,6 +333,7 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
       "trust-score.guardians",
       "trust-score.seniority",
       "users.erase",
+      "jobs.prune",
     ]);
     await until(() => ranOnce(lines, "trust-score.seniority"), "the seniority run at start");
     expect(await db.prisma.user.findUniqueOrThrow({ where: { id: alice.id } })).to.deep.include({ trustSeniority: 0, trustScore: 0 });
@@ -312,6 +363,8 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
     const erasureAt = new Date(deletedAt.getTime() + 30 * DAY_S * 1_000);
     await users.markDeleted(bob.id, deletedAt, erasureAt);
     const { logger, lines } = capturingLogger();
+    // A new hour: the last test's workers ran the hourly jobs' current slots.
+    clock.advance(3_600);
     workers = startPlatformWorkers({ services: workerServices(), clock, logger, tickMs: TICK_MS });
     await until(() => ranOnce(lines, "users.erase"), "the erase run at start");
     expect(await db.prisma.user.findUniqueOrThrow({ where: { id: bob.id } })).to.deep.include({
@@ -333,3 +386,42 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
     });
   });
 });
+
+// Separate processes share PostgreSQL only (PGlite lives inside one process).
+if (usingPostgres) {
+  describe("two npm run worker processes on one PostgreSQL", function () {
+    this.timeout(120_000);
+    let db: TestDatabase;
+    let children: StackProcess[] = [];
+
+    after(async () => {
+      for (const child of children) await child.stop();
+      await db?.destroy();
+    });
+
+    it("both enqueue every periodic slot, and each slot runs once, on one of them", async () => {
+      db = await createTestDatabase();
+      children = [0, 1].map(() => startStack({ DATABASE_URL: db.url, CHAIN_RPC_URL: "" }, "worker"));
+      const ready = await Promise.all(children.map((child) => child.ready()));
+      expect(ready[0]).to.match(/^ready: worker jobs=chain-events\.rewards,.*,jobs\.prune database=postgres$/);
+      // The 2-second jobs give a new slot every 2 s of the (shared) service clock.
+      const periodic = { dedupeKey: { startsWith: "periodic:chain-events.rewards:" } };
+      await until(async () => (await db.prisma.job.count({ where: { ...periodic, status: "succeeded" } })) >= 4, "four slots", 30_000);
+      for (const child of children) await child.stop();
+
+      const jobs = await db.prisma.job.findMany({ where: { dedupeKey: { startsWith: "periodic:" } } });
+      const attempts = await db.prisma.jobAttempt.findMany({ where: { jobId: { in: jobs.map((job) => job.id) } } });
+      // One job per slot (the key), tried once (the claim), by one process or the other.
+      expect(jobs.filter((job) => job.status === "succeeded").length).to.be.at.least(4);
+      expect(
+        jobs.every((job) => job.attempts <= 1),
+        JSON.stringify(jobs),
+      ).to.equal(true);
+      expect(attempts.length).to.equal(jobs.filter((job) => job.attempts === 1).length);
+      expect(attempts.every((attempt) => attempt.outcome === "succeeded" || attempt.outcome === null)).to.equal(true);
+      const processes = await db.prisma.serviceProcess.findMany({ select: { id: true } });
+      expect(processes).to.deep.equal([]); // both stopped cleanly, their rows removed
+      for (const child of children) expect(child.output()).to.not.match(/failed|Error/);
+    });
+  });
+}

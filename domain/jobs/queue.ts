@@ -1,0 +1,334 @@
+// The house's one queue of background work, in the service's own database (Job, JobAttempt):
+// deliveries fanned out from the outbox (notifications, webhooks) and the periodic jobs. It runs
+// the same on the embedded PGlite (one process) and on PostgreSQL (several `npm run worker`):
+//
+// - a job is claimed by one statement with FOR UPDATE SKIP LOCKED, so two workers never run one
+//   job at once, and each try is recorded (JobAttempt) in that same statement;
+// - its I/O runs outside any database transaction (the runner calls the handler between the
+//   claim and the outcome), so a slow SMTP server holds no lock and no connection;
+// - a job held by a process that stopped beating (domain/processes/presence.ts) is queued again:
+//   no lease to size, and a killed worker's jobs resume about 10 s later;
+// - `runAt` is on the service clock, never the database's `now()`: the sandbox's
+//   /dev/time/advance makes retries and delayed jobs due, like real time passing would.
+//
+// Delivery is at least once: a process that froze past its heartbeat may finish a job another
+// process took over. Handlers are idempotent (a dedupe key per side effect, or a state check).
+import { randomUUID } from "node:crypto";
+import type { Clock } from "../../core/clock.js";
+import { type Job as JobRow, Prisma } from "../../generated/prisma/client.js";
+import type { Db, Tx } from "../db.js";
+import { type ProcessPresence, processAlive } from "../processes/presence.js";
+
+export type { JobRow };
+export type JobStatus = "queued" | "running" | "succeeded" | "dead";
+
+/** Tries of a job unless its enqueuer says otherwise: 10 s × 2^(n-1) apart, about 1.4 h in all. */
+export const DEFAULT_MAX_ATTEMPTS = 10;
+/** The dedupe keys of periodic runs (`periodic:<name>:<slot>`): pruned once old, even dead. */
+export const PERIODIC_KEY_PREFIX = "periodic:";
+const BACKOFF_BASE_MS = 10_000;
+const BACKOFF_CAP_MS = 3_600_000;
+const BACKOFF_JITTER = 0.2;
+/** An error's message is kept this long (Job.lastError, JobAttempt.error). */
+const ERROR_MAX_CHARS = 2_000;
+/** Rows deleted per statement by prune: no long lock on a large table. */
+const PRUNE_BATCH = 5_000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The delay before try `attempt + 1` after try `attempt` failed: 10 s × 2^(attempt-1), at most
+ * 1 h, ±20 % so that jobs failing together (a provider down) do not come back together.
+ */
+export function backoffMs(attempt: number, random: () => number = Math.random): number {
+  const base = Math.min(BACKOFF_BASE_MS * 2 ** Math.max(0, attempt - 1), BACKOFF_CAP_MS);
+  return Math.round(base * (1 + BACKOFF_JITTER * (2 * random() - 1)));
+}
+
+/** A failure worth another try (a timeout, a 5xx, a 429): the job is queued again after a delay. */
+export class RetryableJobError extends Error {
+  override name = "RetryableJobError";
+  /** The handler's own delay before the next try (a `Retry-After`), instead of the kind's schedule. */
+  readonly retryAfterMs: number | undefined;
+  constructor(message: string, options: { retryAfterMs?: number; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.retryAfterMs = options.retryAfterMs;
+  }
+}
+
+/** A failure no retry can fix (a 4xx, a payload that cannot be delivered): the job is dead at once. */
+export class PermanentJobError extends Error {
+  override name = "PermanentJobError";
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+  }
+}
+
+export interface EnqueueInput<P = unknown> {
+  /** The handler that runs it, e.g. `notification.push`. */
+  kind: string;
+  /** Plain JSON (no bigint, no Date object): what the handler gets. */
+  payload: P;
+  /** Not before this time of the service clock; default now. */
+  runAt?: Date;
+  /** At most one job per key, ever (while its row is kept): a second enqueue is a no-op. */
+  dedupeKey?: string;
+  /** Tries before the job is dead; default DEFAULT_MAX_ATTEMPTS. */
+  maxAttempts?: number;
+  /**
+   * Skipped while a job of the same kind is queued or running, so that runs of the kind never
+   * overlap (the periodic jobs). Two enqueues in the same instant may both pass: pair it with a
+   * dedupe key.
+   */
+  exclusive?: boolean;
+}
+
+/** A job as its handler gets it, once claimed. */
+export interface ClaimedJob<P = unknown> {
+  id: string;
+  kind: string;
+  payload: P;
+  /** This try's number, from 1. */
+  attempt: number;
+  maxAttempts: number;
+  runAt: Date;
+  dedupeKey: string | null;
+  createdAt: Date;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: each kind's handler declares its own payload type
+export type JobHandler<P = any> = (payload: P, job: ClaimedJob<P>) => Promise<void>;
+
+/** What a failed try led to: queued again, dead, or nothing (another process had taken the job over). */
+export type FailOutcome = "retry" | "dead" | "lost";
+
+export interface JobQueue {
+  /**
+   * Adds a job; inside the caller's transaction `tx` when given (an outbox consumer inserts its
+   * jobs with the mark that it took the event). Returns its id, or null when the dedupe key
+   * exists already (or an `exclusive` kind is busy). Without `tx` the runners of this process
+   * are woken; with `tx`, call `wake()` after the commit.
+   */
+  enqueue<P>(input: EnqueueInput<P>, tx?: Tx): Promise<string | null>;
+  /** Several jobs in one statement; returns the ids of those created. */
+  enqueueMany(inputs: readonly EnqueueInput[], tx?: Tx): Promise<string[]>;
+  /** Wakes the runners of this process (after a commit that enqueued jobs). */
+  wake(): void;
+  /** Called on `wake()` (a runner cuts its poll short); returns the unsubscribe function. */
+  onWake(listener: () => void): () => void;
+
+  /** Takes up to `limit` due jobs of these kinds for this process (running, one more attempt recorded). */
+  claim(options: { kinds: readonly string[]; limit: number }): Promise<ClaimedJob[]>;
+  /** Records a try's success; false when the job was no longer this process's (taken over). */
+  succeed(job: ClaimedJob, options: { durationMs: number }): Promise<boolean>;
+  /**
+   * Records a try's failure: dead for a PermanentJobError or the last allowed try, else queued
+   * again `retryDelayMs` later on the service clock (default `backoffMs(attempt)`).
+   */
+  fail(job: ClaimedJob, error: unknown, options: { durationMs: number; retryDelayMs?: number }): Promise<FailOutcome>;
+  /**
+   * Queues again the running jobs of processes that stopped beating (dead once out of tries),
+   * closing their open attempt as `crashed`. Returns them.
+   */
+  recoverCrashed(): Promise<{ id: string; kind: string; attempt: number; processId: string | null; status: JobStatus }[]>;
+
+  /** A job by id or dedupe key. */
+  get(where: { id: string } | { dedupeKey: string }): Promise<JobRow | null>;
+  /** The dead jobs, last failed first. */
+  listDead(options?: { kind?: string; limit?: number; offset?: number }): Promise<JobRow[]>;
+  /** Queues a dead job again, due now, for one more try; false when it is not dead. */
+  retryDead(jobId: string): Promise<boolean>;
+  /** Jobs by kind and status, for logs. */
+  stats(): Promise<Record<string, Partial<Record<JobStatus, number>>>>;
+  /** Deletes, with their attempts, the succeeded jobs and dead periodic runs finished before `before`. */
+  prune(before: Date): Promise<number>;
+}
+
+type ClaimedRow = Omit<ClaimedJob, "attempt"> & { attempts: number };
+
+const errorText = (error: unknown) =>
+  (error instanceof Error ? `${error.name === "Error" ? "" : `${error.name}: `}${error.message}` : String(error)).slice(0, ERROR_MAX_CHARS);
+const ts = (date: Date) => Prisma.sql`${date.toISOString()}::timestamp(3)`;
+
+export function createJobQueue({
+  db,
+  clock,
+  presence,
+}: {
+  db: Db;
+  /** The service clock: `runAt` is compared with its `now()`. */
+  clock: Pick<Clock, "now">;
+  /** This process among the live ones: what it claims carries its id. */
+  presence: Pick<ProcessPresence, "id">;
+}): JobQueue {
+  const { prisma } = db;
+  const listeners = new Set<() => void>();
+  const wake = () => {
+    for (const listener of listeners) listener();
+  };
+
+  async function insert(inputs: readonly EnqueueInput[], tx: Tx | undefined): Promise<string[]> {
+    if (inputs.length === 0) return [];
+    const now = clock.now();
+    const rows = inputs.map(
+      (input) =>
+        Prisma.sql`(${randomUUID()}::uuid, ${input.kind}::text, ${JSON.stringify(input.payload ?? null)}::jsonb, ${ts(input.runAt ?? now)},
+          ${input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS}::int, ${input.dedupeKey ?? null}::text, ${input.exclusive === true}::boolean)`,
+    );
+    // ON CONFLICT without a target: a taken dedupe key (or, never in practice, id) skips the row.
+    const created = await (tx ?? prisma).$queryRaw<{ id: string }[]>`
+      INSERT INTO "Job" ("id", "kind", "payload", "status", "runAt", "attempts", "maxAttempts", "dedupeKey", "createdAt")
+      SELECT v."id", v."kind", v."payload", 'queued', v."runAt", 0, v."maxAttempts", v."dedupeKey", ${ts(now)}
+        FROM (VALUES ${Prisma.join(rows)}) AS v ("id", "kind", "payload", "runAt", "maxAttempts", "dedupeKey", "exclusive")
+        WHERE NOT (v."exclusive" AND EXISTS (
+          SELECT 1 FROM "Job" a WHERE a."kind" = v."kind" AND a."status" IN ('queued', 'running')))
+      ON CONFLICT DO NOTHING
+      RETURNING "id"::text AS "id"`;
+    // Inside a caller's transaction the rows are invisible until its commit: the caller wakes.
+    if (created.length > 0 && (tx === undefined || tx === prisma)) wake();
+    return created.map((row) => row.id);
+  }
+
+  /** Closes a try: the job's new state and its attempt row, in one statement guarded by the claim. */
+  async function finish(job: ClaimedJob, set: Prisma.Sql, attempt: { outcome: string; error: string | null; durationMs: number }) {
+    const processId = await presence.id();
+    const now = ts(clock.now());
+    return prisma.$executeRaw`
+      WITH done AS (
+        UPDATE "Job" SET ${set}, "lockedBy" = NULL, "lockedAt" = NULL
+        WHERE "id" = ${job.id}::uuid AND "status" = 'running' AND "lockedBy" = ${processId} AND "attempts" = ${job.attempt}
+        RETURNING "id")
+      UPDATE "JobAttempt" SET "finishedAt" = ${now}, "outcome" = ${attempt.outcome}, "error" = ${attempt.error},
+          "durationMs" = ${Math.round(attempt.durationMs)}::int
+        WHERE "jobId" IN (SELECT "id" FROM done) AND "attempt" = ${job.attempt}`;
+  }
+
+  return {
+    enqueue: async (input, tx) => (await insert([input], tx))[0] ?? null,
+    enqueueMany: (inputs, tx) => insert(inputs, tx),
+    wake,
+    onWake(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+
+    async claim({ kinds, limit }) {
+      if (limit <= 0 || kinds.length === 0) return [];
+      const processId = await presence.id();
+      const now = ts(clock.now());
+      // One statement: the rows are locked (SKIP LOCKED: a concurrent claimer takes others),
+      // marked running for this process and their attempt recorded, or none of it.
+      const rows = await prisma.$queryRaw<ClaimedRow[]>`
+        WITH claimed AS (
+          UPDATE "Job" SET "status" = 'running', "lockedBy" = ${processId}, "lockedAt" = ${now}, "attempts" = "attempts" + 1
+          WHERE "id" IN (
+            SELECT "id" FROM "Job"
+              WHERE "status" = 'queued' AND "runAt" <= ${now} AND "kind" = ANY(${kinds as string[]}::text[])
+              ORDER BY "runAt", "id" LIMIT ${limit}::int
+              FOR UPDATE SKIP LOCKED)
+          RETURNING "id", "kind", "payload", "attempts", "maxAttempts", "runAt", "dedupeKey", "createdAt"
+        ), tried AS (
+          INSERT INTO "JobAttempt" ("id", "jobId", "attempt", "processId", "startedAt")
+          SELECT gen_random_uuid(), "id", "attempts", ${processId}, ${now} FROM claimed
+        )
+        SELECT "id"::text AS "id", "kind", "payload", "attempts", "maxAttempts", "runAt", "dedupeKey", "createdAt"
+          FROM claimed ORDER BY "runAt", "id"`;
+      return rows.map(({ attempts, ...row }) => ({ ...row, attempt: attempts }));
+    },
+
+    async succeed(job, { durationMs }) {
+      const now = ts(clock.now());
+      const count = await finish(job, Prisma.sql`"status" = 'succeeded', "finishedAt" = ${now}`, {
+        outcome: "succeeded",
+        error: null,
+        durationMs,
+      });
+      return count === 1;
+    },
+
+    async fail(job, error, { durationMs, retryDelayMs }) {
+      const now = clock.now();
+      const message = errorText(error);
+      const dead = error instanceof PermanentJobError || job.attempt >= job.maxAttempts;
+      const retryAt = new Date(now.getTime() + Math.max(0, retryDelayMs ?? backoffMs(job.attempt)));
+      const set = dead
+        ? Prisma.sql`"status" = 'dead', "finishedAt" = ${ts(now)}, "lastError" = ${message}`
+        : Prisma.sql`"status" = 'queued', "runAt" = ${ts(retryAt)}, "lastError" = ${message}`;
+      const count = await finish(job, set, { outcome: dead ? "failed" : "retry", error: message, durationMs });
+      if (count === 0) return "lost";
+      return dead ? "dead" : "retry";
+    },
+
+    async recoverCrashed() {
+      const now = ts(clock.now());
+      // SKIP LOCKED: a job whose outcome is being written right now is not a crash.
+      const rows = await prisma.$queryRaw<{ id: string; kind: string; attempts: number; processId: string | null; status: JobStatus }[]>`
+        WITH orphaned AS (
+          SELECT "id", "lockedBy" FROM "Job"
+            WHERE "status" = 'running' AND NOT ${processAlive(Prisma.sql`"Job"."lockedBy"`)}
+            FOR UPDATE SKIP LOCKED
+        ), requeued AS (
+          UPDATE "Job" j SET
+              "status" = CASE WHEN j."attempts" >= j."maxAttempts" THEN 'dead' ELSE 'queued' END,
+              "finishedAt" = CASE WHEN j."attempts" >= j."maxAttempts" THEN ${now} END,
+              "runAt" = ${now}, "lockedBy" = NULL, "lockedAt" = NULL, "lastError" = 'its process died while running it'
+            FROM orphaned o WHERE j."id" = o."id"
+            RETURNING j."id", j."kind", j."attempts", j."status", o."lockedBy"
+        ), closed AS (
+          UPDATE "JobAttempt" a SET "finishedAt" = ${now}, "outcome" = 'crashed', "error" = 'its process died while running it'
+            FROM requeued r WHERE a."jobId" = r."id" AND a."attempt" = r."attempts" AND a."finishedAt" IS NULL
+        )
+        SELECT "id"::text AS "id", "kind", "attempts", "lockedBy" AS "processId", "status" FROM requeued ORDER BY "id"`;
+      return rows.map(({ attempts, ...row }) => ({ ...row, attempt: attempts }));
+    },
+
+    get: (where) => ("id" in where && !UUID.test(where.id) ? Promise.resolve(null) : prisma.job.findUnique({ where })),
+
+    listDead: ({ kind, limit = 50, offset = 0 } = {}) =>
+      prisma.job.findMany({
+        where: { status: "dead", ...(kind === undefined ? {} : { kind }) },
+        orderBy: [{ finishedAt: "desc" }, { id: "asc" }],
+        take: limit,
+        skip: offset,
+      }),
+
+    async retryDead(jobId) {
+      if (!UUID.test(jobId)) return false;
+      // Attempts are never reset (JobAttempt keeps one row per try number): one more try is allowed instead.
+      const count = await prisma.$executeRaw`
+        UPDATE "Job" SET "status" = 'queued', "runAt" = ${ts(clock.now())}, "finishedAt" = NULL,
+            "maxAttempts" = GREATEST("maxAttempts", "attempts" + 1)
+          WHERE "id" = ${jobId}::uuid AND "status" = 'dead'`;
+      if (count === 1) wake();
+      return count === 1;
+    },
+
+    async stats() {
+      const rows = await prisma.$queryRaw<{ kind: string; status: JobStatus; count: number }[]>`
+        SELECT "kind", "status", count(*)::int AS "count" FROM "Job" GROUP BY "kind", "status" ORDER BY "kind", "status"`;
+      const stats: Record<string, Partial<Record<JobStatus, number>>> = {};
+      for (const row of rows) stats[row.kind] = { ...stats[row.kind], [row.status]: row.count };
+      return stats;
+    },
+
+    async prune(before) {
+      let deleted = 0;
+      for (;;) {
+        // A finished job ran after its runAt: the (status, runAt) index narrows the scan.
+        const [row] = await prisma.$queryRaw<{ count: number }[]>`
+          WITH gone AS (
+            DELETE FROM "Job" WHERE "id" IN (
+              SELECT "id" FROM "Job"
+                WHERE ("status" = 'succeeded' OR ("status" = 'dead' AND "dedupeKey" LIKE ${`${PERIODIC_KEY_PREFIX}%`}))
+                  AND "runAt" < ${ts(before)} AND "finishedAt" < ${ts(before)}
+                LIMIT ${PRUNE_BATCH}::int)
+            RETURNING "id"
+          ), attempts AS (
+            DELETE FROM "JobAttempt" WHERE "jobId" IN (SELECT "id" FROM gone)
+          )
+          SELECT count(*)::int AS "count" FROM gone`;
+        deleted += row?.count ?? 0;
+        if ((row?.count ?? 0) < PRUNE_BATCH) return deleted;
+      }
+    },
+  };
+}

@@ -1,0 +1,199 @@
+// What each domain event means to whom: a pure mapping from one catalogue event
+// (domain/events/catalogue.ts) to the notifications it makes, with the recipients, the data an
+// app needs to open the right screen, the template values, the preference group and whether it
+// is silent or urgent. What it needs from the database (who owns a wallet, a vault's guardians,
+// display names) comes in `context`, loaded beforehand (`eventContextNeeds` says what), so the
+// mapping is tested without one. The table it implements is in README.md.
+import { microFromNumber } from "../../core/money.js";
+import type { EventData, EventType } from "../events/catalogue.js";
+import type { NotificationItem, NotificationType, TemplateValues } from "./types.js";
+
+/** The parts of an outbox event the mapping reads (a `ConsumedEvent` of domain/events/consumer.ts is one). */
+export type NotifiableEvent = {
+  [K in EventType]: { id: string; type: K; userId: string | null; data: EventData<K> };
+}[EventType];
+
+/** What the mapping needs to know besides the event. */
+export interface EventContext {
+  /** The platform user whose managed wallet this is (any case), or null. */
+  userIdByWallet(address: string): string | null;
+  /** A user's display name (their public profile's), or null when unknown. */
+  displayNameOf(userId: string): string | null;
+  /** The wallets of a social vault's guardians that were active when the event happened. */
+  activeGuardiansOf(vault: string): readonly string[];
+}
+
+/** What to load for `context`: wallets to resolve, users to name, vaults whose active guardians to list. */
+export interface ContextNeeds {
+  wallets: string[];
+  userIds: string[];
+  guardiansOf: string[];
+}
+
+export function eventContextNeeds(event: NotifiableEvent): ContextNeeds {
+  const needs: ContextNeeds = { wallets: [], userIds: [], guardiansOf: [] };
+  switch (event.type) {
+    case "user.guardian_added":
+      needs.wallets.push(event.data.guardianAddress);
+      if (event.userId) needs.userIds.push(event.userId);
+      if (event.data.guardianUserId) needs.userIds.push(event.data.guardianUserId);
+      break;
+    case "social_vault.withdrawal_requested":
+      needs.guardiansOf.push(event.data.raw.vault);
+      if (event.userId) needs.userIds.push(event.userId);
+      break;
+    case "social_vault.guardian_alert":
+      if (event.data.vaultOwner) needs.userIds.push(event.data.vaultOwner);
+      break;
+  }
+  return needs;
+}
+
+/** `0x1234…abcd`: how an address that is no user's is named to people. */
+export const shortAddress = (address: string) => `${address.slice(0, 6)}…${address.slice(-4)}`;
+
+/** A loan amount given only as a JSON number (loan.due_reminder's) as micro-USDC digits. */
+function microOfNumber(amount: number): string {
+  return (microFromNumber(amount) ?? BigInt(Math.round(amount * 1_000_000))).toString();
+}
+
+type Rules = Pick<NotificationItem, "group" | "silent" | "urgent">;
+
+/** Each type's preference group and flags: one place, so a type is never urgent in one event and not in another. */
+export const TYPE_RULES: Record<NotificationType, Rules> = {
+  loan_created: { group: null, silent: false, urgent: false },
+  loan_funded: { group: null, silent: false, urgent: false },
+  loan_due_reminder: { group: "loan_reminders", silent: false, urgent: false },
+  loan_overdue: { group: "loan_reminders", silent: false, urgent: true },
+  loan_repaid: { group: null, silent: false, urgent: false },
+  guardian_request: { group: "guardian_alerts", silent: false, urgent: false },
+  guardian_accepted: { group: "guardian_alerts", silent: false, urgent: false },
+  withdrawal_requested: { group: "guardian_alerts", silent: false, urgent: true },
+  withdrawal_approval_needed: { group: "guardian_alerts", silent: false, urgent: true },
+  vault_locked: { group: "guardian_alerts", silent: true, urgent: true },
+  trust_score_updated: { group: null, silent: false, urgent: false },
+  level_up: { group: null, silent: false, urgent: false },
+  badge_earned: { group: null, silent: false, urgent: false },
+};
+
+function item(
+  sourceId: string,
+  userId: string | null | undefined,
+  type: NotificationType,
+  data: NotificationItem["data"],
+  values: TemplateValues,
+  extra: Pick<NotificationItem, "notBefore"> = {},
+): NotificationItem[] {
+  if (!userId) return [];
+  return [{ userId, type, data, values, ...TYPE_RULES[type], sourceId, ...extra }];
+}
+
+/** The notifications one event makes (none for the events no user is told about). */
+export function notificationsFor(event: NotifiableEvent, context: EventContext): NotificationItem[] {
+  const id = event.id;
+  switch (event.type) {
+    case "loan.created": {
+      const { data } = event;
+      return item(
+        id,
+        data.userId,
+        "loan_created",
+        { loanId: data.loanId },
+        { amount: data.raw.amount.toString(), duration: data.duration },
+      );
+    }
+    case "loan.funded": {
+      const { data } = event;
+      // The chain's events carry the borrower as the event's user (null when the wallet is no user's).
+      return item(
+        id,
+        event.userId,
+        "loan_funded",
+        { loanId: data.loanId },
+        { netAmount: data.raw.netAmount.toString(), dueDate: data.dueDate },
+      );
+    }
+    case "loan.due_reminder": {
+      const { data } = event;
+      return item(
+        id,
+        data.userId,
+        "loan_due_reminder",
+        { loanId: data.loanId },
+        { remainingBalance: microOfNumber(data.remainingBalance), dueDate: data.dueDate },
+      );
+    }
+    case "loan.overdue": {
+      const { data } = event;
+      return item(id, event.userId, "loan_overdue", { loanId: data.loanId, daysOverdue: data.daysOverdue }, { dueDate: data.raw.dueDate });
+    }
+    case "loan.repaid": {
+      const { data } = event;
+      return item(id, event.userId, "loan_repaid", { loanId: data.loanId }, { totalPaid: data.raw.totalPaid.toString() });
+    }
+    case "user.guardian_added": {
+      const { data } = event;
+      const owner = event.userId;
+      // The indexer names the guardian's user when it records the event; a wallet that became a
+      // user's since (or that the indexer did not know yet) is looked up again.
+      const guardian = data.guardianUserId ?? context.userIdByWallet(data.guardianAddress);
+      const screen = { vaultAddress: data.vaultAddress, guardianAddress: data.guardianAddress };
+      const ownerName = (owner && context.displayNameOf(owner)) || shortAddress(data.vaultAddress);
+      const guardianName = (guardian && context.displayNameOf(guardian)) || shortAddress(data.guardianAddress);
+      return [
+        // Nobody is their own guardian's audience: an owner naming their own wallet hears nothing twice.
+        ...(guardian !== owner ? item(id, guardian, "guardian_request", screen, { owner: ownerName }) : []),
+        // No event marks the activation (it is a time on chain): the caller schedules this one at activeAt.
+        ...item(id, owner, "guardian_accepted", screen, { guardian: guardianName }, { notBefore: data.activeAt }),
+      ];
+    }
+    case "social_vault.withdrawal_requested": {
+      const { data } = event;
+      const owner = event.userId;
+      const screen = { withdrawalId: data.withdrawalId, vaultAddress: data.raw.vault };
+      const amount = data.raw.amount.toString();
+      const ownerName = (owner && context.displayNameOf(owner)) || shortAddress(data.raw.vault);
+      // Guardians are asked only when an approval is needed, each once, never the owner.
+      const guardians =
+        data.requiredApprovals > 0
+          ? [...new Set(context.activeGuardiansOf(data.raw.vault).map((wallet) => context.userIdByWallet(wallet)))].filter(
+              (userId): userId is string => userId !== null && userId !== owner,
+            )
+          : [];
+      return [
+        ...item(id, owner, "withdrawal_requested", screen, {
+          amount,
+          executeAfter: data.executeAfter,
+          requiredApprovals: data.requiredApprovals,
+        }),
+        ...guardians.flatMap((guardian) => item(id, guardian, "withdrawal_approval_needed", screen, { amount, owner: ownerName })),
+      ];
+    }
+    case "social_vault.guardian_alert": {
+      const { data } = event;
+      // Addressed to the guardian (the event's user); never to the owner, whatever the event says.
+      if (event.userId === data.vaultOwner) return [];
+      const ownerName = (data.vaultOwner && context.displayNameOf(data.vaultOwner)) || shortAddress(data.vaultAddress);
+      return item(id, event.userId, "vault_locked", { vaultAddress: data.vaultAddress, lockedAt: data.lockedAt }, { owner: ownerName });
+    }
+    case "trust_score.updated":
+    case "user.trust_score_updated": {
+      const { data } = event;
+      // One change is recorded under both names with the same data: both map to one source, so
+      // whichever comes first writes the notification and the other finds it written.
+      const source = `trust-score:${data.userId}:${data.timestamp}:${data.previousScore}:${data.newScore}`;
+      const values = { previousScore: data.previousScore, newScore: data.newScore, change: data.change };
+      return item(source, data.userId, "trust_score_updated", values, values);
+    }
+    case "user.level_up": {
+      const { data } = event;
+      return item(id, data.userId, "level_up", { level: data.level }, { level: data.level });
+    }
+    case "user.badge_earned": {
+      const { data } = event;
+      return item(id, data.userId, "badge_earned", { badgeId: data.badgeId }, { badge: data.name });
+    }
+    default:
+      return [];
+  }
+}

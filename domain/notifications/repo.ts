@@ -1,0 +1,233 @@
+// The only code that reads or writes the notification tables: Notification (the in-app feed),
+// NotificationPreference (the stored part of a user's preferences) and PushDevice. It also
+// reads (never writes) what notifications need of a user: whether they exist, their language
+// and switches, wallets and display names.
+import { randomUUID } from "node:crypto";
+import type { Prisma } from "../../generated/prisma/client.js";
+import type { Db, Tx } from "../db.js";
+import type { NotificationType } from "./types.js";
+
+export interface NotificationRow {
+  id: string;
+  userId: string;
+  type: string;
+  title: string;
+  body: string;
+  data: Record<string, unknown>;
+  read: boolean;
+  createdAt: Date;
+}
+
+export interface NewNotification {
+  userId: string;
+  type: NotificationType;
+  title: string;
+  body: string;
+  data: Record<string, unknown>;
+  createdAt: Date;
+  /** One row per key: a second insert with the same key writes nothing. */
+  dedupeKey: string | null;
+}
+
+export interface ListFilter {
+  unread?: boolean;
+  type?: NotificationType;
+  limit: number;
+  offset: number;
+}
+
+/** A user as notifications see them: one that exists and has not asked for deletion. */
+export interface Recipient {
+  id: string;
+  settingsLanguage: string;
+  settingsNotifications: boolean;
+  settingsEmailAlerts: boolean;
+}
+
+export interface PushDeviceRow {
+  deviceId: string;
+  token: string;
+  platform: string;
+  updatedAt: Date;
+}
+
+const rowOf = (row: { data: Prisma.JsonValue } & Omit<NotificationRow, "data">): NotificationRow => ({
+  id: row.id,
+  userId: row.userId,
+  type: row.type,
+  title: row.title,
+  body: row.body,
+  data: (row.data ?? {}) as Record<string, unknown>,
+  read: row.read,
+  createdAt: row.createdAt,
+});
+
+export function createNotificationsRepo({ db }: { db: Db }) {
+  const { prisma } = db;
+  const feedOf = (userId: string, filter: Pick<ListFilter, "unread" | "type"> = {}) => ({
+    userId,
+    ...(filter.unread === undefined ? {} : { read: !filter.unread }),
+    ...(filter.type === undefined ? {} : { type: filter.type }),
+  });
+
+  return {
+    /**
+     * Rows of every user from `afterSeq` on, in `seq` order (the live feed's poll; the unique
+     * index on seq serves it).
+     */
+    async feedAfter(afterSeq: bigint, limit: number): Promise<(NotificationRow & { seq: bigint })[]> {
+      const rows = await prisma.notification.findMany({ where: { seq: { gt: afterSeq } }, orderBy: { seq: "asc" }, take: limit });
+      return rows.map((row) => ({ ...rowOf(row), seq: row.seq }));
+    },
+
+    /** One user's rows after `afterSeq` (a reconnecting feed's Last-Event-ID), oldest first. */
+    async userFeedAfter(userId: string, afterSeq: bigint, limit: number): Promise<(NotificationRow & { seq: bigint })[]> {
+      const rows = await prisma.notification.findMany({
+        where: { userId, seq: { gt: afterSeq } },
+        orderBy: { seq: "asc" },
+        take: limit,
+      });
+      return rows.map((row) => ({ ...rowOf(row), seq: row.seq }));
+    },
+
+    /** The newest seq of all rows (where a live feed starts), 0 when there are none. */
+    async lastSeq(): Promise<bigint> {
+      const row = await prisma.notification.findFirst({ orderBy: { seq: "desc" }, select: { seq: true } });
+      return row?.seq ?? 0n;
+    },
+
+    /** Writes a row in the caller's transaction; null when its dedupeKey already has one. */
+    async insert(tx: Tx, row: NewNotification): Promise<NotificationRow | null> {
+      const [created] = await tx.notification.createManyAndReturn({
+        data: [{ id: randomUUID(), ...row, data: row.data as Prisma.InputJsonValue }],
+        skipDuplicates: true,
+      });
+      return created ? rowOf(created) : null;
+    },
+
+    /** A page of the user's feed, newest first (ties: the later write first), with the filter's total and the user's unread count. */
+    async list(userId: string, filter: ListFilter): Promise<{ rows: NotificationRow[]; total: number; unreadCount: number }> {
+      const where = feedOf(userId, filter);
+      const [rows, total, unreadCount] = await prisma.$transaction([
+        prisma.notification.findMany({
+          where,
+          orderBy: [{ createdAt: "desc" }, { seq: "desc" }],
+          take: filter.limit,
+          skip: filter.offset,
+        }),
+        prisma.notification.count({ where }),
+        prisma.notification.count({ where: { userId, read: false } }),
+      ]);
+      return { rows: rows.map(rowOf), total, unreadCount };
+    },
+
+    unreadCount(userId: string): Promise<number> {
+      return prisma.notification.count({ where: { userId, read: false } });
+    },
+
+    /** Marks one of the user's notifications read; false when the user has none with this id. */
+    async markRead(userId: string, id: string): Promise<boolean> {
+      const { count } = await prisma.notification.updateMany({ where: { id, userId }, data: { read: true } });
+      return count > 0;
+    },
+
+    /** Marks every unread notification of the user read; returns how many were unread. */
+    async markAllRead(userId: string): Promise<number> {
+      const { count } = await prisma.notification.updateMany({ where: { userId, read: false }, data: { read: true } });
+      return count;
+    },
+
+    async remove(userId: string, id: string): Promise<boolean> {
+      const { count } = await prisma.notification.deleteMany({ where: { id, userId } });
+      return count > 0;
+    },
+
+    /** The stored preferences JSON, or null when the user never changed them. */
+    async storedPreferences(tx: Tx, userId: string): Promise<unknown> {
+      const row = await tx.notificationPreference.findUnique({ where: { userId } });
+      return row?.prefs ?? null;
+    },
+
+    /**
+     * Replaces the stored preferences with `change(current)`, under the row's lock: two changes
+     * of different fields at once both land (neither writes over the other's read).
+     */
+    async updatePreferences<T>(userId: string, now: Date, change: (current: unknown) => T): Promise<T> {
+      return prisma.$transaction(async (tx) => {
+        await tx.$executeRaw`
+          INSERT INTO "NotificationPreference" ("userId", "prefs", "updatedAt")
+          VALUES (${userId}, '{}'::jsonb, ${now.toISOString()}::timestamp(3)) ON CONFLICT DO NOTHING`;
+        const [row] = await tx.$queryRaw<{ prefs: unknown }[]>`
+          SELECT "prefs" FROM "NotificationPreference" WHERE "userId" = ${userId} FOR UPDATE`;
+        const next = change(row?.prefs ?? {});
+        await tx.notificationPreference.update({ where: { userId }, data: { prefs: next as Prisma.InputJsonValue, updatedAt: now } });
+        return next;
+      });
+    },
+
+    /**
+     * Registers a device's push token: one token per (user, device id), replaced on a second
+     * registration; the same token held by any other device (this user's or another's) moves
+     * here, since a token reaches one device and its last registration says whose it is.
+     */
+    async registerDevice(device: { userId: string; deviceId: string; token: string; platform: string; now: Date }): Promise<void> {
+      await prisma.$transaction(async (tx) => {
+        // Registrations of one token wait for each other, so two devices racing never both keep it.
+        await tx.$executeRaw`SELECT 1 FROM pg_advisory_xact_lock(hashtext(${device.token}))`;
+        await tx.pushDevice.deleteMany({ where: { token: device.token, NOT: { userId: device.userId, deviceId: device.deviceId } } });
+        const now = device.now.toISOString();
+        await tx.$executeRaw`
+          INSERT INTO "PushDevice" ("id", "userId", "deviceId", "token", "platform", "createdAt", "updatedAt")
+          VALUES (${randomUUID()}::uuid, ${device.userId}, ${device.deviceId}, ${device.token}, ${device.platform},
+                  ${now}::timestamp(3), ${now}::timestamp(3))
+          ON CONFLICT ("userId", "deviceId")
+          DO UPDATE SET "token" = EXCLUDED."token", "platform" = EXCLUDED."platform", "updatedAt" = EXCLUDED."updatedAt"`;
+      });
+    },
+
+    /** Forgets a device; false when the user had none with this id. */
+    async unregisterDevice(userId: string, deviceId: string): Promise<boolean> {
+      const { count } = await prisma.pushDevice.deleteMany({ where: { userId, deviceId } });
+      return count > 0;
+    },
+
+    /** The user's registered devices, most recently registered first (push delivery reads them). */
+    async devicesOf(tx: Tx, userId: string): Promise<PushDeviceRow[]> {
+      return tx.pushDevice.findMany({
+        where: { userId },
+        select: { deviceId: true, token: true, platform: true, updatedAt: true },
+        orderBy: [{ updatedAt: "desc" }, { deviceId: "asc" }],
+      });
+    },
+
+    /** The user to notify, read in the caller's transaction; null when unknown or deleted (DELETE /users/me sets deletedAt at once). */
+    async recipient(tx: Tx, userId: string): Promise<Recipient | null> {
+      const user = await tx.user.findUnique({
+        where: { id: userId },
+        select: { id: true, settingsLanguage: true, settingsNotifications: true, settingsEmailAlerts: true, deletedAt: true },
+      });
+      if (!user || user.deletedAt) return null;
+      const { deletedAt: _deleted, ...recipient } = user;
+      return recipient;
+    },
+
+    /** Lower-case wallet -> user id, for the wallets that are users' (deleted ones included: their feed is simply not written). */
+    async usersByWallets(tx: Tx, wallets: string[]): Promise<Map<string, string>> {
+      const list = [...new Set(wallets.map((wallet) => wallet.toLowerCase()))];
+      if (list.length === 0) return new Map();
+      const rows = await tx.$queryRaw<{ id: string; wallet: string }[]>`
+        SELECT "id", lower("walletAddress") AS "wallet" FROM "User" WHERE lower("walletAddress") = ANY(${list}::text[])`;
+      return new Map(rows.map((row) => [row.wallet, row.id]));
+    },
+
+    /** User id -> display name (the public profile's), for the ids that exist. */
+    async displayNames(tx: Tx, userIds: string[]): Promise<Map<string, string>> {
+      const ids = [...new Set(userIds)];
+      if (ids.length === 0) return new Map();
+      const rows = await tx.user.findMany({ where: { id: { in: ids } }, select: { id: true, displayName: true } });
+      return new Map(rows.map((row) => [row.id, row.displayName]));
+    },
+  };
+}
+
+export type NotificationsRepo = ReturnType<typeof createNotificationsRepo>;

@@ -1,0 +1,226 @@
+// Notifications for users: the in-app feed, preferences, push devices, and `notify`, the one
+// code path every notification takes (from domain events, and the test route's).
+import type { Clock } from "../../core/clock.js";
+import type { Db, Tx } from "../db.js";
+import { AppError } from "../errors.js";
+import type { UserRecord, UsersRepo } from "../users/repo.js";
+import { type EventContext, eventContextNeeds, type NotifiableEvent, notificationsFor } from "./from-events.js";
+import {
+  applyPatch,
+  type Delivery,
+  deliveryFor,
+  type Preferences,
+  type PreferencesPatch,
+  preferencesOf,
+  readStored,
+  switchesOf,
+  touchesStored,
+} from "./preferences.js";
+import type { ListFilter, NotificationRow, NotificationsRepo } from "./repo.js";
+import { languageOf, render } from "./templates.js";
+import type { Channel, NotificationItem, NotificationType } from "./types.js";
+
+/** A notification as the API shows it (service-spec part 2). */
+export interface NotificationView {
+  id: string;
+  type: NotificationType;
+  title: string;
+  body: string;
+  read: boolean;
+  data: Record<string, unknown>;
+  createdAt: string;
+}
+
+/**
+ * Hands a written notification to the channels (push, e-mail, SMS). Called inside the
+ * transaction that wrote the row, with it: a deliverer enqueues its work there (so a rolled-back
+ * notification sends nothing) and never sends from here.
+ */
+export type Deliver = (notification: NotificationView & { userId: string }, delivery: Delivery, tx: Tx) => Promise<void>;
+
+export interface NotificationsServiceDeps {
+  db: Db;
+  clock: Pick<Clock, "now">;
+  repo: NotificationsRepo;
+  /** The User row: the two `enabled` switches are its settings (preferences.ts). */
+  users: Pick<UsersRepo, "update">;
+  /** The wallets of a social vault's guardians active at an instant (domain/social-vault/repo.ts). */
+  activeGuardiansOf(tx: Tx, vault: string, at: Date): Promise<string[]>;
+  /** The channel deliveries; without it notifications stay in the app. */
+  deliver?: Deliver;
+}
+
+/** The push token formats of the provider (Expo): `ExponentPushToken[...]` and `ExpoPushToken[...]`. */
+export const PUSH_TOKEN = /^Expo(?:nent)?PushToken\[[A-Za-z0-9_-]{1,200}\]$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export const viewOf = (row: NotificationRow): NotificationView => ({
+  id: row.id,
+  type: row.type as NotificationType,
+  title: row.title,
+  body: row.body,
+  read: row.read,
+  data: row.data,
+  createdAt: row.createdAt.toISOString(),
+});
+
+const notFound = () => new AppError("NOTIFICATION_NOT_FOUND", "Notification not found");
+
+export function createNotificationsService({ db, clock, repo, users, activeGuardiansOf, deliver }: NotificationsServiceDeps) {
+  /**
+   * An id that is no UUID names no notification: the same 404 as an unknown one (one answer
+   * for every id that is not the caller's), and no malformed value reaches the uuid column.
+   */
+  const ownId = (id: string) => {
+    if (!UUID.test(id)) throw notFound();
+    return id.toLowerCase();
+  };
+
+  async function preferencesFor(tx: Tx, user: { id: string; settingsNotifications: boolean; settingsEmailAlerts: boolean }) {
+    return preferencesOf(readStored(await repo.storedPreferences(tx, user.id)), user);
+  }
+
+  /**
+   * Writes one notification in the recipient's language, in the caller's transaction, and hands
+   * it to `deliver`. Null (nothing written) for a user who does not exist or asked for their
+   * account's deletion, and for an item already written (same source, user and type).
+   */
+  async function notify(tx: Tx, item: NotificationItem, now: Date = clock.now()): Promise<NotificationView | null> {
+    return write(tx, item, now, (delivery) => delivery);
+  }
+
+  async function write(tx: Tx, item: NotificationItem, now: Date, route: (delivery: Delivery) => Delivery) {
+    const recipient = await repo.recipient(tx, item.userId);
+    if (!recipient) return null;
+    const preferences = await preferencesFor(tx, recipient);
+    const text = render(item.template ?? item.type, item.values, {
+      language: languageOf(recipient.settingsLanguage),
+      // Times are shown in the zone the user gave for their quiet hours, else in UTC.
+      timeZone: preferences.quietHours?.timeZone ?? "UTC",
+    });
+    const row = await repo.insert(tx, {
+      userId: recipient.id,
+      type: item.type,
+      ...text,
+      data: item.data,
+      createdAt: now,
+      dedupeKey: item.sourceId === null ? null : `${item.sourceId}:${recipient.id}:${item.type}`,
+    });
+    if (!row) return null;
+    const view = viewOf(row);
+    await deliver?.({ ...view, userId: recipient.id }, route(deliveryFor(preferences, item, now)), tx);
+    return view;
+  }
+
+  /** What `notificationsFor` needs of the database for one event, read in the caller's transaction. */
+  async function contextFor(tx: Tx, event: NotifiableEvent, at: Date): Promise<EventContext> {
+    const needs = eventContextNeeds(event);
+    const guardians = new Map<string, string[]>();
+    for (const vault of needs.guardiansOf) guardians.set(vault.toLowerCase(), await activeGuardiansOf(tx, vault, at));
+    const byWallet = await repo.usersByWallets(tx, [...needs.wallets, ...[...guardians.values()].flat()]);
+    const names = await repo.displayNames(tx, needs.userIds);
+    return {
+      userIdByWallet: (address) => byWallet.get(address.toLowerCase()) ?? null,
+      displayNameOf: (userId) => names.get(userId) ?? null,
+      activeGuardiansOf: (vault) => guardians.get(vault.toLowerCase()) ?? [],
+    };
+  }
+
+  return {
+    notify,
+
+    /**
+     * The notifications of one outbox event (an event consumer's `apply` calls it, then `notify`
+     * for each item, scheduling those with a `notBefore` still ahead). `at` is when the event
+     * happened: the guardians asked to approve a withdrawal are those active then.
+     */
+    async itemsFor(tx: Tx, event: NotifiableEvent & { createdAt: Date }): Promise<NotificationItem[]> {
+      return notificationsFor(event, await contextFor(tx, event, event.createdAt));
+    },
+
+    async list(user: Pick<UserRecord, "id">, query: ListFilter) {
+      const { rows, total, unreadCount } = await repo.list(user.id, query);
+      return {
+        data: rows.map(viewOf),
+        pagination: { total, limit: query.limit, offset: query.offset, hasMore: query.offset + rows.length < total },
+        extra: { unreadCount },
+      };
+    },
+
+    async unreadCount(user: Pick<UserRecord, "id">) {
+      return { unreadCount: await repo.unreadCount(user.id) };
+    },
+
+    async markRead(user: Pick<UserRecord, "id">, notificationId: string) {
+      const id = ownId(notificationId);
+      if (!(await repo.markRead(user.id, id))) throw notFound();
+      return { id, read: true as const };
+    },
+
+    async markAllRead(user: Pick<UserRecord, "id">) {
+      return { markedRead: await repo.markAllRead(user.id) };
+    },
+
+    async remove(user: Pick<UserRecord, "id">, notificationId: string): Promise<void> {
+      if (!(await repo.remove(user.id, ownId(notificationId)))) throw notFound();
+    },
+
+    async preferences(user: UserRecord): Promise<Preferences> {
+      return preferencesFor(db.prisma, user);
+    },
+
+    /**
+     * Applies a partial change and answers the full result. The two `enabled` switches are
+     * written to the User row through the users repository (which drops its cached row), the
+     * rest to the preferences row; a change of neither writes nothing.
+     */
+    async updatePreferences(user: UserRecord, patch: PreferencesPatch): Promise<Preferences> {
+      const switches = switchesOf(patch);
+      const now = clock.now();
+      const current = Object.keys(switches).length > 0 ? await users.update(user.id, switches, now) : user;
+      const stored = touchesStored(patch)
+        ? await repo.updatePreferences(user.id, now, (json) => applyPatch(readStored(json), patch))
+        : readStored(await repo.storedPreferences(db.prisma, user.id));
+      return preferencesOf(stored, current);
+    },
+
+    async registerPush(user: Pick<UserRecord, "id">, device: { token: string; platform: string; deviceId: string }) {
+      if (!PUSH_TOKEN.test(device.token)) {
+        throw new AppError("INVALID_TOKEN", "The push token is not an Expo push token (ExponentPushToken[...] or ExpoPushToken[...])", {
+          field: "token",
+          reason: "must be an Expo push token: ExponentPushToken[...] or ExpoPushToken[...]",
+        });
+      }
+      await repo.registerDevice({ userId: user.id, ...device, now: clock.now() });
+      return { registered: true as const, deviceId: device.deviceId };
+    },
+
+    /** Idempotent: an app unregisters on sign-out and may retry, so an unknown device id is no error. */
+    async unregisterPush(user: Pick<UserRecord, "id">, deviceId: string): Promise<string> {
+      return (await repo.unregisterDevice(user.id, deviceId)) ? "Device unregistered" : "No device was registered under this id";
+    },
+
+    /**
+     * A test notification for the caller through `notify`, as real ones go: an in-app row
+     * (typed trust_score_updated, the most harmless type, with `data.test`) in their language,
+     * handed to the channel asked for only, whatever the preferences say (the user asked for it).
+     */
+    async sendTest(user: Pick<UserRecord, "id">, channel: "push" | "email" | "in_app"): Promise<NotificationView | null> {
+      const item: NotificationItem = {
+        userId: user.id,
+        type: "trust_score_updated",
+        template: "test",
+        data: { test: true, channel },
+        values: { channel },
+        group: null,
+        silent: false,
+        urgent: false,
+        sourceId: null,
+      };
+      const channels: Channel[] = channel === "in_app" ? [] : [channel];
+      return db.prisma.$transaction((tx) => write(tx, item, clock.now(), () => ({ channels, holdUntil: null })));
+    },
+  };
+}
+
+export type NotificationsService = ReturnType<typeof createNotificationsService>;
