@@ -15,6 +15,10 @@ import { createIdempotencyRepo } from "./idempotency/repo.js";
 import { createJobQueue } from "./jobs/queue.js";
 import { createLoansRepo } from "./loans/repo.js";
 import { createLoansService } from "./loans/service.js";
+import { createEmailSender } from "./notifications/channels/email.js";
+import { createExpoPush } from "./notifications/channels/push.js";
+import { createNotificationDeliveries, DELIVERY_ATTEMPTS, EMAIL_JOB, PUSH_JOB } from "./notifications/deliveries.js";
+import { createNotificationFanout } from "./notifications/fanout.js";
 import { createNotificationFeed } from "./notifications/feed.js";
 import { createNotificationsRepo } from "./notifications/repo.js";
 import { createNotificationsService } from "./notifications/service.js";
@@ -72,6 +76,11 @@ export interface ServiceDeps {
   loanFundingDelaySeconds?: number;
   /** LOAN_MIN_SCORE: the lowest Trust Score that may borrow (default 0: every tier, New included). */
   loanMinScore?: number;
+  /**
+   * Where notifications leave the platform (config `notifications`): SMTP (none: e-mails go to the
+   * log) and Expo's push API. Default: no SMTP server, Expo's public API.
+   */
+  notificationChannels?: { smtpUrl: string | undefined; emailFrom: string; expoPushUrl: string; expoAccessToken: string | undefined };
   /** What this process is (api, worker, start): its row among the live processes says so. */
   processKind?: string;
 }
@@ -129,6 +138,12 @@ export function createServices({
   chain,
   loanFundingDelaySeconds = 60,
   loanMinScore = 0,
+  notificationChannels = {
+    smtpUrl: undefined,
+    emailFrom: "TrustMint <no-reply@trustmint.local>",
+    expoPushUrl: "https://exp.host/--/api/v2/push/send",
+    expoAccessToken: undefined,
+  },
   processKind = "api",
 }: ServiceDeps) {
   const cacheClock = cacheReads ? clock : undefined;
@@ -170,12 +185,32 @@ export function createServices({
   });
   const apiKeys = createApiKeysService({ repo: apiKeysRepo, users: usersRepo, clock });
   const rewards = createRewardsConsumer({ db, xp, trust, invalidateUser, logger });
-  // The in-app feed, preferences and push devices; the channel deliveries (`deliver`) join later.
+  // The in-app feed, preferences and push devices; each written notification's push and e-mail
+  // are queued in the transaction that wrote it (held to the end of the user's quiet hours).
   const notificationsRepo = createNotificationsRepo({ db });
   const notifications = createNotificationsService({
     db,
     clock,
     repo: notificationsRepo,
+    deliver: async (notification, delivery, tx) => {
+      const kinds = { push: PUSH_JOB, email: EMAIL_JOB } as const;
+      await jobs.enqueueMany(
+        delivery.channels.flatMap((channel) =>
+          channel === "sms"
+            ? [] // stored as a preference; no SMS provider is wired (D-75)
+            : [
+                {
+                  kind: kinds[channel],
+                  payload: { notificationId: notification.id },
+                  dedupeKey: `notification:${notification.id}:${channel}`,
+                  runAt: delivery.holdUntil ?? undefined,
+                  maxAttempts: DELIVERY_ATTEMPTS,
+                },
+              ],
+        ),
+        tx,
+      );
+    },
     users: usersRepo,
     activeGuardiansOf,
   });
@@ -272,6 +307,15 @@ export function createServices({
     notifications,
     /** New in-app notifications as they are written, for the live stream (one poller per process, while anyone listens). */
     notificationFeed: createNotificationFeed({ repo: notificationsRepo, logger }),
+    /** The outbox consumer that turns domain events into notifications and their delivery jobs. */
+    notificationFanout: createNotificationFanout({ db, notifications, jobs, activeGuardiansOf, logger }),
+    /** The delivery jobs' work: push through Expo, e-mail over SMTP. */
+    notificationDeliveries: createNotificationDeliveries({
+      repo: notificationsRepo,
+      push: createExpoPush({ url: notificationChannels.expoPushUrl, accessToken: notificationChannels.expoAccessToken }),
+      email: createEmailSender({ smtpUrl: notificationChannels.smtpUrl, from: notificationChannels.emailFrom, logger }),
+      logger,
+    }),
     /** The guardians' silent alerts of locks (social_vault.guardian_alert), from the mirrored locks. */
     guardianAlerts,
     /** The one sender of the service's transactions (absent in processes without a chain). */

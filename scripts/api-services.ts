@@ -39,6 +39,7 @@ export async function apiProcessServices(options: {
     },
     loanFundingDelaySeconds: config.loanFundingDelaySeconds,
     loanMinScore: config.loanMinScore,
+    notificationChannels: config.notifications,
     processKind: options.processKind ?? "api",
   });
   await services.sender?.reconcile();

@@ -43,6 +43,7 @@ await runUntilSignal(
       },
       loanFundingDelaySeconds: config.loanFundingDelaySeconds,
       loanMinScore: config.loanMinScore,
+      notificationChannels: config.notifications,
       processKind: "worker",
     });
     onStop(() => services.presence.stop());

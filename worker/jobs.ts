@@ -1,6 +1,9 @@
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
 import type { JobKind } from "../domain/jobs/runner.js";
+import { type DeliveryPayload, EMAIL_JOB, PUSH_JOB } from "../domain/notifications/deliveries.js";
+import { SCHEDULED_JOB } from "../domain/notifications/fanout.js";
+import type { NotificationItem } from "../domain/notifications/types.js";
 import type { Services } from "../domain/services.js";
 import { type PeriodicJob, startWorkers, type Workers } from "./scheduler.js";
 
@@ -10,7 +13,18 @@ export const JOB_RETENTION_MS = 24 * HOUR_MS;
 
 export interface PlatformJobDeps {
   /** The domain services of this process (domain/services.ts): in npm start the API's own, so its caches see the jobs' writes. */
-  services: Pick<Services, "rewards" | "trust" | "eraseDueAccounts" | "loans" | "fundsLoans" | "guardianAlerts" | "jobs">;
+  services: Pick<
+    Services,
+    | "rewards"
+    | "trust"
+    | "eraseDueAccounts"
+    | "loans"
+    | "fundsLoans"
+    | "guardianAlerts"
+    | "jobs"
+    | "notificationFanout"
+    | "notificationDeliveries"
+  >;
 }
 
 /**
@@ -66,6 +80,14 @@ export function createPlatformJobs({ services }: PlatformJobDeps): PeriodicJob[]
       run: async (now) => ({ changed: await services.guardianAlerts.run(now) }),
     },
     {
+      // The notifications consumer: each domain event's in-app notifications, written with their
+      // push and e-mail jobs in the transaction that takes the event (domain/notifications/fanout.ts).
+      name: "notifications.fanout",
+      intervalMs: 1_000,
+      retryMs: 1_000,
+      run: async (now) => ({ changed: await services.notificationFanout.run(now) }),
+    },
+    {
       // Guardians become active by time (the vault's timelock after being added) and leave by
       // removal or reorg: the Trust Score's social input follows the mirror within a minute.
       name: "trust-score.guardians",
@@ -105,8 +127,13 @@ export function createPlatformJobs({ services }: PlatformJobDeps): PeriodicJob[]
  * The queued jobs' handlers by kind, beside the periodic jobs: deliveries fanned out from the
  * outbox (notifications, webhooks) are added here. A kind runs only in processes that list it.
  */
-export function createPlatformHandlers(_deps: PlatformJobDeps): Record<string, JobKind> {
-  return {};
+export function createPlatformHandlers({ services, clock }: PlatformJobDeps & { clock: Pick<Clock, "now"> }): Record<string, JobKind> {
+  const deliveries = services.notificationDeliveries;
+  return {
+    [PUSH_JOB]: (payload: DeliveryPayload) => deliveries.push(payload),
+    [EMAIL_JOB]: (payload: DeliveryPayload) => deliveries.email(payload),
+    [SCHEDULED_JOB]: (payload: { item: NotificationItem }) => services.notificationFanout.writeScheduled(payload, clock.now()),
+  };
 }
 
 export interface PlatformWorkerDeps extends PlatformJobDeps {

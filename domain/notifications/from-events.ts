@@ -13,6 +13,22 @@ export type NotifiableEvent = {
   [K in EventType]: { id: string; type: K; userId: string | null; data: EventData<K> };
 }[EventType];
 
+/** The event types that make notifications: the ones the notifications consumer takes. */
+export const NOTIFIABLE_EVENT_TYPES = [
+  "loan.created",
+  "loan.funded",
+  "loan.due_reminder",
+  "loan.overdue",
+  "loan.repaid",
+  "user.guardian_added",
+  "social_vault.withdrawal_requested",
+  "social_vault.guardian_alert",
+  "trust_score.updated",
+  "user.trust_score_updated",
+  "user.level_up",
+  "user.badge_earned",
+] as const satisfies readonly EventType[];
+
 /** What the mapping needs to know besides the event. */
 export interface EventContext {
   /** The platform user whose managed wallet this is (any case), or null. */

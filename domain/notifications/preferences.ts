@@ -173,8 +173,8 @@ export function quietUntil(quietHours: QuietHours | null, now: Date): Date | nul
 export interface Delivery {
   channels: Channel[];
   /**
-   * Push and SMS wait until then (the recipient's quiet hours); null: at once. E-mail is not
-   * held (it interrupts nobody), nor is an urgent notification.
+   * Push and e-mail wait until then (the recipient's quiet hours); null: at once. An urgent
+   * notification (guardian alerts, an overdue loan) is never held.
    */
   holdUntil: Date | null;
 }

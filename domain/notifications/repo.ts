@@ -96,6 +96,28 @@ export function createNotificationsRepo({ db }: { db: Db }) {
       return row?.seq ?? 0n;
     },
 
+    /**
+     * What a channel delivery needs, read when it runs: the notification, its recipient as they
+     * are now (a user who asked for deletion, or switched the channel off since, gets nothing)
+     * and their push devices. Null when the notification is gone (deleted by its user).
+     */
+    async forDelivery(notificationId: string) {
+      const row = await prisma.notification.findUnique({ where: { id: notificationId } });
+      if (!row) return null;
+      const user = await prisma.user.findUnique({
+        where: { id: row.userId },
+        select: { email: true, deletedAt: true, settingsNotifications: true, settingsEmailAlerts: true },
+      });
+      const devices = await prisma.pushDevice.findMany({ where: { userId: row.userId }, select: { token: true } });
+      return { notification: rowOf(row), user, tokens: devices.map((device) => device.token) };
+    },
+
+    /** Forgets push tokens the provider says will never work again (DeviceNotRegistered). */
+    async dropTokens(tokens: string[]): Promise<number> {
+      if (tokens.length === 0) return 0;
+      return (await prisma.pushDevice.deleteMany({ where: { token: { in: tokens } } })).count;
+    },
+
     /** Writes a row in the caller's transaction; null when its dedupeKey already has one. */
     async insert(tx: Tx, row: NewNotification): Promise<NotificationRow | null> {
       const [created] = await tx.notification.createManyAndReturn({

@@ -86,6 +86,7 @@ export async function startTestApi(
       : undefined,
     logger: options.logger,
     loanMinScore: config.loanMinScore,
+    notificationChannels: config.notifications,
   });
   const app = await createApp({
     logger: options.logger ?? createLogger("silent"),

@@ -1,0 +1,73 @@
+// The outbox consumer `notifications`: it only fans out. For each domain event, in the
+// transaction that marks it taken, it writes the in-app rows (a database write, the feed's own
+// channel) and enqueues one job per notification and outside channel (deliveries.ts), or a
+// scheduled job for a notification that may not be written yet (guardian_accepted at the
+// guardian's activation). The I/O happens later, in the jobs, outside any transaction.
+import type { Logger } from "../../core/logger.js";
+import type { Db, Tx } from "../db.js";
+import { consumeEvents } from "../events/consumer.js";
+import type { JobQueue } from "../jobs/queue.js";
+import { NOTIFIABLE_EVENT_TYPES } from "./from-events.js";
+import type { NotificationsService } from "./service.js";
+import type { NotificationItem } from "./types.js";
+
+export const SCHEDULED_JOB = "notification.scheduled";
+
+export function createNotificationFanout(deps: {
+  db: Db;
+  notifications: Pick<NotificationsService, "itemsFor" | "notify">;
+  jobs: Pick<JobQueue, "enqueue" | "wake">;
+  /** The wallets of a vault's guardians active at an instant (domain/social-vault/repo.ts). */
+  activeGuardiansOf(tx: Tx, vault: string, at: Date): Promise<string[]>;
+  logger?: Pick<Logger, "warn">;
+}) {
+  /** A scheduled notification still true when its time comes: an activation the owner did not undo by removing the guardian. */
+  async function stillTrue(tx: Tx, item: NotificationItem, now: Date): Promise<boolean> {
+    if (item.type !== "guardian_accepted") return true;
+    const { vaultAddress, guardianAddress } = item.data as { vaultAddress: string; guardianAddress: string };
+    const active = await deps.activeGuardiansOf(tx, vaultAddress, now);
+    return active.some((wallet) => wallet.toLowerCase() === guardianAddress.toLowerCase());
+  }
+
+  return {
+    /** Fans out every event not yet taken; returns how many it took. */
+    async run(now: Date): Promise<number> {
+      const taken = await consumeEvents(deps.db, {
+        consumer: "notifications",
+        types: NOTIFIABLE_EVENT_TYPES,
+        now,
+        logger: deps.logger,
+        apply: async (tx, event) => {
+          for (const item of await deps.notifications.itemsFor(tx, event)) {
+            if (item.notBefore && new Date(item.notBefore) > now) {
+              await deps.jobs.enqueue(
+                {
+                  kind: SCHEDULED_JOB,
+                  payload: { item },
+                  runAt: new Date(item.notBefore),
+                  dedupeKey: `scheduled:${item.sourceId}:${item.userId}:${item.type}`,
+                },
+                tx,
+              );
+            } else {
+              await deps.notifications.notify(tx, item, now);
+            }
+          }
+        },
+      });
+      // The deliveries were enqueued inside the consumer's transactions: this process's runners run them now.
+      if (taken > 0) deps.jobs.wake();
+      return taken;
+    },
+
+    /** A scheduled notification's time has come: written (and delivered) now, once. */
+    async writeScheduled({ item }: { item: NotificationItem }, now: Date): Promise<void> {
+      await deps.db.prisma.$transaction(async (tx) => {
+        if (await stillTrue(tx, item, now)) await deps.notifications.notify(tx, item, now);
+      });
+      deps.jobs.wake();
+    },
+  };
+}
+
+export type NotificationFanout = ReturnType<typeof createNotificationFanout>;

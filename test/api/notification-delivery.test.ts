@@ -1,0 +1,208 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { expect } from "chai";
+import { SMTPServer } from "smtp-server";
+import { ensureChainIdentity } from "../../core/chain-identity.js";
+import { createLogger } from "../../core/logger.js";
+import type { Indexer } from "../../indexer/indexer.js";
+import { startPlatformWorkers } from "../../worker/jobs.js";
+import type { Workers } from "../../worker/scheduler.js";
+import { startTestApi, type TestApi } from "../helpers/api.js";
+import { startTestChain, type TestChain } from "../helpers/chain.js";
+import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
+import { testIndexer, waitFor } from "../helpers/mirror.js";
+
+// Notifications from domain events to the user, over real parts: the chain and the indexer
+// write the events, the platform workers fan them out and run the delivery jobs, e-mails go to
+// a real SMTP server in the test and pushes to a local receiver that answers as Expo's API does.
+
+describe(`notifications delivered: in-app, push and e-mail from domain events (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
+  this.timeout(240_000);
+  let chain: TestChain;
+  let db: TestDatabase;
+  let indexer: Indexer;
+  let api: TestApi;
+  let workers: Workers;
+  let smtp: SMTPServer;
+  let expo: http.Server;
+  const mails: { to: string[]; text: string }[] = [];
+  const pushes: { to: string; title: string; data: Record<string, unknown> }[] = [];
+
+  before(async () => {
+    smtp = new SMTPServer({
+      authOptional: true,
+      disabledCommands: ["STARTTLS"],
+      onData(stream, session, callback) {
+        let text = "";
+        stream.on("data", (chunk) => {
+          text += chunk;
+        });
+        stream.on("end", () => {
+          mails.push({ to: session.envelope.rcptTo.map((r) => r.address), text });
+          callback();
+        });
+      },
+    });
+    await new Promise<void>((resolve) => smtp.listen(0, "127.0.0.1", resolve));
+    // Expo's answer format; a token containing "gone" is an uninstalled app.
+    expo = http.createServer((req, res) => {
+      let body = "";
+      req.on("data", (chunk) => {
+        body += chunk;
+      });
+      req.on("end", () => {
+        const messages = JSON.parse(body) as { to: string; title: string; data: Record<string, unknown> }[];
+        pushes.push(...messages);
+        const data = messages.map((m) =>
+          m.to.includes("gone")
+            ? { status: "error", message: "not registered", details: { error: "DeviceNotRegistered" } }
+            : { status: "ok", id: `t-${pushes.length}` },
+        );
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ data }));
+      });
+    });
+    await new Promise<void>((resolve) => expo.listen(0, "127.0.0.1", resolve));
+
+    chain = await startTestChain();
+    db = await createTestDatabase();
+    await ensureChainIdentity(db, chain.deployment, { embedded: true, logger: createLogger("silent") });
+    indexer = testIndexer(db, chain);
+    indexer.start();
+    api = await startTestApi({
+      chain,
+      db,
+      env: {
+        SMTP_URL: `smtp://127.0.0.1:${(smtp.server.address() as AddressInfo).port}`,
+        EXPO_PUSH_URL: `http://127.0.0.1:${(expo.address() as AddressInfo).port}/--/api/v2/push/send`,
+      },
+    });
+    workers = startPlatformWorkers({ services: api.services, clock: api.clock, logger: createLogger("silent"), tickMs: 100 });
+  });
+  after(async () => {
+    await workers?.stop();
+    await api?.close();
+    await indexer?.stop();
+    await db?.destroy();
+    await chain?.close();
+    await new Promise<void>((resolve) => smtp?.close(() => resolve()));
+    await new Promise((resolve) => expo?.close(resolve));
+  });
+
+  /** A user whose token carries an e-mail address (the first request creates them). */
+  async function newTestUser(_api: TestApi, prefix: string, _funds: number) {
+    const email = `${prefix}-${Math.random().toString(36).slice(2)}@example.com`;
+    const token = await api.token(email, { email, expiresIn: 86_400 });
+    const me = (await api.request("GET", "/v1/users/me", { token })).body.data;
+    return { token, id: me.id as string, email };
+  }
+
+  const feed = (token: string) => api.request("GET", "/v1/notifications?limit=100", { token });
+  const register = (token: string, deviceId: string, push: string) =>
+    api.request("POST", "/v1/notifications/push/register", { token, body: { token: push, platform: "ios", deviceId } });
+
+  it("a loan request reaches the borrower in the app, by push and by e-mail, once each", async () => {
+    const borrower = await newTestUser(api, "borrower", 0);
+    await api.request("PATCH", "/v1/users/me", { token: borrower.token, body: { displayName: "Bea" } });
+    const email = borrower.email;
+    expect((await register(borrower.token, "phone-1", "ExponentPushToken[bea-phone]")).status).to.equal(200);
+    const loan = await api.request("POST", "/v1/loans", { token: borrower.token, body: { amount: 20, duration: 7 } });
+    expect(loan.status, loan.text).to.equal(200);
+
+    const inApp = await waitFor(
+      async () => {
+        const list = (await feed(borrower.token)).body;
+        return list.data.find((n: { type: string }) => n.type === "loan_created");
+      },
+      20_000,
+      "the in-app notification",
+    );
+    expect(inApp.data).to.deep.equal({ loanId: loan.body.data.id });
+    expect(inApp.title).to.be.a("string").and.not.empty;
+    await waitFor(async () => pushes.some((p) => p.to === "ExponentPushToken[bea-phone]"), 20_000, "the push");
+    const mail = await waitFor(
+      async () => mails.find((m) => m.to.includes(email) && m.text.includes(`Subject: ${inApp.title}`)),
+      20_000,
+      "the e-mail",
+    );
+    expect(mail.text).to.include(inApp.body.slice(0, 20));
+    // Once per channel, even as the fan-out and the runners keep polling.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(pushes.filter((p) => p.to === "ExponentPushToken[bea-phone]" && p.data.loanId === loan.body.data.id)).to.have.length(1);
+    // (The first loan also earns a badge: its own notification, its own e-mail.)
+    expect(mails.filter((m) => m.to.includes(email) && m.text.includes(`Subject: ${inApp.title}`))).to.have.length(1);
+    const rows = await db.prisma.notification.count({ where: { userId: borrower.id, type: "loan_created" } });
+    expect(rows).to.equal(1);
+  });
+
+  it("a channel switched off sends nothing there; a device the provider says is gone is dropped", async () => {
+    const user = await newTestUser(api, "quiet-borrower", 0);
+    const email = user.email;
+    await register(user.token, "phone-a", "ExponentPushToken[kept-a]");
+    await register(user.token, "phone-b", "ExponentPushToken[gone-b]");
+    const off = await api.request("PATCH", "/v1/notifications/preferences", { token: user.token, body: { email: { enabled: false } } });
+    expect(off.status, off.text).to.equal(200);
+    const mailsBefore = mails.length;
+    const loan = await api.request("POST", "/v1/loans", { token: user.token, body: { amount: 10, duration: 7 } });
+    expect(loan.status, loan.text).to.equal(200);
+    await waitFor(async () => pushes.some((p) => p.to === "ExponentPushToken[kept-a]"), 20_000, "the push to the kept device");
+    await waitFor(
+      async () => (await db.prisma.pushDevice.count({ where: { userId: user.id, token: "ExponentPushToken[gone-b]" } })) === 0,
+      20_000,
+      "the gone device to be dropped",
+    );
+    expect(await db.prisma.pushDevice.count({ where: { userId: user.id } })).to.equal(1);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(mails.slice(mailsBefore).filter((m) => m.to.includes(email))).to.deep.equal([]);
+  });
+
+  it("streams a new notification within a second, and resumes after a disconnect with Last-Event-ID", async () => {
+    const user = await newTestUser(api, "streamer", 0);
+    const received: string[] = [];
+    const open = async (lastEventId?: string) => {
+      const controller = new AbortController();
+      const response = await fetch(`${api.url}/v1/notifications/stream`, {
+        headers: { authorization: `Bearer ${user.token}`, ...(lastEventId ? { "last-event-id": lastEventId } : {}) },
+        signal: controller.signal,
+      });
+      expect(response.status).to.equal(200);
+      expect(response.headers.get("content-type")).to.match(/^text\/event-stream/);
+      const reader = response.body!.getReader();
+      void (async () => {
+        const decoder = new TextDecoder();
+        try {
+          for (;;) {
+            const { done, value } = await reader.read();
+            if (done) return;
+            received.push(decoder.decode(value));
+          }
+        } catch {
+          // aborted
+        }
+      })();
+      return () => controller.abort();
+    };
+    const text = () => received.join("");
+    const close = await open();
+    await waitFor(async () => text().includes("event: unread"), 5_000, "the first unread count");
+    const started = Date.now();
+    const test = await api.request("POST", "/v1/notifications/test", { token: user.token, body: { type: "in_app" } });
+    expect(test.status, test.text).to.equal(200);
+    await waitFor(async () => text().includes("event: notification"), 5_000, "the streamed notification");
+    expect(Date.now() - started, "within a second").to.be.lessThan(1_000);
+    const ids = [...text().matchAll(/^id: (\d+)$/gm)].map((m) => m[1]!);
+    expect(ids).to.have.length(1);
+    close();
+
+    // Missed while disconnected: two more.
+    await api.request("POST", "/v1/notifications/test", { token: user.token, body: { type: "in_app" } });
+    await api.request("POST", "/v1/notifications/test", { token: user.token, body: { type: "in_app" } });
+    received.length = 0;
+    const closeAgain = await open(ids[0]);
+    await waitFor(async () => [...text().matchAll(/^id: (\d+)$/gm)].length >= 2, 5_000, "the missed notifications");
+    const resumed = [...text().matchAll(/^id: (\d+)$/gm)].map((m) => BigInt(m[1]!));
+    expect(resumed).to.have.length(2);
+    expect(resumed.every((id) => id > BigInt(ids[0]!))).to.equal(true);
+    expect(text()).to.match(/event: unread\ndata: \{"unreadCount":3\}/);
+    closeAgain();
+  });
+});
