@@ -155,6 +155,76 @@ describe(`notifications delivered: in-app, push and e-mail from domain events ($
     expect(mails.slice(mailsBefore).filter((m) => m.to.includes(email))).to.deep.equal([]);
   });
 
+  it("a duress lock alerts each guardian silently and shows nothing on the owner's side: no notification, push or e-mail", async () => {
+    const owner = await newTestUser(api, "owner", 0);
+    const guardian = await newTestUser(api, "guardian", 0);
+    const guardianWallet = (await api.request("GET", "/v1/users/me", { token: guardian.token })).body.data.walletAddress as string;
+    await register(owner.token, "owner-phone", "ExponentPushToken[owner-phone]");
+    await register(guardian.token, "guardian-phone", "ExponentPushToken[guardian-phone]");
+    const vault = await api.request("POST", "/v1/social-vault", {
+      token: owner.token,
+      body: { dailyLimit: 100, timelockDuration: 3600, requiredSignatures: 1, duressPin: "4821" },
+    });
+    expect(vault.status, vault.text).to.equal(200);
+    const added = await api.request("POST", "/v1/social-vault/guardians", { token: owner.token, body: { walletAddress: guardianWallet } });
+    expect(added.status, added.text).to.equal(200);
+    await waitFor(
+      async () => (await feed(guardian.token)).body.data.find((n: { type: string }) => n.type === "guardian_request"),
+      20_000,
+      "the guardian's request",
+    );
+    // The guardian becomes active after the timelock: the owner hears of it then, not before.
+    expect((await feed(owner.token)).body.data.map((n: { type: string }) => n.type)).to.not.include("guardian_accepted");
+    expect((await api.request("POST", "/dev/time/advance", { body: { seconds: 3_601 } })).status).to.equal(200);
+    await waitFor(
+      async () => (await feed(owner.token)).body.data.find((n: { type: string }) => n.type === "guardian_accepted"),
+      20_000,
+      "the owner's guardian_accepted",
+    );
+    // The active guardian raises the owner's Trust Score (its own notification): settled before the lock.
+    await waitFor(
+      async () => (await feed(owner.token)).body.data.find((n: { type: string }) => n.type === "trust_score_updated"),
+      20_000,
+      "the owner's Trust Score change",
+    );
+
+    // Every delivery of those done, so what follows the lock is counted from a settled state.
+    await waitFor(
+      async () =>
+        (await db.prisma.job.count({ where: { kind: { startsWith: "notification." }, status: { in: ["queued", "running"] } } })) === 0,
+      20_000,
+      "the deliveries so far",
+    );
+    const ownerRows = await db.prisma.notification.count({ where: { userId: owner.id } });
+    const ownerPushes = pushes.filter((p) => p.to === "ExponentPushToken[owner-phone]").length;
+    const ownerMails = mails.filter((m) => m.to.includes(owner.email)).length;
+    const locked = await api.request("POST", "/v1/social-vault/lock", { token: owner.token, body: { duressPin: "4821" } });
+    expect(locked.status, locked.text).to.equal(200);
+
+    const alert = await waitFor(
+      async () => (await feed(guardian.token)).body.data.find((n: { type: string }) => n.type === "vault_locked"),
+      20_000,
+      "the guardian's alert",
+    );
+    expect(alert.data.vaultAddress.toLowerCase()).to.equal(vault.body.data.vaultAddress.toLowerCase());
+    await waitFor(
+      async () => pushes.some((p) => p.to === "ExponentPushToken[guardian-phone]" && p.data.type === "vault_locked"),
+      20_000,
+      "the guardian's push",
+    );
+    await waitFor(
+      async () => mails.some((m) => m.to.includes(guardian.email) && m.text.includes(`Subject: ${alert.title}`)),
+      20_000,
+      "the guardian's e-mail",
+    );
+    // Long enough for every consumer and delivery of the lock to have run.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const ownerFeed = await db.prisma.notification.findMany({ where: { userId: owner.id }, orderBy: { seq: "asc" } });
+    expect(ownerFeed.length, `nothing in the owner's feed: ${ownerFeed.map((n) => n.type).join(", ")}`).to.equal(ownerRows);
+    expect(pushes.filter((p) => p.to === "ExponentPushToken[owner-phone]").length, "no push to the owner").to.equal(ownerPushes);
+    expect(mails.filter((m) => m.to.includes(owner.email)).length, "no e-mail to the owner").to.equal(ownerMails);
+  });
+
   it("streams a new notification within a second, and resumes after a disconnect with Last-Event-ID", async () => {
     const user = await newTestUser(api, "streamer", 0);
     const received: string[] = [];
