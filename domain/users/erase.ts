@@ -6,7 +6,8 @@ const ERASE_BATCH = 100;
 /**
  * The erase job: blanks the personal data of every account whose `deletionScheduledFor` has
  * passed on the service clock (`now`), and deletes the rows that describe the person
- * (activity, badges, API keys, Trust Score inputs, modifiers and history). The row stays,
+ * (activity, badges, API keys, Trust Score inputs, modifiers and history, notifications, their
+ * preferences and push devices). The row stays,
  * with its wallet index (never reassigned), its subject (so the identity can never be
  * provisioned again) and `erasedAt`; on-chain data cannot be erased. Idempotent: a worker
  * runs it hourly. Returns the ids erased; the caller drops them from user caches.
@@ -30,6 +31,9 @@ export async function eraseDueAccounts(db: Db, now: Date): Promise<string[]> {
       prisma.trustScoreInput.deleteMany({ where: { userId: { in: ids } } }),
       prisma.trustScoreModifier.deleteMany({ where: { userId: { in: ids } } }),
       prisma.trustScoreHistory.deleteMany({ where: { userId: { in: ids } } }),
+      prisma.notification.deleteMany({ where: { userId: { in: ids } } }),
+      prisma.notificationPreference.deleteMany({ where: { userId: { in: ids } } }),
+      prisma.pushDevice.deleteMany({ where: { userId: { in: ids } } }),
       prisma.user.updateMany({
         where: { id: { in: ids } },
         data: {

@@ -376,6 +376,13 @@ describe(`users, API keys and the sandbox (${usingPostgres ? "PostgreSQL" : "PGl
       const token = await api.token("eraser", { email: "eraser@example.com", name: "Eraser" });
       const id = (await api.request("GET", "/v1/users/me", { token })).body.data.id;
       await api.services.xp.award(id, { type: "vault_deposit", description: "Deposit", xp: 20, sourceId: "0xdead" });
+      await api.request("POST", "/v1/notifications/test", { token, body: { type: "in_app" } });
+      await api.request("PATCH", "/v1/notifications/preferences", { token, body: { push: { marketing: true } } });
+      await api.request("POST", "/v1/notifications/push/register", {
+        token,
+        body: { token: "ExponentPushToken[eraser]", platform: "ios", deviceId: "eraser-phone" },
+      });
+      expect(await api.db.prisma.notification.count({ where: { userId: id } })).to.equal(1);
       await api.request("DELETE", "/v1/users/me", { token, body: { confirmation: "DELETE_MY_ACCOUNT" } });
       const before = api.clock.now();
       expect(await api.services.eraseDueAccounts(new Date(before.getTime() + 29 * 86_400_000))).to.not.include(id);
@@ -388,6 +395,9 @@ describe(`users, API keys and the sandbox (${usingPostgres ? "PostgreSQL" : "PGl
       expect(row.walletAddress).to.match(/^0x/);
       expect(await api.db.prisma.activity.count({ where: { userId: id } })).to.equal(0);
       expect(await api.db.prisma.userBadge.count({ where: { userId: id } })).to.equal(0);
+      expect(await api.db.prisma.notification.count({ where: { userId: id } })).to.equal(0);
+      expect(await api.db.prisma.notificationPreference.count({ where: { userId: id } })).to.equal(0);
+      expect(await api.db.prisma.pushDevice.count({ where: { userId: id } })).to.equal(0);
       expect(await api.services.eraseDueAccounts(new Date(before.getTime() + 31 * 86_400_000))).to.deep.equal([]);
     });
   });
