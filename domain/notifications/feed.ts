@@ -77,8 +77,8 @@ export function createNotificationFeed(deps: {
         const last = await deps.repo.lastSeq();
         highest ??= last;
       }
-      let set = listeners.get(userId);
-      if (!set) listeners.set(userId, (set = new Set()));
+      const set = listeners.get(userId) ?? new Set<Listener>();
+      listeners.set(userId, set);
       set.add(listener);
       if (!timer) {
         timer = setInterval(() => void poll(), deps.pollMs ?? POLL_MS);
