@@ -330,6 +330,7 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
     expect(workers.jobs).to.deep.equal([
       "chain-events.rewards",
       "social-vault.guardian-alerts",
+      "notifications.fanout",
       "trust-score.guardians",
       "trust-score.seniority",
       "users.erase",
