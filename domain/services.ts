@@ -308,7 +308,7 @@ export function createServices({
     /** New in-app notifications as they are written, for the live stream (one poller per process, while anyone listens). */
     notificationFeed: createNotificationFeed({ repo: notificationsRepo, logger }),
     /** The outbox consumer that turns domain events into notifications and their delivery jobs. */
-    notificationFanout: createNotificationFanout({ db, notifications, jobs, activeGuardiansOf, logger }),
+    notificationFanout: createNotificationFanout({ db, notifications, jobs, repo: notificationsRepo, activeGuardiansOf, logger }),
     /** The delivery jobs' work: push through Expo, e-mail over SMTP. */
     notificationDeliveries: createNotificationDeliveries({
       repo: notificationsRepo,

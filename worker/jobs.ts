@@ -1,7 +1,13 @@
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
 import type { JobKind } from "../domain/jobs/runner.js";
-import { type DeliveryPayload, EMAIL_JOB, PUSH_JOB } from "../domain/notifications/deliveries.js";
+import {
+  type DeliveryPayload,
+  EMAIL_JOB,
+  PUSH_JOB,
+  WEEKLY_SUMMARY_JOB,
+  type WeeklySummaryPayload,
+} from "../domain/notifications/deliveries.js";
 import { SCHEDULED_JOB } from "../domain/notifications/fanout.js";
 import type { NotificationItem } from "../domain/notifications/types.js";
 import type { Services } from "../domain/services.js";
@@ -88,6 +94,14 @@ export function createPlatformJobs({ services }: PlatformJobDeps): PeriodicJob[]
       run: async (now) => ({ changed: await services.notificationFanout.run(now) }),
     },
     {
+      // The weekly summary e-mail of each user who asked for it (email.weekly_summary), once per
+      // 7-day slot of the service clock: one e-mail job per user, keyed by user and week.
+      name: "notifications.weekly-summary",
+      intervalMs: 7 * 24 * HOUR_MS,
+      retryMs: HOUR_MS,
+      run: async (now) => ({ changed: await services.notificationFanout.enqueueWeeklySummaries(now) }),
+    },
+    {
       // Guardians become active by time (the vault's timelock after being added) and leave by
       // removal or reorg: the Trust Score's social input follows the mirror within a minute.
       name: "trust-score.guardians",
@@ -132,6 +146,7 @@ export function createPlatformHandlers({ services, clock }: PlatformJobDeps & { 
   return {
     [PUSH_JOB]: (payload: DeliveryPayload) => deliveries.push(payload),
     [EMAIL_JOB]: (payload: DeliveryPayload) => deliveries.email(payload),
+    [WEEKLY_SUMMARY_JOB]: (payload: WeeklySummaryPayload) => deliveries.weeklySummary(payload),
     [SCHEDULED_JOB]: (payload: { item: NotificationItem }) => services.notificationFanout.writeScheduled(payload, clock.now()),
   };
 }

@@ -10,9 +10,11 @@ import type { EmailSender } from "./channels/email.js";
 import { EmailSendError } from "./channels/email.js";
 import { EXPO_MAX_MESSAGES, type ExpoPush, PushRequestError } from "./channels/push.js";
 import type { NotificationsRepo } from "./repo.js";
+import { languageOf, render } from "./templates.js";
 
 export const PUSH_JOB = "notification.push";
 export const EMAIL_JOB = "notification.email";
+export const WEEKLY_SUMMARY_JOB = "notification.weekly-summary";
 /** Tries of one channel delivery before it is dead (about a day with the queue's backoff). */
 export const DELIVERY_ATTEMPTS = 8;
 
@@ -20,12 +22,29 @@ export interface DeliveryPayload {
   notificationId: string;
 }
 
+export interface WeeklySummaryPayload {
+  userId: string;
+  /** The week summed up, from `since` to `until` (ISO 8601, service clock). */
+  since: string;
+  until: string;
+}
+
 export function createNotificationDeliveries(deps: {
-  repo: Pick<NotificationsRepo, "forDelivery" | "dropTokens">;
+  repo: Pick<NotificationsRepo, "forDelivery" | "dropTokens" | "weekOf">;
   push: ExpoPush;
   email: EmailSender;
   logger?: Pick<Logger, "info" | "warn">;
 }) {
+  /** One e-mail; the SMTP server's lasting refusal (5xx) ends the job, anything else is retried. */
+  async function sendEmail(message: { to: string; subject: string; text: string }) {
+    try {
+      await deps.email.send(message);
+    } catch (error) {
+      if (error instanceof EmailSendError && !error.retryable) throw new PermanentJobError(error.message, { cause: error });
+      throw new RetryableJobError((error as Error).message, { cause: error });
+    }
+  }
+
   return {
     async push({ notificationId }: DeliveryPayload): Promise<void> {
       const found = await deps.repo.forDelivery(notificationId);
@@ -66,16 +85,22 @@ export function createNotificationDeliveries(deps: {
       }
     },
 
+    /** The weekly summary e-mail of one user who asked for it: their week's notifications in their language. */
+    async weeklySummary({ userId, since, until }: WeeklySummaryPayload): Promise<void> {
+      const week = await deps.repo.weekOf(userId, new Date(since), new Date(until));
+      const user = week.user;
+      if (!user || user.deletedAt || !user.settingsEmailAlerts || !user.email) return;
+      const language = languageOf(user.settingsLanguage);
+      const highlights = week.titles.map((title) => `- ${title}`).join("\n");
+      const text = render("weekly_summary", { count: week.count, unread: week.unread, highlights }, { language });
+      await sendEmail({ to: user.email, subject: text.title, text: text.body });
+    },
+
     async email({ notificationId }: DeliveryPayload): Promise<void> {
       const found = await deps.repo.forDelivery(notificationId);
       const user = found?.user;
       if (!found || !user || user.deletedAt || !user.settingsEmailAlerts || !user.email) return;
-      try {
-        await deps.email.send({ to: user.email, subject: found.notification.title, text: found.notification.body });
-      } catch (error) {
-        if (error instanceof EmailSendError && !error.retryable) throw new PermanentJobError(error.message, { cause: error });
-        throw new RetryableJobError((error as Error).message, { cause: error });
-      }
+      await sendEmail({ to: user.email, subject: found.notification.title, text: found.notification.body });
     },
   };
 }

@@ -7,16 +7,20 @@ import type { Logger } from "../../core/logger.js";
 import type { Db, Tx } from "../db.js";
 import { consumeEvents } from "../events/consumer.js";
 import type { JobQueue } from "../jobs/queue.js";
+import { WEEKLY_SUMMARY_JOB, type WeeklySummaryPayload } from "./deliveries.js";
 import { NOTIFIABLE_EVENT_TYPES } from "./from-events.js";
+import type { NotificationsRepo } from "./repo.js";
 import type { NotificationsService } from "./service.js";
 import type { NotificationItem } from "./types.js";
 
 export const SCHEDULED_JOB = "notification.scheduled";
+export const WEEK_MS = 7 * 24 * 3_600_000;
 
 export function createNotificationFanout(deps: {
   db: Db;
   notifications: Pick<NotificationsService, "itemsFor" | "notify">;
-  jobs: Pick<JobQueue, "enqueue" | "wake">;
+  jobs: Pick<JobQueue, "enqueue" | "enqueueMany" | "wake">;
+  repo: Pick<NotificationsRepo, "weeklySummaryRecipients">;
   /** The wallets of a vault's guardians active at an instant (domain/social-vault/repo.ts). */
   activeGuardiansOf(tx: Tx, vault: string, at: Date): Promise<string[]>;
   logger?: Pick<Logger, "warn">;
@@ -58,6 +62,31 @@ export function createNotificationFanout(deps: {
       // The deliveries were enqueued inside the consumer's transactions: this process's runners run them now.
       if (taken > 0) deps.jobs.wake();
       return taken;
+    },
+
+    /**
+     * One weekly summary e-mail job per user who asked for it, for the week that ends at the
+     * start of `now`'s week slot (slots of 7 days on the service clock): keyed by user and week,
+     * so a repeated run enqueues nothing twice. Returns how many it enqueued.
+     */
+    async enqueueWeeklySummaries(now: Date): Promise<number> {
+      const weekEnd = Math.floor(now.getTime() / WEEK_MS) * WEEK_MS;
+      const since = new Date(weekEnd - WEEK_MS).toISOString();
+      let enqueued = 0;
+      for (let after = ""; ; ) {
+        const users = await deps.repo.weeklySummaryRecipients(after, 500);
+        if (users.length === 0) break;
+        const ids = await deps.jobs.enqueueMany(
+          users.map((userId) => ({
+            kind: WEEKLY_SUMMARY_JOB,
+            payload: { userId, since, until: new Date(weekEnd).toISOString() } satisfies WeeklySummaryPayload,
+            dedupeKey: `weekly:${userId}:${since}`,
+          })),
+        );
+        enqueued += ids.length;
+        after = users[users.length - 1]!;
+      }
+      return enqueued;
     },
 
     /** A scheduled notification's time has come: written (and delivered) now, once. */

@@ -118,6 +118,35 @@ export function createNotificationsRepo({ db }: { db: Db }) {
       return (await prisma.pushDevice.deleteMany({ where: { token: { in: tokens } } })).count;
     },
 
+    /**
+     * Users who asked for the weekly summary e-mail (email.enabled, the User row's switch, and
+     * email.weekly_summary, off by default) and can receive one, in id order from `afterId`.
+     */
+    async weeklySummaryRecipients(afterId: string, limit: number): Promise<string[]> {
+      const rows = await prisma.$queryRaw<{ id: string }[]>`
+        SELECT u."id" FROM "User" u JOIN "NotificationPreference" p ON p."userId" = u."id"
+         WHERE u."id" > ${afterId} AND u."deletedAt" IS NULL AND u."settingsEmailAlerts"
+           AND u."email" IS NOT NULL AND u."email" <> ''
+           AND (p."prefs" -> 'email' ->> 'weekly_summary') = 'true'
+         ORDER BY u."id" LIMIT ${limit}::int`;
+      return rows.map((row) => row.id);
+    },
+
+    /** What a user's week held: the notifications from `since` to `until`, how many are still unread, the newest titles. */
+    async weekOf(userId: string, since: Date, until: Date) {
+      const where = { userId, createdAt: { gte: since, lt: until } };
+      const [count, unread, recent, user] = await Promise.all([
+        prisma.notification.count({ where }),
+        prisma.notification.count({ where: { ...where, read: false } }),
+        prisma.notification.findMany({ where, orderBy: { createdAt: "desc" }, take: 5, select: { title: true } }),
+        prisma.user.findUnique({
+          where: { id: userId },
+          select: { email: true, deletedAt: true, settingsEmailAlerts: true, settingsLanguage: true },
+        }),
+      ]);
+      return { count, unread, titles: recent.map((row) => row.title), user };
+    },
+
     /** Writes a row in the caller's transaction; null when its dedupeKey already has one. */
     async insert(tx: Tx, row: NewNotification): Promise<NotificationRow | null> {
       const [created] = await tx.notification.createManyAndReturn({

@@ -95,6 +95,17 @@ export const TEMPLATES: Record<TemplateKey, Record<Language, Text>> = {
     en: { title: "Test notification", body: "If you can read this, {channel} notifications reach you." },
     es: { title: "Notificación de prueba", body: "Si puedes leer esto, las notificaciones por {channel} te llegan." },
   },
+  // The weekly summary e-mail (never an in-app notification): `highlights` is one line per recent title.
+  weekly_summary: {
+    en: {
+      title: "Your week on TrustMint",
+      body: "This week you received {count:number} notifications; {unread:number} are still unread.\n{highlights}",
+    },
+    es: {
+      title: "Tu semana en TrustMint",
+      body: "Esta semana recibiste {count:number} notificaciones; {unread:number} siguen sin leer.\n{highlights}",
+    },
+  },
 };
 
 /** The language of a `settings.language` tag: its primary subtag when a translation exists (`es-MX` -> es), else English. */

@@ -63,4 +63,4 @@ export interface NotificationItem {
 }
 
 /** A template of templates.ts: each notification type's, and the test route's. */
-export type TemplateKey = NotificationType | "test";
+export type TemplateKey = NotificationType | "test" | "weekly_summary";

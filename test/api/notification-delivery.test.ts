@@ -225,6 +225,32 @@ describe(`notifications delivered: in-app, push and e-mail from domain events ($
     expect(mails.filter((m) => m.to.includes(owner.email)).length, "no e-mail to the owner").to.equal(ownerMails);
   });
 
+  it("sends the weekly summary e-mail to the users who asked for it, once a week, in their language", async () => {
+    const reader = await newTestUser(api, "weekly-reader", 0);
+    const other = await newTestUser(api, "weekly-other", 0);
+    const on = await api.request("PATCH", "/v1/notifications/preferences", {
+      token: reader.token,
+      body: { email: { weekly_summary: true } },
+    });
+    expect(on.status, on.text).to.equal(200);
+    await api.request("PATCH", "/v1/users/me", { token: reader.token, body: { settings: { language: "es" } } });
+    for (const user of [reader, other]) {
+      await api.request("POST", "/v1/notifications/test", { token: user.token, body: { type: "in_app" } });
+      await api.request("POST", "/v1/notifications/test", { token: user.token, body: { type: "in_app" } });
+    }
+    // A week later on the service clock, the summary of the week that just ended goes out.
+    expect((await api.request("POST", "/dev/time/advance", { body: { seconds: 7 * 86_400 } })).status).to.equal(200);
+    const mail = await waitFor(
+      async () => mails.find((m) => m.to.includes(reader.email) && m.text.includes("Tu semana en TrustMint")),
+      20_000,
+      "the weekly summary",
+    );
+    expect(mail.text).to.match(/recibiste 2 notificaciones/);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(mails.filter((m) => m.to.includes(other.email) && /semana|week/i.test(m.text))).to.deep.equal([]);
+    expect(mails.filter((m) => m.to.includes(reader.email) && m.text.includes("Tu semana en TrustMint"))).to.have.length(1);
+  });
+
   it("streams a new notification within a second, and resumes after a disconnect with Last-Event-ID", async () => {
     const user = await newTestUser(api, "streamer", 0);
     const received: string[] = [];

@@ -38,7 +38,7 @@ const signature = (key: TemplateKey, language: (typeof LANGUAGES)[number]) =>
 describe("notification templates", () => {
   it("has a template for each of the 13 types (and the test notification), nothing else", () => {
     expect(NOTIFICATION_TYPES).to.have.length(13);
-    expect(Object.keys(TEMPLATES).sort()).to.deep.equal([...NOTIFICATION_TYPES, "test"].sort());
+    expect(Object.keys(TEMPLATES).sort()).to.deep.equal([...NOTIFICATION_TYPES, "test", "weekly_summary"].sort());
   });
 
   for (const key of Object.keys(TEMPLATES) as TemplateKey[]) {

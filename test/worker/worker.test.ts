@@ -331,6 +331,7 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
       "chain-events.rewards",
       "social-vault.guardian-alerts",
       "notifications.fanout",
+      "notifications.weekly-summary",
       "trust-score.guardians",
       "trust-score.seniority",
       "users.erase",
