@@ -163,5 +163,8 @@ export async function serveApi(
   const app = await createApp({ ...deps, redis });
   const server = await listen(app, deps.config.http.host, deps.config.http.port, { clock: deps.clock, logger: deps.logger });
   onStop(() => server.close());
+  // Stoppers run last-registered first: the live streams end, then the server closes (it waits
+  // for open connections, and a stream never ends by itself).
+  onStop(() => deps.services.notificationFeed.stop());
   return { app, server };
 }

@@ -77,13 +77,18 @@ export function notificationRoutes({
         // waits and is sent in order after it.
         let replaying = true;
         const waiting: FeedItem[] = [];
-        const unsubscribe = await feed.subscribe(user.id, (item) => {
-          if (replaying) waiting.push(item);
-          else {
-            send(item);
-            void sendUnread().catch(() => undefined);
-          }
-        });
+        const unsubscribe = await feed.subscribe(
+          user.id,
+          (item) => {
+            if (replaying) waiting.push(item);
+            else {
+              send(item);
+              void sendUnread().catch(() => undefined);
+            }
+          },
+          // The process is stopping: the stream ends (EventSource reconnects to another process).
+          () => res.end(),
+        );
         const keepAlive = setInterval(() => write(": keep-alive\n\n"), KEEPALIVE_MS);
         req.on("close", () => {
           clearInterval(keepAlive);

@@ -25,6 +25,8 @@ export function createNotificationFeed(deps: {
   pollMs?: number;
 }) {
   const listeners = new Map<string, Set<Listener>>();
+  /** How to end each open subscription when the process stops (a stream never ends by itself). */
+  const enders = new Set<() => void>();
   let timer: NodeJS.Timeout | undefined;
   let highest: bigint | undefined;
   const handed = new Set<bigint>();
@@ -72,7 +74,7 @@ export function createNotificationFeed(deps: {
      * Calls `listener` with every new notification of `userId` from now on; returns the
      * unsubscribe function. The first subscriber starts the poller, the last one stops it.
      */
-    async subscribe(userId: string, listener: Listener): Promise<() => void> {
+    async subscribe(userId: string, listener: Listener, onStop?: () => void): Promise<() => void> {
       if (highest === undefined) {
         const last = await deps.repo.lastSeq();
         highest ??= last;
@@ -84,7 +86,9 @@ export function createNotificationFeed(deps: {
         timer = setInterval(() => void poll(), deps.pollMs ?? POLL_MS);
         timer.unref();
       }
+      if (onStop) enders.add(onStop);
       return () => {
+        if (onStop) enders.delete(onStop);
         set.delete(listener);
         if (set.size === 0) listeners.delete(userId);
         stopIfIdle();
@@ -96,7 +100,10 @@ export function createNotificationFeed(deps: {
       return (await deps.repo.userFeedAfter(userId, seq, limit)).map(itemOf);
     },
 
+    /** Ends every open subscription (its `onStop`), so a stopping server is not held open by streams. */
     stop() {
+      for (const end of [...enders]) end();
+      enders.clear();
       listeners.clear();
       stopIfIdle();
     },

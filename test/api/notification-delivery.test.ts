@@ -301,4 +301,25 @@ describe(`notifications delivered: in-app, push and e-mail from domain events ($
     expect(text()).to.match(/event: unread\ndata: \{"unreadCount":3\}/);
     closeAgain();
   });
+
+  it("refuses a malformed Last-Event-ID in the envelope, and ends open streams when the API stops", async () => {
+    const user = await newTestUser(api, "stream-edge", 0);
+    const bad = await api.request("GET", "/v1/notifications/stream", { token: user.token, headers: { "last-event-id": "abc" } });
+    expect(bad.status).to.equal(400);
+    expect(bad.body.error).to.deep.include({ code: "VALIDATION_ERROR" });
+    expect(bad.body.error.details.field).to.equal("Last-Event-ID");
+
+    const other = await startTestApi({ db });
+    const token = await other.token("stream-stopper", { expiresIn: 3_600 });
+    const response = await fetch(`${other.url}/v1/notifications/stream`, { headers: { authorization: `Bearer ${token}` } });
+    expect(response.status).to.equal(200);
+    const reader = response.body!.getReader();
+    await reader.read();
+    // close() waits for open connections: it returns only because the stream was ended.
+    await other.close();
+    for (;;) {
+      const { done } = await reader.read();
+      if (done) break;
+    }
+  });
 });

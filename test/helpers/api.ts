@@ -133,6 +133,7 @@ export async function startTestApi(
       return response.body.data.accessToken as string;
     },
     close: async () => {
+      services.notificationFeed.stop();
       await server.close();
       await services.presence.stop();
       provider.destroy();
