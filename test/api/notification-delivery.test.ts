@@ -1,7 +1,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { expect } from "chai";
-import { SMTPServer } from "smtp-server";
 import { ensureChainIdentity } from "../../core/chain-identity.js";
 import { createLogger } from "../../core/logger.js";
 import type { Indexer } from "../../indexer/indexer.js";
@@ -11,6 +10,7 @@ import { startTestApi, type TestApi } from "../helpers/api.js";
 import { startTestChain, type TestChain } from "../helpers/chain.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { testIndexer, waitFor } from "../helpers/mirror.js";
+import { startSmtpServer } from "../helpers/smtp.js";
 
 // Notifications from domain events to the user, over real parts: the chain and the indexer
 // write the events, the platform workers fan them out and run the delivery jobs, e-mails go to
@@ -23,27 +23,14 @@ describe(`notifications delivered: in-app, push and e-mail from domain events ($
   let indexer: Indexer;
   let api: TestApi;
   let workers: Workers;
-  let smtp: SMTPServer;
+  let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
   let expo: http.Server;
-  const mails: { to: string[]; text: string }[] = [];
+  let mails: Awaited<ReturnType<typeof startSmtpServer>>["mails"] = [];
   const pushes: { to: string; title: string; data: Record<string, unknown> }[] = [];
 
   before(async () => {
-    smtp = new SMTPServer({
-      authOptional: true,
-      disabledCommands: ["STARTTLS"],
-      onData(stream, session, callback) {
-        let text = "";
-        stream.on("data", (chunk) => {
-          text += chunk;
-        });
-        stream.on("end", () => {
-          mails.push({ to: session.envelope.rcptTo.map((r) => r.address), text });
-          callback();
-        });
-      },
-    });
-    await new Promise<void>((resolve) => smtp.listen(0, "127.0.0.1", resolve));
+    smtp = await startSmtpServer();
+    mails = smtp.mails;
     // Expo's answer format; a token containing "gone" is an uninstalled app.
     expo = http.createServer((req, res) => {
       let body = "";
@@ -72,7 +59,7 @@ describe(`notifications delivered: in-app, push and e-mail from domain events ($
       chain,
       db,
       env: {
-        SMTP_URL: `smtp://127.0.0.1:${(smtp.server.address() as AddressInfo).port}`,
+        SMTP_URL: smtp.url,
         EXPO_PUSH_URL: `http://127.0.0.1:${(expo.address() as AddressInfo).port}/--/api/v2/push/send`,
       },
     });
@@ -84,7 +71,7 @@ describe(`notifications delivered: in-app, push and e-mail from domain events ($
     await indexer?.stop();
     await db?.destroy();
     await chain?.close();
-    await new Promise<void>((resolve) => smtp?.close(() => resolve()));
+    await smtp?.close();
     await new Promise((resolve) => expo?.close(resolve));
   });
 

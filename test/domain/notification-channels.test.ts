@@ -1,9 +1,9 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { expect } from "chai";
-import { SMTPServer } from "smtp-server";
 import { createEmailSender, EmailSendError } from "../../domain/notifications/channels/email.js";
 import { createExpoPush, PushRequestError } from "../../domain/notifications/channels/push.js";
+import { startSmtpServer } from "../helpers/smtp.js";
 
 // The two outside channels against real local servers: an HTTP receiver answering in Expo's push
 // format, and a real SMTP server (smtp-server) that the e-mails are read back from.
@@ -86,29 +86,10 @@ describe("notification channels: Expo push and SMTP", () => {
   });
 
   it("sends e-mail to a real SMTP server, and logs it instead when there is none", async () => {
-    const mails: { from: string; to: string[]; text: string }[] = [];
-    const smtp = new SMTPServer({
-      authOptional: true,
-      disabledCommands: ["STARTTLS"],
-      onData(stream, session, callback) {
-        let text = "";
-        stream.on("data", (chunk) => {
-          text += chunk;
-        });
-        stream.on("end", () => {
-          mails.push({
-            from: session.envelope.mailFrom ? session.envelope.mailFrom.address : "",
-            to: session.envelope.rcptTo.map((r) => r.address),
-            text,
-          });
-          callback();
-        });
-      },
-    });
-    await new Promise<void>((resolve) => smtp.listen(0, "127.0.0.1", resolve));
-    const port = (smtp.server.address() as AddressInfo).port;
+    const smtp = await startSmtpServer();
+    const { mails } = smtp;
     try {
-      const email = createEmailSender({ smtpUrl: `smtp://127.0.0.1:${port}`, from: "TrustMint <no-reply@trustmint.test>" });
+      const email = createEmailSender({ smtpUrl: smtp.url, from: "TrustMint <no-reply@trustmint.test>" });
       expect(email.sends).to.equal(true);
       await email.send({ to: "alice@example.com", subject: "Your loan is funded", text: "20.00 USDC reached your wallet." });
       email.close();
@@ -126,7 +107,7 @@ describe("notification channels: Expo push and SMTP", () => {
       await offline.send({ to: "bob@example.com", subject: "Hello", text: "body" });
       expect(logged).to.deep.equal([{ to: "bob@example.com", subject: "Hello" }]);
     } finally {
-      await new Promise<void>((resolve) => smtp.close(() => resolve()));
+      await smtp.close();
     }
   });
 

@@ -1,10 +1,10 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { expect } from "chai";
-import { SMTPServer } from "smtp-server";
 import { startTestApi, type TestApi } from "../helpers/api.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { waitFor } from "../helpers/mirror.js";
+import { startSmtpServer } from "../helpers/smtp.js";
 import { type StackProcess, startStack } from "../helpers/stack.js";
 
 // Real `npm run worker` processes on one PostgreSQL deliver the notifications' push and e-mail
@@ -17,12 +17,12 @@ if (usingPostgres) {
     this.timeout(180_000);
     let db: TestDatabase;
     let api: TestApi;
-    let smtp: SMTPServer;
+    let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
     let expo: http.Server;
     const children: StackProcess[] = [];
     /** Pushes the receiver answered, by notification id. */
     const answeredPushes: string[] = [];
-    const mails: string[] = [];
+    let mails: Awaited<ReturnType<typeof startSmtpServer>>["mails"] = [];
     /** While set, the receiver holds push requests without answering (a delivery in flight). */
     let hang = false;
     const held: http.ServerResponse[] = [];
@@ -30,26 +30,13 @@ if (usingPostgres) {
     const workerEnv = () => ({
       DATABASE_URL: db.url!,
       CHAIN_RPC_URL: "",
-      SMTP_URL: `smtp://127.0.0.1:${(smtp.server.address() as AddressInfo).port}`,
+      SMTP_URL: smtp.url,
       EXPO_PUSH_URL: `http://127.0.0.1:${(expo.address() as AddressInfo).port}/push`,
     });
 
     before(async () => {
-      smtp = new SMTPServer({
-        authOptional: true,
-        disabledCommands: ["STARTTLS"],
-        onData(stream, _session, callback) {
-          let text = "";
-          stream.on("data", (chunk) => {
-            text += chunk;
-          });
-          stream.on("end", () => {
-            mails.push(text);
-            callback();
-          });
-        },
-      });
-      await new Promise<void>((resolve) => smtp.listen(0, "127.0.0.1", resolve));
+      smtp = await startSmtpServer();
+      mails = smtp.mails;
       expo = http.createServer((req, res) => {
         let body = "";
         req.on("data", (chunk) => {
@@ -75,7 +62,7 @@ if (usingPostgres) {
       for (const res of held) res.destroy();
       await api?.close();
       await db?.destroy();
-      await new Promise<void>((resolve) => smtp?.close(() => resolve()));
+      await smtp?.close();
       await new Promise((resolve) => expo?.close(resolve));
     });
 
