@@ -1,13 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { expect } from "chai";
-import { HARDHAT_DEV_DEPLOYER_KEY } from "../../core/config.js";
 import { type NotifiableEvent, TYPE_RULES } from "../../domain/notifications/from-events.js";
 import { createNotificationsRepo } from "../../domain/notifications/repo.js";
 import { createNotificationsService, type Deliver } from "../../domain/notifications/service.js";
 import type { NotificationItem, NotificationType, TemplateValues } from "../../domain/notifications/types.js";
 import { activeGuardiansOf } from "../../domain/social-vault/repo.js";
 import { createUsersRepo } from "../../domain/users/repo.js";
-import { type Json, startTestApi, type TestApi } from "../helpers/api.js";
+import { type Json, PRODUCTION_ENV, startTestApi, type TestApi } from "../helpers/api.js";
 import { usingPostgres } from "../helpers/database.js";
 import { expectErrorEnvelope } from "../helpers/envelope.js";
 
@@ -489,17 +488,7 @@ describe(`notifications (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
 
     it("is not served in production: 404 NOT_FOUND like an unknown path, whoever asks with whatever body", async () => {
       const production = await startTestApi({
-        env: {
-          NODE_ENV: "production",
-          CHAIN_RPC_URL: "http://127.0.0.1:9",
-          DEPLOYER_PRIVATE_KEY: HARDHAT_DEV_DEPLOYER_KEY,
-          DATABASE_URL: "postgresql://unused@127.0.0.1/unused",
-          AUTH_JWKS_URL: "http://127.0.0.1:9/jwks",
-          AUTH_ISSUER: "https://idp.example/",
-          AUTH_AUDIENCE: "api",
-          MANAGED_WALLET_MNEMONIC: "test test test test test test test test test test test junk",
-          SMTP_URL: "smtp://127.0.0.1:9",
-        },
+        env: PRODUCTION_ENV,
       });
       try {
         for (const body of [{ type: "push" }, {}, { type: "sms" }]) {

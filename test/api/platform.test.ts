@@ -1,8 +1,7 @@
 import { expect } from "chai";
 import fc from "fast-check";
 import { Redis } from "ioredis";
-import { HARDHAT_DEV_DEPLOYER_KEY } from "../../core/config.js";
-import { type ApiResponse, type Json, startTestApi, type TestApi } from "../helpers/api.js";
+import { type ApiResponse, type Json, PRODUCTION_ENV, startTestApi, type TestApi } from "../helpers/api.js";
 import { usingPostgres } from "../helpers/database.js";
 import { expectErrorEnvelope, randomIp, STACK } from "../helpers/envelope.js";
 
@@ -114,17 +113,7 @@ describe(`HTTP platform (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
     let api: TestApi;
     before(async () => {
       api = await startTestApi({
-        env: {
-          NODE_ENV: "production",
-          CHAIN_RPC_URL: "http://127.0.0.1:9",
-          DEPLOYER_PRIVATE_KEY: HARDHAT_DEV_DEPLOYER_KEY,
-          DATABASE_URL: "postgresql://unused@127.0.0.1/unused",
-          AUTH_JWKS_URL: "http://127.0.0.1:9/jwks",
-          AUTH_ISSUER: "https://idp.example/",
-          AUTH_AUDIENCE: "api",
-          MANAGED_WALLET_MNEMONIC: "test test test test test test test test test test test junk",
-          SMTP_URL: "smtp://127.0.0.1:9",
-        },
+        env: PRODUCTION_ENV,
       });
     });
     after(async () => {

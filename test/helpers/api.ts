@@ -6,7 +6,7 @@ import { createApp } from "../../api/app.js";
 import { listen } from "../../api/server.js";
 import { connectRpc, type EmbeddedChain, startEmbeddedChain } from "../../core/chain.js";
 import { type Clock, createClock } from "../../core/clock.js";
-import { loadConfig } from "../../core/config.js";
+import { HARDHAT_DEV_DEPLOYER_KEY, loadConfig } from "../../core/config.js";
 import type { Deployment } from "../../core/deployments.js";
 import { createLogger, type Logger } from "../../core/logger.js";
 import { managedWalletsFor } from "../../core/wallets.js";
@@ -42,6 +42,22 @@ export interface TestApi {
   ): Promise<ApiResponse>;
   close(): Promise<void>;
 }
+
+/**
+ * Every setting NODE_ENV=production requires, pointing nowhere: the test API of a production
+ * process (the database and chain it uses are the test's own).
+ */
+export const PRODUCTION_ENV: Record<string, string> = {
+  NODE_ENV: "production",
+  CHAIN_RPC_URL: "http://127.0.0.1:9",
+  DEPLOYER_PRIVATE_KEY: HARDHAT_DEV_DEPLOYER_KEY,
+  DATABASE_URL: "postgresql://unused@127.0.0.1/unused",
+  AUTH_JWKS_URL: "http://127.0.0.1:9/jwks",
+  AUTH_ISSUER: "https://idp.example/",
+  AUTH_AUDIENCE: "api",
+  MANAGED_WALLET_MNEMONIC: "test test test test test test test test test test test junk",
+  SMTP_URL: "smtp://127.0.0.1:9",
+};
 
 /**
  * The API over real HTTP on an ephemeral port, with a migrated test database and an embedded
