@@ -1,5 +1,3 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { expect } from "chai";
 import { ensureChainIdentity } from "../../core/chain-identity.js";
 import { createLogger } from "../../core/logger.js";
@@ -10,6 +8,7 @@ import { startTestApi, type TestApi } from "../helpers/api.js";
 import { startTestChain, type TestChain } from "../helpers/chain.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { testIndexer, waitFor } from "../helpers/mirror.js";
+import { answerTickets, type SeenPush, startPushReceiver } from "../helpers/push-receiver.js";
 import { startSmtpServer } from "../helpers/smtp.js";
 
 // Notifications from domain events to the user, over real parts: the chain and the indexer
@@ -24,31 +23,25 @@ describe(`notifications delivered: in-app, push and e-mail from domain events ($
   let api: TestApi;
   let workers: Workers;
   let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
-  let expo: http.Server;
+  let expo: Awaited<ReturnType<typeof startPushReceiver>>;
   let mails: Awaited<ReturnType<typeof startSmtpServer>>["mails"] = [];
-  const pushes: { to: string; title: string; data: Record<string, unknown> }[] = [];
+  const pushes: SeenPush[] = [];
 
   before(async () => {
     smtp = await startSmtpServer();
     mails = smtp.mails;
-    // Expo's answer format; a token containing "gone" is an uninstalled app.
-    expo = http.createServer((req, res) => {
-      let body = "";
-      req.on("data", (chunk) => {
-        body += chunk;
-      });
-      req.on("end", () => {
-        const messages = JSON.parse(body) as { to: string; title: string; data: Record<string, unknown> }[];
-        pushes.push(...messages);
-        const data = messages.map((m) =>
+    // A token containing "gone" is an uninstalled app.
+    expo = await startPushReceiver((messages, res) => {
+      pushes.push(...messages);
+      answerTickets(
+        res,
+        messages.map((m) =>
           m.to.includes("gone")
             ? { status: "error", message: "not registered", details: { error: "DeviceNotRegistered" } }
             : { status: "ok", id: `t-${pushes.length}` },
-        );
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ data }));
-      });
+        ),
+      );
     });
-    await new Promise<void>((resolve) => expo.listen(0, "127.0.0.1", resolve));
 
     chain = await startTestChain();
     db = await createTestDatabase();
@@ -60,7 +53,7 @@ describe(`notifications delivered: in-app, push and e-mail from domain events ($
       db,
       env: {
         SMTP_URL: smtp.url,
-        EXPO_PUSH_URL: `http://127.0.0.1:${(expo.address() as AddressInfo).port}/--/api/v2/push/send`,
+        EXPO_PUSH_URL: expo.url,
       },
     });
     workers = startPlatformWorkers({ services: api.services, clock: api.clock, logger: createLogger("silent"), tickMs: 100 });
@@ -72,7 +65,7 @@ describe(`notifications delivered: in-app, push and e-mail from domain events ($
     await db?.destroy();
     await chain?.close();
     await smtp?.close();
-    await new Promise((resolve) => expo?.close(resolve));
+    await expo?.close();
   });
 
   /** A user whose token carries an e-mail address (the first request creates them). */

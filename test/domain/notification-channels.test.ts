@@ -1,40 +1,18 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { expect } from "chai";
 import { createEmailSender, EmailSendError } from "../../domain/notifications/channels/email.js";
 import { createExpoPush, PushRequestError } from "../../domain/notifications/channels/push.js";
+import { answerError, answerTickets, startPushReceiver } from "../helpers/push-receiver.js";
 import { startSmtpServer } from "../helpers/smtp.js";
 
 // The two outside channels against real local servers: an HTTP receiver answering in Expo's push
 // format, and a real SMTP server (smtp-server) that the e-mails are read back from.
 
-/** An HTTP server on 127.0.0.1 that answers each request with `answer(body)` and keeps what it got. */
-async function receiver(answer: (messages: unknown[]) => { status: number; body: unknown; headers?: Record<string, string> }) {
-  const received: { headers: http.IncomingHttpHeaders; messages: unknown[] }[] = [];
-  const server = http.createServer((req, res) => {
-    let text = "";
-    req.on("data", (chunk) => {
-      text += chunk;
-    });
-    req.on("end", () => {
-      const messages = JSON.parse(text) as unknown[];
-      received.push({ headers: req.headers, messages });
-      const { status, body, headers } = answer(messages);
-      res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(body));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/--/api/v2/push/send`;
-  return { url, received, close: () => new Promise((resolve) => server.close(resolve)) };
-}
-
 describe("notification channels: Expo push and SMTP", () => {
   it("pushes through Expo's API and tells a gone device (DeviceNotRegistered) from other refusals", async () => {
-    const expo = await receiver((messages) => ({
-      status: 200,
-      body: {
-        data: messages.map((message) => {
-          const to = (message as { to: string }).to;
+    const expo = await startPushReceiver((messages, res) =>
+      answerTickets(
+        res,
+        messages.map(({ to }) => {
           if (to.includes("gone")) {
             return {
               status: "error",
@@ -45,8 +23,8 @@ describe("notification channels: Expo push and SMTP", () => {
           if (to.includes("big")) return { status: "error", message: "too big", details: { error: "MessageTooBig" } };
           return { status: "ok", id: `ticket-${to}` };
         }),
-      },
-    }));
+      ),
+    );
     try {
       const push = createExpoPush({ url: expo.url, accessToken: "expo-secret" });
       const message = (to: string) => ({ to, title: "Loan funded", body: "20.00 USDC", data: { loanId: "l-1" } });
@@ -70,7 +48,7 @@ describe("notification channels: Expo push and SMTP", () => {
 
   it("takes a 429 with Retry-After as retryable and a 400 as not", async () => {
     let status = 429;
-    const expo = await receiver(() => ({ status, body: { errors: [{ code: "X" }] }, headers: { "retry-after": "30" } }));
+    const expo = await startPushReceiver((_messages, res) => answerError(res, status, { "retry-after": "30" }));
     try {
       const push = createExpoPush({ url: expo.url });
       const send = () => push.send([{ to: "ExponentPushToken[a]", title: "t", body: "b", data: {} }]);

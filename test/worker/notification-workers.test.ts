@@ -1,9 +1,9 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
+import type http from "node:http";
 import { expect } from "chai";
 import { startTestApi, type TestApi } from "../helpers/api.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { waitFor } from "../helpers/mirror.js";
+import { answerTickets, startPushReceiver } from "../helpers/push-receiver.js";
 import { startSmtpServer } from "../helpers/smtp.js";
 import { type StackProcess, startStack } from "../helpers/stack.js";
 
@@ -18,7 +18,7 @@ if (usingPostgres) {
     let db: TestDatabase;
     let api: TestApi;
     let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
-    let expo: http.Server;
+    let expo: Awaited<ReturnType<typeof startPushReceiver>>;
     const children: StackProcess[] = [];
     /** Pushes the receiver answered, by notification id. */
     const answeredPushes: string[] = [];
@@ -31,28 +31,23 @@ if (usingPostgres) {
       DATABASE_URL: db.url!,
       CHAIN_RPC_URL: "",
       SMTP_URL: smtp.url,
-      EXPO_PUSH_URL: `http://127.0.0.1:${(expo.address() as AddressInfo).port}/push`,
+      EXPO_PUSH_URL: expo.url,
     });
 
     before(async () => {
       smtp = await startSmtpServer();
       mails = smtp.mails;
-      expo = http.createServer((req, res) => {
-        let body = "";
-        req.on("data", (chunk) => {
-          body += chunk;
-        });
-        req.on("end", () => {
-          if (hang) {
-            held.push(res);
-            return;
-          }
-          const messages = JSON.parse(body) as { data: { notificationId: string } }[];
-          for (const message of messages) answeredPushes.push(message.data.notificationId);
-          res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ data: messages.map(() => ({ status: "ok" })) }));
-        });
+      expo = await startPushReceiver((messages, res) => {
+        if (hang) {
+          held.push(res);
+          return;
+        }
+        for (const message of messages) answeredPushes.push(message.data.notificationId as string);
+        answerTickets(
+          res,
+          messages.map(() => ({ status: "ok" })),
+        );
       });
-      await new Promise<void>((resolve) => expo.listen(0, "127.0.0.1", resolve));
       db = await createTestDatabase();
       // The API writes the notifications; only the worker processes run the delivery jobs.
       api = await startTestApi({ db });
@@ -63,7 +58,7 @@ if (usingPostgres) {
       await api?.close();
       await db?.destroy();
       await smtp?.close();
-      await new Promise((resolve) => expo?.close(resolve));
+      await expo?.close();
     });
 
     async function newUser(name: string) {
