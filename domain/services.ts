@@ -192,21 +192,23 @@ export function createServices({
     db,
     clock,
     repo: notificationsRepo,
-    deliver: async (notification, delivery, tx) => {
+    deliver: async (written, tx) => {
       const kinds = { push: PUSH_JOB, email: EMAIL_JOB } as const;
       await jobs.enqueueMany(
-        delivery.channels.flatMap((channel) =>
-          channel === "sms"
-            ? [] // stored as a preference; no SMS provider is wired (D-75)
-            : [
-                {
-                  kind: kinds[channel],
-                  payload: { notificationId: notification.id },
-                  dedupeKey: `notification:${notification.id}:${channel}`,
-                  runAt: delivery.holdUntil ?? undefined,
-                  maxAttempts: DELIVERY_ATTEMPTS,
-                },
-              ],
+        written.flatMap(({ notification, delivery }) =>
+          delivery.channels.flatMap((channel) =>
+            channel === "sms"
+              ? [] // stored as a preference; no SMS provider is wired (D-75)
+              : [
+                  {
+                    kind: kinds[channel],
+                    payload: { notificationId: notification.id },
+                    dedupeKey: `notification:${notification.id}:${channel}`,
+                    runAt: delivery.holdUntil ?? undefined,
+                    maxAttempts: DELIVERY_ATTEMPTS,
+                  },
+                ],
+          ),
         ),
         tx,
       );
@@ -215,6 +217,7 @@ export function createServices({
     activeGuardiansOf,
   });
   const guardianAlerts = createGuardianAlerts({ db, logger });
+  const email = createEmailSender({ smtpUrl: notificationChannels.smtpUrl, from: notificationChannels.emailFrom, logger });
   const onChain = chain ? moneyServices(chain) : undefined;
   const loans = createLoansService({
     db,
@@ -296,6 +299,11 @@ export function createServices({
     idempotency: createIdempotencyRepo({ db, presence }),
     /** This process's heartbeat (stop it when the process stops, so what it held is free at once). */
     presence,
+    /** Ends what the services hold open: the SMTP connections, then this process's heartbeat (its held work is taken over at once). */
+    async stop() {
+      email.close();
+      await presence.stop();
+    },
     /** The job queue (domain/jobs/): enqueue background work, in a caller's transaction if need be. */
     jobs,
     users,
@@ -313,7 +321,7 @@ export function createServices({
     notificationDeliveries: createNotificationDeliveries({
       repo: notificationsRepo,
       push: createExpoPush({ url: notificationChannels.expoPushUrl, accessToken: notificationChannels.expoAccessToken }),
-      email: createEmailSender({ smtpUrl: notificationChannels.smtpUrl, from: notificationChannels.emailFrom, logger }),
+      email,
       logger,
     }),
     /** The guardians' silent alerts of locks (social_vault.guardian_alert), from the mirrored locks. */

@@ -202,8 +202,13 @@ async function insertEvents(query: SqlQuery, chainId: number, out: BatchOutput, 
     ]),
     existing.length === 0 && copy
       ? { constants: CHAIN(chainId), copy }
-      : // A fact that comes back after a rollback is no longer reverted.
-        { constants: CHAIN(chainId), onConflict: `ON CONFLICT ("dedupeKey") DO UPDATE SET "revertedAt" = NULL` },
+      : // A fact that comes back after a rollback is no longer reverted, and pending again for the
+        // consumers that had not taken it: a new seq puts it above their cursors (domain/events/consumer.ts).
+        {
+          constants: CHAIN(chainId),
+          onConflict: `ON CONFLICT ("dedupeKey") DO UPDATE SET "revertedAt" = NULL,
+            "seq" = nextval(pg_get_serial_sequence('"DomainEvent"', 'seq')), "insertedAt" = clock_timestamp()`,
+        },
   );
 }
 

@@ -16,7 +16,7 @@ await runUntilSignal(
 
     const clock = await bootClock(db, logger, onStop);
     const services = await apiProcessServices({ config, db, clock, logger, chain, deployment });
-    onStop(() => services.presence.stop());
+    onStop(() => services.stop());
     const { server } = await serveApi({ logger, clock, db, chain, config, services }, onStop);
     console.log(`ready: api=${server.url} rpc=${chain.rpcUrl} chainId=${chain.chainId} database=${db.kind}`);
   },

@@ -67,7 +67,7 @@ await runUntilSignal(
 
     // One set of services for the API and the jobs of this process: the API's caches see the jobs' writes.
     const services = await apiProcessServices({ config, db, clock, logger, chain, deployment, processKind: "start" });
-    onStop(() => services.presence.stop());
+    onStop(() => services.stop());
     if (services.mirror) onStop(attachIndexer(services.mirror, indexer));
     const { server } = await serveApi({ logger, clock, db, chain, config, services }, onStop);
     const workers = startPlatformWorkers({ services, clock, logger });

@@ -46,7 +46,7 @@ await runUntilSignal(
       notificationChannels: config.notifications,
       processKind: "worker",
     });
-    onStop(() => services.presence.stop());
+    onStop(() => services.stop());
     if (!shared)
       logger.info(
         "no CHAIN_RPC_URL: the loan jobs (funding, due dates) run only where a process holds the chain (npm start, or a worker with CHAIN_RPC_URL)",

@@ -11,6 +11,7 @@ import {
 import { SCHEDULED_JOB } from "../domain/notifications/fanout.js";
 import type { NotificationItem } from "../domain/notifications/types.js";
 import type { Services } from "../domain/services.js";
+import type { ContinuousJob } from "./loops.js";
 import { type PeriodicJob, startWorkers, type Workers } from "./scheduler.js";
 
 export const HOUR_MS = 3_600_000;
@@ -86,14 +87,6 @@ export function createPlatformJobs({ services }: PlatformJobDeps): PeriodicJob[]
       run: async (now) => ({ changed: await services.guardianAlerts.run(now) }),
     },
     {
-      // The notifications consumer: each domain event's in-app notifications, written with their
-      // push and e-mail jobs in the transaction that takes the event (domain/notifications/fanout.ts).
-      name: "notifications.fanout",
-      intervalMs: 1_000,
-      retryMs: 1_000,
-      run: async (now) => ({ changed: await services.notificationFanout.run(now) }),
-    },
-    {
       // The weekly summary e-mail of each user who asked for it (email.weekly_summary), once per
       // 7-day slot of the service clock: one e-mail job per user, keyed by user and week.
       name: "notifications.weekly-summary",
@@ -137,6 +130,18 @@ export function createPlatformJobs({ services }: PlatformJobDeps): PeriodicJob[]
   ];
 }
 
+/** Real ms between two looks of the fan-out for new events while there are none. */
+export const FANOUT_IDLE_MS = 100;
+
+/**
+ * The platform's continuous loops (worker/loops.ts), run by every worker process: the
+ * notifications consumer, which writes each domain event's in-app notifications with their push
+ * and e-mail jobs in the transaction that takes the event (domain/notifications/fanout.ts).
+ */
+export function createPlatformLoops({ services }: PlatformJobDeps): ContinuousJob[] {
+  return [{ name: "notifications.fanout", idleMs: FANOUT_IDLE_MS, run: (now) => services.notificationFanout.run(now) }];
+}
+
 /**
  * The queued jobs' handlers by kind, beside the periodic jobs: deliveries fanned out from the
  * outbox (notifications, webhooks) are added here. A kind runs only in processes that list it.
@@ -161,8 +166,8 @@ export interface PlatformWorkerDeps extends PlatformJobDeps {
 
 /**
  * Starts the platform's background work on the services' job queue (npm run worker, and npm
- * start beside the API): the periodic slots enqueued, and a runner for every kind this process
- * can run. `stop()` waits for running jobs.
+ * start beside the API): the periodic slots enqueued, a runner for every kind this process can
+ * run, and the continuous loops. `stop()` waits for running jobs and passes.
  */
 export function startPlatformWorkers(deps: PlatformWorkerDeps): Workers {
   const workers = startWorkers({
@@ -171,8 +176,9 @@ export function startPlatformWorkers(deps: PlatformWorkerDeps): Workers {
     logger: deps.logger,
     jobs: createPlatformJobs(deps),
     handlers: createPlatformHandlers(deps),
+    loops: createPlatformLoops(deps),
     tickMs: deps.tickMs,
   });
-  deps.logger.info({ jobs: workers.jobs, kinds: workers.kinds }, "workers started");
+  deps.logger.info({ jobs: workers.jobs, kinds: workers.kinds, loops: workers.loops }, "workers started");
   return workers;
 }

@@ -8,6 +8,7 @@ import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
 import { type JobQueue, PERIODIC_KEY_PREFIX } from "../domain/jobs/queue.js";
 import { type JobKind, type JobRunner, startJobRunner } from "../domain/jobs/runner.js";
+import { type ContinuousJob, type Loops, startLoops } from "./loops.js";
 
 /** What a run did; `changed` > 0 (rows written, accounts erased, ...) logs the run at info level. */
 export interface JobOutcome {
@@ -166,6 +167,8 @@ export interface WorkersDeps {
   tickMs?: number;
   /** Jobs run at once by this process; default 8. */
   concurrency?: number;
+  /** Loops that follow the outbox (worker/loops.ts), beside the queue. */
+  loops?: readonly ContinuousJob[];
 }
 
 export interface Workers {
@@ -173,6 +176,8 @@ export interface Workers {
   readonly jobs: readonly string[];
   /** Every kind this process runs. */
   readonly kinds: readonly string[];
+  /** The continuous loops this process runs. */
+  readonly loops: readonly string[];
   /** Enqueues and claims nothing more; resolves once every running job has finished. */
   stop(): Promise<void>;
 }
@@ -186,20 +191,28 @@ export function startWorkers({
   handlers = {},
   tickMs = DEFAULT_TICK_MS,
   concurrency = 8,
+  loops = [],
 }: WorkersDeps): Workers {
   checkJobs(jobs);
+  let following: Loops | undefined;
   const runner: JobRunner = startJobRunner({
     queue,
     handlers: { ...handlers, ...periodicHandlers({ clock, logger, jobs }) },
     concurrency,
     pollMs: Math.min(tickMs, DEFAULT_POLL_MS),
     logger,
+    // The fan-out goes first: while it works off a backlog, this process starts no job (the
+    // inbox rows and their jobs are a few statements per page; the deliveries are the I/O).
+    holdWhile: () => following?.busy() ?? false,
   });
   const scheduler = startScheduler({ queue, clock, logger, jobs, tickMs });
+  following = startLoops({ clock, logger, loops, onIdle: () => runner.wake() });
   return {
     jobs: scheduler.jobs,
     kinds: runner.kinds,
+    loops: following.names,
     async stop() {
+      await following.stop();
       await scheduler.stop();
       await runner.stop();
     },

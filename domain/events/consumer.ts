@@ -4,6 +4,8 @@
 // of removed blocks that no consumer has taken yet; those already taken are kept, marked
 // `revertedAt`, and no other consumer takes them afterwards. An event whose apply throws is left
 // untaken for the next run, and the run goes on with the others: one bad event blocks nothing.
+// Each consumer's cursor (ConsumerCursor, moved by `settleCursor`) bounds its reads to the events
+// inserted after the history it has finished, so a run costs the same after a million events.
 import { createLogger, type Logger } from "../../core/logger.js";
 import type { Db, Tx } from "../db.js";
 import { decodeEventData, type EventData, type EventType } from "./catalogue.js";
@@ -36,7 +38,7 @@ export interface ConsumeOptions<T extends EventType> {
    * Applies one event inside the transaction that marks it taken; throwing rolls both back, logs
    * the event at warn, and leaves it for the next run (the run goes on with the others).
    */
-  apply(tx: Tx, event: ConsumedEvent<T>): Promise<void>;
+  apply?(tx: Tx, event: ConsumedEvent<T>): Promise<void>;
   /** After the commit of one event (e.g. dropping a cache). */
   afterCommit?(event: ConsumedEvent<T>): void;
   /**
@@ -49,6 +51,26 @@ export interface ConsumeOptions<T extends EventType> {
   batchSize?: number;
   /** Takes only these events (a request that waits for the effects of its own transaction). */
   onlyIds?: readonly string[];
+  /**
+   * Applies a whole page of events in one transaction instead (a fan-out that writes rows for
+   * many events with a few statements). Pages are taken by one process at a time: a run that
+   * finds another process's page in progress returns at once. A page whose batch throws is
+   * applied again event by event (through `applyBatch` with one event), so one bad event still
+   * stops nothing. `apply` is then not used.
+   */
+  applyBatch?(tx: Tx, events: ConsumedEvent<T>[]): Promise<void>;
+  /**
+   * The order events are taken in: `time` (default: when the fact happened, then block and key),
+   * or `insertion` (the outbox's own order, seq), which reads a page by an index range instead of
+   * sorting every pending event: for consumers to whom the order of facts means nothing.
+   */
+  order?: "time" | "insertion";
+  /**
+   * With `applyBatch`: the events are split into this many partitions by a hash of their id,
+   * each with its own page lock, so as many processes fan out at once (default 1). Order holds
+   * within a partition only.
+   */
+  partitions?: number;
 }
 
 let fallbackLogger: Pick<Logger, "warn"> | undefined;
@@ -65,78 +87,221 @@ class ApplyFailed extends Error {
 }
 
 /**
+ * How long after its insertion (database clock) an event's seq is settled: no transaction still
+ * in flight can commit an event with a lower seq. Holds while no transaction that writes events
+ * stays open this long after writing them (the indexer's batches and the services' writes take
+ * seconds at most).
+ */
+export const SETTLE_MARGIN_MS = 5 * 60_000;
+/** Real ms between two moves of one consumer's cursor by this process. */
+const SETTLE_EVERY_MS = 5_000;
+/** Two-key advisory locks of this class are the consumers' page locks (hashtext of the name is the second key). */
+const PAGE_LOCK_CLASS = 24_051;
+const lastSettled = new Map<ConsumerName, number>();
+
+type PendingRow<T> = {
+  id: string;
+  seq: string;
+  type: T;
+  userId: string | null;
+  userActive: boolean;
+  chainId: number | null;
+  createdAt: Date;
+  data: unknown;
+};
+
+/**
+ * The consumer's pending events above its cursor, in its order, except `failed`; in insertion
+ * order, above `after` too (the last page of this run: a run pages forward, and what commits
+ * behind it is the next run's).
+ */
+function readPending<T extends EventType>(
+  q: Pick<Tx, "$queryRawUnsafe">,
+  options: ConsumeOptions<T>,
+  batchSize: number,
+  failed: string[],
+  after: bigint,
+  partition: { index: number; count: number } = { index: 0, count: 1 },
+) {
+  const order = options.order === "insertion" ? `d."seq"` : `d."createdAt", d."blockNumber" NULLS FIRST, d."dedupeKey"`;
+  return q.$queryRawUnsafe<PendingRow<T>[]>(
+    `SELECT d."id"::text AS "id", d."seq"::text AS "seq", d."type", d."userId",
+        (u."id" IS NOT NULL AND u."deletedAt" IS NULL) AS "userActive", d."chainId", d."createdAt", d."data"
+      FROM "DomainEvent" d LEFT JOIN "User" u ON u."id" = d."userId"
+      WHERE d."seq" > greatest(coalesce((SELECT "seq" FROM "ConsumerCursor" WHERE "consumer" = $2), 0), $5::bigint)
+        AND d."type" = ANY($1::text[]) AND d."revertedAt" IS NULL
+        AND NOT EXISTS (SELECT 1 FROM "ConsumedEvent" c WHERE c."consumer" = $2 AND c."eventId" = d."id")
+        AND d."id" <> ALL($4::uuid[])
+        AND (hashtext(d."id"::text)::bigint + 2147483648) % $6::int = $7::int
+        ${options.onlyIds ? `AND d."id" = ANY($8::uuid[])` : ""}
+      ORDER BY ${order} LIMIT $3`,
+    options.types,
+    options.consumer,
+    batchSize,
+    failed,
+    after.toString(),
+    partition.count,
+    partition.index,
+    ...(options.onlyIds ? [options.onlyIds] : []),
+  );
+}
+
+/** The row decoded by the catalogue, or undefined (reported through onInvalid) when it no longer matches it. */
+function decoded<T extends EventType>(row: PendingRow<T>, options: ConsumeOptions<T>): ConsumedEvent<T> | undefined {
+  try {
+    const { seq: _seq, ...fields } = row;
+    return {
+      ...fields,
+      chainId: row.chainId === null ? null : Number(row.chainId),
+      data: decodeEventData(row.type, row.data),
+    } as ConsumedEvent<T>;
+  } catch (error) {
+    options.onInvalid?.(row, error as Error);
+    return undefined;
+  }
+}
+
+/**
+ * Moves the consumer's cursor up to the last seq below which nothing is pending for it and
+ * nothing can still appear (older than SETTLE_MARGIN_MS): its reads then skip the history it has
+ * finished. A pending event holds the cursor where it is, however old.
+ */
+export async function settleCursor(
+  db: Db,
+  consumer: ConsumerName,
+  types: readonly EventType[],
+  now: Date,
+  marginMs: number = SETTLE_MARGIN_MS,
+): Promise<void> {
+  await db.prisma.$executeRawUnsafe(
+    `WITH cursor AS (SELECT coalesce((SELECT "seq" FROM "ConsumerCursor" WHERE "consumer" = $1), 0) AS "seq"),
+      settled AS (
+        SELECT (SELECT max(d."seq") FROM "DomainEvent" d, cursor
+                  WHERE d."seq" > cursor."seq" AND d."insertedAt" < clock_timestamp() - make_interval(secs => $3::float8 / 1000)) AS "safe",
+               (SELECT min(d."seq") - 1 FROM "DomainEvent" d, cursor
+                  WHERE d."seq" > cursor."seq" AND d."type" = ANY($2::text[]) AND d."revertedAt" IS NULL
+                    AND NOT EXISTS (SELECT 1 FROM "ConsumedEvent" c WHERE c."consumer" = $1 AND c."eventId" = d."id")) AS "pending")
+    INSERT INTO "ConsumerCursor" ("consumer", "seq", "updatedAt")
+      SELECT $1, least(settled."safe", coalesce(settled."pending", settled."safe")), $4::timestamp(3) FROM settled WHERE settled."safe" IS NOT NULL
+      ON CONFLICT ("consumer") DO UPDATE SET "seq" = greatest("ConsumerCursor"."seq", EXCLUDED."seq"), "updatedAt" = EXCLUDED."updatedAt"`,
+    consumer,
+    types,
+    marginMs,
+    now.toISOString(),
+  );
+}
+
+/**
  * Takes the consumer's pending events in order (time, then key), each in its own transaction
- * with its ConsumedEvent row, so a repeated or concurrent run applies each once. An event whose
- * apply throws stays pending (retried by the next run) and the others go on: it is skipped for
- * the rest of this run, so it cannot hold the consumer in a loop either. Returns how many it
- * applied.
+ * with its ConsumedEvent row (or a page at a time with `applyBatch`), so a repeated or
+ * concurrent run applies each once. An event whose apply throws stays pending (retried by the
+ * next run) and the others go on: it is skipped for the rest of this run, so it cannot hold the
+ * consumer in a loop either. Returns how many it applied.
  */
 export async function consumeEvents<T extends EventType>(db: Db, options: ConsumeOptions<T>): Promise<number> {
   const batchSize = options.batchSize ?? 200;
   const logger = options.logger ?? defaultLogger();
+  const apply = options.apply ?? (options.applyBatch ? (tx: Tx, event: ConsumedEvent<T>) => options.applyBatch!(tx, [event]) : undefined);
+  if (!apply) throw new Error(`consumer ${options.consumer}: apply or applyBatch is required`);
   /** The events whose apply threw in this run: left pending, not read again until the next run. */
   const failed: string[] = [];
   let applied = 0;
-  for (;;) {
-    const rows = await db.prisma.$queryRawUnsafe<
-      { id: string; type: T; userId: string | null; userActive: boolean; chainId: number | null; createdAt: Date; data: unknown }[]
-    >(
-      `SELECT d."id"::text AS "id", d."type", d."userId", (u."id" IS NOT NULL AND u."deletedAt" IS NULL) AS "userActive",
-          d."chainId", d."createdAt", d."data"
-        FROM "DomainEvent" d LEFT JOIN "User" u ON u."id" = d."userId"
-        WHERE d."type" = ANY($1::text[]) AND d."revertedAt" IS NULL
-          AND NOT EXISTS (SELECT 1 FROM "ConsumedEvent" c WHERE c."consumer" = $2 AND c."eventId" = d."id")
-          AND d."id" <> ALL($4::uuid[])
-          ${options.onlyIds ? `AND d."id" = ANY($5::uuid[])` : ""}
-        ORDER BY d."createdAt", d."blockNumber" NULLS FIRST, d."dedupeKey" LIMIT $3`,
-      options.types,
-      options.consumer,
-      batchSize,
-      failed,
-      ...(options.onlyIds ? [options.onlyIds] : []),
-    );
-    if (rows.length === 0) return applied;
-    for (const row of rows) {
-      let event: ConsumedEvent<T> | undefined;
-      try {
-        event = {
-          ...row,
-          chainId: row.chainId === null ? null : Number(row.chainId),
-          data: decodeEventData(row.type, row.data),
-        } as ConsumedEvent<T>;
-      } catch (error) {
-        options.onInvalid?.(row, error as Error);
-      }
-      let done: boolean;
-      try {
-        done = await db.prisma.$transaction(async (tx) => {
-          const count = await tx.$executeRaw`
-            INSERT INTO "ConsumedEvent" ("consumer", "eventId", "consumedAt")
-            VALUES (${options.consumer}, ${row.id}::uuid, ${options.now.toISOString()}::timestamp(3)) ON CONFLICT DO NOTHING`;
-          if (count === 0) return false;
-          if (event) {
-            try {
-              await options.apply(tx, event);
-            } catch (error) {
-              throw new ApplyFailed(error);
-            }
+  /** In insertion order, the last seq this run has read: the next page starts above it. */
+  let after = 0n;
+
+  /** One event in its own transaction; false when it threw (then left pending, and skipped by this run). */
+  async function applyOne(row: PendingRow<T>): Promise<void> {
+    const event = decoded(row, options);
+    let done: boolean;
+    try {
+      done = await db.prisma.$transaction(async (tx) => {
+        const count = await tx.$executeRaw`
+          INSERT INTO "ConsumedEvent" ("consumer", "eventId", "consumedAt")
+          VALUES (${options.consumer}, ${row.id}::uuid, ${options.now.toISOString()}::timestamp(3)) ON CONFLICT DO NOTHING`;
+        if (count === 0) return false;
+        if (event) {
+          try {
+            await apply!(tx, event);
+          } catch (error) {
+            throw new ApplyFailed(error);
           }
-          return true;
-        });
-      } catch (thrown) {
-        if (!(thrown instanceof ApplyFailed)) throw thrown;
-        failed.push(row.id);
-        const { error } = thrown;
-        logger.warn(
-          { consumer: options.consumer, eventId: row.id, type: row.type, error: error instanceof Error ? error.message : String(error) },
-          "event not applied; left for the next run",
-        );
-        continue;
-      }
-      if (done && event) options.afterCommit?.(event);
-      if (done) applied += 1;
+        }
+        return true;
+      });
+    } catch (thrown) {
+      if (!(thrown instanceof ApplyFailed)) throw thrown;
+      failed.push(row.id);
+      const { error } = thrown;
+      logger.warn(
+        { consumer: options.consumer, eventId: row.id, type: row.type, error: error instanceof Error ? error.message : String(error) },
+        "event not applied; left for the next run",
+      );
+      return;
     }
-    // A failed event is excluded from the next read: a full batch means more may be pending.
-    if (rows.length < batchSize) return applied;
+    if (done && event) options.afterCommit?.(event);
+    if (done) applied += 1;
   }
+
+  /** One page of a partition in one transaction under its page lock: the rows read, or "busy" when another process holds it. */
+  async function applyPage(partition: { index: number; count: number }): Promise<PendingRow<T>[] | "busy"> {
+    let taken: ConsumedEvent<T>[] = [];
+    const rows = await db.prisma.$transaction(async (tx) => {
+      const [lock] = await tx.$queryRaw<{ locked: boolean }[]>`
+        SELECT pg_try_advisory_xact_lock(${PAGE_LOCK_CLASS}::int, hashtext(${`${options.consumer}:${partition.index}`})) AS "locked"`;
+      if (!lock?.locked) return "busy" as const;
+      const page = await readPending(tx, options, batchSize, failed, after, partition);
+      if (page.length === 0) return page;
+      const marked = await tx.$queryRaw<{ eventId: string }[]>`
+        INSERT INTO "ConsumedEvent" ("consumer", "eventId", "consumedAt")
+        SELECT ${options.consumer}, id, ${options.now.toISOString()}::timestamp(3) FROM unnest(${page.map((row) => row.id)}::uuid[]) AS id
+        ON CONFLICT DO NOTHING RETURNING "eventId"::text AS "eventId"`;
+      const mine = new Set(marked.map((row) => row.eventId));
+      taken = page.filter((row) => mine.has(row.id)).flatMap((row) => decoded(row, options) ?? []);
+      try {
+        if (taken.length > 0) await options.applyBatch!(tx, taken);
+      } catch (error) {
+        throw new ApplyFailed(error);
+      }
+      applied += mine.size;
+      return page;
+    });
+    if (rows !== "busy") for (const event of taken) options.afterCommit?.(event);
+    return rows;
+  }
+
+  /** The pending events of a partition (all of them without `applyBatch`), page after page until none is left or another process holds it. */
+  async function drain(partition: { index: number; count: number }) {
+    after = 0n;
+    for (;;) {
+      let rows: PendingRow<T>[] | "busy";
+      if (options.applyBatch && !options.onlyIds) {
+        try {
+          rows = await applyPage(partition);
+        } catch (thrown) {
+          if (!(thrown instanceof ApplyFailed)) throw thrown;
+          // The page again, event by event: the bad one is left pending, the others are taken.
+          rows = await readPending(db.prisma, options, batchSize, failed, after, partition);
+          for (const row of rows) await applyOne(row);
+        }
+        if (rows === "busy") return;
+      } else {
+        rows = await readPending(db.prisma, options, batchSize, failed, after, partition);
+        for (const row of rows) await applyOne(row);
+      }
+      if (options.order === "insertion" && rows.length > 0) after = BigInt(rows[rows.length - 1]!.seq);
+      // A failed event is excluded from the next read: a full page means more may be pending.
+      if (rows.length < batchSize) return;
+    }
+  }
+
+  const count = options.applyBatch && !options.onlyIds ? Math.max(1, options.partitions ?? 1) : 1;
+  // Each process starts at a partition of its own chance, so two of them seldom queue for one lock.
+  const first = Math.floor(Math.random() * count);
+  for (let i = 0; i < count; i += 1) await drain({ index: (first + i) % count, count });
+  const last = lastSettled.get(options.consumer) ?? 0;
+  if (!options.onlyIds && performance.now() - last >= SETTLE_EVERY_MS) {
+    lastSettled.set(options.consumer, performance.now());
+    await settleCursor(db, options.consumer, options.types, options.now);
+  }
+  return applied;
 }

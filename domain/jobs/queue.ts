@@ -169,18 +169,24 @@ export function createJobQueue({
   async function insert(inputs: readonly EnqueueInput[], tx: Tx | undefined): Promise<string[]> {
     if (inputs.length === 0) return [];
     const now = clock.now();
-    const rows = inputs.map(
-      (input) =>
-        Prisma.sql`(${randomUUID()}::uuid, ${input.kind}::text, ${JSON.stringify(input.payload ?? null)}::jsonb, ${ts(input.runAt ?? now)},
-          ${input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS}::int, ${input.dedupeKey ?? null}::text, ${input.exclusive === true}::boolean)`,
-    );
-    // ON CONFLICT without a target: a taken dedupe key (or, never in practice, id) skips the row.
+    // One array per column (unnest): a statement of fixed shape whatever the number of jobs, so
+    // a fan-out page of a thousand jobs costs one parse and a few parameters.
+    const column = <T>(value: (input: EnqueueInput) => T) => inputs.map(value);
     const created = await (tx ?? prisma).$queryRaw<{ id: string }[]>`
       INSERT INTO "Job" ("id", "kind", "payload", "status", "runAt", "attempts", "maxAttempts", "dedupeKey", "createdAt")
       SELECT v."id", v."kind", v."payload", 'queued', v."runAt", 0, v."maxAttempts", v."dedupeKey", ${ts(now)}
-        FROM (VALUES ${Prisma.join(rows)}) AS v ("id", "kind", "payload", "runAt", "maxAttempts", "dedupeKey", "exclusive")
+        FROM unnest(
+          ${column(() => randomUUID())}::uuid[],
+          ${column((input) => input.kind)}::text[],
+          ${column((input) => JSON.stringify(input.payload ?? null))}::jsonb[],
+          ${column((input) => (input.runAt ?? now).toISOString())}::timestamp(3)[],
+          ${column((input) => input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS)}::int[],
+          ${column((input) => input.dedupeKey ?? null)}::text[],
+          ${column((input) => input.exclusive === true)}::boolean[]
+        ) AS v ("id", "kind", "payload", "runAt", "maxAttempts", "dedupeKey", "exclusive")
         WHERE NOT (v."exclusive" AND EXISTS (
           SELECT 1 FROM "Job" a WHERE a."kind" = v."kind" AND a."status" IN ('queued', 'running')))
+      -- Without a target: a taken dedupe key (or, never in practice, id) skips the row.
       ON CONFLICT DO NOTHING
       RETURNING "id"::text AS "id"`;
     // Inside a caller's transaction the rows are invisible until its commit: the caller wakes.

@@ -24,6 +24,8 @@ export interface JobRunnerOptions {
   /** Real ms between two looks for the jobs of dead processes; default 5 s. */
   recoverEveryMs?: number;
   logger: Pick<Logger, "debug" | "info" | "warn" | "error">;
+  /** While it answers true, no job is claimed (running ones go on); `wake()` when it turns false. */
+  holdWhile?: () => boolean;
 }
 
 export interface JobRunner {
@@ -51,6 +53,7 @@ export function startJobRunner({
   pollMs = 200,
   recoverEveryMs = 5_000,
   logger,
+  holdWhile,
 }: JobRunnerOptions): JobRunner {
   const kinds = Object.keys(handlers);
   const running = new Set<Promise<void>>();
@@ -138,8 +141,10 @@ export function startJobRunner({
             );
           }
         }
-        const free = concurrency - running.size;
-        const claimed = free > 0 ? await queue.claim({ kinds, limit: free }) : [];
+        const free = holdWhile?.() ? 0 : concurrency - running.size;
+        // Claims once half the slots are free (or all, idle): one claim statement serves several
+        // jobs, where claiming at each finish would cost one per job under load.
+        const claimed = free > 0 && (free * 2 >= concurrency || running.size === 0) ? await queue.claim({ kinds, limit: free }) : [];
         if (failing) logger.info("job queue reachable again");
         failing = false;
         for (const job of claimed) {
@@ -149,8 +154,8 @@ export function startJobRunner({
           });
           running.add(task);
         }
-        // Claimed all it could take: maybe more are due (or every slot is busy: a finish wakes it).
-        if (free > 0 && claimed.length === free) continue;
+        // Claimed all it could take: maybe more are due (or too few slots are free: a finish wakes it).
+        if (claimed.length > 0 && claimed.length === free) continue;
         await wait(pollMs);
       } catch (error) {
         // The database is unreachable: said once, then retried at the poll's pace.

@@ -15,10 +15,19 @@ import type { NotificationItem } from "./types.js";
 
 export const SCHEDULED_JOB = "notification.scheduled";
 export const WEEK_MS = 7 * 24 * 3_600_000;
+/** Events fanned out per transaction: large enough that a burst costs a few statements per page, small enough that a page commits in well under a second. */
+const PAGE_SIZE = 500;
+/** Processes that fan out at once, at most: one page transaction per partition. */
+const FANOUT_PARTITIONS = 4;
+/**
+ * In-app rows the fan-out can have written but not yet committed, at most (a page per partition,
+ * each row of an event or two): how far the live feed looks back for late commits (feed.ts).
+ */
+export const FANOUT_ROWS_IN_FLIGHT = FANOUT_PARTITIONS * PAGE_SIZE * 2;
 
 export function createNotificationFanout(deps: {
   db: Db;
-  notifications: Pick<NotificationsService, "itemsFor" | "notify">;
+  notifications: Pick<NotificationsService, "itemsFor" | "notify" | "notifyMany">;
   jobs: Pick<JobQueue, "enqueue" | "enqueueMany" | "wake">;
   repo: Pick<NotificationsRepo, "weeklySummaryRecipients">;
   /** The wallets of a vault's guardians active at an instant (domain/social-vault/repo.ts). */
@@ -34,29 +43,40 @@ export function createNotificationFanout(deps: {
   }
 
   return {
-    /** Fans out every event not yet taken; returns how many it took. */
+    /**
+     * Fans out the events not yet taken, a page (up to 500 events) per transaction: their items
+     * read with one query per kind of need, the in-app rows written with one insert, their
+     * deliveries enqueued with another. The events are split in partitions, each fanned out by
+     * one process at a time, so several workers share a burst. Returns how many events it took.
+     */
     async run(now: Date): Promise<number> {
       const taken = await consumeEvents(deps.db, {
         consumer: "notifications",
         types: NOTIFIABLE_EVENT_TYPES,
         now,
         logger: deps.logger,
-        apply: async (tx, event) => {
-          for (const item of await deps.notifications.itemsFor(tx, event)) {
-            if (item.notBefore && new Date(item.notBefore) > now) {
-              await deps.jobs.enqueue(
-                {
-                  kind: SCHEDULED_JOB,
-                  payload: { item },
-                  runAt: new Date(item.notBefore),
-                  dedupeKey: `scheduled:${item.sourceId}:${item.userId}:${item.type}`,
-                },
-                tx,
-              );
-            } else {
-              await deps.notifications.notify(tx, item, now);
-            }
-          }
+        batchSize: PAGE_SIZE,
+        // An inbox shows notifications as they are written: the outbox's own order serves.
+        order: "insertion",
+        // Up to this many processes fan out at once, each a partition of the events.
+        partitions: FANOUT_PARTITIONS,
+        applyBatch: async (tx, events) => {
+          const items = await deps.notifications.itemsFor(tx, events);
+          const later = items.filter((item) => item.notBefore && new Date(item.notBefore) > now);
+          await deps.jobs.enqueueMany(
+            later.map((item) => ({
+              kind: SCHEDULED_JOB,
+              payload: { item },
+              runAt: new Date(item.notBefore!),
+              dedupeKey: `scheduled:${item.sourceId}:${item.userId}:${item.type}`,
+            })),
+            tx,
+          );
+          await deps.notifications.notifyMany(
+            tx,
+            items.filter((item) => !later.includes(item)),
+            now,
+          );
         },
       });
       // The deliveries were enqueued inside the consumer's transactions: this process's runners run them now.

@@ -4,6 +4,7 @@
 // notifications across connections and one mechanism serves both databases; a poll of the seq
 // index every 200 ms costs one indexed read while anyone listens, none while nobody does.
 import type { Logger } from "../../core/logger.js";
+import { FANOUT_ROWS_IN_FLIGHT } from "./fanout.js";
 import type { NotificationRow, NotificationsRepo } from "./repo.js";
 import { type NotificationView, viewOf } from "./service.js";
 
@@ -15,9 +16,10 @@ const BATCH = 500;
 /**
  * Sequence numbers are taken at insert but become visible at commit, so a row with a lower seq
  * can appear after a higher one was read. Each poll looks this far below the highest seq seen and
- * skips what it already handed out, so a late commit is still delivered.
+ * skips what it already handed out, so a late commit is still delivered: as far as the fan-out's
+ * pages in flight reach, and as much again for the single writes (scheduled and test notifications).
  */
-const LATE_COMMIT_WINDOW = 1_000n;
+const LATE_COMMIT_WINDOW = BigInt(2 * FANOUT_ROWS_IN_FLIGHT);
 
 export function createNotificationFeed(deps: {
   repo: Pick<NotificationsRepo, "feedAfter" | "userFeedAfter" | "lastSeq">;

@@ -102,14 +102,29 @@ export function createNotificationsRepo({ db }: { db: Db }) {
      * and their push devices. Null when the notification is gone (deleted by its user).
      */
     async forDelivery(notificationId: string) {
-      const row = await prisma.notification.findUnique({ where: { id: notificationId } });
+      // One statement: a delivery is thousands of times a burst, each read costs a round trip.
+      const [row] = await prisma.$queryRaw<
+        (Omit<NotificationRow, "data"> & {
+          data: Prisma.JsonValue;
+          email: string | null;
+          deletedAt: Date | null;
+          settingsNotifications: boolean | null;
+          settingsEmailAlerts: boolean | null;
+          userFound: boolean;
+          tokens: string[];
+        })[]
+      >`
+        SELECT n."id"::text AS "id", n."userId", n."type", n."title", n."body", n."data", n."read", n."createdAt",
+               u."id" IS NOT NULL AS "userFound", u."email", u."deletedAt", u."settingsNotifications", u."settingsEmailAlerts",
+               coalesce((SELECT array_agg(d."token" ORDER BY d."token") FROM "PushDevice" d WHERE d."userId" = n."userId"), '{}') AS "tokens"
+          FROM "Notification" n LEFT JOIN "User" u ON u."id" = n."userId"
+         WHERE n."id" = ${notificationId}::uuid`;
       if (!row) return null;
-      const user = await prisma.user.findUnique({
-        where: { id: row.userId },
-        select: { email: true, deletedAt: true, settingsNotifications: true, settingsEmailAlerts: true },
-      });
-      const devices = await prisma.pushDevice.findMany({ where: { userId: row.userId }, select: { token: true } });
-      return { notification: rowOf(row), user, tokens: devices.map((device) => device.token) };
+      const { email, deletedAt, settingsNotifications, settingsEmailAlerts, userFound, tokens, ...notification } = row;
+      const user = userFound
+        ? { email, deletedAt, settingsNotifications: settingsNotifications!, settingsEmailAlerts: settingsEmailAlerts! }
+        : null;
+      return { notification: rowOf(notification), user, tokens };
     },
 
     /** Forgets push tokens the provider says will never work again (DeviceNotRegistered). */
@@ -147,13 +162,28 @@ export function createNotificationsRepo({ db }: { db: Db }) {
       return { count, unread, titles: recent.map((row) => row.title), user };
     },
 
-    /** Writes a row in the caller's transaction; null when its dedupeKey already has one. */
-    async insert(tx: Tx, row: NewNotification): Promise<NotificationRow | null> {
-      const [created] = await tx.notification.createManyAndReturn({
-        data: [{ id: randomUUID(), ...row, data: row.data as Prisma.InputJsonValue }],
-        skipDuplicates: true,
-      });
-      return created ? rowOf(created) : null;
+    /**
+     * Writes rows in the caller's transaction, one statement; returns those written by id (a row
+     * whose dedupeKey already has one, in the table or earlier in `rows`, is not).
+     */
+    async insertMany(tx: Tx, rows: (NewNotification & { id: string })[]): Promise<Map<string, NotificationRow>> {
+      if (rows.length === 0) return new Map();
+      // One array per column (unnest): a page of 500 rows is one short statement.
+      const column = <T>(value: (row: NewNotification & { id: string }) => T) => rows.map(value);
+      const created = await tx.$queryRaw<(Omit<NotificationRow, "data"> & { data: Prisma.JsonValue })[]>`
+        INSERT INTO "Notification" ("id", "userId", "type", "title", "body", "data", "createdAt", "dedupeKey")
+        SELECT * FROM unnest(
+          ${column((row) => row.id)}::uuid[],
+          ${column((row) => row.userId)}::text[],
+          ${column((row) => row.type)}::text[],
+          ${column((row) => row.title)}::text[],
+          ${column((row) => row.body)}::text[],
+          ${column((row) => JSON.stringify(row.data))}::jsonb[],
+          ${column((row) => row.createdAt.toISOString())}::timestamp(3)[],
+          ${column((row) => row.dedupeKey)}::text[])
+        ON CONFLICT DO NOTHING
+        RETURNING "id"::text AS "id", "userId", "type", "title", "body", "data", "read", "createdAt"`;
+      return new Map(created.map((row) => [row.id, rowOf(row)]));
     },
 
     /** A page of the user's feed, newest first (ties: the later write first), with the filter's total and the user's unread count. */
@@ -251,15 +281,19 @@ export function createNotificationsRepo({ db }: { db: Db }) {
       });
     },
 
-    /** The user to notify, read in the caller's transaction; null when unknown or deleted (DELETE /users/me sets deletedAt at once). */
-    async recipient(tx: Tx, userId: string): Promise<Recipient | null> {
-      const user = await tx.user.findUnique({
-        where: { id: userId },
-        select: { id: true, settingsLanguage: true, settingsNotifications: true, settingsEmailAlerts: true, deletedAt: true },
-      });
-      if (!user || user.deletedAt) return null;
-      const { deletedAt: _deleted, ...recipient } = user;
-      return recipient;
+    /**
+     * The users to notify with their stored preferences (null: never changed), read in the
+     * caller's transaction in one statement; a user unknown or scheduled for deletion (DELETE
+     * /users/me sets deletedAt at once) is absent.
+     */
+    async recipients(tx: Tx, userIds: string[]): Promise<Map<string, Recipient & { storedPreferences: unknown }>> {
+      const ids = [...new Set(userIds)];
+      if (ids.length === 0) return new Map();
+      const rows = await tx.$queryRaw<(Recipient & { storedPreferences: unknown })[]>`
+        SELECT u."id", u."settingsLanguage", u."settingsNotifications", u."settingsEmailAlerts", p."prefs" AS "storedPreferences"
+          FROM "User" u LEFT JOIN "NotificationPreference" p ON p."userId" = u."id"
+         WHERE u."id" = ANY(${ids}::text[]) AND u."deletedAt" IS NULL`;
+      return new Map(rows.map((row) => [row.id, row]));
     },
 
     /** Lower-case wallet -> user id, for the wallets that are users' (deleted ones included: their feed is simply not written). */

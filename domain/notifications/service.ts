@@ -1,5 +1,6 @@
 // Notifications for users: the in-app feed, preferences, push devices, and `notify`, the one
 // code path every notification takes (from domain events, and the test route's).
+import { randomUUID } from "node:crypto";
 import type { Clock } from "../../core/clock.js";
 import type { Db, Tx } from "../db.js";
 import { AppError } from "../errors.js";
@@ -31,12 +32,18 @@ export interface NotificationView {
   createdAt: string;
 }
 
+/** A notification just written, with where it goes besides the feed. */
+export interface Written {
+  notification: NotificationView & { userId: string };
+  delivery: Delivery;
+}
+
 /**
- * Hands a written notification to the channels (push, e-mail, SMS). Called inside the
- * transaction that wrote the row, with it: a deliverer enqueues its work there (so a rolled-back
- * notification sends nothing) and never sends from here.
+ * Hands written notifications to the channels (push, e-mail, SMS). Called inside the
+ * transaction that wrote the rows, with them: a deliverer enqueues its work there (so a
+ * rolled-back notification sends nothing) and never sends from here.
  */
-export type Deliver = (notification: NotificationView & { userId: string }, delivery: Delivery, tx: Tx) => Promise<void>;
+export type Deliver = (written: Written[], tx: Tx) => Promise<void>;
 
 export interface NotificationsServiceDeps {
   db: Db;
@@ -86,56 +93,96 @@ export function createNotificationsService({ db, clock, repo, users, activeGuard
    * account's deletion, and for an item already written (same source, user and type).
    */
   async function notify(tx: Tx, item: NotificationItem, now: Date = clock.now()): Promise<NotificationView | null> {
-    return write(tx, item, now, (delivery) => delivery);
+    return (await write(tx, [item], now, (delivery) => delivery))[0] ?? null;
   }
 
-  async function write(tx: Tx, item: NotificationItem, now: Date, route: (delivery: Delivery) => Delivery) {
-    const recipient = await repo.recipient(tx, item.userId);
-    if (!recipient) return null;
-    const preferences = await preferencesFor(tx, recipient);
-    const text = render(item.template ?? item.type, item.values, {
-      language: languageOf(recipient.settingsLanguage),
-      // Times are shown in the zone the user gave for their quiet hours, else in UTC.
-      timeZone: preferences.quietHours?.timeZone ?? "UTC",
-    });
-    const row = await repo.insert(tx, {
-      userId: recipient.id,
-      type: item.type,
-      ...text,
-      data: item.data,
-      createdAt: now,
-      dedupeKey: item.sourceId === null ? null : `${item.sourceId}:${recipient.id}:${item.type}`,
-    });
-    if (!row) return null;
-    const view = viewOf(row);
-    await deliver?.({ ...view, userId: recipient.id }, route(deliveryFor(preferences, item, now)), tx);
-    return view;
+  /**
+   * `notify` for many items with a few statements whatever their number (one read of the
+   * recipients and their preferences, one insert, one `deliver`): the fan-out's path. Answers
+   * item by item, null where nothing was written.
+   */
+  async function notifyMany(tx: Tx, items: NotificationItem[], now: Date = clock.now()): Promise<(NotificationView | null)[]> {
+    return write(tx, items, now, (delivery) => delivery);
   }
 
-  /** What `notificationsFor` needs of the database for one event, read in the caller's transaction. */
-  async function contextFor(tx: Tx, event: NotifiableEvent, at: Date): Promise<EventContext> {
-    const needs = eventContextNeeds(event);
+  async function write(tx: Tx, items: NotificationItem[], now: Date, route: (delivery: Delivery) => Delivery) {
+    const recipients = await repo.recipients(
+      tx,
+      items.map((item) => item.userId),
+    );
+    const planned = items.map((item) => {
+      const recipient = recipients.get(item.userId);
+      if (!recipient) return null;
+      const preferences = preferencesOf(readStored(recipient.storedPreferences), recipient);
+      const text = render(item.template ?? item.type, item.values, {
+        language: languageOf(recipient.settingsLanguage),
+        // Times are shown in the zone the user gave for their quiet hours, else in UTC.
+        timeZone: preferences.quietHours?.timeZone ?? "UTC",
+      });
+      const row = {
+        id: randomUUID(),
+        userId: recipient.id,
+        type: item.type,
+        ...text,
+        data: item.data,
+        createdAt: now,
+        dedupeKey: item.sourceId === null ? null : `${item.sourceId}:${recipient.id}:${item.type}`,
+      };
+      return { item, row, preferences };
+    });
+    const created = await repo.insertMany(
+      tx,
+      planned.flatMap((plan) => (plan ? [plan.row] : [])),
+    );
+    const views = planned.map((plan) => {
+      const row = plan && created.get(plan.row.id);
+      return row ? viewOf(row) : null;
+    });
+    const written = planned.flatMap((plan, i) =>
+      plan && views[i]
+        ? [{ notification: { ...views[i], userId: plan.row.userId }, delivery: route(deliveryFor(plan.preferences, plan.item, now)) }]
+        : [],
+    );
+    if (written.length > 0) await deliver?.(written, tx);
+    return views;
+  }
+
+  /** What `notificationsFor` needs of the database for these events, read in the caller's transaction with one query per kind of need. */
+  async function contextFor(tx: Tx, events: (NotifiableEvent & { createdAt: Date })[]): Promise<(event: NotifiableEvent) => EventContext> {
+    const needs = events.map((event) => ({ event, needs: eventContextNeeds(event) }));
+    // A vault's active guardians when the event happened: rare (withdrawal requests), one query each.
     const guardians = new Map<string, string[]>();
-    for (const vault of needs.guardiansOf) guardians.set(vault.toLowerCase(), await activeGuardiansOf(tx, vault, at));
-    const byWallet = await repo.usersByWallets(tx, [...needs.wallets, ...[...guardians.values()].flat()]);
-    const names = await repo.displayNames(tx, needs.userIds);
-    return {
+    const guardiansKey = (vault: string, event: { id: string }) => `${event.id}:${vault.toLowerCase()}`;
+    for (const { event, needs: need } of needs) {
+      for (const vault of need.guardiansOf) guardians.set(guardiansKey(vault, event), await activeGuardiansOf(tx, vault, event.createdAt));
+    }
+    const byWallet = await repo.usersByWallets(tx, [
+      ...needs.flatMap(({ needs: need }) => need.wallets),
+      ...[...guardians.values()].flat(),
+    ]);
+    const names = await repo.displayNames(
+      tx,
+      needs.flatMap(({ needs: need }) => need.userIds),
+    );
+    return (event) => ({
       userIdByWallet: (address) => byWallet.get(address.toLowerCase()) ?? null,
       displayNameOf: (userId) => names.get(userId) ?? null,
-      activeGuardiansOf: (vault) => guardians.get(vault.toLowerCase()) ?? [],
-    };
+      activeGuardiansOf: (vault) => guardians.get(guardiansKey(vault, event)) ?? [],
+    });
   }
 
   return {
     notify,
+    notifyMany,
 
     /**
-     * The notifications of one outbox event (an event consumer's `apply` calls it, then `notify`
-     * for each item, scheduling those with a `notBefore` still ahead). `at` is when the event
-     * happened: the guardians asked to approve a withdrawal are those active then.
+     * The notifications of outbox events (the fan-out calls it for a page of events, then
+     * `notifyMany`, scheduling the items with a `notBefore` still ahead). The guardians asked to
+     * approve a withdrawal are those active when the event happened (`createdAt`).
      */
-    async itemsFor(tx: Tx, event: NotifiableEvent & { createdAt: Date }): Promise<NotificationItem[]> {
-      return notificationsFor(event, await contextFor(tx, event, event.createdAt));
+    async itemsFor(tx: Tx, events: (NotifiableEvent & { createdAt: Date })[]): Promise<NotificationItem[]> {
+      const contextOf = await contextFor(tx, events);
+      return events.flatMap((event) => notificationsFor(event, contextOf(event)));
     },
 
     async list(user: Pick<UserRecord, "id">, query: ListFilter) {
@@ -218,7 +265,7 @@ export function createNotificationsService({ db, clock, repo, users, activeGuard
         sourceId: null,
       };
       const channels: Channel[] = channel === "in_app" ? [] : [channel];
-      return db.prisma.$transaction((tx) => write(tx, item, clock.now(), () => ({ channels, holdUntil: null })));
+      return db.prisma.$transaction(async (tx) => (await write(tx, [item], clock.now(), () => ({ channels, holdUntil: null })))[0] ?? null);
     },
   };
 }

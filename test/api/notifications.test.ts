@@ -75,10 +75,12 @@ describe(`notifications (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
 
     it("hands each new row to deliver inside its transaction, with the channels the preferences give", async () => {
       const calls: { id: string; userId: string; channels: string[]; holdUntil: Date | null }[] = [];
-      const deliver: Deliver = async (notification, delivery, tx) => {
-        // Inside the writing transaction: the row is visible there.
-        expect(await tx.notification.count({ where: { id: notification.id } })).to.equal(1);
-        calls.push({ id: notification.id, userId: notification.userId, ...delivery });
+      const deliver: Deliver = async (written, tx) => {
+        for (const { notification, delivery } of written) {
+          // Inside the writing transaction: the row is visible there.
+          expect(await tx.notification.count({ where: { id: notification.id } })).to.equal(1);
+          calls.push({ id: notification.id, userId: notification.userId, ...delivery });
+        }
       };
       const service = createNotificationsService({
         db: api.db,
@@ -103,6 +105,19 @@ describe(`notifications (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
           throw new Error("queue down");
         },
       });
+      // Many items at once (the fan-out's path): one row per recipient who can have it, each in
+      // their own language, a twin (same source, user and type) written once, one call to deliver.
+      calls.length = 0;
+      const source = randomUUID();
+      const badge = (userId: string) => ({ ...item(userId, "badge_earned", { badge: "Saver" }), sourceId: source });
+      await api.request("PATCH", "/v1/users/me", { token: bob, body: { settings: { language: "es" } } });
+      const many = await api.db.prisma.$transaction((tx) =>
+        service.notifyMany(tx, [badge(bobId), badge("usr_nobody"), badge(aliceId), badge(bobId)]),
+      );
+      await api.request("PATCH", "/v1/users/me", { token: bob, body: { settings: { language: "en" } } });
+      expect(many.map((view) => view?.title ?? null)).to.deep.equal(["Insignia conseguida", null, "Badge earned", null]);
+      expect(calls.map((call) => call.userId)).to.deep.equal([bobId, aliceId]);
+      await api.db.prisma.notification.deleteMany({ where: { dedupeKey: { startsWith: source } } });
       const lost = item(bobId, "level_up", { level: "Saver" });
       let failed = false;
       await api.db.prisma
@@ -125,7 +140,7 @@ describe(`notifications (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
         createdAt: api.clock.now(),
         data: { vaultAddress: vault, guardianAddress: bobWallet.toLowerCase(), guardianUserId: null, activeAt: "2026-12-01T00:00:00.000Z" },
       } as NotifiableEvent & { createdAt: Date };
-      const items = await api.db.prisma.$transaction((tx) => api.services.notifications.itemsFor(tx, event));
+      const items = await api.db.prisma.$transaction((tx) => api.services.notifications.itemsFor(tx, [event]));
       expect(items.map(({ userId, type }) => `${type}->${userId}`)).to.deep.equal([
         `guardian_request->${bobId}`,
         `guardian_accepted->${aliceId}`,

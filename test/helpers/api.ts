@@ -151,7 +151,7 @@ export async function startTestApi(
     close: async () => {
       services.notificationFeed.stop();
       await server.close();
-      await services.presence.stop();
+      await services.stop();
       provider.destroy();
       if (ownChain) await ownChain.close();
       if (!options.db) await db.destroy();

@@ -330,13 +330,13 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
     expect(workers.jobs).to.deep.equal([
       "chain-events.rewards",
       "social-vault.guardian-alerts",
-      "notifications.fanout",
       "notifications.weekly-summary",
       "trust-score.guardians",
       "trust-score.seniority",
       "users.erase",
       "jobs.prune",
     ]);
+    expect(workers.loops).to.deep.equal(["notifications.fanout"]);
     await until(() => ranOnce(lines, "trust-score.seniority"), "the seniority run at start");
     expect(await db.prisma.user.findUniqueOrThrow({ where: { id: alice.id } })).to.deep.include({ trustSeniority: 0, trustScore: 0 });
 

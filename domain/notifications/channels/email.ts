@@ -21,9 +21,21 @@ export class EmailSendError extends Error {
   }
 }
 
+/** SMTP connections kept per process: as many as the runner's deliveries at once, at most. */
+const POOL_CONNECTIONS = 4;
+
 export function createEmailSender(options: { smtpUrl: string | undefined; from: string; logger?: Pick<Logger, "info"> }) {
   const transport = options.smtpUrl
-    ? nodemailer.createTransport({ url: options.smtpUrl, connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 })
+    ? nodemailer.createTransport({
+        url: options.smtpUrl,
+        // A few connections kept open and reused: an e-mail costs one message, not a connection,
+        // greeting and TLS handshake each (a burst of notifications is thousands of e-mails).
+        pool: true,
+        maxConnections: POOL_CONNECTIONS,
+        connectionTimeout: 10_000,
+        greetingTimeout: 10_000,
+        socketTimeout: 20_000,
+      })
     : undefined;
   return {
     /** Whether e-mails really leave (an SMTP server is configured). */
@@ -41,6 +53,7 @@ export function createEmailSender(options: { smtpUrl: string | undefined; from: 
         throw new EmailSendError(`SMTP: ${(error as Error).message}`, !(code !== undefined && code >= 500 && code < 600));
       }
     },
+    /** Closes the pooled connections (at the process's stop). */
     close: () => transport?.close(),
   };
 }

@@ -1,0 +1,204 @@
+// The outbox consumers' loop (domain/events/consumer.ts): pages applied in one transaction each,
+// a bad event isolated from its page, concurrent runs taking each event once, and the cursor
+// that bounds a consumer's reads to the history it has not finished.
+import { expect } from "chai";
+import { pino } from "pino";
+import { openDatabase } from "../../core/db.js";
+import type { Logger } from "../../core/logger.js";
+import { type ConsumedEvent, consumeEvents, settleCursor } from "../../domain/events/consumer.js";
+import { domainEvent, recordEvents } from "../../domain/events/outbox.js";
+import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
+
+const silent: Logger = pino({ level: "silent" });
+const NOW = new Date("2026-03-01T00:00:00.000Z");
+type LevelUp = ConsumedEvent<"user.level_up">;
+
+describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
+  this.timeout(60_000);
+  let db: TestDatabase;
+  let written = 0;
+
+  /** `count` level-up events of one user, in one outbox transaction, levels named `<prefix><i>`. */
+  async function record(prefix: string, count: number): Promise<void> {
+    const events = Array.from({ length: count }, (_, i) =>
+      domainEvent({
+        type: "user.level_up",
+        userId: "consumer-user",
+        data: { userId: "consumer-user", level: `${prefix}${i}`, previousLevel: "x", xp: i, timestamp: NOW.toISOString() },
+        dedupeKey: `consumer-test:${prefix}:${i}`,
+        now: new Date(NOW.getTime() + written++),
+      }),
+    );
+    await db.prisma.$transaction((tx) => recordEvents(tx, events));
+  }
+  const cursorOf = async () => (await db.prisma.consumerCursor.findUnique({ where: { consumer: "notifications" } }))?.seq ?? 0n;
+  const seqOf = async (prefix: string, i: number) =>
+    (await db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey: `consumer-test:${prefix}:${i}` } })).seq;
+  const takenCount = () => db.prisma.consumedEvent.count({ where: { consumer: "notifications" } });
+
+  beforeEach(async () => {
+    db = await createTestDatabase();
+    written = 0;
+  });
+  afterEach(async () => {
+    await db?.destroy();
+  });
+
+  it("applies a page of events in one transaction, in order, each once", async () => {
+    await record("a", 7);
+    const pages: string[][] = [];
+    const run = () =>
+      consumeEvents(db, {
+        consumer: "notifications",
+        types: ["user.level_up"],
+        now: NOW,
+        logger: silent,
+        batchSize: 3,
+        async applyBatch(tx, events: LevelUp[]) {
+          // Inside the page's transaction: its markers are visible there.
+          expect(await tx.consumedEvent.count({ where: { eventId: { in: events.map((event) => event.id) } } })).to.equal(events.length);
+          pages.push(events.map((event) => event.data.level));
+        },
+      });
+    expect(await run()).to.equal(7);
+    expect(pages).to.deep.equal([["a0", "a1", "a2"], ["a3", "a4", "a5"], ["a6"]]);
+    expect(await run()).to.equal(0);
+    expect(pages).to.have.length(3);
+  });
+
+  it("applies a page whose batch throws event by event: the bad one stays pending, the others are taken", async () => {
+    await record("b", 4);
+    const lines: { msg: string; eventId?: string }[] = [];
+    const logger = pino({ level: "warn" }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    let broken = true;
+    const applied: string[] = [];
+    const run = () =>
+      consumeEvents(db, {
+        consumer: "notifications",
+        types: ["user.level_up"],
+        now: NOW,
+        logger,
+        async applyBatch(tx, events: LevelUp[]) {
+          if (broken && events.some((event) => event.data.level === "b2")) throw new Error("template missing");
+          // A write of the page's: rolled back with it when the page fails.
+          await tx.$executeRaw`SELECT 1`;
+          applied.push(...events.map((event) => event.data.level));
+        },
+      });
+    expect(await run()).to.equal(3);
+    expect(applied).to.deep.equal(["b0", "b1", "b3"]);
+    const bad = await db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey: "consumer-test:b:2" } });
+    expect(lines.map((line) => [line.msg, line.eventId])).to.deep.equal([["event not applied; left for the next run", bad.id]]);
+    broken = false;
+    expect(await run()).to.equal(1);
+    expect(applied).to.deep.equal(["b0", "b1", "b3", "b2"]);
+  });
+
+  it("two runs at once take every event exactly once", async () => {
+    await record("c", 400);
+    // On PostgreSQL a second pool, as a second process has; PGlite has one connection, on which
+    // the two runs' transactions take turns.
+    const other = usingPostgres ? await openDatabase({ databaseUrl: db.url! }) : { ...db, close: async () => {} };
+    try {
+      const applied: string[] = [];
+      const run = (on: typeof db | typeof other) =>
+        consumeEvents(on, {
+          consumer: "notifications",
+          types: ["user.level_up"],
+          now: NOW,
+          logger: silent,
+          batchSize: 25,
+          async applyBatch(_tx, events: LevelUp[]) {
+            applied.push(...events.map((event) => event.data.level));
+          },
+        });
+      // Each keeps going until nothing is left: a run that finds the other's page in progress returns 0 at once.
+      const drain = async (on: typeof db | typeof other) => {
+        let total = 0;
+        while ((await takenCount()) < 400) total += await run(on);
+        return total;
+      };
+      const [first, second] = await Promise.all([drain(db), drain(other)]);
+      expect(first + second).to.equal(400);
+      expect(applied).to.have.length(400);
+      expect(new Set(applied).size).to.equal(400);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it("moves the cursor over settled events only: never past a pending one, never onto one that may still commit", async () => {
+    await record("d", 3);
+    let failing = "d1";
+    const run = () =>
+      consumeEvents(db, {
+        consumer: "notifications",
+        types: ["user.level_up"],
+        now: NOW,
+        logger: silent,
+        async applyBatch(_tx, events: LevelUp[]) {
+          if (events.some((event) => event.data.level === failing)) throw new Error("not yet");
+        },
+      });
+    expect(await run()).to.equal(2);
+    // Inserted just now: within the margin, nothing is settled.
+    await settleCursor(db, "notifications", ["user.level_up"], NOW);
+    expect(await cursorOf()).to.equal(0n);
+    // Past the margin: up to the pending event, not beyond.
+    await settleCursor(db, "notifications", ["user.level_up"], NOW, 0);
+    expect(await cursorOf()).to.equal((await seqOf("d", 1)) - 1n);
+
+    failing = "";
+    expect(await run()).to.equal(1);
+    await settleCursor(db, "notifications", ["user.level_up"], NOW, 0);
+    expect(await cursorOf()).to.equal(await seqOf("d", 2));
+    // Events of types the consumer does not take move it too.
+    await db.prisma.$transaction((tx) =>
+      recordEvents(tx, [
+        domainEvent({
+          type: "user.badge_earned",
+          userId: "consumer-user",
+          data: { userId: "consumer-user", badgeId: "first", name: "First", earnedAt: NOW.toISOString() },
+          dedupeKey: "consumer-test:badge",
+          now: NOW,
+        }),
+      ]),
+    );
+    await settleCursor(db, "notifications", ["user.level_up"], NOW, 0);
+    const badge = await db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey: "consumer-test:badge" } });
+    expect(await cursorOf()).to.equal(badge.seq);
+    // It never moves back.
+    await db.prisma.consumedEvent.deleteMany({});
+    await settleCursor(db, "notifications", ["user.level_up"], NOW, 0);
+    expect(await cursorOf()).to.equal(badge.seq);
+  });
+
+  it("reads only above the cursor, and takes an event whose seq was renewed (a fact back after a rollback)", async () => {
+    await record("e", 2);
+    const levels: string[] = [];
+    const run = () =>
+      consumeEvents(db, {
+        consumer: "notifications",
+        types: ["user.level_up"],
+        now: NOW,
+        logger: silent,
+        async applyBatch(_tx, events: LevelUp[]) {
+          levels.push(...events.map((event) => event.data.level));
+        },
+      });
+    expect(await run()).to.equal(2);
+    await settleCursor(db, "notifications", ["user.level_up"], NOW, 0);
+    // Another consumer took e0 and a rollback removed it: this one's marker is gone with the
+    // reorg's rewrite, and the fact is reverted (the indexer keeps it for the consumer that took it).
+    const e0 = await seqOf("e", 0);
+    await db.prisma.consumedEvent.deleteMany({ where: { consumer: "notifications" } });
+    await db.prisma.domainEvent.update({ where: { seq: e0 }, data: { revertedAt: NOW } });
+    expect(await run()).to.equal(0);
+    // The log comes back: the indexer clears revertedAt and gives the event a new seq (indexer/store.ts).
+    await db.prisma.$executeRaw`
+      UPDATE "DomainEvent" SET "revertedAt" = NULL, "seq" = nextval(pg_get_serial_sequence('"DomainEvent"', 'seq'))
+        WHERE "seq" = ${e0}`;
+    expect(await run()).to.equal(1);
+    expect(levels).to.deep.equal(["e0", "e1", "e0"]);
+  });
+});
