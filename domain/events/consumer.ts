@@ -53,8 +53,8 @@ export interface ConsumeOptions<T extends EventType> {
   onlyIds?: readonly string[];
   /**
    * Applies a whole page of events in one transaction instead (a fan-out that writes rows for
-   * many events with a few statements). Pages are taken by one process at a time: a run that
-   * finds another process's page in progress returns at once. A page whose batch throws is
+   * many events with a few statements). A partition's pages are taken by one process at a time:
+   * a run that finds another process on it goes on to the next partition. A page whose batch throws is
    * applied again event by event (through `applyBatch` with one event), so one bad event still
    * stops nothing. `apply` is then not used.
    */
