@@ -36,7 +36,17 @@ describe("continuous loops", () => {
       clock,
       logger: capturingLogger().logger,
       // An idle poll far longer than the test: the backlog can only go by passes that follow each other at once.
-      loops: [{ name: "drain", idleMs: 60_000, run: async () => (backlog > 0 ? (passes.push(backlog--), 1) : 0) }],
+      loops: [
+        {
+          name: "drain",
+          idleMs: 60_000,
+          run: async () => {
+            if (backlog === 0) return 0;
+            passes.push(backlog--);
+            return 1;
+          },
+        },
+      ],
       onIdle: () => {
         idled += 1;
       },
