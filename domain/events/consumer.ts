@@ -209,7 +209,7 @@ export async function consumeEvents<T extends EventType>(db: Db, options: Consum
   /** In insertion order, the last seq this run has read: the next page starts above it. */
   let after = 0n;
 
-  /** One event in its own transaction; false when it threw (then left pending, and skipped by this run). */
+  /** One event in its own transaction; one whose apply throws is left pending, and skipped by the rest of this run. */
   async function applyOne(row: PendingRow<T>): Promise<void> {
     const event = decoded(row, options);
     let done: boolean;

@@ -62,7 +62,8 @@ export function createNotificationFanout(deps: {
         partitions: FANOUT_PARTITIONS,
         applyBatch: async (tx, events) => {
           const items = await deps.notifications.itemsFor(tx, events);
-          const later = items.filter((item) => item.notBefore && new Date(item.notBefore) > now);
+          const isLater = (item: NotificationItem) => item.notBefore !== undefined && new Date(item.notBefore) > now;
+          const later = items.filter(isLater);
           await deps.jobs.enqueueMany(
             later.map((item) => ({
               kind: SCHEDULED_JOB,
@@ -74,7 +75,7 @@ export function createNotificationFanout(deps: {
           );
           await deps.notifications.notifyMany(
             tx,
-            items.filter((item) => !later.includes(item)),
+            items.filter((item) => !isLater(item)),
             now,
           );
         },

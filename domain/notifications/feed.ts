@@ -43,14 +43,14 @@ export function createNotificationFeed(deps: {
     try {
       const low = highest > LATE_COMMIT_WINDOW ? highest - LATE_COMMIT_WINDOW : 0n;
       for (;;) {
-        const rows = await deps.repo.feedAfter(low, BATCH + handed.size);
-        const fresh = rows.filter((row) => !handed.has(row.seq));
+        // Only the rows not handed out yet come back: a burst's window is thousands of rows.
+        const fresh = await deps.repo.feedAfter(low, BATCH, [...handed]);
         for (const row of fresh) {
           handed.add(row.seq);
           if (row.seq > highest!) highest = row.seq;
           for (const listener of listeners.get(row.userId) ?? []) listener(itemOf(row));
         }
-        if (rows.length < BATCH + handed.size || fresh.length === 0) break;
+        if (fresh.length < BATCH) break;
       }
       const floor = highest > LATE_COMMIT_WINDOW ? highest - LATE_COMMIT_WINDOW : 0n;
       for (const seq of handed) if (seq <= floor) handed.delete(seq);

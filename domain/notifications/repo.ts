@@ -72,11 +72,15 @@ export function createNotificationsRepo({ db }: { db: Db }) {
 
   return {
     /**
-     * Rows of every user from `afterSeq` on, in `seq` order (the live feed's poll; the unique
-     * index on seq serves it).
+     * Rows of every user from `afterSeq` on, in `seq` order, but those in `except` (the live feed's
+     * poll, which skips the rows it handed out already; the unique index on seq serves it).
      */
-    async feedAfter(afterSeq: bigint, limit: number): Promise<(NotificationRow & { seq: bigint })[]> {
-      const rows = await prisma.notification.findMany({ where: { seq: { gt: afterSeq } }, orderBy: { seq: "asc" }, take: limit });
+    async feedAfter(afterSeq: bigint, limit: number, except: bigint[] = []): Promise<(NotificationRow & { seq: bigint })[]> {
+      const rows = await prisma.notification.findMany({
+        where: { seq: { gt: afterSeq, ...(except.length > 0 ? { notIn: except } : {}) } },
+        orderBy: { seq: "asc" },
+        take: limit,
+      });
       return rows.map((row) => ({ ...rowOf(row), seq: row.seq }));
     },
 

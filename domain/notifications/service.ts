@@ -93,7 +93,7 @@ export function createNotificationsService({ db, clock, repo, users, activeGuard
    * account's deletion, and for an item already written (same source, user and type).
    */
   async function notify(tx: Tx, item: NotificationItem, now: Date = clock.now()): Promise<NotificationView | null> {
-    return (await write(tx, [item], now, (delivery) => delivery))[0] ?? null;
+    return (await notifyMany(tx, [item], now))[0] ?? null;
   }
 
   /**

@@ -1,12 +1,11 @@
 import net from "node:net";
 import { expect } from "chai";
-import { pino } from "pino";
 import { logThrottle } from "../../api/http/log-throttle.js";
 import { clientErrorAnswer } from "../../api/server.js";
-import type { Logger } from "../../core/logger.js";
 import { type Json, startTestApi, type TestApi } from "../helpers/api.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { freePort } from "../helpers/stack.js";
+import { capturingLogger, until } from "../helpers/waiting.js";
 
 type LogLine = { level: number; msg: string; req?: { id: string }; res?: { statusCode: number }; [field: string]: unknown };
 
@@ -14,21 +13,6 @@ const WARN = 40;
 const ERROR = 50;
 
 /** A pino logger at debug level whose lines are kept, parsed, in `lines`. */
-function capturingLogger(): { logger: Logger; lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const logger = pino({ level: "debug" }, { write: (line: string) => lines.push(JSON.parse(line)) });
-  return { logger, lines };
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(condition: () => boolean, what: string, timeoutMs = 5_000) {
-  const deadline = performance.now() + timeoutMs;
-  while (!condition()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
 
 /**
  * Writes the bytes as they are (fetch refuses to send a malformed request) and returns all the
@@ -103,7 +87,7 @@ describe(`HTTP requests Node's parser refuses (${usingPostgres ? "PostgreSQL" : 
   let lines: LogLine[];
 
   before(async () => {
-    const capture = capturingLogger();
+    const capture = capturingLogger<LogLine>();
     lines = capture.lines;
     api = await startTestApi({ logger: capture.logger });
     token = await api.token("client-errors");
@@ -199,7 +183,7 @@ describe(`log levels: what a client can repeat stays below warn (${usingPostgres
   this.timeout(60_000);
 
   it("logs 404, 401, 400 and 429 answers at debug, and a 500 at error", async () => {
-    const { logger, lines } = capturingLogger();
+    const { logger, lines } = capturingLogger<LogLine>();
     // The suite's own database, so it can be closed under the API to make it fail for real.
     const db: TestDatabase = await createTestDatabase();
     const api = await startTestApi({ logger, db });
@@ -234,7 +218,7 @@ describe(`log levels: what a client can repeat stays below warn (${usingPostgres
   });
 
   it("warns about an unreachable identity provider at most once a minute, however many tokens arrive", async () => {
-    const { logger, lines } = capturingLogger();
+    const { logger, lines } = capturingLogger<LogLine>();
     // Nothing listens there: every token's key lookup fails to connect.
     const jwksUrl = `http://127.0.0.1:${await freePort()}/jwks.json`;
     const api = await startTestApi({ logger, env: { AUTH_JWKS_URL: jwksUrl, AUTH_ISSUER: "https://idp.invalid/" } });

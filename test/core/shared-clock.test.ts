@@ -5,17 +5,10 @@ import { openDatabase } from "../../core/db.js";
 import type { Deployment } from "../../core/deployments.js";
 import { createLogger } from "../../core/logger.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
+import { until } from "../helpers/waiting.js";
 
 const HOUR_MS = 3_600_000;
 const FIXED_NOW = Date.parse("2026-06-01T00:00:00.000Z");
-
-async function until(condition: () => boolean, what: string, timeoutMs = 5_000) {
-  const deadline = performance.now() + timeoutMs;
-  while (!condition()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
 
 describe(`shared service clock (${usingPostgres ? "PostgreSQL" : "PGlite"})`, () => {
   let db: TestDatabase;

@@ -5,6 +5,7 @@ import { expect } from "chai";
 import { pino } from "pino";
 import { openDatabase } from "../../core/db.js";
 import type { Logger } from "../../core/logger.js";
+import type { Db, Tx } from "../../domain/db.js";
 import { type ConsumedEvent, consumeEvents, settleCursor } from "../../domain/events/consumer.js";
 import { domainEvent, recordEvents } from "../../domain/events/outbox.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
@@ -35,6 +36,12 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
   const seqOf = async (prefix: string, i: number) =>
     (await db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey: `consumer-test:${prefix}:${i}` } })).seq;
   const takenCount = () => db.prisma.consumedEvent.count({ where: { consumer: "notifications" } });
+  /** A run of the `notifications` consumer over level-up events, a page at a time through `applyBatch`. */
+  const consume = (
+    applyBatch: (tx: Tx, events: LevelUp[]) => Promise<void>,
+    options: { batchSize?: number; logger?: Logger } = {},
+    on: Db = db,
+  ) => consumeEvents(on, { consumer: "notifications", types: ["user.level_up"], now: NOW, logger: silent, applyBatch, ...options });
 
   beforeEach(async () => {
     db = await createTestDatabase();
@@ -48,18 +55,14 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
     await record("a", 7);
     const pages: string[][] = [];
     const run = () =>
-      consumeEvents(db, {
-        consumer: "notifications",
-        types: ["user.level_up"],
-        now: NOW,
-        logger: silent,
-        batchSize: 3,
-        async applyBatch(tx, events: LevelUp[]) {
+      consume(
+        async (tx, events) => {
           // Inside the page's transaction: its markers are visible there.
           expect(await tx.consumedEvent.count({ where: { eventId: { in: events.map((event) => event.id) } } })).to.equal(events.length);
           pages.push(events.map((event) => event.data.level));
         },
-      });
+        { batchSize: 3 },
+      );
     expect(await run()).to.equal(7);
     expect(pages).to.deep.equal([["a0", "a1", "a2"], ["a3", "a4", "a5"], ["a6"]]);
     expect(await run()).to.equal(0);
@@ -73,18 +76,15 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
     let broken = true;
     const applied: string[] = [];
     const run = () =>
-      consumeEvents(db, {
-        consumer: "notifications",
-        types: ["user.level_up"],
-        now: NOW,
-        logger,
-        async applyBatch(tx, events: LevelUp[]) {
+      consume(
+        async (tx, events) => {
           if (broken && events.some((event) => event.data.level === "b2")) throw new Error("template missing");
           // A write of the page's: rolled back with it when the page fails.
           await tx.$executeRaw`SELECT 1`;
           applied.push(...events.map((event) => event.data.level));
         },
-      });
+        { logger },
+      );
     expect(await run()).to.equal(3);
     expect(applied).to.deep.equal(["b0", "b1", "b3"]);
     const bad = await db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey: "consumer-test:b:2" } });
@@ -101,19 +101,16 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
     const other = usingPostgres ? await openDatabase({ databaseUrl: db.url! }) : { ...db, close: async () => {} };
     try {
       const applied: string[] = [];
-      const run = (on: typeof db | typeof other) =>
-        consumeEvents(on, {
-          consumer: "notifications",
-          types: ["user.level_up"],
-          now: NOW,
-          logger: silent,
-          batchSize: 25,
-          async applyBatch(_tx, events: LevelUp[]) {
+      const run = (on: Db) =>
+        consume(
+          async (_tx, events) => {
             applied.push(...events.map((event) => event.data.level));
           },
-        });
+          { batchSize: 25 },
+          on,
+        );
       // Each keeps going until nothing is left: a run that finds the other's page in progress returns 0 at once.
-      const drain = async (on: typeof db | typeof other) => {
+      const drain = async (on: Db) => {
         let total = 0;
         while ((await takenCount()) < 400) total += await run(on);
         return total;
@@ -131,14 +128,8 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
     await record("d", 3);
     let failing = "d1";
     const run = () =>
-      consumeEvents(db, {
-        consumer: "notifications",
-        types: ["user.level_up"],
-        now: NOW,
-        logger: silent,
-        async applyBatch(_tx, events: LevelUp[]) {
-          if (events.some((event) => event.data.level === failing)) throw new Error("not yet");
-        },
+      consume(async (_tx, events) => {
+        if (events.some((event) => event.data.level === failing)) throw new Error("not yet");
       });
     expect(await run()).to.equal(2);
     // Inserted just now: within the margin, nothing is settled.
@@ -177,14 +168,8 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
     await record("e", 2);
     const levels: string[] = [];
     const run = () =>
-      consumeEvents(db, {
-        consumer: "notifications",
-        types: ["user.level_up"],
-        now: NOW,
-        logger: silent,
-        async applyBatch(_tx, events: LevelUp[]) {
-          levels.push(...events.map((event) => event.data.level));
-        },
+      consume(async (_tx, events) => {
+        levels.push(...events.map((event) => event.data.level));
       });
     expect(await run()).to.equal(2);
     await settleCursor(db, "notifications", ["user.level_up"], NOW, 0);

@@ -1,5 +1,4 @@
 import { expect } from "chai";
-import { pino } from "pino";
 import { type Clock, createClock } from "../../core/clock.js";
 import { openDatabase } from "../../core/db.js";
 import type { Logger } from "../../core/logger.js";
@@ -10,30 +9,13 @@ import { type JobRunner, startJobRunner } from "../../domain/jobs/runner.js";
 import { createProcessPresence, type ProcessPresence } from "../../domain/processes/presence.js";
 import { type PeriodicJob, periodicKey, periodicKind, slotOf, startWorkers, type Workers } from "../../worker/scheduler.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
-
-type LogLine = { level: number; msg: string; [field: string]: unknown };
-
-function capturingLogger(): { logger: Logger; lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const logger = pino({ level: "debug" }, { write: (line: string) => lines.push(JSON.parse(line)) });
-  return { logger, lines };
-}
+import { capturingLogger, sleep, until } from "../helpers/waiting.js";
 
 /** A service clock that stands still unless advanced (as /dev/time/advance does). */
 const manualClock = (start = "2026-03-01T00:00:00.000Z"): Clock => {
   const base = Date.parse(start);
   return createClock(() => base);
 };
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000) {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await condition())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
 
 describe(`job queue (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
   this.timeout(60_000);

@@ -2,28 +2,13 @@
 // again at once while it finds work, polls when idle, backs off when a pass fails; while a loop
 // works off a backlog the runner claims no job, and claims again as soon as the loop is idle.
 import { expect } from "chai";
-import { pino } from "pino";
 import { createClock } from "../../core/clock.js";
-import type { Logger } from "../../core/logger.js";
 import { createJobQueue } from "../../domain/jobs/queue.js";
 import { startJobRunner } from "../../domain/jobs/runner.js";
 import { createProcessPresence } from "../../domain/processes/presence.js";
 import { startLoops } from "../../worker/loops.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000) {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await condition())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
-
-function capturingLogger(): { logger: Logger; lines: { level: number; msg: string }[] } {
-  const lines: { level: number; msg: string }[] = [];
-  return { logger: pino({ level: "debug" }, { write: (line: string) => lines.push(JSON.parse(line)) }), lines };
-}
+import { capturingLogger, sleep, until } from "../helpers/waiting.js";
 
 describe("continuous loops", () => {
   const clock = createClock();

@@ -1,5 +1,4 @@
 import { expect } from "chai";
-import { pino } from "pino";
 import { type Clock, createClock } from "../../core/clock.js";
 import type { Logger } from "../../core/logger.js";
 import { createJobQueue, type JobQueue } from "../../domain/jobs/queue.js";
@@ -10,6 +9,7 @@ import { HOUR_MS, startPlatformWorkers } from "../../worker/jobs.js";
 import { type PeriodicJob, periodicKind, startWorkers, type Workers } from "../../worker/scheduler.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { type StackProcess, startStack } from "../helpers/stack.js";
+import { capturingLogger, sleep, until } from "../helpers/waiting.js";
 
 /** Real milliseconds between two looks for due jobs: the tests move the service clock, not time. */
 const TICK_MS = 2;
@@ -18,11 +18,6 @@ const DAY_S = 86_400;
 type LogLine = { level: number; msg: string; job?: string; kind?: string; err?: { message: string }; [field: string]: unknown };
 
 /** A pino logger at debug level whose lines are kept, parsed, in `lines`. */
-function capturingLogger(): { logger: Logger; lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const logger = pino({ level: "debug" }, { write: (line: string) => lines.push(JSON.parse(line)) });
-  return { logger, lines };
-}
 
 /** A service clock that stands still unless advanced (as /dev/time/advance does). */
 const manualClock = (start: string): Clock => {
@@ -30,17 +25,8 @@ const manualClock = (start: string): Clock => {
   return createClock(() => base);
 };
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Long enough for the scheduler to look many times. */
 const severalTicks = () => sleep(TICK_MS * 20);
-
-async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 5_000) {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await condition())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(TICK_MS);
-  }
-}
 
 /** A promise the test opens by hand, to hold a job run in the middle. */
 function gate() {
@@ -93,7 +79,7 @@ describe(`worker scheduler on the job queue (${usingPostgres ? "PostgreSQL" : "P
 
   it("runs a job at start, then again once its interval has passed on the service clock", async () => {
     const clock = manualClock("2026-03-01T00:00:00.000Z");
-    const { logger, lines } = capturingLogger();
+    const { logger, lines } = capturingLogger<LogLine>();
     const seen: Date[] = [];
     const job: PeriodicJob = {
       name: "count",
@@ -143,7 +129,7 @@ describe(`worker scheduler on the job queue (${usingPostgres ? "PostgreSQL" : "P
 
   it("logs a failing run and retries it, without crashing the process or the other jobs", async () => {
     const clock = manualClock("2026-03-01T00:00:00.000Z");
-    const { logger, lines } = capturingLogger();
+    const { logger, lines } = capturingLogger<LogLine>();
     let attempts = 0;
     let others = 0;
     const flaky: PeriodicJob = {
@@ -201,7 +187,7 @@ describe(`worker scheduler on the job queue (${usingPostgres ? "PostgreSQL" : "P
 
   it("never overlaps two runs of one job, on one process or two", async () => {
     const clock = manualClock("2026-03-01T00:00:00.000Z");
-    const { logger } = capturingLogger();
+    const { logger } = capturingLogger<LogLine>();
     let runs = 0;
     let active = 0;
     let maxActive = 0;
@@ -245,7 +231,7 @@ describe(`worker scheduler on the job queue (${usingPostgres ? "PostgreSQL" : "P
 
   it("stop() waits for running jobs and starts no further run", async () => {
     const clock = manualClock("2026-03-01T00:00:00.000Z");
-    const { logger } = capturingLogger();
+    const { logger } = capturingLogger<LogLine>();
     const held = gate();
     let runs = 0;
     let finished = 0;
@@ -325,7 +311,7 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
 
   it("the seniority job raises a user's seniority when the clock moves a month forward", async () => {
     const alice = await createUser("worker|alice");
-    const { logger, lines } = capturingLogger();
+    const { logger, lines } = capturingLogger<LogLine>();
     workers = startPlatformWorkers({ services: workerServices(), clock, logger, tickMs: TICK_MS });
     expect(workers.jobs).to.deep.equal([
       "chain-events.rewards",
@@ -364,7 +350,7 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
     const deletedAt = clock.now();
     const erasureAt = new Date(deletedAt.getTime() + 30 * DAY_S * 1_000);
     await users.markDeleted(bob.id, deletedAt, erasureAt);
-    const { logger, lines } = capturingLogger();
+    const { logger, lines } = capturingLogger<LogLine>();
     // A new hour: the last test's workers ran the hourly jobs' current slots.
     clock.advance(3_600);
     workers = startPlatformWorkers({ services: workerServices(), clock, logger, tickMs: TICK_MS });
