@@ -8,3 +8,17 @@ export const hasControlCharacters = (value: string) => new RegExp(CONTROL.source
 
 /** The text without control characters, lone surrogates replaced by U+FFFD, trimmed. */
 export const plainText = (value: string) => value.toWellFormed().replace(CONTROL, "").trim();
+
+/**
+ * JSON text for a PostgreSQL `json` parameter (json_to_recordset): JSON.stringify escapes a lone
+ * surrogate as `\udXXX`, which PostgreSQL refuses when it reads the value as text, where a text
+ * parameter's UTF-8 encoding turns it into U+FFFD. Such strings are made well-formed first, as
+ * that. (A pair is written as it is: an escaped surrogate in the output means a lone one, or a
+ * backslash before "ud8..", when the value is written again, string by string.)
+ */
+export function jsonForPostgres(value: unknown): string {
+  const text = JSON.stringify(value);
+  if (!ESCAPED_SURROGATE.test(text)) return text;
+  return JSON.stringify(value, (_key, inner) => (typeof inner === "string" && !inner.isWellFormed() ? inner.toWellFormed() : inner));
+}
+const ESCAPED_SURROGATE = /\\ud[89a-f]/i;

@@ -139,7 +139,16 @@ export const FANOUT_IDLE_MS = 100;
  * and e-mail jobs in the transaction that takes the event (domain/notifications/fanout.ts).
  */
 export function createPlatformLoops({ services }: PlatformJobDeps): ContinuousJob[] {
-  return [{ name: "notifications.fanout", idleMs: FANOUT_IDLE_MS, run: (now) => services.notificationFanout.run(now) }];
+  return [
+    {
+      name: "notifications.fanout",
+      idleMs: FANOUT_IDLE_MS,
+      run: async (now, found) => {
+        const { applied, contended } = await services.notificationFanout.run(now, { found });
+        return { did: applied, contended };
+      },
+    },
+  ];
 }
 
 /**

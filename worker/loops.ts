@@ -12,12 +12,28 @@ export interface ContinuousJob {
   name: string;
   /** Real ms between two looks when the last found nothing. */
   idleMs: number;
-  /** One pass from `now` (the service clock); returns how much it did (0: nothing was waiting). */
-  run(now: Date): Promise<number>;
+  /**
+   * One pass from `now` (the service clock). `found()`, called when the pass finds work (before
+   * it is done with it), marks the loop busy at once: a pass over a burst takes many pages, and
+   * the runner should yield from the first.
+   */
+  run(now: Date, found: () => void): Promise<LoopPass>;
+}
+
+export interface LoopPass {
+  /** How much it did (0: nothing was waiting for it). */
+  did: number;
+  /**
+   * Work is waiting that another process holds (a fan-out partition): the loop stays busy, so
+   * the runner keeps yielding, and looks again after `CONTENDED_MS` rather than `idleMs`.
+   */
+  contended?: boolean;
 }
 
 /** The longest wait (real ms) after failed passes, which back off from `idleMs` by doubling. */
 const MAX_BACKOFF_MS = 5_000;
+/** Real ms before a loop looks again at work another process held. */
+export const CONTENDED_MS = 10;
 
 export interface Loops {
   readonly names: readonly string[];
@@ -58,19 +74,20 @@ export function startLoops({
     let failures = 0;
     while (!stopped) {
       let did = 0;
+      let contended = false;
       try {
-        did = await loop.run(clock.now());
+        ({ did, contended = false } = await loop.run(clock.now(), () => working.add(loop.name)));
         if (failures > 0) logger.info({ loop: loop.name }, "loop running again");
         failures = 0;
       } catch (error) {
         if (failures === 0) logger.warn({ loop: loop.name, error: (error as Error).message }, "loop pass failed; retrying");
         failures += 1;
       }
-      if (did > 0) working.add(loop.name);
+      if (did > 0 || contended) working.add(loop.name);
       else if (working.delete(loop.name) && working.size === 0) onIdle?.();
       if (stopped) break;
       if (failures > 0) await pause(Math.min(loop.idleMs * 2 ** failures, MAX_BACKOFF_MS));
-      else if (did === 0) await pause(loop.idleMs);
+      else if (did === 0) await pause(contended ? Math.min(CONTENDED_MS, loop.idleMs) : loop.idleMs);
       // Work found: straight on, but let the rest of the process run between two passes.
       else await sleep(0);
     }

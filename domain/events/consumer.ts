@@ -62,7 +62,9 @@ export interface ConsumeOptions<T extends EventType> {
   /**
    * The order events are taken in: `time` (default: when the fact happened, then block and key),
    * or `insertion` (the outbox's own order, seq), which reads a page by an index range instead of
-   * sorting every pending event: for consumers to whom the order of facts means nothing.
+   * sorting every pending event: for consumers to whom the order of facts means nothing. With
+   * `applyBatch`, a process reads each partition on from where its last run there ended, and from
+   * the cursor again every REREAD_FROM_CURSOR_MS (an event that committed behind a later one).
    */
   order?: "time" | "insertion";
   /**
@@ -98,6 +100,15 @@ const SETTLE_EVERY_MS = 5_000;
 /** Two-key advisory locks of this class are the consumers' page locks (hashtext of the name is the second key). */
 const PAGE_LOCK_CLASS = 24_051;
 const lastSettled = new Map<ConsumerName, number>();
+/**
+ * Real ms during which a process reads a partition (insertion order) on from where its last run
+ * there ended, before it reads it again from the cursor. A run's reads then cost the new events
+ * only, not every event above the cursor (which trails by SETTLE_MARGIN_MS); an event that
+ * commits after a higher seq was read is taken at the next read from the cursor, this late at most.
+ */
+export const REREAD_FROM_CURSOR_MS = 1_000;
+/** Per database and consumer partition: the seq this process's last run there read up to, and when it last read from the cursor. */
+const readUpTo = new WeakMap<Db, Map<string, { after: bigint; fromCursorAt: number }>>();
 
 type PendingRow<T> = {
   id: string;
@@ -199,6 +210,18 @@ export async function settleCursor(
  * consumer in a loop either. Returns how many it applied.
  */
 export async function consumeEvents<T extends EventType>(db: Db, options: ConsumeOptions<T>): Promise<number> {
+  return (await consumeEventPages(db, options)).applied;
+}
+
+export interface ConsumeResult {
+  /** Events this run applied. */
+  applied: number;
+  /** A partition was held by another process: events may be waiting there that this run could not take. */
+  contended: boolean;
+}
+
+/** consumeEvents, also saying whether another process held a partition (a fan-out loop then keeps at it). */
+export async function consumeEventPages<T extends EventType>(db: Db, options: ConsumeOptions<T>): Promise<ConsumeResult> {
   const batchSize = options.batchSize ?? 200;
   const logger = options.logger ?? defaultLogger();
   const apply = options.apply ?? (options.applyBatch ? (tx: Tx, event: ConsumedEvent<T>) => options.applyBatch!(tx, [event]) : undefined);
@@ -206,6 +229,7 @@ export async function consumeEvents<T extends EventType>(db: Db, options: Consum
   /** The events whose apply threw in this run: left pending, not read again until the next run. */
   const failed: string[] = [];
   let applied = 0;
+  let contended = false;
   /** In insertion order, the last seq this run has read: the next page starts above it. */
   let after = 0n;
 
@@ -271,7 +295,10 @@ export async function consumeEvents<T extends EventType>(db: Db, options: Consum
 
   /** The pending events of a partition (all of them without `applyBatch`), page after page until none is left or another process holds it. */
   async function drain(partition: { index: number; count: number }) {
-    after = 0n;
+    const remembered = rememberReads ? rememberedOf(partition) : undefined;
+    const fromCursor = !remembered || performance.now() - remembered.fromCursorAt >= REREAD_FROM_CURSOR_MS;
+    after = fromCursor ? 0n : remembered.after;
+    if (remembered && fromCursor) remembered.fromCursorAt = performance.now();
     for (;;) {
       let rows: PendingRow<T>[] | "busy";
       if (options.applyBatch && !options.onlyIds) {
@@ -283,7 +310,11 @@ export async function consumeEvents<T extends EventType>(db: Db, options: Consum
           rows = await readPending(db.prisma, options, batchSize, failed, after, partition);
           for (const row of rows) await applyOne(row);
         }
-        if (rows === "busy") return;
+        if (rows === "busy") {
+          contended = true;
+          return;
+        }
+        if (remembered && rows.length > 0) remembered.after = BigInt(rows[rows.length - 1]!.seq);
       } else {
         rows = await readPending(db.prisma, options, batchSize, failed, after, partition);
         for (const row of rows) await applyOne(row);
@@ -292,6 +323,16 @@ export async function consumeEvents<T extends EventType>(db: Db, options: Consum
       // A failed event is excluded from the next read: a full page means more may be pending.
       if (rows.length < batchSize) return;
     }
+  }
+
+  const rememberReads = options.applyBatch !== undefined && !options.onlyIds && options.order === "insertion";
+  function rememberedOf(partition: { index: number; count: number }) {
+    const partitions = readUpTo.get(db) ?? new Map<string, { after: bigint; fromCursorAt: number }>();
+    readUpTo.set(db, partitions);
+    const key = `${options.consumer}:${partition.index}/${partition.count}`;
+    const remembered = partitions.get(key) ?? { after: 0n, fromCursorAt: Number.NEGATIVE_INFINITY };
+    partitions.set(key, remembered);
+    return remembered;
   }
 
   const count = options.applyBatch && !options.onlyIds ? Math.max(1, options.partitions ?? 1) : 1;
@@ -303,5 +344,5 @@ export async function consumeEvents<T extends EventType>(db: Db, options: Consum
     lastSettled.set(options.consumer, performance.now());
     await settleCursor(db, options.consumer, options.types, options.now);
   }
-  return applied;
+  return { applied, contended };
 }

@@ -13,8 +13,10 @@
 //
 // Delivery is at least once: a process that froze past its heartbeat may finish a job another
 // process took over. Handlers are idempotent (a dedupe key per side effect, or a state check).
+
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../core/clock.js";
+import { jsonForPostgres } from "../../core/text.js";
 import { type Job as JobRow, Prisma } from "../../generated/prisma/client.js";
 import type { Db, Tx } from "../db.js";
 import { type ProcessPresence, processAlive } from "../processes/presence.js";
@@ -169,21 +171,25 @@ export function createJobQueue({
   async function insert(inputs: readonly EnqueueInput[], tx: Tx | undefined): Promise<string[]> {
     if (inputs.length === 0) return [];
     const now = clock.now();
-    // One array per column (unnest): a statement of fixed shape whatever the number of jobs, so
-    // a fan-out page of a thousand jobs costs one parse and a few parameters.
-    const column = <T>(value: (input: EnqueueInput) => T) => inputs.map(value);
+    // The rows as one JSON parameter (json_to_recordset): a statement of fixed shape whatever the
+    // number of jobs, and serialized by JSON.stringify, where array parameters are escaped element
+    // by element in JavaScript (a fan-out page enqueues a thousand jobs).
+    const rows = jsonForPostgres(
+      inputs.map((input) => ({
+        id: randomUUID(),
+        kind: input.kind,
+        payload: input.payload ?? null,
+        runAt: (input.runAt ?? now).toISOString(),
+        maxAttempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+        dedupeKey: input.dedupeKey ?? null,
+        exclusive: input.exclusive === true,
+      })),
+    );
     const created = await (tx ?? prisma).$queryRaw<{ id: string }[]>`
       INSERT INTO "Job" ("id", "kind", "payload", "status", "runAt", "attempts", "maxAttempts", "dedupeKey", "createdAt")
-      SELECT v."id", v."kind", v."payload", 'queued', v."runAt", 0, v."maxAttempts", v."dedupeKey", ${ts(now)}
-        FROM unnest(
-          ${column(() => randomUUID())}::uuid[],
-          ${column((input) => input.kind)}::text[],
-          ${column((input) => JSON.stringify(input.payload ?? null))}::jsonb[],
-          ${column((input) => (input.runAt ?? now).toISOString())}::timestamp(3)[],
-          ${column((input) => input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS)}::int[],
-          ${column((input) => input.dedupeKey ?? null)}::text[],
-          ${column((input) => input.exclusive === true)}::boolean[]
-        ) AS v ("id", "kind", "payload", "runAt", "maxAttempts", "dedupeKey", "exclusive")
+      SELECT v."id", v."kind", coalesce(v."payload", 'null'::jsonb), 'queued', v."runAt", 0, v."maxAttempts", v."dedupeKey", ${ts(now)}
+        FROM json_to_recordset(${rows}::json)
+          AS v ("id" uuid, "kind" text, "payload" jsonb, "runAt" timestamp(3), "maxAttempts" int, "dedupeKey" text, "exclusive" boolean)
         WHERE NOT (v."exclusive" AND EXISTS (
           SELECT 1 FROM "Job" a WHERE a."kind" = v."kind" AND a."status" IN ('queued', 'running')))
       -- Without a target: a taken dedupe key (or, never in practice, id) skips the row.

@@ -5,7 +5,7 @@
 // guardian's activation). The I/O happens later, in the jobs, outside any transaction.
 import type { Logger } from "../../core/logger.js";
 import type { Db, Tx } from "../db.js";
-import { consumeEvents } from "../events/consumer.js";
+import { type ConsumeResult, consumeEventPages } from "../events/consumer.js";
 import type { JobQueue } from "../jobs/queue.js";
 import { WEEKLY_SUMMARY_JOB, type WeeklySummaryPayload } from "./deliveries.js";
 import { NOTIFIABLE_EVENT_TYPES } from "./from-events.js";
@@ -47,10 +47,11 @@ export function createNotificationFanout(deps: {
      * Fans out the events not yet taken, a page (up to 500 events) per transaction: their items
      * read with one query per kind of need, the in-app rows written with one insert, their
      * deliveries enqueued with another. The events are split in partitions, each fanned out by
-     * one process at a time, so several workers share a burst. Returns how many events it took.
+     * one process at a time, so several workers share a burst. Says how many events it took, and
+     * whether another process held a partition. `found` is called as each page is taken.
      */
-    async run(now: Date): Promise<number> {
-      const taken = await consumeEvents(deps.db, {
+    async run(now: Date, hooks: { found?: () => void } = {}): Promise<ConsumeResult> {
+      const result = await consumeEventPages(deps.db, {
         consumer: "notifications",
         types: NOTIFIABLE_EVENT_TYPES,
         now,
@@ -61,6 +62,7 @@ export function createNotificationFanout(deps: {
         // Up to this many processes fan out at once, each a partition of the events.
         partitions: FANOUT_PARTITIONS,
         applyBatch: async (tx, events) => {
+          hooks.found?.();
           const items = await deps.notifications.itemsFor(tx, events);
           const isLater = (item: NotificationItem) => item.notBefore !== undefined && new Date(item.notBefore) > now;
           const later = items.filter(isLater);
@@ -81,8 +83,8 @@ export function createNotificationFanout(deps: {
         },
       });
       // The deliveries were enqueued inside the consumer's transactions: this process's runners run them now.
-      if (taken > 0) deps.jobs.wake();
-      return taken;
+      if (result.applied > 0) deps.jobs.wake();
+      return result;
     },
 
     /**

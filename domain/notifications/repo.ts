@@ -2,7 +2,9 @@
 // NotificationPreference (the stored part of a user's preferences) and PushDevice. It also
 // reads (never writes) what notifications need of a user: whether they exist, their language
 // and switches, wallets and display names.
+
 import { randomUUID } from "node:crypto";
+import { jsonForPostgres } from "../../core/text.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import type { Db, Tx } from "../db.js";
 import type { NotificationType } from "./types.js";
@@ -172,22 +174,24 @@ export function createNotificationsRepo({ db }: { db: Db }) {
      */
     async insertMany(tx: Tx, rows: (NewNotification & { id: string })[]): Promise<Map<string, NotificationRow>> {
       if (rows.length === 0) return new Map();
-      // One array per column (unnest): a page of 500 rows is one short statement.
-      const column = <T>(value: (row: NewNotification & { id: string }) => T) => rows.map(value);
-      const created = await tx.$queryRaw<(Omit<NotificationRow, "data"> & { data: Prisma.JsonValue })[]>`
+      // The rows as one JSON parameter (json_to_recordset): a page of 500 rows is one short
+      // statement, serialized by JSON.stringify rather than escaped element by element.
+      const json = jsonForPostgres(rows.map((row) => ({ ...row, createdAt: row.createdAt.toISOString() })));
+      const created = await tx.$queryRaw<{ id: string }[]>`
         INSERT INTO "Notification" ("id", "userId", "type", "title", "body", "data", "createdAt", "dedupeKey")
-        SELECT * FROM unnest(
-          ${column((row) => row.id)}::uuid[],
-          ${column((row) => row.userId)}::text[],
-          ${column((row) => row.type)}::text[],
-          ${column((row) => row.title)}::text[],
-          ${column((row) => row.body)}::text[],
-          ${column((row) => JSON.stringify(row.data))}::jsonb[],
-          ${column((row) => row.createdAt.toISOString())}::timestamp(3)[],
-          ${column((row) => row.dedupeKey)}::text[])
+        SELECT r."id", r."userId", r."type", r."title", r."body", r."data", r."createdAt", r."dedupeKey"
+          FROM json_to_recordset(${json}::json)
+            AS r ("id" uuid, "userId" text, "type" text, "title" text, "body" text, "data" jsonb, "createdAt" timestamp(3), "dedupeKey" text)
         ON CONFLICT DO NOTHING
-        RETURNING "id"::text AS "id", "userId", "type", "title", "body", "data", "read", "createdAt"`;
-      return new Map(created.map((row) => [row.id, rowOf(row)]));
+        RETURNING "id"::text AS "id"`;
+      // Only the ids come back (which rows were new): the rows are what was sent.
+      const byId = new Map(rows.map((row) => [row.id, row]));
+      return new Map(
+        created.map(({ id }) => {
+          const { dedupeKey: _key, ...row } = byId.get(id)!;
+          return [id, { ...row, read: false }];
+        }),
+      );
     },
 
     /** A page of the user's feed, newest first (ties: the later write first), with the filter's total and the user's unread count. */

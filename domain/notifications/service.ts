@@ -18,7 +18,7 @@ import {
   touchesStored,
 } from "./preferences.js";
 import type { ListFilter, NotificationRow, NotificationsRepo } from "./repo.js";
-import { languageOf, render } from "./templates.js";
+import { languageOf, prepareFormatters, render } from "./templates.js";
 import type { Channel, NotificationItem, NotificationType } from "./types.js";
 
 /** A notification as the API shows it (service-spec part 2). */
@@ -74,6 +74,7 @@ export const viewOf = (row: NotificationRow): NotificationView => ({
 const notFound = () => new AppError("NOTIFICATION_NOT_FOUND", "Notification not found");
 
 export function createNotificationsService({ db, clock, repo, users, activeGuardiansOf, deliver }: NotificationsServiceDeps) {
+  prepareFormatters();
   /**
    * An id that is no UUID names no notification: the same 404 as an unknown one (one answer
    * for every id that is not the caller's), and no malformed value reaches the uuid column.

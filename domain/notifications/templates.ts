@@ -182,6 +182,19 @@ function formatValue(value: string | number, format: string | undefined, languag
   throw new Error(`cannot format ${JSON.stringify(value)} as ${format}`);
 }
 
+/**
+ * Builds the formatters every language uses (UTC for times): a process's first Intl formatter
+ * loads the locale data, tens of milliseconds that the first fan-out page would otherwise wait.
+ */
+export function prepareFormatters(): void {
+  for (const language of LANGUAGES) {
+    formatValue("1", "usdc", language, "UTC");
+    formatValue(1, "number", language, "UTC");
+    formatValue(1, "signed", language, "UTC");
+    formatValue(new Date(0).toISOString(), "datetime", language, "UTC");
+  }
+}
+
 /** Fills one text; a placeholder without a value is an error (a notification never shows `{amount}`). */
 export function fill(text: string, values: TemplateValues, language: Language, timeZone = "UTC"): string {
   return text.replace(PLACEHOLDER, (_match, name: string, format: string | undefined) => {

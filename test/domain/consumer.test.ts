@@ -6,9 +6,10 @@ import { pino } from "pino";
 import { openDatabase } from "../../core/db.js";
 import type { Logger } from "../../core/logger.js";
 import type { Db, Tx } from "../../domain/db.js";
-import { type ConsumedEvent, consumeEvents, settleCursor } from "../../domain/events/consumer.js";
+import { type ConsumedEvent, consumeEventPages, consumeEvents, REREAD_FROM_CURSOR_MS, settleCursor } from "../../domain/events/consumer.js";
 import { domainEvent, recordEvents } from "../../domain/events/outbox.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
+import { sleep } from "../helpers/waiting.js";
 
 const silent: Logger = pino({ level: "silent" });
 const NOW = new Date("2026-03-01T00:00:00.000Z");
@@ -186,4 +187,83 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
     expect(await run()).to.equal(1);
     expect(levels).to.deep.equal(["e0", "e1", "e0"]);
   });
+
+  it("in insertion order, reads on from where its last run ended, and takes an event that committed behind it at the next read from the cursor", async () => {
+    await record("f", 3);
+    const levels: string[] = [];
+    const run = () =>
+      consumeEvents(db, {
+        consumer: "notifications",
+        types: ["user.level_up"],
+        now: NOW,
+        logger: silent,
+        order: "insertion",
+        applyBatch: async (_tx, events) => {
+          levels.push(...events.map((event) => event.data.level));
+        },
+      });
+    // The last event's seq far ahead: the next event recorded gets a lower one, as an event does
+    // whose transaction commits after a later one's was read.
+    await db.prisma.$executeRaw`UPDATE "DomainEvent" SET "seq" = 1000000 WHERE "seq" = ${await seqOf("f", 2)}`;
+    expect(await run()).to.equal(3);
+    await record("late", 1);
+    expect(await seqOf("late", 0)).to.be.below(1_000_000n);
+    // Read on from seq 1000000: the late event is not seen yet...
+    expect(await run()).to.equal(0);
+    // ...and is taken once the process reads from the cursor again.
+    await sleep(REREAD_FROM_CURSOR_MS);
+    expect(await run()).to.equal(1);
+    expect(levels).to.deep.equal(["f0", "f1", "f2", "late0"]);
+  });
+
+  // PGlite has one connection: no other session can hold a page lock there.
+  if (usingPostgres) {
+    it("says when another process holds a partition, and takes the others", async () => {
+      await record("g", 40);
+      const other = await openDatabase({ databaseUrl: db.url! });
+      const applied: string[] = [];
+      const run = () =>
+        consumeEventPages(db, {
+          consumer: "notifications",
+          types: ["user.level_up"],
+          now: NOW,
+          logger: silent,
+          order: "insertion",
+          partitions: 2,
+          applyBatch: async (_tx, events) => {
+            applied.push(...events.map((event) => event.data.level));
+          },
+        });
+      try {
+        // Another process on partition 0: its page lock, held in an open transaction.
+        let release!: () => void;
+        const released = new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        let locked!: () => void;
+        const held = new Promise<void>((resolve) => {
+          locked = resolve;
+        });
+        const holder = other.prisma.$transaction(
+          async (tx) => {
+            await tx.$executeRaw`SELECT pg_advisory_xact_lock(24051, hashtext('notifications:0'))`;
+            locked();
+            await released;
+          },
+          { timeout: 30_000 },
+        );
+        await Promise.race([held, holder]);
+        const first = await run();
+        expect(first.contended).to.equal(true);
+        expect(first.applied).to.be.above(0).and.below(40);
+        release();
+        await holder;
+        const second = await run();
+        expect(second).to.deep.equal({ applied: 40 - first.applied, contended: false });
+        expect(new Set(applied).size).to.equal(40);
+      } finally {
+        await other.close();
+      }
+    });
+  }
 });

@@ -26,9 +26,9 @@ describe("continuous loops", () => {
           name: "drain",
           idleMs: 60_000,
           run: async () => {
-            if (backlog === 0) return 0;
+            if (backlog === 0) return { did: 0 };
             passes.push(backlog--);
-            return 1;
+            return { did: 1 };
           },
         },
       ],
@@ -59,9 +59,9 @@ describe("continuous loops", () => {
           run: async () => {
             calls += 1;
             if (calls <= 3) throw new Error("database down");
-            if (calls === 4) return 1;
+            if (calls === 4) return { did: 1 };
             busyDuringWork ||= loops.busy();
-            return 0;
+            return { did: 0 };
           },
         },
       ],
@@ -71,6 +71,66 @@ describe("continuous loops", () => {
     expect(busyDuringWork).to.equal(true);
     expect(lines.filter((line) => line.level >= 40).map((line) => line.msg)).to.deep.equal(["loop pass failed; retrying"]);
     expect(lines.map((line) => line.msg)).to.include("loop running again");
+  });
+
+  it("stays busy and looks again soon while another process holds the work, and goes idle once it is done", async () => {
+    // Three passes find the work held elsewhere, then it is gone: the idle poll is far longer
+    // than the test, so the passes can only follow each other at the contended pace.
+    let held = 3;
+    let busyWhileHeld = true;
+    let idled = 0;
+    const loops = startLoops({
+      clock,
+      logger: capturingLogger().logger,
+      loops: [
+        {
+          name: "shared",
+          idleMs: 60_000,
+          run: async () => {
+            if (held === 0) return { did: 0 };
+            if (held < 3) busyWhileHeld &&= loops.busy();
+            held -= 1;
+            return { did: 0, contended: true };
+          },
+        },
+      ],
+      onIdle: () => {
+        idled += 1;
+      },
+    });
+    await until(() => idled === 1, "the loop to go idle after the held work", 2_000);
+    expect(held).to.equal(0);
+    expect(busyWhileHeld).to.equal(true);
+    expect(loops.busy()).to.equal(false);
+    await loops.stop();
+  });
+
+  it("is busy from the moment a pass finds work, before the pass is over", async () => {
+    let passes = 0;
+    const busy: boolean[] = [];
+    const loops = startLoops({
+      clock: createClock(),
+      logger: capturingLogger().logger,
+      loops: [
+        {
+          name: "burst",
+          idleMs: 5,
+          run: async (_now, found) => {
+            passes += 1;
+            if (passes > 1) return { did: 0 };
+            // The first pass starts inside startLoops: `loops` is assigned once it returns.
+            await sleep(1);
+            busy.push(loops.busy());
+            found();
+            busy.push(loops.busy());
+            return { did: 1 };
+          },
+        },
+      ],
+    });
+    await until(() => passes >= 2, "a second pass");
+    await loops.stop();
+    expect(busy).to.deep.equal([false, true]);
   });
 });
 
