@@ -25,6 +25,7 @@ import { socialVaultRoutes } from "./social-vault/routes.js";
 import { trustScoreRoutes } from "./trust-score/routes.js";
 import { userRoutes } from "./users/routes.js";
 import { vaultRoutes } from "./vault/routes.js";
+import { webhookRoutes } from "./webhooks/routes.js";
 
 export interface AppDeps extends HealthDeps {
   logger: Logger;
@@ -47,6 +48,7 @@ export interface AppDeps extends HealthDeps {
     | "socialVault"
     | "notifications"
     | "notificationFeed"
+    | "webhooks"
   >;
   /** Rate-limit counters shared across API processes (REDIS_URL); in-process otherwise. */
   redis?: Redis;
@@ -104,6 +106,7 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
       production: config.isProduction,
     }),
   );
+  routes.push(...webhookRoutes({ webhooks: deps.services.webhooks }));
   if (deps.services.vault) routes.push(...vaultRoutes({ vault: deps.services.vault }));
   if (deps.services.socialVault) routes.push(...socialVaultRoutes({ socialVault: deps.services.socialVault }));
   if (config.auth.devProvider) {

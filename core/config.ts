@@ -36,6 +36,12 @@ function isBaseUrl(value: string): boolean {
   return url.search === "" && url.hash === "";
 }
 
+/** A 32-byte key from base64 or hex text (WEBHOOK_SECRET_KEY), or null when it is not one. */
+export function parseSecretKey(text: string): Buffer | null {
+  const key = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, "hex") : Buffer.from(text, "base64");
+  return key.length === 32 ? key : null;
+}
+
 const envSchema = z.object({
   NODE_ENV: z.enum(["development", "test", "production"], { error: "must be development, test or production" }).default("development"),
   HOST: z.string().default("127.0.0.1"),
@@ -81,6 +87,9 @@ const envSchema = z.object({
     .default("https://exp.host/--/api/v2/push/send")
     .refine((value) => /^https?:\/\/\S+$/.test(value), { message: "must be an http(s) URL (Expo's push API, or a stand-in)" }),
   EXPO_ACCESS_TOKEN: optionalString,
+  WEBHOOK_SECRET_KEY: optionalString.refine((value) => value === undefined || parseSecretKey(value) !== null, {
+    message: "must be a 32-byte key in base64 or hex (openssl rand -base64 32)",
+  }),
   REDIS_URL: optionalString.refine((value) => value === undefined || /^rediss?:\/\/.+/.test(value), {
     message: "must be a redis:// URL",
   }),
@@ -201,6 +210,10 @@ export interface Config {
     expoPushUrl: string;
     expoAccessToken: string | undefined;
   };
+  webhooks: {
+    /** Seals webhook secrets at rest (AES-256-GCM); undefined outside production means the database's shared development key. */
+    secretKey: Buffer | undefined;
+  };
   logLevel: Env["LOG_LEVEL"];
 }
 
@@ -233,6 +246,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
         "AUTH_AUDIENCE",
         "MANAGED_WALLET_MNEMONIC",
         "SMTP_URL",
+        "WEBHOOK_SECRET_KEY",
       ] as const
     ).filter((name) => env[name] === undefined);
     if (missing.length > 0) {
@@ -284,6 +298,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
       expoPushUrl: env.EXPO_PUSH_URL,
       expoAccessToken: env.EXPO_ACCESS_TOKEN,
     },
+    webhooks: { secretKey: env.WEBHOOK_SECRET_KEY === undefined ? undefined : parseSecretKey(env.WEBHOOK_SECRET_KEY)! },
     logLevel: env.LOG_LEVEL,
   };
 }

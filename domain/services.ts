@@ -2,11 +2,13 @@
 // here and nowhere else. `npm start`, `npm run api`, `npm run worker` and the tests all call
 // createServices; the API mounts routes on its result and the worker schedules jobs on it.
 
+import { randomBytes } from "node:crypto";
 import { type JsonRpcProvider, Wallet, ZeroAddress } from "ethers";
 import type { Clock } from "../core/clock.js";
 import type { Deployment } from "../core/deployments.js";
 import type { Logger } from "../core/logger.js";
 import { platformContract, platformContractAt, platformErrors } from "../core/platform-abi.js";
+import { sharedSecret } from "../core/shared-secrets.js";
 import type { ManagedWallets } from "../core/wallets.js";
 import { createApiKeysRepo } from "./api-keys/repo.js";
 import { createApiKeysService } from "./api-keys/service.js";
@@ -39,6 +41,10 @@ import { createUsersRepo } from "./users/repo.js";
 import { createUsersService } from "./users/service.js";
 import { createVaultRepo } from "./vault/repo.js";
 import { createVaultService } from "./vault/service.js";
+import { createWebhookEgress, type Lookup } from "./webhooks/egress.js";
+import { createWebhooksRepo } from "./webhooks/repo.js";
+import { createSecretBox } from "./webhooks/secrets.js";
+import { createWebhooksService } from "./webhooks/service.js";
 import { createXpRepo } from "./xp/repo.js";
 import { createXpService } from "./xp/service.js";
 
@@ -83,6 +89,12 @@ export interface ServiceDeps {
   notificationChannels?: { smtpUrl: string | undefined; emailFrom: string; expoPushUrl: string; expoAccessToken: string | undefined };
   /** What this process is (api, worker, start): its row among the live processes says so. */
   processKind?: string;
+  /**
+   * Webhooks: the key sealing their secrets (config WEBHOOK_SECRET_KEY; undefined: the database's
+   * shared development key), whether production rules apply to their URLs, and the resolver of
+   * their hosts (tests give their own). Default: development, the system resolver.
+   */
+  webhooks?: { secretKey: Buffer | undefined; production: boolean; lookup?: Lookup };
 }
 
 /**
@@ -145,6 +157,7 @@ export function createServices({
     expoAccessToken: undefined,
   },
   processKind = "api",
+  webhooks: webhookConfig = { secretKey: undefined, production: false },
 }: ServiceDeps) {
   const cacheClock = cacheReads ? clock : undefined;
   // This process among the live ones: what it holds is taken over as soon as it dies.
@@ -294,6 +307,22 @@ export function createServices({
     return { sender, vault, payer, sandbox, mirror, loanBook, socialVault };
   }
 
+  // Webhook secrets are sealed with the configured key, or (outside production) a key every
+  // process on this database shares, made by the first that needs it.
+  const webhookSecrets = createSecretBox(
+    async () =>
+      webhookConfig.secretKey ??
+      Buffer.from(await sharedSecret(db, "webhook-secret-key", () => randomBytes(32).toString("base64")), "base64"),
+  );
+  const webhookEgress = createWebhookEgress({ production: webhookConfig.production, lookup: webhookConfig.lookup });
+  const webhooks = createWebhooksService({
+    repo: createWebhooksRepo({ db }),
+    secrets: webhookSecrets,
+    egress: webhookEgress,
+    clock,
+    production: webhookConfig.production,
+  });
+
   return {
     /** First answers of writes per (user, Idempotency-Key). */
     idempotency: createIdempotencyRepo({ db, presence }),
@@ -302,6 +331,7 @@ export function createServices({
     /** Ends what the services hold open: the SMTP connections, then this process's heartbeat (its held work is taken over at once). */
     async stop() {
       email.close();
+      await webhookEgress.close();
       await presence.stop();
     },
     /** The job queue (domain/jobs/): enqueue background work, in a caller's transaction if need be. */
@@ -324,6 +354,8 @@ export function createServices({
       email,
       logger,
     }),
+    /** Users' webhooks: subscriptions, the deliveries log, and `deliver` (every attempt's one path). */
+    webhooks,
     /** The guardians' silent alerts of locks (social_vault.guardian_alert), from the mirrored locks. */
     guardianAlerts,
     /** The one sender of the service's transactions (absent in processes without a chain). */

@@ -40,6 +40,7 @@ export async function apiProcessServices(options: {
     loanFundingDelaySeconds: config.loanFundingDelaySeconds,
     loanMinScore: config.loanMinScore,
     notificationChannels: config.notifications,
+    webhooks: { secretKey: config.webhooks.secretKey, production: config.isProduction },
     processKind: options.processKind ?? "api",
   });
   await services.sender?.reconcile();

@@ -44,6 +44,7 @@ await runUntilSignal(
       loanFundingDelaySeconds: config.loanFundingDelaySeconds,
       loanMinScore: config.loanMinScore,
       notificationChannels: config.notifications,
+      webhooks: { secretKey: config.webhooks.secretKey, production: config.isProduction },
       processKind: "worker",
     });
     onStop(() => services.stop());

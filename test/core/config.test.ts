@@ -46,6 +46,7 @@ describe("configuration", () => {
     ["LOAN_MIN_SCORE", "five", "config: LOAN_MIN_SCORE must be an integer from 0 to 100"],
     ["PUBLIC_BASE_URL", "https://api.example.com/", "config: PUBLIC_BASE_URL must be an http(s) URL without a trailing slash"],
     ["PUBLIC_BASE_URL", "api.example.com", "config: PUBLIC_BASE_URL must be an http(s) URL without a trailing slash"],
+    ["WEBHOOK_SECRET_KEY", "c2hvcnQ=", "config: WEBHOOK_SECRET_KEY must be a 32-byte key in base64 or hex"],
     ["PUBLIC_BASE_URL", "https://api.example.com?x=1", "config: PUBLIC_BASE_URL must be an http(s) URL without a trailing slash"],
   ] as const) {
     it(`names ${name} when it is ${JSON.stringify(value)}`, () => {
@@ -59,7 +60,7 @@ describe("configuration", () => {
   it("refuses production without its overrides, naming them", () => {
     const message = configError({ NODE_ENV: "production" });
     expect(message).to.equal(
-      "config: NODE_ENV=production needs CHAIN_RPC_URL, DEPLOYER_PRIVATE_KEY, DATABASE_URL, AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE, MANAGED_WALLET_MNEMONIC, SMTP_URL (the embedded defaults are for development only)",
+      "config: NODE_ENV=production needs CHAIN_RPC_URL, DEPLOYER_PRIVATE_KEY, DATABASE_URL, AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE, MANAGED_WALLET_MNEMONIC, SMTP_URL, WEBHOOK_SECRET_KEY (the embedded defaults are for development only)",
     );
   });
 });

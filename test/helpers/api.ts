@@ -11,6 +11,7 @@ import type { Deployment } from "../../core/deployments.js";
 import { createLogger, type Logger } from "../../core/logger.js";
 import { managedWalletsFor } from "../../core/wallets.js";
 import { createServices, type Services } from "../../domain/services.js";
+import type { Lookup } from "../../domain/webhooks/egress.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
 import { freePort } from "./stack.js";
 
@@ -57,6 +58,7 @@ export const PRODUCTION_ENV: Record<string, string> = {
   AUTH_AUDIENCE: "api",
   MANAGED_WALLET_MNEMONIC: "test test test test test test test test test test test junk",
   SMTP_URL: "smtp://127.0.0.1:9",
+  WEBHOOK_SECRET_KEY: Buffer.alloc(32, 7).toString("base64"),
 };
 
 /**
@@ -73,6 +75,8 @@ export async function startTestApi(
     db?: TestDatabase;
     /** Where the app logs (default: nowhere); tests that assert on log lines pass a capturing one. */
     logger?: Logger;
+    /** Resolves webhook hosts (a test's own DNS); default the system's. */
+    webhookLookup?: Lookup;
   } = {},
 ): Promise<TestApi> {
   const db = options.db ?? (await createTestDatabase());
@@ -103,6 +107,7 @@ export async function startTestApi(
     logger: options.logger,
     loanMinScore: config.loanMinScore,
     notificationChannels: config.notifications,
+    webhooks: { secretKey: config.webhooks.secretKey, production: config.isProduction, lookup: options.webhookLookup },
   });
   const app = await createApp({
     logger: options.logger ?? createLogger("silent"),

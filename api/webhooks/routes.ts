@@ -1,0 +1,104 @@
+import type { WebhooksService } from "../../domain/webhooks/service.js";
+import { defineRoute, type RouteSpec } from "../http/route.js";
+import {
+  createBody,
+  deliveriesQuery,
+  delivery,
+  LIMIT_NOTE,
+  messageOnly,
+  testBody,
+  testResponse,
+  updateBody,
+  updateResponse,
+  webhook,
+  webhookIdParams,
+  webhookListItem,
+} from "./schemas.js";
+
+const TAG = "Webhooks";
+
+export function webhookRoutes({ webhooks }: { webhooks: WebhooksService }): RouteSpec[] {
+  return [
+    defineRoute({
+      method: "post",
+      path: "/v1/webhooks",
+      operationId: "createWebhook",
+      tag: TAG,
+      summary: "Subscribe an endpoint to events",
+      description: `Deliveries are POSTs of {id, event, timestamp, data} signed with your secret: x-service-signature (sha256=<hex HMAC-SHA256 of the body>) and the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature. ${LIMIT_NOTE}`,
+      auth: "user",
+      body: createBody,
+      response: webhook,
+      status: 201,
+      errors: ["INVALID_URL", "INVALID_EVENTS", "URL_EXISTS", "WEBHOOK_LIMIT_REACHED"],
+      handler: async ({ body, principal }) => ({ data: await webhooks.create(principal().user.id, body) }),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/webhooks",
+      operationId: "listWebhooks",
+      tag: TAG,
+      summary: "Your webhooks, oldest first, each with its last delivery",
+      auth: "user",
+      response: webhookListItem.array(),
+      handler: async ({ principal }) => ({ data: await webhooks.list(principal().user.id) }),
+    }),
+    defineRoute({
+      method: "patch",
+      path: "/v1/webhooks/{webhookId}",
+      operationId: "updateWebhook",
+      tag: TAG,
+      summary: "Change a webhook's events, or revive it (status active)",
+      auth: "user",
+      params: webhookIdParams,
+      body: updateBody,
+      response: updateResponse,
+      errors: ["WEBHOOK_NOT_FOUND", "INVALID_EVENTS"],
+      handler: async ({ params, body, principal }) => ({ data: await webhooks.update(principal().user.id, params.webhookId, body) }),
+    }),
+    defineRoute({
+      method: "delete",
+      path: "/v1/webhooks/{webhookId}",
+      operationId: "deleteWebhook",
+      tag: TAG,
+      summary: "Delete a webhook and its deliveries log",
+      auth: "user",
+      params: webhookIdParams,
+      envelopeExtra: messageOnly,
+      errors: ["WEBHOOK_NOT_FOUND"],
+      handler: async ({ params, principal }) => {
+        await webhooks.remove(principal().user.id, params.webhookId);
+        return { message: "Webhook deleted", extra: {} };
+      },
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/webhooks/{webhookId}/deliveries",
+      operationId: "listWebhookDeliveries",
+      tag: TAG,
+      summary: "A webhook's delivery attempts, newest first",
+      auth: "user",
+      params: webhookIdParams,
+      query: deliveriesQuery,
+      response: delivery.array(),
+      errors: ["WEBHOOK_NOT_FOUND"],
+      handler: async ({ params, query, principal }) => ({
+        data: await webhooks.deliveries(principal().user.id, params.webhookId, query.limit),
+      }),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/webhooks/{webhookId}/test",
+      operationId: "testWebhook",
+      tag: TAG,
+      summary: "Send a signed test delivery now and say how it went",
+      description: "Answers once the receiver answered (at most 5 s). The attempt is in the deliveries log.",
+      auth: "user",
+      params: webhookIdParams,
+      body: testBody,
+      response: testResponse,
+      errors: ["WEBHOOK_NOT_FOUND", "INVALID_EVENTS"],
+      handler: async ({ params, body, principal }) => ({ data: await webhooks.test(principal().user.id, params.webhookId, body.event) }),
+    }),
+  ];
+}

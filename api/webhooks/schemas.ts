@@ -1,0 +1,86 @@
+import { z } from "zod";
+import { RESPONSE_TIMEOUT_MS, URL_MAX_CHARS } from "../../domain/webhooks/egress.js";
+import { WEBHOOK_EVENTS } from "../../domain/webhooks/events.js";
+import { MAX_WEBHOOKS_PER_ACCOUNT, SECRET_MAX_CHARS, SECRET_MIN_CHARS } from "../../domain/webhooks/service.js";
+import { queryInteger } from "../http/input.js";
+
+// One schema per route part (service-spec part 4, Webhooks). URLs and event names are checked by
+// the service (INVALID_URL, INVALID_EVENTS), the rest here (VALIDATION_ERROR).
+
+const isoDate = z.string().describe("ISO 8601 UTC timestamp");
+const eventNames = z
+  .array(z.string().max(100))
+  .min(1)
+  .max(WEBHOOK_EVENTS.length)
+  .describe(`event names of service-spec part 6: ${WEBHOOK_EVENTS.join(", ")}; an unknown one is 400 INVALID_EVENTS`);
+
+export const webhookIdParams = z.object({
+  webhookId: z.string().max(100).describe("the webhook's id; any other value, like another user's id, is 404 WEBHOOK_NOT_FOUND"),
+});
+
+export const createBody = z.strictObject({
+  url: z
+    .string()
+    .max(URL_MAX_CHARS + 1)
+    .describe(
+      "the endpoint: https (outside production also http on 127.0.0.1, localhost or [::1]); never a private, loopback, link-local or metadata address in production. Otherwise 400 INVALID_URL; one you already registered is 409 URL_EXISTS",
+    ),
+  events: eventNames,
+  secret: z
+    .string()
+    .min(SECRET_MIN_CHARS)
+    .max(SECRET_MAX_CHARS)
+    .describe(
+      `the shared secret signing the deliveries, ${SECRET_MIN_CHARS} to ${SECRET_MAX_CHARS} characters; stored encrypted, never returned. A Standard Webhooks secret (whsec_...) is used as one`,
+    ),
+});
+
+export const webhook = z.object({
+  id: z.string(),
+  url: z.string(),
+  events: z.array(z.string()),
+  status: z.enum(["active", "failing"]).describe("failing after the sixth failed attempt of a delivery; PATCH status active revives it"),
+  createdAt: isoDate,
+});
+
+export const webhookListItem = webhook.extend({
+  lastDelivery: z
+    .object({ timestamp: isoDate, status: z.enum(["success", "failed"]) })
+    .nullable()
+    .describe("the newest attempt; null before the first"),
+});
+
+export const updateBody = z.strictObject({
+  events: eventNames.optional(),
+  status: z.literal("active").optional().describe("active: revive a failing webhook"),
+});
+
+export const updateResponse = webhook.omit({ createdAt: true });
+
+export const deliveriesQuery = z.object({
+  limit: queryInteger({ min: 1, max: 100, default: 20, description: "newest first, 1 to 100 (default 20)" }),
+});
+
+export const delivery = z.object({
+  id: z.string(),
+  event: z.string(),
+  status: z.enum(["success", "failed"]),
+  statusCode: z.number().int().describe("the receiver's HTTP status; 0 when no answer came (refused, timed out, blocked address)"),
+  timestamp: isoDate,
+  duration: z.number().int().describe("milliseconds"),
+  error: z.string().optional().describe("why it failed; only when failed"),
+});
+
+export const testBody = z.strictObject({
+  event: z.string().max(100).describe("an event name of part 6; the payload's data is {test: true, message}"),
+});
+
+export const testResponse = z.object({
+  delivered: z.boolean().describe(`the receiver answered 2xx within ${RESPONSE_TIMEOUT_MS / 1000} s`),
+  statusCode: z.number().int(),
+  duration: z.number().int().describe("milliseconds"),
+});
+
+export const messageOnly = z.object({});
+
+export const LIMIT_NOTE = `An account has at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks (409 WEBHOOK_LIMIT_REACHED beyond).`;

@@ -1,0 +1,176 @@
+// Outgoing webhook requests, safe from server-side request forgery: the address judged is the
+// one actually connected to (the guard sits in the connector: a hostname's every resolved address
+// is checked there, and a literal IP before the connection), so no DNS answer can change between
+// a check and the connection; at every attempt; redirects are never followed (a 3xx is a failed
+// attempt); 5 s for the whole exchange. In production only https, and never loopback, private,
+// link-local (169.254.169.254, the cloud metadata address, among them), CGNAT, multicast,
+// unspecified, reserved or other special addresses, IPv4-mapped IPv6 judged as its IPv4. Outside
+// production, loopback http is allowed too (run-and-sandbox.md section 5), nothing else more.
+import dns from "node:dns";
+import net from "node:net";
+import ipaddr from "ipaddr.js";
+import { Agent, buildConnector, errors as undiciErrors, request } from "undici";
+
+/** The receiver's time to answer (service-spec part 8). */
+export const RESPONSE_TIMEOUT_MS = 5_000;
+/** URLs longer than this are refused (INVALID_URL). */
+export const URL_MAX_CHARS = 2_048;
+const LOOPBACK_NAMES = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+export type Lookup = (
+  hostname: string,
+  options: dns.LookupAllOptions,
+  callback: (error: NodeJS.ErrnoException | null, addresses: dns.LookupAddress[]) => void,
+) => void;
+
+/** Why an address may not be connected to, or null when it may. */
+export function addressRefusal(address: string, { allowLoopback }: { allowLoopback: boolean }): string | null {
+  let parsed: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    parsed = ipaddr.process(address);
+  } catch {
+    return "not an IP address";
+  }
+  const range = parsed.range();
+  if (range === "unicast") return null;
+  if (range === "loopback" && allowLoopback) return null;
+  return range;
+}
+
+/** Why a webhook URL is refused (INVALID_URL), or null. The address rule is applied again at each connection. */
+export function urlRefusal(text: string, { production }: { production: boolean }): string | null {
+  if (text.length > URL_MAX_CHARS) return `must be at most ${URL_MAX_CHARS} characters`;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return "must be an absolute https URL";
+  }
+  if (url.username || url.password) return "must not carry a user name or password";
+  if (url.hash) return "must not have a fragment";
+  const loopbackHttp = !production && url.protocol === "http:" && LOOPBACK_NAMES.has(url.hostname);
+  if (url.protocol !== "https:" && !loopbackHttp) {
+    return production ? "must be an https URL" : "must be an https URL (or http on 127.0.0.1, localhost or [::1] outside production)";
+  }
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  if (net.isIP(host)) {
+    const refused = addressRefusal(host, { allowLoopback: !production });
+    if (refused) return `must not point at a ${refused} address`;
+  } else if (production && (host === "localhost" || host.endsWith(".localhost"))) {
+    return "must not point at a loopback address";
+  }
+  return null;
+}
+
+export interface AttemptResult {
+  ok: boolean;
+  /** The receiver's HTTP status; 0 when none came. */
+  statusCode: number;
+  durationMs: number;
+  /** Why the attempt failed (absent when it succeeded). */
+  error?: string;
+  /** A 429 or 503 asked for this wait (Retry-After, in ms). */
+  retryAfterMs?: number;
+}
+
+class RefusedAddress extends Error {
+  override name = "RefusedAddress";
+}
+
+/** Retry-After as ms: delay-seconds or an HTTP date (null when absent or unreadable). */
+export function retryAfterMs(value: string | string[] | undefined, nowMs = Date.now()): number | null {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (text === undefined) return null;
+  if (/^\d{1,10}$/.test(text.trim())) return Number(text.trim()) * 1000;
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? null : Math.max(0, at - nowMs);
+}
+
+export interface WebhookEgress {
+  /** One POST of `body`; never throws (the outcome says what happened). */
+  post(url: string, body: string, headers: Record<string, string>): Promise<AttemptResult>;
+  close(): Promise<void>;
+}
+
+export function createWebhookEgress({
+  production,
+  lookup = dns.lookup as unknown as Lookup,
+  timeoutMs = RESPONSE_TIMEOUT_MS,
+}: {
+  production: boolean;
+  /** The resolver (tests give their own). */
+  lookup?: Lookup;
+  timeoutMs?: number;
+}): WebhookEgress {
+  const allowLoopback = !production;
+  const refusalOf = (address: string) => addressRefusal(address, { allowLoopback });
+  // Every address a name resolves to must be allowed: the connection may use any of them.
+  const guardedLookup = (hostname: string, options: dns.LookupOptions, callback: (...args: unknown[]) => void) => {
+    lookup(hostname, { ...options, all: true }, (error, addresses) => {
+      if (error) return callback(error);
+      const refused = addresses.map((entry) => [entry.address, refusalOf(entry.address)] as const).find(([, reason]) => reason !== null);
+      if (refused) return callback(new RefusedAddress(`${hostname} resolves to ${refused[0]}, a ${refused[1]} address`));
+      if (addresses.length === 0) return callback(new Error(`${hostname} has no address`));
+      if (options.all) return callback(null, addresses);
+      return callback(null, addresses[0]!.address, addresses[0]!.family);
+    });
+  };
+  const connector = buildConnector({ lookup: guardedLookup as never, timeout: timeoutMs });
+  const agent = new Agent({
+    connect: (options, callback) => {
+      const host = options.hostname.replace(/^\[|\]$/g, "");
+      if (net.isIP(host)) {
+        const refused = refusalOf(host);
+        if (refused) return callback(new RefusedAddress(`${host} is a ${refused} address`), null);
+      }
+      connector(options, callback);
+    },
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+  });
+
+  return {
+    async post(url, body, headers) {
+      const started = performance.now();
+      const elapsed = () => Math.round(performance.now() - started);
+      const refused = urlRefusal(url, { production });
+      if (refused) return { ok: false, statusCode: 0, durationMs: 0, error: `refused: the URL ${refused}` };
+      try {
+        const response = await request(url, {
+          method: "POST",
+          dispatcher: agent,
+          headers: { "content-type": "application/json", "user-agent": "TrustMint-Webhooks/1", ...headers },
+          body,
+          signal: AbortSignal.timeout(timeoutMs),
+        });
+        // The body is not read: only the status matters, and a slow body must not hold the attempt.
+        response.body.resume();
+        const statusCode = response.statusCode;
+        const durationMs = elapsed();
+        if (statusCode >= 200 && statusCode < 300) return { ok: true, statusCode, durationMs };
+        const wait = statusCode === 429 || statusCode === 503 ? retryAfterMs(response.headers["retry-after"]) : null;
+        const error = statusCode >= 300 && statusCode < 400 ? `redirect not followed (HTTP ${statusCode})` : `HTTP ${statusCode}`;
+        return { ok: false, statusCode, durationMs, error, ...(wait === null ? {} : { retryAfterMs: wait }) };
+      } catch (thrown) {
+        return { ok: false, statusCode: 0, durationMs: elapsed(), error: describe(thrown, timeoutMs) };
+      }
+    },
+    close: () => agent.close(),
+  };
+}
+
+function describe(thrown: unknown, timeoutMs: number): string {
+  const error = thrown as Error & { code?: string; cause?: unknown };
+  const cause = error.cause as (Error & { code?: string }) | undefined;
+  if (error instanceof RefusedAddress || cause instanceof RefusedAddress) return `refused: ${(cause instanceof RefusedAddress ? cause : error).message}`;
+  if (
+    error.name === "TimeoutError" ||
+    error instanceof undiciErrors.HeadersTimeoutError ||
+    error instanceof undiciErrors.BodyTimeoutError ||
+    error instanceof undiciErrors.ConnectTimeoutError
+  ) {
+    return `no answer within ${timeoutMs / 1000} s`;
+  }
+  const code = error.code ?? cause?.code;
+  return `${code ? `${code}: ` : ""}${error.message}`.slice(0, 500);
+}

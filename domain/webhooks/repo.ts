@@ -1,0 +1,80 @@
+import { randomUUID } from "node:crypto";
+import type { Db } from "../db.js";
+
+export interface WebhookRow {
+  id: string;
+  userId: string;
+  url: string;
+  events: string[];
+  secret: string;
+  status: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface DeliveryRow {
+  id: string;
+  webhookId: string;
+  eventId: string;
+  event: string;
+  attempt: number;
+  status: string;
+  statusCode: number;
+  durationMs: number;
+  error: string | null;
+  createdAt: Date;
+}
+
+export type NewDelivery = Omit<DeliveryRow, "id">;
+
+export function createWebhooksRepo({ db }: { db: Db }) {
+  const { prisma } = db;
+  return {
+    /**
+     * Inserts the webhook unless the user already has `max` (checked under a lock of the user's
+     * row, so two concurrent creations cannot both pass the count) or this URL. Answers
+     * "limit", "exists" or the row.
+     */
+    async create(row: Omit<WebhookRow, "id">, max: number): Promise<WebhookRow | "limit" | "exists"> {
+      return prisma.$transaction(async (tx) => {
+        await tx.$queryRaw`SELECT 1 FROM "User" WHERE "id" = ${row.userId} FOR UPDATE`;
+        if ((await tx.webhook.count({ where: { userId: row.userId } })) >= max) return "limit" as const;
+        const created = await tx.webhook.createManyAndReturn({ data: [{ id: randomUUID(), ...row }], skipDuplicates: true });
+        return created[0] ?? ("exists" as const);
+      });
+    },
+
+    list: (userId: string) => prisma.webhook.findMany({ where: { userId }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] }),
+
+    /** The user's webhook; null for another user's or an unknown id. */
+    find: (userId: string, id: string) => prisma.webhook.findFirst({ where: { id, userId } }),
+
+    async update(userId: string, id: string, data: { events?: string[]; status?: string }, now: Date): Promise<WebhookRow | null> {
+      const { count } = await prisma.webhook.updateMany({ where: { id, userId }, data: { ...data, updatedAt: now } });
+      return count === 0 ? null : prisma.webhook.findFirst({ where: { id, userId } });
+    },
+
+    async remove(userId: string, id: string): Promise<boolean> {
+      const { count } = await prisma.webhook.deleteMany({ where: { id, userId } });
+      return count === 1;
+    },
+
+    /** Each webhook's newest attempt. */
+    async lastDeliveries(webhookIds: string[]): Promise<Map<string, DeliveryRow>> {
+      if (webhookIds.length === 0) return new Map();
+      const rows = await prisma.$queryRaw<DeliveryRow[]>`
+        SELECT DISTINCT ON ("webhookId") "id"::text AS "id", "webhookId"::text AS "webhookId", "eventId", "event", "attempt", "status",
+            "statusCode", "durationMs", "error", "createdAt"
+          FROM "WebhookDelivery" WHERE "webhookId" = ANY(${webhookIds}::uuid[])
+          ORDER BY "webhookId", "createdAt" DESC, "id" DESC`;
+      return new Map(rows.map((row) => [row.webhookId, row]));
+    },
+
+    deliveries: (webhookId: string, limit: number) =>
+      prisma.webhookDelivery.findMany({ where: { webhookId }, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take: limit }),
+
+    recordDelivery: (delivery: NewDelivery) => prisma.webhookDelivery.create({ data: { id: randomUUID(), ...delivery } }),
+  };
+}
+
+export type WebhooksRepo = ReturnType<typeof createWebhooksRepo>;

@@ -1,0 +1,198 @@
+// Users' webhooks (service-spec part 4 "Webhooks"): subscriptions of an endpoint to event names,
+// their shared secret sealed at rest, the deliveries log, and the test delivery. A delivery is
+// signed (signing.ts) and sent through the SSRF-safe egress (egress.ts) by `deliver`, the one
+// path of every attempt, which records it in the log.
+import { randomUUID } from "node:crypto";
+import type { Clock } from "../../core/clock.js";
+import { AppError } from "../errors.js";
+import type { WebhookEgress } from "./egress.js";
+import { urlRefusal } from "./egress.js";
+import { isWebhookEvent, type WebhookEvent } from "./events.js";
+import type { DeliveryRow, WebhookRow, WebhooksRepo } from "./repo.js";
+import type { SecretBox } from "./secrets.js";
+import { signDelivery } from "./signing.js";
+
+/** Webhooks one account may have (service-spec part 8: "not shown"; D-77). */
+export const MAX_WEBHOOKS_PER_ACCOUNT = 10;
+export const SECRET_MIN_CHARS = 24;
+export const SECRET_MAX_CHARS = 256;
+
+export type WebhookStatus = "active" | "failing";
+export type DeliveryStatus = "success" | "failed";
+
+export interface WebhookView {
+  id: string;
+  url: string;
+  events: string[];
+  status: WebhookStatus;
+  createdAt: string;
+}
+
+export interface DeliveryView {
+  id: string;
+  event: string;
+  status: DeliveryStatus;
+  statusCode: number;
+  timestamp: string;
+  duration: number;
+  error?: string;
+}
+
+const viewOf = (row: WebhookRow): WebhookView => ({
+  id: row.id,
+  url: row.url,
+  events: row.events,
+  status: row.status as WebhookStatus,
+  createdAt: row.createdAt.toISOString(),
+});
+
+export const deliveryViewOf = (row: DeliveryRow): DeliveryView => ({
+  id: row.id,
+  event: row.event,
+  status: row.status as DeliveryStatus,
+  statusCode: row.statusCode,
+  timestamp: row.createdAt.toISOString(),
+  duration: row.durationMs,
+  ...(row.error === null ? {} : { error: row.error }),
+});
+
+/** The payload of every delivery (part 6): `id` is the event's, the same in every attempt. */
+export interface WebhookPayload {
+  id: string;
+  event: string;
+  timestamp: string;
+  data: Record<string, unknown>;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function createWebhooksService({
+  repo,
+  secrets,
+  egress,
+  clock,
+  production,
+}: {
+  repo: WebhooksRepo;
+  secrets: SecretBox;
+  egress: WebhookEgress;
+  clock: Pick<Clock, "now">;
+  production: boolean;
+}) {
+  /** The user's webhook, or WEBHOOK_NOT_FOUND (also for another user's id and for a malformed one). */
+  async function own(userId: string, id: string): Promise<WebhookRow> {
+    const row = UUID.test(id) ? await repo.find(userId, id) : null;
+    if (!row) throw new AppError("WEBHOOK_NOT_FOUND", "Webhook not found");
+    return row;
+  }
+
+  function checkedUrl(url: string): string {
+    const refused = urlRefusal(url, { production });
+    if (refused) throw new AppError("INVALID_URL", `The webhook URL ${refused}`, { field: "url", reason: refused });
+    return new URL(url).href;
+  }
+
+  function checkedEvents(events: readonly string[]): WebhookEvent[] {
+    const unknown = events.filter((name) => !isWebhookEvent(name));
+    if (unknown.length > 0) {
+      throw new AppError("INVALID_EVENTS", `Unknown event types: ${unknown.join(", ")}`, {
+        field: "events",
+        reason: `unknown: ${unknown.join(", ")}`,
+      });
+    }
+    return [...new Set(events as WebhookEvent[])];
+  }
+
+  /**
+   * One attempt: the payload signed with the webhook's secret (real time in webhook-timestamp),
+   * POSTed through the egress, recorded in the deliveries log. Never throws for the receiver's
+   * failures: the answer says what happened.
+   */
+  async function deliver(webhook: WebhookRow, payload: WebhookPayload, attempt: number) {
+    const body = JSON.stringify(payload);
+    const headers = signDelivery({
+      secrets: [await secrets.open(webhook.secret)],
+      messageId: payload.id,
+      timestampSeconds: Math.floor(Date.now() / 1000),
+      body,
+    });
+    const result = await egress.post(webhook.url, body, { ...headers });
+    const row = await repo.recordDelivery({
+      webhookId: webhook.id,
+      eventId: payload.id,
+      event: payload.event,
+      attempt,
+      status: result.ok ? "success" : "failed",
+      statusCode: result.statusCode,
+      durationMs: result.durationMs,
+      error: result.ok ? null : (result.error ?? "failed"),
+      createdAt: clock.now(),
+    });
+    return { result, delivery: row };
+  }
+
+  return {
+    deliver,
+
+    async create(userId: string, input: { url: string; events: string[]; secret: string }): Promise<WebhookView> {
+      const url = checkedUrl(input.url);
+      const events = checkedEvents(input.events);
+      const now = clock.now();
+      const created = await repo.create(
+        { userId, url, events, secret: await secrets.seal(input.secret), status: "active", createdAt: now, updatedAt: now },
+        MAX_WEBHOOKS_PER_ACCOUNT,
+      );
+      if (created === "exists") throw new AppError("URL_EXISTS", "You already have a webhook for this URL", { field: "url", reason: "registered" });
+      if (created === "limit") {
+        throw new AppError("WEBHOOK_LIMIT_REACHED", `An account has at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one first`);
+      }
+      return viewOf(created);
+    },
+
+    async list(userId: string): Promise<(WebhookView & { lastDelivery: { timestamp: string; status: DeliveryStatus } | null })[]> {
+      const rows = await repo.list(userId);
+      const last = await repo.lastDeliveries(rows.map((row) => row.id));
+      return rows.map((row) => {
+        const delivery = last.get(row.id);
+        return { ...viewOf(row), lastDelivery: delivery ? { timestamp: delivery.createdAt.toISOString(), status: delivery.status as DeliveryStatus } : null };
+      });
+    },
+
+    async update(userId: string, id: string, patch: { events?: string[]; status?: "active" }): Promise<Omit<WebhookView, "createdAt">> {
+      await own(userId, id);
+      const events = patch.events === undefined ? undefined : checkedEvents(patch.events);
+      const row = await repo.update(userId, id, { ...(events ? { events } : {}), ...(patch.status ? { status: patch.status } : {}) }, clock.now());
+      if (!row) throw new AppError("WEBHOOK_NOT_FOUND", "Webhook not found");
+      const { createdAt: _createdAt, ...view } = viewOf(row);
+      return view;
+    },
+
+    async remove(userId: string, id: string): Promise<void> {
+      if (!UUID.test(id) || !(await repo.remove(userId, id))) throw new AppError("WEBHOOK_NOT_FOUND", "Webhook not found");
+    },
+
+    async deliveries(userId: string, id: string, limit: number): Promise<DeliveryView[]> {
+      await own(userId, id);
+      return (await repo.deliveries(id, limit)).map(deliveryViewOf);
+    },
+
+    /**
+     * A test delivery of an event name, now: a payload of that name whose data says it is a test
+     * (`data.test` true), signed and sent like every delivery, and recorded in the log.
+     */
+    async test(userId: string, id: string, event: string): Promise<{ delivered: boolean; statusCode: number; duration: number }> {
+      const webhook = await own(userId, id);
+      const [name] = checkedEvents([event]);
+      const payload: WebhookPayload = {
+        id: randomUUID(),
+        event: name!,
+        timestamp: clock.now().toISOString(),
+        data: { test: true, message: "A test delivery: no such event happened." },
+      };
+      const { result } = await deliver(webhook, payload, 1);
+      return { delivered: result.ok, statusCode: result.statusCode, duration: result.durationMs };
+    },
+  };
+}
+
+export type WebhooksService = ReturnType<typeof createWebhooksService>;
