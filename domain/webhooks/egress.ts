@@ -9,7 +9,7 @@
 import dns from "node:dns";
 import net from "node:net";
 import ipaddr from "ipaddr.js";
-import { Agent, buildConnector, errors as undiciErrors, request } from "undici";
+import { Agent, buildConnector, request, errors as undiciErrors } from "undici";
 
 /** The receiver's time to answer (service-spec part 8). */
 export const RESPONSE_TIMEOUT_MS = 5_000;
@@ -162,7 +162,8 @@ export function createWebhookEgress({
 function describe(thrown: unknown, timeoutMs: number): string {
   const error = thrown as Error & { code?: string; cause?: unknown };
   const cause = error.cause as (Error & { code?: string }) | undefined;
-  if (error instanceof RefusedAddress || cause instanceof RefusedAddress) return `refused: ${(cause instanceof RefusedAddress ? cause : error).message}`;
+  if (error instanceof RefusedAddress || cause instanceof RefusedAddress)
+    return `refused: ${(cause instanceof RefusedAddress ? cause : error).message}`;
   if (
     error.name === "TimeoutError" ||
     error instanceof undiciErrors.HeadersTimeoutError ||

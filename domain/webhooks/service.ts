@@ -142,7 +142,8 @@ export function createWebhooksService({
         { userId, url, events, secret: await secrets.seal(input.secret), status: "active", createdAt: now, updatedAt: now },
         MAX_WEBHOOKS_PER_ACCOUNT,
       );
-      if (created === "exists") throw new AppError("URL_EXISTS", "You already have a webhook for this URL", { field: "url", reason: "registered" });
+      if (created === "exists")
+        throw new AppError("URL_EXISTS", "You already have a webhook for this URL", { field: "url", reason: "registered" });
       if (created === "limit") {
         throw new AppError("WEBHOOK_LIMIT_REACHED", `An account has at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one first`);
       }
@@ -154,14 +155,22 @@ export function createWebhooksService({
       const last = await repo.lastDeliveries(rows.map((row) => row.id));
       return rows.map((row) => {
         const delivery = last.get(row.id);
-        return { ...viewOf(row), lastDelivery: delivery ? { timestamp: delivery.createdAt.toISOString(), status: delivery.status as DeliveryStatus } : null };
+        return {
+          ...viewOf(row),
+          lastDelivery: delivery ? { timestamp: delivery.createdAt.toISOString(), status: delivery.status as DeliveryStatus } : null,
+        };
       });
     },
 
     async update(userId: string, id: string, patch: { events?: string[]; status?: "active" }): Promise<Omit<WebhookView, "createdAt">> {
       await own(userId, id);
       const events = patch.events === undefined ? undefined : checkedEvents(patch.events);
-      const row = await repo.update(userId, id, { ...(events ? { events } : {}), ...(patch.status ? { status: patch.status } : {}) }, clock.now());
+      const row = await repo.update(
+        userId,
+        id,
+        { ...(events ? { events } : {}), ...(patch.status ? { status: patch.status } : {}) },
+        clock.now(),
+      );
       if (!row) throw new AppError("WEBHOOK_NOT_FOUND", "Webhook not found");
       const { createdAt: _createdAt, ...view } = viewOf(row);
       return view;

@@ -48,6 +48,8 @@ export function signDelivery({
     "x-service-signature": secrets.map((secret) => `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`).join(", "),
     "webhook-id": messageId,
     "webhook-timestamp": String(timestampSeconds),
-    "webhook-signature": secrets.map((secret) => `v1,${createHmac("sha256", standardKeyOf(secret)).update(signed).digest("base64")}`).join(" "),
+    "webhook-signature": secrets
+      .map((secret) => `v1,${createHmac("sha256", standardKeyOf(secret)).update(signed).digest("base64")}`)
+      .join(" "),
   };
 }
