@@ -41,6 +41,7 @@ import { createUsersRepo } from "./users/repo.js";
 import { createUsersService } from "./users/service.js";
 import { createVaultRepo } from "./vault/repo.js";
 import { createVaultService } from "./vault/service.js";
+import { createWebhookDeliveries } from "./webhooks/deliveries.js";
 import { createWebhookEgress, type Lookup } from "./webhooks/egress.js";
 import { createWebhooksRepo } from "./webhooks/repo.js";
 import { createSecretBox } from "./webhooks/secrets.js";
@@ -315,13 +316,16 @@ export function createServices({
       Buffer.from(await sharedSecret(db, "webhook-secret-key", () => randomBytes(32).toString("base64")), "base64"),
   );
   const webhookEgress = createWebhookEgress({ production: webhookConfig.production, lookup: webhookConfig.lookup });
+  const webhooksRepo = createWebhooksRepo({ db });
   const webhooks = createWebhooksService({
-    repo: createWebhooksRepo({ db }),
+    repo: webhooksRepo,
     secrets: webhookSecrets,
     egress: webhookEgress,
     clock,
     production: webhookConfig.production,
   });
+
+  const webhookDeliveries = createWebhookDeliveries({ db, repo: webhooksRepo, webhooks, jobs, clock, logger });
 
   return {
     /** First answers of writes per (user, Idempotency-Key). */
@@ -356,6 +360,8 @@ export function createServices({
     }),
     /** Users' webhooks: subscriptions, the deliveries log, and `deliver` (every attempt's one path). */
     webhooks,
+    /** The outbox consumer that turns domain events into webhook delivery jobs, and the jobs' attempts. */
+    webhookDeliveries,
     /** The guardians' silent alerts of locks (social_vault.guardian_alert), from the mirrored locks. */
     guardianAlerts,
     /** The one sender of the service's transactions (absent in processes without a chain). */

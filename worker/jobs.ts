@@ -11,6 +11,7 @@ import {
 import { SCHEDULED_JOB } from "../domain/notifications/fanout.js";
 import type { NotificationItem } from "../domain/notifications/types.js";
 import type { Services } from "../domain/services.js";
+import { type DeliveryJobPayload, WEBHOOK_DELIVERY_JOB, WEBHOOK_RETRY_DELAYS_MS } from "../domain/webhooks/deliveries.js";
 import type { ContinuousJob } from "./loops.js";
 import { type PeriodicJob, startWorkers, type Workers } from "./scheduler.js";
 
@@ -31,6 +32,7 @@ export interface PlatformJobDeps {
     | "jobs"
     | "notificationFanout"
     | "notificationDeliveries"
+    | "webhookDeliveries"
   >;
 }
 
@@ -136,7 +138,9 @@ export const FANOUT_IDLE_MS = 100;
 /**
  * The platform's continuous loops (worker/loops.ts), run by every worker process: the
  * notifications consumer, which writes each domain event's in-app notifications with their push
- * and e-mail jobs in the transaction that takes the event (domain/notifications/fanout.ts).
+ * and e-mail jobs in the transaction that takes the event (domain/notifications/fanout.ts), and
+ * the webhooks consumer, which enqueues a delivery job per event and subscribed webhook
+ * (domain/webhooks/deliveries.ts).
  */
 export function createPlatformLoops({ services }: PlatformJobDeps): ContinuousJob[] {
   return [
@@ -145,6 +149,14 @@ export function createPlatformLoops({ services }: PlatformJobDeps): ContinuousJo
       idleMs: FANOUT_IDLE_MS,
       run: async (now, found) => {
         const { applied, contended } = await services.notificationFanout.run(now, { found });
+        return { did: applied, contended };
+      },
+    },
+    {
+      name: "webhooks.fanout",
+      idleMs: FANOUT_IDLE_MS,
+      run: async (now, found) => {
+        const { applied, contended } = await services.webhookDeliveries.run(now, { found });
         return { did: applied, contended };
       },
     },
@@ -161,6 +173,10 @@ export function createPlatformHandlers({ services, clock }: PlatformJobDeps & { 
     [PUSH_JOB]: (payload: DeliveryPayload) => deliveries.push(payload),
     [EMAIL_JOB]: (payload: DeliveryPayload) => deliveries.email(payload),
     [WEEKLY_SUMMARY_JOB]: (payload: WeeklySummaryPayload) => deliveries.weeklySummary(payload),
+    [WEBHOOK_DELIVERY_JOB]: {
+      handle: (payload: DeliveryJobPayload, job) => services.webhookDeliveries.attempt(payload, job),
+      retryDelaysMs: WEBHOOK_RETRY_DELAYS_MS,
+    },
     [SCHEDULED_JOB]: (payload: { item: NotificationItem }) => services.notificationFanout.writeScheduled(payload, clock.now()),
   };
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Db } from "../db.js";
+import type { Db, Tx } from "../db.js";
 
 export interface WebhookRow {
   id: string;
@@ -72,6 +72,21 @@ export function createWebhooksRepo({ db }: { db: Db }) {
 
     deliveries: (webhookId: string, limit: number) =>
       prisma.webhookDelivery.findMany({ where: { webhookId }, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take: limit }),
+
+    byId: (id: string) => prisma.webhook.findUnique({ where: { id } }),
+
+    /** The active webhooks subscribed to any of `names`: those of `users`, and everyone's for the `everyones` names. */
+    subscribers: (tx: Tx, names: string[], users: string[], everyones: string[]) =>
+      tx.$queryRaw<Pick<WebhookRow, "id" | "userId" | "events">[]>`
+        SELECT "id"::text AS "id", "userId", "events" FROM "Webhook"
+          WHERE "status" = 'active' AND "events" && ${names}::text[]
+            AND ("userId" = ANY(${users}::text[]) OR "events" && ${everyones}::text[])`,
+
+    /** Turns an active webhook failing; false when it was not active (another attempt did it first). */
+    async markFailing(id: string, now: Date): Promise<boolean> {
+      const { count } = await prisma.webhook.updateMany({ where: { id, status: "active" }, data: { status: "failing", updatedAt: now } });
+      return count === 1;
+    },
 
     recordDelivery: (delivery: NewDelivery) => prisma.webhookDelivery.create({ data: { id: randomUUID(), ...delivery } }),
   };

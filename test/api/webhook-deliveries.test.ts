@@ -1,0 +1,208 @@
+// Domain events delivered to webhooks (#22) by the platform workers: who receives which event,
+// the signed payload with the event's id, the six attempts at 0, 1 min, 5 min, 30 min, 2 h and
+// 24 h on the service clock, then `failing` (no new event queued), revived by PATCH status
+// active; a 503's Retry-After honoured where it asks for longer than the schedule.
+import { randomUUID } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { verify as verifyGithubStyle } from "@octokit/webhooks-methods";
+import { expect } from "chai";
+import { createLogger } from "../../core/logger.js";
+import type { EventType } from "../../domain/events/catalogue.js";
+import { domainEvent, recordEvents } from "../../domain/events/outbox.js";
+import { startPlatformWorkers } from "../../worker/jobs.js";
+import type { Workers } from "../../worker/scheduler.js";
+import { startTestApi, type TestApi } from "../helpers/api.js";
+import { usingPostgres } from "../helpers/database.js";
+import { sleep, until } from "../helpers/waiting.js";
+
+const SECRET = "delivery-test-secret-0123456789";
+const ADDRESS = (n: number) => `0x${n.toString(16).padStart(40, "0")}`;
+
+interface Hit {
+  path: string;
+  body: string;
+  headers: http.IncomingHttpHeaders;
+  at: number;
+}
+
+describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
+  this.timeout(120_000);
+  let api: TestApi;
+  let workers: Workers;
+  let server: http.Server;
+  let base: string;
+  const hits: Hit[] = [];
+  const answers = new Map<string, (res: http.ServerResponse) => void>();
+  let alice: string;
+  let bob: string;
+  let aliceId: string;
+  let bobId: string;
+
+  before(async () => {
+    server = http.createServer((req, res) => {
+      let body = "";
+      req.setEncoding("utf8");
+      req.on("data", (chunk: string) => {
+        body += chunk;
+      });
+      req.on("end", () => {
+        hits.push({ path: req.url ?? "", body, headers: req.headers, at: api.clock.now().getTime() });
+        const answer = answers.get(req.url ?? "");
+        if (answer) answer(res);
+        else res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    api = await startTestApi();
+    workers = startPlatformWorkers({ services: api.services, clock: api.clock, logger: createLogger("silent"), tickMs: 100 });
+    alice = await api.token("deliveries|alice", { name: "Alice" });
+    bob = await api.token("deliveries|bob", { name: "Bob" });
+    aliceId = (await api.request("GET", "/v1/users/me", { token: alice })).body.data.id;
+    bobId = (await api.request("GET", "/v1/users/me", { token: bob })).body.data.id;
+  });
+  after(async () => {
+    await workers?.stop();
+    await api?.close();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  const subscribe = async (token: string, path: string, events: string[]) => {
+    const created = await api.request("POST", "/v1/webhooks", { token, body: { url: `${base}${path}`, events, secret: SECRET } });
+    expect(created.status, created.text).to.equal(201);
+    return created.body.data.id as string;
+  };
+  /** Records one event through the outbox writer; answers its id. */
+  async function record(type: EventType, userId: string | null, data: Record<string, unknown>): Promise<string> {
+    const dedupeKey = `webhook-test:${randomUUID()}`;
+    await api.db.prisma.$transaction((tx) =>
+      recordEvents(tx, [domainEvent({ type, userId, data: data as never, dedupeKey, now: api.clock.now() } as never)]),
+    );
+    return (await api.db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey } })).id;
+  }
+  const levelUp = (userId: string, level: string) =>
+    record("user.level_up", userId, { userId, level, previousLevel: "Newcomer", xp: 120, timestamp: new Date().toISOString() });
+  const hitsOf = (path: string) => hits.filter((hit) => hit.path === path);
+  /** The webhook's delivery job has recorded its n-th attempt's outcome (the receiver saw it a moment before). */
+  const recorded = (webhookId: string, attempts: number) =>
+    until(async () => {
+      const job = await api.db.prisma.job.findFirst({
+        where: { dedupeKey: { startsWith: `webhook:${webhookId}:` } },
+        orderBy: { createdAt: "desc" },
+      });
+      return job !== null && job.attempts === attempts && job.status !== "running";
+    }, `attempt ${attempts} recorded`);
+
+  it("delivers an event to its user's subscribed webhooks only, signed, with the event's id", async () => {
+    await subscribe(alice, "/alice/levels", ["user.level_up"]);
+    await subscribe(alice, "/alice/loans", ["loan.funded"]);
+    await subscribe(bob, "/bob/levels", ["user.level_up"]);
+    const eventId = await levelUp(aliceId, "Saver");
+    await until(() => hitsOf("/alice/levels").length === 1, "alice's delivery");
+    await sleep(300);
+    expect(hitsOf("/alice/loans")).to.deep.equal([]);
+    expect(hitsOf("/bob/levels")).to.deep.equal([]);
+    const [hit] = hitsOf("/alice/levels");
+    const payload = JSON.parse(hit!.body);
+    expect(payload).to.deep.include({ id: eventId, event: "user.level_up" });
+    expect(payload.data).to.include({ userId: aliceId, level: "Saver", previousLevel: "Newcomer", xp: 120 });
+    expect(payload.data).to.not.have.property("raw");
+    expect(hit!.headers["webhook-id"]).to.equal(eventId);
+    expect(await verifyGithubStyle(SECRET, hit!.body, hit!.headers["x-service-signature"] as string)).to.equal(true);
+  });
+
+  it("tells every subscriber of vault.yield_distributed, and a lock only to the guardians, as social_vault.locked", async () => {
+    await subscribe(alice, "/alice/yield", ["vault.yield_distributed"]);
+    await subscribe(bob, "/bob/yield", ["vault.yield_distributed", "social_vault.locked"]);
+    await subscribe(alice, "/alice/locks", ["social_vault.locked"]);
+    await record("vault.yield_distributed", null, {
+      amount: "5.00",
+      totalYield: "5.00",
+      newExchangeRate: 1.05,
+      txHash: `0x${"ab".repeat(32)}`,
+      raw: { amount: 5_000_000n, totalYield: 5_000_000n, exchangeRate: 1_050_000n },
+    });
+    await until(() => hitsOf("/alice/yield").length === 1 && hitsOf("/bob/yield").length === 1, "both yield deliveries");
+    // Alice's vault is locked: the chain fact concerns her and is told to nobody; Bob, her guardian, gets his alert.
+    const lockedAt = new Date().toISOString();
+    await record("social_vault.locked", aliceId, { vaultOwner: aliceId, vaultAddress: ADDRESS(7), lockedAt });
+    const alertId = await record("social_vault.guardian_alert", bobId, {
+      vaultAddress: ADDRESS(7),
+      vaultOwner: aliceId,
+      guardianAddress: ADDRESS(8),
+      reason: "locked",
+      lockedAt,
+    });
+    await until(() => hitsOf("/bob/yield").length === 2, "bob's lock delivery");
+    await sleep(300);
+    expect(hitsOf("/alice/locks")).to.deep.equal([]);
+    const lock = JSON.parse(hitsOf("/bob/yield")[1]!.body);
+    expect(lock).to.deep.include({ id: alertId, event: "social_vault.locked" });
+    expect(lock.data).to.deep.equal({ vaultOwner: aliceId, vaultAddress: ADDRESS(7), lockedAt });
+  });
+
+  it("attempts six times on the schedule of the service clock, then turns failing; PATCH status active revives it", async () => {
+    const id = await subscribe(alice, "/flaky", ["user.level_up"]);
+    answers.set("/flaky", (res) => res.writeHead(500).end());
+    const started = api.clock.now().getTime();
+    await levelUp(aliceId, "Builder");
+    await until(() => hitsOf("/flaky").length === 1, "the first attempt");
+    await recorded(id, 1);
+    // Each delay, a second short and then reached: the attempt comes only once it is due.
+    for (const [n, delaySeconds] of [60, 300, 1_800, 7_200, 86_400].entries()) {
+      await api.clock.advance(delaySeconds - 1);
+      await sleep(400);
+      expect(hitsOf("/flaky"), `attempt ${n + 2} early`).to.have.length(n + 1);
+      await api.clock.advance(1);
+      await until(() => hitsOf("/flaky").length === n + 2, `attempt ${n + 2}`);
+      await recorded(id, n + 2);
+    }
+    // Each gap is its delay (plus the real time the attempt and this test's waits took).
+    const at = hitsOf("/flaky").map((hit) => hit.at);
+    const gaps = at.slice(1).map((time, i) => (time - at[i]!) / 1000);
+    for (const [i, delay] of [60, 300, 1_800, 7_200, 86_400].entries()) expect(gaps[i], `gap ${i + 1}`).to.be.within(delay, delay + 3);
+    expect(at[0]! - started).to.be.below(5_000);
+    // A day has passed on the service clock: the morning's token has expired.
+    alice = await api.token("deliveries|alice", { name: "Alice" });
+    await until(async () => (await api.db.prisma.webhook.findUniqueOrThrow({ where: { id } })).status === "failing", "failing");
+    const listed = (await api.request("GET", "/v1/webhooks", { token: alice })).body.data.find((hook: { id: string }) => hook.id === id);
+    expect(listed).to.include({ status: "failing" });
+    expect(listed.lastDelivery.status).to.equal("failed");
+    const log = (await api.request("GET", `/v1/webhooks/${id}/deliveries?limit=10`, { token: alice })).body.data;
+    expect(log).to.have.length(6);
+    expect(log.every((entry: { status: string; statusCode: number }) => entry.status === "failed" && entry.statusCode === 500)).to.equal(
+      true,
+    );
+
+    // Failing: a new event is not queued for it.
+    answers.delete("/flaky");
+    await levelUp(aliceId, "Investor");
+    await sleep(600);
+    expect(hitsOf("/flaky")).to.have.length(6);
+    const revived = await api.request("PATCH", `/v1/webhooks/${id}`, { token: alice, body: { status: "active" } });
+    expect(revived.body.data).to.include({ status: "active" });
+    await levelUp(aliceId, "Patron");
+    await until(() => hitsOf("/flaky").length === 7, "the delivery after the revival");
+    expect(JSON.parse(hitsOf("/flaky")[6]!.body).data.level).to.equal("Patron");
+  });
+
+  it("waits as long as a 503's Retry-After asks when that is longer than the schedule", async () => {
+    bob = await api.token("deliveries|bob", { name: "Bob" });
+    const id = await subscribe(bob, "/busy", ["user.level_up"]);
+    let calls = 0;
+    answers.set("/busy", (res) => {
+      calls += 1;
+      if (calls === 1) res.writeHead(503, { "retry-after": "600" }).end();
+      else res.writeHead(200).end();
+    });
+    await levelUp(bobId, "Saver");
+    await until(() => hitsOf("/busy").length === 1, "the first attempt");
+    await recorded(id, 1);
+    await api.clock.advance(60);
+    await sleep(400);
+    expect(hitsOf("/busy")).to.have.length(1);
+    await api.clock.advance(540);
+    await until(() => hitsOf("/busy").length === 2, "the attempt after Retry-After");
+  });
+});
