@@ -183,6 +183,12 @@ export const EVENT_CATALOGUE = {
     description: "The user's Trust Score changed (also sent as user.trust_score_updated: the spec uses both names).",
     data: trustScoreChange,
   }),
+  "webhook.failing": defineEvent({
+    source: "service",
+    description:
+      "One of the user's webhooks turned failing (the sixth attempt of a delivery failed): told to its owner, never delivered to webhooks.",
+    data: z.object({ userId: z.string(), webhookId: z.string(), url: z.string(), lastError: z.string(), failedAt: isoTime }),
+  }),
   "user.trust_score_updated": defineEvent({
     source: "service",
     description: "Same as trust_score.updated, under the name of the spec's event list.",

@@ -27,6 +27,7 @@ export const NOTIFIABLE_EVENT_TYPES = [
   "user.trust_score_updated",
   "user.level_up",
   "user.badge_earned",
+  "webhook.failing",
 ] as const satisfies readonly EventType[];
 
 /** What the mapping needs to know besides the event. */
@@ -90,6 +91,7 @@ export const TYPE_RULES: Record<NotificationType, Rules> = {
   trust_score_updated: { group: null, silent: false, urgent: false },
   level_up: { group: null, silent: false, urgent: false },
   badge_earned: { group: null, silent: false, urgent: false },
+  webhook_failing: { group: null, silent: false, urgent: false },
 };
 
 function item(
@@ -208,6 +210,10 @@ export function notificationsFor(event: NotifiableEvent, context: EventContext):
     case "user.badge_earned": {
       const { data } = event;
       return item(id, data.userId, "badge_earned", { badgeId: data.badgeId }, { badge: data.name });
+    }
+    case "webhook.failing": {
+      const { data } = event;
+      return item(id, data.userId, "webhook_failing", { webhookId: data.webhookId }, { url: data.url, error: data.lastError });
     }
     default:
       return [];

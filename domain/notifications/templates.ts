@@ -91,6 +91,16 @@ export const TEMPLATES: Record<TemplateKey, Record<Language, Text>> = {
     en: { title: "Badge earned", body: "You earned the {badge} badge." },
     es: { title: "Insignia conseguida", body: "Conseguiste la insignia {badge}." },
   },
+  webhook_failing: {
+    en: {
+      title: "Webhook failing",
+      body: "Deliveries to {url} failed six times in a row ({error}). New events are not sent to it until you set it active again.",
+    },
+    es: {
+      title: "Webhook con fallos",
+      body: "Las entregas a {url} fallaron seis veces seguidas ({error}). No se le envían eventos nuevos hasta que lo vuelvas a activar.",
+    },
+  },
   test: {
     en: { title: "Test notification", body: "If you can read this, {channel} notifications reach you." },
     es: { title: "Notificación de prueba", body: "Si puedes leer esto, las notificaciones por {channel} te llegan." },

@@ -15,6 +15,7 @@ import type { Logger } from "../../core/logger.js";
 import type { Db, Tx } from "../db.js";
 import { publicData } from "../events/catalogue.js";
 import { type ConsumedEvent, type ConsumeResult, consumeEventPages } from "../events/consumer.js";
+import { domainEvent, recordEvents } from "../events/outbox.js";
 import { type ClaimedJob, type JobQueue, PermanentJobError, RetryableJobError } from "../jobs/queue.js";
 import type { WebhookEvent } from "./events.js";
 import type { WebhooksRepo } from "./repo.js";
@@ -132,9 +133,28 @@ export function createWebhookDeliveries(deps: {
       const { result } = await deps.webhooks.deliver(webhook, body, job.attempt);
       if (result.ok) return;
       if (job.attempt >= WEBHOOK_ATTEMPTS) {
-        if (await deps.repo.markFailing(webhook.id, deps.clock.now())) {
-          deps.logger?.warn({ webhookId: webhook.id, eventId: event.id }, "webhook failing after its sixth failed attempt");
-        }
+        const now = deps.clock.now();
+        // The status and its owner's notification (webhook.failing, through the outbox) commit together, once.
+        const turned = await deps.db.prisma.$transaction(async (tx) => {
+          if (!(await deps.repo.markFailing(tx, webhook.id, now))) return false;
+          await recordEvents(tx, [
+            domainEvent({
+              type: "webhook.failing",
+              userId: webhook.userId,
+              data: {
+                userId: webhook.userId,
+                webhookId: webhook.id,
+                url: webhook.url,
+                lastError: result.error ?? "failed",
+                failedAt: now.toISOString(),
+              },
+              dedupeKey: `webhook.failing:${webhook.id}:${event.id}`,
+              now,
+            }),
+          ]);
+          return true;
+        });
+        if (turned) deps.logger?.warn({ webhookId: webhook.id, eventId: event.id }, "webhook failing after its sixth failed attempt");
         throw new PermanentJobError(`attempt ${job.attempt} of ${WEBHOOK_ATTEMPTS} failed: ${result.error}; the webhook is failing`);
       }
       const scheduled = WEBHOOK_RETRY_DELAYS_MS[job.attempt - 1]!;

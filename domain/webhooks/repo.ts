@@ -83,8 +83,8 @@ export function createWebhooksRepo({ db }: { db: Db }) {
             AND ("userId" = ANY(${users}::text[]) OR "events" && ${everyones}::text[])`,
 
     /** Turns an active webhook failing; false when it was not active (another attempt did it first). */
-    async markFailing(id: string, now: Date): Promise<boolean> {
-      const { count } = await prisma.webhook.updateMany({ where: { id, status: "active" }, data: { status: "failing", updatedAt: now } });
+    async markFailing(tx: Tx, id: string, now: Date): Promise<boolean> {
+      const { count } = await tx.webhook.updateMany({ where: { id, status: "active" }, data: { status: "failing", updatedAt: now } });
       return count === 1;
     },
 

@@ -175,6 +175,19 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
       true,
     );
 
+    // Its owner hears about it: in the app, and by e-mail (a delivery job for the row).
+    await until(
+      async () => (await api.request("GET", "/v1/notifications?type=webhook_failing", { token: alice })).body.data.length === 1,
+      "the owner's notification",
+    );
+    const [notice] = (await api.request("GET", "/v1/notifications?type=webhook_failing", { token: alice })).body.data;
+    expect(notice).to.include({ type: "webhook_failing", title: "Webhook failing" });
+    expect(notice.body).to.include(`${base}/flaky`);
+    expect(notice.data).to.deep.equal({ webhookId: id });
+    expect(
+      await api.db.prisma.job.count({ where: { kind: "notification.email", payload: { equals: { notificationId: notice.id } } } }),
+    ).to.equal(1);
+
     // Failing: a new event is not queued for it.
     answers.delete("/flaky");
     await levelUp(aliceId, "Investor");

@@ -36,8 +36,8 @@ const signature = (key: TemplateKey, language: (typeof LANGUAGES)[number]) =>
     .sort();
 
 describe("notification templates", () => {
-  it("has a template for each of the 13 types (and the test notification), nothing else", () => {
-    expect(NOTIFICATION_TYPES).to.have.length(13);
+  it("has a template for each of the 13 types, the webhook_failing extension (and the test notification), nothing else", () => {
+    expect(NOTIFICATION_TYPES).to.have.length(14);
     expect(Object.keys(TEMPLATES).sort()).to.deep.equal([...NOTIFICATION_TYPES, "test", "weekly_summary"].sort());
   });
 
@@ -177,6 +177,11 @@ const EVENTS: NotifiableEvent[] = [
   }),
   ev({ type: "user.level_up", userId: OWNER, data: { userId: OWNER, level: "Saver", previousLevel: "Newcomer", xp: 120, timestamp: AT } }),
   ev({ type: "user.badge_earned", userId: OWNER, data: { userId: OWNER, badgeId: "first_loan", name: "First Loan", earnedAt: AT } }),
+  ev({
+    type: "webhook.failing",
+    userId: OWNER,
+    data: { userId: OWNER, webhookId: "hook-1", url: "https://example.com/hooks", lastError: "HTTP 500", failedAt: AT },
+  }),
 ];
 
 const only = (items: NotificationItem[]) => items.map(({ userId, type }) => `${type}->${userId}`);
