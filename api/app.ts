@@ -49,6 +49,7 @@ export interface AppDeps extends HealthDeps {
     | "notifications"
     | "notificationFeed"
     | "webhooks"
+    | "webhookDeliveries"
   >;
   /** Rate-limit counters shared across API processes (REDIS_URL); in-process otherwise. */
   redis?: Redis;
@@ -106,7 +107,7 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
       production: config.isProduction,
     }),
   );
-  routes.push(...webhookRoutes({ webhooks: deps.services.webhooks }));
+  routes.push(...webhookRoutes({ webhooks: deps.services.webhooks, deliveries: deps.services.webhookDeliveries }));
   if (deps.services.vault) routes.push(...vaultRoutes({ vault: deps.services.vault }));
   if (deps.services.socialVault) routes.push(...socialVaultRoutes({ socialVault: deps.services.socialVault }));
   if (config.auth.devProvider) {

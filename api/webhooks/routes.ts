@@ -1,11 +1,17 @@
+import type { WebhookDeliveries } from "../../domain/webhooks/deliveries.js";
 import type { WebhooksService } from "../../domain/webhooks/service.js";
 import { defineRoute, type RouteSpec } from "../http/route.js";
 import {
   createBody,
   deliveriesQuery,
   delivery,
+  deliveryParams,
   LIMIT_NOTE,
   messageOnly,
+  replayBody,
+  replayResponse,
+  rotateBody,
+  rotateResponse,
   testBody,
   testResponse,
   updateBody,
@@ -17,7 +23,13 @@ import {
 
 const TAG = "Webhooks";
 
-export function webhookRoutes({ webhooks }: { webhooks: WebhooksService }): RouteSpec[] {
+export function webhookRoutes({
+  webhooks,
+  deliveries,
+}: {
+  webhooks: WebhooksService;
+  deliveries: Pick<WebhookDeliveries, "replay">;
+}): RouteSpec[] {
   return [
     defineRoute({
       method: "post",
@@ -99,6 +111,55 @@ export function webhookRoutes({ webhooks }: { webhooks: WebhooksService }): Rout
       response: testResponse,
       errors: ["WEBHOOK_NOT_FOUND", "INVALID_EVENTS"],
       handler: async ({ params, body, principal }) => ({ data: await webhooks.test(principal().user.id, params.webhookId, body.event) }),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/webhooks/{webhookId}/deliveries/{deliveryId}/resend",
+      operationId: "resendWebhookDelivery",
+      tag: TAG,
+      summary: "Send one logged delivery again now (extension)",
+      description:
+        "The same event (the same payload id, so a receiver that got it drops it), signed anew, as its next attempt; whatever the webhook's status. Answers like the test endpoint; the attempt is in the log.",
+      auth: "user",
+      params: deliveryParams,
+      response: testResponse,
+      errors: ["WEBHOOK_NOT_FOUND", "NOT_FOUND"],
+      handler: async ({ params, principal }) => ({
+        data: await webhooks.resend(principal().user.id, params.webhookId, params.deliveryId),
+      }),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/webhooks/{webhookId}/replay",
+      operationId: "replayWebhookEvents",
+      tag: TAG,
+      summary: "Queue again every event since a time (extension)",
+      description:
+        "For an active webhook (a failing one is 409 CONFLICT: revive it first), every event it subscribes to since `since`, each with the usual six attempts (side by side: receivers order by the payload's timestamp).",
+      auth: "user",
+      params: webhookIdParams,
+      body: replayBody,
+      response: replayResponse,
+      status: 202,
+      errors: ["WEBHOOK_NOT_FOUND", "CONFLICT"],
+      handler: async ({ params, body, principal }) => ({
+        data: await deliveries.replay(principal().user.id, params.webhookId, new Date(body.since)),
+      }),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/webhooks/{webhookId}/rotate-secret",
+      operationId: "rotateWebhookSecret",
+      tag: TAG,
+      summary: "Replace the shared secret, the old one signing beside it for 24 hours (extension)",
+      auth: "user",
+      params: webhookIdParams,
+      body: rotateBody,
+      response: rotateResponse,
+      errors: ["WEBHOOK_NOT_FOUND"],
+      handler: async ({ params, body, principal }) => ({
+        data: await webhooks.rotateSecret(principal().user.id, params.webhookId, body.secret),
+      }),
     }),
   ];
 }

@@ -83,4 +83,27 @@ export const testResponse = z.object({
 
 export const messageOnly = z.object({});
 
+export const deliveryParams = webhookIdParams.extend({
+  deliveryId: z.string().max(100).describe("a delivery of the webhook's log; any other value is 404 NOT_FOUND"),
+});
+
+export const rotateBody = z.strictObject({
+  secret: createBody.shape.secret.describe(
+    `the new shared secret, ${SECRET_MIN_CHARS} to ${SECRET_MAX_CHARS} characters; the current one keeps signing beside it for 24 hours`,
+  ),
+});
+export const rotateResponse = z.object({
+  id: z.string(),
+  previousSecretExpiresAt: isoDate.describe("until then every delivery carries two sha256= values and two v1, signatures (new first)"),
+});
+
+export const replayBody = z.strictObject({
+  since: z.iso
+    .datetime({ offset: true })
+    .describe("ISO 8601: every event the webhook subscribes to from then on (at most 30 days back, 10,000 events)"),
+});
+export const replayResponse = z.object({
+  queued: z.number().int().describe("deliveries queued (they run side by side, in no promised order)"),
+});
+
 export const LIMIT_NOTE = `An account has at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks (409 WEBHOOK_LIMIT_REACHED beyond).`;

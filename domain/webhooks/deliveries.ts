@@ -13,13 +13,14 @@
 import type { Clock } from "../../core/clock.js";
 import type { Logger } from "../../core/logger.js";
 import type { Db, Tx } from "../db.js";
-import { publicData } from "../events/catalogue.js";
 import { type ConsumedEvent, type ConsumeResult, consumeEventPages } from "../events/consumer.js";
+import { AppError } from "../errors.js";
 import { domainEvent, recordEvents } from "../events/outbox.js";
 import { type ClaimedJob, type JobQueue, PermanentJobError, RetryableJobError } from "../jobs/queue.js";
 import type { WebhookEvent } from "./events.js";
+import { DELIVERED_AS, DELIVERED_TYPES, type DeliveredType, EVERYONES, payloadOfEvent } from "./payloads.js";
 import type { WebhooksRepo } from "./repo.js";
-import type { WebhookPayload, WebhooksService } from "./service.js";
+import type { WebhooksService } from "./service.js";
 
 export const WEBHOOK_DELIVERY_JOB = "webhook.delivery";
 /** Attempts of one delivery (part 6). */
@@ -29,44 +30,16 @@ export const WEBHOOK_RETRY_DELAYS_MS = [60_000, 300_000, 1_800_000, 7_200_000, 8
 /** The longest Retry-After honoured (a receiver asking for a week gets the schedule's last step). */
 const MAX_RETRY_AFTER_MS = 86_400_000;
 const PAGE_SIZE = 500;
-
-/** The outbox's event types a webhook hears, and the name each is delivered under. */
-const DELIVERED_AS = {
-  "loan.created": "loan.created",
-  "loan.funded": "loan.funded",
-  "loan.repaid": "loan.repaid",
-  "loan.partial_payment": "loan.partial_payment",
-  "loan.overdue": "loan.overdue",
-  "loan.defaulted": "loan.defaulted",
-  "vault.deposit": "vault.deposit",
-  "vault.withdraw": "vault.withdraw",
-  "vault.yield_distributed": "vault.yield_distributed",
-  "social_vault.withdrawal_requested": "social_vault.withdrawal_requested",
-  "social_vault.withdrawal_approved": "social_vault.withdrawal_approved",
-  "social_vault.withdrawal_executed": "social_vault.withdrawal_executed",
-  "social_vault.guardian_alert": "social_vault.locked",
-  "user.trust_score_updated": "user.trust_score_updated",
-  "user.level_up": "user.level_up",
-  "user.guardian_added": "user.guardian_added",
-  "trust_score.updated": "trust_score.updated",
-} as const satisfies Record<string, WebhookEvent>;
-type DeliveredType = keyof typeof DELIVERED_AS;
-const DELIVERED_TYPES = Object.keys(DELIVERED_AS) as DeliveredType[];
-/** Events of no user: every subscriber hears them. */
-const EVERYONES: WebhookEvent[] = ["vault.yield_distributed"];
+/** How far back a replay may start, and how many events it may queue at most. */
+export const REPLAY_MAX_DAYS = 30;
+export const REPLAY_MAX_EVENTS = 10_000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface DeliveryJobPayload {
   webhookId: string;
   eventId: string;
   /** The name it is delivered under. */
   event: WebhookEvent;
-}
-
-/** The payload's data: the catalogue's public fields (a guardian's alert as part 6's social_vault.locked). */
-function dataOf(type: DeliveredType, stored: unknown): Record<string, unknown> {
-  const data = publicData(type, stored);
-  if (type !== "social_vault.guardian_alert") return data;
-  return { vaultOwner: data.vaultOwner, vaultAddress: data.vaultAddress, lockedAt: data.lockedAt };
 }
 
 export function createWebhookDeliveries(deps: {
@@ -116,6 +89,45 @@ export function createWebhookDeliveries(deps: {
       return result;
     },
 
+    /**
+     * Queues again, for one of the user's active webhooks, every event it subscribes to that
+     * happened since `since` (service clock, at most REPLAY_MAX_DAYS back), each with the usual
+     * six attempts: what Svix and Stripe users reach for once a receiver is back.
+     * Answers how many were queued.
+     */
+    async replay(userId: string, webhookId: string, since: Date): Promise<{ queued: number }> {
+      const webhook = UUID.test(webhookId) ? await deps.repo.byId(webhookId) : null;
+      if (!webhook || webhook.userId !== userId) throw new AppError("WEBHOOK_NOT_FOUND", "Webhook not found");
+      if (webhook.status !== "active") throw new AppError("CONFLICT", "The webhook is failing: set it active first (PATCH status active)");
+      const now = deps.clock.now();
+      if (since.getTime() > now.getTime() || now.getTime() - since.getTime() > REPLAY_MAX_DAYS * 86_400_000) {
+        throw new AppError("VALIDATION_ERROR", `since must be within the last ${REPLAY_MAX_DAYS} days`, { field: "since", reason: "out of range" });
+      }
+      const types = DELIVERED_TYPES.filter((type) => webhook.events.includes(DELIVERED_AS[type]));
+      const everyones = types.filter((type) => EVERYONES.includes(DELIVERED_AS[type]));
+      const events = await deps.db.prisma.$queryRaw<{ id: string; type: DeliveredType }[]>`
+        SELECT "id"::text AS "id", "type" FROM "DomainEvent"
+          WHERE "createdAt" >= ${since.toISOString()}::timestamp(3) AND "type" = ANY(${types}::text[]) AND "revertedAt" IS NULL
+            AND ("userId" = ${userId} OR "type" = ANY(${everyones}::text[]))
+          ORDER BY "createdAt", "seq" LIMIT ${REPLAY_MAX_EVENTS + 1}`;
+      if (events.length > REPLAY_MAX_EVENTS) {
+        throw new AppError("VALIDATION_ERROR", `More than ${REPLAY_MAX_EVENTS} events since then: choose a later since`, {
+          field: "since",
+          reason: "too many events",
+        });
+      }
+      const replay = now.getTime();
+      const ids = await deps.jobs.enqueueMany(
+        events.map((event) => ({
+          kind: WEBHOOK_DELIVERY_JOB,
+          payload: { webhookId, eventId: event.id, event: DELIVERED_AS[event.type] } satisfies DeliveryJobPayload,
+          maxAttempts: WEBHOOK_ATTEMPTS,
+          dedupeKey: `webhook:${webhookId}:${event.id}:replay:${replay}`,
+        })),
+      );
+      return { queued: ids.length };
+    },
+
     /** One attempt of a `webhook.delivery` job (its handler). */
     async attempt(payload: DeliveryJobPayload, job: Pick<ClaimedJob, "attempt">): Promise<void> {
       const webhook = await deps.repo.byId(payload.webhookId);
@@ -124,12 +136,7 @@ export function createWebhookDeliveries(deps: {
       const event = await deps.db.prisma.domainEvent.findUnique({ where: { id: payload.eventId } });
       // A reorg removed the fact before its first attempt: there is nothing to tell.
       if (!event || (event.revertedAt !== null && job.attempt === 1)) return;
-      const body: WebhookPayload = {
-        id: event.id,
-        event: payload.event,
-        timestamp: event.createdAt.toISOString(),
-        data: dataOf(event.type as DeliveredType, event.data),
-      };
+      const body = payloadOfEvent(event, payload.event);
       const { result } = await deps.webhooks.deliver(webhook, body, job.attempt);
       if (result.ok) return;
       if (job.attempt >= WEBHOOK_ATTEMPTS) {

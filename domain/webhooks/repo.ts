@@ -7,6 +7,8 @@ export interface WebhookRow {
   url: string;
   events: string[];
   secret: string;
+  previousSecret: string | null;
+  previousSecretUntil: Date | null;
   status: string;
   createdAt: Date;
   updatedAt: Date;
@@ -73,6 +75,9 @@ export function createWebhooksRepo({ db }: { db: Db }) {
     deliveries: (webhookId: string, limit: number) =>
       prisma.webhookDelivery.findMany({ where: { webhookId }, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take: limit }),
 
+    /** A domain event, as the outbox keeps it. */
+    event: (id: string) => prisma.domainEvent.findUnique({ where: { id } }),
+
     byId: (id: string) => prisma.webhook.findUnique({ where: { id } }),
 
     /** The active webhooks subscribed to any of `names`: those of `users`, and everyone's for the `everyones` names. */
@@ -86,6 +91,23 @@ export function createWebhooksRepo({ db }: { db: Db }) {
     async markFailing(tx: Tx, id: string, now: Date): Promise<boolean> {
       const { count } = await tx.webhook.updateMany({ where: { id, status: "active" }, data: { status: "failing", updatedAt: now } });
       return count === 1;
+    },
+
+    /** The new secret, the current one kept as the previous until `until`. */
+    async rotate(userId: string, id: string, sealed: string, until: Date, now: Date): Promise<boolean> {
+      const count = await prisma.$executeRaw`
+        UPDATE "Webhook" SET "previousSecret" = "secret", "previousSecretUntil" = ${until.toISOString()}::timestamp(3),
+            "secret" = ${sealed}, "updatedAt" = ${now.toISOString()}::timestamp(3)
+          WHERE "id" = ${id}::uuid AND "userId" = ${userId}`;
+      return count === 1;
+    },
+
+    delivery: (webhookId: string, id: string) => prisma.webhookDelivery.findFirst({ where: { id, webhookId } }),
+
+    /** The highest attempt number logged for an event at a webhook. */
+    async lastAttempt(webhookId: string, eventId: string): Promise<number> {
+      const found = await prisma.webhookDelivery.aggregate({ where: { webhookId, eventId }, _max: { attempt: true } });
+      return found._max.attempt ?? 0;
     },
 
     recordDelivery: (delivery: NewDelivery) => prisma.webhookDelivery.create({ data: { id: randomUUID(), ...delivery } }),

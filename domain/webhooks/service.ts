@@ -8,6 +8,7 @@ import { AppError } from "../errors.js";
 import type { WebhookEgress } from "./egress.js";
 import { urlRefusal } from "./egress.js";
 import { isWebhookEvent, type WebhookEvent } from "./events.js";
+import { payloadOfEvent, type WebhookPayload } from "./payloads.js";
 import type { DeliveryRow, WebhookRow, WebhooksRepo } from "./repo.js";
 import type { SecretBox } from "./secrets.js";
 import { signDelivery } from "./signing.js";
@@ -16,6 +17,8 @@ import { signDelivery } from "./signing.js";
 export const MAX_WEBHOOKS_PER_ACCOUNT = 10;
 export const SECRET_MIN_CHARS = 24;
 export const SECRET_MAX_CHARS = 256;
+/** How long a rotated-out secret still signs beside the new one (service clock). */
+export const ROTATION_OVERLAP_MS = 24 * 3_600_000;
 
 export type WebhookStatus = "active" | "failing";
 export type DeliveryStatus = "success" | "failed";
@@ -56,13 +59,7 @@ export const deliveryViewOf = (row: DeliveryRow): DeliveryView => ({
   ...(row.error === null ? {} : { error: row.error }),
 });
 
-/** The payload of every delivery (part 6): `id` is the event's, the same in every attempt. */
-export interface WebhookPayload {
-  id: string;
-  event: string;
-  timestamp: string;
-  data: Record<string, unknown>;
-}
+const TEST_DATA = { test: true, message: "A test delivery: no such event happened." };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -110,8 +107,15 @@ export function createWebhooksService({
    */
   async function deliver(webhook: WebhookRow, payload: WebhookPayload, attempt: number) {
     const body = JSON.stringify(payload);
+    // A rotated-out secret signs beside the new one for a day (ROTATION_OVERLAP_MS), on real time.
+    const previous =
+      webhook.previousSecret !== null &&
+      webhook.previousSecretUntil !== null &&
+      webhook.previousSecretUntil.getTime() > clock.now().getTime()
+        ? [await secrets.open(webhook.previousSecret)]
+        : [];
     const headers = signDelivery({
-      secrets: [await secrets.open(webhook.secret)],
+      secrets: [await secrets.open(webhook.secret), ...previous],
       messageId: payload.id,
       timestampSeconds: Math.floor(Date.now() / 1000),
       body,
@@ -131,15 +135,55 @@ export function createWebhooksService({
     return { result, delivery: row };
   }
 
+  /** The payload of a logged delivery, built again: the event's (a test delivery's again, with its id). */
+  async function payloadOf(delivery: DeliveryRow): Promise<WebhookPayload> {
+    const event = UUID.test(delivery.eventId) ? await repo.event(delivery.eventId) : null;
+    if (event) return payloadOfEvent(event, delivery.event);
+    return { id: delivery.eventId, event: delivery.event, timestamp: delivery.createdAt.toISOString(), data: TEST_DATA };
+  }
+
   return {
     deliver,
+
+    /**
+     * A new secret: it signs from now on, and the current one beside it for 24 hours (two
+     * `sha256=` values and two `v1,` signatures), so receivers switch without losing a delivery.
+     */
+    async rotateSecret(userId: string, id: string, secret: string): Promise<{ id: string; previousSecretExpiresAt: string }> {
+      await own(userId, id);
+      const now = clock.now();
+      const until = new Date(now.getTime() + ROTATION_OVERLAP_MS);
+      if (!(await repo.rotate(userId, id, await secrets.seal(secret), until, now)))
+        throw new AppError("WEBHOOK_NOT_FOUND", "Webhook not found");
+      return { id, previousSecretExpiresAt: until.toISOString() };
+    },
+
+    /** One logged delivery sent again now (its event's payload, the same id), as its next attempt, whatever the webhook's status. */
+    async resend(userId: string, id: string, deliveryId: string): Promise<{ delivered: boolean; statusCode: number; duration: number }> {
+      const webhook = await own(userId, id);
+      const logged = UUID.test(deliveryId) ? await repo.delivery(webhook.id, deliveryId) : null;
+      if (!logged) throw new AppError("NOT_FOUND", "Delivery not found", { field: "deliveryId", reason: "not a delivery of this webhook" });
+      const payload = await payloadOf(logged);
+      const { result } = await deliver(webhook, payload, (await repo.lastAttempt(webhook.id, payload.id)) + 1);
+      return { delivered: result.ok, statusCode: result.statusCode, duration: result.durationMs };
+    },
 
     async create(userId: string, input: { url: string; events: string[]; secret: string }): Promise<WebhookView> {
       const url = checkedUrl(input.url);
       const events = checkedEvents(input.events);
       const now = clock.now();
       const created = await repo.create(
-        { userId, url, events, secret: await secrets.seal(input.secret), status: "active", createdAt: now, updatedAt: now },
+        {
+          userId,
+          url,
+          events,
+          secret: await secrets.seal(input.secret),
+          previousSecret: null,
+          previousSecretUntil: null,
+          status: "active",
+          createdAt: now,
+          updatedAt: now,
+        },
         MAX_WEBHOOKS_PER_ACCOUNT,
       );
       if (created === "exists")
@@ -196,7 +240,7 @@ export function createWebhooksService({
         id: randomUUID(),
         event: name!,
         timestamp: clock.now().toISOString(),
-        data: { test: true, message: "A test delivery: no such event happened." },
+        data: TEST_DATA,
       };
       const { result } = await deliver(webhook, payload, 1);
       return { delivered: result.ok, statusCode: result.statusCode, duration: result.durationMs };

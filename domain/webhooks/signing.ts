@@ -28,7 +28,8 @@ export interface SignedHeaders {
 
 /**
  * The signature headers of one attempt. `secrets` are the secrets signing it, the newest first
- * (two while a rotated-out secret still signs): one `sha256=` value and one `v1,` entry each.
+ * (two while a rotated-out secret still signs): one `sha256=` value and one `v1,` entry each,
+ * separated by a space in both headers.
  * `timestampSeconds` is real time (a standard verifier refuses a timestamp 5 minutes off its own
  * clock), whatever the service clock says.
  */
@@ -45,7 +46,7 @@ export function signDelivery({
 }): SignedHeaders {
   const signed = `${messageId}.${timestampSeconds}.${body}`;
   return {
-    "x-service-signature": secrets.map((secret) => `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`).join(", "),
+    "x-service-signature": secrets.map((secret) => `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`).join(" "),
     "webhook-id": messageId,
     "webhook-timestamp": String(timestampSeconds),
     "webhook-signature": secrets

@@ -7,13 +7,16 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { verify as verifyGithubStyle } from "@octokit/webhooks-methods";
 import { expect } from "chai";
+import { Webhook as StandardWebhook } from "svix";
 import { createLogger } from "../../core/logger.js";
 import type { EventType } from "../../domain/events/catalogue.js";
 import { domainEvent, recordEvents } from "../../domain/events/outbox.js";
+import { standardSecretOf } from "../../domain/webhooks/signing.js";
 import { startPlatformWorkers } from "../../worker/jobs.js";
 import type { Workers } from "../../worker/scheduler.js";
 import { startTestApi, type TestApi } from "../helpers/api.js";
 import { usingPostgres } from "../helpers/database.js";
+import { expectErrorEnvelope } from "../helpers/envelope.js";
 import { sleep, until } from "../helpers/waiting.js";
 
 const SECRET = "delivery-test-secret-0123456789";
@@ -217,5 +220,111 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
     expect(hitsOf("/busy")).to.have.length(1);
     await api.clock.advance(540);
     await until(() => hitsOf("/busy").length === 2, "the attempt after Retry-After");
+  });
+
+  describe("what users reach for when a receiver was down", () => {
+    beforeEach(async () => {
+      // Earlier tests moved the service clock by days: tokens are minted again.
+      alice = await api.token("deliveries|alice", { name: "Alice" });
+    });
+
+    it("resends one logged delivery now, with the same id, as its next attempt", async () => {
+      const id = await subscribe(alice, "/resend", ["user.level_up"]);
+      answers.set("/resend", (res) => res.writeHead(500).end());
+      const eventId = await levelUp(aliceId, "Resent");
+      await until(() => hitsOf("/resend").length === 1, "the first attempt");
+      await recorded(id, 1);
+      answers.delete("/resend");
+      const [failed] = (await api.request("GET", `/v1/webhooks/${id}/deliveries`, { token: alice })).body.data;
+      expect(failed).to.include({ status: "failed", statusCode: 500 });
+      const resent = await api.request("POST", `/v1/webhooks/${id}/deliveries/${failed.id}/resend`, { token: alice });
+      expect(resent.status, resent.text).to.equal(200);
+      expect(resent.body.data).to.include({ delivered: true, statusCode: 200 });
+      expect(JSON.parse(hitsOf("/resend")[1]!.body).id).to.equal(eventId);
+      const log = await api.db.prisma.webhookDelivery.findMany({ where: { webhookId: id }, orderBy: { attempt: "asc" } });
+      expect(log.map((row) => [row.attempt, row.status])).to.deep.equal([
+        [1, "failed"],
+        [2, "success"],
+      ]);
+      expectErrorEnvelope(
+        await api.request("POST", `/v1/webhooks/${id}/deliveries/${randomUUID()}/resend`, { token: alice }),
+        404,
+        "NOT_FOUND",
+      );
+      expectErrorEnvelope(
+        await api.request("POST", `/v1/webhooks/${id}/deliveries/${failed.id}/resend`, { token: bob }),
+        404,
+        "WEBHOOK_NOT_FOUND",
+      );
+    });
+
+    it("replays every subscribed event since a time to an active webhook", async () => {
+      const since = api.clock.now().toISOString();
+      const id = await subscribe(alice, "/replay", ["user.level_up"]);
+      const first = await levelUp(aliceId, "One");
+      const second = await levelUp(aliceId, "Two");
+      await until(() => hitsOf("/replay").length === 2, "the two deliveries");
+      const replayed = await api.request("POST", `/v1/webhooks/${id}/replay`, { token: alice, body: { since } });
+      expect(replayed.status, replayed.text).to.equal(202);
+      expect(replayed.body.data).to.deep.equal({ queued: 2 });
+      await until(() => hitsOf("/replay").length === 4, "the replayed deliveries");
+      // Replayed with their own ids (deliveries run side by side: their order is not kept).
+      expect(
+        hitsOf("/replay")
+          .slice(2)
+          .map((hit) => JSON.parse(hit.body).id)
+          .sort(),
+      ).to.deep.equal([first, second].sort());
+      const future = new Date(api.clock.now().getTime() + 60_000).toISOString();
+      expectErrorEnvelope(
+        await api.request("POST", `/v1/webhooks/${id}/replay`, { token: alice, body: { since: future } }),
+        400,
+        "VALIDATION_ERROR",
+      );
+      expectErrorEnvelope(
+        await api.request("POST", `/v1/webhooks/${id}/replay`, { token: alice, body: { since: "yesterday" } }),
+        400,
+        "VALIDATION_ERROR",
+      );
+      await api.db.prisma.webhook.update({ where: { id }, data: { status: "failing" } });
+      expectErrorEnvelope(await api.request("POST", `/v1/webhooks/${id}/replay`, { token: alice, body: { since } }), 409, "CONFLICT");
+    });
+
+    it("rotates the secret: both sign for 24 hours, the new one alone after", async () => {
+      const NEW = "the-rotated-secret-0123456789abc";
+      const id = await subscribe(alice, "/rotating", ["user.level_up"]);
+      const rotated = await api.request("POST", `/v1/webhooks/${id}/rotate-secret`, { token: alice, body: { secret: NEW } });
+      expect(rotated.status, rotated.text).to.equal(200);
+      expect(new Date(rotated.body.data.previousSecretExpiresAt).getTime() - api.clock.now().getTime()).to.be.within(
+        86_390_000,
+        86_400_000,
+      );
+      expect(rotated.text).to.not.include(NEW);
+      await levelUp(aliceId, "Rotated");
+      await until(() => hitsOf("/rotating").length === 1, "the delivery during the overlap");
+      const during = hitsOf("/rotating")[0]!;
+      const values = (during.headers["x-service-signature"] as string).split(" ");
+      expect(values).to.have.length(2);
+      expect(await verifyGithubStyle(NEW, during.body, values[0]!)).to.equal(true);
+      expect(await verifyGithubStyle(SECRET, during.body, values[1]!)).to.equal(true);
+      expect((during.headers["webhook-signature"] as string).split(" ")).to.have.length(2);
+      const standardHeaders = (hit: Hit) => ({
+        "webhook-id": hit.headers["webhook-id"] as string,
+        "webhook-timestamp": hit.headers["webhook-timestamp"] as string,
+        "webhook-signature": hit.headers["webhook-signature"] as string,
+      });
+      for (const secret of [NEW, SECRET]) {
+        expect(() => new StandardWebhook(standardSecretOf(secret)).verify(during.body, standardHeaders(during))).to.not.throw();
+      }
+
+      await api.clock.advance(86_401);
+      alice = await api.token("deliveries|alice", { name: "Alice" });
+      await levelUp(aliceId, "After");
+      await until(() => hitsOf("/rotating").length === 2, "the delivery after the overlap");
+      const after = hitsOf("/rotating")[1]!;
+      expect(await verifyGithubStyle(NEW, after.body, after.headers["x-service-signature"] as string)).to.equal(true);
+      expect(() => new StandardWebhook(standardSecretOf(NEW)).verify(after.body, standardHeaders(after))).to.not.throw();
+      expect(() => new StandardWebhook(standardSecretOf(SECRET)).verify(after.body, standardHeaders(after))).to.throw();
+    });
   });
 });

@@ -5,6 +5,8 @@ CREATE TABLE "Webhook" (
     "url" TEXT NOT NULL,
     "events" TEXT[],
     "secret" TEXT NOT NULL,
+    "previousSecret" TEXT,
+    "previousSecretUntil" TIMESTAMP(3),
     "status" TEXT NOT NULL,
     "createdAt" TIMESTAMP(3) NOT NULL,
     "updatedAt" TIMESTAMP(3) NOT NULL,

@@ -1,0 +1,49 @@
+// What a webhook receives of a domain event: which outbox events are delivered, under which
+// part 6 name, and the payload {id, event, timestamp, data} (data: the catalogue's public fields).
+import { publicData } from "../events/catalogue.js";
+import type { WebhookEvent } from "./events.js";
+
+/** The payload of every delivery (part 6): `id` is the event's, the same in every attempt. */
+export interface WebhookPayload {
+  id: string;
+  event: string;
+  timestamp: string;
+  data: Record<string, unknown>;
+}
+
+/** The outbox's event types a webhook hears, and the name each is delivered under. */
+export const DELIVERED_AS = {
+  "loan.created": "loan.created",
+  "loan.funded": "loan.funded",
+  "loan.repaid": "loan.repaid",
+  "loan.partial_payment": "loan.partial_payment",
+  "loan.overdue": "loan.overdue",
+  "loan.defaulted": "loan.defaulted",
+  "vault.deposit": "vault.deposit",
+  "vault.withdraw": "vault.withdraw",
+  "vault.yield_distributed": "vault.yield_distributed",
+  "social_vault.withdrawal_requested": "social_vault.withdrawal_requested",
+  "social_vault.withdrawal_approved": "social_vault.withdrawal_approved",
+  "social_vault.withdrawal_executed": "social_vault.withdrawal_executed",
+  "social_vault.guardian_alert": "social_vault.locked",
+  "user.trust_score_updated": "user.trust_score_updated",
+  "user.level_up": "user.level_up",
+  "user.guardian_added": "user.guardian_added",
+  "trust_score.updated": "trust_score.updated",
+} as const satisfies Record<string, WebhookEvent>;
+export type DeliveredType = keyof typeof DELIVERED_AS;
+export const DELIVERED_TYPES = Object.keys(DELIVERED_AS) as DeliveredType[];
+/** Events of no user: every subscriber hears them. */
+export const EVERYONES: WebhookEvent[] = ["vault.yield_distributed"];
+
+/** The payload's data: the catalogue's public fields (a guardian's alert as part 6's social_vault.locked). */
+function dataOf(type: DeliveredType, stored: unknown): Record<string, unknown> {
+  const data = publicData(type, stored);
+  if (type !== "social_vault.guardian_alert") return data;
+  return { vaultOwner: data.vaultOwner, vaultAddress: data.vaultAddress, lockedAt: data.lockedAt };
+}
+
+/** The payload of an outbox event under the name it is delivered as. */
+export function payloadOfEvent(event: { id: string; type: string; createdAt: Date; data: unknown }, name: string): WebhookPayload {
+  return { id: event.id, event: name, timestamp: event.createdAt.toISOString(), data: dataOf(event.type as DeliveredType, event.data) };
+}
