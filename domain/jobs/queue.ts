@@ -82,6 +82,12 @@ export interface EnqueueInput<P = unknown> {
    * dedupe key.
    */
   exclusive?: boolean;
+  /**
+   * Jobs with the same key run at most `limit` at once, across processes (one webhook's
+   * deliveries): claims pass over the key's jobs while that many run. A soft cap: two claims at
+   * the same instant may each take the last slot.
+   */
+  concurrency?: { key: string; limit: number };
 }
 
 /** A job as its handler gets it, once claimed. */
@@ -145,6 +151,10 @@ export interface JobQueue {
   prune(before: Date): Promise<number>;
 }
 
+/** Due jobs a claim looks at, at least, and per free slot: a concurrency key's jobs beyond its limit are passed over within it. */
+const CLAIM_WINDOW_MIN = 200;
+const CLAIM_WINDOW_PER_SLOT = 20;
+
 type ClaimedRow = Omit<ClaimedJob, "attempt"> & { attempts: number };
 
 const errorText = (error: unknown) =>
@@ -183,13 +193,17 @@ export function createJobQueue({
         maxAttempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
         dedupeKey: input.dedupeKey ?? null,
         exclusive: input.exclusive === true,
+        concurrencyKey: input.concurrency?.key ?? null,
+        concurrencyLimit: input.concurrency?.limit ?? null,
       })),
     );
     const created = await (tx ?? prisma).$queryRaw<{ id: string }[]>`
-      INSERT INTO "Job" ("id", "kind", "payload", "status", "runAt", "attempts", "maxAttempts", "dedupeKey", "createdAt")
-      SELECT v."id", v."kind", coalesce(v."payload", 'null'::jsonb), 'queued', v."runAt", 0, v."maxAttempts", v."dedupeKey", ${ts(now)}
+      INSERT INTO "Job" ("id", "kind", "payload", "status", "runAt", "attempts", "maxAttempts", "dedupeKey", "concurrencyKey", "concurrencyLimit", "createdAt")
+      SELECT v."id", v."kind", coalesce(v."payload", 'null'::jsonb), 'queued', v."runAt", 0, v."maxAttempts", v."dedupeKey",
+          v."concurrencyKey", v."concurrencyLimit", ${ts(now)}
         FROM json_to_recordset(${rows}::json)
-          AS v ("id" uuid, "kind" text, "payload" jsonb, "runAt" timestamp(3), "maxAttempts" int, "dedupeKey" text, "exclusive" boolean)
+          AS v ("id" uuid, "kind" text, "payload" jsonb, "runAt" timestamp(3), "maxAttempts" int, "dedupeKey" text, "exclusive" boolean,
+            "concurrencyKey" text, "concurrencyLimit" int)
         WHERE NOT (v."exclusive" AND EXISTS (
           SELECT 1 FROM "Job" a WHERE a."kind" = v."kind" AND a."status" IN ('queued', 'running')))
       -- Without a target: a taken dedupe key (or, never in practice, id) skips the row.
@@ -229,13 +243,28 @@ export function createJobQueue({
       const now = ts(clock.now());
       // One statement: the rows are locked (SKIP LOCKED: a concurrent claimer takes others),
       // marked running for this process and their attempt recorded, or none of it.
+      // The due jobs in order, a window of them at a time; of a concurrency key, only as many as
+      // its limit leaves beside the ones running (counted through the status index: few run).
+      const window = Math.max(CLAIM_WINDOW_MIN, limit * CLAIM_WINDOW_PER_SLOT);
       const rows = await prisma.$queryRaw<ClaimedRow[]>`
-        WITH claimed AS (
+        WITH candidates AS (
+          SELECT "id", "runAt", "concurrencyKey", "concurrencyLimit",
+              row_number() OVER (PARTITION BY "concurrencyKey" ORDER BY "runAt", "id") AS "rank"
+            FROM (SELECT "id", "runAt", "concurrencyKey", "concurrencyLimit" FROM "Job"
+                    WHERE "status" = 'queued' AND "runAt" <= ${now} AND "kind" = ANY(${kinds as string[]}::text[])
+                    ORDER BY "runAt", "id" LIMIT ${window}::int) due
+        ), allowed AS (
+          SELECT c."id" FROM candidates c
+            WHERE c."concurrencyKey" IS NULL
+               OR c."rank" + (SELECT count(*) FROM "Job" r WHERE r."status" = 'running' AND r."concurrencyKey" = c."concurrencyKey")
+                  <= c."concurrencyLimit"
+            ORDER BY c."runAt", c."id" LIMIT ${limit}::int
+        ), claimed AS (
           UPDATE "Job" SET "status" = 'running', "lockedBy" = ${processId}, "lockedAt" = ${now}, "attempts" = "attempts" + 1
           WHERE "id" IN (
             SELECT "id" FROM "Job"
-              WHERE "status" = 'queued' AND "runAt" <= ${now} AND "kind" = ANY(${kinds as string[]}::text[])
-              ORDER BY "runAt", "id" LIMIT ${limit}::int
+              WHERE "id" IN (SELECT "id" FROM allowed) AND "status" = 'queued'
+              ORDER BY "runAt", "id"
               FOR UPDATE SKIP LOCKED)
           RETURNING "id", "kind", "payload", "attempts", "maxAttempts", "runAt", "dedupeKey", "createdAt"
         ), tried AS (

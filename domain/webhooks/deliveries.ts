@@ -30,6 +30,12 @@ export const WEBHOOK_RETRY_DELAYS_MS = [60_000, 300_000, 1_800_000, 7_200_000, 8
 /** The longest Retry-After honoured (a receiver asking for a week gets the schedule's last step). */
 const MAX_RETRY_AFTER_MS = 86_400_000;
 const PAGE_SIZE = 500;
+/**
+ * Deliveries to one webhook in flight at once, across processes: a slow or dead receiver holds
+ * this many of the runners' slots, and the other webhooks' deliveries take the rest.
+ */
+export const WEBHOOK_CONCURRENCY = 4;
+const concurrencyOf = (webhookId: string) => ({ key: `webhook:${webhookId}`, limit: WEBHOOK_CONCURRENCY });
 /** How far back a replay may start, and how many events it may queue at most. */
 export const REPLAY_MAX_DAYS = 30;
 export const REPLAY_MAX_EVENTS = 10_000;
@@ -65,6 +71,7 @@ export function createWebhookDeliveries(deps: {
           payload: { webhookId: hook.id, eventId: event.id, event: name } satisfies DeliveryJobPayload,
           maxAttempts: WEBHOOK_ATTEMPTS,
           dedupeKey: `webhook:${hook.id}:${event.id}`,
+          concurrency: concurrencyOf(hook.id),
         }));
     });
     await deps.jobs.enqueueMany(jobs, tx);
@@ -123,6 +130,7 @@ export function createWebhookDeliveries(deps: {
           payload: { webhookId, eventId: event.id, event: DELIVERED_AS[event.type] } satisfies DeliveryJobPayload,
           maxAttempts: WEBHOOK_ATTEMPTS,
           dedupeKey: `webhook:${webhookId}:${event.id}:replay:${replay}`,
+          concurrency: concurrencyOf(webhookId),
         })),
       );
       return { queued: ids.length };

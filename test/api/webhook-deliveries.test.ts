@@ -222,6 +222,25 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
     await until(() => hitsOf("/busy").length === 2, "the attempt after Retry-After");
   });
 
+  it("lets a receiver that hangs hold at most 4 deliveries, so another webhook's goes at once", async () => {
+    bob = await api.token("deliveries|bob", { name: "Bob" });
+    alice = await api.token("deliveries|alice", { name: "Alice" });
+    await subscribe(bob, "/hang", ["user.level_up"]);
+    await subscribe(alice, "/quick", ["user.level_up"]);
+    const hanging: http.ServerResponse[] = [];
+    answers.set("/hang", (res) => hanging.push(res));
+    for (let i = 0; i < 8; i += 1) await levelUp(bobId, `Hang ${i}`);
+    await until(() => hitsOf("/hang").length === 4, "four deliveries to the hanging receiver");
+    const quickEvent = await levelUp(aliceId, "Quick");
+    const started = performance.now();
+    await until(() => hitsOf("/quick").some((hit) => JSON.parse(hit.body).id === quickEvent), "the other webhook's delivery", 3_000);
+    // It did not wait for the hanging ones (5 s each): they are still held, and no fifth was sent.
+    expect(performance.now() - started).to.be.below(3_000);
+    expect(hitsOf("/hang")).to.have.length(4);
+    for (const res of hanging) res.writeHead(200).end();
+    answers.delete("/hang");
+  });
+
   describe("what users reach for when a receiver was down", () => {
     beforeEach(async () => {
       // Earlier tests moved the service clock by days: tokens are minted again.

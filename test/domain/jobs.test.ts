@@ -137,6 +137,32 @@ describe(`job queue (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
     expect((await queue.claim({ kinds: ["k"], limit: 10 })).map((job) => job.id)).to.deep.equal([later]);
   });
 
+  it("runs at most a concurrency key's limit at once, passing over its jobs for the others' while it is full", async () => {
+    // A slow endpoint's ten deliveries are due first, another endpoint's two and a plain job after them.
+    const slow = await queue.enqueueMany(
+      Array.from({ length: 10 }, (_, i) => ({ kind: "k", payload: `slow-${i}`, concurrency: { key: "hook:slow", limit: 2 } })),
+    );
+    await clock.advance(1);
+    await queue.enqueueMany([
+      { kind: "k", payload: "fast-0", concurrency: { key: "hook:fast", limit: 2 } },
+      { kind: "k", payload: "fast-1", concurrency: { key: "hook:fast", limit: 2 } },
+      { kind: "k", payload: "plain" },
+    ]);
+    const first = await queue.claim({ kinds: ["k"], limit: 10 });
+    const payloads = first.map((job) => job.payload as string);
+    expect(payloads.filter((payload) => !payload.startsWith("slow-")).sort()).to.deep.equal(["fast-0", "fast-1", "plain"]);
+    const slowRunning = first.filter((job) => (job.payload as string).startsWith("slow-"));
+    expect(slowRunning).to.have.length(2);
+    // Full: nothing more of the slow key until one of its two finishes.
+    expect(await queue.claim({ kinds: ["k"], limit: 10 })).to.deep.equal([]);
+    await queue.succeed(slowRunning[0]!, { durationMs: 1 });
+    const next = await queue.claim({ kinds: ["k"], limit: 10 });
+    expect(next).to.have.length(1);
+    expect(next[0]!.payload).to.match(/^slow-/);
+    expect(slowRunning.map((job) => job.id)).to.not.include(next[0]!.id);
+    expect(slow).to.have.length(10);
+  });
+
   it("gives every job to exactly one of two processes claiming at once (200 jobs)", async () => {
     // On PostgreSQL the second process has connections of its own.
     const otherDb = usingPostgres ? await openDatabase({ databaseUrl: db.url }) : db;

@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "Job" ADD COLUMN     "concurrencyKey" TEXT,
+ADD COLUMN     "concurrencyLimit" INTEGER;
