@@ -24,8 +24,9 @@ export interface LoopPass {
   /** How much it did (0: nothing was waiting for it). */
   did: number;
   /**
-   * Work is waiting that another process holds (a fan-out partition): the loop stays busy, so
-   * the runner keeps yielding, and looks again after `CONTENDED_MS` rather than `idleMs`.
+   * Work may be waiting that another process holds (a fan-out partition): a loop that was busy
+   * stays busy, so the runner keeps yielding, and looks again after `CONTENDED_MS` rather than
+   * `idleMs`. An idle loop stays idle (two idle processes' polls meet on empty partitions).
    */
   contended?: boolean;
 }
@@ -83,11 +84,14 @@ export function startLoops({
         if (failures === 0) logger.warn({ loop: loop.name, error: (error as Error).message }, "loop pass failed; retrying");
         failures += 1;
       }
-      if (did > 0 || contended) working.add(loop.name);
+      // Work held elsewhere keeps a busy loop busy (a burst shared with another process), but
+      // never makes an idle one busy: idle processes meet on each other's empty polls.
+      const busy = did > 0 || (contended && working.has(loop.name));
+      if (busy) working.add(loop.name);
       else if (working.delete(loop.name) && working.size === 0) onIdle?.();
       if (stopped) break;
       if (failures > 0) await pause(Math.min(loop.idleMs * 2 ** failures, MAX_BACKOFF_MS));
-      else if (did === 0) await pause(contended ? Math.min(CONTENDED_MS, loop.idleMs) : loop.idleMs);
+      else if (did === 0) await pause(busy ? Math.min(CONTENDED_MS, loop.idleMs) : loop.idleMs);
       // Work found: straight on, but let the rest of the process run between two passes.
       else await sleep(0);
     }

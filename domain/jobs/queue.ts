@@ -244,7 +244,7 @@ export function createJobQueue({
       // One statement: the rows are locked (SKIP LOCKED: a concurrent claimer takes others),
       // marked running for this process and their attempt recorded, or none of it.
       // The due jobs in order, a window of them at a time; of a concurrency key, only as many as
-      // its limit leaves beside the ones running (counted through the status index: few run).
+      // its limit leaves beside the ones running (counted once per claim: few run).
       const window = Math.max(CLAIM_WINDOW_MIN, limit * CLAIM_WINDOW_PER_SLOT);
       const rows = await prisma.$queryRaw<ClaimedRow[]>`
         WITH candidates AS (
@@ -253,11 +253,12 @@ export function createJobQueue({
             FROM (SELECT "id", "runAt", "concurrencyKey", "concurrencyLimit" FROM "Job"
                     WHERE "status" = 'queued' AND "runAt" <= ${now} AND "kind" = ANY(${kinds as string[]}::text[])
                     ORDER BY "runAt", "id" LIMIT ${window}::int) due
+        ), running AS (
+          SELECT "concurrencyKey", count(*) AS "count" FROM "Job"
+            WHERE "status" = 'running' AND "concurrencyKey" IS NOT NULL GROUP BY "concurrencyKey"
         ), allowed AS (
-          SELECT c."id" FROM candidates c
-            WHERE c."concurrencyKey" IS NULL
-               OR c."rank" + (SELECT count(*) FROM "Job" r WHERE r."status" = 'running' AND r."concurrencyKey" = c."concurrencyKey")
-                  <= c."concurrencyLimit"
+          SELECT c."id" FROM candidates c LEFT JOIN running r ON r."concurrencyKey" = c."concurrencyKey"
+            WHERE c."concurrencyKey" IS NULL OR c."rank" + coalesce(r."count", 0) <= c."concurrencyLimit"
             ORDER BY c."runAt", c."id" LIMIT ${limit}::int
         ), claimed AS (
           UPDATE "Job" SET "status" = 'running', "lockedBy" = ${processId}, "lockedAt" = ${now}, "attempts" = "attempts" + 1

@@ -13,8 +13,8 @@
 import type { Clock } from "../../core/clock.js";
 import type { Logger } from "../../core/logger.js";
 import type { Db, Tx } from "../db.js";
-import { type ConsumedEvent, type ConsumeResult, consumeEventPages } from "../events/consumer.js";
 import { AppError } from "../errors.js";
+import { type ConsumedEvent, type ConsumeResult, consumeEventPages } from "../events/consumer.js";
 import { domainEvent, recordEvents } from "../events/outbox.js";
 import { type ClaimedJob, type JobQueue, PermanentJobError, RetryableJobError } from "../jobs/queue.js";
 import type { WebhookEvent } from "./events.js";
@@ -108,7 +108,10 @@ export function createWebhookDeliveries(deps: {
       if (webhook.status !== "active") throw new AppError("CONFLICT", "The webhook is failing: set it active first (PATCH status active)");
       const now = deps.clock.now();
       if (since.getTime() > now.getTime() || now.getTime() - since.getTime() > REPLAY_MAX_DAYS * 86_400_000) {
-        throw new AppError("VALIDATION_ERROR", `since must be within the last ${REPLAY_MAX_DAYS} days`, { field: "since", reason: "out of range" });
+        throw new AppError("VALIDATION_ERROR", `since must be within the last ${REPLAY_MAX_DAYS} days`, {
+          field: "since",
+          reason: "out of range",
+        });
       }
       const types = DELIVERED_TYPES.filter((type) => webhook.events.includes(DELIVERED_AS[type]));
       const everyones = types.filter((type) => EVERYONES.includes(DELIVERED_AS[type]));
@@ -138,10 +141,9 @@ export function createWebhookDeliveries(deps: {
 
     /** One attempt of a `webhook.delivery` job (its handler). */
     async attempt(payload: DeliveryJobPayload, job: Pick<ClaimedJob, "attempt">): Promise<void> {
-      const webhook = await deps.repo.byId(payload.webhookId);
+      const { webhook, event } = await deps.repo.forAttempt(payload.webhookId, payload.eventId);
       // Deleted, or failing (revived by PATCH status active; its events since can be replayed).
       if (!webhook || webhook.status !== "active") return;
-      const event = await deps.db.prisma.domainEvent.findUnique({ where: { id: payload.eventId } });
       // A reorg removed the fact before its first attempt: there is nothing to tell.
       if (!event || (event.revertedAt !== null && job.attempt === 1)) return;
       const body = payloadOfEvent(event, payload.event);

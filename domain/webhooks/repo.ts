@@ -29,6 +29,21 @@ export interface DeliveryRow {
 
 export type NewDelivery = Omit<DeliveryRow, "id">;
 
+/** A domain event as a delivery attempt reads it. */
+export interface AttemptEvent {
+  id: string;
+  type: string;
+  data: unknown;
+  createdAt: Date;
+  revertedAt: Date | null;
+}
+
+type WebhookJson = Omit<WebhookRow, "previousSecretUntil" | "createdAt" | "updatedAt"> & {
+  previousSecretUntil: string | null;
+  createdAt: string;
+  updatedAt: string;
+};
+
 export function createWebhooksRepo({ db }: { db: Db }) {
   const { prisma } = db;
   return {
@@ -78,6 +93,32 @@ export function createWebhooksRepo({ db }: { db: Db }) {
     /** A domain event, as the outbox keeps it. */
     event: (id: string) => prisma.domainEvent.findUnique({ where: { id } }),
 
+    /** A delivery job's webhook and event, read in one statement (either null when gone). */
+    async forAttempt(webhookId: string, eventId: string): Promise<{ webhook: WebhookRow | null; event: AttemptEvent | null }> {
+      const [row] = await prisma.$queryRaw<{ webhook: WebhookJson | null; event: AttemptEvent | null }[]>`
+        SELECT (SELECT row_to_json(w) FROM (SELECT "id"::text AS "id", "userId", "url", "events", "secret", "previousSecret",
+                    "previousSecretUntil", "status", "createdAt", "updatedAt" FROM "Webhook" WHERE "id" = ${webhookId}::uuid) w) AS "webhook",
+               (SELECT row_to_json(e) FROM (SELECT "id"::text AS "id", "type", "data", "createdAt", "revertedAt"
+                    FROM "DomainEvent" WHERE "id" = ${eventId}::uuid) e) AS "event"`;
+      const webhook = row?.webhook ?? null;
+      const event = row?.event ?? null;
+      // row_to_json writes timestamps without a zone: they are UTC.
+      const utc = (text: string | null) => (text === null ? null : new Date(`${text}Z`));
+      return {
+        webhook: webhook && {
+          ...webhook,
+          previousSecretUntil: utc(webhook.previousSecretUntil),
+          createdAt: utc(webhook.createdAt)!,
+          updatedAt: utc(webhook.updatedAt)!,
+        },
+        event: event && {
+          ...event,
+          createdAt: utc(event.createdAt as unknown as string)!,
+          revertedAt: utc(event.revertedAt as unknown as string | null),
+        },
+      };
+    },
+
     byId: (id: string) => prisma.webhook.findUnique({ where: { id } }),
 
     /** The active webhooks subscribed to any of `names`: those of `users`, and everyone's for the `everyones` names. */
@@ -110,7 +151,14 @@ export function createWebhooksRepo({ db }: { db: Db }) {
       return found._max.attempt ?? 0;
     },
 
-    recordDelivery: (delivery: NewDelivery) => prisma.webhookDelivery.create({ data: { id: randomUUID(), ...delivery } }),
+    async recordDelivery(delivery: NewDelivery): Promise<DeliveryRow> {
+      const row = { id: randomUUID(), ...delivery };
+      await prisma.$executeRaw`
+        INSERT INTO "WebhookDelivery" ("id", "webhookId", "eventId", "event", "attempt", "status", "statusCode", "durationMs", "error", "createdAt")
+        VALUES (${row.id}::uuid, ${row.webhookId}::uuid, ${row.eventId}, ${row.event}, ${row.attempt}::int, ${row.status}, ${row.statusCode}::int,
+          ${row.durationMs}::int, ${row.error}, ${row.createdAt.toISOString()}::timestamp(3))`;
+      return row;
+    },
   };
 }
 

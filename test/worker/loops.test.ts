@@ -73,12 +73,13 @@ describe("continuous loops", () => {
     expect(lines.map((line) => line.msg)).to.include("loop running again");
   });
 
-  it("stays busy and looks again soon while another process holds the work, and goes idle once it is done", async () => {
-    // Three passes find the work held elsewhere, then it is gone: the idle poll is far longer
-    // than the test, so the passes can only follow each other at the contended pace.
-    let held = 3;
+  it("stays busy and looks again soon while another process holds the work of a burst, and goes idle once it is done", async () => {
+    // A pass finds work, three find it held elsewhere, then it is gone: the idle poll is far
+    // longer than the test, so the passes can only follow each other at the contended pace.
+    const passes: ("work" | "held" | "none")[] = ["work", "held", "held", "held", "none"];
     let busyWhileHeld = true;
     let idled = 0;
+    let at = 0;
     const loops = startLoops({
       clock,
       logger: capturingLogger().logger,
@@ -87,10 +88,9 @@ describe("continuous loops", () => {
           name: "shared",
           idleMs: 60_000,
           run: async () => {
-            if (held === 0) return { did: 0 };
-            if (held < 3) busyWhileHeld &&= loops.busy();
-            held -= 1;
-            return { did: 0, contended: true };
+            const pass = passes[at++] ?? "none";
+            if (pass === "held" && at > 2) busyWhileHeld &&= loops.busy();
+            return pass === "work" ? { did: 1 } : { did: 0, contended: pass === "held" };
           },
         },
       ],
@@ -99,10 +99,33 @@ describe("continuous loops", () => {
       },
     });
     await until(() => idled === 1, "the loop to go idle after the held work", 2_000);
-    expect(held).to.equal(0);
+    expect(at).to.equal(5);
     expect(busyWhileHeld).to.equal(true);
     expect(loops.busy()).to.equal(false);
     await loops.stop();
+  });
+
+  it("stays idle when an idle poll meets another process's partition lock", async () => {
+    let passes = 0;
+    let everBusy = false;
+    const loops = startLoops({
+      clock,
+      logger: capturingLogger().logger,
+      loops: [
+        {
+          name: "idle",
+          idleMs: 20,
+          run: async () => {
+            passes += 1;
+            everBusy ||= passes > 1 && loops.busy();
+            return { did: 0, contended: true };
+          },
+        },
+      ],
+    });
+    await until(() => passes >= 4, "a few idle passes");
+    await loops.stop();
+    expect(everBusy).to.equal(false);
   });
 
   it("is busy from the moment a pass finds work, before the pass is over", async () => {
