@@ -1,0 +1,146 @@
+import { randomUUID } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { expect } from "chai";
+import { domainEvent, recordEvents } from "../../domain/events/outbox.js";
+import { startTestApi, type TestApi } from "../helpers/api.js";
+import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
+import { waitFor } from "../helpers/mirror.js";
+import { type StackProcess, startStack } from "../helpers/stack.js";
+
+// Real `npm run worker` processes on one PostgreSQL deliver webhook events: two of them never
+// make one attempt twice, and a worker killed in the middle of a delivery leaves it to the other,
+// which delivers it after the first stops beating (the event's id unchanged, so the receiver
+// drops the repeat). PGlite lives in one process, so this runs on PostgreSQL only.
+
+if (usingPostgres) {
+  describe("webhook deliveries by several worker processes (PostgreSQL)", function () {
+    this.timeout(180_000);
+    let db: TestDatabase;
+    let api: TestApi;
+    let server: http.Server;
+    let base: string;
+    const children: StackProcess[] = [];
+    /** Deliveries answered 200: `<path> <event id>`. */
+    const answered: string[] = [];
+    /** While set, the receiver holds requests without answering (a delivery in flight). */
+    let hang = false;
+    const held: http.ServerResponse[] = [];
+    const SECRET = "worker-test-secret-0123456789abcd";
+
+    before(async () => {
+      server = http.createServer((req, res) => {
+        let body = "";
+        req.setEncoding("utf8");
+        req.on("data", (chunk: string) => {
+          body += chunk;
+        });
+        req.on("end", () => {
+          if (hang) {
+            held.push(res);
+            return;
+          }
+          answered.push(`${req.url} ${JSON.parse(body).id}`);
+          res.writeHead(200).end();
+        });
+      });
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      db = await createTestDatabase();
+      // The API registers the webhooks; only the worker processes fan out and deliver.
+      api = await startTestApi({ db });
+    });
+    after(async () => {
+      for (const child of children) await child.stop("SIGKILL");
+      for (const res of held) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await api?.close();
+      await db?.destroy();
+    });
+
+    const workerEnv = () => ({ DATABASE_URL: db.url!, CHAIN_RPC_URL: "" });
+    async function userWithWebhook(name: string, path: string) {
+      const token = await api.token(name, { expiresIn: 86_400 });
+      const id = (await api.request("GET", "/v1/users/me", { token })).body.data.id as string;
+      const created = await api.request("POST", "/v1/webhooks", {
+        token,
+        body: { url: `${base}${path}`, events: ["user.level_up"], secret: SECRET },
+      });
+      expect(created.status, created.text).to.equal(201);
+      return { id, webhookId: created.body.data.id as string };
+    }
+    async function levelUps(userId: string, count: number): Promise<string[]> {
+      const keys = Array.from({ length: count }, () => `webhook-workers:${randomUUID()}`);
+      await db.prisma.$transaction((tx) =>
+        recordEvents(
+          tx,
+          keys.map((dedupeKey, i) =>
+            domainEvent({
+              type: "user.level_up",
+              userId,
+              data: { userId, level: `L${i}`, previousLevel: "L", xp: i, timestamp: new Date().toISOString() },
+              dedupeKey,
+              now: new Date(),
+            }),
+          ),
+        ),
+      );
+      const rows = await db.prisma.domainEvent.findMany({ where: { dedupeKey: { in: keys } }, select: { id: true } });
+      return rows.map((row) => row.id);
+    }
+
+    it("two workers deliver 4 webhooks' 240 events, each attempt made once", async () => {
+      const users = await Promise.all([0, 1, 2, 3].map((i) => userWithWebhook(`hooks-twice-${i}`, `/twice/${i}`)));
+      const workers = [startStack(workerEnv(), "worker"), startStack(workerEnv(), "worker")];
+      children.push(...workers);
+      await Promise.all(workers.map((child) => child.ready()));
+      const expected = (
+        await Promise.all(users.map(async (user, i) => (await levelUps(user.id, 60)).map((eventId) => `/twice/${i} ${eventId}`)))
+      ).flat();
+      await waitFor(async () => answered.length >= 240, 90_000, "every delivery");
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(answered.slice().sort()).to.deep.equal(expected.sort());
+      const attempts = await db.prisma.jobAttempt.findMany({
+        where: {
+          jobId: { in: (await db.prisma.job.findMany({ where: { kind: "webhook.delivery" }, select: { id: true } })).map((job) => job.id) },
+        },
+        select: { jobId: true, attempt: true, processId: true },
+      });
+      expect(attempts).to.have.length(240);
+      expect(new Set(attempts.map((attempt) => `${attempt.jobId}:${attempt.attempt}`)).size).to.equal(240);
+      expect(new Set(attempts.map((attempt) => attempt.processId)).size, "both workers took part").to.equal(2);
+      expect(await db.prisma.webhookDelivery.count({ where: { status: "success" } })).to.equal(240);
+      for (const child of workers) await child.stop();
+    });
+
+    it("a worker killed in the middle of a delivery: the other delivers it after the first stops beating, with the same id", async () => {
+      for (const child of children.splice(0)) await child.stop("SIGKILL");
+      const user = await userWithWebhook("hooks-killed", "/killed");
+      answered.length = 0;
+      hang = true;
+      const first = startStack(workerEnv(), "worker");
+      children.push(first);
+      await first.ready();
+      const [eventId] = await levelUps(user.id, 1);
+      await waitFor(async () => held.length >= 1, 20_000, "the delivery in flight");
+      const job = await db.prisma.job.findFirstOrThrow({ where: { dedupeKey: `webhook:${user.webhookId}:${eventId}` } });
+      expect(job.status).to.equal("running");
+      await first.stop("SIGKILL");
+      for (const res of held.splice(0)) res.destroy();
+      hang = false;
+
+      const second = startStack(workerEnv(), "worker");
+      children.push(second);
+      await second.ready();
+      await waitFor(async () => answered.includes(`/killed ${eventId}`), 60_000, "the delivery after the takeover");
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(answered.filter((line) => line === `/killed ${eventId}`)).to.have.length(1);
+      const done = await db.prisma.job.findUniqueOrThrow({ where: { id: job.id } });
+      expect(done).to.deep.include({ status: "succeeded", attempts: 2 });
+      const attempts = await db.prisma.jobAttempt.findMany({ where: { jobId: job.id }, orderBy: { attempt: "asc" } });
+      expect(attempts.map((attempt) => attempt.outcome)).to.deep.equal(["crashed", "succeeded"]);
+      await second.stop();
+    });
+  });
+}
