@@ -322,7 +322,7 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
       "users.erase",
       "jobs.prune",
     ]);
-    expect(workers.loops).to.deep.equal(["notifications.fanout"]);
+    expect(workers.loops).to.deep.equal(["notifications.fanout", "webhooks.fanout"]);
     await until(() => ranOnce(lines, "trust-score.seniority"), "the seniority run at start");
     expect(await db.prisma.user.findUniqueOrThrow({ where: { id: alice.id } })).to.deep.include({ trustSeniority: 0, trustScore: 0 });
 
