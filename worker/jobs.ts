@@ -33,6 +33,7 @@ export interface PlatformJobDeps {
     | "notificationFanout"
     | "notificationDeliveries"
     | "webhookDeliveries"
+    | "webhooks"
   >;
 }
 
@@ -128,6 +129,12 @@ export function createPlatformJobs({ services }: PlatformJobDeps): PeriodicJob[]
         const pruned = await services.jobs.prune(new Date(now.getTime() - JOB_RETENTION_MS));
         return { changed: pruned, ...(pruned > 0 ? { jobs: await services.jobs.stats() } : {}) };
       },
+    },
+    {
+      // The webhooks' deliveries log keeps 30 days of service clock (D-77).
+      name: "webhooks.prune-log",
+      intervalMs: HOUR_MS,
+      run: async (now) => ({ changed: await services.webhooks.pruneLog(now) }),
     },
   ];
 }

@@ -151,6 +151,18 @@ export function createWebhooksRepo({ db }: { db: Db }) {
       return found._max.attempt ?? 0;
     },
 
+    /** Deletes the deliveries logged before `before`, a thousand at a time; answers how many. */
+    async pruneDeliveries(before: Date): Promise<number> {
+      let deleted = 0;
+      for (;;) {
+        const count = await prisma.$executeRaw`
+          DELETE FROM "WebhookDelivery" WHERE "id" IN (
+            SELECT "id" FROM "WebhookDelivery" WHERE "createdAt" < ${before.toISOString()}::timestamp(3) LIMIT 1000)`;
+        deleted += count;
+        if (count < 1000) return deleted;
+      }
+    },
+
     async recordDelivery(delivery: NewDelivery): Promise<DeliveryRow> {
       const row = { id: randomUUID(), ...delivery };
       await prisma.$executeRaw`

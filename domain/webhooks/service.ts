@@ -19,6 +19,8 @@ export const SECRET_MIN_CHARS = 24;
 export const SECRET_MAX_CHARS = 256;
 /** How long a rotated-out secret still signs beside the new one (service clock). */
 export const ROTATION_OVERLAP_MS = 24 * 3_600_000;
+/** How long the deliveries log keeps an attempt (service clock): the webhooks.prune-log job deletes older ones. */
+export const DELIVERY_LOG_RETENTION_MS = 30 * 24 * 3_600_000;
 
 export type WebhookStatus = "active" | "failing";
 export type DeliveryStatus = "success" | "failed";
@@ -144,6 +146,9 @@ export function createWebhooksService({
 
   return {
     deliver,
+
+    /** Deletes the logged attempts older than DELIVERY_LOG_RETENTION_MS; answers how many. */
+    pruneLog: (now: Date) => repo.pruneDeliveries(new Date(now.getTime() - DELIVERY_LOG_RETENTION_MS)),
 
     /**
      * A new secret: it signs from now on, and the current one beside it for 24 hours (two

@@ -226,4 +226,25 @@ describe(`webhooks (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
     const [movedLog] = (await api.request("GET", `/v1/webhooks/${moved.id}/deliveries`, { token: alice })).body.data;
     expect(movedLog).to.include({ status: "failed", statusCode: 302, error: "redirect not followed (HTTP 302)" });
   });
+
+  it("keeps 30 days of the deliveries log: the prune job deletes older attempts", async () => {
+    const hook = (await create(alice, { url: `${receiver.base}/retention` })).body.data;
+    const now = api.clock.now();
+    const logged = (daysAgo: number) => ({
+      webhookId: hook.id,
+      eventId: randomUUID(),
+      event: "loan.funded",
+      attempt: 1,
+      status: "success",
+      statusCode: 200,
+      durationMs: 3,
+      error: null,
+      createdAt: new Date(now.getTime() - daysAgo * 86_400_000),
+    });
+    await api.db.prisma.webhookDelivery.createMany({ data: [logged(31), logged(29)].map((row) => ({ id: randomUUID(), ...row })) });
+    expect(await api.services.webhooks.pruneLog(now)).to.equal(1);
+    const left = (await api.request("GET", `/v1/webhooks/${hook.id}/deliveries`, { token: alice })).body.data;
+    expect(left).to.have.length(1);
+    expect(new Date(left[0].timestamp).getTime()).to.equal(now.getTime() - 29 * 86_400_000);
+  });
 });

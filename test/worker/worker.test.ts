@@ -321,6 +321,7 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
       "trust-score.seniority",
       "users.erase",
       "jobs.prune",
+      "webhooks.prune-log",
     ]);
     expect(workers.loops).to.deep.equal(["notifications.fanout", "webhooks.fanout"]);
     await until(() => ranOnce(lines, "trust-score.seniority"), "the seniority run at start");
