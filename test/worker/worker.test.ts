@@ -392,7 +392,7 @@ if (usingPostgres) {
       db = await createTestDatabase();
       children = [0, 1].map(() => startStack({ DATABASE_URL: db.url, CHAIN_RPC_URL: "" }, "worker"));
       const ready = await Promise.all(children.map((child) => child.ready()));
-      expect(ready[0]).to.match(/^ready: worker jobs=chain-events\.rewards,.*,jobs\.prune database=postgres$/);
+      expect(ready[0]).to.match(/^ready: worker jobs=chain-events\.rewards,.*,jobs\.prune,webhooks\.prune-log database=postgres$/);
       // The 2-second jobs give a new slot every 2 s of the (shared) service clock.
       const periodic = { dedupeKey: { startsWith: "periodic:chain-events.rewards:" } };
       await until(async () => (await db.prisma.job.count({ where: { ...periodic, status: "succeeded" } })) >= 4, "four slots", 30_000);
