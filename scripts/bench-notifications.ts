@@ -1,32 +1,8 @@
-// `npm run bench:notifications`: BENCH_EVENTS (default 5,000) `loan.created` domain events, one
-// notification each for BENCH_USERS users (default 500) in turn, written to the outbox with
-// `recordEvents` (the API's writer). By default they come as one burst: one outbox transaction
-// (as an indexer catching up, or a batch job, writes them), so every event waits for the whole
-// fan-out and the p99 is the time to fan out all 5,000. BENCH_EVENT_BATCH=100 writes them in
-// transactions of 100 as fast as possible instead (the writer then sets the pace), and
-// BENCH_EVENT_RATE events/s paces them. Two real `npm run worker` processes on PostgreSQL fan them
-// out (the continuous loop `notifications.fanout`, each process a partition of the events at a
-// time: in-app rows, with a push and an e-mail job each) and run the deliveries: e-mails to a real
-// SMTP server (smtp-server) and pushes to an HTTP receiver answering in Expo's format, both in this
-// process on 127.0.0.1, counting what they receive per notification.
-// Measured: event to inbox (the bench polls the Notification table every 50 ms and notes when each
-// event's row first shows; the event's time is the commit of its outbox transaction, both on this
-// process's clock), in-app notifications/s (rows / time from the first event committed to the
-// last row visible), the time until every `notification.*` job has run, and duplicates (in-app
-// rows beyond one per event, pushes beyond one per notification id, e-mails beyond one per
-// notification). Next to it, in the same run with the workers stopped, the floor: the same rows
-// (same columns and texts, fresh ids and dedupe keys) written into the Notification table by a
-// plain loop of 500-row INSERTs (median of 3 passes).
-// BENCH_DATABASE_URL names the PostgreSQL server (default postgres@127.0.0.1:5432): the benchmark
-// creates a database of its own there (bench/database.ts) and drops it at the end.
-// The last line is `ratio: <in-app notifications/s / plain rows/s> p99_ms: <event to inbox p99>`.
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
-import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { SMTPServer } from "smtp-server";
@@ -39,8 +15,8 @@ import { createNotificationsRepo } from "../domain/notifications/repo.js";
 import { createUsersRepo } from "../domain/users/repo.js";
 import { type CpuSnapshot, cpuSnapshot } from "./bench/cpu.js";
 import { freshBenchDatabase } from "./bench/database.js";
+import { startBenchWorkers } from "./bench/workers.js";
 
-const ROOT = path.resolve(import.meta.dirname, "..");
 const SERVER_URL = process.env.BENCH_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 const USERS = Number(process.env.BENCH_USERS ?? 500);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 5_000);
@@ -162,11 +138,7 @@ await new Promise<void>((resolve) => expo.listen(0, "127.0.0.1", resolve));
 // --- The database, the users, the workers.
 const benchDatabase = await freshBenchDatabase(SERVER_URL);
 const db = await openDatabase({ databaseUrl: benchDatabase.url });
-const children: ChildProcess[] = [];
-const killChildren = () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-};
-process.once("exit", killChildren);
+let stopWorkers = () => {};
 
 let lastLine: string | undefined;
 try {
@@ -198,45 +170,16 @@ try {
     recipientOf.push({ email: `bench-${i % USERS}@example.com`, token: `ExponentPushToken[bench-${i % USERS}]` });
   console.error(`${USERS} users with an e-mail address and a push token in ${fmt((performance.now() - setupStarted) / 1000, 1)} s`);
 
-  const [command, ...args] = (JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")).scripts.worker as string).split(" ");
-  if (command !== "node") throw new Error(`unexpected worker script: ${command}`);
-  const outputs: string[] = [];
-  const workerEnv = {
+  const workers = await startBenchWorkers(WORKERS, {
     ...process.env,
     DATABASE_URL: benchDatabase.url,
     CHAIN_RPC_URL: "",
     SMTP_URL: `smtp://127.0.0.1:${(smtp.server.address() as AddressInfo).port}`,
     EXPO_PUSH_URL: `http://127.0.0.1:${(expo.address() as AddressInfo).port}/--/api/v2/push/send`,
     LOG_LEVEL: "warn",
-  };
-  const readies = Array.from({ length: WORKERS }, (_, w) => {
-    const child = spawn(process.execPath, args, {
-      cwd: ROOT,
-      env: { ...workerEnv, DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "bench-worker-")) },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    children.push(child);
-    outputs[w] = "";
-    const keep = (chunk: Buffer) => {
-      outputs[w] = (outputs[w]! + chunk.toString()).slice(-20_000);
-    };
-    child.stdout!.on("data", keep);
-    child.stderr!.on("data", keep);
-    return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`worker ${w + 1}: no ready line within 90 s:\n${outputs[w]}`)), 90_000);
-      child.stdout!.on("data", () => {
-        if (/^ready:/m.test(outputs[w]!)) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      child.once("exit", (code) => {
-        clearTimeout(timer);
-        reject(new Error(`worker ${w + 1} exited with ${code}:\n${outputs[w]}`));
-      });
-    });
   });
-  await Promise.all(readies);
+  stopWorkers = workers.kill;
+  const { outputs, children } = workers;
   // Their first periodic runs (every job's first slot) out of the way.
   await sleep(2_000);
   const outputBefore = outputs.map((text) => text.length);
@@ -363,16 +306,7 @@ try {
     .join("\n");
 
   // --- Workers stopped (SIGTERM: they finish what they run), then the floor on the same table.
-  await Promise.all(
-    children.map(
-      (child) =>
-        new Promise<void>((resolve) => {
-          if (child.exitCode !== null || child.signalCode !== null) return resolve();
-          child.once("exit", () => resolve());
-          child.kill("SIGTERM");
-        }),
-    ),
-  );
+  await workers.stop();
   const sample = await db.sql.query<{ userId: string; type: string; title: string; body: string; data: unknown }>(
     `SELECT "userId", "type", "title", "body", "data" FROM "Notification" WHERE "type" = 'loan_created' ORDER BY "seq"`,
   );
@@ -438,7 +372,7 @@ try {
   console.log(`duplicates: ${duplicates} (in-app ${inAppDuplicates}, push ${pushDuplicates}, e-mail ${mailDuplicates})`);
   lastLine = `ratio: ${(inAppPerSecond / floorPerSecond).toFixed(2)} p99_ms: ${Math.round(at(latencies, 0.99))}`;
 } finally {
-  killChildren();
+  stopWorkers();
   await new Promise<void>((resolve) => smtp.close(() => resolve()));
   await new Promise((resolve) => expo.close(resolve));
   await db.close();

@@ -15,13 +15,10 @@
 // BENCH_DATABASE_URL names the PostgreSQL server (default postgres@127.0.0.1:5432): the benchmark
 // creates a database of its own there and drops it at the end.
 // The last line is `ratio: <deliveries/s / plain POSTs/s> p99_ms: <event-to-delivery p99>`.
-import { type ChildProcess, spawn } from "node:child_process";
 import { createHmac, randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
-import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Agent, request } from "undici";
 import { openDatabase } from "../core/db.js";
@@ -32,8 +29,8 @@ import { createWebhooksRepo } from "../domain/webhooks/repo.js";
 import { createSecretBox } from "../domain/webhooks/secrets.js";
 import { signDelivery } from "../domain/webhooks/signing.js";
 import { freshBenchDatabase } from "./bench/database.js";
+import { startBenchWorkers } from "./bench/workers.js";
 
-const ROOT = path.resolve(import.meta.dirname, "..");
 const SERVER_URL = process.env.BENCH_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
 const WEBHOOKS = Number(process.env.BENCH_WEBHOOKS ?? 10);
@@ -85,11 +82,7 @@ const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
 const benchDatabase = await freshBenchDatabase(SERVER_URL);
 const db = await openDatabase({ databaseUrl: benchDatabase.url });
-const children: ChildProcess[] = [];
-const killChildren = () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-};
-process.once("exit", killChildren);
+let stopWorkers = () => {};
 
 let lastLine: string | undefined;
 try {
@@ -130,45 +123,16 @@ try {
   }
 
   // --- The workers.
-  const [command, ...args] = (JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")).scripts.worker as string).split(" ");
-  if (command !== "node") throw new Error(`unexpected worker script: ${command}`);
-  const outputs: string[] = [];
-  const readies = Array.from({ length: WORKERS }, (_, w) => {
-    const child = spawn(process.execPath, args, {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        NODE_ENV: "development",
-        DATABASE_URL: benchDatabase.url,
-        CHAIN_RPC_URL: "",
-        WEBHOOK_SECRET_KEY: KEY.toString("base64"),
-        LOG_LEVEL: "warn",
-        DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "bench-webhooks-")),
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    children.push(child);
-    outputs[w] = "";
-    const keep = (chunk: Buffer) => {
-      outputs[w] = (outputs[w]! + chunk.toString()).slice(-20_000);
-    };
-    child.stdout!.on("data", keep);
-    child.stderr!.on("data", keep);
-    return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`worker ${w + 1}: no ready line within 90 s:\n${outputs[w]}`)), 90_000);
-      child.stdout!.on("data", () => {
-        if (/^ready:/m.test(outputs[w]!)) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      child.once("exit", (code) => {
-        clearTimeout(timer);
-        reject(new Error(`worker ${w + 1} exited with ${code}:\n${outputs[w]}`));
-      });
-    });
+  const workers = await startBenchWorkers(WORKERS, {
+    ...process.env,
+    NODE_ENV: "development",
+    DATABASE_URL: benchDatabase.url,
+    CHAIN_RPC_URL: "",
+    WEBHOOK_SECRET_KEY: KEY.toString("base64"),
+    LOG_LEVEL: "warn",
   });
-  await Promise.all(readies);
+  stopWorkers = workers.kill;
+  const { outputs } = workers;
   await sleep(2_000);
   const outputBefore = outputs.map((text) => text.length);
 
@@ -220,16 +184,7 @@ try {
     .join("\n");
 
   // --- Workers stopped; the limit: the same signed POSTs from a plain loop at the same concurrency.
-  await Promise.all(
-    children.map(
-      (child) =>
-        new Promise<void>((resolve) => {
-          if (child.exitCode !== null || child.signalCode !== null) return resolve();
-          child.once("exit", () => resolve());
-          child.kill("SIGTERM");
-        }),
-    ),
-  );
+  await workers.stop();
   const concurrency = WORKERS * SLOTS_PER_WORKER;
   const agent = new Agent({ keepAliveTimeout: 30_000 });
   let next = 0;
@@ -285,7 +240,7 @@ try {
   );
   lastLine = `ratio: ${(deliveriesPerSecond / plainPerSecond).toFixed(2)} p99_ms: ${Math.round(at(latencies, 0.99))}`;
 } finally {
-  killChildren();
+  stopWorkers();
   server.closeAllConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));
   await db.close();

@@ -26,6 +26,8 @@ export type ConsumedEvent<T extends EventType = EventType> = {
     chainId: number | null;
     /** When the fact happened: block time for chain facts. */
     createdAt: Date;
+    /** Its place in the outbox's insertion order. */
+    seq: bigint;
     data: EventData<K>;
   };
 }[T];
@@ -160,9 +162,9 @@ function readPending<T extends EventType>(
 /** The row decoded by the catalogue, or undefined (reported through onInvalid) when it no longer matches it. */
 function decoded<T extends EventType>(row: PendingRow<T>, options: ConsumeOptions<T>): ConsumedEvent<T> | undefined {
   try {
-    const { seq: _seq, ...fields } = row;
     return {
-      ...fields,
+      ...row,
+      seq: BigInt(row.seq),
       chainId: row.chainId === null ? null : Number(row.chainId),
       data: decodeEventData(row.type, row.data),
     } as ConsumedEvent<T>;

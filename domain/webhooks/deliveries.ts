@@ -65,7 +65,7 @@ export function createWebhookDeliveries(deps: {
       const name = DELIVERED_AS[event.type];
       const everyone = EVERYONES.includes(name);
       return hooks
-        .filter((hook) => hook.events.includes(name) && (everyone || hook.userId === event.userId))
+        .filter((hook) => hook.events.includes(name) && (everyone || hook.userId === event.userId) && event.seq > BigInt(hook.fromSeq))
         .map((hook) => ({
           kind: WEBHOOK_DELIVERY_JOB,
           payload: { webhookId: hook.id, eventId: event.id, event: name } satisfies DeliveryJobPayload,
@@ -80,9 +80,14 @@ export function createWebhookDeliveries(deps: {
   return {
     /** Fans out the events not yet taken by `webhooks`, a page per transaction. */
     async run(now: Date, hooks: { found?: () => void } = {}): Promise<ConsumeResult> {
+      // Only the types some active webhook hears: the others are never read (the consumer's
+      // cursor moves over them), and a webhook created later hears only what comes after it (fromSeq).
+      const names = new Set(await deps.repo.subscribedNames());
+      const types = DELIVERED_TYPES.filter((type) => names.has(DELIVERED_AS[type]));
+      if (types.length === 0) return { applied: 0, contended: false };
       const result = await consumeEventPages(deps.db, {
         consumer: "webhooks",
-        types: DELIVERED_TYPES,
+        types,
         now,
         logger: deps.logger,
         batchSize: PAGE_SIZE,
@@ -118,6 +123,7 @@ export function createWebhookDeliveries(deps: {
       const events = await deps.db.prisma.$queryRaw<{ id: string; type: DeliveredType }[]>`
         SELECT "id"::text AS "id", "type" FROM "DomainEvent"
           WHERE "createdAt" >= ${since.toISOString()}::timestamp(3) AND "type" = ANY(${types}::text[]) AND "revertedAt" IS NULL
+            AND "seq" > ${webhook.fromSeq}
             AND ("userId" = ${userId} OR "type" = ANY(${everyones}::text[]))
           ORDER BY "createdAt", "seq" LIMIT ${REPLAY_MAX_EVENTS + 1}`;
       if (events.length > REPLAY_MAX_EVENTS) {

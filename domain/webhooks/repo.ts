@@ -57,7 +57,10 @@ export function createWebhooksRepo({ db }: { db: Db }) {
         await tx.$queryRaw`SELECT 1 FROM "User" WHERE "id" = ${row.userId} FOR UPDATE`;
         if ((await tx.webhook.count({ where: { userId: row.userId } })) >= max) return "limit" as const;
         const created = await tx.webhook.createManyAndReturn({ data: [{ id: randomUUID(), ...row }], skipDuplicates: true });
-        return created[0] ?? ("exists" as const);
+        if (!created[0]) return "exists" as const;
+        // It hears what happens from now on: the events recorded before it are not its.
+        await tx.$executeRaw`UPDATE "Webhook" SET "fromSeq" = (SELECT coalesce(max("seq"), 0) FROM "DomainEvent") WHERE "id" = ${created[0].id}::uuid`;
+        return created[0];
       });
     },
 
@@ -89,6 +92,13 @@ export function createWebhooksRepo({ db }: { db: Db }) {
 
     deliveries: (webhookId: string, limit: number) =>
       prisma.webhookDelivery.findMany({ where: { webhookId }, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take: limit }),
+
+    /** The event names some active webhook subscribes to. */
+    async subscribedNames(): Promise<string[]> {
+      const rows = await prisma.$queryRaw<{ name: string }[]>`
+        SELECT DISTINCT unnest("events") AS "name" FROM "Webhook" WHERE "status" = 'active'`;
+      return rows.map((row) => row.name);
+    },
 
     /** A domain event, as the outbox keeps it. */
     event: (id: string) => prisma.domainEvent.findUnique({ where: { id } }),
@@ -123,8 +133,8 @@ export function createWebhooksRepo({ db }: { db: Db }) {
 
     /** The active webhooks subscribed to any of `names`: those of `users`, and everyone's for the `everyones` names. */
     subscribers: (tx: Tx, names: string[], users: string[], everyones: string[]) =>
-      tx.$queryRaw<Pick<WebhookRow, "id" | "userId" | "events">[]>`
-        SELECT "id"::text AS "id", "userId", "events" FROM "Webhook"
+      tx.$queryRaw<(Pick<WebhookRow, "id" | "userId" | "events"> & { fromSeq: bigint })[]>`
+        SELECT "id"::text AS "id", "userId", "events", "fromSeq" FROM "Webhook"
           WHERE "status" = 'active' AND "events" && ${names}::text[]
             AND ("userId" = ANY(${users}::text[]) OR "events" && ${everyones}::text[])`,
 

@@ -115,6 +115,27 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
     expect(await verifyGithubStyle(SECRET, hit!.body, hit!.headers["x-service-signature"] as string)).to.equal(true);
   });
 
+  it("delivers to a webhook only the events recorded after it was created", async () => {
+    // No webhook hears trust_score.updated yet: the consumer leaves this event alone...
+    const change = (previousScore: number) =>
+      record("trust_score.updated", aliceId, {
+        userId: aliceId,
+        previousScore,
+        newScore: previousScore + 5,
+        change: 5,
+        reason: "repayment",
+        timestamp: new Date().toISOString(),
+      });
+    await change(40);
+    await sleep(300);
+    // ...and the webhook subscribed after it never receives it, only what comes after.
+    await subscribe(alice, "/late", ["trust_score.updated"]);
+    const after = await change(45);
+    await until(() => hitsOf("/late").length === 1, "the later event's delivery");
+    await sleep(500);
+    expect(hitsOf("/late").map((hit) => JSON.parse(hit.body).id)).to.deep.equal([after]);
+  });
+
   it("tells every subscriber of vault.yield_distributed, and a lock only to the guardians, as social_vault.locked", async () => {
     await subscribe(alice, "/alice/yield", ["vault.yield_distributed"]);
     await subscribe(bob, "/bob/yield", ["vault.yield_distributed", "social_vault.locked"]);

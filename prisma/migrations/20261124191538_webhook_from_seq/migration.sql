@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "Webhook" ADD COLUMN     "fromSeq" BIGINT NOT NULL DEFAULT 0;
