@@ -22,3 +22,7 @@ export function jsonForPostgres(value: unknown): string {
   return JSON.stringify(value, (_key, inner) => (typeof inner === "string" && !inner.isWellFormed() ? inner.toWellFormed() : inner));
 }
 const ESCAPED_SURROGATE = /\\ud[89a-f]/i;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Whether a value is a UUID in its text form: an id that is not one names no row, and never reaches a uuid column. */
+export const isUuid = (value: string) => UUID.test(value);

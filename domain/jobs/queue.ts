@@ -16,7 +16,7 @@
 
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../core/clock.js";
-import { jsonForPostgres } from "../../core/text.js";
+import { isUuid, jsonForPostgres } from "../../core/text.js";
 import { type Job as JobRow, Prisma } from "../../generated/prisma/client.js";
 import type { Db, Tx } from "../db.js";
 import { type ProcessPresence, processAlive } from "../processes/presence.js";
@@ -35,7 +35,6 @@ const BACKOFF_JITTER = 0.2;
 const ERROR_MAX_CHARS = 2_000;
 /** Rows deleted per statement by prune: no long lock on a large table. */
 const PRUNE_BATCH = 5_000;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * The delay before try `attempt + 1` after try `attempt` failed: 10 s × 2^(attempt-1), at most
@@ -323,7 +322,7 @@ export function createJobQueue({
       return rows.map(({ attempts, ...row }) => ({ ...row, attempt: attempts }));
     },
 
-    get: (where) => ("id" in where && !UUID.test(where.id) ? Promise.resolve(null) : prisma.job.findUnique({ where })),
+    get: (where) => ("id" in where && !isUuid(where.id) ? Promise.resolve(null) : prisma.job.findUnique({ where })),
 
     listDead: ({ kind, limit = 50, offset = 0 } = {}) =>
       prisma.job.findMany({
@@ -334,7 +333,7 @@ export function createJobQueue({
       }),
 
     async retryDead(jobId) {
-      if (!UUID.test(jobId)) return false;
+      if (!isUuid(jobId)) return false;
       // Attempts are never reset (JobAttempt keeps one row per try number): one more try is allowed instead.
       const count = await prisma.$executeRaw`
         UPDATE "Job" SET "status" = 'queued', "runAt" = ${ts(clock.now())}, "finishedAt" = NULL,

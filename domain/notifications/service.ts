@@ -1,7 +1,9 @@
 // Notifications for users: the in-app feed, preferences, push devices, and `notify`, the one
 // code path every notification takes (from domain events, and the test route's).
+
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../core/clock.js";
+import { isUuid } from "../../core/text.js";
 import type { Db, Tx } from "../db.js";
 import { AppError } from "../errors.js";
 import type { UserRecord, UsersRepo } from "../users/repo.js";
@@ -59,7 +61,6 @@ export interface NotificationsServiceDeps {
 
 /** The push token formats of the provider (Expo): `ExponentPushToken[...]` and `ExpoPushToken[...]`. */
 export const PUSH_TOKEN = /^Expo(?:nent)?PushToken\[[A-Za-z0-9_-]{1,200}\]$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const viewOf = (row: NotificationRow): NotificationView => ({
   id: row.id,
@@ -80,7 +81,7 @@ export function createNotificationsService({ db, clock, repo, users, activeGuard
    * for every id that is not the caller's), and no malformed value reaches the uuid column.
    */
   const ownId = (id: string) => {
-    if (!UUID.test(id)) throw notFound();
+    if (!isUuid(id)) throw notFound();
     return id.toLowerCase();
   };
 

@@ -10,6 +10,7 @@
 // of the vault's guardians who are users, from their silent alert (social_vault.guardian_alert),
 // under the name `social_vault.locked`. While a webhook is `failing`, no new event is queued for
 // it and its queued deliveries end without an attempt; PATCH status active revives it.
+
 import type { Clock } from "../../core/clock.js";
 import type { Logger } from "../../core/logger.js";
 import type { Db, Tx } from "../db.js";
@@ -39,7 +40,6 @@ const concurrencyOf = (webhookId: string) => ({ key: `webhook:${webhookId}`, lim
 /** How far back a replay may start, and how many events it may queue at most. */
 export const REPLAY_MAX_DAYS = 30;
 export const REPLAY_MAX_EVENTS = 10_000;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface DeliveryJobPayload {
   webhookId: string;
@@ -51,7 +51,7 @@ export interface DeliveryJobPayload {
 export function createWebhookDeliveries(deps: {
   db: Db;
   repo: WebhooksRepo;
-  webhooks: Pick<WebhooksService, "deliver">;
+  webhooks: Pick<WebhooksService, "deliver" | "own">;
   jobs: Pick<JobQueue, "enqueueMany" | "wake">;
   clock: Pick<Clock, "now">;
   logger?: Pick<Logger, "warn" | "info">;
@@ -108,8 +108,7 @@ export function createWebhookDeliveries(deps: {
      * Answers how many were queued.
      */
     async replay(userId: string, webhookId: string, since: Date): Promise<{ queued: number }> {
-      const webhook = UUID.test(webhookId) ? await deps.repo.byId(webhookId) : null;
-      if (!webhook || webhook.userId !== userId) throw new AppError("WEBHOOK_NOT_FOUND", "Webhook not found");
+      const webhook = await deps.webhooks.own(userId, webhookId);
       if (webhook.status !== "active") throw new AppError("CONFLICT", "The webhook is failing: set it active first (PATCH status active)");
       const now = deps.clock.now();
       if (since.getTime() > now.getTime() || now.getTime() - since.getTime() > REPLAY_MAX_DAYS * 86_400_000) {
@@ -149,7 +148,7 @@ export function createWebhookDeliveries(deps: {
     async attempt(payload: DeliveryJobPayload, job: Pick<ClaimedJob, "attempt">): Promise<void> {
       const { webhook, event } = await deps.repo.forAttempt(payload.webhookId, payload.eventId);
       // Deleted, or failing (revived by PATCH status active; its events since can be replayed).
-      if (!webhook || webhook.status !== "active") return;
+      if (webhook?.status !== "active") return;
       // A reorg removed the fact before its first attempt: there is nothing to tell.
       if (!event || (event.revertedAt !== null && job.attempt === 1)) return;
       const body = payloadOfEvent(event, payload.event);

@@ -10,6 +10,8 @@ export interface WebhookRow {
   previousSecret: string | null;
   previousSecretUntil: Date | null;
   status: string;
+  /** The outbox's last seq at its creation: it hears the events after it. */
+  fromSeq: bigint;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -38,7 +40,8 @@ export interface AttemptEvent {
   revertedAt: Date | null;
 }
 
-type WebhookJson = Omit<WebhookRow, "previousSecretUntil" | "createdAt" | "updatedAt"> & {
+type WebhookJson = Omit<WebhookRow, "previousSecretUntil" | "createdAt" | "updatedAt" | "fromSeq"> & {
+  fromSeq: string;
   previousSecretUntil: string | null;
   createdAt: string;
   updatedAt: string;
@@ -52,7 +55,7 @@ export function createWebhooksRepo({ db }: { db: Db }) {
      * row, so two concurrent creations cannot both pass the count) or this URL. Answers
      * "limit", "exists" or the row.
      */
-    async create(row: Omit<WebhookRow, "id">, max: number): Promise<WebhookRow | "limit" | "exists"> {
+    async create(row: Omit<WebhookRow, "id" | "fromSeq">, max: number): Promise<WebhookRow | "limit" | "exists"> {
       return prisma.$transaction(async (tx) => {
         await tx.$queryRaw`SELECT 1 FROM "User" WHERE "id" = ${row.userId} FOR UPDATE`;
         if ((await tx.webhook.count({ where: { userId: row.userId } })) >= max) return "limit" as const;
@@ -107,7 +110,7 @@ export function createWebhooksRepo({ db }: { db: Db }) {
     async forAttempt(webhookId: string, eventId: string): Promise<{ webhook: WebhookRow | null; event: AttemptEvent | null }> {
       const [row] = await prisma.$queryRaw<{ webhook: WebhookJson | null; event: AttemptEvent | null }[]>`
         SELECT (SELECT row_to_json(w) FROM (SELECT "id"::text AS "id", "userId", "url", "events", "secret", "previousSecret",
-                    "previousSecretUntil", "status", "createdAt", "updatedAt" FROM "Webhook" WHERE "id" = ${webhookId}::uuid) w) AS "webhook",
+                    "previousSecretUntil", "status", "createdAt", "updatedAt", "fromSeq"::text AS "fromSeq" FROM "Webhook" WHERE "id" = ${webhookId}::uuid) w) AS "webhook",
                (SELECT row_to_json(e) FROM (SELECT "id"::text AS "id", "type", "data", "createdAt", "revertedAt"
                     FROM "DomainEvent" WHERE "id" = ${eventId}::uuid) e) AS "event"`;
       const webhook = row?.webhook ?? null;
@@ -117,6 +120,7 @@ export function createWebhooksRepo({ db }: { db: Db }) {
       return {
         webhook: webhook && {
           ...webhook,
+          fromSeq: BigInt(webhook.fromSeq),
           previousSecretUntil: utc(webhook.previousSecretUntil),
           createdAt: utc(webhook.createdAt)!,
           updatedAt: utc(webhook.updatedAt)!,
@@ -128,8 +132,6 @@ export function createWebhooksRepo({ db }: { db: Db }) {
         },
       };
     },
-
-    byId: (id: string) => prisma.webhook.findUnique({ where: { id } }),
 
     /** The active webhooks subscribed to any of `names`: those of `users`, and everyone's for the `everyones` names. */
     subscribers: (tx: Tx, names: string[], users: string[], everyones: string[]) =>

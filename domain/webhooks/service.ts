@@ -2,8 +2,10 @@
 // their shared secret sealed at rest, the deliveries log, and the test delivery. A delivery is
 // signed (signing.ts) and sent through the SSRF-safe egress (egress.ts) by `deliver`, the one
 // path of every attempt, which records it in the log.
+
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../core/clock.js";
+import { isUuid } from "../../core/text.js";
 import { AppError } from "../errors.js";
 import type { WebhookEgress } from "./egress.js";
 import { urlRefusal } from "./egress.js";
@@ -63,8 +65,6 @@ export const deliveryViewOf = (row: DeliveryRow): DeliveryView => ({
 
 const TEST_DATA = { test: true, message: "A test delivery: no such event happened." };
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export function createWebhooksService({
   repo,
   secrets,
@@ -80,7 +80,7 @@ export function createWebhooksService({
 }) {
   /** The user's webhook, or WEBHOOK_NOT_FOUND (also for another user's id and for a malformed one). */
   async function own(userId: string, id: string): Promise<WebhookRow> {
-    const row = UUID.test(id) ? await repo.find(userId, id) : null;
+    const row = isUuid(id) ? await repo.find(userId, id) : null;
     if (!row) throw new AppError("WEBHOOK_NOT_FOUND", "Webhook not found");
     return row;
   }
@@ -139,13 +139,14 @@ export function createWebhooksService({
 
   /** The payload of a logged delivery, built again: the event's (a test delivery's again, with its id). */
   async function payloadOf(delivery: DeliveryRow): Promise<WebhookPayload> {
-    const event = UUID.test(delivery.eventId) ? await repo.event(delivery.eventId) : null;
+    const event = isUuid(delivery.eventId) ? await repo.event(delivery.eventId) : null;
     if (event) return payloadOfEvent(event, delivery.event);
     return { id: delivery.eventId, event: delivery.event, timestamp: delivery.createdAt.toISOString(), data: TEST_DATA };
   }
 
   return {
     deliver,
+    own,
 
     /** Deletes the logged attempts older than DELIVERY_LOG_RETENTION_MS; answers how many. */
     pruneLog: (now: Date) => repo.pruneDeliveries(new Date(now.getTime() - DELIVERY_LOG_RETENTION_MS)),
@@ -166,7 +167,7 @@ export function createWebhooksService({
     /** One logged delivery sent again now (its event's payload, the same id), as its next attempt, whatever the webhook's status. */
     async resend(userId: string, id: string, deliveryId: string): Promise<{ delivered: boolean; statusCode: number; duration: number }> {
       const webhook = await own(userId, id);
-      const logged = UUID.test(deliveryId) ? await repo.delivery(webhook.id, deliveryId) : null;
+      const logged = isUuid(deliveryId) ? await repo.delivery(webhook.id, deliveryId) : null;
       if (!logged) throw new AppError("NOT_FOUND", "Delivery not found", { field: "deliveryId", reason: "not a delivery of this webhook" });
       const payload = await payloadOf(logged);
       const { result } = await deliver(webhook, payload, (await repo.lastAttempt(webhook.id, payload.id)) + 1);
@@ -226,7 +227,7 @@ export function createWebhooksService({
     },
 
     async remove(userId: string, id: string): Promise<void> {
-      if (!UUID.test(id) || !(await repo.remove(userId, id))) throw new AppError("WEBHOOK_NOT_FOUND", "Webhook not found");
+      if (!isUuid(id) || !(await repo.remove(userId, id))) throw new AppError("WEBHOOK_NOT_FOUND", "Webhook not found");
     },
 
     async deliveries(userId: string, id: string, limit: number): Promise<DeliveryView[]> {

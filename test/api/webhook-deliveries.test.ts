@@ -3,8 +3,7 @@
 // 24 h on the service clock, then `failing` (no new event queued), revived by PATCH status
 // active; a 503's Retry-After honoured where it asks for longer than the schedule.
 import { randomUUID } from "node:crypto";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
+import type http from "node:http";
 import { verify as verifyGithubStyle } from "@octokit/webhooks-methods";
 import { expect } from "chai";
 import { Webhook as StandardWebhook } from "svix";
@@ -18,46 +17,25 @@ import { startTestApi, type TestApi } from "../helpers/api.js";
 import { usingPostgres } from "../helpers/database.js";
 import { expectErrorEnvelope } from "../helpers/envelope.js";
 import { sleep, until } from "../helpers/waiting.js";
+import { type Received, startWebhookReceiver, type WebhookReceiver } from "../helpers/webhook-receiver.js";
 
 const SECRET = "delivery-test-secret-0123456789";
 const ADDRESS = (n: number) => `0x${n.toString(16).padStart(40, "0")}`;
-
-interface Hit {
-  path: string;
-  body: string;
-  headers: http.IncomingHttpHeaders;
-  at: number;
-}
 
 describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
   this.timeout(120_000);
   let api: TestApi;
   let workers: Workers;
-  let server: http.Server;
+  let receiver: WebhookReceiver;
   let base: string;
-  const hits: Hit[] = [];
-  const answers = new Map<string, (res: http.ServerResponse) => void>();
   let alice: string;
   let bob: string;
   let aliceId: string;
   let bobId: string;
 
   before(async () => {
-    server = http.createServer((req, res) => {
-      let body = "";
-      req.setEncoding("utf8");
-      req.on("data", (chunk: string) => {
-        body += chunk;
-      });
-      req.on("end", () => {
-        hits.push({ path: req.url ?? "", body, headers: req.headers, at: api.clock.now().getTime() });
-        const answer = answers.get(req.url ?? "");
-        if (answer) answer(res);
-        else res.writeHead(200).end();
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    receiver = await startWebhookReceiver({ now: () => api.clock.now().getTime() });
+    base = receiver.base;
     api = await startTestApi();
     workers = startPlatformWorkers({ services: api.services, clock: api.clock, logger: createLogger("silent"), tickMs: 100 });
     alice = await api.token("deliveries|alice", { name: "Alice" });
@@ -68,7 +46,7 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
   after(async () => {
     await workers?.stop();
     await api?.close();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await receiver?.close();
   });
 
   const subscribe = async (token: string, path: string, events: string[]) => {
@@ -86,7 +64,7 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
   }
   const levelUp = (userId: string, level: string) =>
     record("user.level_up", userId, { userId, level, previousLevel: "Newcomer", xp: 120, timestamp: new Date().toISOString() });
-  const hitsOf = (path: string) => hits.filter((hit) => hit.path === path);
+  const hitsOf = (path: string) => receiver.of(path);
   /** The webhook's delivery job has recorded its n-th attempt's outcome (the receiver saw it a moment before). */
   const recorded = (webhookId: string, attempts: number) =>
     until(async () => {
@@ -168,7 +146,7 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
 
   it("attempts six times on the schedule of the service clock, then turns failing; PATCH status active revives it", async () => {
     const id = await subscribe(alice, "/flaky", ["user.level_up"]);
-    answers.set("/flaky", (res) => res.writeHead(500).end());
+    receiver.answers.set("/flaky", (res) => res.writeHead(500).end());
     const started = api.clock.now().getTime();
     await levelUp(aliceId, "Builder");
     await until(() => hitsOf("/flaky").length === 1, "the first attempt");
@@ -213,7 +191,7 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
     ).to.equal(1);
 
     // Failing: a new event is not queued for it.
-    answers.delete("/flaky");
+    receiver.answers.delete("/flaky");
     await levelUp(aliceId, "Investor");
     await sleep(600);
     expect(hitsOf("/flaky")).to.have.length(6);
@@ -228,7 +206,7 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
     bob = await api.token("deliveries|bob", { name: "Bob" });
     const id = await subscribe(bob, "/busy", ["user.level_up"]);
     let calls = 0;
-    answers.set("/busy", (res) => {
+    receiver.answers.set("/busy", (res) => {
       calls += 1;
       if (calls === 1) res.writeHead(503, { "retry-after": "600" }).end();
       else res.writeHead(200).end();
@@ -249,7 +227,7 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
     await subscribe(bob, "/hang", ["user.level_up"]);
     await subscribe(alice, "/quick", ["user.level_up"]);
     const hanging: http.ServerResponse[] = [];
-    answers.set("/hang", (res) => hanging.push(res));
+    receiver.answers.set("/hang", (res) => hanging.push(res));
     for (let i = 0; i < 8; i += 1) await levelUp(bobId, `Hang ${i}`);
     await until(() => hitsOf("/hang").length === 4, "four deliveries to the hanging receiver");
     const quickEvent = await levelUp(aliceId, "Quick");
@@ -259,7 +237,7 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
     expect(performance.now() - started).to.be.below(3_000);
     expect(hitsOf("/hang")).to.have.length(4);
     for (const res of hanging) res.writeHead(200).end();
-    answers.delete("/hang");
+    receiver.answers.delete("/hang");
   });
 
   describe("what users reach for when a receiver was down", () => {
@@ -270,11 +248,11 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
 
     it("resends one logged delivery now, with the same id, as its next attempt", async () => {
       const id = await subscribe(alice, "/resend", ["user.level_up"]);
-      answers.set("/resend", (res) => res.writeHead(500).end());
+      receiver.answers.set("/resend", (res) => res.writeHead(500).end());
       const eventId = await levelUp(aliceId, "Resent");
       await until(() => hitsOf("/resend").length === 1, "the first attempt");
       await recorded(id, 1);
-      answers.delete("/resend");
+      receiver.answers.delete("/resend");
       const [failed] = (await api.request("GET", `/v1/webhooks/${id}/deliveries`, { token: alice })).body.data;
       expect(failed).to.include({ status: "failed", statusCode: 500 });
       const resent = await api.request("POST", `/v1/webhooks/${id}/deliveries/${failed.id}/resend`, { token: alice });
@@ -348,7 +326,7 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
       expect(await verifyGithubStyle(NEW, during.body, values[0]!)).to.equal(true);
       expect(await verifyGithubStyle(SECRET, during.body, values[1]!)).to.equal(true);
       expect((during.headers["webhook-signature"] as string).split(" ")).to.have.length(2);
-      const standardHeaders = (hit: Hit) => ({
+      const standardHeaders = (hit: Received) => ({
         "webhook-id": hit.headers["webhook-id"] as string,
         "webhook-timestamp": hit.headers["webhook-timestamp"] as string,
         "webhook-signature": hit.headers["webhook-signature"] as string,

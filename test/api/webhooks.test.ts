@@ -3,8 +3,6 @@
 // signatures are checked by independent verifiers (@octokit/webhooks-methods for
 // x-service-signature, svix for the Standard Webhooks headers).
 import { randomUUID } from "node:crypto";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { verify as verifyGithubStyle } from "@octokit/webhooks-methods";
 import { expect } from "chai";
 import { Webhook as StandardWebhook } from "svix";
@@ -12,48 +10,21 @@ import { standardSecretOf } from "../../domain/webhooks/signing.js";
 import { startTestApi, type TestApi } from "../helpers/api.js";
 import { usingPostgres } from "../helpers/database.js";
 import { expectErrorEnvelope } from "../helpers/envelope.js";
+import { startWebhookReceiver, type WebhookReceiver } from "../helpers/webhook-receiver.js";
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const SECRET = "a-shared-secret-of-32-characters";
 
-interface Received {
-  path: string;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
-/** A receiver on 127.0.0.1 answering each path as told (default 200), keeping what it got. */
-async function startReceiver() {
-  const received: Received[] = [];
-  const answers = new Map<string, (res: http.ServerResponse) => void>();
-  const server = http.createServer((req, res) => {
-    let body = "";
-    req.setEncoding("utf8");
-    req.on("data", (chunk: string) => {
-      body += chunk;
-    });
-    req.on("end", () => {
-      received.push({ path: req.url ?? "", headers: req.headers, body });
-      const answer = answers.get(req.url ?? "");
-      if (answer) answer(res);
-      else res.writeHead(200).end("ok");
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { base, received, answers, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
-}
-
 describe(`webhooks (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
   this.timeout(60_000);
   let api: TestApi;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let receiver: WebhookReceiver;
   let alice: string;
   let bob: string;
 
   before(async () => {
     api = await startTestApi();
-    receiver = await startReceiver();
+    receiver = await startWebhookReceiver();
     alice = await api.token("webhooks|alice", { name: "Alice" });
     bob = await api.token("webhooks|bob", { name: "Bob" });
   });

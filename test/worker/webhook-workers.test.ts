@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
+import type http from "node:http";
 import { expect } from "chai";
 import { domainEvent, recordEvents } from "../../domain/events/outbox.js";
 import { startTestApi, type TestApi } from "../helpers/api.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { waitFor } from "../helpers/mirror.js";
 import { type StackProcess, startStack } from "../helpers/stack.js";
+import { startWebhookReceiver, type WebhookReceiver } from "../helpers/webhook-receiver.js";
 
 // Real `npm run worker` processes on one PostgreSQL deliver webhook events: two of them never
 // make one attempt twice, and a worker killed in the middle of a delivery leaves it to the other,
@@ -18,7 +18,7 @@ if (usingPostgres) {
     this.timeout(180_000);
     let db: TestDatabase;
     let api: TestApi;
-    let server: http.Server;
+    let receiver: WebhookReceiver;
     let base: string;
     const children: StackProcess[] = [];
     /** Deliveries answered 200: `<path> <event id>`. */
@@ -29,23 +29,16 @@ if (usingPostgres) {
     const SECRET = "worker-test-secret-0123456789abcd";
 
     before(async () => {
-      server = http.createServer((req, res) => {
-        let body = "";
-        req.setEncoding("utf8");
-        req.on("data", (chunk: string) => {
-          body += chunk;
-        });
-        req.on("end", () => {
-          if (hang) {
-            held.push(res);
-            return;
-          }
-          answered.push(`${req.url} ${JSON.parse(body).id}`);
-          res.writeHead(200).end();
-        });
-      });
-      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-      base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      receiver = await startWebhookReceiver();
+      receiver.fallback = (res, request) => {
+        if (hang) {
+          held.push(res);
+          return;
+        }
+        answered.push(`${request.path} ${JSON.parse(request.body).id}`);
+        res.writeHead(200).end();
+      };
+      base = receiver.base;
       db = await createTestDatabase();
       // The API registers the webhooks; only the worker processes fan out and deliver.
       api = await startTestApi({ db });
@@ -53,8 +46,7 @@ if (usingPostgres) {
     after(async () => {
       for (const child of children) await child.stop("SIGKILL");
       for (const res of held) res.destroy();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await receiver?.close();
       await api?.close();
       await db?.destroy();
     });
