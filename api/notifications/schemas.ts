@@ -29,7 +29,9 @@ export const listQuery = z.object({
 
 export const notification = z.object({
   id: z.string(),
-  type: z.enum(NOTIFICATION_TYPES).describe("part 2's 13 types, and the extension webhook_failing (one of your webhooks stopped receiving)"),
+  type: z
+    .enum(NOTIFICATION_TYPES)
+    .describe("part 2's 13 types, and the extension webhook_failing (one of your webhooks stopped receiving)"),
   title: z.string().describe("in the user's language (settings.language; English where no translation exists)"),
   body: z.string(),
   read: z.boolean(),
