@@ -179,6 +179,19 @@ async function insertEvents(query: SqlQuery, chainId: number, out: BatchOutput, 
   const { rows: existing } = copy
     ? await query(`SELECT 1 FROM "DomainEvent" WHERE "dedupeKey" = ANY($1::text[]) LIMIT 1`, [keys])
     : { rows: [] };
+  if (existing.length > 0 || !copy) {
+    // Reverted facts that come back (the same transaction and log in the new branch) are said by
+    // a chain.fact_restored naming the revert it undoes; the upsert below clears their revertedAt.
+    await query(
+      `INSERT INTO "DomainEvent" ("id", "type", "userId", "data", "dedupeKey", "createdAt", "chainId")
+       SELECT gen_random_uuid(), 'chain.fact_restored', d."userId",
+           jsonb_build_object('eventId', d."id"::text, 'type', d."type", 'revertEventId', md5(${REVERT_KEY("d")})::uuid::text),
+           'chain:' || d."chainId"::text || ':restored:' || d."id"::text || ':' || d."seq"::text, $2::timestamp(3), d."chainId"
+         FROM "DomainEvent" d WHERE d."dedupeKey" = ANY($1::text[]) AND d."revertedAt" IS NOT NULL
+       ON CONFLICT ("dedupeKey") DO NOTHING`,
+      [keys, new Date().toISOString()],
+    );
+  }
   return insertRows(
     query,
     "DomainEvent",
@@ -212,6 +225,10 @@ async function insertEvents(query: SqlQuery, chainId: number, out: BatchOutput, 
   );
 }
 
+/** The dedupe key of a chain.fact_reverted, in SQL, of the DomainEvent row aliased `alias`: chain, fact and generation. */
+const REVERT_KEY = (alias: string) =>
+  `'chain:' || ${alias}."chainId"::text || ':reverted:' || ${alias}."id"::text || ':' || ${alias}."seq"::text`;
+
 /**
  * Removes everything above `forkBlock` (raw logs, blocks, decoded rows, events no consumer
  * took), rebuilds the state rows those logs had changed from the logs that remain, and
@@ -242,8 +259,20 @@ export async function rollbackTo(
           AND NOT EXISTS (SELECT 1 FROM "ConsumedEvent" c WHERE c."eventId" = d."id")`,
       [chainId, fork.blockNumber],
     );
+    // ...and each is said by a chain.fact_reverted event, for the consumers that told someone
+    // (webhooks send `<event>.reverted`). Its key names the fact's generation (seq): a fact that
+    // comes back and is reverted again is said again. Its id is derived from the key, so the
+    // chain.fact_restored of a fact that comes back can name the revert it undoes.
     await query(
-      `UPDATE "DomainEvent" SET "revertedAt" = $3::timestamp(3) WHERE "chainId" = $1 AND "blockNumber" > $2 AND "revertedAt" IS NULL`,
+      `WITH reverted AS (
+         UPDATE "DomainEvent" SET "revertedAt" = $3::timestamp(3)
+           WHERE "chainId" = $1 AND "blockNumber" > $2 AND "revertedAt" IS NULL
+           RETURNING "id", "type", "userId", "seq", "chainId")
+       INSERT INTO "DomainEvent" ("id", "type", "userId", "data", "dedupeKey", "createdAt", "chainId")
+       SELECT md5(${REVERT_KEY("r")})::uuid, 'chain.fact_reverted', r."userId", jsonb_build_object('eventId', r."id"::text, 'type', r."type"),
+           ${REVERT_KEY("r")}, $3::timestamp(3), $1
+         FROM reverted r
+       ON CONFLICT ("dedupeKey") DO NOTHING`,
       [chainId, fork.blockNumber, new Date().toISOString()],
     );
     await StateStore.delete(query, chainId, keys);

@@ -189,6 +189,18 @@ export const EVENT_CATALOGUE = {
       "One of the user's webhooks turned failing (the sixth attempt of a delivery failed): told to its owner, never delivered to webhooks.",
     data: z.object({ userId: z.string(), webhookId: z.string(), url: z.string(), lastError: z.string(), failedAt: isoTime }),
   }),
+  "chain.fact_reverted": defineEvent({
+    source: "chain",
+    description:
+      "A reorganisation removed the block of a chain fact whose event a consumer had already taken (that event stays, marked revertedAt). Written by the indexer's rollback; its userId is the fact's.",
+    data: z.object({ eventId: z.guid(), type: z.string() }),
+  }),
+  "chain.fact_restored": defineEvent({
+    source: "chain",
+    description:
+      "A reverted chain fact came back in the new branch (the same transaction and log): its event is no longer reverted. revertEventId is the chain.fact_reverted it undoes.",
+    data: z.object({ eventId: z.guid(), type: z.string(), revertEventId: z.guid() }),
+  }),
   "user.trust_score_updated": defineEvent({
     source: "service",
     description: "Same as trust_score.updated, under the name of the spec's event list.",

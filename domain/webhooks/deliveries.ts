@@ -10,6 +10,15 @@
 // of the vault's guardians who are users, from their silent alert (social_vault.guardian_alert),
 // under the name `social_vault.locked`. While a webhook is `failing`, no new event is queued for
 // it and its queued deliveries end without an attempt; PATCH status active revives it.
+//
+// Reorgs: a chain fact reaches the outbox once its block has CONFIRMATIONS (the indexer follows
+// head - CONFIRMATIONS), so it is never sent earlier. When a deeper reorg removes a fact, the
+// indexer writes chain.fact_reverted; each webhook to which an attempt of the fact was made (the
+// receiver may have acted on it, even on an attempt whose answer was lost) receives
+// `<event>.reverted`, whose data is the original payload (its id among it). A fact that comes back
+// in the new branch (chain.fact_restored) is sent again, with its original id, to each webhook
+// that was told `.reverted`. Both wait REORG_FOLLOW_UP_DELAY_MS, so an attempt in flight at the
+// revert is logged first; an attempt of a fact that is reverted by then is not made.
 
 import type { Clock } from "../../core/clock.js";
 import type { Logger } from "../../core/logger.js";
@@ -19,7 +28,16 @@ import { type ConsumedEvent, type ConsumeResult, consumeEventPages } from "../ev
 import { domainEvent, recordEvents } from "../events/outbox.js";
 import { type ClaimedJob, type JobQueue, PermanentJobError, RetryableJobError } from "../jobs/queue.js";
 import type { WebhookEvent } from "./events.js";
-import { DELIVERED_AS, DELIVERED_TYPES, type DeliveredType, EVERYONES, payloadOfEvent } from "./payloads.js";
+import {
+  DELIVERED_AS,
+  DELIVERED_TYPES,
+  type DeliveredType,
+  EVERYONES,
+  isDeliveredType,
+  payloadOfEvent,
+  revertedPayload,
+  type WebhookPayload,
+} from "./payloads.js";
 import type { WebhooksRepo } from "./repo.js";
 import type { WebhooksService } from "./service.js";
 
@@ -41,11 +59,68 @@ const concurrencyOf = (webhookId: string) => ({ key: `webhook:${webhookId}`, lim
 export const REPLAY_MAX_DAYS = 30;
 export const REPLAY_MAX_EVENTS = 10_000;
 
-export interface DeliveryJobPayload {
-  webhookId: string;
-  eventId: string;
-  /** The name it is delivered under. */
-  event: WebhookEvent;
+/** The outbox events that follow a chain fact through a reorg (written by the indexer). */
+const REORG_TYPES = ["chain.fact_reverted", "chain.fact_restored"] as const;
+type ReorgType = (typeof REORG_TYPES)[number];
+/** A reorg's follow-up waits this long: an attempt in flight at the revert (5 s at most) is logged by then. */
+export const REORG_FOLLOW_UP_DELAY_MS = 10_000;
+
+export type DeliveryJobPayload =
+  | {
+      webhookId: string;
+      /** The payload's id: the event's. */
+      eventId: string;
+      /** The name it is delivered under. */
+      event: WebhookEvent;
+    }
+  | {
+      webhookId: string;
+      /** The chain.fact_reverted event: the payload's id. */
+      eventId: string;
+      /** `<name>.reverted` */
+      event: string;
+      reorg: "reverted";
+      /** The reverted fact's event. */
+      factId: string;
+      /** When the reorg was seen (the payload's timestamp). */
+      revertedAt: string;
+    }
+  | {
+      webhookId: string;
+      /** The fact's own event, sent again with its id. */
+      eventId: string;
+      event: WebhookEvent;
+      reorg: "restored";
+      /** The chain.fact_reverted this undoes: sent again only where that revert was told. */
+      revertEventId: string;
+    };
+
+type PendingEvent = ConsumedEvent<DeliveredType | ReorgType>;
+
+/** The name a webhook subscribes to for this event, and the job that delivers it to one webhook. */
+function deliveryOf(event: PendingEvent): { heardAs: WebhookEvent; job: (webhookId: string) => DeliveryJobPayload } | undefined {
+  if (event.type === "chain.fact_reverted" || event.type === "chain.fact_restored") {
+    const fact = event.data.type;
+    if (!isDeliveredType(fact)) return undefined;
+    const heardAs = DELIVERED_AS[fact];
+    if (event.type === "chain.fact_reverted") {
+      return {
+        heardAs,
+        job: (webhookId) => ({
+          webhookId,
+          eventId: event.id,
+          event: `${heardAs}.reverted`,
+          reorg: "reverted",
+          factId: event.data.eventId,
+          revertedAt: event.createdAt.toISOString(),
+        }),
+      };
+    }
+    const { revertEventId, eventId } = event.data;
+    return { heardAs, job: (webhookId) => ({ webhookId, eventId, event: heardAs, reorg: "restored", revertEventId }) };
+  }
+  const heardAs = DELIVERED_AS[event.type];
+  return { heardAs, job: (webhookId) => ({ webhookId, eventId: event.id, event: heardAs }) };
 }
 
 export function createWebhookDeliveries(deps: {
@@ -57,21 +132,27 @@ export function createWebhookDeliveries(deps: {
   logger?: Pick<Logger, "warn" | "info">;
 }) {
   /** The jobs of a page of events: one per event and active webhook subscribed to its name. */
-  async function fanOut(tx: Tx, events: ConsumedEvent<DeliveredType>[]): Promise<void> {
-    const names = [...new Set(events.map((event) => DELIVERED_AS[event.type]))];
-    const users = [...new Set(events.flatMap((event) => (event.userId ? [event.userId] : [])))];
-    const hooks = await deps.repo.subscribers(tx, names, users, EVERYONES);
-    const jobs = events.flatMap((event) => {
-      const name = DELIVERED_AS[event.type];
-      const everyone = EVERYONES.includes(name);
+  async function fanOut(tx: Tx, events: PendingEvent[]): Promise<void> {
+    const now = deps.clock.now();
+    const followUpAt = new Date(now.getTime() + REORG_FOLLOW_UP_DELAY_MS);
+    const pending = events.flatMap((event) => {
+      const delivery = deliveryOf(event);
+      return delivery ? [{ event, ...delivery }] : [];
+    });
+    const names = [...new Set(pending.map((item) => item.heardAs))];
+    const users = [...new Set(pending.flatMap(({ event }) => (event.userId ? [event.userId] : [])))];
+    const hooks = names.length === 0 ? [] : await deps.repo.subscribers(tx, names, users, EVERYONES);
+    const jobs = pending.flatMap(({ event, heardAs, job }) => {
+      const everyone = EVERYONES.includes(heardAs);
       return hooks
-        .filter((hook) => hook.events.includes(name) && (everyone || hook.userId === event.userId) && event.seq > BigInt(hook.fromSeq))
+        .filter((hook) => hook.events.includes(heardAs) && (everyone || hook.userId === event.userId) && event.seq > BigInt(hook.fromSeq))
         .map((hook) => ({
           kind: WEBHOOK_DELIVERY_JOB,
-          payload: { webhookId: hook.id, eventId: event.id, event: name } satisfies DeliveryJobPayload,
+          payload: job(hook.id),
           maxAttempts: WEBHOOK_ATTEMPTS,
           dedupeKey: `webhook:${hook.id}:${event.id}`,
           concurrency: concurrencyOf(hook.id),
+          ...(event.type === "chain.fact_reverted" || event.type === "chain.fact_restored" ? { runAt: followUpAt } : {}),
         }));
     });
     await deps.jobs.enqueueMany(jobs, tx);
@@ -83,8 +164,9 @@ export function createWebhookDeliveries(deps: {
       // Only the types some active webhook hears: the others are never read (the consumer's
       // cursor moves over them), and a webhook created later hears only what comes after it (fromSeq).
       const names = new Set(await deps.repo.subscribedNames());
-      const types = DELIVERED_TYPES.filter((type) => names.has(DELIVERED_AS[type]));
-      if (types.length === 0) return { applied: 0, contended: false };
+      const heard = DELIVERED_TYPES.filter((type) => names.has(DELIVERED_AS[type]));
+      if (heard.length === 0) return { applied: 0, contended: false };
+      const types = [...heard, ...REORG_TYPES];
       const result = await consumeEventPages(deps.db, {
         consumer: "webhooks",
         types,
@@ -146,12 +228,25 @@ export function createWebhookDeliveries(deps: {
 
     /** One attempt of a `webhook.delivery` job (its handler). */
     async attempt(payload: DeliveryJobPayload, job: Pick<ClaimedJob, "attempt">): Promise<void> {
-      const { webhook, event } = await deps.repo.forAttempt(payload.webhookId, payload.eventId);
+      const factId = "reorg" in payload && payload.reorg === "reverted" ? payload.factId : payload.eventId;
+      const told = "reorg" in payload ? (payload.reorg === "reverted" ? payload.factId : payload.revertEventId) : undefined;
+      const { webhook, event, attempted } = await deps.repo.forAttempt(payload.webhookId, factId, told);
       // Deleted, or failing (revived by PATCH status active; its events since can be replayed).
-      if (webhook?.status !== "active") return;
-      // A reorg removed the fact before its first attempt: there is nothing to tell.
-      if (!event || (event.revertedAt !== null && job.attempt === 1)) return;
-      const body = payloadOfEvent(event, payload.event);
+      if (webhook?.status !== "active" || !event) return;
+      let body: WebhookPayload;
+      if (!("reorg" in payload)) {
+        // A reorg removed the fact before this attempt: its follow-up tells what earlier attempts sent.
+        if (event.revertedAt !== null) return;
+        body = payloadOfEvent(event, payload.event);
+      } else if (payload.reorg === "reverted") {
+        // Back already, or never sent to this webhook: nothing to take back.
+        if (event.revertedAt === null || !attempted) return;
+        body = revertedPayload({ id: payload.eventId, revertedAt: payload.revertedAt }, event, DELIVERED_AS[event.type as DeliveredType]);
+      } else {
+        // Reverted again, or its revert was never told here (the receiver still holds it).
+        if (event.revertedAt !== null || !attempted) return;
+        body = payloadOfEvent(event, payload.event);
+      }
       const { result } = await deps.webhooks.deliver(webhook, body, job.attempt);
       if (result.ok) return;
       if (job.attempt >= WEBHOOK_ATTEMPTS) {
@@ -170,13 +265,13 @@ export function createWebhookDeliveries(deps: {
                 lastError: result.error ?? "failed",
                 failedAt: now.toISOString(),
               },
-              dedupeKey: `webhook.failing:${webhook.id}:${event.id}`,
+              dedupeKey: `webhook.failing:${webhook.id}:${body.id}`,
               now,
             }),
           ]);
           return true;
         });
-        if (turned) deps.logger?.warn({ webhookId: webhook.id, eventId: event.id }, "webhook failing after its sixth failed attempt");
+        if (turned) deps.logger?.warn({ webhookId: webhook.id, eventId: body.id }, "webhook failing after its sixth failed attempt");
         throw new PermanentJobError(`attempt ${job.attempt} of ${WEBHOOK_ATTEMPTS} failed: ${result.error}; the webhook is failing`);
       }
       const scheduled = WEBHOOK_RETRY_DELAYS_MS[job.attempt - 1]!;

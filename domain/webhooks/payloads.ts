@@ -33,6 +33,7 @@ export const DELIVERED_AS = {
 } as const satisfies Record<string, WebhookEvent>;
 export type DeliveredType = keyof typeof DELIVERED_AS;
 export const DELIVERED_TYPES = Object.keys(DELIVERED_AS) as DeliveredType[];
+export const isDeliveredType = (type: string): type is DeliveredType => Object.hasOwn(DELIVERED_AS, type);
 /** Events of no user: every subscriber hears them. */
 export const EVERYONES: WebhookEvent[] = ["vault.yield_distributed"];
 
@@ -46,4 +47,16 @@ function dataOf(type: DeliveredType, stored: unknown): Record<string, unknown> {
 /** The payload of an outbox event under the name it is delivered as. */
 export function payloadOfEvent(event: { id: string; type: string; createdAt: Date; data: unknown }, name: string): WebhookPayload {
   return { id: event.id, event: name, timestamp: event.createdAt.toISOString(), data: dataOf(event.type as DeliveredType, event.data) };
+}
+
+/**
+ * What a webhook receives when a reorg removed a fact it was sent: `<name>.reverted`, with an id of
+ * its own (receivers de-duplicate by id) and, as data, the original payload, its id among it.
+ */
+export function revertedPayload(
+  revert: { id: string; revertedAt: string },
+  fact: { id: string; type: string; createdAt: Date; data: unknown },
+  name: string,
+): WebhookPayload {
+  return { id: revert.id, event: `${name}.reverted`, timestamp: revert.revertedAt, data: { ...payloadOfEvent(fact, name) } };
 }

@@ -106,13 +106,25 @@ export function createWebhooksRepo({ db }: { db: Db }) {
     /** A domain event, as the outbox keeps it. */
     event: (id: string) => prisma.domainEvent.findUnique({ where: { id } }),
 
-    /** A delivery job's webhook and event, read in one statement (either null when gone). */
-    async forAttempt(webhookId: string, eventId: string): Promise<{ webhook: WebhookRow | null; event: AttemptEvent | null }> {
-      const [row] = await prisma.$queryRaw<{ webhook: WebhookJson | null; event: AttemptEvent | null }[]>`
+    /**
+     * A delivery job's webhook and event, read in one statement (either null when gone), and
+     * whether the payload `attemptedId` was ever attempted at this webhook: logged, or an attempt
+     * of its delivery job whose process died (it may have reached the receiver unlogged).
+     */
+    async forAttempt(
+      webhookId: string,
+      eventId: string,
+      attemptedId?: string,
+    ): Promise<{ webhook: WebhookRow | null; event: AttemptEvent | null; attempted: boolean }> {
+      const [row] = await prisma.$queryRaw<{ webhook: WebhookJson | null; event: AttemptEvent | null; attempted: boolean }[]>`
         SELECT (SELECT row_to_json(w) FROM (SELECT "id"::text AS "id", "userId", "url", "events", "secret", "previousSecret",
                     "previousSecretUntil", "status", "createdAt", "updatedAt", "fromSeq"::text AS "fromSeq" FROM "Webhook" WHERE "id" = ${webhookId}::uuid) w) AS "webhook",
                (SELECT row_to_json(e) FROM (SELECT "id"::text AS "id", "type", "data", "createdAt", "revertedAt"
-                    FROM "DomainEvent" WHERE "id" = ${eventId}::uuid) e) AS "event"`;
+                    FROM "DomainEvent" WHERE "id" = ${eventId}::uuid) e) AS "event",
+               ${attemptedId ?? null}::text IS NOT NULL AND (
+                 EXISTS (SELECT 1 FROM "WebhookDelivery" WHERE "webhookId" = ${webhookId}::uuid AND "eventId" = ${attemptedId ?? null}::text)
+                 OR EXISTS (SELECT 1 FROM "Job" j JOIN "JobAttempt" a ON a."jobId" = j."id"
+                              WHERE j."dedupeKey" = ${`webhook:${webhookId}:${attemptedId}`} AND a."outcome" = 'crashed')) AS "attempted"`;
       const webhook = row?.webhook ?? null;
       const event = row?.event ?? null;
       // row_to_json writes timestamps without a zone: they are UTC.
@@ -130,6 +142,7 @@ export function createWebhooksRepo({ db }: { db: Db }) {
           createdAt: utc(event.createdAt as unknown as string)!,
           revertedAt: utc(event.revertedAt as unknown as string | null),
         },
+        attempted: row?.attempted === true,
       };
     },
 

@@ -10,7 +10,7 @@ import { AppError } from "../errors.js";
 import type { WebhookEgress } from "./egress.js";
 import { urlRefusal } from "./egress.js";
 import { isWebhookEvent, type WebhookEvent } from "./events.js";
-import { payloadOfEvent, type WebhookPayload } from "./payloads.js";
+import { payloadOfEvent, revertedPayload, type WebhookPayload } from "./payloads.js";
 import type { DeliveryRow, WebhookRow, WebhooksRepo } from "./repo.js";
 import type { SecretBox } from "./secrets.js";
 import { signDelivery } from "./signing.js";
@@ -140,6 +140,12 @@ export function createWebhooksService({
   /** The payload of a logged delivery, built again: the event's (a test delivery's again, with its id). */
   async function payloadOf(delivery: DeliveryRow): Promise<WebhookPayload> {
     const event = isUuid(delivery.eventId) ? await repo.event(delivery.eventId) : null;
+    if (event?.type === "chain.fact_reverted") {
+      // A `.reverted` is built from the fact it takes back.
+      const fact = await repo.event((event.data as { eventId: string }).eventId);
+      const name = delivery.event.slice(0, -".reverted".length);
+      if (fact) return revertedPayload({ id: event.id, revertedAt: event.createdAt.toISOString() }, fact, name);
+    }
     if (event) return payloadOfEvent(event, delivery.event);
     return { id: delivery.eventId, event: delivery.event, timestamp: delivery.createdAt.toISOString(), data: TEST_DATA };
   }

@@ -1,0 +1,118 @@
+// Webhooks and chain reorganisations (#22 item 4), on a real chain, indexer, API and workers: a
+// deposit delivered as vault.deposit, then removed by a reorg, reaches its subscriber as
+// vault.deposit.reverted carrying the original payload (its id); a webhook that never received
+// the deposit is told nothing; and when the same transaction comes back in the new branch, the
+// fact is sent again under its original id.
+import { verify as verifyGithubStyle } from "@octokit/webhooks-methods";
+import { expect } from "chai";
+import { Transaction } from "ethers";
+import { createLogger } from "../../core/logger.js";
+import { REORG_FOLLOW_UP_DELAY_MS } from "../../domain/webhooks/deliveries.js";
+import { startPlatformWorkers } from "../../worker/jobs.js";
+import type { Workers } from "../../worker/scheduler.js";
+import { usingPostgres } from "../helpers/database.js";
+import { waitForHead } from "../helpers/mirror.js";
+import { type MoneyStack, newTestUser, postWithKey, startMoneyStack } from "../helpers/money-stack.js";
+import { sleep, until } from "../helpers/waiting.js";
+import { startWebhookReceiver, type WebhookReceiver } from "../helpers/webhook-receiver.js";
+
+const SECRET = "reorg-test-secret-0123456789";
+
+describe(`webhooks across a chain reorganisation (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
+  this.timeout(120_000);
+  let stack: MoneyStack;
+  let workers: Workers;
+  let receiver: WebhookReceiver;
+
+  before(async () => {
+    stack = await startMoneyStack();
+    receiver = await startWebhookReceiver();
+    workers = startPlatformWorkers({ services: stack.api.services, clock: stack.api.clock, logger: createLogger("silent"), tickMs: 100 });
+  });
+  after(async () => {
+    await workers?.stop();
+    await stack?.close();
+    await receiver?.close();
+  });
+
+  const bodies = (path: string) => receiver.of(path).map((hit) => JSON.parse(hit.body));
+  /** Waits until the workers have queued the reorg follow-ups (due REORG_FOLLOW_UP_DELAY_MS later), then lets that time pass. */
+  async function followUpsDue(kind: "reverted" | "restored", count: number) {
+    await until(async () => {
+      const rows = await stack.db.sql.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM "Job" WHERE "kind" = 'webhook.delivery' AND "payload"->>'reorg' = $1`,
+        [kind],
+      );
+      return rows.rows[0]!.n >= count;
+    }, `${kind} follow-ups queued`);
+    await stack.api.clock.advance(REORG_FOLLOW_UP_DELAY_MS / 1000 + 1);
+  }
+
+  it("sends <event>.reverted with the original payload after a reorg removes a delivered deposit, and the fact again when it comes back", async () => {
+    const { api, chain, db } = stack;
+    const user = await newTestUser(api, "reorg", 500);
+    const subscribe = async (path: string, events: string[]) => {
+      const created = await api.request("POST", "/v1/webhooks", {
+        token: user.token,
+        body: { url: `${receiver.base}${path}`, events, secret: SECRET },
+      });
+      expect(created.status, created.text).to.equal(201);
+    };
+    await subscribe("/deposits", ["vault.deposit"]);
+    await subscribe("/withdrawals", ["vault.withdraw"]);
+    await waitForHead(db, chain);
+    const fork = await chain.snapshot();
+
+    const deposited = await postWithKey(api, "/v1/vault/deposit", user.token, { amount: 100 });
+    expect(deposited.status, deposited.text).to.equal(200);
+    const { txHash } = deposited.body.data as { txHash: string };
+    // The relayer's signed transaction, to send again in the new branch.
+    const signed = Transaction.from((await chain.provider.getTransaction(txHash))!).serialized;
+    await until(() => receiver.of("/deposits").length === 1, "the deposit's delivery");
+    const [original] = bodies("/deposits");
+    expect(original).to.deep.include({ event: "vault.deposit" });
+    expect(original.data).to.include({ userId: user.id, usdcAmount: "100.00", txHash });
+    // Subscribed after the deposit was sent: it never had it, so it is told nothing of its revert.
+    await subscribe("/late", ["vault.deposit"]);
+
+    // The reorg: the deposit's block is replaced by a longer branch without it.
+    await chain.revert(fork);
+    await chain.mine(3);
+    await until(async () => (await db.prisma.domainEvent.findUnique({ where: { id: original.id } }))?.revertedAt != null, "the revert");
+    await followUpsDue("reverted", 2);
+    await until(() => receiver.of("/deposits").length === 2, "the .reverted delivery", 20_000);
+    const [, reverted] = receiver.of("/deposits");
+    const payload = JSON.parse(reverted!.body);
+    expect(payload.event).to.equal("vault.deposit.reverted");
+    expect(payload.id, "an id of its own: receivers de-duplicate by id").to.not.equal(original.id);
+    expect(payload.data, "the original payload, its id among it").to.deep.equal(original);
+    expect(reverted!.headers["webhook-id"]).to.equal(payload.id);
+    expect(await verifyGithubStyle(SECRET, reverted!.body, reverted!.headers["x-service-signature"] as string)).to.equal(true);
+    const log = await api.request(
+      "GET",
+      `/v1/webhooks/${(await db.prisma.webhook.findFirstOrThrow({ where: { url: `${receiver.base}/deposits` } })).id}/deliveries`,
+      {
+        token: user.token,
+      },
+    );
+    expect(log.body.data.map((row: { event: string; status: string }) => [row.event, row.status])).to.deep.include.members([
+      ["vault.deposit", "success"],
+      ["vault.deposit.reverted", "success"],
+    ]);
+
+    // The same transaction comes back in the new branch: the deposit is sent again, under its original id.
+    await chain.provider.broadcastTransaction(signed);
+    await until(async () => (await db.prisma.domainEvent.findUnique({ where: { id: original.id } }))?.revertedAt === null, "the fact back");
+    await followUpsDue("restored", 1);
+    await until(() => receiver.of("/deposits").length === 3, "the deposit sent again", 20_000);
+    const again = bodies("/deposits")[2];
+    expect(again.id).to.equal(original.id);
+    expect(again.event).to.equal("vault.deposit");
+    expect(again.data).to.deep.equal(original.data);
+
+    await sleep(500);
+    expect(receiver.of("/late"), "never had the deposit: no .reverted, no resend").to.deep.equal([]);
+    expect(receiver.of("/withdrawals")).to.deep.equal([]);
+    expect(receiver.of("/deposits")).to.have.length(3);
+  });
+});
