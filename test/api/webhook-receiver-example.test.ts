@@ -1,6 +1,6 @@
 // The receiver example of the README, run as it is written (extracted from the README): it takes
 // a real signed delivery, refuses a bad signature (401) and a stale timestamp (400), and
-// acknowledges a repeated id without handling it twice.
+// acknowledges a repeated id without handling it twice, unless a `.reverted` took it back.
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -69,6 +69,18 @@ describe("the README's webhook receiver example", function () {
     // The same id again: acknowledged, not handled again.
     expect((await send({ ...signed }, body)).status).to.equal(200);
     expect(output.match(/handled evt-readme-1/g)).to.have.length(1);
+    // A reorg took it back: the .reverted is handled, and the fact, sent again under its id, is handled again.
+    const reverted = JSON.stringify({
+      id: "evt-readme-r",
+      event: "loan.funded.reverted",
+      timestamp: new Date().toISOString(),
+      data: JSON.parse(body),
+    });
+    const revertSigned = signDelivery({ secrets: [SECRET], messageId: "evt-readme-r", timestampSeconds: now, body: reverted });
+    expect((await send({ ...revertSigned }, reverted)).status).to.equal(200);
+    await until(() => output.includes("handled evt-readme-r"), "the .reverted handled");
+    expect((await send({ ...signed }, body)).status).to.equal(200);
+    await until(() => output.match(/handled evt-readme-1/g)?.length === 2, "the fact handled again");
     const other = signDelivery({ secrets: ["another-secret-of-enough-length"], messageId: "evt-readme-2", timestampSeconds: now, body });
     expect((await send({ ...other }, body)).status).to.equal(401);
     const stale = signDelivery({ secrets: [SECRET], messageId: "evt-readme-3", timestampSeconds: now - 600, body });

@@ -2,7 +2,8 @@
 // deposit delivered as vault.deposit, then removed by a reorg, reaches its subscriber as
 // vault.deposit.reverted carrying the original payload (its id); a webhook that never received
 // the deposit is told nothing; and when the same transaction comes back in the new branch, the
-// fact is sent again under its original id.
+// fact is sent again under its original id. With CONFIRMATIONS set, a chain event goes out only
+// once its block has that many blocks on top.
 import { verify as verifyGithubStyle } from "@octokit/webhooks-methods";
 import { expect } from "chai";
 import { Transaction } from "ethers";
@@ -10,6 +11,8 @@ import { createLogger } from "../../core/logger.js";
 import { REORG_FOLLOW_UP_DELAY_MS } from "../../domain/webhooks/deliveries.js";
 import { startPlatformWorkers } from "../../worker/jobs.js";
 import type { Workers } from "../../worker/scheduler.js";
+import { deposit, distributeYield } from "../helpers/activity.js";
+import { usdc } from "../helpers/chain.js";
 import { usingPostgres } from "../helpers/database.js";
 import { waitForHead } from "../helpers/mirror.js";
 import { type MoneyStack, newTestUser, postWithKey, startMoneyStack } from "../helpers/money-stack.js";
@@ -114,5 +117,46 @@ describe(`webhooks across a chain reorganisation (${usingPostgres ? "PostgreSQL"
     expect(receiver.of("/late"), "never had the deposit: no .reverted, no resend").to.deep.equal([]);
     expect(receiver.of("/withdrawals")).to.deep.equal([]);
     expect(receiver.of("/deposits")).to.have.length(3);
+  });
+});
+
+describe(`webhooks with CONFIRMATIONS=2 (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
+  this.timeout(120_000);
+  let stack: MoneyStack;
+  let workers: Workers;
+  let receiver: WebhookReceiver;
+
+  before(async () => {
+    stack = await startMoneyStack({ confirmations: 2 });
+    receiver = await startWebhookReceiver();
+    workers = startPlatformWorkers({ services: stack.api.services, clock: stack.api.clock, logger: createLogger("silent"), tickMs: 100 });
+  });
+  after(async () => {
+    await workers?.stop();
+    await stack?.close();
+    await receiver?.close();
+  });
+
+  it("sends a chain event only once its block has two blocks on top", async () => {
+    const { api, chain } = stack;
+    const user = await newTestUser(api, "confirmations");
+    const created = await api.request("POST", "/v1/webhooks", {
+      token: user.token,
+      body: { url: `${receiver.base}/yield`, events: ["vault.yield_distributed"], secret: SECRET },
+    });
+    expect(created.status, created.text).to.equal(201);
+    await deposit(chain, await chain.signer(3), usdc(100));
+    await distributeYield(chain, usdc(20));
+    const block = await chain.provider.getBlockNumber();
+    await chain.mine(1);
+    await sleep(1_500);
+    expect(receiver.of("/yield"), "one block on top: not yet").to.deep.equal([]);
+    await chain.mine(1);
+    await until(() => receiver.of("/yield").length === 1, "the delivery once confirmed");
+    const payload = JSON.parse(receiver.of("/yield")[0]!.body);
+    expect(payload.event).to.equal("vault.yield_distributed");
+    expect(payload.data).to.include({ totalYield: "20.00" });
+    const event = await stack.db.prisma.domainEvent.findUniqueOrThrow({ where: { id: payload.id } });
+    expect(event.blockNumber).to.equal(block);
   });
 });

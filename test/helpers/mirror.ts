@@ -32,13 +32,13 @@ export async function dumpMirror(db: Database): Promise<Record<string, unknown[]
   return dump;
 }
 
-export function testIndexer(db: Database, chain: TestChain, overrides: { maxBlockRange?: number } = {}): Indexer {
+export function testIndexer(db: Database, chain: TestChain, overrides: { maxBlockRange?: number; confirmations?: number } = {}): Indexer {
   return createIndexer({
     db,
     rpcUrl: chain.rpcUrl,
     deployment: chain.deployment,
     logger: createLogger(process.env.TEST_LOG_LEVEL ?? "silent"),
-    confirmations: 0,
+    confirmations: overrides.confirmations ?? 0,
     pollMs: 20,
     maxBlockRange: overrides.maxBlockRange ?? 1_000,
   });

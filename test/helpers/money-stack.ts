@@ -18,12 +18,12 @@ export interface MoneyStack {
   close(): Promise<void>;
 }
 
-/** Starts the stack the money tests run on (TEST_LOG_LEVEL shows the API's log). */
-export async function startMoneyStack(): Promise<MoneyStack> {
+/** Starts the stack the money tests run on (TEST_LOG_LEVEL shows the API's log); the indexer waits `confirmations` blocks (default 0). */
+export async function startMoneyStack(options: { confirmations?: number } = {}): Promise<MoneyStack> {
   const chain = await startTestChain();
   const db = await createTestDatabase();
   await ensureChainIdentity(db, chain.deployment, { embedded: true, logger: createLogger("silent") });
-  const indexer = testIndexer(db, chain);
+  const indexer = testIndexer(db, chain, { confirmations: options.confirmations ?? 0 });
   indexer.start();
   const api = await startTestApi({ chain, db, logger: createLogger(process.env.TEST_LOG_LEVEL ?? "silent") });
   return {
