@@ -139,6 +139,12 @@ export function createPlatformJobs({ services }: PlatformJobDeps): PeriodicJob[]
   ];
 }
 
+/**
+ * Webhook deliveries in flight at once per process, in a runner of their own: each mostly waits
+ * on its receiver, and a webhook holds at most WEBHOOK_CONCURRENCY of them.
+ */
+export const WEBHOOK_SLOTS = 32;
+
 /** Real ms between two looks of the fan-out for new events while there are none. */
 export const FANOUT_IDLE_MS = 100;
 
@@ -209,6 +215,7 @@ export function startPlatformWorkers(deps: PlatformWorkerDeps): Workers {
     jobs: createPlatformJobs(deps),
     handlers: createPlatformHandlers(deps),
     loops: createPlatformLoops(deps),
+    lanes: [{ kinds: [WEBHOOK_DELIVERY_JOB], concurrency: WEBHOOK_SLOTS }],
     tickMs: deps.tickMs,
   });
   deps.logger.info({ jobs: workers.jobs, kinds: workers.kinds, loops: workers.loops }, "workers started");

@@ -169,6 +169,12 @@ export interface WorkersDeps {
   concurrency?: number;
   /** Loops that follow the outbox (worker/loops.ts), beside the queue. */
   loops?: readonly ContinuousJob[];
+  /**
+   * Kinds run by a runner of their own with this many slots, beside the main one: I/O-bound
+   * deliveries that mostly wait on a receiver (webhooks) take many slots without starving the
+   * periodic jobs and e-mails of theirs.
+   */
+  lanes?: readonly { kinds: readonly string[]; concurrency: number }[];
 }
 
 export interface Workers {
@@ -192,29 +198,58 @@ export function startWorkers({
   tickMs = DEFAULT_TICK_MS,
   concurrency = 8,
   loops = [],
+  lanes = [],
 }: WorkersDeps): Workers {
   checkJobs(jobs);
   let following: Loops | undefined;
-  const runner: JobRunner = startJobRunner({
-    queue,
-    handlers: { ...handlers, ...periodicHandlers({ clock, logger, jobs }) },
-    concurrency,
-    pollMs: Math.min(tickMs, DEFAULT_POLL_MS),
-    logger,
-    // The fan-out goes first: while it works off a backlog, this process starts no job (the
-    // inbox rows and their jobs are a few statements per page; the deliveries are the I/O).
-    holdWhile: () => following?.busy() ?? false,
-  });
+  const inLane = new Set(lanes.flatMap((lane) => lane.kinds));
+  const all = { ...handlers, ...periodicHandlers({ clock, logger, jobs }) };
+  const runnerOf = (kinds: string[], slots: number, recovers: boolean) =>
+    startJobRunner({
+      queue,
+      handlers: Object.fromEntries(kinds.map((kind) => [kind, all[kind]!])),
+      concurrency: slots,
+      pollMs: Math.min(tickMs, DEFAULT_POLL_MS),
+      // One runner per process looks for dead processes' jobs.
+      ...(recovers ? {} : { recoverEveryMs: Number.POSITIVE_INFINITY }),
+      logger,
+      // The fan-out goes first: while it works off a backlog, this process starts no job (the
+      // inbox rows and their jobs are a few statements per page; the deliveries are the I/O).
+      holdWhile: () => following?.busy() ?? false,
+    });
+  const runners: JobRunner[] = [
+    runnerOf(
+      Object.keys(all).filter((kind) => !inLane.has(kind)),
+      concurrency,
+      true,
+    ),
+    ...lanes
+      .filter((lane) => lane.kinds.some((kind) => kind in all))
+      .map((lane) =>
+        runnerOf(
+          lane.kinds.filter((kind) => kind in all),
+          lane.concurrency,
+          false,
+        ),
+      ),
+  ];
   const scheduler = startScheduler({ queue, clock, logger, jobs, tickMs });
-  following = startLoops({ clock, logger, loops, onIdle: () => runner.wake() });
+  following = startLoops({
+    clock,
+    logger,
+    loops,
+    onIdle: () => {
+      for (const runner of runners) runner.wake();
+    },
+  });
   return {
     jobs: scheduler.jobs,
-    kinds: runner.kinds,
+    kinds: runners.flatMap((runner) => runner.kinds),
     loops: following.names,
     async stop() {
       await following.stop();
       await scheduler.stop();
-      await runner.stop();
+      await Promise.all(runners.map((runner) => runner.stop()));
     },
   };
 }

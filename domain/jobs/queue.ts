@@ -16,6 +16,7 @@
 
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../core/clock.js";
+import { coalesce } from "../../core/coalesce.js";
 import { isUuid, jsonForPostgres } from "../../core/text.js";
 import { type Job as JobRow, Prisma } from "../../generated/prisma/client.js";
 import type { Db, Tx } from "../db.js";
@@ -156,6 +157,16 @@ const CLAIM_WINDOW_PER_SLOT = 20;
 
 type ClaimedRow = Omit<ClaimedJob, "attempt"> & { attempts: number };
 
+/** A try's end as `finish` writes it: the job's next status (and time, when queued again), the attempt's outcome. */
+interface Finish {
+  job: Pick<ClaimedJob, "id" | "attempt">;
+  status: "succeeded" | "dead" | "queued";
+  runAt: Date | null;
+  error: string | null;
+  outcome: "succeeded" | "failed" | "retry";
+  durationMs: number;
+}
+
 const errorText = (error: unknown) =>
   (error instanceof Error ? `${error.name === "Error" ? "" : `${error.name}: `}${error.message}` : String(error)).slice(0, ERROR_MAX_CHARS);
 const ts = (date: Date) => Prisma.sql`${date.toISOString()}::timestamp(3)`;
@@ -213,19 +224,46 @@ export function createJobQueue({
     return created.map((row) => row.id);
   }
 
-  /** Closes a try: the job's new state and its attempt row, in one statement guarded by the claim. */
-  async function finish(job: ClaimedJob, set: Prisma.Sql, attempt: { outcome: string; error: string | null; durationMs: number }) {
+  /**
+   * Closes tries: each job's new state and its attempt row, guarded by the claim (still running,
+   * this process's, this try), for many jobs in one statement: the outcomes that come while one
+   * batch is written go out together as the next (core/coalesce.ts). Answers, per try, whether
+   * it was still this process's.
+   */
+  const finish = coalesce(async (tries: readonly Finish[]): Promise<boolean[]> => {
     const processId = await presence.id();
     const now = ts(clock.now());
-    return prisma.$executeRaw`
-      WITH done AS (
-        UPDATE "Job" SET ${set}, "lockedBy" = NULL, "lockedAt" = NULL
-        WHERE "id" = ${job.id}::uuid AND "status" = 'running' AND "lockedBy" = ${processId} AND "attempts" = ${job.attempt}
-        RETURNING "id")
-      UPDATE "JobAttempt" SET "finishedAt" = ${now}, "outcome" = ${attempt.outcome}, "error" = ${attempt.error},
-          "durationMs" = ${Math.round(attempt.durationMs)}::int
-        WHERE "jobId" IN (SELECT "id" FROM done) AND "attempt" = ${job.attempt}`;
-  }
+    const rows = jsonForPostgres(
+      tries.map((entry) => ({
+        id: entry.job.id,
+        attempt: entry.job.attempt,
+        status: entry.status,
+        runAt: entry.runAt?.toISOString() ?? null,
+        error: entry.error,
+        outcome: entry.outcome,
+        durationMs: Math.round(entry.durationMs),
+      })),
+    );
+    const done = await prisma.$queryRaw<{ id: string }[]>`
+      WITH v AS (
+        SELECT * FROM json_to_recordset(${rows}::json)
+          AS v ("id" uuid, "attempt" int, "status" text, "runAt" timestamp(3), "error" text, "outcome" text, "durationMs" int)
+      ), done AS (
+        UPDATE "Job" j SET "status" = v."status",
+            "finishedAt" = CASE WHEN v."status" = 'queued' THEN j."finishedAt" ELSE ${now} END,
+            "runAt" = coalesce(v."runAt", j."runAt"),
+            "lastError" = CASE WHEN v."status" = 'succeeded' THEN j."lastError" ELSE v."error" END,
+            "lockedBy" = NULL, "lockedAt" = NULL
+          FROM v WHERE j."id" = v."id" AND j."status" = 'running' AND j."lockedBy" = ${processId} AND j."attempts" = v."attempt"
+          RETURNING j."id"
+      ), closed AS (
+        UPDATE "JobAttempt" a SET "finishedAt" = ${now}, "outcome" = v."outcome", "error" = v."error", "durationMs" = v."durationMs"
+          FROM v WHERE a."jobId" = v."id" AND a."attempt" = v."attempt" AND v."id" IN (SELECT "id" FROM done)
+      )
+      SELECT "id"::text AS "id" FROM done`;
+    const finished = new Set(done.map((row) => row.id));
+    return tries.map((entry) => finished.has(entry.job.id));
+  });
 
   return {
     enqueue: async (input, tx) => (await insert([input], tx))[0] ?? null,
@@ -276,26 +314,22 @@ export function createJobQueue({
       return rows.map(({ attempts, ...row }) => ({ ...row, attempt: attempts }));
     },
 
-    async succeed(job, { durationMs }) {
-      const now = ts(clock.now());
-      const count = await finish(job, Prisma.sql`"status" = 'succeeded', "finishedAt" = ${now}`, {
-        outcome: "succeeded",
-        error: null,
-        durationMs,
-      });
-      return count === 1;
-    },
+    succeed: (job, { durationMs }) => finish({ job, status: "succeeded", runAt: null, error: null, outcome: "succeeded", durationMs }),
 
     async fail(job, error, { durationMs, retryDelayMs }) {
       const now = clock.now();
       const message = errorText(error);
       const dead = error instanceof PermanentJobError || job.attempt >= job.maxAttempts;
       const retryAt = new Date(now.getTime() + Math.max(0, retryDelayMs ?? backoffMs(job.attempt)));
-      const set = dead
-        ? Prisma.sql`"status" = 'dead', "finishedAt" = ${ts(now)}, "lastError" = ${message}`
-        : Prisma.sql`"status" = 'queued', "runAt" = ${ts(retryAt)}, "lastError" = ${message}`;
-      const count = await finish(job, set, { outcome: dead ? "failed" : "retry", error: message, durationMs });
-      if (count === 0) return "lost";
+      const recorded = await finish({
+        job,
+        status: dead ? "dead" : "queued",
+        runAt: dead ? null : retryAt,
+        error: message,
+        outcome: dead ? "failed" : "retry",
+        durationMs,
+      });
+      if (!recorded) return "lost";
       return dead ? "dead" : "retry";
     },
 

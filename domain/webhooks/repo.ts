@@ -1,4 +1,6 @@
 import { randomUUID } from "node:crypto";
+import { coalesce } from "../../core/coalesce.js";
+import { jsonForPostgres } from "../../core/text.js";
 import type { Db, Tx } from "../db.js";
 
 export interface WebhookRow {
@@ -40,6 +42,13 @@ export interface AttemptEvent {
   revertedAt: Date | null;
 }
 
+/** What an attempt reads (forAttempt). */
+export interface AttemptRead {
+  webhook: WebhookRow | null;
+  event: AttemptEvent | null;
+  attempted: boolean;
+}
+
 type WebhookJson = Omit<WebhookRow, "previousSecretUntil" | "createdAt" | "updatedAt" | "fromSeq"> & {
   fromSeq: string;
   previousSecretUntil: string | null;
@@ -49,6 +58,57 @@ type WebhookJson = Omit<WebhookRow, "previousSecretUntil" | "createdAt" | "updat
 
 export function createWebhooksRepo({ db }: { db: Db }) {
   const { prisma } = db;
+
+  const readForAttempt = coalesce(
+    async (wanted: readonly { webhookId: string; eventId: string; attemptedId?: string | undefined }[]): Promise<AttemptRead[]> => {
+      const input = jsonForPostgres(wanted.map((entry, i) => ({ i, ...entry, attemptedId: entry.attemptedId ?? null })));
+      const rows = await prisma.$queryRaw<{ i: number; webhook: WebhookJson | null; event: AttemptEvent | null; attempted: boolean }[]>`
+        SELECT v."i",
+            (SELECT row_to_json(w) FROM (SELECT "id"::text AS "id", "userId", "url", "events", "secret", "previousSecret",
+                "previousSecretUntil", "status", "createdAt", "updatedAt", "fromSeq"::text AS "fromSeq" FROM "Webhook" WHERE "id" = v."webhookId") w) AS "webhook",
+            (SELECT row_to_json(e) FROM (SELECT "id"::text AS "id", "type", "data", "createdAt", "revertedAt"
+                FROM "DomainEvent" WHERE "id" = v."eventId") e) AS "event",
+            v."attemptedId" IS NOT NULL AND (
+              EXISTS (SELECT 1 FROM "WebhookDelivery" d WHERE d."webhookId" = v."webhookId" AND d."eventId" = v."attemptedId")
+              OR EXISTS (SELECT 1 FROM "Job" j JOIN "JobAttempt" a ON a."jobId" = j."id"
+                           WHERE j."dedupeKey" = 'webhook:' || v."webhookId"::text || ':' || v."attemptedId" AND a."outcome" = 'crashed')) AS "attempted"
+          FROM json_to_recordset(${input}::json) AS v ("i" int, "webhookId" uuid, "eventId" uuid, "attemptedId" text)`;
+      const byIndex = new Map(rows.map((row) => [row.i, row]));
+      // row_to_json writes timestamps without a zone: they are UTC.
+      const utc = (text: string | null) => (text === null ? null : new Date(`${text}Z`));
+      return wanted.map((_, i) => {
+        const row = byIndex.get(i);
+        const webhook = row?.webhook ?? null;
+        const event = row?.event ?? null;
+        return {
+          webhook: webhook && {
+            ...webhook,
+            fromSeq: BigInt(webhook.fromSeq),
+            previousSecretUntil: utc(webhook.previousSecretUntil),
+            createdAt: utc(webhook.createdAt)!,
+            updatedAt: utc(webhook.updatedAt)!,
+          },
+          event: event && {
+            ...event,
+            createdAt: utc(event.createdAt as unknown as string)!,
+            revertedAt: utc(event.revertedAt as unknown as string | null),
+          },
+          attempted: row?.attempted === true,
+        };
+      });
+    },
+  );
+
+  const insertDelivery = coalesce(async (deliveries: readonly DeliveryRow[]): Promise<DeliveryRow[]> => {
+    const rows = jsonForPostgres(deliveries.map((row) => ({ ...row, createdAt: row.createdAt.toISOString() })));
+    await prisma.$executeRaw`
+      INSERT INTO "WebhookDelivery" ("id", "webhookId", "eventId", "event", "attempt", "status", "statusCode", "durationMs", "error", "createdAt")
+      SELECT v."id", v."webhookId", v."eventId", v."event", v."attempt", v."status", v."statusCode", v."durationMs", v."error", v."createdAt"
+        FROM json_to_recordset(${rows}::json) AS v ("id" uuid, "webhookId" uuid, "eventId" text, "event" text, "attempt" int, "status" text,
+          "statusCode" int, "durationMs" int, "error" text, "createdAt" timestamp(3))`;
+    return [...deliveries];
+  });
+
   return {
     /**
      * Inserts the webhook unless the user already has `max` (checked under a lock of the user's
@@ -107,44 +167,12 @@ export function createWebhooksRepo({ db }: { db: Db }) {
     event: (id: string) => prisma.domainEvent.findUnique({ where: { id } }),
 
     /**
-     * A delivery job's webhook and event, read in one statement (either null when gone), and
-     * whether the payload `attemptedId` was ever attempted at this webhook: logged, or an attempt
-     * of its delivery job whose process died (it may have reached the receiver unlogged).
+     * A delivery job's webhook and event (either null when gone), and whether the payload
+     * `attemptedId` was ever attempted at this webhook: logged, or an attempt of its delivery job
+     * whose process died (it may have reached the receiver unlogged). The reads of attempts
+     * that start together are one statement (core/coalesce.ts).
      */
-    async forAttempt(
-      webhookId: string,
-      eventId: string,
-      attemptedId?: string,
-    ): Promise<{ webhook: WebhookRow | null; event: AttemptEvent | null; attempted: boolean }> {
-      const [row] = await prisma.$queryRaw<{ webhook: WebhookJson | null; event: AttemptEvent | null; attempted: boolean }[]>`
-        SELECT (SELECT row_to_json(w) FROM (SELECT "id"::text AS "id", "userId", "url", "events", "secret", "previousSecret",
-                    "previousSecretUntil", "status", "createdAt", "updatedAt", "fromSeq"::text AS "fromSeq" FROM "Webhook" WHERE "id" = ${webhookId}::uuid) w) AS "webhook",
-               (SELECT row_to_json(e) FROM (SELECT "id"::text AS "id", "type", "data", "createdAt", "revertedAt"
-                    FROM "DomainEvent" WHERE "id" = ${eventId}::uuid) e) AS "event",
-               ${attemptedId ?? null}::text IS NOT NULL AND (
-                 EXISTS (SELECT 1 FROM "WebhookDelivery" WHERE "webhookId" = ${webhookId}::uuid AND "eventId" = ${attemptedId ?? null}::text)
-                 OR EXISTS (SELECT 1 FROM "Job" j JOIN "JobAttempt" a ON a."jobId" = j."id"
-                              WHERE j."dedupeKey" = ${`webhook:${webhookId}:${attemptedId}`} AND a."outcome" = 'crashed')) AS "attempted"`;
-      const webhook = row?.webhook ?? null;
-      const event = row?.event ?? null;
-      // row_to_json writes timestamps without a zone: they are UTC.
-      const utc = (text: string | null) => (text === null ? null : new Date(`${text}Z`));
-      return {
-        webhook: webhook && {
-          ...webhook,
-          fromSeq: BigInt(webhook.fromSeq),
-          previousSecretUntil: utc(webhook.previousSecretUntil),
-          createdAt: utc(webhook.createdAt)!,
-          updatedAt: utc(webhook.updatedAt)!,
-        },
-        event: event && {
-          ...event,
-          createdAt: utc(event.createdAt as unknown as string)!,
-          revertedAt: utc(event.revertedAt as unknown as string | null),
-        },
-        attempted: row?.attempted === true,
-      };
-    },
+    forAttempt: (webhookId: string, eventId: string, attemptedId?: string) => readForAttempt({ webhookId, eventId, attemptedId }),
 
     /** The active webhooks subscribed to any of `names`: those of `users`, and everyone's for the `everyones` names. */
     subscribers: (tx: Tx, names: string[], users: string[], everyones: string[]) =>
@@ -188,14 +216,8 @@ export function createWebhooksRepo({ db }: { db: Db }) {
       }
     },
 
-    async recordDelivery(delivery: NewDelivery): Promise<DeliveryRow> {
-      const row = { id: randomUUID(), ...delivery };
-      await prisma.$executeRaw`
-        INSERT INTO "WebhookDelivery" ("id", "webhookId", "eventId", "event", "attempt", "status", "statusCode", "durationMs", "error", "createdAt")
-        VALUES (${row.id}::uuid, ${row.webhookId}::uuid, ${row.eventId}, ${row.event}, ${row.attempt}::int, ${row.status}, ${row.statusCode}::int,
-          ${row.durationMs}::int, ${row.error}, ${row.createdAt.toISOString()}::timestamp(3))`;
-      return row;
-    },
+    /** Logs an attempt; the attempts that end together are one INSERT (core/coalesce.ts). */
+    recordDelivery: (delivery: NewDelivery) => insertDelivery({ id: randomUUID(), ...delivery }),
   };
 }
 

@@ -25,6 +25,7 @@ if (usingPostgres) {
     const answered: string[] = [];
     /** While set, the receiver holds requests without answering (a delivery in flight). */
     let hang = false;
+    let answerDelayMs = 0;
     const held: http.ServerResponse[] = [];
     const SECRET = "worker-test-secret-0123456789abcd";
 
@@ -35,8 +36,11 @@ if (usingPostgres) {
           held.push(res);
           return;
         }
-        answered.push(`${request.path} ${JSON.parse(request.body).id}`);
-        res.writeHead(200).end();
+        // Each answer takes a while, so one worker's slots cannot hold every webhook's share.
+        setTimeout(() => {
+          answered.push(`${request.path} ${JSON.parse(request.body).id}`);
+          res.writeHead(200).end();
+        }, answerDelayMs);
       };
       base = receiver.base;
       db = await createTestDatabase();
@@ -82,13 +86,15 @@ if (usingPostgres) {
       return rows.map((row) => row.id);
     }
 
-    it("two workers deliver 4 webhooks' 240 events, each attempt made once", async () => {
-      const users = await Promise.all([0, 1, 2, 3].map((i) => userWithWebhook(`hooks-twice-${i}`, `/twice/${i}`)));
+    it("two workers deliver 12 webhooks' 240 events, each attempt made once", async () => {
+      // 12 webhooks x 4 deliveries in flight each is more than one worker's slots (WEBHOOK_SLOTS).
+      const users = await Promise.all(Array.from({ length: 12 }, (_, i) => userWithWebhook(`hooks-twice-${i}`, `/twice/${i}`)));
       const workers = [startStack(workerEnv(), "worker"), startStack(workerEnv(), "worker")];
       children.push(...workers);
       await Promise.all(workers.map((child) => child.ready()));
+      answerDelayMs = 100;
       const expected = (
-        await Promise.all(users.map(async (user, i) => (await levelUps(user.id, 60)).map((eventId) => `/twice/${i} ${eventId}`)))
+        await Promise.all(users.map(async (user, i) => (await levelUps(user.id, 20)).map((eventId) => `/twice/${i} ${eventId}`)))
       ).flat();
       await waitFor(async () => answered.length >= 240, 90_000, "every delivery");
       await new Promise((resolve) => setTimeout(resolve, 1_500));
@@ -104,6 +110,7 @@ if (usingPostgres) {
       expect(new Set(attempts.map((attempt) => attempt.processId)).size, "both workers took part").to.equal(2);
       expect(await db.prisma.webhookDelivery.count({ where: { status: "success" } })).to.equal(240);
       for (const child of workers) await child.stop();
+      answerDelayMs = 0;
     });
 
     it("a worker killed in the middle of a delivery: the other delivers it after the first stops beating, with the same id", async () => {
