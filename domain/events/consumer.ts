@@ -121,12 +121,17 @@ type PendingRow<T> = {
   chainId: number | null;
   createdAt: Date;
   data: unknown;
+  /** Taken by this consumer already (read in insertion order, where a page is cut before that check). */
+  taken: boolean;
 };
 
 /**
  * The consumer's pending events above its cursor, in its order, except `failed`; in insertion
  * order, above `after` too (the last page of this run: a run pages forward, and what commits
- * behind it is the next run's).
+ * behind it is the next run's). Reading on from `after`, the page is the next `batchSize` events of
+ * its types above it, each with `taken` (by this consumer already, e.g. through `onlyIds`):
+ * the page is cut by the seq index before any join, so it costs its own rows whatever lies above
+ * it and whatever the planner's statistics say (a burst lands before they catch up).
  */
 function readPending<T extends EventType>(
   q: Pick<Tx, "$queryRawUnsafe">,
@@ -135,19 +140,8 @@ function readPending<T extends EventType>(
   failed: string[],
   after: bigint,
   partition: { index: number; count: number } = { index: 0, count: 1 },
-) {
-  const order = options.order === "insertion" ? `d."seq"` : `d."createdAt", d."blockNumber" NULLS FIRST, d."dedupeKey"`;
-  return q.$queryRawUnsafe<PendingRow<T>[]>(
-    `SELECT d."id"::text AS "id", d."seq"::text AS "seq", d."type", d."userId",
-        (u."id" IS NOT NULL AND u."deletedAt" IS NULL) AS "userActive", d."chainId", d."createdAt", d."data"
-      FROM "DomainEvent" d LEFT JOIN "User" u ON u."id" = d."userId"
-      WHERE d."seq" > greatest(coalesce((SELECT "seq" FROM "ConsumerCursor" WHERE "consumer" = $2), 0), $5::bigint)
-        AND d."type" = ANY($1::text[]) AND d."revertedAt" IS NULL
-        AND NOT EXISTS (SELECT 1 FROM "ConsumedEvent" c WHERE c."consumer" = $2 AND c."eventId" = d."id")
-        AND d."id" <> ALL($4::uuid[])
-        AND (hashtext(d."id"::text)::bigint + 2147483648) % $6::int = $7::int
-        ${options.onlyIds ? `AND d."id" = ANY($8::uuid[])` : ""}
-      ORDER BY ${order} LIMIT $3`,
+): Promise<PendingRow<T>[]> {
+  const params = [
     options.types,
     options.consumer,
     batchSize,
@@ -156,6 +150,32 @@ function readPending<T extends EventType>(
     partition.count,
     partition.index,
     ...(options.onlyIds ? [options.onlyIds] : []),
+  ];
+  const filters = `d."seq" > greatest(coalesce((SELECT "seq" FROM "ConsumerCursor" WHERE "consumer" = $2), 0), $5::bigint)
+        AND d."type" = ANY($1::text[]) AND d."revertedAt" IS NULL
+        AND d."id" <> ALL($4::uuid[])
+        AND (hashtext(d."id"::text)::bigint + 2147483648) % $6::int = $7::int
+        ${options.onlyIds ? `AND d."id" = ANY($8::uuid[])` : ""}`;
+  const taken = `EXISTS (SELECT 1 FROM "ConsumedEvent" c WHERE c."consumer" = $2 AND c."eventId" = d."id")`;
+  const columns = `d."id"::text AS "id", d."seq"::text AS "seq", d."type", d."userId",
+        (u."id" IS NOT NULL AND u."deletedAt" IS NULL) AS "userActive", d."chainId", d."createdAt"`;
+  // Reading on from `after` the rows are new; from the cursor most are taken, and the anti-join finds the few that are not.
+  if (options.order === "insertion" && after > 0n) {
+    return q.$queryRawUnsafe<PendingRow<T>[]>(
+      `WITH page AS MATERIALIZED (
+         SELECT d."id" FROM "DomainEvent" d WHERE ${filters} ORDER BY d."seq" LIMIT $3)
+       SELECT ${columns}, ${taken} AS "taken", CASE WHEN ${taken} THEN NULL ELSE d."data" END AS "data"
+         FROM page JOIN "DomainEvent" d ON d."id" = page."id" LEFT JOIN "User" u ON u."id" = d."userId"
+         ORDER BY d."seq"`,
+      ...params,
+    );
+  }
+  return q.$queryRawUnsafe<PendingRow<T>[]>(
+    `SELECT ${columns}, false AS "taken", d."data"
+      FROM "DomainEvent" d LEFT JOIN "User" u ON u."id" = d."userId"
+      WHERE ${filters} AND NOT ${taken}
+      ORDER BY ${options.order === "insertion" ? `d."seq"` : `d."createdAt", d."blockNumber" NULLS FIRST, d."dedupeKey"`} LIMIT $3`,
+    ...params,
   );
 }
 
@@ -276,13 +296,14 @@ export async function consumeEventPages<T extends EventType>(db: Db, options: Co
         SELECT pg_try_advisory_xact_lock(${PAGE_LOCK_CLASS}::int, hashtext(${`${options.consumer}:${partition.index}`})) AS "locked"`;
       if (!lock?.locked) return "busy" as const;
       const page = await readPending(tx, options, batchSize, failed, after, partition);
-      if (page.length === 0) return page;
+      const pending = page.filter((row) => !row.taken);
+      if (pending.length === 0) return page;
       const marked = await tx.$queryRaw<{ eventId: string }[]>`
         INSERT INTO "ConsumedEvent" ("consumer", "eventId", "consumedAt")
-        SELECT ${options.consumer}, id, ${options.now.toISOString()}::timestamp(3) FROM unnest(${page.map((row) => row.id)}::uuid[]) AS id
+        SELECT ${options.consumer}, id, ${options.now.toISOString()}::timestamp(3) FROM unnest(${pending.map((row) => row.id)}::uuid[]) AS id
         ON CONFLICT DO NOTHING RETURNING "eventId"::text AS "eventId"`;
       const mine = new Set(marked.map((row) => row.eventId));
-      taken = page.filter((row) => mine.has(row.id)).flatMap((row) => decoded(row, options) ?? []);
+      taken = pending.filter((row) => mine.has(row.id)).flatMap((row) => decoded(row, options) ?? []);
       try {
         if (taken.length > 0) await options.applyBatch!(tx, taken);
       } catch (error) {
@@ -300,7 +321,14 @@ export async function consumeEventPages<T extends EventType>(db: Db, options: Co
     const remembered = rememberReads ? rememberedOf(partition) : undefined;
     const fromCursor = !remembered || performance.now() - remembered.fromCursorAt >= REREAD_FROM_CURSOR_MS;
     after = fromCursor ? 0n : remembered.after;
-    if (remembered && fromCursor) remembered.fromCursorAt = performance.now();
+    // A read from the cursor sees every visible event up to the outbox's top: the next reads go on
+    // from there, even when this one finds nothing (no page of this partition to remember).
+    let top: bigint | undefined;
+    if (remembered && fromCursor) {
+      remembered.fromCursorAt = performance.now();
+      const [row] = await db.prisma.$queryRaw<{ top: string }[]>`SELECT coalesce(max("seq"), 0)::text AS "top" FROM "DomainEvent"`;
+      top = BigInt(row?.top ?? 0);
+    }
     for (;;) {
       let rows: PendingRow<T>[] | "busy";
       if (options.applyBatch && !options.onlyIds) {
@@ -310,16 +338,17 @@ export async function consumeEventPages<T extends EventType>(db: Db, options: Co
           if (!(thrown instanceof ApplyFailed)) throw thrown;
           // The page again, event by event: the bad one is left pending, the others are taken.
           rows = await readPending(db.prisma, options, batchSize, failed, after, partition);
-          for (const row of rows) await applyOne(row);
+          for (const row of rows) if (!row.taken) await applyOne(row);
         }
         if (rows === "busy") {
           contended = true;
           return;
         }
         if (remembered && rows.length > 0) remembered.after = BigInt(rows[rows.length - 1]!.seq);
+        if (remembered && top !== undefined && rows.length < batchSize && remembered.after < top) remembered.after = top;
       } else {
         rows = await readPending(db.prisma, options, batchSize, failed, after, partition);
-        for (const row of rows) await applyOne(row);
+        for (const row of rows) if (!row.taken) await applyOne(row);
       }
       if (options.order === "insertion" && rows.length > 0) after = BigInt(rows[rows.length - 1]!.seq);
       // A failed event is excluded from the next read: a full page means more may be pending.
