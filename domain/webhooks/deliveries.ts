@@ -26,7 +26,7 @@ import type { Db, Tx } from "../db.js";
 import { AppError } from "../errors.js";
 import { type ConsumedEvent, type ConsumeResult, consumeEventPages } from "../events/consumer.js";
 import { domainEvent, recordEvents } from "../events/outbox.js";
-import { type ClaimedJob, type JobQueue, PermanentJobError, RetryableJobError } from "../jobs/queue.js";
+import { type ClaimedJob, type EnqueueInput, type JobQueue, PermanentJobError, RetryableJobError } from "../jobs/queue.js";
 import type { WebhookEvent } from "./events.js";
 import {
   DELIVERED_AS,
@@ -38,7 +38,7 @@ import {
   revertedPayload,
   type WebhookPayload,
 } from "./payloads.js";
-import type { WebhooksRepo } from "./repo.js";
+import type { AttemptRead, WebhookRow, WebhooksRepo } from "./repo.js";
 import type { WebhooksService } from "./service.js";
 
 export const WEBHOOK_DELIVERY_JOB = "webhook.delivery";
@@ -65,16 +65,15 @@ type ReorgType = (typeof REORG_TYPES)[number];
 /** A reorg's follow-up waits this long: an attempt in flight at the revert (5 s at most) is logged by then. */
 export const REORG_FOLLOW_UP_DELAY_MS = 10_000;
 
-export type DeliveryJobPayload =
+/** One delivery a job makes: an event, or a reorg's follow-up, under the name it is delivered as. */
+export type DeliveryItem =
   | {
-      webhookId: string;
       /** The payload's id: the event's. */
       eventId: string;
       /** The name it is delivered under. */
       event: WebhookEvent;
     }
   | {
-      webhookId: string;
       /** The chain.fact_reverted event: the payload's id. */
       eventId: string;
       /** `<name>.reverted` */
@@ -86,7 +85,6 @@ export type DeliveryJobPayload =
       revertedAt: string;
     }
   | {
-      webhookId: string;
       /** The fact's own event, sent again with its id. */
       eventId: string;
       event: WebhookEvent;
@@ -95,10 +93,32 @@ export type DeliveryJobPayload =
       revertEventId: string;
     };
 
+/**
+ * A `webhook.delivery` job: deliveries to one webhook, made one after the other (each its own
+ * signed request and log row), so a webhook's WEBHOOK_CONCURRENCY jobs are that many requests in
+ * flight. A fan-out page gives one job per webhook (MAX_ITEMS_PER_JOB at most); retries,
+ * replays and reorg follow-ups carry one item.
+ */
+export interface DeliveryJobPayload {
+  webhookId: string;
+  items: DeliveryItem[];
+  /** Attempts of its item made before this job's first try (a retry split out of a batch). */
+  attemptOffset?: number;
+}
+/** A job queued before batches: one item, flat. */
+type FlatPayload = { webhookId: string } & DeliveryItem;
+const itemsOf = (payload: DeliveryJobPayload | FlatPayload): DeliveryItem[] => {
+  if ("items" in payload) return payload.items;
+  const { webhookId: _webhookId, ...item } = payload;
+  return [item as DeliveryItem];
+};
+/** Items per fan-out job: a page's events for one webhook, sent one after the other. */
+export const MAX_ITEMS_PER_JOB = 50;
+
 type PendingEvent = ConsumedEvent<DeliveredType | ReorgType>;
 
-/** The name a webhook subscribes to for this event, and the job that delivers it to one webhook. */
-function deliveryOf(event: PendingEvent): { heardAs: WebhookEvent; job: (webhookId: string) => DeliveryJobPayload } | undefined {
+/** The name a webhook subscribes to for this event, and what a job delivers of it. */
+function deliveryOf(event: PendingEvent): { heardAs: WebhookEvent; item: DeliveryItem; followUp: boolean } | undefined {
   if (event.type === "chain.fact_reverted" || event.type === "chain.fact_restored") {
     const fact = event.data.type;
     if (!isDeliveredType(fact)) return undefined;
@@ -106,22 +126,26 @@ function deliveryOf(event: PendingEvent): { heardAs: WebhookEvent; job: (webhook
     if (event.type === "chain.fact_reverted") {
       return {
         heardAs,
-        job: (webhookId) => ({
-          webhookId,
+        followUp: true,
+        item: {
           eventId: event.id,
           event: `${heardAs}.reverted`,
           reorg: "reverted",
           factId: event.data.eventId,
           revertedAt: event.createdAt.toISOString(),
-        }),
+        },
       };
     }
     const { revertEventId, eventId } = event.data;
-    return { heardAs, job: (webhookId) => ({ webhookId, eventId, event: heardAs, reorg: "restored", revertEventId }) };
+    return { heardAs, followUp: true, item: { eventId, event: heardAs, reorg: "restored", revertEventId } };
   }
   const heardAs = DELIVERED_AS[event.type];
-  return { heardAs, job: (webhookId) => ({ webhookId, eventId: event.id, event: heardAs }) };
+  return { heardAs, followUp: false, item: { eventId: event.id, event: heardAs } };
 }
+
+/** The event an item's attempt reads, and the payload id whose earlier attempt decides whether a follow-up is sent. */
+const factOf = (item: DeliveryItem) => ("reorg" in item && item.reorg === "reverted" ? item.factId : item.eventId);
+const toldOf = (item: DeliveryItem) => ("reorg" in item ? (item.reorg === "reverted" ? item.factId : item.revertEventId) : undefined);
 
 export function createWebhookDeliveries(deps: {
   db: Db;
@@ -131,7 +155,10 @@ export function createWebhookDeliveries(deps: {
   clock: Pick<Clock, "now">;
   logger?: Pick<Logger, "warn" | "info">;
 }) {
-  /** The jobs of a page of events: one per event and active webhook subscribed to its name. */
+  /**
+   * The jobs of a page of events: per active webhook subscribed to their names, its events in
+   * order, MAX_ITEMS_PER_JOB to a job; a reorg's follow-ups in jobs of their own, due later.
+   */
   async function fanOut(tx: Tx, events: PendingEvent[]): Promise<void> {
     const now = deps.clock.now();
     const followUpAt = new Date(now.getTime() + REORG_FOLLOW_UP_DELAY_MS);
@@ -139,23 +166,73 @@ export function createWebhookDeliveries(deps: {
       const delivery = deliveryOf(event);
       return delivery ? [{ event, ...delivery }] : [];
     });
-    const names = [...new Set(pending.map((item) => item.heardAs))];
+    const names = [...new Set(pending.map((entry) => entry.heardAs))];
     const users = [...new Set(pending.flatMap(({ event }) => (event.userId ? [event.userId] : [])))];
     const hooks = names.length === 0 ? [] : await deps.repo.subscribers(tx, names, users, EVERYONES);
-    const jobs = pending.flatMap(({ event, heardAs, job }) => {
-      const everyone = EVERYONES.includes(heardAs);
-      return hooks
-        .filter((hook) => hook.events.includes(heardAs) && (everyone || hook.userId === event.userId) && event.seq > BigInt(hook.fromSeq))
-        .map((hook) => ({
-          kind: WEBHOOK_DELIVERY_JOB,
-          payload: job(hook.id),
-          maxAttempts: WEBHOOK_ATTEMPTS,
-          dedupeKey: `webhook:${hook.id}:${event.id}`,
-          concurrency: concurrencyOf(hook.id),
-          ...(event.type === "chain.fact_reverted" || event.type === "chain.fact_restored" ? { runAt: followUpAt } : {}),
-        }));
-    });
+    const jobs: EnqueueInput<DeliveryJobPayload>[] = [];
+    for (const hook of hooks) {
+      const mine = pending.filter(
+        ({ event, heardAs }) =>
+          hook.events.includes(heardAs) &&
+          (EVERYONES.includes(heardAs) || hook.userId === event.userId) &&
+          event.seq > BigInt(hook.fromSeq),
+      );
+      // Keyed by the first outbox event it carries: a fan-out that ran twice would enqueue nothing new.
+      const job = (entries: typeof mine, runAt?: Date) => ({
+        kind: WEBHOOK_DELIVERY_JOB,
+        payload: { webhookId: hook.id, items: entries.map((entry) => entry.item) },
+        maxAttempts: WEBHOOK_ATTEMPTS,
+        dedupeKey: `webhook:${hook.id}:${entries[0]!.event.id}`,
+        concurrency: concurrencyOf(hook.id),
+        ...(runAt ? { runAt } : {}),
+      });
+      const due = mine.filter((entry) => !entry.followUp);
+      for (let first = 0; first < due.length; first += MAX_ITEMS_PER_JOB) jobs.push(job(due.slice(first, first + MAX_ITEMS_PER_JOB)));
+      for (const entry of mine.filter((candidate) => candidate.followUp)) jobs.push(job([entry], followUpAt));
+    }
     await deps.jobs.enqueueMany(jobs, tx);
+  }
+
+  /** The webhook turns failing after an item's sixth failed attempt, with its owner's notification (through the outbox), once. */
+  async function turnFailing(webhook: WebhookRow, payloadId: string, error: string): Promise<void> {
+    const now = deps.clock.now();
+    const turned = await deps.db.prisma.$transaction(async (tx) => {
+      if (!(await deps.repo.markFailing(tx, webhook.id, now))) return false;
+      await recordEvents(tx, [
+        domainEvent({
+          type: "webhook.failing",
+          userId: webhook.userId,
+          data: { userId: webhook.userId, webhookId: webhook.id, url: webhook.url, lastError: error, failedAt: now.toISOString() },
+          dedupeKey: `webhook.failing:${webhook.id}:${payloadId}`,
+          now,
+        }),
+      ]);
+      return true;
+    });
+    if (turned) deps.logger?.warn({ webhookId: webhook.id, eventId: payloadId }, "webhook failing after its sixth failed attempt");
+  }
+
+  /** The payload an item sends now, or null when there is nothing to send (see the reorg rules above). */
+  function bodyOf(item: DeliveryItem, read: AttemptRead): WebhookPayload | null {
+    const { event, attempted } = read;
+    if (!event) return null;
+    if (!("reorg" in item)) {
+      // A reorg removed the fact before this attempt: its follow-up tells what earlier attempts sent.
+      return event.revertedAt === null ? payloadOfEvent(event, item.event) : null;
+    }
+    if (item.reorg === "reverted") {
+      // Back already, or never sent to this webhook: nothing to take back.
+      if (event.revertedAt === null || !attempted) return null;
+      return revertedPayload({ id: item.eventId, revertedAt: item.revertedAt }, event, DELIVERED_AS[event.type as DeliveredType]);
+    }
+    // Reverted again, or its revert was never told here (the receiver still holds it).
+    return event.revertedAt !== null || !attempted ? null : payloadOfEvent(event, item.event);
+  }
+
+  /** The delay before the attempt after `attempt`: the schedule's, or a longer Retry-After. */
+  function retryDelay(attempt: number, retryAfterMs: number | undefined): number {
+    const scheduled = WEBHOOK_RETRY_DELAYS_MS[attempt - 1]!;
+    return Math.max(scheduled, retryAfterMs === undefined ? 0 : Math.min(retryAfterMs, MAX_RETRY_AFTER_MS));
   }
 
   return {
@@ -217,7 +294,7 @@ export function createWebhookDeliveries(deps: {
       const ids = await deps.jobs.enqueueMany(
         events.map((event) => ({
           kind: WEBHOOK_DELIVERY_JOB,
-          payload: { webhookId, eventId: event.id, event: DELIVERED_AS[event.type] } satisfies DeliveryJobPayload,
+          payload: { webhookId, items: [{ eventId: event.id, event: DELIVERED_AS[event.type] }] } satisfies DeliveryJobPayload,
           maxAttempts: WEBHOOK_ATTEMPTS,
           dedupeKey: `webhook:${webhookId}:${event.id}:replay:${replay}`,
           concurrency: concurrencyOf(webhookId),
@@ -226,57 +303,68 @@ export function createWebhookDeliveries(deps: {
       return { queued: ids.length };
     },
 
-    /** One attempt of a `webhook.delivery` job (its handler). */
-    async attempt(payload: DeliveryJobPayload, job: Pick<ClaimedJob, "attempt">): Promise<void> {
-      const factId = "reorg" in payload && payload.reorg === "reverted" ? payload.factId : payload.eventId;
-      const told = "reorg" in payload ? (payload.reorg === "reverted" ? payload.factId : payload.revertEventId) : undefined;
-      const { webhook, event, attempted } = await deps.repo.forAttempt(payload.webhookId, factId, told);
-      // Deleted, or failing (revived by PATCH status active; its events since can be replayed).
-      if (webhook?.status !== "active" || !event) return;
-      let body: WebhookPayload;
-      if (!("reorg" in payload)) {
-        // A reorg removed the fact before this attempt: its follow-up tells what earlier attempts sent.
-        if (event.revertedAt !== null) return;
-        body = payloadOfEvent(event, payload.event);
-      } else if (payload.reorg === "reverted") {
-        // Back already, or never sent to this webhook: nothing to take back.
-        if (event.revertedAt === null || !attempted) return;
-        body = revertedPayload({ id: payload.eventId, revertedAt: payload.revertedAt }, event, DELIVERED_AS[event.type as DeliveredType]);
-      } else {
-        // Reverted again, or its revert was never told here (the receiver still holds it).
-        if (event.revertedAt !== null || !attempted) return;
-        body = payloadOfEvent(event, payload.event);
-      }
-      const { result } = await deps.webhooks.deliver(webhook, body, job.attempt);
-      if (result.ok) return;
-      if (job.attempt >= WEBHOOK_ATTEMPTS) {
-        const now = deps.clock.now();
-        // The status and its owner's notification (webhook.failing, through the outbox) commit together, once.
-        const turned = await deps.db.prisma.$transaction(async (tx) => {
-          if (!(await deps.repo.markFailing(tx, webhook.id, now))) return false;
-          await recordEvents(tx, [
-            domainEvent({
-              type: "webhook.failing",
-              userId: webhook.userId,
-              data: {
-                userId: webhook.userId,
-                webhookId: webhook.id,
-                url: webhook.url,
-                lastError: result.error ?? "failed",
-                failedAt: now.toISOString(),
-              },
-              dedupeKey: `webhook.failing:${webhook.id}:${body.id}`,
-              now,
-            }),
-          ]);
-          return true;
+    /**
+     * One try of a `webhook.delivery` job (its handler): each item's attempt, one after the other.
+     * One item failing is retried by the queue on the schedule. In a batch, the failed item goes
+     * on as a job of its own on the schedule, and the items after it as jobs of their own, due
+     * now (a receiver that times out holds the rest no longer). A try after one whose worker died
+     * first logs that attempt for each item it left unlogged: it may have reached the receiver.
+     */
+    async attempt(payload: DeliveryJobPayload | FlatPayload, job: Pick<ClaimedJob, "attempt" | "createdAt">): Promise<void> {
+      const { webhookId } = payload;
+      const items = itemsOf(payload);
+      const attempt = job.attempt + ("attemptOffset" in payload ? (payload.attemptOffset ?? 0) : 0);
+      const reads = await Promise.all(
+        items.map((item) => deps.repo.forAttempt(webhookId, factOf(item), toldOf(item), item.eventId, job.createdAt)),
+      );
+      for (const [i, item] of items.entries()) {
+        const read = reads[i]!;
+        const { webhook } = read;
+        // Deleted, or failing (revived by PATCH status active; its events since can be replayed).
+        if (webhook?.status !== "active") return;
+        // Delivered by the try before, whose worker died before the job's outcome was written.
+        if (read.delivered) continue;
+        if (read.lastAttempt < attempt - 1) {
+          await deps.repo.recordDelivery({
+            webhookId,
+            eventId: item.eventId,
+            event: item.event,
+            attempt: attempt - 1,
+            status: "failed",
+            statusCode: 0,
+            durationMs: 0,
+            error: "its worker stopped during this attempt: the request may have reached the receiver",
+            createdAt: deps.clock.now(),
+          });
+        }
+        const body = bodyOf(item, read);
+        if (!body) continue;
+        const { result } = await deps.webhooks.deliver(webhook, body, attempt);
+        if (result.ok) continue;
+        const error = result.error ?? "failed";
+        if (attempt >= WEBHOOK_ATTEMPTS) {
+          await turnFailing(webhook, body.id, error);
+          if (items.length === 1)
+            throw new PermanentJobError(`attempt ${attempt} of ${WEBHOOK_ATTEMPTS} failed: ${error}; the webhook is failing`);
+          return;
+        }
+        const delayMs = retryDelay(attempt, result.retryAfterMs);
+        if (items.length === 1) throw new RetryableJobError(error, { retryAfterMs: delayMs });
+        const now = deps.clock.now().getTime();
+        const single = (entry: DeliveryItem, offset: number, runAt: number) => ({
+          kind: WEBHOOK_DELIVERY_JOB,
+          payload: { webhookId, items: [entry], ...(offset > 0 ? { attemptOffset: offset } : {}) } satisfies DeliveryJobPayload,
+          maxAttempts: WEBHOOK_ATTEMPTS - offset,
+          runAt: new Date(runAt),
+          dedupeKey: `webhook:${webhookId}:${entry.eventId}:from-attempt:${offset + 1}`,
+          concurrency: concurrencyOf(webhookId),
         });
-        if (turned) deps.logger?.warn({ webhookId: webhook.id, eventId: body.id }, "webhook failing after its sixth failed attempt");
-        throw new PermanentJobError(`attempt ${job.attempt} of ${WEBHOOK_ATTEMPTS} failed: ${result.error}; the webhook is failing`);
+        await deps.jobs.enqueueMany([
+          single(item, attempt, now + delayMs),
+          ...items.slice(i + 1).map((rest) => single(rest, attempt - 1, now)),
+        ]);
+        return;
       }
-      const scheduled = WEBHOOK_RETRY_DELAYS_MS[job.attempt - 1]!;
-      const asked = result.retryAfterMs === undefined ? undefined : Math.min(result.retryAfterMs, MAX_RETRY_AFTER_MS);
-      throw new RetryableJobError(result.error ?? "failed", { retryAfterMs: Math.max(scheduled, asked ?? 0) });
     },
   };
 }

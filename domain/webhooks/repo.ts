@@ -46,7 +46,12 @@ export interface AttemptEvent {
 export interface AttemptRead {
   webhook: WebhookRow | null;
   event: AttemptEvent | null;
+  /** An attempt of the payload a follow-up depends on was logged at this webhook. */
   attempted: boolean;
+  /** The last attempt logged of the payload this item sends (0: none). */
+  lastAttempt: number;
+  /** A success of it was logged since the job was created. */
+  delivered: boolean;
 }
 
 type WebhookJson = Omit<WebhookRow, "previousSecretUntil" | "createdAt" | "updatedAt" | "fromSeq"> & {
@@ -60,19 +65,32 @@ export function createWebhooksRepo({ db }: { db: Db }) {
   const { prisma } = db;
 
   const readForAttempt = coalesce(
-    async (wanted: readonly { webhookId: string; eventId: string; attemptedId?: string | undefined }[]): Promise<AttemptRead[]> => {
+    async (
+      wanted: readonly { webhookId: string; eventId: string; attemptedId: string | undefined; payloadId: string; since: string }[],
+    ): Promise<AttemptRead[]> => {
       const input = jsonForPostgres(wanted.map((entry, i) => ({ i, ...entry, attemptedId: entry.attemptedId ?? null })));
-      const rows = await prisma.$queryRaw<{ i: number; webhook: WebhookJson | null; event: AttemptEvent | null; attempted: boolean }[]>`
+      const rows = await prisma.$queryRaw<
+        {
+          i: number;
+          webhook: WebhookJson | null;
+          event: AttemptEvent | null;
+          attempted: boolean;
+          lastAttempt: number;
+          delivered: boolean;
+        }[]
+      >`
         SELECT v."i",
             (SELECT row_to_json(w) FROM (SELECT "id"::text AS "id", "userId", "url", "events", "secret", "previousSecret",
                 "previousSecretUntil", "status", "createdAt", "updatedAt", "fromSeq"::text AS "fromSeq" FROM "Webhook" WHERE "id" = v."webhookId") w) AS "webhook",
             (SELECT row_to_json(e) FROM (SELECT "id"::text AS "id", "type", "data", "createdAt", "revertedAt"
                 FROM "DomainEvent" WHERE "id" = v."eventId") e) AS "event",
-            v."attemptedId" IS NOT NULL AND (
-              EXISTS (SELECT 1 FROM "WebhookDelivery" d WHERE d."webhookId" = v."webhookId" AND d."eventId" = v."attemptedId")
-              OR EXISTS (SELECT 1 FROM "Job" j JOIN "JobAttempt" a ON a."jobId" = j."id"
-                           WHERE j."dedupeKey" = 'webhook:' || v."webhookId"::text || ':' || v."attemptedId" AND a."outcome" = 'crashed')) AS "attempted"
-          FROM json_to_recordset(${input}::json) AS v ("i" int, "webhookId" uuid, "eventId" uuid, "attemptedId" text)`;
+            v."attemptedId" IS NOT NULL
+              AND EXISTS (SELECT 1 FROM "WebhookDelivery" d WHERE d."webhookId" = v."webhookId" AND d."eventId" = v."attemptedId") AS "attempted",
+            coalesce((SELECT max(d."attempt") FROM "WebhookDelivery" d WHERE d."webhookId" = v."webhookId" AND d."eventId" = v."payloadId"), 0) AS "lastAttempt",
+            EXISTS (SELECT 1 FROM "WebhookDelivery" d WHERE d."webhookId" = v."webhookId" AND d."eventId" = v."payloadId"
+                      AND d."status" = 'success' AND d."createdAt" >= v."since") AS "delivered"
+          FROM json_to_recordset(${input}::json)
+            AS v ("i" int, "webhookId" uuid, "eventId" uuid, "attemptedId" text, "payloadId" text, "since" timestamp(3))`;
       const byIndex = new Map(rows.map((row) => [row.i, row]));
       // row_to_json writes timestamps without a zone: they are UTC.
       const utc = (text: string | null) => (text === null ? null : new Date(`${text}Z`));
@@ -94,6 +112,8 @@ export function createWebhooksRepo({ db }: { db: Db }) {
             revertedAt: utc(event.revertedAt as unknown as string | null),
           },
           attempted: row?.attempted === true,
+          lastAttempt: Number(row?.lastAttempt ?? 0),
+          delivered: row?.delivered === true,
         };
       });
     },
@@ -167,12 +187,14 @@ export function createWebhooksRepo({ db }: { db: Db }) {
     event: (id: string) => prisma.domainEvent.findUnique({ where: { id } }),
 
     /**
-     * A delivery job's webhook and event (either null when gone), and whether the payload
-     * `attemptedId` was ever attempted at this webhook: logged, or an attempt of its delivery job
-     * whose process died (it may have reached the receiver unlogged). The reads of attempts
-     * that start together are one statement (core/coalesce.ts).
+     * What an attempt of a delivery job reads: its webhook and event (either null when gone);
+     * whether the payload `attemptedId` was ever attempted at this webhook (a reorg's follow-up
+     * asks); and, of the payload it sends (`payloadId`), the last attempt logged and whether a
+     * success was logged since `since` (its job's creation: a try after a crash skips what the
+     * crashed one delivered). The reads of attempts that start together are one statement.
      */
-    forAttempt: (webhookId: string, eventId: string, attemptedId?: string) => readForAttempt({ webhookId, eventId, attemptedId }),
+    forAttempt: (webhookId: string, eventId: string, attemptedId: string | undefined, payloadId: string, since: Date) =>
+      readForAttempt({ webhookId, eventId, attemptedId, payloadId, since: since.toISOString() }),
 
     /** The active webhooks subscribed to any of `names`: those of `users`, and everyone's for the `everyones` names. */
     subscribers: (tx: Tx, names: string[], users: string[], everyones: string[]) =>

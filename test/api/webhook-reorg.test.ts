@@ -43,7 +43,7 @@ describe(`webhooks across a chain reorganisation (${usingPostgres ? "PostgreSQL"
   async function followUpsDue(kind: "reverted" | "restored", count: number) {
     await until(async () => {
       const rows = await stack.db.sql.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM "Job" WHERE "kind" = 'webhook.delivery' AND "payload"->>'reorg' = $1`,
+        `SELECT count(*)::int AS n FROM "Job" WHERE "kind" = 'webhook.delivery' AND "payload"->'items'->0->>'reorg' = $1`,
         [kind],
       );
       return rows.rows[0]!.n >= count;
