@@ -1,20 +1,25 @@
-// `npm run bench:webhooks`: BENCH_EVENTS (default 10,000) `user.level_up` domain events for
-// BENCH_WEBHOOKS users (default 10, push and e-mail notifications off, so the workers' job slots
-// serve webhook deliveries alone), each with one webhook subscribed to it, all served by one
-// local receiver (HTTP on 127.0.0.1, as outside production). The events are written through the
-// outbox writer in transactions of BENCH_EVENT_BATCH (default 100) as fast as it takes them (or
-// BENCH_EVENT_RATE events/s); two real `npm run worker` processes on PostgreSQL fan them out
-// (the `webhooks` consumer) and deliver them (webhook.delivery jobs: signed, through the SSRF-safe
-// egress, each attempt logged). The receiver checks every tenth signature and notes when each
-// event arrives. Measured: deliveries/s (from the first event committed to the last delivery
-// received), event-to-delivery p50/p99 (commit of the event's transaction to its arrival, one
-// clock), duplicates and missing deliveries. Next to it, in the same run with the workers
-// stopped, the limit: the same number of signed POSTs (the same bodies and signature headers,
-// computed per request) sent to the same receiver by a plain loop at the same concurrency as the
-// workers' (2 processes x 8 job slots).
+// `npm run bench:webhooks`: BENCH_EVENTS (default 10,000) `loan.partial_payment` domain events for
+// BENCH_WEBHOOKS users (default 10), each with one webhook subscribed to it, all served by one
+// local receiver (HTTP on 127.0.0.1, as outside production). loan.partial_payment is heard by the
+// webhooks consumer alone (no notification, no XP), so the run measures webhook deliveries. Two real
+// `npm run worker` processes on PostgreSQL fan the events out (the `webhooks` consumer) and
+// deliver them (webhook.delivery jobs: signed, through the SSRF-safe egress, each attempt logged).
+// The receiver checks every tenth signature and notes when each event arrives.
+//
+// Two phases, then the limit:
+// - burst: every event written in one outbox transaction; deliveries/s from its commit to the
+//   last delivery received (the p99 there is the backlog's drain time, printed too);
+// - stream: as many events again, written in transactions every 10 ms at BENCH_STREAM_RATE
+//   events/s (default half the burst's deliveries/s: the service at half its measured capacity);
+//   event-to-delivery p50/p99 (commit of the event's transaction to its arrival, one clock);
+// - the limit, with the workers stopped: the same number of signed POSTs (the same bodies and
+//   signature headers, computed per request) sent to the same receiver by a plain loop at the
+//   workers' concurrency (webhook deliveries in flight at most: 2 processes x WEBHOOK_SLOTS,
+//   and WEBHOOK_CONCURRENCY per webhook).
+// Duplicates and missing deliveries are counted in both phases.
 // BENCH_DATABASE_URL names the PostgreSQL server (default postgres@127.0.0.1:5432): the benchmark
 // creates a database of its own there and drops it at the end.
-// The last line is `ratio: <deliveries/s / plain POSTs/s> p99_ms: <event-to-delivery p99>`.
+// The last line is `ratio: <burst deliveries/s / plain POSTs/s> p99_ms: <stream event-to-delivery p99>`.
 import { createHmac, randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -25,20 +30,20 @@ import { openDatabase } from "../core/db.js";
 import { applyMigrations } from "../core/migrations.js";
 import { domainEvent, type NewDomainEvent, recordEvents } from "../domain/events/outbox.js";
 import { createUsersRepo } from "../domain/users/repo.js";
+import { WEBHOOK_CONCURRENCY } from "../domain/webhooks/deliveries.js";
 import { createWebhooksRepo } from "../domain/webhooks/repo.js";
 import { createSecretBox } from "../domain/webhooks/secrets.js";
 import { signDelivery } from "../domain/webhooks/signing.js";
+import { WEBHOOK_SLOTS } from "../worker/jobs.js";
 import { freshBenchDatabase } from "./bench/database.js";
 import { startBenchWorkers } from "./bench/workers.js";
 
 const SERVER_URL = process.env.BENCH_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
 const WEBHOOKS = Number(process.env.BENCH_WEBHOOKS ?? 10);
-const EVENT_BATCH = Number(process.env.BENCH_EVENT_BATCH ?? 100);
-const EVENT_RATE = Number(process.env.BENCH_EVENT_RATE ?? 0);
+const STREAM_RATE = Number(process.env.BENCH_STREAM_RATE ?? 0);
+const STREAM_TICK_MS = 10;
 const WORKERS = 2;
-/** The workers' job slots (startWorkers' default concurrency), the plain loop's concurrency. */
-const SLOTS_PER_WORKER = 8;
 const TIMEOUT_MS = Number(process.env.BENCH_TIMEOUT_MS ?? 300_000);
 const SECRET = "bench-webhooks-shared-secret-0123456789";
 const KEY = randomBytes(32);
@@ -46,7 +51,7 @@ const KEY = randomBytes(32);
 const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const at = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 
-// --- The receiver: every delivery counted by its event (data.level is `L<index>`), every tenth signature checked.
+// --- The receiver: every delivery counted by its event (data.loanId is `bench-<index>`), every tenth signature checked.
 const receivedAt = new Map<number, number>();
 let received = 0;
 let duplicates = 0;
@@ -65,7 +70,7 @@ const server = http.createServer((req, res) => {
       return;
     }
     received += 1;
-    const index = Number(/"level":"L(\d+)"/.exec(body)?.[1] ?? -1);
+    const index = Number(/"loanId":"bench-(\d+)"/.exec(body)?.[1] ?? -1);
     if (receivedAt.has(index)) duplicates += 1;
     else receivedAt.set(index, now);
     if (received % 10 === 0) {
@@ -84,6 +89,46 @@ const benchDatabase = await freshBenchDatabase(SERVER_URL);
 const db = await openDatabase({ databaseUrl: benchDatabase.url });
 let stopWorkers = () => {};
 
+/** The event of index i: a loan.partial_payment of one of the users. */
+function paymentEvent(i: number, userId: string, now: Date): NewDomainEvent {
+  return domainEvent({
+    type: "loan.partial_payment",
+    userId,
+    data: {
+      loanId: `bench-${i}`,
+      amount: 25,
+      remainingBalance: 80,
+      txHash: `0x${i.toString(16).padStart(64, "0")}`,
+      raw: { chainLoanId: BigInt(i), amount: 25_000_000n, remainingBalance: 80_000_000n },
+    },
+    dedupeKey: `bench-webhooks:${i}`,
+    now,
+  });
+}
+
+/** Waits until the events [first, last) have all arrived (or the time-out); answers their latencies, sorted. */
+async function arrivals(
+  writtenAt: number[],
+  first: number,
+  last: number,
+): Promise<{ latencies: number[]; lastArrival: number; complete: boolean }> {
+  const deadline = performance.now() + TIMEOUT_MS;
+  const arrived = () => {
+    let count = 0;
+    for (let i = first; i < last; i += 1) if (receivedAt.has(i)) count += 1;
+    return count;
+  };
+  while (arrived() < last - first && performance.now() < deadline) await sleep(50);
+  let lastArrival = 0;
+  const latencies: number[] = [];
+  for (let i = first; i < last; i += 1) {
+    const arrival = receivedAt.get(i) ?? performance.now();
+    lastArrival = Math.max(lastArrival, arrival);
+    latencies.push(arrival - writtenAt[i]!);
+  }
+  return { latencies: latencies.sort((a, b) => a - b), lastArrival, complete: arrived() === last - first };
+}
+
 let lastLine: string | undefined;
 try {
   await applyMigrations(db.migrationAdapter());
@@ -101,15 +146,12 @@ try {
       walletAddressOf: (index) => `0x${index.toString(16).padStart(40, "0")}`,
     });
     userIds.push(user.id);
-    // Their push and e-mail notifications off: the level-ups still make in-app rows, but the
-    // workers' slots go to webhook deliveries alone (no push or e-mail jobs beside them).
-    await db.prisma.user.update({ where: { id: user.id }, data: { settingsNotifications: false, settingsEmailAlerts: false } });
     const now = new Date();
     const created = await webhooks.create(
       {
         userId: user.id,
         url: `${base}/hooks/${i}`,
-        events: ["user.level_up"],
+        events: ["loan.partial_payment"],
         secret: await secrets.seal(SECRET),
         previousSecret: null,
         previousSecretUntil: null,
@@ -135,44 +177,43 @@ try {
   const { outputs } = workers;
   await sleep(2_000);
   const outputBefore = outputs.map((text) => text.length);
-
-  // --- The events, through the outbox writer.
   const writtenAt: number[] = [];
-  const writeStarted = performance.now();
-  for (let first = 0; first < EVENTS; first += EVENT_BATCH) {
-    if (EVENT_RATE > 0) {
-      const due = writeStarted + (first / EVENT_RATE) * 1000;
-      if (due > performance.now()) await sleep(due - performance.now());
-    }
-    const now = new Date();
-    const events: NewDomainEvent[] = [];
-    for (let i = first; i < Math.min(EVENTS, first + EVENT_BATCH); i += 1) {
-      const userId = userIds[i % WEBHOOKS]!;
-      events.push(
-        domainEvent({
-          type: "user.level_up",
-          userId,
-          data: { userId, level: `L${i}`, previousLevel: "L", xp: i, timestamp: now.toISOString() },
-          dedupeKey: `bench-webhooks:${i}`,
-          now,
-        }),
-      );
-    }
-    await db.prisma.$transaction((tx) => recordEvents(tx, events));
-    const committed = performance.now();
-    for (let i = first; i < first + events.length; i += 1) writtenAt[i] = committed;
-  }
-  const writeSeconds = (performance.now() - writeStarted) / 1000;
-  const firstWritten = writtenAt[0]!;
 
-  const deadline = performance.now() + TIMEOUT_MS;
-  while (receivedAt.size < EVENTS && performance.now() < deadline) await sleep(50);
-  const complete = receivedAt.size >= EVENTS;
-  const lastReceived = Math.max(...receivedAt.values());
-  const deliveriesPerSecond = receivedAt.size / ((lastReceived - firstWritten) / 1000);
-  const latencies = Array.from({ length: EVENTS }, (_, i) => (receivedAt.get(i) ?? performance.now()) - writtenAt[i]!).sort(
-    (a, b) => a - b,
+  // --- Burst: every event in one outbox transaction.
+  const burstWriteStarted = performance.now();
+  const burstNow = new Date();
+  await db.prisma.$transaction((tx) =>
+    recordEvents(
+      tx,
+      Array.from({ length: EVENTS }, (_, i) => paymentEvent(i, userIds[i % WEBHOOKS]!, burstNow)),
+    ),
   );
+  const burstCommitted = performance.now();
+  for (let i = 0; i < EVENTS; i += 1) writtenAt[i] = burstCommitted;
+  const burst = await arrivals(writtenAt, 0, EVENTS);
+  const burstSeconds = (burst.lastArrival - burstCommitted) / 1000;
+  const burstPerSecond = EVENTS / burstSeconds;
+
+  // --- Stream: as many events again at a steady rate, in a transaction every STREAM_TICK_MS.
+  const rate = STREAM_RATE > 0 ? STREAM_RATE : Math.max(1, Math.round(burstPerSecond / 2));
+  const streamStarted = performance.now();
+  let written = EVENTS;
+  while (written < 2 * EVENTS) {
+    const due = Math.min(2 * EVENTS, EVENTS + Math.floor(((performance.now() - streamStarted) / 1000) * rate) + 1);
+    if (due > written) {
+      const now = new Date();
+      const events: NewDomainEvent[] = [];
+      for (let i = written; i < due; i += 1) events.push(paymentEvent(i, userIds[i % WEBHOOKS]!, now));
+      await db.prisma.$transaction((tx) => recordEvents(tx, events));
+      const committed = performance.now();
+      for (let i = written; i < due; i += 1) writtenAt[i] = committed;
+      written = due;
+    }
+    await sleep(STREAM_TICK_MS);
+  }
+  const streamWriteSeconds = (performance.now() - streamStarted) / 1000;
+  const stream = await arrivals(writtenAt, EVENTS, 2 * EVENTS);
+
   await sleep(500);
   const failedAttempts = Number(
     (await db.sql.query<{ n: string }>(`SELECT count(*)::text AS n FROM "WebhookDelivery" WHERE "status" = 'failed'`)).rows[0]!.n,
@@ -183,9 +224,9 @@ try {
     .filter((text) => text.length > 0)
     .join("\n");
 
-  // --- Workers stopped; the limit: the same signed POSTs from a plain loop at the same concurrency.
+  // --- Workers stopped; the limit: the same signed POSTs from a plain loop at the workers' concurrency.
   await workers.stop();
-  const concurrency = WORKERS * SLOTS_PER_WORKER;
+  const concurrency = Math.min(WORKERS * WEBHOOK_SLOTS, WEBHOOKS * WEBHOOK_CONCURRENCY);
   const agent = new Agent({ keepAliveTimeout: 30_000 });
   let next = 0;
   const plainStarted = performance.now();
@@ -193,12 +234,9 @@ try {
     Array.from({ length: concurrency }, async () => {
       while (next < EVENTS) {
         const i = next++;
-        const body = JSON.stringify({
-          id: `plain-${i}`,
-          event: "user.level_up",
-          timestamp: new Date().toISOString(),
-          data: { userId: userIds[i % WEBHOOKS], level: `L${i}`, previousLevel: "L", xp: i, timestamp: new Date().toISOString() },
-        });
+        const event = paymentEvent(i, userIds[i % WEBHOOKS]!, new Date());
+        const { raw: _raw, ...data } = event.data as Record<string, unknown>;
+        const body = JSON.stringify({ id: `plain-${i}`, event: "loan.partial_payment", timestamp: new Date().toISOString(), data });
         const headers = signDelivery({ secrets: [SECRET], messageId: `plain-${i}`, timestampSeconds: Math.floor(Date.now() / 1000), body });
         const response = await request(`${base}/plain`, {
           method: "POST",
@@ -215,30 +253,27 @@ try {
   await agent.close();
   const plainPerSecond = EVENTS / plainSeconds;
 
+  const missing = 2 * EVENTS - receivedAt.size;
   console.log(
-    `${fmt(EVENTS)} user.level_up events for ${WEBHOOKS} webhooks (${EVENT_BATCH} per outbox transaction, ${
-      EVENT_RATE > 0 ? `${fmt(EVENT_RATE)} events/s` : "as fast as possible"
-    }), ${WORKERS} npm run worker processes, PostgreSQL ${serverVersion}, ${os.cpus().length} cores`,
-  );
-  console.log(`events written:  ${fmt(EVENTS)} in ${fmt(writeSeconds, 2)} s (${fmt(EVENTS / writeSeconds)} events/s)`);
-  console.log(
-    `deliveries:      ${fmt(receivedAt.size)} events received, the last ${fmt((lastReceived - firstWritten) / 1000, 2)} s after the first event: ${fmt(deliveriesPerSecond)} deliveries/s${complete ? "" : " (TIMED OUT)"}`,
+    `loan.partial_payment events for ${WEBHOOKS} webhooks, ${WORKERS} npm run worker processes, PostgreSQL ${serverVersion}, ${os.cpus().length} cores`,
   );
   console.log(
-    `event to delivery: p50 ${fmt(at(latencies, 0.5))} ms  p90 ${fmt(at(latencies, 0.9))} ms  p99 ${fmt(at(latencies, 0.99))} ms  max ${fmt(latencies.at(-1)!)} ms`,
+    `burst:   ${fmt(EVENTS)} events in one transaction: the last received ${fmt(burstSeconds, 2)} s after its commit: ${fmt(burstPerSecond)} deliveries/s${burst.complete ? "" : " (TIMED OUT)"}; event to delivery p50 ${fmt(at(burst.latencies, 0.5))} ms p99 ${fmt(at(burst.latencies, 0.99))} ms (the backlog draining)`,
   );
   console.log(
-    `receiver:        ${fmt(received)} requests, ${duplicates} duplicates, ${badSignatures} bad signatures of ${fmt(checked)} checked; attempts logged ${fmt(logged)} (${fmt(failedAttempts)} failed)`,
+    `stream:  ${fmt(EVENTS)} events at ${fmt(rate)} events/s (written in ${fmt(streamWriteSeconds, 2)} s, a transaction every ${STREAM_TICK_MS} ms): event to delivery p50 ${fmt(at(stream.latencies, 0.5))} ms  p90 ${fmt(at(stream.latencies, 0.9))} ms  p99 ${fmt(at(stream.latencies, 0.99))} ms  max ${fmt(stream.latencies.at(-1)!)} ms${stream.complete ? "" : " (TIMED OUT)"}`,
   );
   console.log(
-    `plain loop:      ${fmt(plainReceived)} signed POSTs at concurrency ${concurrency} in ${fmt(plainSeconds, 2)} s: ${fmt(plainPerSecond)} POSTs/s`,
+    `receiver: ${fmt(received)} requests, ${duplicates} duplicates, ${missing} missing, ${badSignatures} bad signatures of ${fmt(checked)} checked; attempts logged ${fmt(logged)} (${fmt(failedAttempts)} failed)`,
+  );
+  console.log(
+    `plain loop: ${fmt(plainReceived)} signed POSTs at concurrency ${concurrency} in ${fmt(plainSeconds, 2)} s: ${fmt(plainPerSecond)} POSTs/s`,
   );
   if (workerLines) console.log(`worker output during the run:\n${workerLines.split("\n").slice(-10).join("\n")}`);
-  console.log(`missing: ${EVENTS - receivedAt.size}`);
   console.log(
-    `deliveries / plain: ${fmt(deliveriesPerSecond, 1)} / ${fmt(plainPerSecond, 1)} = ${(deliveriesPerSecond / plainPerSecond).toFixed(4)}`,
+    `deliveries / plain: ${fmt(burstPerSecond, 1)} / ${fmt(plainPerSecond, 1)} = ${(burstPerSecond / plainPerSecond).toFixed(4)}`,
   );
-  lastLine = `ratio: ${(deliveriesPerSecond / plainPerSecond).toFixed(2)} p99_ms: ${Math.round(at(latencies, 0.99))}`;
+  lastLine = `ratio: ${(burstPerSecond / plainPerSecond).toFixed(2)} p99_ms: ${Math.round(at(stream.latencies, 0.99))}`;
 } finally {
   stopWorkers();
   server.closeAllConnections();

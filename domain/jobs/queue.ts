@@ -119,6 +119,19 @@ export interface JobQueue {
   enqueue<P>(input: EnqueueInput<P>, tx?: Tx): Promise<string | null>;
   /** Several jobs in one statement; returns the ids of those created. */
   enqueueMany(inputs: readonly EnqueueInput[], tx?: Tx): Promise<string[]>;
+  /**
+   * Adds items to a waiting batch: per input, to a queued job of its kind and concurrency key
+   * not tried yet, due, whose payload is a batch (`batch: true`, `items: [...]`) with room for
+   * `maxItems`; answers per input how many of its items were added (the rest are the caller's to
+   * enqueue). Under load, deliveries gather in the job that waits for a slot instead of each
+   * making a job of its own; when idle, none waits and nothing is added. Inside the caller's
+   * transaction `tx` when given; a job being claimed is passed over (SKIP LOCKED).
+   */
+  joinWaiting(
+    inputs: readonly { kind: string; concurrencyKey: string; items: readonly unknown[] }[],
+    maxItems: number,
+    tx?: Tx,
+  ): Promise<number[]>;
   /** Wakes the runners of this process (after a commit that enqueued jobs). */
   wake(): void;
   /** Called on `wake()` (a runner cuts its poll short); returns the unsubscribe function. */
@@ -268,6 +281,32 @@ export function createJobQueue({
   return {
     enqueue: async (input, tx) => (await insert([input], tx))[0] ?? null,
     enqueueMany: (inputs, tx) => insert(inputs, tx),
+    async joinWaiting(inputs, maxItems, tx) {
+      if (inputs.length === 0) return [];
+      const rows = jsonForPostgres(inputs.map((input, i) => ({ i, kind: input.kind, key: input.concurrencyKey, items: input.items })));
+      const joined = await (tx ?? prisma).$queryRaw<{ i: number; added: number }[]>`
+        WITH v AS (
+          SELECT * FROM json_to_recordset(${rows}::json) AS v ("i" int, "kind" text, "key" text, "items" jsonb)
+        ), waiting AS (
+          SELECT j."id", j."concurrencyKey", j."createdAt", jsonb_array_length(j."payload"->'items') AS "has" FROM "Job" j
+            WHERE j."concurrencyKey" IN (SELECT "key" FROM v) AND j."kind" IN (SELECT "kind" FROM v) AND j."status" = 'queued' AND j."attempts" = 0
+              AND j."runAt" <= ${ts(clock.now())} AND j."payload"->>'batch' = 'true'
+              AND jsonb_array_length(j."payload"->'items') < ${maxItems}::int
+            FOR UPDATE SKIP LOCKED
+        ), chosen AS (
+          SELECT DISTINCT ON (w."concurrencyKey") w."id", w."has", v."i", v."items", v."kind" FROM waiting w JOIN v ON v."key" = w."concurrencyKey"
+            ORDER BY w."concurrencyKey", w."createdAt" DESC
+        ), added AS (
+          UPDATE "Job" j SET "payload" = jsonb_set(j."payload", '{items}', (j."payload"->'items') || (
+              SELECT coalesce(jsonb_agg(t."item" ORDER BY t."n"), '[]'::jsonb)
+                FROM jsonb_array_elements(c."items") WITH ORDINALITY AS t ("item", "n") WHERE t."n" <= ${maxItems}::int - c."has"))
+            FROM chosen c WHERE j."id" = c."id" AND j."kind" = c."kind"
+            RETURNING c."i", least(jsonb_array_length(c."items"), ${maxItems}::int - c."has") AS "added"
+        )
+        SELECT "i", "added"::int AS "added" FROM added`;
+      const added = new Map(joined.map((row) => [row.i, row.added]));
+      return inputs.map((_, i) => added.get(i) ?? 0);
+    },
     wake,
     onWake(listener) {
       listeners.add(listener);

@@ -102,6 +102,8 @@ export type DeliveryItem =
 export interface DeliveryJobPayload {
   webhookId: string;
   items: DeliveryItem[];
+  /** A fan-out's batch: while it waits for a slot, later events for its webhook join it (JobQueue.joinWaiting). */
+  batch?: true;
   /** Attempts of its item made before this job's first try (a retry split out of a batch). */
   attemptOffset?: number;
 }
@@ -151,7 +153,7 @@ export function createWebhookDeliveries(deps: {
   db: Db;
   repo: WebhooksRepo;
   webhooks: Pick<WebhooksService, "deliver" | "own">;
-  jobs: Pick<JobQueue, "enqueueMany" | "wake">;
+  jobs: Pick<JobQueue, "enqueueMany" | "joinWaiting" | "wake">;
   clock: Pick<Clock, "now">;
   logger?: Pick<Logger, "warn" | "info">;
 }) {
@@ -169,24 +171,40 @@ export function createWebhookDeliveries(deps: {
     const names = [...new Set(pending.map((entry) => entry.heardAs))];
     const users = [...new Set(pending.flatMap(({ event }) => (event.userId ? [event.userId] : [])))];
     const hooks = names.length === 0 ? [] : await deps.repo.subscribers(tx, names, users, EVERYONES);
+    const perHook = hooks
+      .map((hook) => ({
+        hook,
+        mine: pending.filter(
+          ({ event, heardAs }) =>
+            hook.events.includes(heardAs) &&
+            (EVERYONES.includes(heardAs) || hook.userId === event.userId) &&
+            event.seq > BigInt(hook.fromSeq),
+        ),
+      }))
+      .filter(({ mine }) => mine.length > 0);
+    // What is due now first joins the webhook's batch still waiting for a slot, if any.
+    const dueOf = (mine: typeof pending) => mine.filter((entry) => !entry.followUp);
+    const joined = await deps.jobs.joinWaiting(
+      perHook.map(({ hook, mine }) => ({
+        kind: WEBHOOK_DELIVERY_JOB,
+        concurrencyKey: concurrencyOf(hook.id).key,
+        items: dueOf(mine).map((entry) => entry.item),
+      })),
+      MAX_ITEMS_PER_JOB,
+      tx,
+    );
     const jobs: EnqueueInput<DeliveryJobPayload>[] = [];
-    for (const hook of hooks) {
-      const mine = pending.filter(
-        ({ event, heardAs }) =>
-          hook.events.includes(heardAs) &&
-          (EVERYONES.includes(heardAs) || hook.userId === event.userId) &&
-          event.seq > BigInt(hook.fromSeq),
-      );
+    for (const [h, { hook, mine }] of perHook.entries()) {
       // Keyed by the first outbox event it carries: a fan-out that ran twice would enqueue nothing new.
       const job = (entries: typeof mine, runAt?: Date) => ({
         kind: WEBHOOK_DELIVERY_JOB,
-        payload: { webhookId: hook.id, items: entries.map((entry) => entry.item) },
+        payload: { webhookId: hook.id, items: entries.map((entry) => entry.item), ...(runAt ? {} : { batch: true as const }) },
         maxAttempts: WEBHOOK_ATTEMPTS,
         dedupeKey: `webhook:${hook.id}:${entries[0]!.event.id}`,
         concurrency: concurrencyOf(hook.id),
         ...(runAt ? { runAt } : {}),
       });
-      const due = mine.filter((entry) => !entry.followUp);
+      const due = dueOf(mine).slice(joined[h] ?? 0);
       for (let first = 0; first < due.length; first += MAX_ITEMS_PER_JOB) jobs.push(job(due.slice(first, first + MAX_ITEMS_PER_JOB)));
       for (const entry of mine.filter((candidate) => candidate.followUp)) jobs.push(job([entry], followUpAt));
     }

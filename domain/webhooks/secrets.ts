@@ -15,9 +15,13 @@ export interface SecretBox {
   open(sealed: string): Promise<string>;
 }
 
+/** Opened secrets kept in memory by their sealed text (every attempt of a webhook opens the same one). */
+const OPENED_KEPT = 1_000;
+
 /** Seals and opens with the key `keyOf()` answers (read once, when first needed). */
 export function createSecretBox(keyOf: () => Promise<Buffer>): SecretBox {
   let key: Promise<Buffer> | undefined;
+  const opened = new Map<string, string>();
   const theKey = () => {
     key ??= keyOf();
     return key;
@@ -30,12 +34,17 @@ export function createSecretBox(keyOf: () => Promise<Buffer>): SecretBox {
       return `${VERSION}:${Buffer.concat([nonce, cipher.getAuthTag(), sealed]).toString("base64")}`;
     },
     async open(sealed) {
+      const known = opened.get(sealed);
+      if (known !== undefined) return known;
       const [version, body] = sealed.split(":");
       if (version !== VERSION || body === undefined) throw new Error("not a sealed webhook secret");
       const bytes = Buffer.from(body, "base64");
       const decipher = createDecipheriv("aes-256-gcm", await theKey(), bytes.subarray(0, NONCE_BYTES));
       decipher.setAuthTag(bytes.subarray(NONCE_BYTES, NONCE_BYTES + TAG_BYTES));
-      return Buffer.concat([decipher.update(bytes.subarray(NONCE_BYTES + TAG_BYTES)), decipher.final()]).toString("utf8");
+      const secret = Buffer.concat([decipher.update(bytes.subarray(NONCE_BYTES + TAG_BYTES)), decipher.final()]).toString("utf8");
+      if (opened.size >= OPENED_KEPT) opened.clear();
+      opened.set(sealed, secret);
+      return secret;
     },
   };
 }

@@ -5,9 +5,21 @@
 // the standard verifiers (the svix and standardwebhooks packages) check with the secret
 // `whsec_<base64 of the key>`. The key is the secret's UTF-8 bytes, or, for a secret that is
 // itself a Standard Webhooks secret (`whsec_...`), the bytes it encodes.
-import { createHmac } from "node:crypto";
+import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
 
 const STANDARD_PREFIX = "whsec_";
+/** Secrets whose HMAC keys are kept ready (a key object per attempt costs more than the HMAC). */
+const KEYS_KEPT = 1_000;
+const keys = new Map<string, { plain: KeyObject; standard: KeyObject }>();
+function keysOf(secret: string) {
+  let found = keys.get(secret);
+  if (!found) {
+    if (keys.size >= KEYS_KEPT) keys.clear();
+    found = { plain: createSecretKey(Buffer.from(secret, "utf8")), standard: createSecretKey(standardKeyOf(secret)) };
+    keys.set(secret, found);
+  }
+  return found;
+}
 
 /** The HMAC key of the Standard Webhooks signature for a shared secret. */
 export function standardKeyOf(secret: string): Buffer {
@@ -46,11 +58,13 @@ export function signDelivery({
 }): SignedHeaders {
   const signed = `${messageId}.${timestampSeconds}.${body}`;
   return {
-    "x-service-signature": secrets.map((secret) => `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`).join(" "),
+    "x-service-signature": secrets
+      .map((secret) => `sha256=${createHmac("sha256", keysOf(secret).plain).update(body).digest("hex")}`)
+      .join(" "),
     "webhook-id": messageId,
     "webhook-timestamp": String(timestampSeconds),
     "webhook-signature": secrets
-      .map((secret) => `v1,${createHmac("sha256", standardKeyOf(secret)).update(signed).digest("base64")}`)
+      .map((secret) => `v1,${createHmac("sha256", keysOf(secret).standard).update(signed).digest("base64")}`)
       .join(" "),
   };
 }

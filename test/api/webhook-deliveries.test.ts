@@ -224,7 +224,7 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
   it("lets a receiver that hangs hold at most 4 deliveries, so another webhook's goes at once", async () => {
     bob = await api.token("deliveries|bob", { name: "Bob" });
     alice = await api.token("deliveries|alice", { name: "Alice" });
-    await subscribe(bob, "/hang", ["user.level_up"]);
+    const hangId = await subscribe(bob, "/hang", ["user.level_up"]);
     await subscribe(alice, "/quick", ["user.level_up"]);
     const hanging: http.ServerResponse[] = [];
     receiver.answers.set("/hang", (res) => hanging.push(res));
@@ -235,6 +235,11 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
     }
     await sleep(300);
     expect(hitsOf("/hang"), "a fifth delivery while four hang").to.have.length(4);
+    // The four that wait for a slot gathered in one job: each event joined the batch already waiting.
+    const waiting = await api.db.prisma.job.findMany({
+      where: { kind: "webhook.delivery", status: "queued", concurrencyKey: `webhook:${hangId}` },
+    });
+    expect(waiting.map((job) => (job.payload as { items: unknown[] }).items.length)).to.deep.equal([4]);
     const quickEvent = await levelUp(aliceId, "Quick");
     const started = performance.now();
     await until(() => hitsOf("/quick").some((hit) => JSON.parse(hit.body).id === quickEvent), "the other webhook's delivery", 3_000);

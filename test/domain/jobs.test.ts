@@ -163,6 +163,30 @@ describe(`job queue (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
     expect(slow).to.have.length(10);
   });
 
+  it("adds items to a waiting batch of the same kind and key, with room, never to one claimed, tried, not a batch or not due", async () => {
+    const batch = (items: number[]) => ({ batch: true, items });
+    const key = (k: string) => ({ key: k, limit: 4 });
+    const a = (await queue.enqueue({ kind: "deliver", payload: batch([1, 2]), concurrency: key("a") }))!;
+    const claimed = (await queue.enqueue({ kind: "deliver", payload: batch([1]), concurrency: key("b") }))!;
+    // b's job is being run (claimed): it takes nothing more.
+    await db.prisma.job.update({ where: { id: claimed }, data: { status: "running", attempts: 1 } });
+    await queue.enqueue({ kind: "deliver", payload: { items: [9] }, concurrency: key("c") });
+    await queue.enqueue({ kind: "deliver", payload: batch([9]), concurrency: key("d"), runAt: new Date(clock.now().getTime() + 60_000) });
+    // e's job was tried once already (its worker died): queued again, it takes nothing more.
+    const tried = (await queue.enqueue({ kind: "deliver", payload: batch([9]), concurrency: key("e") }))!;
+    await db.prisma.job.update({ where: { id: tried }, data: { attempts: 1 } });
+    await queue.enqueue({ kind: "other", payload: batch([9]), concurrency: key("f") });
+
+    const added = await queue.joinWaiting(
+      ["a", "b", "c", "d", "e", "f", "g"].map((k) => ({ kind: "deliver", concurrencyKey: k, items: [3, 4, 5] })),
+      4,
+    );
+    // a had room for two of three; b is running, c no batch, d not due, e tried, f another kind, g has no job.
+    expect(added).to.deep.equal([2, 0, 0, 0, 0, 0, 0]);
+    expect((await db.prisma.job.findUniqueOrThrow({ where: { id: a } })).payload).to.deep.equal(batch([1, 2, 3, 4]));
+    expect(await queue.joinWaiting([{ kind: "deliver", concurrencyKey: "a", items: [6] }], 4), "full").to.deep.equal([0]);
+  });
+
   it("gives every job to exactly one of two processes claiming at once (200 jobs)", async () => {
     // On PostgreSQL the second process has connections of its own.
     const otherDb = usingPostgres ? await openDatabase({ databaseUrl: db.url }) : db;

@@ -1,0 +1,2 @@
+-- CreateIndex
+CREATE INDEX "Job_concurrencyKey_status_idx" ON "Job"("concurrencyKey", "status");
