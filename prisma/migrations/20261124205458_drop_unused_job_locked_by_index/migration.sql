@@ -1,0 +1,2 @@
+-- DropIndex
+DROP INDEX "Job_lockedBy_idx";
