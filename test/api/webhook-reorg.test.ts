@@ -21,37 +21,42 @@ import { startWebhookReceiver, type WebhookReceiver } from "../helpers/webhook-r
 
 const SECRET = "reorg-test-secret-0123456789";
 
-describe(`webhooks across a chain reorganisation (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
-  this.timeout(120_000);
-  let stack: MoneyStack;
-  let workers: Workers;
-  let receiver: WebhookReceiver;
-
+/** A chain, indexer, API and the platform workers, with a webhook receiver: started before the suite's tests, stopped after. */
+function runningStack(options: { confirmations?: number } = {}) {
+  const running = {} as { stack: MoneyStack; workers: Workers; receiver: WebhookReceiver };
   before(async () => {
-    stack = await startMoneyStack();
-    receiver = await startWebhookReceiver();
-    workers = startPlatformWorkers({ services: stack.api.services, clock: stack.api.clock, logger: createLogger("silent"), tickMs: 100 });
+    running.stack = await startMoneyStack(options);
+    running.receiver = await startWebhookReceiver();
+    const { api } = running.stack;
+    running.workers = startPlatformWorkers({ services: api.services, clock: api.clock, logger: createLogger("silent"), tickMs: 100 });
   });
   after(async () => {
-    await workers?.stop();
-    await stack?.close();
-    await receiver?.close();
+    await running.workers?.stop();
+    await running.stack?.close();
+    await running.receiver?.close();
   });
+  return running;
+}
 
-  const bodies = (path: string) => receiver.of(path).map((hit) => JSON.parse(hit.body));
+describe(`webhooks across a chain reorganisation (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
+  this.timeout(120_000);
+  const running = runningStack();
+
+  const bodies = (path: string) => running.receiver.of(path).map((hit) => JSON.parse(hit.body));
   /** Waits until the workers have queued the reorg follow-ups (due REORG_FOLLOW_UP_DELAY_MS later), then lets that time pass. */
   async function followUpsDue(kind: "reverted" | "restored", count: number) {
     await until(async () => {
-      const rows = await stack.db.sql.query<{ n: number }>(
+      const rows = await running.stack.db.sql.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM "Job" WHERE "kind" = 'webhook.delivery' AND "payload"->'items'->0->>'reorg' = $1`,
         [kind],
       );
       return rows.rows[0]!.n >= count;
     }, `${kind} follow-ups queued`);
-    await stack.api.clock.advance(REORG_FOLLOW_UP_DELAY_MS / 1000 + 1);
+    await running.stack.api.clock.advance(REORG_FOLLOW_UP_DELAY_MS / 1000 + 1);
   }
 
   it("sends <event>.reverted with the original payload after a reorg removes a delivered deposit, and the fact again when it comes back", async () => {
+    const { stack, receiver } = running;
     const { api, chain, db } = stack;
     const user = await newTestUser(api, "reorg", 500);
     const subscribe = async (path: string, events: string[]) => {
@@ -122,22 +127,10 @@ describe(`webhooks across a chain reorganisation (${usingPostgres ? "PostgreSQL"
 
 describe(`webhooks with CONFIRMATIONS=2 (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
   this.timeout(120_000);
-  let stack: MoneyStack;
-  let workers: Workers;
-  let receiver: WebhookReceiver;
-
-  before(async () => {
-    stack = await startMoneyStack({ confirmations: 2 });
-    receiver = await startWebhookReceiver();
-    workers = startPlatformWorkers({ services: stack.api.services, clock: stack.api.clock, logger: createLogger("silent"), tickMs: 100 });
-  });
-  after(async () => {
-    await workers?.stop();
-    await stack?.close();
-    await receiver?.close();
-  });
+  const running = runningStack({ confirmations: 2 });
 
   it("sends a chain event only once its block has two blocks on top", async () => {
+    const { stack, receiver } = running;
     const { api, chain } = stack;
     const user = await newTestUser(api, "confirmations");
     const created = await api.request("POST", "/v1/webhooks", {
