@@ -93,6 +93,22 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
     expect(await verifyGithubStyle(SECRET, hit!.body, hit!.headers["x-service-signature"] as string)).to.equal(true);
   });
 
+  it("still delivers a job queued before batches (a flat payload of one event)", async () => {
+    const webhookId = await subscribe(alice, "/flat", ["user.level_up"]);
+    const eventId = await levelUp(aliceId, "Flat");
+    await until(() => hitsOf("/flat").length === 1, "the event's delivery");
+    // The same event queued again the way a version before batches queued it.
+    await api.services.jobs.enqueue({
+      kind: "webhook.delivery",
+      payload: { webhookId, eventId, event: "user.level_up" },
+      maxAttempts: 6,
+      dedupeKey: `webhook-test:flat:${eventId}`,
+    });
+    await until(() => hitsOf("/flat").length === 2, "the flat job's delivery");
+    expect(JSON.parse(hitsOf("/flat")[1]!.body)).to.deep.include({ id: eventId, event: "user.level_up" });
+    expect((await api.request("DELETE", `/v1/webhooks/${webhookId}`, { token: alice })).status).to.equal(200);
+  });
+
   it("delivers to a webhook only the events recorded after it was created", async () => {
     // No webhook hears trust_score.updated yet: the consumer leaves this event alone...
     const change = (previousScore: number) =>
