@@ -152,7 +152,7 @@ export const FANOUT_IDLE_MS = 100;
  * The platform's continuous loops (worker/loops.ts), run by every worker process: the
  * notifications consumer, which writes each domain event's in-app notifications with their push
  * and e-mail jobs in the transaction that takes the event (domain/notifications/fanout.ts), and
- * the webhooks consumer, which enqueues a delivery job per event and subscribed webhook
+ * the webhooks consumer, which enqueues per subscribed webhook a delivery job of a page's events
  * (domain/webhooks/deliveries.ts).
  */
 export function createPlatformLoops({ services }: PlatformJobDeps): ContinuousJob[] {

@@ -182,8 +182,9 @@ function readPending<T extends EventType>(
 /** The row decoded by the catalogue, or undefined (reported through onInvalid) when it no longer matches it. */
 function decoded<T extends EventType>(row: PendingRow<T>, options: ConsumeOptions<T>): ConsumedEvent<T> | undefined {
   try {
+    const { taken: _taken, ...fields } = row;
     return {
-      ...row,
+      ...fields,
       seq: BigInt(row.seq),
       chainId: row.chainId === null ? null : Number(row.chainId),
       data: decodeEventData(row.type, row.data),

@@ -1,6 +1,7 @@
 // Deliveries of domain events to webhooks, on the job queue (domain/jobs/): the outbox consumer
-// `webhooks` only fans out (one `webhook.delivery` job per event and subscribed webhook, in the
-// transaction that takes the event), and the job makes the attempts: at 0, 1 min, 5 min, 30 min,
+// `webhooks` only fans out (in the transaction that takes the events, `webhook.delivery` jobs of up
+// to MAX_ITEMS_PER_JOB events for one subscribed webhook, or the events join its batch still
+// waiting for a slot), and the job makes each event's attempts: at 0, 1 min, 5 min, 30 min,
 // 2 h and 24 h on the service clock (part 6), a 429 or 503's Retry-After honoured where it asks
 // for longer. After the sixth failed attempt the webhook is `failing`.
 //
