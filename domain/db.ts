@@ -4,5 +4,5 @@ import type { Prisma } from "../generated/prisma/client.js";
 /** A transaction (or the client itself) of the service's database: repositories take one to join the caller's work. */
 export type Tx = Prisma.TransactionClient;
 
-/** What repositories and services need of the database. */
-export type Db = Pick<Database, "prisma">;
+/** What repositories and services need of the database: Prisma, and plain SQL for hot set-based statements. */
+export type Db = Pick<Database, "prisma" | "sql">;

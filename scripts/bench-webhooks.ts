@@ -16,11 +16,16 @@
 //   signature headers, computed per request) sent to the same receiver by a plain loop at the
 //   workers' concurrency (webhook deliveries in flight at most: 2 processes x WEBHOOK_SLOTS,
 //   and WEBHOOK_CONCURRENCY per webhook).
-// Duplicates and missing deliveries are counted in both phases.
+// Duplicates and missing deliveries are counted in both phases. Where the burst's time went is
+// printed beside it: the CPU each process used (this one is the receiver; Linux /proc) and the
+// deliveries received per 100 ms. BENCH_DETAIL=1 prints the burst's window on the monotonic clock
+// and in UTC, to cut a worker's CPU profile (BENCH_CPU_PROF=<dir> runs the workers with
+// --cpu-prof) or PostgreSQL's statement log to it.
 // BENCH_DATABASE_URL names the PostgreSQL server (default postgres@127.0.0.1:5432): the benchmark
 // creates a database of its own there and drops it at the end.
 // The last line is `ratio: <burst deliveries/s / plain POSTs/s> p99_ms: <stream event-to-delivery p99>`.
 import { createHmac, randomBytes } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
@@ -129,6 +134,31 @@ async function arrivals(
   return { latencies: latencies.sort((a, b) => a - b), lastArrival, complete: arrived() === last - first };
 }
 
+/** CPU ms used so far: this process, each worker, PostgreSQL's processes. */
+function cpuTimes(workerPids: number[]): Record<string, number> {
+  const ticks = (pid: number | string) => {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+      // utime + stime, in clock ticks of 10 ms.
+      return (Number(fields[11]) + Number(fields[12])) * 10;
+    } catch {
+      return 0;
+    }
+  };
+  const out: Record<string, number> = { receiver: ticks(process.pid) };
+  workerPids.forEach((pid, w) => {
+    out[`worker${w}`] = ticks(pid);
+  });
+  let postgres = 0;
+  for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "postgres") postgres += ticks(pid);
+    } catch {}
+  }
+  out.postgres = postgres;
+  return out;
+}
+
 let lastLine: string | undefined;
 try {
   await applyMigrations(db.migrationAdapter());
@@ -189,11 +219,30 @@ try {
     ),
   );
   const burstCommitted = performance.now();
+  const cpuBefore = cpuTimes(workers.children.map((child) => child.pid!));
   const burstWriteSeconds = (burstCommitted - burstWriteStarted) / 1000;
   for (let i = 0; i < EVENTS; i += 1) writtenAt[i] = burstCommitted;
   const burst = await arrivals(writtenAt, 0, EVENTS);
   const burstSeconds = (burst.lastArrival - burstCommitted) / 1000;
   const burstPerSecond = EVENTS / burstSeconds;
+  // Where the burst's time went: CPU per process, and deliveries per 100 ms from the commit.
+  const cpuAfter = cpuTimes(workers.children.map((child) => child.pid!));
+  const burstCpu = Object.entries(cpuAfter)
+    .map(([name, ms]) => `${name} ${fmt(ms - (cpuBefore[name] ?? 0))}`)
+    .join(", ");
+  const perTick: number[] = [];
+  for (let i = 0; i < EVENTS; i += 1) {
+    const tick = Math.floor(((receivedAt.get(i) ?? burst.lastArrival) - burstCommitted) / 100);
+    perTick[tick] = (perTick[tick] ?? 0) + 1;
+  }
+  // BENCH_DETAIL: the burst's window on the monotonic clock (a worker's --cpu-prof, BENCH_CPU_PROF) and in UTC (PostgreSQL's log).
+  if (process.env.BENCH_DETAIL) {
+    const wall = (t: number) => new Date(Date.now() - performance.now() + t).toISOString();
+    const mono = (t: number) => Math.round(Number(process.hrtime.bigint() / 1000n) - (performance.now() - t) * 1000);
+    console.log(
+      `burst window: ${wall(burstCommitted)} ${wall(burst.lastArrival)} monotonic µs ${mono(burstCommitted)} ${mono(burst.lastArrival)}`,
+    );
+  }
 
   // --- Stream: as many events again at a steady rate, in a transaction every STREAM_TICK_MS.
   const rate = STREAM_RATE > 0 ? STREAM_RATE : Math.max(1, Math.round(burstPerSecond / 2));
@@ -266,6 +315,7 @@ try {
   console.log(
     `burst:   ${fmt(EVENTS)} events in one transaction (written in ${fmt(burstWriteSeconds, 2)} s): the last received ${fmt(burstSeconds, 2)} s after its commit: ${fmt(burstPerSecond)} deliveries/s${burst.complete ? "" : " (TIMED OUT)"}; event to delivery p50 ${fmt(at(burst.latencies, 0.5))} ms p99 ${fmt(at(burst.latencies, 0.99))} ms (the backlog draining)`,
   );
+  console.log(`burst CPU ms: ${burstCpu}; deliveries per 100 ms: ${Array.from(perTick, (n) => n ?? 0).join(" ")}`);
   console.log(
     `stream:  ${fmt(EVENTS)} events at ${fmt(rate)} events/s (written in ${fmt(streamWriteSeconds, 2)} s, a transaction every ${STREAM_TICK_MS} ms): event to delivery p50 ${fmt(at(stream.latencies, 0.5))} ms  p90 ${fmt(at(stream.latencies, 0.9))} ms  p99 ${fmt(at(stream.latencies, 0.99))} ms  max ${fmt(stream.latencies.at(-1)!)} ms${stream.complete ? "" : " (TIMED OUT)"}`,
   );

@@ -204,18 +204,21 @@ export function startWorkers({
   let following: Loops | undefined;
   const inLane = new Set(lanes.flatMap((lane) => lane.kinds));
   const all = { ...handlers, ...periodicHandlers({ clock, logger, jobs }) };
-  const runnerOf = (kinds: string[], slots: number, recovers: boolean) =>
+  /** The main runner (every kind not in a lane) looks for dead processes' jobs and yields to the fan-out. */
+  const runnerOf = (kinds: string[], slots: number, main: boolean) =>
     startJobRunner({
       queue,
       handlers: Object.fromEntries(kinds.map((kind) => [kind, all[kind]!])),
       concurrency: slots,
       pollMs: Math.min(tickMs, DEFAULT_POLL_MS),
       // One runner per process looks for dead processes' jobs.
-      ...(recovers ? {} : { recoverEveryMs: Number.POSITIVE_INFINITY }),
+      ...(main ? {} : { recoverEveryMs: Number.POSITIVE_INFINITY }),
       logger,
-      // The fan-out goes first: while it works off a backlog, this process starts no job (the
-      // inbox rows and their jobs are a few statements per page; the deliveries are the I/O).
-      holdWhile: () => following?.busy() ?? false,
+      // The fan-out goes first: while it works off a backlog, the main runner starts no job (the
+      // inbox rows and their jobs are a few statements per page; the deliveries are the I/O). A
+      // lane goes on: its deliveries wait on receivers, and a burst's first page is sent while
+      // the fan-out writes the next.
+      ...(main ? { holdWhile: () => following?.busy() ?? false } : {}),
     });
   const runners: JobRunner[] = [
     runnerOf(

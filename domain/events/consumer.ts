@@ -51,6 +51,12 @@ export interface ConsumeOptions<T extends EventType> {
   /** Where a failed apply is said; default a logger of its own at warn level. */
   logger?: Pick<Logger, "warn">;
   batchSize?: number;
+  /**
+   * Reads and decodes the data of these types only (default: every type's). The others come with
+   * `data` undefined: for a consumer that reads what it needs of them later, by id (webhook
+   * deliveries read their event when they send it).
+   */
+  dataFor?: readonly T[];
   /** Takes only these events (a request that waits for the effects of its own transaction). */
   onlyIds?: readonly string[];
   /**
@@ -151,6 +157,12 @@ function readPending<T extends EventType>(
     partition.index,
     ...(options.onlyIds ? [options.onlyIds] : []),
   ];
+  // The data of the types the consumer reads it for; the others' stays in the table.
+  let data = `d."data"`;
+  if (options.dataFor) {
+    params.push(options.dataFor);
+    data = `CASE WHEN d."type" = ANY($${params.length}::text[]) THEN d."data" END`;
+  }
   const filters = `d."seq" > greatest(coalesce((SELECT "seq" FROM "ConsumerCursor" WHERE "consumer" = $2), 0), $5::bigint)
         AND d."type" = ANY($1::text[]) AND d."revertedAt" IS NULL
         AND d."id" <> ALL($4::uuid[])
@@ -164,14 +176,14 @@ function readPending<T extends EventType>(
     return q.$queryRawUnsafe<PendingRow<T>[]>(
       `WITH page AS MATERIALIZED (
          SELECT d."id" FROM "DomainEvent" d WHERE ${filters} ORDER BY d."seq" LIMIT $3)
-       SELECT ${columns}, ${taken} AS "taken", CASE WHEN ${taken} THEN NULL ELSE d."data" END AS "data"
+       SELECT ${columns}, ${taken} AS "taken", CASE WHEN ${taken} THEN NULL ELSE ${data} END AS "data"
          FROM page JOIN "DomainEvent" d ON d."id" = page."id" LEFT JOIN "User" u ON u."id" = d."userId"
          ORDER BY d."seq"`,
       ...params,
     );
   }
   return q.$queryRawUnsafe<PendingRow<T>[]>(
-    `SELECT ${columns}, false AS "taken", d."data"
+    `SELECT ${columns}, false AS "taken", ${data} AS "data"
       FROM "DomainEvent" d LEFT JOIN "User" u ON u."id" = d."userId"
       WHERE ${filters} AND NOT ${taken}
       ORDER BY ${options.order === "insertion" ? `d."seq"` : `d."createdAt", d."blockNumber" NULLS FIRST, d."dedupeKey"`} LIMIT $3`,
@@ -187,7 +199,7 @@ function decoded<T extends EventType>(row: PendingRow<T>, options: ConsumeOption
       ...fields,
       seq: BigInt(row.seq),
       chainId: row.chainId === null ? null : Number(row.chainId),
-      data: decodeEventData(row.type, row.data),
+      data: !options.dataFor || options.dataFor.includes(row.type) ? decodeEventData(row.type, row.data) : undefined,
     } as ConsumedEvent<T>;
   } catch (error) {
     options.onInvalid?.(row, error as Error);

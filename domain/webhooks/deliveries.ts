@@ -39,7 +39,7 @@ import {
   revertedPayload,
   type WebhookPayload,
 } from "./payloads.js";
-import type { AttemptRead, WebhookRow, WebhooksRepo } from "./repo.js";
+import type { ItemRead, WebhookRow, WebhooksRepo } from "./repo.js";
 import type { WebhooksService } from "./service.js";
 
 export const WEBHOOK_DELIVERY_JOB = "webhook.delivery";
@@ -49,7 +49,7 @@ export const WEBHOOK_ATTEMPTS = 6;
 export const WEBHOOK_RETRY_DELAYS_MS = [60_000, 300_000, 1_800_000, 7_200_000, 86_400_000] as const;
 /** The longest Retry-After honoured (a receiver asking for a week gets the schedule's last step). */
 const MAX_RETRY_AFTER_MS = 86_400_000;
-const PAGE_SIZE = 500;
+const PAGE_SIZE = 2000;
 /**
  * Deliveries to one webhook in flight at once, across processes: a slow or dead receiver holds
  * this many of the runners' slots, and the other webhooks' deliveries take the rest.
@@ -232,7 +232,7 @@ export function createWebhookDeliveries(deps: {
   }
 
   /** The payload an item sends now, or null when there is nothing to send (see the reorg rules above). */
-  function bodyOf(item: DeliveryItem, read: AttemptRead): WebhookPayload | null {
+  function bodyOf(item: DeliveryItem, read: ItemRead): WebhookPayload | null {
     const { event, attempted } = read;
     if (!event) return null;
     if (!("reorg" in item)) {
@@ -246,6 +246,19 @@ export function createWebhookDeliveries(deps: {
     }
     // Reverted again, or its revert was never told here (the receiver still holds it).
     return event.revertedAt !== null || !attempted ? null : payloadOfEvent(event, item.event);
+  }
+
+  /** bodyOf, where an event whose stored data no longer matches the catalogue is said and skipped: it never holds the batch. */
+  function sendable(item: DeliveryItem, read: ItemRead): WebhookPayload | null {
+    try {
+      return bodyOf(item, read);
+    } catch (error) {
+      deps.logger?.warn(
+        { eventId: item.eventId, event: item.event, error: (error as Error).message },
+        "webhook event not sendable; skipped",
+      );
+      return null;
+    }
   }
 
   /** The delay before the attempt after `attempt`: the schedule's, or a longer Retry-After. */
@@ -270,10 +283,13 @@ export function createWebhookDeliveries(deps: {
         logger: deps.logger,
         batchSize: PAGE_SIZE,
         order: "insertion",
+        // A delivery reads its event when it is sent; a reorg's follow-up names its fact in its data.
+        dataFor: REORG_TYPES,
         applyBatch: async (tx, events) => {
           hooks.found?.();
           await fanOut(tx, events);
         },
+        afterCommit: () => deps.jobs.wake(),
       });
       if (result.applied > 0) deps.jobs.wake();
       return result;
@@ -332,57 +348,69 @@ export function createWebhookDeliveries(deps: {
     async attempt(payload: DeliveryJobPayload | FlatPayload, job: Pick<ClaimedJob, "attempt" | "createdAt">): Promise<void> {
       const { webhookId } = payload;
       const items = itemsOf(payload);
-      const attempt = job.attempt + ("attemptOffset" in payload ? (payload.attemptOffset ?? 0) : 0);
-      const reads = await Promise.all(
-        items.map((item) => deps.repo.forAttempt(webhookId, factOf(item), toldOf(item), item.eventId, job.createdAt)),
+      const offset = "attemptOffset" in payload ? (payload.attemptOffset ?? 0) : 0;
+      const attempt = job.attempt + offset;
+      // A first try has no attempts of its own before it: the log is read for later tries only.
+      const { webhook, items: reads } = await deps.repo.forJob(
+        webhookId,
+        items.map((item) => ({ eventId: factOf(item), attemptedId: toldOf(item), payloadId: item.eventId })),
+        job.createdAt,
+        { history: attempt > 1 },
       );
-      for (const [i, item] of items.entries()) {
-        const read = reads[i]!;
-        const { webhook } = read;
-        // Deleted, or failing (revived by PATCH status active; its events since can be replayed).
-        if (webhook?.status !== "active") return;
-        // Delivered by the try before, whose worker died before the job's outcome was written.
-        if (read.delivered) continue;
-        if (read.lastAttempt < attempt - 1) {
-          await deps.repo.recordDelivery({
-            webhookId,
-            eventId: item.eventId,
-            event: item.event,
-            attempt: attempt - 1,
-            status: "failed",
-            statusCode: 0,
-            durationMs: 0,
-            error: "its worker stopped during this attempt: the request may have reached the receiver",
-            createdAt: deps.clock.now(),
+      // Each attempt's log row is written while the next request goes out (one coalesced INSERT
+      // for many), and all of them before the job's outcome.
+      const logs: Promise<unknown>[] = [];
+      try {
+        for (const [i, item] of items.entries()) {
+          const read = reads[i]!;
+          // Deleted, or failing (revived by PATCH status active; its events since can be replayed).
+          if (webhook?.status !== "active") return;
+          // Delivered by the try before, whose worker died before the job's outcome was written.
+          if (read.delivered) continue;
+          if (read.lastAttempt < attempt - 1) {
+            await deps.repo.recordDelivery({
+              webhookId,
+              eventId: item.eventId,
+              event: item.event,
+              attempt: attempt - 1,
+              status: "failed",
+              statusCode: 0,
+              durationMs: 0,
+              error: "its worker stopped during this attempt: the request may have reached the receiver",
+              createdAt: deps.clock.now(),
+            });
+          }
+          const body = sendable(item, read);
+          if (!body) continue;
+          const { result, logged } = await deps.webhooks.deliver(webhook, body, attempt);
+          logs.push(logged);
+          if (result.ok) continue;
+          const error = result.error ?? "failed";
+          if (attempt >= WEBHOOK_ATTEMPTS) {
+            await turnFailing(webhook, body.id, error);
+            if (items.length === 1)
+              throw new PermanentJobError(`attempt ${attempt} of ${WEBHOOK_ATTEMPTS} failed: ${error}; the webhook is failing`);
+            return;
+          }
+          const delayMs = retryDelay(attempt, result.retryAfterMs);
+          if (items.length === 1) throw new RetryableJobError(error, { retryAfterMs: delayMs });
+          const now = deps.clock.now().getTime();
+          const single = (entry: DeliveryItem, offset: number, runAt: number) => ({
+            kind: WEBHOOK_DELIVERY_JOB,
+            payload: { webhookId, items: [entry], ...(offset > 0 ? { attemptOffset: offset } : {}) } satisfies DeliveryJobPayload,
+            maxAttempts: WEBHOOK_ATTEMPTS - offset,
+            runAt: new Date(runAt),
+            dedupeKey: `webhook:${webhookId}:${entry.eventId}:from-attempt:${offset + 1}`,
+            concurrency: concurrencyOf(webhookId),
           });
-        }
-        const body = bodyOf(item, read);
-        if (!body) continue;
-        const { result } = await deps.webhooks.deliver(webhook, body, attempt);
-        if (result.ok) continue;
-        const error = result.error ?? "failed";
-        if (attempt >= WEBHOOK_ATTEMPTS) {
-          await turnFailing(webhook, body.id, error);
-          if (items.length === 1)
-            throw new PermanentJobError(`attempt ${attempt} of ${WEBHOOK_ATTEMPTS} failed: ${error}; the webhook is failing`);
+          await deps.jobs.enqueueMany([
+            single(item, attempt, now + delayMs),
+            ...items.slice(i + 1).map((rest) => single(rest, attempt - 1, now)),
+          ]);
           return;
         }
-        const delayMs = retryDelay(attempt, result.retryAfterMs);
-        if (items.length === 1) throw new RetryableJobError(error, { retryAfterMs: delayMs });
-        const now = deps.clock.now().getTime();
-        const single = (entry: DeliveryItem, offset: number, runAt: number) => ({
-          kind: WEBHOOK_DELIVERY_JOB,
-          payload: { webhookId, items: [entry], ...(offset > 0 ? { attemptOffset: offset } : {}) } satisfies DeliveryJobPayload,
-          maxAttempts: WEBHOOK_ATTEMPTS - offset,
-          runAt: new Date(runAt),
-          dedupeKey: `webhook:${webhookId}:${entry.eventId}:from-attempt:${offset + 1}`,
-          concurrency: concurrencyOf(webhookId),
-        });
-        await deps.jobs.enqueueMany([
-          single(item, attempt, now + delayMs),
-          ...items.slice(i + 1).map((rest) => single(rest, attempt - 1, now)),
-        ]);
-        return;
+      } finally {
+        await Promise.all(logs);
       }
     },
   };

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { coalesce } from "../../core/coalesce.js";
-import { jsonForPostgres } from "../../core/text.js";
 import type { Db, Tx } from "../db.js";
 
 export interface WebhookRow {
@@ -42,90 +41,156 @@ export interface AttemptEvent {
   revertedAt: Date | null;
 }
 
-/** What an attempt reads (forAttempt). */
-export interface AttemptRead {
-  webhook: WebhookRow | null;
+/** What an item of a delivery job reads beside its webhook (forJob). */
+export interface ItemRead {
   event: AttemptEvent | null;
   /** An attempt of the payload a follow-up depends on was logged at this webhook. */
   attempted: boolean;
-  /** The last attempt logged of the payload this item sends (0: none). */
+  /** The last attempt logged of the payload this item sends (0: none, or not asked). */
   lastAttempt: number;
-  /** A success of it was logged since the job was created. */
+  /** A success of it was logged since the job was created (false when not asked). */
   delivered: boolean;
 }
 
-type WebhookJson = Omit<WebhookRow, "previousSecretUntil" | "createdAt" | "updatedAt" | "fromSeq"> & {
-  fromSeq: string;
-  previousSecretUntil: string | null;
-  createdAt: string;
-  updatedAt: string;
-};
+/** What a try of a delivery job reads (forJob): its webhook (null when gone) and each item's. */
+export interface JobRead {
+  webhook: WebhookRow | null;
+  items: ItemRead[];
+}
+
+/** One item of a job as forJob is asked about it. */
+export interface ItemWanted {
+  /** The event whose row it reads. */
+  eventId: string;
+  /** The payload whose earlier attempt at this webhook decides whether a reorg's follow-up is sent. */
+  attemptedId?: string | undefined;
+  /** The payload it sends: its attempts logged so far. */
+  payloadId: string;
+}
+
+interface JobWanted {
+  webhookId: string;
+  items: readonly ItemWanted[];
+  since: Date;
+  /** Whether the attempts logged before matter (a job's later try, or a retry split out of a batch). */
+  history: boolean;
+}
+
+/** A timestamp column read as epoch ms: the pg driver would read a `timestamp` in the process's time zone. */
+const epochMs = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
+const dateOf = (ms: number | null) => (ms === null ? null : new Date(Number(ms)));
 
 export function createWebhooksRepo({ db }: { db: Db }) {
   const { prisma } = db;
 
-  const readForAttempt = coalesce(
-    async (
-      wanted: readonly { webhookId: string; eventId: string; attemptedId: string | undefined; payloadId: string; since: string }[],
-    ): Promise<AttemptRead[]> => {
-      const input = jsonForPostgres(wanted.map((entry, i) => ({ i, ...entry, attemptedId: entry.attemptedId ?? null })));
-      const rows = await prisma.$queryRaw<
+  // The reads of the jobs that start together are three statements at most, on plain SQL (the
+  // hot path): their webhooks, their events, and (for later tries and reorg follow-ups only)
+  // their attempts logged.
+  const readForJobs = coalesce(async (jobs: readonly JobWanted[]): Promise<JobRead[]> => {
+    const webhookIds = [...new Set(jobs.map((job) => job.webhookId))];
+    const eventIds = [...new Set(jobs.flatMap((job) => job.items.map((item) => item.eventId)))];
+    const asked = jobs.flatMap((job, j) =>
+      job.items.flatMap((item, i) => (job.history || item.attemptedId !== undefined ? [{ key: `${j}:${i}`, job, item }] : [])),
+    );
+    const [webhooks, events, attempts] = await Promise.all([
+      db.sql.query<{
+        id: string;
+        userId: string;
+        url: string;
+        events: string[];
+        secret: string;
+        previousSecret: string | null;
+        status: string;
+        fromSeq: string;
+        previousSecretUntil: number | null;
+        createdAt: number;
+        updatedAt: number;
+      }>(
+        `SELECT "id"::text AS "id", "userId", "url", "events", "secret", "previousSecret", "status", "fromSeq"::text AS "fromSeq",
+            ${epochMs(`"previousSecretUntil"`)} AS "previousSecretUntil", ${epochMs(`"createdAt"`)} AS "createdAt",
+            ${epochMs(`"updatedAt"`)} AS "updatedAt"
+          FROM "Webhook" WHERE "id" = ANY($1::uuid[])`,
+        [webhookIds],
+      ),
+      db.sql.query<{ id: string; type: string; data: unknown; createdAt: number; revertedAt: number | null }>(
+        `SELECT "id"::text AS "id", "type", "data", ${epochMs(`"createdAt"`)} AS "createdAt", ${epochMs(`"revertedAt"`)} AS "revertedAt"
+          FROM "DomainEvent" WHERE "id" = ANY($1::uuid[])`,
+        [eventIds],
+      ),
+      asked.length === 0
+        ? { rows: [] }
+        : db.sql.query<{ key: string; attempted: boolean; lastAttempt: number; delivered: boolean }>(
+            `SELECT v."key",
+                v."attemptedId" IS NOT NULL
+                  AND EXISTS (SELECT 1 FROM "WebhookDelivery" d WHERE d."webhookId" = v."webhookId" AND d."eventId" = v."attemptedId") AS "attempted",
+                CASE WHEN v."history" THEN coalesce((SELECT max(d."attempt") FROM "WebhookDelivery" d
+                  WHERE d."webhookId" = v."webhookId" AND d."eventId" = v."payloadId"), 0) ELSE 0 END AS "lastAttempt",
+                v."history" AND EXISTS (SELECT 1 FROM "WebhookDelivery" d WHERE d."webhookId" = v."webhookId"
+                  AND d."eventId" = v."payloadId" AND d."status" = 'success' AND d."createdAt" >= v."since") AS "delivered"
+              FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::timestamp(3)[], $6::bool[])
+                AS v ("key", "webhookId", "attemptedId", "payloadId", "since", "history")`,
+            [
+              asked.map((entry) => entry.key),
+              asked.map((entry) => entry.job.webhookId),
+              asked.map((entry) => entry.item.attemptedId ?? null),
+              asked.map((entry) => entry.item.payloadId),
+              asked.map((entry) => entry.job.since.toISOString()),
+              asked.map((entry) => entry.job.history),
+            ],
+          ),
+    ]);
+    const webhookById = new Map(
+      webhooks.rows.map((row): [string, WebhookRow] => [
+        row.id,
         {
-          i: number;
-          webhook: WebhookJson | null;
-          event: AttemptEvent | null;
-          attempted: boolean;
-          lastAttempt: number;
-          delivered: boolean;
-        }[]
-      >`
-        SELECT v."i",
-            (SELECT row_to_json(w) FROM (SELECT "id"::text AS "id", "userId", "url", "events", "secret", "previousSecret",
-                "previousSecretUntil", "status", "createdAt", "updatedAt", "fromSeq"::text AS "fromSeq" FROM "Webhook" WHERE "id" = v."webhookId") w) AS "webhook",
-            (SELECT row_to_json(e) FROM (SELECT "id"::text AS "id", "type", "data", "createdAt", "revertedAt"
-                FROM "DomainEvent" WHERE "id" = v."eventId") e) AS "event",
-            v."attemptedId" IS NOT NULL
-              AND EXISTS (SELECT 1 FROM "WebhookDelivery" d WHERE d."webhookId" = v."webhookId" AND d."eventId" = v."attemptedId") AS "attempted",
-            coalesce((SELECT max(d."attempt") FROM "WebhookDelivery" d WHERE d."webhookId" = v."webhookId" AND d."eventId" = v."payloadId"), 0) AS "lastAttempt",
-            EXISTS (SELECT 1 FROM "WebhookDelivery" d WHERE d."webhookId" = v."webhookId" AND d."eventId" = v."payloadId"
-                      AND d."status" = 'success' AND d."createdAt" >= v."since") AS "delivered"
-          FROM json_to_recordset(${input}::json)
-            AS v ("i" int, "webhookId" uuid, "eventId" uuid, "attemptedId" text, "payloadId" text, "since" timestamp(3))`;
-      const byIndex = new Map(rows.map((row) => [row.i, row]));
-      // row_to_json writes timestamps without a zone: they are UTC.
-      const utc = (text: string | null) => (text === null ? null : new Date(`${text}Z`));
-      return wanted.map((_, i) => {
-        const row = byIndex.get(i);
-        const webhook = row?.webhook ?? null;
-        const event = row?.event ?? null;
+          ...row,
+          fromSeq: BigInt(row.fromSeq),
+          previousSecretUntil: dateOf(row.previousSecretUntil),
+          createdAt: dateOf(row.createdAt)!,
+          updatedAt: dateOf(row.updatedAt)!,
+        },
+      ]),
+    );
+    const eventById = new Map(
+      events.rows.map((row): [string, AttemptEvent] => [
+        row.id,
+        { ...row, createdAt: dateOf(row.createdAt)!, revertedAt: dateOf(row.revertedAt) },
+      ]),
+    );
+    const attemptsByKey = new Map(attempts.rows.map((row) => [row.key, row]));
+    return jobs.map((job, j) => ({
+      webhook: webhookById.get(job.webhookId) ?? null,
+      items: job.items.map((item, i) => {
+        const logged = attemptsByKey.get(`${j}:${i}`);
         return {
-          webhook: webhook && {
-            ...webhook,
-            fromSeq: BigInt(webhook.fromSeq),
-            previousSecretUntil: utc(webhook.previousSecretUntil),
-            createdAt: utc(webhook.createdAt)!,
-            updatedAt: utc(webhook.updatedAt)!,
-          },
-          event: event && {
-            ...event,
-            createdAt: utc(event.createdAt as unknown as string)!,
-            revertedAt: utc(event.revertedAt as unknown as string | null),
-          },
-          attempted: row?.attempted === true,
-          lastAttempt: Number(row?.lastAttempt ?? 0),
-          delivered: row?.delivered === true,
+          event: eventById.get(item.eventId) ?? null,
+          attempted: logged?.attempted === true,
+          lastAttempt: Number(logged?.lastAttempt ?? 0),
+          delivered: logged?.delivered === true,
         };
-      });
-    },
-  );
+      }),
+    }));
+  });
 
   const insertDelivery = coalesce(async (deliveries: readonly DeliveryRow[]): Promise<DeliveryRow[]> => {
-    const rows = jsonForPostgres(deliveries.map((row) => ({ ...row, createdAt: row.createdAt.toISOString() })));
-    await prisma.$executeRaw`
-      INSERT INTO "WebhookDelivery" ("id", "webhookId", "eventId", "event", "attempt", "status", "statusCode", "durationMs", "error", "createdAt")
-      SELECT v."id", v."webhookId", v."eventId", v."event", v."attempt", v."status", v."statusCode", v."durationMs", v."error", v."createdAt"
-        FROM json_to_recordset(${rows}::json) AS v ("id" uuid, "webhookId" uuid, "eventId" text, "event" text, "attempt" int, "status" text,
-          "statusCode" int, "durationMs" int, "error" text, "createdAt" timestamp(3))`;
+    const column = <K extends keyof DeliveryRow>(key: K) => deliveries.map((row) => row[key]);
+    await db.sql.query(
+      `INSERT INTO "WebhookDelivery" ("id", "webhookId", "eventId", "event", "attempt", "status", "statusCode", "durationMs", "error", "createdAt")
+       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::int[], $6::text[], $7::int[], $8::int[], $9::text[], $10::timestamp(3)[])`,
+      [
+        column("id"),
+        column("webhookId"),
+        column("eventId"),
+        column("event"),
+        column("attempt"),
+        column("status"),
+        column("statusCode"),
+        column("durationMs"),
+        // A text parameter cannot carry U+0000 (an error message quoting a receiver's bytes).
+        deliveries.map((row) => row.error?.replaceAll("\u0000", "") ?? null),
+        deliveries.map((row) => row.createdAt.toISOString()),
+      ],
+    );
     return [...deliveries];
   });
 
@@ -187,14 +252,15 @@ export function createWebhooksRepo({ db }: { db: Db }) {
     event: (id: string) => prisma.domainEvent.findUnique({ where: { id } }),
 
     /**
-     * What an attempt of a delivery job reads: its webhook and event (either null when gone);
+     * What a try of a delivery job reads: its webhook and each item's event (null when gone);
      * whether the payload `attemptedId` was ever attempted at this webhook (a reorg's follow-up
-     * asks); and, of the payload it sends (`payloadId`), the last attempt logged and whether a
-     * success was logged since `since` (its job's creation: a try after a crash skips what the
-     * crashed one delivered). The reads of attempts that start together are one statement.
+     * asks); and, with `history` (a later try), of the payload an item sends the last attempt
+     * logged and whether a success was logged since `since` (its job's creation: a try after a
+     * crash skips what the crashed one delivered). The reads of jobs that start together go out
+     * together.
      */
-    forAttempt: (webhookId: string, eventId: string, attemptedId: string | undefined, payloadId: string, since: Date) =>
-      readForAttempt({ webhookId, eventId, attemptedId, payloadId, since: since.toISOString() }),
+    forJob: (webhookId: string, items: readonly ItemWanted[], since: Date, { history }: { history: boolean }) =>
+      readForJobs({ webhookId, items, since, history }),
 
     /** The active webhooks subscribed to any of `names`: those of `users`, and everyone's for the `everyones` names. */
     subscribers: (tx: Tx, names: string[], users: string[], everyones: string[]) =>

@@ -105,7 +105,8 @@ export function createWebhooksService({
   /**
    * One attempt: the payload signed with the webhook's secret (real time in webhook-timestamp),
    * POSTed through the egress, recorded in the deliveries log. Never throws for the receiver's
-   * failures: the answer says what happened.
+   * failures: the answer says what happened. `logged` is the log row's write, which the caller
+   * awaits (a delivery job sends its next item meanwhile and awaits all before its outcome).
    */
   async function deliver(webhook: WebhookRow, payload: WebhookPayload, attempt: number) {
     const body = JSON.stringify(payload);
@@ -123,7 +124,7 @@ export function createWebhooksService({
       body,
     });
     const result = await egress.post(webhook.url, body, { ...headers });
-    const row = await repo.recordDelivery({
+    const logged = repo.recordDelivery({
       webhookId: webhook.id,
       eventId: payload.id,
       event: payload.event,
@@ -134,7 +135,9 @@ export function createWebhooksService({
       error: result.ok ? null : (result.error ?? "failed"),
       createdAt: clock.now(),
     });
-    return { result, delivery: row };
+    // Handled here too: a failed write while the caller is still sending is not an unhandled rejection.
+    logged.catch(() => {});
+    return { result, logged };
   }
 
   /** The payload of a logged delivery, built again: the event's (a test delivery's again, with its id). */
@@ -173,10 +176,12 @@ export function createWebhooksService({
     /** One logged delivery sent again now (its event's payload, the same id), as its next attempt, whatever the webhook's status. */
     async resend(userId: string, id: string, deliveryId: string): Promise<{ delivered: boolean; statusCode: number; duration: number }> {
       const webhook = await own(userId, id);
-      const logged = isUuid(deliveryId) ? await repo.delivery(webhook.id, deliveryId) : null;
-      if (!logged) throw new AppError("NOT_FOUND", "Delivery not found", { field: "deliveryId", reason: "not a delivery of this webhook" });
-      const payload = await payloadOf(logged);
-      const { result } = await deliver(webhook, payload, (await repo.lastAttempt(webhook.id, payload.id)) + 1);
+      const earlier = isUuid(deliveryId) ? await repo.delivery(webhook.id, deliveryId) : null;
+      if (!earlier)
+        throw new AppError("NOT_FOUND", "Delivery not found", { field: "deliveryId", reason: "not a delivery of this webhook" });
+      const payload = await payloadOf(earlier);
+      const { result, logged } = await deliver(webhook, payload, (await repo.lastAttempt(webhook.id, payload.id)) + 1);
+      await logged;
       return { delivered: result.ok, statusCode: result.statusCode, duration: result.durationMs };
     },
 
@@ -254,7 +259,8 @@ export function createWebhooksService({
         timestamp: clock.now().toISOString(),
         data: TEST_DATA,
       };
-      const { result } = await deliver(webhook, payload, 1);
+      const { result, logged } = await deliver(webhook, payload, 1);
+      await logged;
       return { delivered: result.ok, statusCode: result.statusCode, duration: result.durationMs };
     },
   };

@@ -28,7 +28,9 @@ export async function startBenchWorkers(count: number, env: NodeJS.ProcessEnv): 
   };
   process.once("exit", kill);
   const readies = Array.from({ length: count }, (_, w) => {
-    const child = spawn(process.execPath, args, {
+    // BENCH_CPU_PROF=<dir>: each worker writes a CPU profile there when it stops.
+    const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+    const child = spawn(process.execPath, [...profile, ...args], {
       cwd: ROOT,
       env: { ...env, DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "bench-worker-")) },
       stdio: ["ignore", "pipe", "pipe"],

@@ -109,6 +109,37 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
     expect((await api.request("DELETE", `/v1/webhooks/${webhookId}`, { token: alice })).status).to.equal(200);
   });
 
+  it("skips an event whose stored data no longer matches the catalogue, and delivers the rest of its batch", async () => {
+    const webhookId = await subscribe(alice, "/stale", ["user.level_up"]);
+    const keys = ["first", "stale", "last"].map((name) => `webhook-test:stale:${name}:${randomUUID()}`);
+    await api.db.prisma.$transaction(async (tx) => {
+      await recordEvents(
+        tx,
+        keys.map((dedupeKey, i) =>
+          domainEvent({
+            type: "user.level_up",
+            userId: aliceId,
+            data: { userId: aliceId, level: `Stale${i}`, previousLevel: "Newcomer", xp: i, timestamp: new Date().toISOString() },
+            dedupeKey,
+            now: api.clock.now(),
+          }),
+        ),
+      );
+      // As an older version might have written it.
+      await tx.$executeRaw`UPDATE "DomainEvent" SET "data" = '{"stale": true}'::jsonb WHERE "dedupeKey" = ${keys[1]}`;
+    });
+    const ids = await Promise.all(
+      keys.map(async (dedupeKey) => (await api.db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey } })).id),
+    );
+    await until(() => hitsOf("/stale").length === 2, "the two sendable events");
+    await recorded(webhookId, 1);
+    await sleep(300);
+    expect(hitsOf("/stale").map((hit) => JSON.parse(hit.body).id)).to.deep.equal([ids[0], ids[2]]);
+    const job = await api.db.prisma.job.findFirstOrThrow({ where: { dedupeKey: { startsWith: `webhook:${webhookId}:` } } });
+    expect(job.status).to.equal("succeeded");
+    expect((await api.request("DELETE", `/v1/webhooks/${webhookId}`, { token: alice })).status).to.equal(200);
+  });
+
   it("delivers to a webhook only the events recorded after it was created", async () => {
     // No webhook hears trust_score.updated yet: the consumer leaves this event alone...
     const change = (previousScore: number) =>

@@ -95,6 +95,42 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
     expect(applied).to.deep.equal(["b0", "b1", "b3", "b2"]);
   });
 
+  it("reads and decodes the data of the dataFor types only: the others come without it", async () => {
+    await record("d", 2);
+    // The first one's data no longer matches the catalogue (an older version's).
+    await db.prisma.$executeRaw`UPDATE "DomainEvent" SET "data" = '{"stale": true}'::jsonb WHERE "dedupeKey" = 'consumer-test:d:0'`;
+    const run = (dataFor: "user.level_up"[] | undefined) => {
+      const seen: unknown[] = [];
+      const invalid: string[] = [];
+      const taken = consumeEvents(db, {
+        consumer: "notifications",
+        types: ["user.level_up"],
+        now: NOW,
+        logger: silent,
+        ...(dataFor ? { dataFor } : {}),
+        onInvalid: (event) => invalid.push(event.id),
+        applyBatch: async (_tx, events) => {
+          seen.push(...events.map((event) => event.data));
+        },
+      });
+      return { taken, seen, invalid };
+    };
+    const without = run([]);
+    expect(await without.taken).to.equal(2);
+    expect(without.seen).to.deep.equal([undefined, undefined]);
+    expect(without.invalid).to.deep.equal([]);
+    // With its data read, the stale one is reported and taken without effect; the other decoded.
+    await record("e", 2);
+    await db.prisma.$executeRaw`UPDATE "DomainEvent" SET "data" = '{"stale": true}'::jsonb WHERE "dedupeKey" = 'consumer-test:e:0'`;
+    const withData = run(["user.level_up"]);
+    expect(await withData.taken).to.equal(2);
+    expect(withData.seen).to.have.length(1);
+    expect(withData.seen[0]).to.include({ level: "e1" });
+    expect(withData.invalid).to.deep.equal([
+      (await db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey: "consumer-test:e:0" } })).id,
+    ]);
+  });
+
   it("two runs at once take every event exactly once", async () => {
     await record("c", 400);
     // On PostgreSQL a second pool, as a second process has; PGlite has one connection, on which
