@@ -216,11 +216,13 @@ async function insertEvents(query: SqlQuery, chainId: number, out: BatchOutput, 
     existing.length === 0 && copy
       ? { constants: CHAIN(chainId), copy }
       : // A fact that comes back after a rollback is no longer reverted, and pending again for the
-        // consumers that had not taken it: a new seq puts it above their cursors (domain/events/consumer.ts).
+        // consumers that had not taken it: a new seq and this transaction's id put it after where
+        // they read on from and above their cursors (domain/events/consumer.ts).
         {
           constants: CHAIN(chainId),
           onConflict: `ON CONFLICT ("dedupeKey") DO UPDATE SET "revertedAt" = NULL,
-            "seq" = nextval(pg_get_serial_sequence('"DomainEvent"', 'seq')), "insertedAt" = clock_timestamp()`,
+            "seq" = nextval(pg_get_serial_sequence('"DomainEvent"', 'seq')), "insertedAt" = clock_timestamp(),
+            "xid" = pg_current_xact_id()::text::bigint`,
         },
   );
 }

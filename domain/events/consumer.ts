@@ -5,7 +5,11 @@
 // `revertedAt`, and no other consumer takes them afterwards. An event whose apply throws is left
 // untaken for the next run, and the run goes on with the others: one bad event blocks nothing.
 // Each consumer's cursor (ConsumerCursor, moved by `settleCursor`) bounds its reads to the events
-// inserted after the history it has finished, so a run costs the same after a million events.
+// inserted after the history it has finished, so a run costs the same after a million events. The
+// cursor is a transaction id: every event written by a transaction below it is settled (taken,
+// reverted or not of its types), and none can appear any more, because no transaction below the
+// oldest one still running can write again (exact, where a seq needs a margin for the
+// transactions that took a seq and commit later).
 import { createLogger, type Logger } from "../../core/logger.js";
 import type { Db, Tx } from "../db.js";
 import { decodeEventData, type EventData, type EventType } from "./catalogue.js";
@@ -96,27 +100,38 @@ class ApplyFailed extends Error {
   }
 }
 
-/**
- * How long after its insertion (database clock) an event's seq is settled: no transaction still
- * in flight can commit an event with a lower seq. Holds while no transaction that writes events
- * stays open this long after writing them (the indexer's batches and the services' writes take
- * seconds at most).
- */
-export const SETTLE_MARGIN_MS = 5 * 60_000;
-/** Real ms between two moves of one consumer's cursor by this process. */
-const SETTLE_EVERY_MS = 5_000;
+/** Real ms between two moves of one consumer's cursor by this process (a move costs the events above it). */
+const SETTLE_EVERY_MS = 1_000;
 /** Two-key advisory locks of this class are the consumers' page locks (hashtext of the name is the second key). */
 const PAGE_LOCK_CLASS = 24_051;
 const lastSettled = new Map<ConsumerName, number>();
 /**
  * Real ms during which a process reads a partition (insertion order) on from where its last run
  * there ended, before it reads it again from the cursor. A run's reads then cost the new events
- * only, not every event above the cursor (which trails by SETTLE_MARGIN_MS); an event that
- * commits after a higher seq was read is taken at the next read from the cursor, this late at most.
+ * only, not every event above the cursor; an event that commits after a higher seq was read is
+ * taken at the next read from the cursor, this late at most.
  */
 export const REREAD_FROM_CURSOR_MS = 1_000;
 /** Per database and consumer partition: the seq this process's last run there read up to, and when it last read from the cursor. */
 const readUpTo = new WeakMap<Db, Map<string, { after: bigint; fromCursorAt: number }>>();
+/**
+ * Per database and consumer: its cursor as this process last read or moved it. Another process
+ * may have moved it further since: reading from a lower one costs a few more rows, never an event.
+ * Its value goes into the reads as a parameter, so the planner takes the xid index's range.
+ */
+const knownCursors = new WeakMap<Db, Map<ConsumerName, bigint>>();
+async function cursorOf(db: Db, consumer: ConsumerName): Promise<bigint> {
+  const known = knownCursors.get(db) ?? new Map<ConsumerName, bigint>();
+  knownCursors.set(db, known);
+  let cursor = known.get(consumer);
+  if (cursor === undefined) {
+    const [row] = await db.prisma.$queryRaw<{ xid: string }[]>`
+      SELECT coalesce((SELECT "xid" FROM "ConsumerCursor" WHERE "consumer" = ${consumer}), 0)::text AS "xid"`;
+    cursor = BigInt(row?.xid ?? 0);
+    known.set(consumer, cursor);
+  }
+  return cursor;
+}
 
 type PendingRow<T> = {
   id: string;
@@ -145,6 +160,7 @@ function readPending<T extends EventType>(
   batchSize: number,
   failed: string[],
   after: bigint,
+  cursor: bigint,
   partition: { index: number; count: number } = { index: 0, count: 1 },
 ): Promise<PendingRow<T>[]> {
   const params = [
@@ -155,6 +171,7 @@ function readPending<T extends EventType>(
     after.toString(),
     partition.count,
     partition.index,
+    cursor.toString(),
     ...(options.onlyIds ? [options.onlyIds] : []),
   ];
   // The data of the types the consumer reads it for; the others' stays in the table.
@@ -163,11 +180,11 @@ function readPending<T extends EventType>(
     params.push(options.dataFor);
     data = `CASE WHEN d."type" = ANY($${params.length}::text[]) THEN d."data" END`;
   }
-  const filters = `d."seq" > greatest(coalesce((SELECT "seq" FROM "ConsumerCursor" WHERE "consumer" = $2), 0), $5::bigint)
+  const filters = `d."xid" >= $8::bigint AND d."seq" > $5::bigint
         AND d."type" = ANY($1::text[]) AND d."revertedAt" IS NULL
         AND d."id" <> ALL($4::uuid[])
         AND (hashtext(d."id"::text)::bigint + 2147483648) % $6::int = $7::int
-        ${options.onlyIds ? `AND d."id" = ANY($8::uuid[])` : ""}`;
+        ${options.onlyIds ? `AND d."id" = ANY($9::uuid[])` : ""}`;
   const taken = `EXISTS (SELECT 1 FROM "ConsumedEvent" c WHERE c."consumer" = $2 AND c."eventId" = d."id")`;
   const columns = `d."id"::text AS "id", d."seq"::text AS "seq", d."type", d."userId",
         (u."id" IS NOT NULL AND u."deletedAt" IS NULL) AS "userActive", d."chainId", d."createdAt"`;
@@ -208,33 +225,34 @@ function decoded<T extends EventType>(row: PendingRow<T>, options: ConsumeOption
 }
 
 /**
- * Moves the consumer's cursor up to the last seq below which nothing is pending for it and
- * nothing can still appear (older than SETTLE_MARGIN_MS): its reads then skip the history it has
- * finished. A pending event holds the cursor where it is, however old.
+ * Moves the consumer's cursor up to the oldest transaction still running, or to the transaction of
+ * its oldest pending event if that is older (a pending event holds the cursor, however old).
+ * Both come from the statement's own snapshot: every transaction below its xmin has ended, so
+ * every event it wrote is visible here, and no transaction below it can write again. Never moves
+ * back. Answers the cursor.
  */
-export async function settleCursor(
-  db: Db,
-  consumer: ConsumerName,
-  types: readonly EventType[],
-  now: Date,
-  marginMs: number = SETTLE_MARGIN_MS,
-): Promise<void> {
-  await db.prisma.$executeRawUnsafe(
-    `WITH cursor AS (SELECT coalesce((SELECT "seq" FROM "ConsumerCursor" WHERE "consumer" = $1), 0) AS "seq"),
+export async function settleCursor(db: Db, consumer: ConsumerName, types: readonly EventType[], now: Date): Promise<bigint> {
+  const [row] = await db.prisma.$queryRawUnsafe<{ xid: string }[]>(
+    `WITH cursor AS (SELECT coalesce((SELECT "xid" FROM "ConsumerCursor" WHERE "consumer" = $1), 0) AS "xid"),
       settled AS (
-        SELECT (SELECT max(d."seq") FROM "DomainEvent" d, cursor
-                  WHERE d."seq" > cursor."seq" AND d."insertedAt" < clock_timestamp() - make_interval(secs => $3::float8 / 1000)) AS "safe",
-               (SELECT min(d."seq") - 1 FROM "DomainEvent" d, cursor
-                  WHERE d."seq" > cursor."seq" AND d."type" = ANY($2::text[]) AND d."revertedAt" IS NULL
-                    AND NOT EXISTS (SELECT 1 FROM "ConsumedEvent" c WHERE c."consumer" = $1 AND c."eventId" = d."id")) AS "pending")
-    INSERT INTO "ConsumerCursor" ("consumer", "seq", "updatedAt")
-      SELECT $1, least(settled."safe", coalesce(settled."pending", settled."safe")), $4::timestamp(3) FROM settled WHERE settled."safe" IS NOT NULL
-      ON CONFLICT ("consumer") DO UPDATE SET "seq" = greatest("ConsumerCursor"."seq", EXCLUDED."seq"), "updatedAt" = EXCLUDED."updatedAt"`,
+        SELECT least(
+          pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
+          (SELECT min(d."xid") FROM "DomainEvent" d, cursor
+             WHERE d."xid" >= cursor."xid" AND d."type" = ANY($2::text[]) AND d."revertedAt" IS NULL
+               AND NOT EXISTS (SELECT 1 FROM "ConsumedEvent" c WHERE c."consumer" = $1 AND c."eventId" = d."id"))) AS "xid")
+    INSERT INTO "ConsumerCursor" ("consumer", "xid", "updatedAt")
+      SELECT $1, settled."xid", $3::timestamp(3) FROM settled
+      ON CONFLICT ("consumer") DO UPDATE SET "xid" = greatest("ConsumerCursor"."xid", EXCLUDED."xid"), "updatedAt" = EXCLUDED."updatedAt"
+      RETURNING "xid"::text AS "xid"`,
     consumer,
     types,
-    marginMs,
     now.toISOString(),
   );
+  const cursor = BigInt(row!.xid);
+  const known = knownCursors.get(db) ?? new Map<ConsumerName, bigint>();
+  knownCursors.set(db, known);
+  known.set(consumer, cursor);
+  return cursor;
 }
 
 /**
@@ -267,6 +285,7 @@ export async function consumeEventPages<T extends EventType>(db: Db, options: Co
   let contended = false;
   /** In insertion order, the last seq this run has read: the next page starts above it. */
   let after = 0n;
+  const cursor = await cursorOf(db, options.consumer);
 
   /** One event in its own transaction; one whose apply throws is left pending, and skipped by the rest of this run. */
   async function applyOne(row: PendingRow<T>): Promise<void> {
@@ -308,7 +327,7 @@ export async function consumeEventPages<T extends EventType>(db: Db, options: Co
       const [lock] = await tx.$queryRaw<{ locked: boolean }[]>`
         SELECT pg_try_advisory_xact_lock(${PAGE_LOCK_CLASS}::int, hashtext(${`${options.consumer}:${partition.index}`})) AS "locked"`;
       if (!lock?.locked) return "busy" as const;
-      const page = await readPending(tx, options, batchSize, failed, after, partition);
+      const page = await readPending(tx, options, batchSize, failed, after, cursor, partition);
       const pending = page.filter((row) => !row.taken);
       if (pending.length === 0) return page;
       const marked = await tx.$queryRaw<{ eventId: string }[]>`
@@ -350,7 +369,7 @@ export async function consumeEventPages<T extends EventType>(db: Db, options: Co
         } catch (thrown) {
           if (!(thrown instanceof ApplyFailed)) throw thrown;
           // The page again, event by event: the bad one is left pending, the others are taken.
-          rows = await readPending(db.prisma, options, batchSize, failed, after, partition);
+          rows = await readPending(db.prisma, options, batchSize, failed, after, cursor, partition);
           for (const row of rows) if (!row.taken) await applyOne(row);
         }
         if (rows === "busy") {
@@ -360,7 +379,7 @@ export async function consumeEventPages<T extends EventType>(db: Db, options: Co
         if (remembered && rows.length > 0) remembered.after = BigInt(rows[rows.length - 1]!.seq);
         if (remembered && top !== undefined && rows.length < batchSize && remembered.after < top) remembered.after = top;
       } else {
-        rows = await readPending(db.prisma, options, batchSize, failed, after, partition);
+        rows = await readPending(db.prisma, options, batchSize, failed, after, cursor, partition);
         for (const row of rows) if (!row.taken) await applyOne(row);
       }
       if (options.order === "insertion" && rows.length > 0) after = BigInt(rows[rows.length - 1]!.seq);

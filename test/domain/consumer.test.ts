@@ -33,7 +33,9 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
     );
     await db.prisma.$transaction((tx) => recordEvents(tx, events));
   }
-  const cursorOf = async () => (await db.prisma.consumerCursor.findUnique({ where: { consumer: "notifications" } }))?.seq ?? 0n;
+  const cursorOf = async () => (await db.prisma.consumerCursor.findUnique({ where: { consumer: "notifications" } }))?.xid ?? 0n;
+  const xidOf = async (prefix: string, i: number) =>
+    (await db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey: `consumer-test:${prefix}:${i}` } })).xid;
   const seqOf = async (prefix: string, i: number) =>
     (await db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey: `consumer-test:${prefix}:${i}` } })).seq;
   const takenCount = () => db.prisma.consumedEvent.count({ where: { consumer: "notifications" } });
@@ -161,7 +163,7 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
     }
   });
 
-  it("moves the cursor over settled events only: never past a pending one, never onto one that may still commit", async () => {
+  it("moves the cursor over settled events only: never past a pending one, never past a transaction still running", async () => {
     await record("d", 3);
     let failing = "d1";
     const run = () =>
@@ -169,17 +171,15 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
         if (events.some((event) => event.data.level === failing)) throw new Error("not yet");
       });
     expect(await run()).to.equal(2);
-    // Inserted just now: within the margin, nothing is settled.
-    await settleCursor(db, "notifications", ["user.level_up"], NOW);
-    expect(await cursorOf()).to.equal(0n);
-    // Past the margin: up to the pending event, not beyond.
-    await settleCursor(db, "notifications", ["user.level_up"], NOW, 0);
-    expect(await cursorOf()).to.equal((await seqOf("d", 1)) - 1n);
+    // The pending event holds it at its transaction (the three were written by one).
+    expect(await settleCursor(db, "notifications", ["user.level_up"], NOW)).to.equal(await xidOf("d", 1));
+    expect(await cursorOf()).to.equal(await xidOf("d", 1));
 
     failing = "";
     expect(await run()).to.equal(1);
-    await settleCursor(db, "notifications", ["user.level_up"], NOW, 0);
-    expect(await cursorOf()).to.equal(await seqOf("d", 2));
+    // Nothing pending: past every transaction that has ended.
+    await settleCursor(db, "notifications", ["user.level_up"], NOW);
+    expect(await cursorOf()).to.be.above(await xidOf("d", 2));
     // Events of types the consumer does not take move it too.
     await db.prisma.$transaction((tx) =>
       recordEvents(tx, [
@@ -192,14 +192,77 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
         }),
       ]),
     );
-    await settleCursor(db, "notifications", ["user.level_up"], NOW, 0);
+    await settleCursor(db, "notifications", ["user.level_up"], NOW);
     const badge = await db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey: "consumer-test:badge" } });
-    expect(await cursorOf()).to.equal(badge.seq);
-    // It never moves back.
-    await db.prisma.consumedEvent.deleteMany({});
-    await settleCursor(db, "notifications", ["user.level_up"], NOW, 0);
-    expect(await cursorOf()).to.equal(badge.seq);
+    expect(await cursorOf()).to.be.above(badge.xid);
+    // It never moves back (here from where it could never have been).
+    await db.prisma.consumerCursor.update({ where: { consumer: "notifications" }, data: { xid: 1n << 40n } });
+    await settleCursor(db, "notifications", ["user.level_up"], NOW);
+    expect(await cursorOf()).to.equal(1n << 40n);
   });
+
+  // PGlite has one connection: no other session can hold a transaction open beside the consumer's.
+  if (usingPostgres) {
+    it("takes an event whose transaction was still running when the cursor moved, once it commits", async () => {
+      const other = await openDatabase({ databaseUrl: db.url! });
+      const levels: string[] = [];
+      const run = () =>
+        consumeEvents(db, {
+          consumer: "notifications",
+          types: ["user.level_up"],
+          now: NOW,
+          logger: silent,
+          order: "insertion",
+          applyBatch: async (_tx, events) => {
+            levels.push(...events.map((event) => event.data.level));
+          },
+        });
+      try {
+        // Another process writes an event and keeps its transaction open...
+        let commit!: () => void;
+        const committing = new Promise<void>((resolve) => {
+          commit = resolve;
+        });
+        let written!: (xid: bigint) => void;
+        const wrote = new Promise<bigint>((resolve) => {
+          written = resolve;
+        });
+        const writer = other.prisma.$transaction(
+          async (tx) => {
+            await recordEvents(tx, [
+              domainEvent({
+                type: "user.level_up",
+                userId: "consumer-user",
+                data: { userId: "consumer-user", level: "slow", previousLevel: "x", xp: 1, timestamp: NOW.toISOString() },
+                dedupeKey: "consumer-test:slow:0",
+                now: NOW,
+              }),
+            ]);
+            const [row] = await tx.$queryRaw<{ xid: string }[]>`SELECT pg_current_xact_id()::text AS "xid"`;
+            written(BigInt(row!.xid));
+            await committing;
+          },
+          { timeout: 30_000 },
+        );
+        const slowXid = await Promise.race([wrote, writer.then(() => -1n)]);
+        // ...while later ones commit and are taken, and the cursor moves as far as it may.
+        await record("h", 2);
+        expect(await run()).to.equal(2);
+        await settleCursor(db, "notifications", ["user.level_up"], NOW);
+        expect(await cursorOf()).to.be.at.most(slowXid);
+        commit();
+        await writer;
+        // The read from the cursor finds it (a later seq was read on from already).
+        await sleep(REREAD_FROM_CURSOR_MS);
+        expect(await run()).to.equal(1);
+        expect(levels).to.deep.equal(["h0", "h1", "slow"]);
+        await settleCursor(db, "notifications", ["user.level_up"], NOW);
+        expect(await cursorOf()).to.be.above(slowXid);
+      } finally {
+        await other.close();
+      }
+    });
+  }
 
   it("reads only above the cursor, and takes an event whose seq was renewed (a fact back after a rollback)", async () => {
     await record("e", 2);
@@ -209,16 +272,18 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
         levels.push(...events.map((event) => event.data.level));
       });
     expect(await run()).to.equal(2);
-    await settleCursor(db, "notifications", ["user.level_up"], NOW, 0);
+    await settleCursor(db, "notifications", ["user.level_up"], NOW);
+    expect(await cursorOf()).to.be.above(await xidOf("e", 1));
     // Another consumer took e0 and a rollback removed it: this one's marker is gone with the
     // reorg's rewrite, and the fact is reverted (the indexer keeps it for the consumer that took it).
     const e0 = await seqOf("e", 0);
     await db.prisma.consumedEvent.deleteMany({ where: { consumer: "notifications" } });
     await db.prisma.domainEvent.update({ where: { seq: e0 }, data: { revertedAt: NOW } });
     expect(await run()).to.equal(0);
-    // The log comes back: the indexer clears revertedAt and gives the event a new seq (indexer/store.ts).
+    // The log comes back: the indexer clears revertedAt and gives the event a new seq and its own transaction's id (indexer/store.ts).
     await db.prisma.$executeRaw`
-      UPDATE "DomainEvent" SET "revertedAt" = NULL, "seq" = nextval(pg_get_serial_sequence('"DomainEvent"', 'seq'))
+      UPDATE "DomainEvent" SET "revertedAt" = NULL, "seq" = nextval(pg_get_serial_sequence('"DomainEvent"', 'seq')),
+          "xid" = pg_current_xact_id()::text::bigint
         WHERE "seq" = ${e0}`;
     expect(await run()).to.equal(1);
     expect(levels).to.deep.equal(["e0", "e1", "e0"]);
