@@ -348,19 +348,17 @@ export async function consumeEventPages<T extends EventType>(db: Db, options: Co
     return rows;
   }
 
-  /** The pending events of a partition (all of them without `applyBatch`), page after page until none is left or another process holds it. */
-  async function drain(partition: { index: number; count: number }) {
+  /**
+   * The pending events of a partition (all of them without `applyBatch`), page after page until
+   * none is left or another process holds it. `top` is the outbox's highest seq, read before.
+   */
+  async function drain(partition: { index: number; count: number }, top: bigint | undefined) {
     const remembered = rememberReads ? rememberedOf(partition) : undefined;
     const fromCursor = !remembered || performance.now() - remembered.fromCursorAt >= REREAD_FROM_CURSOR_MS;
+    if (remembered && fromCursor) remembered.fromCursorAt = performance.now();
+    // Read on to the top already, and no read from the cursor due: nothing to look at (an idle poll costs one statement per run).
+    if (remembered && !fromCursor && top !== undefined && remembered.after >= top) return;
     after = fromCursor ? 0n : remembered.after;
-    // A read from the cursor sees every visible event up to the outbox's top: the next reads go on
-    // from there, even when this one finds nothing (no page of this partition to remember).
-    let top: bigint | undefined;
-    if (remembered && fromCursor) {
-      remembered.fromCursorAt = performance.now();
-      const [row] = await db.prisma.$queryRaw<{ top: string }[]>`SELECT coalesce(max("seq"), 0)::text AS "top" FROM "DomainEvent"`;
-      top = BigInt(row?.top ?? 0);
-    }
     for (;;) {
       let rows: PendingRow<T>[] | "busy";
       if (options.applyBatch && !options.onlyIds) {
@@ -377,6 +375,9 @@ export async function consumeEventPages<T extends EventType>(db: Db, options: Co
           return;
         }
         if (remembered && rows.length > 0) remembered.after = BigInt(rows[rows.length - 1]!.seq);
+        // A short page saw every visible event of the partition up to the top read before it: the
+        // next reads go on from there, even when it found nothing (one that commits behind it is
+        // the next read from the cursor's).
         if (remembered && top !== undefined && rows.length < batchSize && remembered.after < top) remembered.after = top;
       } else {
         rows = await readPending(db.prisma, options, batchSize, failed, after, cursor, partition);
@@ -401,7 +402,12 @@ export async function consumeEventPages<T extends EventType>(db: Db, options: Co
   const count = options.applyBatch && !options.onlyIds ? Math.max(1, options.partitions ?? 1) : 1;
   // Each process starts at a partition of its own chance, so two of them seldom queue for one lock.
   const first = Math.floor(Math.random() * count);
-  for (let i = 0; i < count; i += 1) await drain({ index: (first + i) % count, count });
+  let top: bigint | undefined;
+  if (rememberReads) {
+    const { rows } = await db.sql.query<{ top: string }>(`SELECT coalesce(max("seq"), 0)::text AS "top" FROM "DomainEvent"`);
+    top = BigInt(rows[0]?.top ?? 0);
+  }
+  for (let i = 0; i < count; i += 1) await drain({ index: (first + i) % count, count }, top);
   const last = lastSettled.get(options.consumer) ?? 0;
   if (!options.onlyIds && performance.now() - last >= SETTLE_EVERY_MS) {
     lastSettled.set(options.consumer, performance.now());
