@@ -7,15 +7,17 @@
 // The receiver checks every tenth signature and notes when each event arrives.
 //
 // Two phases, then the limit:
-// - burst: every event written in one outbox transaction; deliveries/s from its commit to the
-//   last delivery received (the p99 there is the backlog's drain time, printed too);
+// - bursts: every event written in one outbox transaction; deliveries/s from its commit to the
+//   last delivery received (the p99 there is the backlog's drain time, printed too); BENCH_WARMUP
+//   (default 1) bursts not counted, then BENCH_ROUNDS (default 3, each of its own events), and the
+//   median counts: on a shared 2-core machine one run varies by a fifth, and a first one by more;
 // - stream: as many events again, written in transactions every 10 ms at BENCH_STREAM_RATE
 //   events/s (default half the burst's deliveries/s: the service at half its measured capacity);
 //   event-to-delivery p50/p99 (commit of the event's transaction to its arrival, one clock);
 // - the limit, with the workers stopped: the same number of signed POSTs (the same bodies and
 //   signature headers, computed per request) sent to the same receiver by a plain loop at the
-//   workers' concurrency (webhook deliveries in flight at most: 2 processes x WEBHOOK_SLOTS,
-//   and WEBHOOK_CONCURRENCY per webhook).
+//   workers' concurrency (webhook deliveries in flight at most: BENCH_WORKERS processes (default
+//   2) x WEBHOOK_SLOTS, and WEBHOOK_CONCURRENCY per webhook), warmed up and measured as the bursts.
 // Duplicates and missing deliveries are counted in both phases. Where the burst's time went is
 // printed beside it: the CPU each process used (this one is the receiver; Linux /proc) and the
 // deliveries received per 100 ms. BENCH_DETAIL=1 prints the burst's window on the monotonic clock
@@ -23,7 +25,7 @@
 // --cpu-prof) or PostgreSQL's statement log to it.
 // BENCH_DATABASE_URL names the PostgreSQL server (default postgres@127.0.0.1:5432): the benchmark
 // creates a database of its own there and drops it at the end.
-// The last line is `ratio: <burst deliveries/s / plain POSTs/s> p99_ms: <stream event-to-delivery p99>`.
+// The last line is `ratio: <median burst deliveries/s / median plain POSTs/s> p99_ms: <stream event-to-delivery p99>`.
 import { createHmac, randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import http from "node:http";
@@ -49,11 +51,15 @@ const WEBHOOKS = Number(process.env.BENCH_WEBHOOKS ?? 10);
 const STREAM_RATE = Number(process.env.BENCH_STREAM_RATE ?? 0);
 const STREAM_TICK_MS = 10;
 const WORKERS = Number(process.env.BENCH_WORKERS ?? 2);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+/** Rounds run first and not counted, on both sides: the workers' and the loop's code compiled, their connections open. */
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 1);
 const TIMEOUT_MS = Number(process.env.BENCH_TIMEOUT_MS ?? 300_000);
 const SECRET = "bench-webhooks-shared-secret-0123456789";
 const KEY = randomBytes(32);
 
 const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const at = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 
 // --- The receiver: every delivery counted by its event (data.loanId is `bench-<index>`), every tenth signature checked.
@@ -209,47 +215,58 @@ try {
   const outputBefore = outputs.map((text) => text.length);
   const writtenAt: number[] = [];
 
-  // --- Burst: every event in one outbox transaction.
-  const burstWriteStarted = performance.now();
-  const burstNow = new Date();
-  await db.prisma.$transaction((tx) =>
-    recordEvents(
-      tx,
-      Array.from({ length: EVENTS }, (_, i) => paymentEvent(i, userIds[i % WEBHOOKS]!, burstNow)),
-    ),
-  );
-  const burstCommitted = performance.now();
-  const cpuBefore = cpuTimes(workers.children.map((child) => child.pid!));
-  const burstWriteSeconds = (burstCommitted - burstWriteStarted) / 1000;
-  for (let i = 0; i < EVENTS; i += 1) writtenAt[i] = burstCommitted;
-  const burst = await arrivals(writtenAt, 0, EVENTS);
-  const burstSeconds = (burst.lastArrival - burstCommitted) / 1000;
-  const burstPerSecond = EVENTS / burstSeconds;
-  // Where the burst's time went: CPU per process, and deliveries per 100 ms from the commit.
-  const cpuAfter = cpuTimes(workers.children.map((child) => child.pid!));
-  const burstCpu = Object.entries(cpuAfter)
-    .map(([name, ms]) => `${name} ${fmt(ms - (cpuBefore[name] ?? 0))}`)
-    .join(", ");
-  const perTick: number[] = [];
-  for (let i = 0; i < EVENTS; i += 1) {
-    const tick = Math.floor(((receivedAt.get(i) ?? burst.lastArrival) - burstCommitted) / 100);
-    perTick[tick] = (perTick[tick] ?? 0) + 1;
-  }
-  // BENCH_DETAIL: the burst's window on the monotonic clock (a worker's --cpu-prof, BENCH_CPU_PROF) and in UTC (PostgreSQL's log).
-  if (process.env.BENCH_DETAIL) {
-    const wall = (t: number) => new Date(Date.now() - performance.now() + t).toISOString();
-    const mono = (t: number) => Math.round(Number(process.hrtime.bigint() / 1000n) - (performance.now() - t) * 1000);
-    console.log(
-      `burst window: ${wall(burstCommitted)} ${wall(burst.lastArrival)} monotonic µs ${mono(burstCommitted)} ${mono(burst.lastArrival)}`,
+  // --- Bursts: every event in one outbox transaction, ROUNDS times (each its own events); the median counts.
+  const pids = workers.children.map((child) => child.pid!);
+  const bursts: { perSecond: number; line: string; cpu: string }[] = [];
+  for (let round = 0; round < WARMUP + ROUNDS; round += 1) {
+    const first = round * EVENTS;
+    const writeStarted = performance.now();
+    const now = new Date();
+    await db.prisma.$transaction((tx) =>
+      recordEvents(
+        tx,
+        Array.from({ length: EVENTS }, (_, i) => paymentEvent(first + i, userIds[i % WEBHOOKS]!, now)),
+      ),
     );
+    const committed = performance.now();
+    const cpuBefore = cpuTimes(pids);
+    for (let i = first; i < first + EVENTS; i += 1) writtenAt[i] = committed;
+    const burst = await arrivals(writtenAt, first, first + EVENTS);
+    const seconds = (burst.lastArrival - committed) / 1000;
+    // Where the burst's time went: CPU per process, and deliveries per 100 ms from the commit.
+    const cpuAfter = cpuTimes(pids);
+    const perTick: number[] = [];
+    for (let i = first; i < first + EVENTS; i += 1) {
+      const tick = Math.floor(((receivedAt.get(i) ?? burst.lastArrival) - committed) / 100);
+      perTick[tick] = (perTick[tick] ?? 0) + 1;
+    }
+    const name = round < WARMUP ? `warm-up ${round + 1}` : `burst ${round - WARMUP + 1}`;
+    bursts.push({
+      perSecond: EVENTS / seconds,
+      line: `${name}: ${fmt(EVENTS)} events in one transaction (written in ${fmt((committed - writeStarted) / 1000, 2)} s): the last received ${fmt(seconds, 2)} s after its commit: ${fmt(EVENTS / seconds)} deliveries/s${burst.complete ? "" : " (TIMED OUT)"}; event to delivery p50 ${fmt(at(burst.latencies, 0.5))} ms p99 ${fmt(at(burst.latencies, 0.99))} ms (the backlog draining)`,
+      cpu: `  CPU ms ${Object.entries(cpuAfter)
+        .map(([name, ms]) => `${name} ${fmt(ms - (cpuBefore[name] ?? 0))}`)
+        .join(", ")}; deliveries per 100 ms: ${Array.from(perTick, (n) => n ?? 0).join(" ")}`,
+    });
+    // BENCH_DETAIL: the burst's window on the monotonic clock (a worker's --cpu-prof, BENCH_CPU_PROF) and in UTC (PostgreSQL's log).
+    if (process.env.BENCH_DETAIL) {
+      const wall = (t: number) => new Date(Date.now() - performance.now() + t).toISOString();
+      const mono = (t: number) => Math.round(Number(process.hrtime.bigint() / 1000n) - (performance.now() - t) * 1000);
+      console.log(
+        `${name} window: ${wall(committed)} ${wall(burst.lastArrival)} monotonic µs ${mono(committed)} ${mono(burst.lastArrival)}`,
+      );
+    }
+    await sleep(500);
   }
+  const burstPerSecond = median(bursts.slice(WARMUP).map((burst) => burst.perSecond));
+  const streamFirst = (WARMUP + ROUNDS) * EVENTS;
 
   // --- Stream: as many events again at a steady rate, in a transaction every STREAM_TICK_MS.
   const rate = STREAM_RATE > 0 ? STREAM_RATE : Math.max(1, Math.round(burstPerSecond / 2));
   const streamStarted = performance.now();
-  let written = EVENTS;
-  while (written < 2 * EVENTS) {
-    const due = Math.min(2 * EVENTS, EVENTS + Math.floor(((performance.now() - streamStarted) / 1000) * rate) + 1);
+  let written = streamFirst;
+  while (written < streamFirst + EVENTS) {
+    const due = Math.min(streamFirst + EVENTS, streamFirst + Math.floor(((performance.now() - streamStarted) / 1000) * rate) + 1);
     if (due > written) {
       const now = new Date();
       const events: NewDomainEvent[] = [];
@@ -262,7 +279,7 @@ try {
     await sleep(STREAM_TICK_MS);
   }
   const streamWriteSeconds = (performance.now() - streamStarted) / 1000;
-  const stream = await arrivals(writtenAt, EVENTS, 2 * EVENTS);
+  const stream = await arrivals(writtenAt, streamFirst, streamFirst + EVENTS);
 
   await sleep(500);
   const failedAttempts = Number(
@@ -283,39 +300,41 @@ try {
   await workers.stop();
   const concurrency = Math.min(WORKERS * WEBHOOK_SLOTS, WEBHOOKS * WEBHOOK_CONCURRENCY);
   const agent = new Agent({ keepAliveTimeout: 30_000 });
-  let next = 0;
-  const plainStarted = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < EVENTS) {
-        const i = next++;
-        const event = paymentEvent(i, userIds[i % WEBHOOKS]!, new Date());
-        const { raw: _raw, ...data } = event.data as Record<string, unknown>;
-        const body = JSON.stringify({ id: `plain-${i}`, event: "loan.partial_payment", timestamp: new Date().toISOString(), data });
-        const headers = signDelivery({ secrets: [SECRET], messageId: `plain-${i}`, timestampSeconds: Math.floor(Date.now() / 1000), body });
-        const response = await request(`${base}/plain`, {
-          method: "POST",
-          dispatcher: agent,
-          headers: { "content-type": "application/json", ...headers },
-          body,
-        });
-        response.body.resume();
-        if (response.statusCode !== 200) throw new Error(`plain POST: HTTP ${response.statusCode}`);
-      }
-    }),
-  );
-  const plainSeconds = (performance.now() - plainStarted) / 1000;
+  const plainRounds: number[] = [];
+  for (let round = 0; round < WARMUP + ROUNDS; round += 1) {
+    let next = 0;
+    const plainStarted = performance.now();
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < EVENTS) {
+          const i = next++;
+          const event = paymentEvent(i, userIds[i % WEBHOOKS]!, new Date());
+          const { raw: _raw, ...data } = event.data as Record<string, unknown>;
+          const id = `plain-${round}-${i}`;
+          const body = JSON.stringify({ id, event: "loan.partial_payment", timestamp: new Date().toISOString(), data });
+          const headers = signDelivery({ secrets: [SECRET], messageId: id, timestampSeconds: Math.floor(Date.now() / 1000), body });
+          const response = await request(`${base}/plain`, {
+            method: "POST",
+            dispatcher: agent,
+            headers: { "content-type": "application/json", ...headers },
+            body,
+          });
+          response.body.resume();
+          if (response.statusCode !== 200) throw new Error(`plain POST: HTTP ${response.statusCode}`);
+        }
+      }),
+    );
+    plainRounds.push(EVENTS / ((performance.now() - plainStarted) / 1000));
+  }
   await agent.close();
-  const plainPerSecond = EVENTS / plainSeconds;
+  const plainPerSecond = median(plainRounds.slice(WARMUP));
 
-  const missing = 2 * EVENTS - receivedAt.size;
+  const missing = (WARMUP + ROUNDS + 1) * EVENTS - receivedAt.size;
   console.log(
     `loan.partial_payment events for ${WEBHOOKS} webhooks, ${WORKERS} npm run worker processes, PostgreSQL ${serverVersion}, ${os.cpus().length} cores`,
   );
-  console.log(
-    `burst:   ${fmt(EVENTS)} events in one transaction (written in ${fmt(burstWriteSeconds, 2)} s): the last received ${fmt(burstSeconds, 2)} s after its commit: ${fmt(burstPerSecond)} deliveries/s${burst.complete ? "" : " (TIMED OUT)"}; event to delivery p50 ${fmt(at(burst.latencies, 0.5))} ms p99 ${fmt(at(burst.latencies, 0.99))} ms (the backlog draining)`,
-  );
-  console.log(`burst CPU ms: ${burstCpu}; deliveries per 100 ms: ${Array.from(perTick, (n) => n ?? 0).join(" ")}`);
+  for (const burst of bursts) console.log(`${burst.line}\n${burst.cpu}`);
+  console.log(`bursts: median of ${ROUNDS} after ${WARMUP} warm-up: ${fmt(burstPerSecond)} deliveries/s`);
   console.log(
     `stream:  ${fmt(EVENTS)} events at ${fmt(rate)} events/s (written in ${fmt(streamWriteSeconds, 2)} s, a transaction every ${STREAM_TICK_MS} ms): event to delivery p50 ${fmt(at(stream.latencies, 0.5))} ms  p90 ${fmt(at(stream.latencies, 0.9))} ms  p99 ${fmt(at(stream.latencies, 0.99))} ms  max ${fmt(stream.latencies.at(-1)!)} ms${stream.complete ? "" : " (TIMED OUT)"}`,
   );
@@ -323,7 +342,7 @@ try {
     `receiver: ${fmt(received)} requests, ${duplicates} duplicates, ${missing} missing, ${badSignatures} bad signatures of ${fmt(checked)} checked; attempts logged ${fmt(logged)} (${fmt(failedAttempts)} failed; request duration p50 ${fmt(Number(log.p50), 1)} ms, mean ${fmt(Number(log.avg), 1)} ms)`,
   );
   console.log(
-    `plain loop: ${fmt(plainReceived)} signed POSTs at concurrency ${concurrency} in ${fmt(plainSeconds, 2)} s: ${fmt(plainPerSecond)} POSTs/s`,
+    `plain loop: ${fmt(plainReceived)} signed POSTs at concurrency ${concurrency} in ${WARMUP} warm-up and ${ROUNDS} rounds of ${fmt(EVENTS)}: ${plainRounds.map((perSecond) => fmt(perSecond)).join(", ")} POSTs/s; median ${fmt(plainPerSecond)}`,
   );
   if (workerLines) console.log(`worker output during the run:\n${workerLines.split("\n").slice(-10).join("\n")}`);
   console.log(
