@@ -180,7 +180,8 @@ function readPending<T extends EventType>(
     params.push(options.dataFor);
     data = `CASE WHEN d."type" = ANY($${params.length}::text[]) THEN d."data" END`;
   }
-  const filters = `d."xid" >= $8::bigint AND d."seq" > $5::bigint
+  // Reading on, the seq index's range above `after`; from the cursor, the xid index's range above it.
+  const filters = `${after > 0n ? `d."seq" > $5::bigint AND $8::bigint IS NOT NULL` : `d."xid" >= $8::bigint AND $5::bigint = 0`}
         AND d."type" = ANY($1::text[]) AND d."revertedAt" IS NULL
         AND d."id" <> ALL($4::uuid[])
         AND (hashtext(d."id"::text)::bigint + 2147483648) % $6::int = $7::int
