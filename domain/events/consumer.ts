@@ -193,9 +193,13 @@ function readPending<T extends EventType>(
   if (options.order === "insertion" && after > 0n) {
     return q.$queryRawUnsafe<PendingRow<T>[]>(
       `WITH page AS MATERIALIZED (
-         SELECT d."id" FROM "DomainEvent" d WHERE ${filters} ORDER BY d."seq" LIMIT $3)
-       SELECT ${columns}, ${taken} AS "taken", CASE WHEN ${taken} THEN NULL ELSE ${data} END AS "data"
-         FROM page JOIN "DomainEvent" d ON d."id" = page."id" LEFT JOIN "User" u ON u."id" = d."userId"
+         SELECT d."id", d."seq", d."type", d."userId", d."chainId", d."createdAt", ${data} AS "data"
+           FROM "DomainEvent" d WHERE ${filters} ORDER BY d."seq" LIMIT $3)
+       SELECT d."id"::text AS "id", d."seq"::text AS "seq", d."type", d."userId",
+           (u."id" IS NOT NULL AND u."deletedAt" IS NULL) AS "userActive", d."chainId", d."createdAt",
+           t."taken", CASE WHEN t."taken" THEN NULL ELSE d."data" END AS "data"
+         FROM page d LEFT JOIN "User" u ON u."id" = d."userId"
+           CROSS JOIN LATERAL (SELECT ${taken} AS "taken") t
          ORDER BY d."seq"`,
       ...params,
     );
