@@ -403,6 +403,8 @@ export function createWebhookDeliveries(deps: {
             dedupeKey: `webhook:${webhookId}:${entry.eventId}:from-attempt:${offset + 1}`,
             concurrency: concurrencyOf(webhookId),
           });
+          // The attempts' rows first: if they cannot be written, this job fails and tries its items again, alone.
+          await Promise.all(logs);
           await deps.jobs.enqueueMany([
             single(item, attempt, now + delayMs),
             ...items.slice(i + 1).map((rest) => single(rest, attempt - 1, now)),

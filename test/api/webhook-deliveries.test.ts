@@ -140,6 +140,62 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
     expect((await api.request("DELETE", `/v1/webhooks/${webhookId}`, { token: alice })).status).to.equal(200);
   });
 
+  it("retries a batch's failed item alone on the schedule, with its attempt number, and sends the items after it at once", async () => {
+    const webhookId = await subscribe(alice, "/split", ["user.level_up"]);
+    const keys = ["first", "failing", "last"].map((name) => `webhook-test:split:${name}:${randomUUID()}`);
+    let ids: string[] = [];
+    let failing = true;
+    receiver.fallback = (res, request) => {
+      const refused = request.path === "/split" && failing && JSON.parse(request.body).id === ids[1];
+      res.writeHead(refused ? 503 : 200).end();
+    };
+    try {
+      // One transaction: one page, one batch job of three.
+      await api.db.prisma.$transaction((tx) =>
+        recordEvents(
+          tx,
+          keys.map((dedupeKey, i) =>
+            domainEvent({
+              type: "user.level_up",
+              userId: aliceId,
+              data: { userId: aliceId, level: `Split${i}`, previousLevel: "Newcomer", xp: i, timestamp: new Date().toISOString() },
+              dedupeKey,
+              now: api.clock.now(),
+            }),
+          ),
+        ),
+      );
+      ids = await Promise.all(
+        keys.map(async (dedupeKey) => (await api.db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey } })).id),
+      );
+      await until(() => hitsOf("/split").length === 3, "the three first attempts");
+      expect(hitsOf("/split").map((hit) => JSON.parse(hit.body).id)).to.deep.equal(ids);
+      failing = false;
+      // The failed one waits its minute on the service clock; the others are not sent again.
+      await api.clock.advance(59);
+      await sleep(400);
+      expect(hitsOf("/split")).to.have.length(3);
+      await api.clock.advance(1);
+      await until(() => hitsOf("/split").length === 4, "the failed one's second attempt");
+      expect(JSON.parse(hitsOf("/split")[3]!.body).id).to.equal(ids[1]);
+      await sleep(300);
+      const attempts = await api.db.prisma.webhookDelivery.findMany({
+        where: { webhookId },
+        orderBy: [{ eventId: "asc" }, { attempt: "asc" }],
+      });
+      const byEvent = (id: string) => attempts.filter((row) => row.eventId === id).map((row) => [row.attempt, row.status, row.statusCode]);
+      expect(byEvent(ids[0]!)).to.deep.equal([[1, "success", 200]]);
+      expect(byEvent(ids[1]!)).to.deep.equal([
+        [1, "failed", 503],
+        [2, "success", 200],
+      ]);
+      expect(byEvent(ids[2]!)).to.deep.equal([[1, "success", 200]]);
+    } finally {
+      receiver.fallback = undefined;
+    }
+    expect((await api.request("DELETE", `/v1/webhooks/${webhookId}`, { token: alice })).status).to.equal(200);
+  });
+
   it("delivers to a webhook only the events recorded after it was created", async () => {
     // No webhook hears trust_score.updated yet: the consumer leaves this event alone...
     const change = (previousScore: number) =>
