@@ -93,19 +93,14 @@ export function createWebhooksRepo({ db }: { db: Db }) {
       job.items.flatMap((item, i) => (job.history || item.attemptedId !== undefined ? [{ key: `${j}:${i}`, job, item }] : [])),
     );
     const [webhooks, events, attempts] = await Promise.all([
-      db.sql.query<{
-        id: string;
-        userId: string;
-        url: string;
-        events: string[];
-        secret: string;
-        previousSecret: string | null;
-        status: string;
-        fromSeq: string;
-        previousSecretUntil: number | null;
-        createdAt: number;
-        updatedAt: number;
-      }>(
+      db.sql.query<
+        Omit<WebhookRow, "fromSeq" | "previousSecretUntil" | "createdAt" | "updatedAt"> & {
+          fromSeq: string;
+          previousSecretUntil: number | null;
+          createdAt: number;
+          updatedAt: number;
+        }
+      >(
         `SELECT "id"::text AS "id", "userId", "url", "events", "secret", "previousSecret", "status", "fromSeq"::text AS "fromSeq",
             ${epochMs(`"previousSecretUntil"`)} AS "previousSecretUntil", ${epochMs(`"createdAt"`)} AS "createdAt",
             ${epochMs(`"updatedAt"`)} AS "updatedAt"

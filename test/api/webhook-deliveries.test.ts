@@ -8,6 +8,7 @@ import { verify as verifyGithubStyle } from "@octokit/webhooks-methods";
 import { expect } from "chai";
 import { Webhook as StandardWebhook } from "svix";
 import { createLogger } from "../../core/logger.js";
+import type { Tx } from "../../domain/db.js";
 import type { EventType } from "../../domain/events/catalogue.js";
 import { domainEvent, recordEvents } from "../../domain/events/outbox.js";
 import { standardSecretOf } from "../../domain/webhooks/signing.js";
@@ -62,6 +63,29 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
     );
     return (await api.db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey } })).id;
   }
+  /**
+   * Alice's level-ups named `<prefix><i>` for each of `names`, in one transaction (one fan-out page:
+   * one batch job), with `alsoInside` run in it; answers their ids, in order.
+   */
+  async function levelUpsAtOnce(prefix: string, names: string[], alsoInside?: (tx: Tx, keys: string[]) => Promise<unknown>) {
+    const keys = names.map((name) => `webhook-test:${prefix}:${name}:${randomUUID()}`);
+    await api.db.prisma.$transaction(async (tx) => {
+      await recordEvents(
+        tx,
+        keys.map((dedupeKey, i) =>
+          domainEvent({
+            type: "user.level_up",
+            userId: aliceId,
+            data: { userId: aliceId, level: `${prefix}${i}`, previousLevel: "Newcomer", xp: i, timestamp: new Date().toISOString() },
+            dedupeKey,
+            now: api.clock.now(),
+          }),
+        ),
+      );
+      await alsoInside?.(tx, keys);
+    });
+    return Promise.all(keys.map(async (dedupeKey) => (await api.db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey } })).id));
+  }
   const levelUp = (userId: string, level: string) =>
     record("user.level_up", userId, { userId, level, previousLevel: "Newcomer", xp: 120, timestamp: new Date().toISOString() });
   const hitsOf = (path: string) => receiver.of(path);
@@ -111,25 +135,12 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
 
   it("skips an event whose stored data no longer matches the catalogue, and delivers the rest of its batch", async () => {
     const webhookId = await subscribe(alice, "/stale", ["user.level_up"]);
-    const keys = ["first", "stale", "last"].map((name) => `webhook-test:stale:${name}:${randomUUID()}`);
-    await api.db.prisma.$transaction(async (tx) => {
-      await recordEvents(
-        tx,
-        keys.map((dedupeKey, i) =>
-          domainEvent({
-            type: "user.level_up",
-            userId: aliceId,
-            data: { userId: aliceId, level: `Stale${i}`, previousLevel: "Newcomer", xp: i, timestamp: new Date().toISOString() },
-            dedupeKey,
-            now: api.clock.now(),
-          }),
-        ),
-      );
-      // As an older version might have written it.
-      await tx.$executeRaw`UPDATE "DomainEvent" SET "data" = '{"stale": true}'::jsonb WHERE "dedupeKey" = ${keys[1]}`;
-    });
-    const ids = await Promise.all(
-      keys.map(async (dedupeKey) => (await api.db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey } })).id),
+    const ids = await levelUpsAtOnce(
+      "Stale",
+      ["first", "stale", "last"],
+      (tx, keys) =>
+        // As an older version might have written it.
+        tx.$executeRaw`UPDATE "DomainEvent" SET "data" = '{"stale": true}'::jsonb WHERE "dedupeKey" = ${keys[1]}`,
     );
     await until(() => hitsOf("/stale").length === 2, "the two sendable events");
     await recorded(webhookId, 1);
@@ -142,7 +153,6 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
 
   it("retries a batch's failed item alone on the schedule, with its attempt number, and sends the items after it at once", async () => {
     const webhookId = await subscribe(alice, "/split", ["user.level_up"]);
-    const keys = ["first", "failing", "last"].map((name) => `webhook-test:split:${name}:${randomUUID()}`);
     let ids: string[] = [];
     let failing = true;
     receiver.fallback = (res, request) => {
@@ -150,24 +160,7 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
       res.writeHead(refused ? 503 : 200).end();
     };
     try {
-      // One transaction: one page, one batch job of three.
-      await api.db.prisma.$transaction((tx) =>
-        recordEvents(
-          tx,
-          keys.map((dedupeKey, i) =>
-            domainEvent({
-              type: "user.level_up",
-              userId: aliceId,
-              data: { userId: aliceId, level: `Split${i}`, previousLevel: "Newcomer", xp: i, timestamp: new Date().toISOString() },
-              dedupeKey,
-              now: api.clock.now(),
-            }),
-          ),
-        ),
-      );
-      ids = await Promise.all(
-        keys.map(async (dedupeKey) => (await api.db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey } })).id),
-      );
+      ids = await levelUpsAtOnce("Split", ["first", "failing", "last"]);
       await until(() => hitsOf("/split").length === 3, "the three first attempts");
       expect(hitsOf("/split").map((hit) => JSON.parse(hit.body).id)).to.deep.equal(ids);
       failing = false;

@@ -46,6 +46,19 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
     on: Db = db,
   ) => consumeEvents(on, { consumer: "notifications", types: ["user.level_up"], now: NOW, logger: silent, applyBatch, ...options });
 
+  /** A run of `notifications` in insertion order, a page at a time, noting the levels it takes in `levels`. */
+  const consumeInOrder = (levels: string[]) => () =>
+    consumeEvents(db, {
+      consumer: "notifications",
+      types: ["user.level_up"],
+      now: NOW,
+      logger: silent,
+      order: "insertion",
+      applyBatch: async (_tx, events) => {
+        levels.push(...events.map((event) => event.data.level));
+      },
+    });
+
   beforeEach(async () => {
     db = await createTestDatabase();
     written = 0;
@@ -206,17 +219,7 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
     it("takes an event whose transaction was still running when the cursor moved, once it commits", async () => {
       const other = await openDatabase({ databaseUrl: db.url! });
       const levels: string[] = [];
-      const run = () =>
-        consumeEvents(db, {
-          consumer: "notifications",
-          types: ["user.level_up"],
-          now: NOW,
-          logger: silent,
-          order: "insertion",
-          applyBatch: async (_tx, events) => {
-            levels.push(...events.map((event) => event.data.level));
-          },
-        });
+      const run = consumeInOrder(levels);
       try {
         // Another process writes an event and keeps its transaction open...
         let commit!: () => void;
@@ -292,17 +295,7 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
   it("in insertion order, reads on from where its last run ended, and takes an event that committed behind it at the next read from the cursor", async () => {
     await record("f", 3);
     const levels: string[] = [];
-    const run = () =>
-      consumeEvents(db, {
-        consumer: "notifications",
-        types: ["user.level_up"],
-        now: NOW,
-        logger: silent,
-        order: "insertion",
-        applyBatch: async (_tx, events) => {
-          levels.push(...events.map((event) => event.data.level));
-        },
-      });
+    const run = consumeInOrder(levels);
     // The last event's seq far ahead: the next event recorded gets a lower one, as an event does
     // whose transaction commits after a later one's was read.
     await db.prisma.$executeRaw`UPDATE "DomainEvent" SET "seq" = 1000000 WHERE "seq" = ${await seqOf("f", 2)}`;
