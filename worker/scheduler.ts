@@ -211,7 +211,6 @@ export function startWorkers({
       handlers: Object.fromEntries(kinds.map((kind) => [kind, all[kind]!])),
       concurrency: slots,
       pollMs: Math.min(tickMs, DEFAULT_POLL_MS),
-      // One runner per process looks for dead processes' jobs.
       ...(main ? {} : { recoverEveryMs: Number.POSITIVE_INFINITY }),
       logger,
       // The fan-out goes first: while it works off a backlog, the main runner starts no job (the
