@@ -168,7 +168,9 @@ export interface JobQueue {
 const CLAIM_WINDOW_MIN = 200;
 const CLAIM_WINDOW_PER_SLOT = 20;
 
-type ClaimedRow = Omit<ClaimedJob, "attempt"> & { attempts: number };
+type ClaimedRow = Omit<ClaimedJob, "attempt" | "runAt" | "createdAt"> & { attempts: number; runAt: number; createdAt: number };
+/** A timestamp column as epoch ms: the pg driver would read a `timestamp` in the process's time zone. */
+const epochMs = (column: string) => Prisma.raw(`(extract(epoch FROM "${column}") * 1000)::float8`);
 
 /** A try's end as `finish` writes it: the job's next status (and time, when queued again), the attempt's outcome. */
 interface Finish {
@@ -196,6 +198,15 @@ export function createJobQueue({
   presence: Pick<ProcessPresence, "id">;
 }): JobQueue {
   const { prisma } = db;
+  /**
+   * A statement in the caller's transaction when given, else on plain SQL: the queue's own
+   * statements are the workers' hot path, where a raw query through Prisma costs about twice
+   * pg's, and more with a large parameter (a fan-out's rows).
+   */
+  async function query<Row>(statement: Prisma.Sql, tx?: Tx): Promise<Row[]> {
+    if (tx !== undefined && tx !== prisma) return tx.$queryRaw<Row[]>(statement);
+    return (await db.sql.query<Row>(statement.text, statement.values)).rows;
+  }
   const listeners = new Set<() => void>();
   const wake = () => {
     for (const listener of listeners) listener();
@@ -220,7 +231,8 @@ export function createJobQueue({
         concurrencyLimit: input.concurrency?.limit ?? null,
       })),
     );
-    const created = await (tx ?? prisma).$queryRaw<{ id: string }[]>`
+    const created = await query<{ id: string }>(
+      Prisma.sql`
       INSERT INTO "Job" ("id", "kind", "payload", "status", "runAt", "attempts", "maxAttempts", "dedupeKey", "concurrencyKey", "concurrencyLimit", "createdAt")
       SELECT v."id", v."kind", coalesce(v."payload", 'null'::jsonb), 'queued', v."runAt", 0, v."maxAttempts", v."dedupeKey",
           v."concurrencyKey", v."concurrencyLimit", ${ts(now)}
@@ -231,7 +243,9 @@ export function createJobQueue({
           SELECT 1 FROM "Job" a WHERE a."kind" = v."kind" AND a."status" IN ('queued', 'running')))
       -- Without a target: a taken dedupe key (or, never in practice, id) skips the row.
       ON CONFLICT DO NOTHING
-      RETURNING "id"::text AS "id"`;
+      RETURNING "id"::text AS "id"`,
+      tx,
+    );
     // Inside a caller's transaction the rows are invisible until its commit: the caller wakes.
     if (created.length > 0 && (tx === undefined || tx === prisma)) wake();
     return created.map((row) => row.id);
@@ -257,7 +271,7 @@ export function createJobQueue({
         durationMs: Math.round(entry.durationMs),
       })),
     );
-    const done = await prisma.$queryRaw<{ id: string }[]>`
+    const done = await query<{ id: string }>(Prisma.sql`
       WITH v AS (
         SELECT * FROM json_to_recordset(${rows}::json)
           AS v ("id" uuid, "attempt" int, "status" text, "runAt" timestamp(3), "error" text, "outcome" text, "durationMs" int)
@@ -273,7 +287,7 @@ export function createJobQueue({
         UPDATE "JobAttempt" a SET "finishedAt" = ${now}, "outcome" = v."outcome", "error" = v."error", "durationMs" = v."durationMs"
           FROM v WHERE a."jobId" = v."id" AND a."attempt" = v."attempt" AND v."id" IN (SELECT "id" FROM done)
       )
-      SELECT "id"::text AS "id" FROM done`;
+      SELECT "id"::text AS "id" FROM done`);
     const finished = new Set(done.map((row) => row.id));
     return tries.map((entry) => finished.has(entry.job.id));
   });
@@ -284,7 +298,8 @@ export function createJobQueue({
     async joinWaiting(inputs, maxItems, tx) {
       if (inputs.length === 0) return [];
       const rows = jsonForPostgres(inputs.map((input, i) => ({ i, kind: input.kind, key: input.concurrencyKey, items: input.items })));
-      const joined = await (tx ?? prisma).$queryRaw<{ i: number; added: number }[]>`
+      const joined = await query<{ i: number; added: number }>(
+        Prisma.sql`
         WITH v AS (
           SELECT * FROM json_to_recordset(${rows}::json) AS v ("i" int, "kind" text, "key" text, "items" jsonb)
         ), waiting AS (
@@ -303,7 +318,9 @@ export function createJobQueue({
             FROM chosen c WHERE j."id" = c."id" AND j."kind" = c."kind"
             RETURNING c."i", least(jsonb_array_length(c."items"), ${maxItems}::int - c."has") AS "added"
         )
-        SELECT "i", "added"::int AS "added" FROM added`;
+        SELECT "i", "added"::int AS "added" FROM added`,
+        tx,
+      );
       const added = new Map(joined.map((row) => [row.i, row.added]));
       return inputs.map((_, i) => added.get(i) ?? 0);
     },
@@ -322,7 +339,7 @@ export function createJobQueue({
       // The due jobs in order, a window of them at a time; of a concurrency key, only as many as
       // its limit leaves beside the ones running (counted once per claim: few run).
       const window = Math.max(CLAIM_WINDOW_MIN, limit * CLAIM_WINDOW_PER_SLOT);
-      const rows = await prisma.$queryRaw<ClaimedRow[]>`
+      const rows = await query<ClaimedRow>(Prisma.sql`
         WITH candidates AS (
           SELECT "id", "runAt", "concurrencyKey", "concurrencyLimit",
               row_number() OVER (PARTITION BY "concurrencyKey" ORDER BY "runAt", "id") AS "rank"
@@ -348,9 +365,15 @@ export function createJobQueue({
           INSERT INTO "JobAttempt" ("id", "jobId", "attempt", "processId", "startedAt")
           SELECT gen_random_uuid(), "id", "attempts", ${processId}, ${now} FROM claimed
         )
-        SELECT "id"::text AS "id", "kind", "payload", "attempts", "maxAttempts", "runAt", "dedupeKey", "createdAt"
-          FROM claimed ORDER BY "runAt", "id"`;
-      return rows.map(({ attempts, ...row }) => ({ ...row, attempt: attempts }));
+        SELECT "id"::text AS "id", "kind", "payload", "attempts", "maxAttempts", ${epochMs("runAt")} AS "runAt", "dedupeKey",
+            ${epochMs("createdAt")} AS "createdAt"
+          FROM claimed ORDER BY "runAt", "id"`);
+      return rows.map(({ attempts, runAt, createdAt, ...row }) => ({
+        ...row,
+        attempt: attempts,
+        runAt: new Date(runAt),
+        createdAt: new Date(createdAt),
+      }));
     },
 
     succeed: (job, { durationMs }) => finish({ job, status: "succeeded", runAt: null, error: null, outcome: "succeeded", durationMs }),

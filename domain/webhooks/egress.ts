@@ -9,7 +9,7 @@
 import dns from "node:dns";
 import net from "node:net";
 import ipaddr from "ipaddr.js";
-import { Agent, buildConnector, request, errors as undiciErrors } from "undici";
+import { Agent, buildConnector, type Dispatcher, errors as undiciErrors } from "undici";
 
 /** The receiver's time to answer (service-spec part 8). */
 export const RESPONSE_TIMEOUT_MS = 5_000;
@@ -77,6 +77,14 @@ class RefusedAddress extends Error {
   override name = "RefusedAddress";
 }
 
+/** The whole exchange took longer than its time-out. */
+class AttemptTimeout extends Error {
+  override name = "TimeoutError";
+}
+
+/** URLs whose judgement and parts are kept (every attempt at a webhook posts to the same one). */
+const URLS_KEPT = 1_000;
+
 /** Retry-After as ms: delay-seconds or an HTTP date (null when absent or unreadable). */
 export function retryAfterMs(value: string | string[] | undefined, nowMs = Date.now()): number | null {
   const text = Array.isArray(value) ? value[0] : value;
@@ -129,31 +137,73 @@ export function createWebhookEgress({
     bodyTimeout: timeoutMs,
   });
 
-  return {
-    async post(url, body, headers) {
-      const started = performance.now();
-      const elapsed = () => Math.round(performance.now() - started);
+  // A webhook's URL is judged and parsed once, not at every attempt (its addresses still are, at each connection).
+  const targets = new Map<string, { refused: string | null; origin: string; path: string }>();
+  const targetOf = (url: string) => {
+    let target = targets.get(url);
+    if (!target) {
       const refused = urlRefusal(url, { production });
-      if (refused) return { ok: false, statusCode: 0, durationMs: 0, error: `refused: the URL ${refused}` };
-      try {
-        const response = await request(url, {
-          method: "POST",
-          dispatcher: agent,
-          headers: { "content-type": "application/json", "user-agent": "TrustMint-Webhooks/1", ...headers },
-          body,
-          signal: AbortSignal.timeout(timeoutMs),
-        });
-        // The body is not read: only the status matters, and a slow body must not hold the attempt.
-        response.body.resume();
-        const statusCode = response.statusCode;
-        const durationMs = elapsed();
-        if (statusCode >= 200 && statusCode < 300) return { ok: true, statusCode, durationMs };
-        const wait = statusCode === 429 || statusCode === 503 ? retryAfterMs(response.headers["retry-after"]) : null;
-        const error = statusCode >= 300 && statusCode < 400 ? `redirect not followed (HTTP ${statusCode})` : `HTTP ${statusCode}`;
-        return { ok: false, statusCode, durationMs, error, ...(wait === null ? {} : { retryAfterMs: wait }) };
-      } catch (thrown) {
-        return { ok: false, statusCode: 0, durationMs: elapsed(), error: describe(thrown, timeoutMs) };
-      }
+      const parsed = refused ? undefined : new URL(url);
+      target = { refused, origin: parsed?.origin ?? "", path: parsed ? `${parsed.pathname}${parsed.search}` : "" };
+      if (targets.size >= URLS_KEPT) targets.clear();
+      targets.set(url, target);
+    }
+    return target;
+  };
+
+  return {
+    post(url, body, headers) {
+      const started = performance.now();
+      const target = targetOf(url);
+      if (target.refused) return Promise.resolve({ ok: false, statusCode: 0, durationMs: 0, error: `refused: the URL ${target.refused}` });
+      // On undici's dispatch API (no response stream, no AbortSignal and its listeners per
+      // request): the attempt ends at the response's head, and its body is read and dropped
+      // after it (a slow body must not hold the attempt), under bodyTimeout.
+      return new Promise<AttemptResult>((resolve) => {
+        let controller: Dispatcher.DispatchController | undefined;
+        let ended = false;
+        const end = (result: Omit<AttemptResult, "durationMs">) => {
+          if (ended) return;
+          ended = true;
+          clearTimeout(timer);
+          resolve({ ...result, durationMs: Math.round(performance.now() - started) });
+        };
+        const fail = (error: unknown) => end({ ok: false, statusCode: 0, error: describe(error, timeoutMs) });
+        const timer = setTimeout(() => {
+          fail(new AttemptTimeout());
+          controller?.abort(new AttemptTimeout());
+        }, timeoutMs);
+        try {
+          agent.dispatch(
+            {
+              origin: target.origin,
+              path: target.path,
+              method: "POST",
+              headers: { "content-type": "application/json", "user-agent": "TrustMint-Webhooks/1", ...headers },
+              body,
+            },
+            {
+              onRequestStart(dispatched) {
+                controller = dispatched;
+                if (ended) dispatched.abort(new AttemptTimeout());
+              },
+              onResponseStart(_controller, statusCode, responseHeaders) {
+                if (statusCode >= 200 && statusCode < 300) return end({ ok: true, statusCode });
+                const wait = statusCode === 429 || statusCode === 503 ? retryAfterMs(responseHeaders["retry-after"]) : null;
+                const error = statusCode >= 300 && statusCode < 400 ? `redirect not followed (HTTP ${statusCode})` : `HTTP ${statusCode}`;
+                end({ ok: false, statusCode, error, ...(wait === null ? {} : { retryAfterMs: wait }) });
+              },
+              onResponseData() {},
+              onResponseEnd() {},
+              onResponseError(_controller, error) {
+                fail(error);
+              },
+            },
+          );
+        } catch (error) {
+          fail(error);
+        }
+      });
     },
     close: () => agent.close(),
   };
@@ -165,6 +215,7 @@ function describe(thrown: unknown, timeoutMs: number): string {
   if (error instanceof RefusedAddress || cause instanceof RefusedAddress)
     return `refused: ${(cause instanceof RefusedAddress ? cause : error).message}`;
   if (
+    error instanceof AttemptTimeout ||
     error.name === "TimeoutError" ||
     error instanceof undiciErrors.HeadersTimeoutError ||
     error instanceof undiciErrors.BodyTimeoutError ||
