@@ -8,6 +8,11 @@ import DataLoader from "dataloader";
 export interface CoalesceOptions {
   /** Inputs per call of `run` at most (a statement's parameter stays bounded). */
   maxBatch?: number;
+  /**
+   * Real ms a batch collects for, once the one in flight is done (default 0: the rest of that
+   * turn): for writes nobody waits on at once (a log row), so many go as one statement.
+   */
+  collectMs?: number;
 }
 
 /**
@@ -16,7 +21,7 @@ export interface CoalesceOptions {
  */
 export function coalesce<I, O>(
   run: (inputs: readonly I[]) => Promise<O[]>,
-  { maxBatch = 500 }: CoalesceOptions = {},
+  { maxBatch = 500, collectMs = 0 }: CoalesceOptions = {},
 ): (input: I) => Promise<O> {
   let inFlight: Promise<unknown> = Promise.resolve();
   const loader = new DataLoader<I, O>(
@@ -30,7 +35,7 @@ export function coalesce<I, O>(
       maxBatchSize: maxBatch,
       // The next batch collects until the one in flight is done, then for the rest of that turn.
       batchScheduleFn: (dispatch) => {
-        void inFlight.then(() => setImmediate(dispatch));
+        void inFlight.then(() => (collectMs > 0 ? setTimeout(dispatch, collectMs) : setImmediate(dispatch)));
       },
     },
   );

@@ -14,7 +14,8 @@
 // - stream: as many events again, written in transactions every 10 ms at BENCH_STREAM_RATE
 //   events/s (default half the burst's deliveries/s: the service at half its measured capacity);
 //   event-to-delivery p50/p99 (commit of the event's transaction to its arrival, one clock);
-// - the limit, with the workers stopped: the same number of signed POSTs (the same bodies and
+// - the limit, a round after each burst with the workers paused (SIGSTOP), so both sides meet the
+//   same drift of a shared machine's speed: the same number of signed POSTs (the same bodies and
 //   signature headers, computed per request) sent to the same receiver by a plain loop at the
 //   workers' concurrency (webhook deliveries in flight at most: BENCH_WORKERS processes (default
 //   2) x WEBHOOK_SLOTS, and WEBHOOK_CONCURRENCY per webhook), warmed up and measured as the bursts.
@@ -215,6 +216,43 @@ try {
   const outputBefore = outputs.map((text) => text.length);
   const writtenAt: number[] = [];
 
+  // --- The limit: the same signed POSTs to the same receiver from a plain loop at the workers'
+  // concurrency, a round after each burst with the workers paused (SIGSTOP): both sides measured
+  // under the same conditions of a shared machine, whose speed drifts within a run.
+  const concurrency = Math.min(WORKERS * WEBHOOK_SLOTS, WEBHOOKS * WEBHOOK_CONCURRENCY);
+  const agent = new Agent({ keepAliveTimeout: 30_000 });
+  const plainRounds: number[] = [];
+  async function plainRound(round: number): Promise<void> {
+    for (const child of workers.children) child.kill("SIGSTOP");
+    try {
+      let next = 0;
+      const plainStarted = performance.now();
+      await Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          while (next < EVENTS) {
+            const i = next++;
+            const event = paymentEvent(i, userIds[i % WEBHOOKS]!, new Date());
+            const { raw: _raw, ...data } = event.data as Record<string, unknown>;
+            const id = `plain-${round}-${i}`;
+            const body = JSON.stringify({ id, event: "loan.partial_payment", timestamp: new Date().toISOString(), data });
+            const headers = signDelivery({ secrets: [SECRET], messageId: id, timestampSeconds: Math.floor(Date.now() / 1000), body });
+            const response = await request(`${base}/plain`, {
+              method: "POST",
+              dispatcher: agent,
+              headers: { "content-type": "application/json", ...headers },
+              body,
+            });
+            response.body.resume();
+            if (response.statusCode !== 200) throw new Error(`plain POST: HTTP ${response.statusCode}`);
+          }
+        }),
+      );
+      plainRounds.push(EVENTS / ((performance.now() - plainStarted) / 1000));
+    } finally {
+      for (const child of workers.children) child.kill("SIGCONT");
+    }
+  }
+
   // --- Bursts: every event in one outbox transaction, ROUNDS times (each its own events); the median counts.
   const pids = workers.children.map((child) => child.pid!);
   const bursts: { perSecond: number; line: string; cpu: string }[] = [];
@@ -257,6 +295,8 @@ try {
       );
     }
     await sleep(500);
+    await plainRound(round);
+    await sleep(100);
   }
   const burstPerSecond = median(bursts.slice(WARMUP).map((burst) => burst.perSecond));
   const streamFirst = (WARMUP + ROUNDS) * EVENTS;
@@ -296,36 +336,7 @@ try {
     .filter((text) => text.length > 0)
     .join("\n");
 
-  // --- Workers stopped; the limit: the same signed POSTs from a plain loop at the workers' concurrency.
   await workers.stop();
-  const concurrency = Math.min(WORKERS * WEBHOOK_SLOTS, WEBHOOKS * WEBHOOK_CONCURRENCY);
-  const agent = new Agent({ keepAliveTimeout: 30_000 });
-  const plainRounds: number[] = [];
-  for (let round = 0; round < WARMUP + ROUNDS; round += 1) {
-    let next = 0;
-    const plainStarted = performance.now();
-    await Promise.all(
-      Array.from({ length: concurrency }, async () => {
-        while (next < EVENTS) {
-          const i = next++;
-          const event = paymentEvent(i, userIds[i % WEBHOOKS]!, new Date());
-          const { raw: _raw, ...data } = event.data as Record<string, unknown>;
-          const id = `plain-${round}-${i}`;
-          const body = JSON.stringify({ id, event: "loan.partial_payment", timestamp: new Date().toISOString(), data });
-          const headers = signDelivery({ secrets: [SECRET], messageId: id, timestampSeconds: Math.floor(Date.now() / 1000), body });
-          const response = await request(`${base}/plain`, {
-            method: "POST",
-            dispatcher: agent,
-            headers: { "content-type": "application/json", ...headers },
-            body,
-          });
-          response.body.resume();
-          if (response.statusCode !== 200) throw new Error(`plain POST: HTTP ${response.statusCode}`);
-        }
-      }),
-    );
-    plainRounds.push(EVENTS / ((performance.now() - plainStarted) / 1000));
-  }
   await agent.close();
   const plainPerSecond = median(plainRounds.slice(WARMUP));
 
@@ -342,7 +353,7 @@ try {
     `receiver: ${fmt(received)} requests, ${duplicates} duplicates, ${missing} missing, ${badSignatures} bad signatures of ${fmt(checked)} checked; attempts logged ${fmt(logged)} (${fmt(failedAttempts)} failed; request duration p50 ${fmt(Number(log.p50), 1)} ms, mean ${fmt(Number(log.avg), 1)} ms)`,
   );
   console.log(
-    `plain loop: ${fmt(plainReceived)} signed POSTs at concurrency ${concurrency} in ${WARMUP} warm-up and ${ROUNDS} rounds of ${fmt(EVENTS)}: ${plainRounds.map((perSecond) => fmt(perSecond)).join(", ")} POSTs/s; median ${fmt(plainPerSecond)}`,
+    `plain loop: ${fmt(plainReceived)} signed POSTs at concurrency ${concurrency} in ${WARMUP} warm-up and ${ROUNDS} rounds of ${fmt(EVENTS)}, each after its burst: ${plainRounds.map((perSecond) => fmt(perSecond)).join(", ")} POSTs/s; median ${fmt(plainPerSecond)}`,
   );
   if (workerLines) console.log(`worker output during the run:\n${workerLines.split("\n").slice(-10).join("\n")}`);
   console.log(
