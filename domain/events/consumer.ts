@@ -325,14 +325,37 @@ export async function consumeEventPages<T extends EventType>(db: Db, options: Co
     if (done) applied += 1;
   }
 
-  /** One page of a partition in one transaction under its page lock: the rows read, or "busy" when another process holds it. */
-  async function applyPage(partition: { index: number; count: number }): Promise<PendingRow<T>[] | "busy"> {
+  /**
+   * One page of a partition in one transaction under its page lock: the rows read, or "busy" when
+   * another process holds it. Reading on, it starts where any process last read the partition to
+   * (ConsumerPartition), and moves that on: processes that take turns at a partition's pages never
+   * read again the pages another took.
+   */
+  async function applyPage(partition: { index: number; count: number }, top: bigint | undefined): Promise<PendingRow<T>[] | "busy"> {
     let taken: ConsumedEvent<T>[] = [];
+    const key = `${partition.index}/${partition.count}`;
     const rows = await db.prisma.$transaction(async (tx) => {
-      const [lock] = await tx.$queryRaw<{ locked: boolean }[]>`
-        SELECT pg_try_advisory_xact_lock(${PAGE_LOCK_CLASS}::int, hashtext(${`${options.consumer}:${partition.index}`})) AS "locked"`;
+      // The lock, then (held) the partition's shared read-on point: one statement.
+      const [lock] = await tx.$queryRaw<{ locked: boolean; readTo: string | null }[]>`
+        SELECT l."locked", CASE WHEN l."locked" THEN (
+            SELECT "readTo"::text FROM "ConsumerPartition" WHERE "consumer" = ${options.consumer} AND "partition" = ${key}) END AS "readTo"
+          FROM (SELECT pg_try_advisory_xact_lock(${PAGE_LOCK_CLASS}::int, hashtext(${`${options.consumer}:${partition.index}`})) AS "locked") l`;
       if (!lock?.locked) return "busy" as const;
+      const shared = lock.readTo === null ? 0n : BigInt(lock.readTo);
+      if (rememberReads && after > 0n && shared > after) after = shared;
       const page = await readPending(tx, options, batchSize, failed, after, cursor, partition);
+      if (rememberReads) {
+        // A short page saw every visible event of the partition up to the top read before it.
+        const last = page.length > 0 ? BigInt(page[page.length - 1]!.seq) : 0n;
+        const readTo = page.length < batchSize && top !== undefined && top > last ? top : last;
+        if (readTo > shared) {
+          await tx.$executeRaw`
+            INSERT INTO "ConsumerPartition" ("consumer", "partition", "readTo", "updatedAt")
+              VALUES (${options.consumer}, ${key}, ${readTo}, ${options.now.toISOString()}::timestamp(3))
+              ON CONFLICT ("consumer", "partition") DO UPDATE
+                SET "readTo" = greatest("ConsumerPartition"."readTo", EXCLUDED."readTo"), "updatedAt" = EXCLUDED."updatedAt"`;
+        }
+      }
       const pending = page.filter((row) => !row.taken);
       if (pending.length === 0) return page;
       const marked = await tx.$queryRaw<{ eventId: string }[]>`
@@ -368,7 +391,7 @@ export async function consumeEventPages<T extends EventType>(db: Db, options: Co
       let rows: PendingRow<T>[] | "busy";
       if (options.applyBatch && !options.onlyIds) {
         try {
-          rows = await applyPage(partition);
+          rows = await applyPage(partition, top);
         } catch (thrown) {
           if (!(thrown instanceof ApplyFailed)) throw thrown;
           // The page again, event by event: the bad one is left pending, the others are taken.

@@ -310,6 +310,64 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
     expect(levels).to.deep.equal(["f0", "f1", "f2", "late0"]);
   });
 
+  it("in insertion order, processes taking turns at a partition read on from where either last read it: none reads again what the other took", async () => {
+    await record("h", 6);
+    // Another process: its own memory of where it read to (keyed by its Db), its page reads counted.
+    let rowsRead = 0;
+    const bound = <T extends object>(target: T, prop: string | symbol) => {
+      const value = Reflect.get(target, prop);
+      return typeof value === "function" ? value.bind(target) : value;
+    };
+    const counted = <T extends object>(tx: T) =>
+      new Proxy(tx, {
+        get(target, prop) {
+          const value = bound(target, prop);
+          if (prop !== "$queryRawUnsafe") return value;
+          return async (...args: unknown[]) => {
+            const rows = (await value(...args)) as unknown[];
+            rowsRead += rows.length;
+            return rows;
+          };
+        },
+      });
+    const prisma = new Proxy(db.prisma, {
+      get(target, prop) {
+        if (prop !== "$transaction") return bound(target, prop);
+        return (work: (tx: Tx) => Promise<unknown>, options?: object) => target.$transaction((tx) => work(counted(tx)), options);
+      },
+    });
+    const other: Db = { prisma, sql: db.sql };
+    const levels: string[] = [];
+    const run = (on: Db) =>
+      consumeEvents(on, {
+        consumer: "notifications",
+        types: ["user.level_up"],
+        now: NOW,
+        logger: silent,
+        order: "insertion",
+        batchSize: 2,
+        applyBatch: async (_tx, events) => {
+          levels.push(...events.map((event) => event.data.level));
+        },
+      });
+    expect(await run(db)).to.equal(6);
+    // The other's first run reads from the cursor: nothing untaken.
+    expect(await run(other)).to.equal(0);
+    expect(rowsRead).to.equal(0);
+    await record("i", 4);
+    expect(await run(db)).to.equal(4);
+    // Reading on, it starts where this process read to, not where it last read itself.
+    expect(await run(other)).to.equal(0);
+    expect(rowsRead).to.equal(0);
+    const [partition] = await db.prisma.consumerPartition.findMany({ where: { consumer: "notifications" } });
+    expect(partition).to.include({ partition: "0/1", readTo: await seqOf("i", 3) });
+    // And what it finds first is its to take.
+    await record("j", 3);
+    expect(await run(other)).to.equal(3);
+    expect(rowsRead).to.equal(3);
+    expect(levels).to.deep.equal(["h0", "h1", "h2", "h3", "h4", "h5", "i0", "i1", "i2", "i3", "j0", "j1", "j2"]);
+  });
+
   // PGlite has one connection: no other session can hold a page lock there.
   if (usingPostgres) {
     it("says when another process holds a partition, and takes the others", async () => {
