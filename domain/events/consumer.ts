@@ -101,7 +101,9 @@ class ApplyFailed extends Error {
 }
 
 /** Real ms between two moves of one consumer's cursor by this process (a move costs the events above it). */
-const SETTLE_EVERY_MS = 1_000;
+export const SETTLE_EVERY_MS = 1_000;
+/** Real ms a flowing backlog may put off a move of the cursor and a read from it, at most. */
+const BACKLOG_DELAY_MAX_MS = 10_000;
 /** Two-key advisory locks of this class are the consumers' page locks (hashtext of the name is the second key). */
 const PAGE_LOCK_CLASS = 24_051;
 const lastSettled = new Map<ConsumerName, number>();
@@ -113,7 +115,15 @@ const lastSettled = new Map<ConsumerName, number>();
  */
 export const REREAD_FROM_CURSOR_MS = 1_000;
 /** Per database and consumer partition: the seq this process's last run there read up to, and when it last read from the cursor. */
-const readUpTo = new WeakMap<Db, Map<string, { after: bigint; fromCursorAt: number }>>();
+const readUpTo = new WeakMap<Db, Map<string, Remembered>>();
+interface Remembered {
+  /** The seq read on to. */
+  after: bigint;
+  /** When it last read from the cursor (performance.now). */
+  fromCursorAt: number;
+  /** Its last page was full: a backlog flows. */
+  full: boolean;
+}
 /**
  * Per database and consumer: its cursor as this process last read or moved it. Another process
  * may have moved it further since: reading from a lower one costs a few more rows, never an event.
@@ -382,7 +392,11 @@ export async function consumeEventPages<T extends EventType>(db: Db, options: Co
    */
   async function drain(partition: { index: number; count: number }, top: bigint | undefined) {
     const remembered = rememberReads ? rememberedOf(partition) : undefined;
-    const fromCursor = !remembered || performance.now() - remembered.fromCursorAt >= REREAD_FROM_CURSOR_MS;
+    // From the cursor every REREAD_FROM_CURSOR_MS, but not while a backlog flows (this process's
+    // last page of the partition was full: that read would scan the backlog), BACKLOG_DELAY_MAX_MS at most.
+    const sinceFromCursor = remembered ? performance.now() - remembered.fromCursorAt : Number.POSITIVE_INFINITY;
+    const fromCursor =
+      !remembered || (sinceFromCursor >= REREAD_FROM_CURSOR_MS && (!remembered.full || sinceFromCursor >= BACKLOG_DELAY_MAX_MS));
     if (remembered && fromCursor) remembered.fromCursorAt = performance.now();
     // Read on to the top already, and no read from the cursor due: nothing to look at (an idle poll costs one statement per run).
     if (remembered && !fromCursor && top !== undefined && remembered.after >= top) return;
@@ -402,6 +416,7 @@ export async function consumeEventPages<T extends EventType>(db: Db, options: Co
           contended = true;
           return;
         }
+        if (remembered) remembered.full = rows.length >= batchSize;
         if (remembered && rows.length > 0) remembered.after = BigInt(rows[rows.length - 1]!.seq);
         // A short page saw every visible event of the partition up to the top read before it: the
         // next reads go on from there, even when it found nothing (one that commits behind it is
@@ -419,10 +434,10 @@ export async function consumeEventPages<T extends EventType>(db: Db, options: Co
 
   const rememberReads = options.applyBatch !== undefined && !options.onlyIds && options.order === "insertion";
   function rememberedOf(partition: { index: number; count: number }) {
-    const partitions = readUpTo.get(db) ?? new Map<string, { after: bigint; fromCursorAt: number }>();
+    const partitions = readUpTo.get(db) ?? new Map<string, Remembered>();
     readUpTo.set(db, partitions);
     const key = `${options.consumer}:${partition.index}/${partition.count}`;
-    const remembered = partitions.get(key) ?? { after: 0n, fromCursorAt: Number.NEGATIVE_INFINITY };
+    const remembered = partitions.get(key) ?? { after: 0n, fromCursorAt: Number.NEGATIVE_INFINITY, full: false };
     partitions.set(key, remembered);
     return remembered;
   }
@@ -436,8 +451,11 @@ export async function consumeEventPages<T extends EventType>(db: Db, options: Co
     top = BigInt(rows[0]?.top ?? 0);
   }
   for (let i = 0; i < count; i += 1) await drain({ index: (first + i) % count, count }, top);
-  const last = lastSettled.get(options.consumer) ?? 0;
-  if (!options.onlyIds && performance.now() - last >= SETTLE_EVERY_MS) {
+  // Not while a backlog flows (this run took a full page's worth, or another process holds a
+  // partition): the move would scan the backlog, and the run after it moves the cursor past it.
+  const sinceSettled = performance.now() - (lastSettled.get(options.consumer) ?? 0);
+  const backlog = contended || applied >= batchSize;
+  if (!options.onlyIds && sinceSettled >= SETTLE_EVERY_MS && (!backlog || sinceSettled >= BACKLOG_DELAY_MAX_MS)) {
     lastSettled.set(options.consumer, performance.now());
     await settleCursor(db, options.consumer, options.types, options.now);
   }

@@ -6,7 +6,14 @@ import { pino } from "pino";
 import { openDatabase } from "../../core/db.js";
 import type { Logger } from "../../core/logger.js";
 import type { Db, Tx } from "../../domain/db.js";
-import { type ConsumedEvent, consumeEventPages, consumeEvents, REREAD_FROM_CURSOR_MS, settleCursor } from "../../domain/events/consumer.js";
+import {
+  type ConsumedEvent,
+  consumeEventPages,
+  consumeEvents,
+  REREAD_FROM_CURSOR_MS,
+  SETTLE_EVERY_MS,
+  settleCursor,
+} from "../../domain/events/consumer.js";
 import { domainEvent, recordEvents } from "../../domain/events/outbox.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { sleep } from "../helpers/waiting.js";
@@ -308,6 +315,31 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
     await sleep(REREAD_FROM_CURSOR_MS);
     expect(await run()).to.equal(1);
     expect(levels).to.deep.equal(["f0", "f1", "f2", "late0"]);
+  });
+
+  it("leaves the cursor where it is while a backlog flows (a run that took a full page), and the run after it moves it past", async () => {
+    await record("k", 5);
+    const levels: string[] = [];
+    const run = () =>
+      consumeEvents(db, {
+        consumer: "notifications",
+        types: ["user.level_up"],
+        now: NOW,
+        logger: silent,
+        order: "insertion",
+        batchSize: 2,
+        applyBatch: async (_tx, events) => {
+          levels.push(...events.map((event) => event.data.level));
+        },
+      });
+    const before = await cursorOf();
+    // Another test's run may have moved it within the second: a move is due.
+    await sleep(SETTLE_EVERY_MS);
+    expect(await run()).to.equal(5);
+    expect(await cursorOf()).to.equal(before);
+    expect(await run()).to.equal(0);
+    expect(await cursorOf()).to.be.above(await xidOf("k", 4));
+    expect(levels).to.deep.equal(["k0", "k1", "k2", "k3", "k4"]);
   });
 
   it("in insertion order, processes taking turns at a partition read on from where either last read it: none reads again what the other took", async () => {
