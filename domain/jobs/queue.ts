@@ -19,7 +19,7 @@ import type { Clock } from "../../core/clock.js";
 import { coalesce } from "../../core/coalesce.js";
 import { isUuid, jsonForPostgres } from "../../core/text.js";
 import { type Job as JobRow, Prisma } from "../../generated/prisma/client.js";
-import type { Db, Tx } from "../db.js";
+import type { Db, RawTx } from "../db.js";
 import { type ProcessPresence, processAlive } from "../processes/presence.js";
 
 export type { JobRow };
@@ -116,9 +116,9 @@ export interface JobQueue {
    * exists already (or an `exclusive` kind is busy). Without `tx` the runners of this process
    * are woken; with `tx`, call `wake()` after the commit.
    */
-  enqueue<P>(input: EnqueueInput<P>, tx?: Tx): Promise<string | null>;
+  enqueue<P>(input: EnqueueInput<P>, tx?: RawTx): Promise<string | null>;
   /** Several jobs in one statement; returns the ids of those created. */
-  enqueueMany(inputs: readonly EnqueueInput[], tx?: Tx): Promise<string[]>;
+  enqueueMany(inputs: readonly EnqueueInput[], tx?: RawTx): Promise<string[]>;
   /**
    * Adds items to a waiting batch: per input, to a queued job of its kind and concurrency key
    * not tried yet, due, whose payload is a batch (`batch: true`, `items: [...]`) with room for
@@ -130,7 +130,7 @@ export interface JobQueue {
   joinWaiting(
     inputs: readonly { kind: string; concurrencyKey: string; items: readonly unknown[] }[],
     maxItems: number,
-    tx?: Tx,
+    tx?: RawTx,
   ): Promise<number[]>;
   /** Wakes the runners of this process (after a commit that enqueued jobs). */
   wake(): void;
@@ -203,7 +203,7 @@ export function createJobQueue({
    * statements are the workers' hot path, where a raw query through Prisma costs about twice
    * pg's, and more with a large parameter (a fan-out's rows).
    */
-  async function query<Row>(statement: Prisma.Sql, tx?: Tx): Promise<Row[]> {
+  async function query<Row>(statement: Prisma.Sql, tx?: RawTx): Promise<Row[]> {
     if (tx !== undefined && tx !== prisma) return tx.$queryRaw<Row[]>(statement);
     return (await db.sql.query<Row>(statement.text, statement.values)).rows;
   }
@@ -212,7 +212,7 @@ export function createJobQueue({
     for (const listener of listeners) listener();
   };
 
-  async function insert(inputs: readonly EnqueueInput[], tx: Tx | undefined): Promise<string[]> {
+  async function insert(inputs: readonly EnqueueInput[], tx: RawTx | undefined): Promise<string[]> {
     if (inputs.length === 0) return [];
     const now = clock.now();
     // The rows as one JSON parameter (json_to_recordset): a statement of fixed shape whatever the

@@ -23,7 +23,7 @@
 
 import type { Clock } from "../../core/clock.js";
 import type { Logger } from "../../core/logger.js";
-import type { Db, Tx } from "../db.js";
+import type { Db, RawTx } from "../db.js";
 import { AppError } from "../errors.js";
 import { type ConsumedEvent, type ConsumeResult, consumeEventPages } from "../events/consumer.js";
 import { domainEvent, recordEvents } from "../events/outbox.js";
@@ -162,7 +162,7 @@ export function createWebhookDeliveries(deps: {
    * The jobs of a page of events: per active webhook subscribed to their names, its events in
    * order, MAX_ITEMS_PER_JOB to a job; a reorg's follow-ups in jobs of their own, due later.
    */
-  async function fanOut(tx: Tx, events: PendingEvent[]): Promise<void> {
+  async function fanOut(tx: RawTx, events: PendingEvent[]): Promise<void> {
     const now = deps.clock.now();
     const followUpAt = new Date(now.getTime() + REORG_FOLLOW_UP_DELAY_MS);
     const pending = events.flatMap((event) => {
@@ -285,7 +285,8 @@ export function createWebhookDeliveries(deps: {
         order: "insertion",
         // A delivery reads its event when it is sent; a reorg's follow-up names its fact in its data.
         dataFor: REORG_TYPES,
-        applyBatch: async (tx, events) => {
+        // On plain SQL: a page is a few thousand ids in and out, and its jobs' items.
+        applyBatchSql: async (tx, events) => {
           hooks.found?.();
           await fanOut(tx, events);
         },

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { coalesce } from "../../core/coalesce.js";
 import { jsonForPostgres } from "../../core/text.js";
-import type { Db, Tx } from "../db.js";
+import type { Db, RawTx, Tx } from "../db.js";
 
 export interface WebhookRow {
   id: string;
@@ -264,9 +264,9 @@ export function createWebhooksRepo({ db }: { db: Db }) {
       readForJobs({ webhookId, items, since, history }),
 
     /** The active webhooks subscribed to any of `names`: those of `users`, and everyone's for the `everyones` names. */
-    subscribers: (tx: Tx, names: string[], users: string[], everyones: string[]) =>
-      tx.$queryRaw<(Pick<WebhookRow, "id" | "userId" | "events"> & { fromSeq: bigint })[]>`
-        SELECT "id"::text AS "id", "userId", "events", "fromSeq" FROM "Webhook"
+    subscribers: (tx: RawTx, names: string[], users: string[], everyones: string[]) =>
+      tx.$queryRaw<(Pick<WebhookRow, "id" | "userId" | "events"> & { fromSeq: string })[]>`
+        SELECT "id"::text AS "id", "userId", "events", "fromSeq"::text AS "fromSeq" FROM "Webhook"
           WHERE "status" = 'active' AND "events" && ${names}::text[]
             AND ("userId" = ANY(${users}::text[]) OR "events" && ${everyones}::text[])`,
 

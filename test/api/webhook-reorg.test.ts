@@ -96,13 +96,11 @@ describe(`webhooks across a chain reorganisation (${usingPostgres ? "PostgreSQL"
     expect(payload.data, "the original payload, its id among it").to.deep.equal(original);
     expect(reverted!.headers["webhook-id"]).to.equal(payload.id);
     expect(await verifyGithubStyle(SECRET, reverted!.body, reverted!.headers["x-service-signature"] as string)).to.equal(true);
-    const log = await api.request(
-      "GET",
-      `/v1/webhooks/${(await db.prisma.webhook.findFirstOrThrow({ where: { url: `${receiver.base}/deposits` } })).id}/deliveries`,
-      {
-        token: user.token,
-      },
-    );
+    const depositsHook = (await db.prisma.webhook.findFirstOrThrow({ where: { url: `${receiver.base}/deposits` } })).id;
+    const logOf = () => api.request("GET", `/v1/webhooks/${depositsHook}/deliveries`, { token: user.token });
+    // An attempt's row is written once its answer is in, a few ms after the receiver has the request.
+    await until(async () => (await logOf()).body.data.length === 2, "the .reverted attempt's log row");
+    const log = await logOf();
     expect(log.body.data.map((row: { event: string; status: string }) => [row.event, row.status])).to.deep.include.members([
       ["vault.deposit", "success"],
       ["vault.deposit.reverted", "success"],
