@@ -304,6 +304,7 @@ try {
   // --- Stream: as many events again at a steady rate, in a transaction every STREAM_TICK_MS.
   const rate = STREAM_RATE > 0 ? STREAM_RATE : Math.max(1, Math.round(burstPerSecond / 2));
   const streamStarted = performance.now();
+  const streamCpuBefore = cpuTimes(pids);
   let written = streamFirst;
   while (written < streamFirst + EVENTS) {
     const due = Math.min(streamFirst + EVENTS, streamFirst + Math.floor(((performance.now() - streamStarted) / 1000) * rate) + 1);
@@ -320,6 +321,10 @@ try {
   }
   const streamWriteSeconds = (performance.now() - streamStarted) / 1000;
   const stream = await arrivals(writtenAt, streamFirst, streamFirst + EVENTS);
+  const streamCpuAfter = cpuTimes(pids);
+  const streamCpu = Object.entries(streamCpuAfter)
+    .map(([name, ms]) => `${name} ${fmt(ms - (streamCpuBefore[name] ?? 0))}`)
+    .join(", ");
 
   await sleep(500);
   const failedAttempts = Number(
@@ -347,7 +352,7 @@ try {
   for (const burst of bursts) console.log(`${burst.line}\n${burst.cpu}`);
   console.log(`bursts: median of ${ROUNDS} after ${WARMUP} warm-up: ${fmt(burstPerSecond)} deliveries/s`);
   console.log(
-    `stream:  ${fmt(EVENTS)} events at ${fmt(rate)} events/s (written in ${fmt(streamWriteSeconds, 2)} s, a transaction every ${STREAM_TICK_MS} ms): event to delivery p50 ${fmt(at(stream.latencies, 0.5))} ms  p90 ${fmt(at(stream.latencies, 0.9))} ms  p99 ${fmt(at(stream.latencies, 0.99))} ms  max ${fmt(stream.latencies.at(-1)!)} ms${stream.complete ? "" : " (TIMED OUT)"}`,
+    `stream:  ${fmt(EVENTS)} events at ${fmt(rate)} events/s (written in ${fmt(streamWriteSeconds, 2)} s, a transaction every ${STREAM_TICK_MS} ms): event to delivery p50 ${fmt(at(stream.latencies, 0.5))} ms  p90 ${fmt(at(stream.latencies, 0.9))} ms  p99 ${fmt(at(stream.latencies, 0.99))} ms  max ${fmt(stream.latencies.at(-1)!)} ms${stream.complete ? "" : " (TIMED OUT)"}\n  CPU ms ${streamCpu} (this one writes the events too)`,
   );
   console.log(
     `receiver: ${fmt(received)} requests, ${duplicates} duplicates, ${missing} missing, ${badSignatures} bad signatures of ${fmt(checked)} checked; attempts logged ${fmt(logged)} (${fmt(failedAttempts)} failed; request duration p50 ${fmt(Number(log.p50), 1)} ms, mean ${fmt(Number(log.avg), 1)} ms)`,

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Prisma } from "../../generated/prisma/client.js";
+import { jsonForPostgres } from "../../core/text.js";
 import type { Tx } from "../db.js";
 import { type EventData, type EventType, encodeEventData } from "./catalogue.js";
 
@@ -24,16 +24,25 @@ export const domainEvent = <T extends EventType>(event: NewDomainEvent<T>): NewD
  */
 export async function recordEvents(tx: Tx, events: NewDomainEvent[]): Promise<number> {
   if (events.length === 0) return 0;
-  const { count } = await tx.domainEvent.createMany({
-    data: events.map((event) => ({
+  // One statement of one JSON parameter, in the caller's transaction: a service's events go in
+  // as its change does, and a page of them costs a fraction of Prisma's createMany (its rows'
+  // fields are each a parameter). Their seq follows the order given.
+  const rows = jsonForPostgres(
+    events.map((event) => ({
       id: randomUUID(),
       type: event.type,
       userId: event.userId,
-      data: encodeEventData(event.type, event.data) as Prisma.InputJsonValue,
+      data: encodeEventData(event.type, event.data),
       dedupeKey: event.dedupeKey,
-      createdAt: event.now,
+      createdAt: event.now.toISOString(),
     })),
-    skipDuplicates: true,
-  });
-  return count;
+  );
+  return tx.$executeRaw`
+    INSERT INTO "DomainEvent" ("id", "type", "userId", "data", "dedupeKey", "createdAt")
+    SELECT v."id", v."type", v."userId", v."data", v."dedupeKey", v."createdAt"
+      FROM ROWS FROM (json_to_recordset(${rows}::json)
+          AS ("id" uuid, "type" text, "userId" text, "data" jsonb, "dedupeKey" text, "createdAt" timestamp(3)))
+        WITH ORDINALITY AS v ("id", "type", "userId", "data", "dedupeKey", "createdAt", "n")
+      ORDER BY v."n"
+    ON CONFLICT DO NOTHING`;
 }

@@ -117,6 +117,8 @@ const itemsOf = (payload: DeliveryJobPayload | FlatPayload): DeliveryItem[] => {
 };
 /** Items per fan-out job: a page's events for one webhook, sent one after the other. */
 export const MAX_ITEMS_PER_JOB = 50;
+/** A page's events for one webhook are spread over its concurrency in jobs of at least this many (a job costs a claim and an outcome). */
+export const MIN_ITEMS_PER_JOB = 10;
 
 type PendingEvent = ConsumedEvent<DeliveredType | ReorgType>;
 
@@ -206,7 +208,10 @@ export function createWebhookDeliveries(deps: {
         ...(runAt ? { runAt } : {}),
       });
       const due = dueOf(mine).slice(joined[h] ?? 0);
-      for (let first = 0; first < due.length; first += MAX_ITEMS_PER_JOB) jobs.push(job(due.slice(first, first + MAX_ITEMS_PER_JOB)));
+      // Spread over the webhook's concurrency: a page's few events for it go out side by side, not
+      // one after the other in one job (a steady stream's latency); a burst's fill jobs of the most.
+      const size = Math.min(MAX_ITEMS_PER_JOB, Math.max(MIN_ITEMS_PER_JOB, Math.ceil(due.length / WEBHOOK_CONCURRENCY)));
+      for (let first = 0; first < due.length; first += size) jobs.push(job(due.slice(first, first + size)));
       for (const entry of mine.filter((candidate) => candidate.followUp)) jobs.push(job([entry], followUpAt));
     }
     await deps.jobs.enqueueMany(jobs, tx);
