@@ -54,17 +54,20 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
   ) => consumeEvents(on, { consumer: "notifications", types: ["user.level_up"], now: NOW, logger: silent, applyBatch, ...options });
 
   /** A run of `notifications` in insertion order, a page at a time, noting the levels it takes in `levels`. */
-  const consumeInOrder = (levels: string[]) => () =>
-    consumeEvents(db, {
-      consumer: "notifications",
-      types: ["user.level_up"],
-      now: NOW,
-      logger: silent,
-      order: "insertion",
-      applyBatch: async (_tx, events) => {
-        levels.push(...events.map((event) => event.data.level));
-      },
-    });
+  const consumeInOrder =
+    (levels: string[], { batchSize }: { batchSize?: number } = {}) =>
+    (on: Db = db) =>
+      consumeEvents(on, {
+        consumer: "notifications",
+        types: ["user.level_up"],
+        now: NOW,
+        logger: silent,
+        order: "insertion",
+        ...(batchSize ? { batchSize } : {}),
+        applyBatch: async (_tx, events) => {
+          levels.push(...events.map((event) => event.data.level));
+        },
+      });
 
   beforeEach(async () => {
     db = await createTestDatabase();
@@ -320,18 +323,7 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
   it("leaves the cursor where it is while a backlog flows (a run that took a full page), and the run after it moves it past", async () => {
     await record("k", 5);
     const levels: string[] = [];
-    const run = () =>
-      consumeEvents(db, {
-        consumer: "notifications",
-        types: ["user.level_up"],
-        now: NOW,
-        logger: silent,
-        order: "insertion",
-        batchSize: 2,
-        applyBatch: async (_tx, events) => {
-          levels.push(...events.map((event) => event.data.level));
-        },
-      });
+    const run = consumeInOrder(levels, { batchSize: 2 });
     const before = await cursorOf();
     // Another test's run may have moved it within the second: a move is due.
     await sleep(SETTLE_EVERY_MS);
@@ -370,18 +362,7 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
     });
     const other: Db = { prisma, sql: db.sql };
     const levels: string[] = [];
-    const run = (on: Db) =>
-      consumeEvents(on, {
-        consumer: "notifications",
-        types: ["user.level_up"],
-        now: NOW,
-        logger: silent,
-        order: "insertion",
-        batchSize: 2,
-        applyBatch: async (_tx, events) => {
-          levels.push(...events.map((event) => event.data.level));
-        },
-      });
+    const run = consumeInOrder(levels, { batchSize: 2 });
     expect(await run(db)).to.equal(6);
     // The other's first run reads from the cursor: nothing untaken.
     expect(await run(other)).to.equal(0);
