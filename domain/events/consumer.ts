@@ -112,6 +112,8 @@ export const SETTLE_EVERY_MS = 1_000;
 const BACKLOG_DELAY_MAX_MS = 10_000;
 /** Two-key advisory locks of this class are the consumers' page locks (hashtext of the name is the second key). */
 const PAGE_LOCK_CLASS = 24_051;
+/** And of this class, a consumer's cursor move (hashtext of the consumer's name). */
+const SETTLE_LOCK_CLASS = 24_052;
 const lastSettled = new Map<ConsumerName, number>();
 /**
  * Real ms during which a process reads a partition (insertion order) on from where its last run
@@ -257,22 +259,28 @@ function decoded<T extends EventType>(row: PendingRow<T>, options: ConsumeOption
  * back. Answers the cursor.
  */
 export async function settleCursor(db: Db, consumer: ConsumerName, types: readonly EventType[], now: Date): Promise<bigint> {
-  const [row] = await db.prisma.$queryRawUnsafe<{ xid: string }[]>(
-    `WITH cursor AS (SELECT coalesce((SELECT "xid" FROM "ConsumerCursor" WHERE "consumer" = $1), 0) AS "xid"),
+  // One process at a time (a lock for the statement's transaction): two that finish a burst
+  // together would each scan it, where the second, after the first, finds the cursor past it.
+  // The one that finds the lock taken answers the cursor as it stands.
+  const { rows } = await db.sql.query<{ xid: string }>(
+    `WITH lock AS (SELECT pg_try_advisory_xact_lock($4::int, hashtext($1)) AS "locked"),
+      cursor AS (SELECT coalesce((SELECT "xid" FROM "ConsumerCursor" WHERE "consumer" = $1), 0) AS "xid"),
       settled AS (
         SELECT least(
           pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
           (SELECT min(d."xid") FROM "DomainEvent" d, cursor
              WHERE d."xid" >= cursor."xid" AND d."type" = ANY($2::text[]) AND d."revertedAt" IS NULL
-               AND NOT EXISTS (SELECT 1 FROM "ConsumedEvent" c WHERE c."consumer" = $1 AND c."eventId" = d."id"))) AS "xid")
-    INSERT INTO "ConsumerCursor" ("consumer", "xid", "updatedAt")
-      SELECT $1, settled."xid", $3::timestamp(3) FROM settled
-      ON CONFLICT ("consumer") DO UPDATE SET "xid" = greatest("ConsumerCursor"."xid", EXCLUDED."xid"), "updatedAt" = EXCLUDED."updatedAt"
-      RETURNING "xid"::text AS "xid"`,
-    consumer,
-    types,
-    now.toISOString(),
+               AND NOT EXISTS (SELECT 1 FROM "ConsumedEvent" c WHERE c."consumer" = $1 AND c."eventId" = d."id"))) AS "xid"
+          FROM lock WHERE lock."locked"),
+      moved AS (
+        INSERT INTO "ConsumerCursor" ("consumer", "xid", "updatedAt")
+          SELECT $1, settled."xid", $3::timestamp(3) FROM settled
+          ON CONFLICT ("consumer") DO UPDATE SET "xid" = greatest("ConsumerCursor"."xid", EXCLUDED."xid"), "updatedAt" = EXCLUDED."updatedAt"
+          RETURNING "xid")
+    SELECT coalesce((SELECT "xid" FROM moved), (SELECT "xid" FROM cursor))::text AS "xid"`,
+    [consumer, types, now.toISOString(), SETTLE_LOCK_CLASS],
   );
+  const row = rows[0];
   const cursor = BigInt(row!.xid);
   const known = knownCursors.get(db) ?? new Map<ConsumerName, bigint>();
   knownCursors.set(db, known);

@@ -383,6 +383,40 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
 
   // PGlite has one connection: no other session can hold a page lock there.
   if (usingPostgres) {
+    it("moves a consumer's cursor in one process at a time: one that finds another moving it answers the cursor as it stands", async () => {
+      await record("m", 2);
+      const before = await cursorOf();
+      const other = await openDatabase({ databaseUrl: db.url! });
+      try {
+        let release!: () => void;
+        const released = new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        let locked!: () => void;
+        const held = new Promise<void>((resolve) => {
+          locked = resolve;
+        });
+        // Another process moving the cursor: its lock, held in an open transaction.
+        const holder = other.prisma.$transaction(
+          async (tx) => {
+            await tx.$executeRaw`SELECT pg_advisory_xact_lock(24052, hashtext('notifications'))`;
+            locked();
+            await released;
+          },
+          { timeout: 30_000 },
+        );
+        await Promise.race([held, holder]);
+        expect(await settleCursor(db, "notifications", ["user.level_up"], NOW)).to.equal(before);
+        expect(await cursorOf()).to.equal(before);
+        release();
+        await holder;
+        // Both events pending: the cursor moves up to the first's transaction.
+        expect(await settleCursor(db, "notifications", ["user.level_up"], NOW)).to.equal(await xidOf("m", 0));
+      } finally {
+        await other.close();
+      }
+    });
+
     it("says when another process holds a partition, and takes the others", async () => {
       await record("g", 40);
       const other = await openDatabase({ databaseUrl: db.url! });
