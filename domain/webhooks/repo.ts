@@ -242,10 +242,11 @@ export function createWebhooksRepo({ db }: { db: Db }) {
     deliveries: (webhookId: string, limit: number) =>
       prisma.webhookDelivery.findMany({ where: { webhookId }, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take: limit }),
 
-    /** The event names some active webhook subscribes to. */
+    /** The event names some active webhook subscribes to: read at every pass of the fan-out loop, on plain SQL. */
     async subscribedNames(): Promise<string[]> {
-      const rows = await prisma.$queryRaw<{ name: string }[]>`
-        SELECT DISTINCT unnest("events") AS "name" FROM "Webhook" WHERE "status" = 'active'`;
+      const { rows } = await db.sql.query<{ name: string }>(
+        `SELECT DISTINCT unnest("events") AS "name" FROM "Webhook" WHERE "status" = 'active'`,
+      );
       return rows.map((row) => row.name);
     },
 
