@@ -21,6 +21,12 @@ export interface SqlResult<Row> {
 export type SqlQuery = <Row = Record<string, unknown>>(text: string, params?: unknown[]) => Promise<SqlResult<Row>>;
 
 /**
+ * SQL reading a `timestamp` column (or expression) as epoch ms: the driver reads a `timestamp`
+ * in the process's time zone, where the service's are UTC (as Prisma reads them).
+ */
+export const epochMs = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
+
+/**
  * Plain SQL beside Prisma, for the indexer's set-based writes (`INSERT ... SELECT FROM unnest(...)`),
  * which Prisma's per-row API would turn into thousands of statements per batch.
  */

@@ -10,6 +10,7 @@
 // reverted or not of its types), and none can appear any more, because no transaction below the
 // oldest one still running can write again (exact, where a seq needs a margin for the
 // transactions that took a seq and commit later).
+import { epochMs } from "../../core/db.js";
 import { createLogger, type Logger } from "../../core/logger.js";
 import { type Db, type RawTx, rawTxOf, type Tx } from "../db.js";
 import { decodeEventData, type EventData, type EventType } from "./catalogue.js";
@@ -138,9 +139,13 @@ interface Remembered {
  * Its value goes into the reads as a parameter, so the planner takes the xid index's range.
  */
 const knownCursors = new WeakMap<Db, Map<ConsumerName, bigint>>();
-async function cursorOf(db: Db, consumer: ConsumerName): Promise<bigint> {
+function knownCursorsOf(db: Db): Map<ConsumerName, bigint> {
   const known = knownCursors.get(db) ?? new Map<ConsumerName, bigint>();
   knownCursors.set(db, known);
+  return known;
+}
+async function cursorOf(db: Db, consumer: ConsumerName): Promise<bigint> {
+  const known = knownCursorsOf(db);
   let cursor = known.get(consumer);
   if (cursor === undefined) {
     const [row] = await db.prisma.$queryRaw<{ xid: string }[]>`
@@ -150,8 +155,6 @@ async function cursorOf(db: Db, consumer: ConsumerName): Promise<bigint> {
   }
   return cursor;
 }
-
-const CREATED_AT_MS = `(extract(epoch FROM d."createdAt") * 1000)::float8 AS "createdAt"`;
 
 type PendingRow<T> = {
   id: string;
@@ -209,16 +212,14 @@ function readPending<T extends EventType>(
         ${options.onlyIds ? `AND d."id" = ANY($9::uuid[])` : ""}`;
   const taken = `EXISTS (SELECT 1 FROM "ConsumedEvent" c WHERE c."consumer" = $2 AND c."eventId" = d."id")`;
   const columns = `d."id"::text AS "id", d."seq"::text AS "seq", d."type", d."userId",
-        (u."id" IS NOT NULL AND u."deletedAt" IS NULL) AS "userActive", d."chainId", ${CREATED_AT_MS}`;
+        (u."id" IS NOT NULL AND u."deletedAt" IS NULL) AS "userActive", d."chainId", ${epochMs(`d."createdAt"`)} AS "createdAt"`;
   // Reading on from `after` the rows are new; from the cursor most are taken, and the anti-join finds the few that are not.
   if (options.order === "insertion" && after > 0n) {
     return q.$queryRawUnsafe<PendingRow<T>[]>(
       `WITH page AS MATERIALIZED (
          SELECT d."id", d."seq", d."type", d."userId", d."chainId", d."createdAt", ${data} AS "data"
            FROM "DomainEvent" d WHERE ${filters} ORDER BY d."seq" LIMIT $3)
-       SELECT d."id"::text AS "id", d."seq"::text AS "seq", d."type", d."userId",
-           (u."id" IS NOT NULL AND u."deletedAt" IS NULL) AS "userActive", d."chainId", ${CREATED_AT_MS},
-           t."taken", CASE WHEN t."taken" THEN NULL ELSE d."data" END AS "data"
+       SELECT ${columns}, t."taken", CASE WHEN t."taken" THEN NULL ELSE d."data" END AS "data"
          FROM page d LEFT JOIN "User" u ON u."id" = d."userId"
            CROSS JOIN LATERAL (SELECT ${taken} AS "taken") t
          ORDER BY d."seq"`,
@@ -280,11 +281,8 @@ export async function settleCursor(db: Db, consumer: ConsumerName, types: readon
     SELECT coalesce((SELECT "xid" FROM moved), (SELECT "xid" FROM cursor))::text AS "xid"`,
     [consumer, types, now.toISOString(), SETTLE_LOCK_CLASS],
   );
-  const row = rows[0];
-  const cursor = BigInt(row!.xid);
-  const known = knownCursors.get(db) ?? new Map<ConsumerName, bigint>();
-  knownCursors.set(db, known);
-  known.set(consumer, cursor);
+  const cursor = BigInt(rows[0]!.xid);
+  knownCursorsOf(db).set(consumer, cursor);
   return cursor;
 }
 

@@ -17,6 +17,7 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../core/clock.js";
 import { coalesce } from "../../core/coalesce.js";
+import { epochMs } from "../../core/db.js";
 import { isUuid, jsonForPostgres } from "../../core/text.js";
 import { type Job as JobRow, Prisma } from "../../generated/prisma/client.js";
 import type { Db, RawTx } from "../db.js";
@@ -169,8 +170,6 @@ const CLAIM_WINDOW_MIN = 200;
 const CLAIM_WINDOW_PER_SLOT = 20;
 
 type ClaimedRow = Omit<ClaimedJob, "attempt" | "runAt" | "createdAt"> & { attempts: number; runAt: number; createdAt: number };
-/** A timestamp column as epoch ms: the pg driver would read a `timestamp` in the process's time zone. */
-const epochMs = (column: string) => Prisma.raw(`(extract(epoch FROM "${column}") * 1000)::float8`);
 
 /** A try's end as `finish` writes it: the job's next status (and time, when queued again), the attempt's outcome. */
 interface Finish {
@@ -365,8 +364,8 @@ export function createJobQueue({
           INSERT INTO "JobAttempt" ("id", "jobId", "attempt", "processId", "startedAt")
           SELECT gen_random_uuid(), "id", "attempts", ${processId}, ${now} FROM claimed
         )
-        SELECT "id"::text AS "id", "kind", "payload", "attempts", "maxAttempts", ${epochMs("runAt")} AS "runAt", "dedupeKey",
-            ${epochMs("createdAt")} AS "createdAt"
+        SELECT "id"::text AS "id", "kind", "payload", "attempts", "maxAttempts", ${Prisma.raw(epochMs(`"runAt"`))} AS "runAt", "dedupeKey",
+            ${Prisma.raw(epochMs(`"createdAt"`))} AS "createdAt"
           FROM claimed ORDER BY "runAt", "id"`);
       return rows.map(({ attempts, runAt, createdAt, ...row }) => ({
         ...row,

@@ -162,7 +162,8 @@ export function createWebhookDeliveries(deps: {
 }) {
   /**
    * The jobs of a page of events: per active webhook subscribed to their names, its events in
-   * order, MAX_ITEMS_PER_JOB to a job; a reorg's follow-ups in jobs of their own, due later.
+   * order, spread over its concurrency in jobs of MIN_ITEMS_PER_JOB to MAX_ITEMS_PER_JOB; a
+   * reorg's follow-ups in jobs of their own, due later.
    */
   async function fanOut(tx: RawTx, events: PendingEvent[]): Promise<void> {
     const now = deps.clock.now();

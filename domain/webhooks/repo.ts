@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { coalesce } from "../../core/coalesce.js";
+import { epochMs } from "../../core/db.js";
 import { jsonForPostgres } from "../../core/text.js";
 import type { Db, RawTx, Tx } from "../db.js";
 
@@ -84,8 +85,6 @@ interface JobWanted {
   history: boolean;
 }
 
-/** A timestamp column read as epoch ms: the pg driver would read a `timestamp` in the process's time zone. */
-const epochMs = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
 const dateOf = (ms: number | null) => (ms === null ? null : new Date(Number(ms)));
 
 export function createWebhooksRepo({ db }: { db: Db }) {

@@ -383,29 +383,35 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
 
   // PGlite has one connection: no other session can hold a page lock there.
   if (usingPostgres) {
+    /** Another process's advisory lock (class, hashtext(name)), held in an open transaction until `release()`. */
+    async function holdLock(other: Db, lockClass: number, name: string) {
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let locked!: () => void;
+      const held = new Promise<void>((resolve) => {
+        locked = resolve;
+      });
+      const holder = other.prisma.$transaction(
+        async (tx) => {
+          await tx.$executeRaw`SELECT pg_advisory_xact_lock(${lockClass}::int, hashtext(${name}))`;
+          locked();
+          await released;
+        },
+        { timeout: 30_000 },
+      );
+      await Promise.race([held, holder]);
+      return { release, holder };
+    }
+
     it("moves a consumer's cursor in one process at a time: one that finds another moving it answers the cursor as it stands", async () => {
       await record("m", 2);
       const before = await cursorOf();
       const other = await openDatabase({ databaseUrl: db.url! });
       try {
-        let release!: () => void;
-        const released = new Promise<void>((resolve) => {
-          release = resolve;
-        });
-        let locked!: () => void;
-        const held = new Promise<void>((resolve) => {
-          locked = resolve;
-        });
         // Another process moving the cursor: its lock, held in an open transaction.
-        const holder = other.prisma.$transaction(
-          async (tx) => {
-            await tx.$executeRaw`SELECT pg_advisory_xact_lock(24052, hashtext('notifications'))`;
-            locked();
-            await released;
-          },
-          { timeout: 30_000 },
-        );
-        await Promise.race([held, holder]);
+        const { release, holder } = await holdLock(other, 24_052, "notifications");
         expect(await settleCursor(db, "notifications", ["user.level_up"], NOW)).to.equal(before);
         expect(await cursorOf()).to.equal(before);
         release();
@@ -435,23 +441,7 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
         });
       try {
         // Another process on partition 0: its page lock, held in an open transaction.
-        let release!: () => void;
-        const released = new Promise<void>((resolve) => {
-          release = resolve;
-        });
-        let locked!: () => void;
-        const held = new Promise<void>((resolve) => {
-          locked = resolve;
-        });
-        const holder = other.prisma.$transaction(
-          async (tx) => {
-            await tx.$executeRaw`SELECT pg_advisory_xact_lock(24051, hashtext('notifications:0'))`;
-            locked();
-            await released;
-          },
-          { timeout: 30_000 },
-        );
-        await Promise.race([held, holder]);
+        const { release, holder } = await holdLock(other, 24_051, "notifications:0");
         const first = await run();
         expect(first.contended).to.equal(true);
         expect(first.applied).to.be.above(0).and.below(40);
