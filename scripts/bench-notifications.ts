@@ -12,6 +12,7 @@ import { usdcNumber } from "../core/money.js";
 import { domainEvent, type NewDomainEvent, recordEvents } from "../domain/events/outbox.js";
 import { loanTerms } from "../domain/loans/terms.js";
 import { createNotificationsRepo } from "../domain/notifications/repo.js";
+import { MAX_PUSH_DEVICES } from "../domain/notifications/service.js";
 import { createUsersRepo } from "../domain/users/repo.js";
 import { type CpuSnapshot, cpuSnapshot } from "./bench/cpu.js";
 import { freshBenchDatabase } from "./bench/database.js";
@@ -162,7 +163,10 @@ try {
         now: new Date(),
         walletAddressOf: (index) => `0x${index.toString(16).padStart(40, "0")}`,
       });
-      await notificationsRepo.registerDevice({ userId: user.id, deviceId: `phone-${i}`, token, platform: "android", now: new Date() });
+      await notificationsRepo.registerDevice(
+        { userId: user.id, deviceId: `phone-${i}`, token, platform: "android", now: new Date() },
+        MAX_PUSH_DEVICES,
+      );
       userIds[i] = user.id;
     },
   );

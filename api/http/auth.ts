@@ -14,6 +14,8 @@ export interface Principal {
   via: "token" | "apiKey";
   user: UserRecord;
   apiKeyId?: string;
+  /** When the bearer token expires (its `exp`); a long-lived answer (a stream) ends then. */
+  tokenExpiresAt?: Date;
 }
 
 declare global {
@@ -157,7 +159,7 @@ export function identify(deps: IdentifyDeps) {
           }
           const user = await deps.userForToken(claims);
           usable(user);
-          req.auth = { via: "token", user };
+          req.auth = { via: "token", user, tokenExpiresAt: new Date((claims.exp as number) * 1000) };
         }
       } else if (apiKey !== undefined) {
         const found = await deps.userForApiKey(apiKey);

@@ -14,31 +14,40 @@ export function unfitString(value: string): string | null {
 }
 
 /**
- * Refuses a value (path parameters, query, body) that holds an unfit string anywhere, keys
- * included, with VALIDATION_ERROR naming the first such field.
+ * How deep a request's JSON may nest (an object or array inside another counts one level). The
+ * deepest shape the API takes is far shallower; the bound keeps every walk over a request (this
+ * one, zod's, the idempotency hash) from exhausting the stack.
  */
-export function assertFitStrings(value: unknown, location: string, path: string[] = []): void {
-  const fail = (reason: string, at: string[]) => {
+export const MAX_INPUT_DEPTH = 32;
+
+/**
+ * Refuses a value (path parameters, query, body) that holds an unfit string anywhere, keys
+ * included, with VALIDATION_ERROR naming the first such field, or that nests deeper than
+ * MAX_INPUT_DEPTH. A loop over an explicit stack, not recursion: it runs on whatever was sent.
+ */
+export function assertFitStrings(value: unknown, location: string): void {
+  const fail = (reason: string, at: readonly string[]) => {
     const field = at.length > 0 ? at.join(".") : location;
     throw new AppError("VALIDATION_ERROR", `Invalid ${location}: ${field}: ${reason}`, { field, reason });
   };
-  if (typeof value === "string") {
-    const reason = unfitString(value);
-    if (reason) fail(reason, path);
-    return;
-  }
-  if (Array.isArray(value)) {
-    value.forEach((item, index) => {
-      assertFitStrings(item, location, [...path, String(index)]);
-    });
-    return;
-  }
-  if (value !== null && typeof value === "object") {
-    for (const [key, item] of Object.entries(value)) {
-      const reason = unfitString(key);
-      if (reason) fail(`field name ${reason}`, path);
-      assertFitStrings(item, location, [...path, key]);
+  // Children are pushed in reverse, so the first unfit field in document order is the one named.
+  const stack: { value: unknown; path: readonly string[] }[] = [{ value, path: [] }];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const { value: item, path } = next;
+    if (typeof item === "string") {
+      const reason = unfitString(item);
+      if (reason) fail(reason, path);
+      continue;
     }
+    if (item === null || typeof item !== "object") continue;
+    // The containers above this one, plus this one.
+    if (path.length >= MAX_INPUT_DEPTH) fail(`must not nest deeper than ${MAX_INPUT_DEPTH} levels`, []);
+    const entries = Array.isArray(item) ? item.map((child, index) => [String(index), child] as const) : Object.entries(item);
+    for (const [key] of entries) {
+      const reason = Array.isArray(item) ? null : unfitString(key);
+      if (reason) fail(`field name ${reason}`, path);
+    }
+    for (let i = entries.length - 1; i >= 0; i--) stack.push({ value: entries[i]![1], path: [...path, entries[i]![0]] });
   }
 }
 

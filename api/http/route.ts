@@ -103,6 +103,15 @@ export interface RouteSpec<
    * caller's answer to another (the sandbox's anonymous token issuer).
    */
   idempotent?: boolean;
+  /**
+   * The conditions service-spec part 7 names a code for (INVALID_URL, VAULT_LOCKED, ...), judged
+   * when the request fails its schemas: a request that breaks one answers that code rather than
+   * VALIDATION_ERROR, whatever else is wrong with it. Given what was sent, unparsed (read
+   * defensively: any type may come); throws the area's AppError, or returns and VALIDATION_ERROR
+   * answers. Requests that pass their schemas meet the same conditions in the domain, in the same
+   * order, so valid requests pay nothing for it.
+   */
+  areaRules?(request: { params: unknown; body: unknown; principal(): Principal }): Promise<void>;
   /** Error codes this route may answer besides the platform's (validation, auth, rate limit, internal). */
   errors?: ErrorCode[];
   handler(context: HandlerContext<Out<P>, Out<Q>, Out<B>>): Promise<HandlerResult<R extends z.ZodType ? z.input<R> : undefined>>;
@@ -138,6 +147,29 @@ function parse(schema: AnySchema | undefined, value: unknown, location: string):
   return result.data;
 }
 
+/** The request's params, query and body through their schemas; on a refusal, the route's area rules first. */
+async function parseRequest(route: RouteSpec, req: Request) {
+  try {
+    return {
+      params: parse(route.params, req.params, "path parameter"),
+      query: parse(route.query, req.query, "query parameter"),
+      // A route with a body schema treats a missing body as an empty object, so a
+      // missing required field is named like any other.
+      body: parse(route.body, req.body ?? {}, "body"),
+    };
+  } catch (error) {
+    if (route.areaRules && error instanceof AppError && error.code === "VALIDATION_ERROR") {
+      await route.areaRules({ params: req.params, body: req.body ?? {}, principal: () => principalOf(req) });
+    }
+    throw error;
+  }
+}
+
+function principalOf(req: Request): Principal {
+  if (!req.auth) throw new AppError("UNAUTHORIZED", "Authorization header required");
+  return req.auth;
+}
+
 /** Every write takes an Idempotency-Key unless its definition says otherwise. */
 export const acceptsIdempotencyKey = (route: Pick<RouteSpec, "method" | "idempotent">) => route.idempotent ?? route.method !== "get";
 
@@ -169,10 +201,7 @@ async function answer(route: RouteSpec, req: Request, res: Response, input: Inpu
     ...input,
     req,
     res,
-    principal: () => {
-      if (!req.auth) throw new AppError("UNAUTHORIZED", "Authorization header required");
-      return req.auth;
-    },
+    principal: () => principalOf(req),
   });
   if ("streamed" in result) return null;
   if ("raw" in result) return { status: route.status ?? 200, body: JSON.stringify(result.raw) };
@@ -210,11 +239,7 @@ export function mountRoutes(routes: RouteSpec[], deps: { idempotency?: Idempoten
     router[route.method](toExpressPath(route.path), async (req: Request, res: Response, next: NextFunction) => {
       try {
         authGate(route.auth, req);
-        const params = parse(route.params, req.params, "path parameter");
-        const query = parse(route.query, req.query, "query parameter");
-        // A route with a body schema treats a missing body as an empty object, so a
-        // missing required field is named like any other.
-        const body = parse(route.body, req.body ?? {}, "body");
+        const { params, query, body } = await parseRequest(route, req);
         const operationName = `${route.method.toUpperCase()} ${route.path}`;
         const write = acceptsIdempotencyKey(route);
         const key = write ? idempotencyKeyOf(req) : undefined;

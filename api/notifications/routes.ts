@@ -1,5 +1,5 @@
-import type { FeedItem, NotificationFeed } from "../../domain/notifications/feed.js";
-import type { NotificationsService } from "../../domain/notifications/service.js";
+import { type FeedEnd, type FeedItem, MAX_STREAMS_PER_USER, type NotificationFeed } from "../../domain/notifications/feed.js";
+import { MAX_PUSH_DEVICES, type NotificationsService } from "../../domain/notifications/service.js";
 import { AppError } from "../http/errors.js";
 import { defineRoute, type RouteSpec } from "../http/route.js";
 import {
@@ -25,6 +25,10 @@ const TAG = "Notifications";
 const KEEPALIVE_MS = 15_000;
 /** Last-Event-ID: the seq of the last notification a client got (decimal digits). */
 const EVENT_ID = /^\d{1,19}$/;
+/** setTimeout's longest delay (about 24.8 days): a later expiry is still met by the look before each write. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/** Why a stream ends, in its last event (`event: close`). */
+type StreamEnd = FeedEnd | "token_expired";
 
 export function notificationRoutes({
   notifications,
@@ -42,12 +46,12 @@ export function notificationRoutes({
       operationId: "streamNotifications",
       tag: TAG,
       summary: "Your new notifications as they happen (Server-Sent Events)",
-      description:
-        'A `text/event-stream`: an `unread` event with `{"unreadCount"}` at once, then for each new in-app notification a `notification` event (`id:` its sequence number, `data:` the Notification) followed by `unread`. Send the token in the Authorization header. After a disconnect, reconnect with `Last-Event-ID` (EventSource does it for you) to get what you missed first. A `: keep-alive` comment comes every 15 s.',
+      description: `A \`text/event-stream\`: an \`unread\` event with \`{"unreadCount"}\` at once, then for each new in-app notification a \`notification\` event (\`id:\` its sequence number, \`data:\` the Notification) followed by \`unread\`. Send the token in the Authorization header. After a disconnect, reconnect with \`Last-Event-ID\` (EventSource does it for you) to get what you missed first. A \`: keep-alive\` comment comes every 15 s. A stream lasts as long as the token it was opened with: at its expiry the last event is \`close\` with \`{"reason":"token_expired"}\` (reconnect with a fresh token and \`Last-Event-ID\`). An account keeps ${MAX_STREAMS_PER_USER} streams open per API process: the next one closes the oldest (\`close\` with \`{"reason":"stream_limit"}\`: do not reconnect it). A stopping process closes its streams (\`server_stopping\`: reconnect).`,
       auth: "user",
       streams: "text/event-stream",
       handler: async ({ req, res, principal }) => {
-        const user = principal().user;
+        const { user, tokenExpiresAt } = principal();
+        const clock = req.context.clock;
         const lastEventId = req.header("last-event-id");
         if (lastEventId !== undefined && !EVENT_ID.test(lastEventId)) {
           throw new AppError("VALIDATION_ERROR", "Last-Event-ID must be the id of an event this stream sent", {
@@ -62,7 +66,17 @@ export function notificationRoutes({
         // Tells nginx-style proxies not to buffer the stream.
         res.setHeader("X-Accel-Buffering", "no");
         res.flushHeaders();
+        /** The stream's last event says why it ends, then it ends (the client reconnects only when it should). */
+        const close = (reason: StreamEnd) => {
+          if (res.writableEnded) return;
+          res.write(`event: close\ndata: ${JSON.stringify({ reason })}\n\n`);
+          res.end();
+        };
+        // A token's stream lasts as long as the token, on the service clock: a timer for the
+        // expiry in real time, and a look before each write for a clock moved forward meanwhile.
+        const expired = () => tokenExpiresAt !== undefined && clock.now().getTime() >= tokenExpiresAt.getTime();
         const write = (text: string) => {
+          if (expired()) close("token_expired");
           if (!res.writableEnded) res.write(text);
         };
         const sendUnread = async () => write(`event: unread\ndata: ${JSON.stringify(await notifications.unreadCount(user))}\n\n`);
@@ -86,12 +100,20 @@ export function notificationRoutes({
               void sendUnread().catch(() => undefined);
             }
           },
-          // The process is stopping: the stream ends (EventSource reconnects to another process).
-          () => res.end(),
+          // The user opened one stream too many (this is the oldest), or the process is stopping.
+          close,
         );
         const keepAlive = setInterval(() => write(": keep-alive\n\n"), KEEPALIVE_MS);
+        const expiry =
+          tokenExpiresAt === undefined
+            ? undefined
+            : setTimeout(
+                () => close("token_expired"),
+                Math.min(Math.max(0, tokenExpiresAt.getTime() - clock.now().getTime()), MAX_TIMER_MS),
+              );
         req.on("close", () => {
           clearInterval(keepAlive);
+          clearTimeout(expiry);
           unsubscribe();
         });
         try {
@@ -199,13 +221,13 @@ export function notificationRoutes({
       operationId: "registerPushDevice",
       tag: TAG,
       summary: "Register a device for push notifications",
-      description:
-        "One device id holds one token: registering the device again replaces its token. A token reaches one device, so a token registered before under another device id (yours or another account's) moves to this registration. A token that is not an Expo push token is 400 INVALID_TOKEN (details.field `token`).",
+      description: `One device id holds one token: registering the device again replaces its token. A token reaches one device, so a token registered before under another device id (yours or another account's) moves to this registration. An account keeps at most ${MAX_PUSH_DEVICES} devices: a registration past it removes the least recently registered one (register again at each app start to stay recent), and the answer's message names it. A token that is not an Expo push token is 400 INVALID_TOKEN (details.field \`token\`), whatever else is wrong with the body.`,
       auth: "user",
       body: registerBody,
       response: registerResponse,
       errors: ["INVALID_TOKEN"],
-      handler: async ({ body, principal }) => ({ data: await notifications.registerPush(principal().user, body) }),
+      areaRules: async ({ body }) => notifications.checkPushToken((body as { token?: unknown }).token),
+      handler: async ({ body, principal }) => notifications.registerPush(principal().user, body),
     }),
     defineRoute({
       method: "delete",

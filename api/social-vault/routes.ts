@@ -73,6 +73,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       body: depositBody,
       response: depositResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "AMOUNT_TOO_SMALL", "VAULT_LOCKED", "INSUFFICIENT_BALANCE", "SERVICE_UNAVAILABLE"],
+      areaRules: async ({ body, principal }) => socialVault.areaRules(principal().user, body as { amount?: unknown }, "deposit"),
       handler: async ({ body, principal, operation }) => ({
         data: await socialVault.deposit(principal().user, body.amount, operation),
       }),
@@ -94,6 +95,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
         "INSUFFICIENT_BALANCE",
         "SERVICE_UNAVAILABLE",
       ],
+      areaRules: async ({ body, principal }) => socialVault.areaRules(principal().user, body as { amount?: unknown }, "instant"),
       handler: async ({ body, principal, operation }) => ({
         data: await socialVault.withdrawInstant(principal().user, body.amount, body.recipient, operation),
       }),
@@ -126,6 +128,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
         "GUARDIAN_LIMIT_REACHED",
         "SERVICE_UNAVAILABLE",
       ],
+      areaRules: async ({ body, principal }) => socialVault.areaRules(principal().user, body as { amount?: unknown }, "other"),
       handler: async ({ body, principal, operation }) => ({
         data: await socialVault.addGuardian(principal().user, body.walletAddress, operation),
       }),
@@ -140,6 +143,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       params: guardianParams,
       response: removeGuardianResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "VAULT_LOCKED", "GUARDIAN_NOT_FOUND", "TIMELOCK_ACTIVE", "CONFLICT", "SERVICE_UNAVAILABLE"],
+      areaRules: async ({ body, principal }) => socialVault.areaRules(principal().user, body as { amount?: unknown }, "other"),
       handler: async ({ params, principal, operation }) => ({
         data: await socialVault.removeGuardian(principal().user, params.guardianId, operation),
       }),
@@ -170,6 +174,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       body: requestBody,
       response: withdrawalResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "AMOUNT_TOO_SMALL", "VAULT_LOCKED", "NOT_ENOUGH_GUARDIANS", "SERVICE_UNAVAILABLE"],
+      areaRules: async ({ body, principal }) => socialVault.areaRules(principal().user, body as { amount?: unknown }, "request"),
       handler: async ({ body, principal, operation }) => ({
         data: await socialVault.requestWithdrawal(principal().user, body.amount, body.recipient, operation),
       }),
@@ -256,6 +261,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
         "CONFLICT",
         "SERVICE_UNAVAILABLE",
       ],
+      areaRules: async ({ body, principal }) => socialVault.areaRules(principal().user, body as { amount?: unknown }, "other"),
       handler: async ({ params, principal, operation }) => ({
         data: await socialVault.executeWithdrawal(principal().user, params.withdrawalId, operation),
       }),
@@ -285,6 +291,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       body: lockBody,
       response: lockResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "VAULT_LOCKED", "FORBIDDEN", "SERVICE_UNAVAILABLE"],
+      areaRules: async ({ body, principal }) => socialVault.areaRules(principal().user, body as { amount?: unknown }, "other"),
       handler: async ({ body, principal, operation }) => ({
         data: await socialVault.lock(principal().user, body.duressPin, operation),
       }),

@@ -1,5 +1,5 @@
 import type { WebhookDeliveries } from "../../domain/webhooks/deliveries.js";
-import type { WebhooksService } from "../../domain/webhooks/service.js";
+import { secretAdvice, type WebhooksService } from "../../domain/webhooks/service.js";
 import { defineRoute, type RouteSpec } from "../http/route.js";
 import {
   createBody,
@@ -23,6 +23,16 @@ import {
 
 const TAG = "Webhooks";
 
+/** What a webhook route's area rules read of a request: its webhook id, URL and event names. */
+const sentOf = ({ params, body }: { params: unknown; body: unknown }) => {
+  const sent = (body ?? {}) as { url?: unknown; events?: unknown; event?: unknown };
+  return {
+    webhookId: (params as { webhookId?: unknown }).webhookId,
+    url: sent.url,
+    events: sent.event === undefined ? sent.events : [sent.event],
+  };
+};
+
 export function webhookRoutes({
   webhooks,
   deliveries,
@@ -43,7 +53,11 @@ export function webhookRoutes({
       response: webhook,
       status: 201,
       errors: ["INVALID_URL", "INVALID_EVENTS", "URL_EXISTS", "WEBHOOK_LIMIT_REACHED"],
-      handler: async ({ body, principal }) => ({ data: await webhooks.create(principal().user.id, body) }),
+      areaRules: async (request) => webhooks.areaRules(request.principal().user.id, sentOf(request)),
+      handler: async ({ body, principal }) => ({
+        data: await webhooks.create(principal().user.id, body),
+        message: secretAdvice(body.secret),
+      }),
     }),
     defineRoute({
       method: "get",
@@ -66,6 +80,7 @@ export function webhookRoutes({
       body: updateBody,
       response: updateResponse,
       errors: ["WEBHOOK_NOT_FOUND", "INVALID_EVENTS"],
+      areaRules: async (request) => webhooks.areaRules(request.principal().user.id, sentOf(request)),
       handler: async ({ params, body, principal }) => ({ data: await webhooks.update(principal().user.id, params.webhookId, body) }),
     }),
     defineRoute({
@@ -78,6 +93,7 @@ export function webhookRoutes({
       params: webhookIdParams,
       envelopeExtra: messageOnly,
       errors: ["WEBHOOK_NOT_FOUND"],
+      areaRules: async (request) => webhooks.areaRules(request.principal().user.id, sentOf(request)),
       handler: async ({ params, principal }) => {
         await webhooks.remove(principal().user.id, params.webhookId);
         return { message: "Webhook deleted", extra: {} };
@@ -94,6 +110,7 @@ export function webhookRoutes({
       query: deliveriesQuery,
       response: delivery.array(),
       errors: ["WEBHOOK_NOT_FOUND"],
+      areaRules: async (request) => webhooks.areaRules(request.principal().user.id, sentOf(request)),
       handler: async ({ params, query, principal }) => ({
         data: await webhooks.deliveries(principal().user.id, params.webhookId, query.limit),
       }),
@@ -110,6 +127,7 @@ export function webhookRoutes({
       body: testBody,
       response: testResponse,
       errors: ["WEBHOOK_NOT_FOUND", "INVALID_EVENTS"],
+      areaRules: async (request) => webhooks.areaRules(request.principal().user.id, sentOf(request)),
       handler: async ({ params, body, principal }) => ({ data: await webhooks.test(principal().user.id, params.webhookId, body.event) }),
     }),
     defineRoute({
@@ -124,6 +142,7 @@ export function webhookRoutes({
       params: deliveryParams,
       response: testResponse,
       errors: ["WEBHOOK_NOT_FOUND", "NOT_FOUND"],
+      areaRules: async (request) => webhooks.areaRules(request.principal().user.id, sentOf(request)),
       handler: async ({ params, principal }) => ({
         data: await webhooks.resend(principal().user.id, params.webhookId, params.deliveryId),
       }),
@@ -142,6 +161,7 @@ export function webhookRoutes({
       response: replayResponse,
       status: 202,
       errors: ["WEBHOOK_NOT_FOUND", "CONFLICT"],
+      areaRules: async (request) => webhooks.areaRules(request.principal().user.id, sentOf(request)),
       handler: async ({ params, body, principal }) => ({
         data: await deliveries.replay(principal().user.id, params.webhookId, new Date(body.since)),
       }),
@@ -157,8 +177,10 @@ export function webhookRoutes({
       body: rotateBody,
       response: rotateResponse,
       errors: ["WEBHOOK_NOT_FOUND"],
+      areaRules: async (request) => webhooks.areaRules(request.principal().user.id, sentOf(request)),
       handler: async ({ params, body, principal }) => ({
         data: await webhooks.rotateSecret(principal().user.id, params.webhookId, body.secret),
+        message: secretAdvice(body.secret),
       }),
     }),
   ];

@@ -1,11 +1,12 @@
 import { z } from "zod";
 import { RESPONSE_TIMEOUT_MS, URL_MAX_CHARS } from "../../domain/webhooks/egress.js";
 import { WEBHOOK_EVENTS } from "../../domain/webhooks/events.js";
-import { MAX_WEBHOOKS_PER_ACCOUNT, SECRET_MAX_CHARS, SECRET_MIN_CHARS } from "../../domain/webhooks/service.js";
+import { MAX_WEBHOOKS_PER_ACCOUNT, SECRET_ADVICE_CHARS, SECRET_MAX_CHARS } from "../../domain/webhooks/service.js";
 import { queryInteger } from "../http/input.js";
 
 // One schema per route part (service-spec part 4, Webhooks). URLs and event names are checked by
-// the service (INVALID_URL, INVALID_EVENTS), the rest here (VALIDATION_ERROR).
+// the service (INVALID_URL, INVALID_EVENTS, URL_EXISTS), the rest here (VALIDATION_ERROR); when a
+// body fails here, the routes' area rules judge its URL and events first, so part 7's codes win.
 
 const isoDate = z.string().describe("ISO 8601 UTC timestamp");
 const eventNames = z
@@ -28,10 +29,10 @@ export const createBody = z.strictObject({
   events: eventNames,
   secret: z
     .string()
-    .min(SECRET_MIN_CHARS)
+    .min(1)
     .max(SECRET_MAX_CHARS)
     .describe(
-      `the shared secret signing the deliveries, ${SECRET_MIN_CHARS} to ${SECRET_MAX_CHARS} characters; stored encrypted, never returned. A Standard Webhooks secret (whsec_...) is used as one`,
+      `the shared secret signing the deliveries, 1 to ${SECRET_MAX_CHARS} characters; use ${SECRET_ADVICE_CHARS} or more random characters (a shorter one is taken, and the answer's message says so). Stored encrypted, never returned. x-service-signature is keyed with its UTF-8 bytes; so is webhook-signature, unless it is a Standard Webhooks secret (whsec_ and the canonical base64 of 24 bytes or more), whose decoded bytes are the key. Any other whsec_... text is an ordinary secret`,
     ),
 });
 
@@ -89,7 +90,7 @@ export const deliveryParams = webhookIdParams.extend({
 
 export const rotateBody = z.strictObject({
   secret: createBody.shape.secret.describe(
-    `the new shared secret, ${SECRET_MIN_CHARS} to ${SECRET_MAX_CHARS} characters; the current one keeps signing beside it for 24 hours`,
+    `the new shared secret, 1 to ${SECRET_MAX_CHARS} characters under the rules of POST /v1/webhooks' secret (${SECRET_ADVICE_CHARS} or more random characters advised); the current one keeps signing beside it for 24 hours`,
   ),
 });
 export const rotateResponse = z.object({

@@ -10,6 +10,18 @@ import { type NotificationView, viewOf } from "./service.js";
 
 export type FeedItem = NotificationView & { seq: bigint };
 type Listener = (item: FeedItem) => void;
+/** Why the feed ends a subscription: its user opened one too many, or the process is stopping. */
+export type FeedEnd = "stream_limit" | "server_stopping";
+interface Subscription {
+  listener: Listener;
+  end?: ((reason: FeedEnd) => void) | undefined;
+}
+
+/**
+ * Open subscriptions (live streams) one user keeps in one process (D-80): a phone and a few
+ * browser tabs. The next one ends the oldest, which its client learns from the stream's close event.
+ */
+export const MAX_STREAMS_PER_USER = 10;
 
 const POLL_MS = 200;
 const BATCH = 500;
@@ -26,9 +38,8 @@ export function createNotificationFeed(deps: {
   logger?: Pick<Logger, "warn">;
   pollMs?: number;
 }) {
-  const listeners = new Map<string, Set<Listener>>();
-  /** How to end each open subscription when the process stops (a stream never ends by itself). */
-  const enders = new Set<() => void>();
+  /** Each user's open subscriptions, oldest first (a Set keeps insertion order). */
+  const subscriptions = new Map<string, Set<Subscription>>();
   let timer: NodeJS.Timeout | undefined;
   let highest: bigint | undefined;
   const handed = new Set<bigint>();
@@ -48,7 +59,7 @@ export function createNotificationFeed(deps: {
         for (const row of fresh) {
           handed.add(row.seq);
           if (row.seq > highest!) highest = row.seq;
-          for (const listener of listeners.get(row.userId) ?? []) listener(itemOf(row));
+          for (const subscription of subscriptions.get(row.userId) ?? []) subscription.listener(itemOf(row));
         }
         if (fresh.length < BATCH) break;
       }
@@ -64,7 +75,7 @@ export function createNotificationFeed(deps: {
   }
 
   function stopIfIdle() {
-    if (listeners.size > 0 || !timer) return;
+    if (subscriptions.size > 0 || !timer) return;
     clearInterval(timer);
     timer = undefined;
     highest = undefined;
@@ -74,25 +85,30 @@ export function createNotificationFeed(deps: {
   return {
     /**
      * Calls `listener` with every new notification of `userId` from now on; returns the
-     * unsubscribe function. The first subscriber starts the poller, the last one stops it.
+     * unsubscribe function. The first subscriber starts the poller, the last one stops it. `end`
+     * is called when the feed ends the subscription itself: the user's MAX_STREAMS_PER_USER + 1st
+     * ends their oldest, and a stopping process ends them all.
      */
-    async subscribe(userId: string, listener: Listener, onStop?: () => void): Promise<() => void> {
+    async subscribe(userId: string, listener: Listener, end?: (reason: FeedEnd) => void): Promise<() => void> {
       if (highest === undefined) {
         const last = await deps.repo.lastSeq();
         highest ??= last;
       }
-      const set = listeners.get(userId) ?? new Set<Listener>();
-      listeners.set(userId, set);
-      set.add(listener);
+      const set = subscriptions.get(userId) ?? new Set<Subscription>();
+      subscriptions.set(userId, set);
+      for (const oldest of [...set].slice(0, Math.max(0, set.size - MAX_STREAMS_PER_USER + 1))) {
+        set.delete(oldest);
+        oldest.end?.("stream_limit");
+      }
+      const subscription: Subscription = { listener, end };
+      set.add(subscription);
       if (!timer) {
         timer = setInterval(() => void poll(), deps.pollMs ?? POLL_MS);
         timer.unref();
       }
-      if (onStop) enders.add(onStop);
       return () => {
-        if (onStop) enders.delete(onStop);
-        set.delete(listener);
-        if (set.size === 0) listeners.delete(userId);
+        set.delete(subscription);
+        if (set.size === 0 && subscriptions.get(userId) === set) subscriptions.delete(userId);
         stopIfIdle();
       };
     },
@@ -104,9 +120,9 @@ export function createNotificationFeed(deps: {
 
     /** Ends every open subscription (its `onStop`), so a stopping server is not held open by streams. */
     stop() {
-      for (const end of [...enders]) end();
-      enders.clear();
-      listeners.clear();
+      const open = [...subscriptions.values()].flatMap((set) => [...set]);
+      subscriptions.clear();
+      for (const subscription of open) subscription.end?.("server_stopping");
       stopIfIdle();
     },
   };

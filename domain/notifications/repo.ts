@@ -257,11 +257,18 @@ export function createNotificationsRepo({ db }: { db: Db }) {
     /**
      * Registers a device's push token: one token per (user, device id), replaced on a second
      * registration; the same token held by any other device (this user's or another's) moves
-     * here, since a token reaches one device and its last registration says whose it is.
+     * here, since a token reaches one device and its last registration says whose it is. Past
+     * `maxDevices`, the user's least recently registered devices go (an app registers its token
+     * again at each start, as Expo advises); answers their device ids.
      */
-    async registerDevice(device: { userId: string; deviceId: string; token: string; platform: string; now: Date }): Promise<void> {
-      await prisma.$transaction(async (tx) => {
-        // Registrations of one token wait for each other, so two devices racing never both keep it.
+    async registerDevice(
+      device: { userId: string; deviceId: string; token: string; platform: string; now: Date },
+      maxDevices: number,
+    ): Promise<string[]> {
+      return prisma.$transaction(async (tx) => {
+        // One user's registrations wait for each other (their cap is counted and kept at once);
+        // registrations of one token too, so two devices racing never both keep it.
+        await tx.$queryRaw`SELECT 1 FROM "User" WHERE "id" = ${device.userId} FOR UPDATE`;
         await tx.$executeRaw`SELECT 1 FROM pg_advisory_xact_lock(hashtext(${device.token}))`;
         await tx.pushDevice.deleteMany({ where: { token: device.token, NOT: { userId: device.userId, deviceId: device.deviceId } } });
         const now = device.now.toISOString();
@@ -271,6 +278,15 @@ export function createNotificationsRepo({ db }: { db: Db }) {
                   ${now}::timestamp(3), ${now}::timestamp(3))
           ON CONFLICT ("userId", "deviceId")
           DO UPDATE SET "token" = EXCLUDED."token", "platform" = EXCLUDED."platform", "updatedAt" = EXCLUDED."updatedAt"`;
+        const removed = await tx.$queryRaw<{ deviceId: string }[]>`
+          DELETE FROM "PushDevice"
+           WHERE "userId" = ${device.userId} AND "deviceId" <> ${device.deviceId}
+             AND "id" NOT IN (SELECT "id" FROM "PushDevice"
+                               WHERE "userId" = ${device.userId} AND "deviceId" <> ${device.deviceId}
+                               ORDER BY "updatedAt" DESC, "id" DESC
+                               LIMIT ${maxDevices - 1})
+          RETURNING "deviceId"`;
+        return removed.map((row) => row.deviceId);
       });
     },
 

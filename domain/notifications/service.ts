@@ -61,6 +61,11 @@ export interface NotificationsServiceDeps {
 
 /** The push token formats of the provider (Expo): `ExponentPushToken[...]` and `ExpoPushToken[...]`. */
 export const PUSH_TOKEN = /^Expo(?:nent)?PushToken\[[A-Za-z0-9_-]{1,200}\]$/;
+/**
+ * Push devices one account keeps (service-spec: not shown; D-80): a phone, a tablet, a browser or
+ * two, and room for reinstalls. A registration past it replaces the least recently registered.
+ */
+export const MAX_PUSH_DEVICES = 10;
 
 export const viewOf = (row: NotificationRow): NotificationView => ({
   id: row.id,
@@ -73,6 +78,16 @@ export const viewOf = (row: NotificationRow): NotificationView => ({
 });
 
 const notFound = () => new AppError("NOTIFICATION_NOT_FOUND", "Notification not found");
+
+/** INVALID_TOKEN for a push token that is not an Expo one (a route's area rule, and the registration's first check). */
+function checkPushToken(token: unknown) {
+  if (typeof token === "string" && !PUSH_TOKEN.test(token)) {
+    throw new AppError("INVALID_TOKEN", "The push token is not an Expo push token (ExponentPushToken[...] or ExpoPushToken[...])", {
+      field: "token",
+      reason: "must be an Expo push token: ExponentPushToken[...] or ExpoPushToken[...]",
+    });
+  }
+}
 
 export function createNotificationsService({ db, clock, repo, users, activeGuardiansOf, deliver }: NotificationsServiceDeps) {
   prepareFormatters();
@@ -233,15 +248,18 @@ export function createNotificationsService({ db, clock, repo, users, activeGuard
       return preferencesOf(stored, current);
     },
 
+    checkPushToken,
+
     async registerPush(user: Pick<UserRecord, "id">, device: { token: string; platform: string; deviceId: string }) {
-      if (!PUSH_TOKEN.test(device.token)) {
-        throw new AppError("INVALID_TOKEN", "The push token is not an Expo push token (ExponentPushToken[...] or ExpoPushToken[...])", {
-          field: "token",
-          reason: "must be an Expo push token: ExponentPushToken[...] or ExpoPushToken[...]",
-        });
-      }
-      await repo.registerDevice({ userId: user.id, ...device, now: clock.now() });
-      return { registered: true as const, deviceId: device.deviceId };
+      checkPushToken(device.token);
+      const removed = await repo.registerDevice({ userId: user.id, ...device, now: clock.now() }, MAX_PUSH_DEVICES);
+      return {
+        data: { registered: true as const, deviceId: device.deviceId },
+        message:
+          removed.length === 0
+            ? undefined
+            : `An account has at most ${MAX_PUSH_DEVICES} push devices: the least recently registered (${removed.join(", ")}) no longer receives pushes`,
+      };
     },
 
     /** Idempotent: an app unregisters on sign-out and may retry, so an unknown device id is no error. */

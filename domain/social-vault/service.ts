@@ -6,7 +6,7 @@
 import { createHmac } from "node:crypto";
 import { AbiCoder, type Contract, getAddress, keccak256, ZeroAddress } from "ethers";
 import type { Clock } from "../../core/clock.js";
-import { formatUsdc2 } from "../../core/money.js";
+import { formatUsdc2, microFromNumber } from "../../core/money.js";
 import { platformContractAt } from "../../core/platform-abi.js";
 import type { Db } from "../db.js";
 import { AppError } from "../errors.js";
@@ -19,6 +19,7 @@ import type { UserRecord } from "../users/repo.js";
 import {
   guardiansOfOwner,
   openWithdrawalsOf,
+  type SocialVaultRecord,
   vaultAt,
   vaultOfOwner,
   vaultsAt,
@@ -176,11 +177,12 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
   const platformContractOf = new Map(Object.entries(deps.platformContracts).map(([key, address]) => [address.toLowerCase(), key]));
 
   /**
-   * Refuses a recipient the USDC would be lost to or stuck in, before anything is sent: the zero
-   * address (the contract's own refusal would come back as a failed transaction), the vault itself,
-   * and the platform's contracts, none of which pays USDC sent to it out to anyone.
+   * The refusal of a recipient the USDC would be lost to or stuck in, or null: the zero address
+   * (the contract's own refusal would come back as a failed transaction), the vault itself, and
+   * the platform's contracts, none of which pays USDC sent to it out to anyone. Judged before
+   * anything is sent, after part 7's conditions (refuseOverLimit).
    */
-  function screenRecipient(recipient: string, vaultAddress: string) {
+  function recipientRefusal(recipient: string, vaultAddress: string): AppError | null {
     const address = recipient.toLowerCase();
     const contract = platformContractOf.get(address);
     const reason =
@@ -191,7 +193,23 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
           : contract
             ? `a platform contract (${contract}): the USDC would be lost`
             : null;
-    if (reason) throw new AppError("VALIDATION_ERROR", `The recipient cannot be ${reason}`, { field: "recipient", reason });
+    return reason ? new AppError("VALIDATION_ERROR", `The recipient cannot be ${reason}`, { field: "recipient", reason }) : null;
+  }
+
+  function refuseLocked(vault: SocialVaultRecord) {
+    if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
+  }
+
+  /**
+   * DAILY_LIMIT_EXCEEDED, then INSUFFICIENT_BALANCE, for an instant withdrawal, on the contract's
+   * own figure of the rolling window. The send leaves them to the contract (atomic with the
+   * transfer); this read serves only a withdrawal refused for another reason first, so that
+   * part 7's code answers it.
+   */
+  async function refuseOverLimit(vault: SocialVaultRecord, amount: bigint) {
+    const remaining = (await vaultContract(vault.address).remainingDailyLimit()) as bigint;
+    if (amount > remaining) throw socialVaultRevert({ name: "SocialVaultDailyLimitExceeded", args: [amount, remaining] })!;
+    if (amount > vault.balance) throw socialVaultRevert({ name: "SocialVaultInsufficientBalance", args: [vault.balance, amount] })!;
   }
 
   /** Refuses an amount below MIN_AMOUNT_MICRO (AMOUNT_TOO_SMALL), unless it is `whole` (the vault's whole balance). */
@@ -239,6 +257,22 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
   }
 
   return {
+    /**
+     * Part 7's social vault conditions of a write that failed its schema (a route's `areaRules`),
+     * on what was sent: VAULT_LOCKED, then, for an amount that is one, AMOUNT_TOO_SMALL and, for
+     * an instant withdrawal, DAILY_LIMIT_EXCEEDED and INSUFFICIENT_BALANCE: the order the writes
+     * follow. Nothing without a vault (SOCIAL_VAULT_NOT_FOUND is no part 7 code).
+     */
+    async areaRules(user: UserRecord, sent: { amount?: unknown }, write: "deposit" | "instant" | "request" | "other") {
+      const vault = await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now());
+      if (!vault) return;
+      refuseLocked(vault);
+      const amount = typeof sent.amount === "number" ? microFromNumber(sent.amount) : null;
+      if (write === "other" || amount === null || amount === 0n) return;
+      checkMinimum(amount, write === "deposit" ? "deposit" : "withdrawal", write === "deposit" ? undefined : vault.balance);
+      if (write === "instant") await refuseOverLimit(vault, amount);
+    },
+
     /** The caller's vault configuration (isConfigured false before creation). */
     async config(user: UserRecord) {
       const vault = await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now());
@@ -297,8 +331,8 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     /** Deposits `amount` micro-USDC from the user's managed wallet into their vault (a permit, no approval transaction). */
     async deposit(user: UserRecord, amount: bigint, operation: OperationKey) {
       const vault = await ownVault(user);
+      refuseLocked(vault);
       checkMinimum(amount, "deposit");
-      if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
       const contract = vaultContract(vault.address);
       const sent = await send(user, "social_vault.deposit", operation, vault.address, {
         permit: { spender: vault.address, value: amount },
@@ -318,9 +352,10 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
      */
     async requestWithdrawal(user: UserRecord, amount: bigint, recipient: string, operation: OperationKey) {
       const vault = await ownVault(user);
-      screenRecipient(recipient, vault.address);
+      refuseLocked(vault);
       checkMinimum(amount, "withdrawal", vault.balance);
-      if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
+      const refused = recipientRefusal(recipient, vault.address);
+      if (refused) throw refused;
       const contract = vaultContract(vault.address);
       // The contract's own figure: what withdraw() would allow now (the limit less the rolling window's spending).
       const remaining = (await contract.remainingDailyLimit()) as bigint;
@@ -436,8 +471,8 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     /** Executes an approved request once its timelock has passed (TIMELOCK_ACTIVE before). */
     async executeWithdrawal(user: UserRecord, withdrawalId: string, operation: OperationKey) {
       const vault = await ownVault(user);
+      refuseLocked(vault);
       const row = await withdrawalByPublicId(withdrawalId, vault.address);
-      if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
       const contract = vaultContract(vault.address);
       const sent = await send(user, "social_vault.execute_withdrawal", operation, vault.address, {
         data: contract.interface.encodeFunctionData("executeWithdrawal", [row.requestId]),
@@ -473,7 +508,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
      */
     async lock(user: UserRecord, duressPin: string, operation: OperationKey) {
       const vault = await ownVault(user);
-      if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
+      refuseLocked(vault);
       const contract = vaultContract(vault.address);
       const key = duressKeyOf(deps.privateKeyOf(user.walletIndex), vault.address, duressPin);
       const sent = await send(user, "social_vault.lock", operation, vault.address, {
@@ -543,7 +578,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
      */
     async addGuardian(user: UserRecord, walletAddress: string, operation: OperationKey) {
       const vault = await ownVault(user);
-      if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
+      refuseLocked(vault);
       const guardian = getAddress(walletAddress.toLowerCase());
       const contract = vaultContract(vault.address);
       const sent = await send(user, "social_vault.add_guardian", operation, vault.address, {
@@ -565,7 +600,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
      */
     async removeGuardian(user: UserRecord, guardianId: string, operation: OperationKey) {
       const vault = await ownVault(user);
-      if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
+      refuseLocked(vault);
       const target = await listedGuardian(user, guardianId);
       const contract = vaultContract(vault.address);
       const step = target.removableAt ? "acceptGuardianRemoval" : "removeGuardian";
@@ -626,9 +661,13 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     /** Sends `amount` micro-USDC from the vault to `recipient` at once, within the rolling daily limit. */
     async withdrawInstant(user: UserRecord, amount: bigint, recipient: string, operation: OperationKey) {
       const vault = await ownVault(user);
-      screenRecipient(recipient, vault.address);
+      refuseLocked(vault);
       checkMinimum(amount, "withdrawal", vault.balance);
-      if (vault.locked) throw new AppError("VAULT_LOCKED", "Your social vault is locked");
+      const refused = recipientRefusal(recipient, vault.address);
+      if (refused) {
+        await refuseOverLimit(vault, amount);
+        throw refused;
+      }
       const contract = vaultContract(vault.address);
       const sent = await send(user, "social_vault.withdraw", operation, vault.address, {
         data: contract.interface.encodeFunctionData("withdraw", [amount, recipient]),

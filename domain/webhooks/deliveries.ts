@@ -6,10 +6,11 @@
 // for longer. After the sixth failed attempt the webhook is `failing`.
 //
 // Who receives what: an event concerning a user goes to that user's webhooks subscribed to its
-// name; vault.yield_distributed (everyone's) to every webhook subscribed to it. A lock is never
-// told to the vault's owner (it may be a duress lock): `social_vault.locked` goes to the webhooks
-// of the vault's guardians who are users, from their silent alert (social_vault.guardian_alert),
-// under the name `social_vault.locked`. While a webhook is `failing`, no new event is queued for
+// name; vault.yield_distributed (everyone's) to every webhook subscribed to it. A lock
+// (`social_vault.locked`) goes to the owner's webhooks, the owner's own server-side integrations
+// (the lock's answer already told the caller; the owner's feed, devices and e-mail hear nothing of
+// it, as it may be a duress lock), and, under the same name, to the webhooks of the vault's
+// guardians who are users, from their silent alert (social_vault.guardian_alert). While a webhook is `failing`, no new event is queued for
 // it and its queued deliveries end without an attempt; PATCH status active revives it.
 //
 // Reorgs: a chain fact reaches the outbox once its block has CONFIRMATIONS (the indexer follows

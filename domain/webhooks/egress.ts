@@ -4,7 +4,8 @@
 // a check and the connection; at every attempt; redirects are never followed (a 3xx is a failed
 // attempt); 5 s for the whole exchange. In production only https, and never loopback, private,
 // link-local (169.254.169.254, the cloud metadata address, among them), CGNAT, multicast,
-// unspecified, reserved or other special addresses, IPv4-mapped IPv6 judged as its IPv4. Outside
+// unspecified, reserved or other special addresses; an IPv6 address that embeds IPv4 addresses
+// (mapped, compatible, translated, NAT64, 6to4, Teredo) judged by them. Outside
 // production, loopback http is allowed too (run-and-sandbox.md section 5), nothing else more.
 import dns from "node:dns";
 import net from "node:net";
@@ -23,18 +24,59 @@ export type Lookup = (
   callback: (error: NodeJS.ErrnoException | null, addresses: dns.LookupAddress[]) => void,
 ) => void;
 
-/** Why an address may not be connected to, or null when it may. */
+/**
+ * The IPv4 addresses an IPv6 address carries, and the form that carries them: a connection to it
+ * may reach them (through the host's own stack, a relay or a translator), so they are judged as
+ * the address. Null for an IPv6 address that embeds none.
+ */
+export function embeddedIPv4(address: ipaddr.IPv6): { form: string; addresses: ipaddr.IPv4[] } | null {
+  const words = address.parts;
+  const ipv4 = (high: number, low: number) => new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
+  const zeros = (from: number, to: number) => words.slice(from, to).every((word) => word === 0);
+  const last = () => [ipv4(words[6]!, words[7]!)];
+  // ::ffff:a.b.c.d (RFC 4291 2.5.5.2): the IPv4 address itself on a dual-stack socket.
+  if (zeros(0, 5) && words[5] === 0xffff) return { form: "IPv4-mapped", addresses: last() };
+  // ::a.b.c.d (RFC 4291 2.5.5.1, deprecated), but not :: or ::1.
+  if (zeros(0, 6) && (words[6] !== 0 || words[7]! > 1)) return { form: "IPv4-compatible", addresses: last() };
+  // ::ffff:0:a.b.c.d (RFC 6145, SIIT).
+  if (zeros(0, 4) && words[4] === 0xffff && words[5] === 0) return { form: "IPv4-translated", addresses: last() };
+  // 64:ff9b::/96 (RFC 6052, the well-known NAT64 prefix). The local-use 64:ff9b:1::/48 places the
+  // address where its operator chose, so it is not read here: its range refuses it whole.
+  if (words[0] === 0x64 && words[1] === 0xff9b && zeros(2, 6)) return { form: "NAT64", addresses: last() };
+  // 2002:AABB:CCDD::/48 (RFC 3056).
+  if (words[0] === 0x2002) return { form: "6to4", addresses: [ipv4(words[1]!, words[2]!)] };
+  // 2001:0::/32 (RFC 4380): the Teredo server, and the client's address with every bit inverted.
+  if (words[0] === 0x2001 && words[1] === 0) {
+    return { form: "Teredo", addresses: [ipv4(words[2]!, words[3]!), ipv4(words[6]! ^ 0xffff, words[7]! ^ 0xffff)] };
+  }
+  return null;
+}
+
+/**
+ * Why an address may not be connected to, or null when it may: its range when that is not public
+ * unicast (loopback only where allowed). An IPv6 address that embeds IPv4 addresses (embeddedIPv4)
+ * is judged by them: refused when one is not public, allowed when all are.
+ */
 export function addressRefusal(address: string, { allowLoopback }: { allowLoopback: boolean }): string | null {
   let parsed: ipaddr.IPv4 | ipaddr.IPv6;
   try {
-    parsed = ipaddr.process(address);
+    // IPv6 text in the URL standard's normal form first: ipaddr.js reads ::a.b.c.d as IPv4-mapped.
+    parsed = ipaddr.parse(address.includes(":") ? new URL(`http://[${address}]/`).hostname.slice(1, -1) : address);
   } catch {
     return "not an IP address";
   }
-  const range = parsed.range();
-  if (range === "unicast") return null;
-  if (range === "loopback" && allowLoopback) return null;
-  return range;
+  const refusalOf = (ip: ipaddr.IPv4 | ipaddr.IPv6) => {
+    const range = ip.range();
+    return range === "unicast" || (range === "loopback" && allowLoopback) ? null : range;
+  };
+  const embedded = parsed.kind() === "ipv6" ? embeddedIPv4(parsed as ipaddr.IPv6) : null;
+  if (!embedded) return refusalOf(parsed);
+  for (const ipv4 of embedded.addresses) {
+    const refused = refusalOf(ipv4);
+    // A mapped address is its IPv4 address: named as such; the other forms say where it hides.
+    if (refused) return embedded.form === "IPv4-mapped" ? refused : `${refused} (${ipv4} in ${embedded.form} form)`;
+  }
+  return null;
 }
 
 /** Why a webhook URL is refused (INVALID_URL), or null. The address rule is applied again at each connection. */

@@ -25,6 +25,8 @@ export const DELIVERED_AS = {
   "social_vault.withdrawal_requested": "social_vault.withdrawal_requested",
   "social_vault.withdrawal_approved": "social_vault.withdrawal_approved",
   "social_vault.withdrawal_executed": "social_vault.withdrawal_executed",
+  // The owner's lock (the chain fact, to the owner's webhooks), and each guardian's silent alert of it.
+  "social_vault.locked": "social_vault.locked",
   "social_vault.guardian_alert": "social_vault.locked",
   "user.trust_score_updated": "user.trust_score_updated",
   "user.level_up": "user.level_up",

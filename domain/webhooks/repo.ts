@@ -203,6 +203,8 @@ export function createWebhooksRepo({ db }: { db: Db }) {
     async create(row: Omit<WebhookRow, "id" | "fromSeq">, max: number): Promise<WebhookRow | "limit" | "exists"> {
       return prisma.$transaction(async (tx) => {
         await tx.$queryRaw`SELECT 1 FROM "User" WHERE "id" = ${row.userId} FOR UPDATE`;
+        // The URL first: URL_EXISTS is part 7's code, the limit an extension.
+        if (await tx.webhook.findFirst({ where: { userId: row.userId, url: row.url }, select: { id: true } })) return "exists" as const;
         if ((await tx.webhook.count({ where: { userId: row.userId } })) >= max) return "limit" as const;
         const created = await tx.webhook.createManyAndReturn({ data: [{ id: randomUUID(), ...row }], skipDuplicates: true });
         if (!created[0]) return "exists" as const;
@@ -213,6 +215,9 @@ export function createWebhooksRepo({ db }: { db: Db }) {
     },
 
     list: (userId: string) => prisma.webhook.findMany({ where: { userId }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] }),
+
+    /** Whether the user has a webhook for this URL (as stored: the URL's normal form). */
+    hasUrl: async (userId: string, url: string) => (await prisma.webhook.count({ where: { userId, url } })) > 0,
 
     /** The user's webhook; null for another user's or an unknown id. */
     find: (userId: string, id: string) => prisma.webhook.findFirst({ where: { id, userId } }),

@@ -13,12 +13,14 @@ import { isWebhookEvent, type WebhookEvent } from "./events.js";
 import { payloadOfEvent, revertedPayload, type WebhookPayload } from "./payloads.js";
 import type { DeliveryRow, WebhookRow, WebhooksRepo } from "./repo.js";
 import type { SecretBox } from "./secrets.js";
-import { signDelivery } from "./signing.js";
+import { isStandardSecret, signDelivery } from "./signing.js";
 
 /** Webhooks one account may have (service-spec part 8: "not shown"; D-77). */
 export const MAX_WEBHOOKS_PER_ACCOUNT = 10;
-export const SECRET_MIN_CHARS = 24;
+/** The longest shared secret. Any non-empty one is taken (as GitHub's webhooks take any); SECRET_ADVICE_CHARS is advised. */
 export const SECRET_MAX_CHARS = 256;
+/** A secret shorter than this (and not a Standard Webhooks secret) is taken with advice in the answer's message. */
+export const SECRET_ADVICE_CHARS = 24;
 /** How long a rotated-out secret still signs beside the new one (service clock). */
 export const ROTATION_OVERLAP_MS = 24 * 3_600_000;
 /** How long the deliveries log keeps an attempt (service clock): the webhooks.prune-log job deletes older ones. */
@@ -64,6 +66,23 @@ export const deliveryViewOf = (row: DeliveryRow): DeliveryView => ({
 });
 
 const TEST_DATA = { test: true, message: "A test delivery: no such event happened." };
+
+/**
+ * What an answer that took `secret` says about it, or undefined for a strong one: a short secret
+ * can be guessed, and a `whsec_` text that is not a Standard Webhooks secret signs with its own bytes.
+ */
+export function secretAdvice(secret: string): string | undefined {
+  if (isStandardSecret(secret)) return undefined;
+  if (secret.startsWith("whsec_")) {
+    return "This secret is not a Standard Webhooks secret (whsec_ and the base64 of 24 bytes or more), so webhook-signature is keyed with its own UTF-8 bytes: verify with whsec_ followed by their base64";
+  }
+  if (secret.length < SECRET_ADVICE_CHARS) {
+    return `This secret is ${secret.length} characters long: anyone who guesses it can forge deliveries. Use ${SECRET_ADVICE_CHARS} or more random characters (rotate-secret replaces it without losing a delivery)`;
+  }
+  return undefined;
+}
+
+const urlExists = () => new AppError("URL_EXISTS", "You already have a webhook for this URL", { field: "url", reason: "registered" });
 
 export function createWebhooksService({
   repo,
@@ -157,6 +176,18 @@ export function createWebhooksService({
     deliver,
     own,
 
+    /**
+     * Part 7's webhook conditions on a request that failed its schema (a route's `areaRules`), on
+     * what was sent: the webhook (WEBHOOK_NOT_FOUND), the URL (INVALID_URL), the event names
+     * (INVALID_EVENTS), then the URL's uniqueness (URL_EXISTS), the order create and update follow.
+     */
+    async areaRules(userId: string, sent: { webhookId?: unknown; url?: unknown; events?: unknown }): Promise<void> {
+      if (typeof sent.webhookId === "string") await own(userId, sent.webhookId);
+      const url = typeof sent.url === "string" ? checkedUrl(sent.url) : undefined;
+      if (Array.isArray(sent.events)) checkedEvents(sent.events.filter((name): name is string => typeof name === "string"));
+      if (url !== undefined && (await repo.hasUrl(userId, url))) throw urlExists();
+    },
+
     /** Deletes the logged attempts older than DELIVERY_LOG_RETENTION_MS; answers how many. */
     pruneLog: (now: Date) => repo.pruneDeliveries(new Date(now.getTime() - DELIVERY_LOG_RETENTION_MS)),
 
@@ -203,8 +234,7 @@ export function createWebhooksService({
         },
         MAX_WEBHOOKS_PER_ACCOUNT,
       );
-      if (created === "exists")
-        throw new AppError("URL_EXISTS", "You already have a webhook for this URL", { field: "url", reason: "registered" });
+      if (created === "exists") throw urlExists();
       if (created === "limit") {
         throw new AppError("WEBHOOK_LIMIT_REACHED", `An account has at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one first`);
       }

@@ -4,7 +4,9 @@
 // webhook-timestamp, webhook-signature: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`), which
 // the standard verifiers (the svix and standardwebhooks packages) check with the secret
 // `whsec_<base64 of the key>`. The key is the secret's UTF-8 bytes, or, for a secret that is
-// itself a Standard Webhooks secret (`whsec_...`), the bytes it encodes.
+// itself a Standard Webhooks secret (`whsec_` and the canonical base64 of at least 24 bytes), the
+// bytes it encodes. Any other `whsec_...` text is an ordinary secret: its own bytes, never the few
+// (or none) a lenient base64 decoder would pull out of it.
 import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
 
 const STANDARD_PREFIX = "whsec_";
@@ -21,14 +23,29 @@ function keysOf(secret: string) {
   return found;
 }
 
+/** The shortest key a `whsec_` secret may encode to be used as one (Standard Webhooks: 24 to 64 bytes). */
+export const STANDARD_KEY_MIN_BYTES = 24;
+
+/** The key a Standard Webhooks secret encodes: `whsec_` then canonical base64 of 24 bytes or more; null for any other text. */
+function standardKeyIn(secret: string): Buffer | null {
+  if (!secret.startsWith(STANDARD_PREFIX)) return null;
+  const encoded = secret.slice(STANDARD_PREFIX.length);
+  const key = Buffer.from(encoded, "base64");
+  // Node's decoder skips what is not base64: only text that is exactly the key's encoding counts.
+  return key.length >= STANDARD_KEY_MIN_BYTES && key.toString("base64") === encoded ? key : null;
+}
+
+/** Whether a shared secret is a Standard Webhooks secret (its key is the bytes it encodes). */
+export const isStandardSecret = (secret: string): boolean => standardKeyIn(secret) !== null;
+
 /** The HMAC key of the Standard Webhooks signature for a shared secret. */
 export function standardKeyOf(secret: string): Buffer {
-  return secret.startsWith(STANDARD_PREFIX) ? Buffer.from(secret.slice(STANDARD_PREFIX.length), "base64") : Buffer.from(secret, "utf8");
+  return standardKeyIn(secret) ?? Buffer.from(secret, "utf8");
 }
 
 /** The secret a Standard Webhooks verifier takes for a shared secret: `whsec_` and the key in base64. */
 export function standardSecretOf(secret: string): string {
-  return secret.startsWith(STANDARD_PREFIX) ? secret : `${STANDARD_PREFIX}${Buffer.from(secret, "utf8").toString("base64")}`;
+  return isStandardSecret(secret) ? secret : `${STANDARD_PREFIX}${Buffer.from(secret, "utf8").toString("base64")}`;
 }
 
 export interface SignedHeaders {

@@ -43,6 +43,8 @@ describe("webhook egress: SSRF guard", function () {
         { address: "192.168.0.10", family: 4 },
       ],
       "mapped.example": [{ address: "::ffff:127.0.0.1", family: 6 }],
+      "compatible.example": [{ address: "::7f00:1", family: 6 }],
+      "nat64-metadata.example": [{ address: "64:ff9b::a9fe:a9fe", family: 6 }],
     };
     const found = answers[hostname];
     if (!found) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" }), []);
@@ -105,6 +107,53 @@ describe("webhook egress: SSRF guard", function () {
       expect((await egress.post(`https://loop.example:${port}/`, "{}", {})).error).to.equal(
         "refused: loop.example resolves to 127.0.0.1, a loopback address",
       );
+    } finally {
+      await egress.close();
+    }
+  });
+
+  it("judges an IPv6 address that embeds IPv4 by what it embeds: refused at registration and at the connection when one is not public", async () => {
+    // Teredo's client address is stored with every bit inverted: ~127.0.0.1 is 80ff:fffe, ~8.8.8.8 is f7f7:f7f7.
+    const refused: Record<string, RegExp> = {
+      "::127.0.0.1": /^loopback \(127\.0\.0\.1 in IPv4-compatible form\)$/,
+      "::7f00:1": /^loopback \(127\.0\.0\.1 in IPv4-compatible form\)$/,
+      "::a00:1": /^private /,
+      "::ffff:10.0.0.1": /^private$/,
+      "::ffff:0:127.0.0.1": /^loopback .*IPv4-translated/,
+      "64:ff9b::169.254.169.254": /^linkLocal .*NAT64/,
+      "64:ff9b::a00:1": /^private .*NAT64/,
+      "64:ff9b:1::a00:1": /^rfc6052$/,
+      "2002:7f00:1::": /^loopback .*6to4/,
+      "2002:c0a8:101::1": /^private .*6to4/,
+      "2001:0:4136:e378:8000:63bf:80ff:fffe": /^loopback \(127\.0\.0\.1 in Teredo form\)$/,
+      "2001:0:a00:1:8000:63bf:f7f7:f7f7": /^private \(10\.0\.0\.1 in Teredo form\)$/,
+    };
+    for (const [address, reason] of Object.entries(refused)) {
+      expect(addressRefusal(address, { allowLoopback: false }), address).to.match(reason);
+      expect(urlRefusal(`https://[${address}]:${port}/`, { production: true }), address).to.match(/^must not point at a /);
+    }
+    // The same forms around public addresses are the public addresses: allowed.
+    for (const address of ["::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1", "2001:0:4136:e378:8000:63bf:f7f7:f7f7"]) {
+      expect(addressRefusal(address, { allowLoopback: false }), address).to.equal(null);
+      expect(urlRefusal(`https://[${address}]/`, { production: true }), address).to.equal(null);
+    }
+    // At the connection: the literal the URL parser normalised (::127.0.0.1 becomes ::7f00:1) and names that resolve to such forms.
+    const egress = createWebhookEgress({ production: true, lookup });
+    try {
+      const before = connections;
+      for (const url of [
+        `https://[::127.0.0.1]:${port}/`,
+        `https://[64:ff9b::7f00:1]:${port}/`,
+        `https://compatible.example:${port}/`,
+        `https://nat64-metadata.example:${port}/`,
+      ]) {
+        const result = await egress.post(url, "{}", {});
+        expect(result.error, url).to.match(/^refused: /);
+      }
+      expect((await egress.post(`https://compatible.example:${port}/`, "{}", {})).error).to.equal(
+        "refused: compatible.example resolves to ::7f00:1, a loopback (127.0.0.1 in IPv4-compatible form) address",
+      );
+      expect(connections).to.equal(before);
     } finally {
       await egress.close();
     }
