@@ -1,10 +1,14 @@
+import { randomUUID } from "node:crypto";
 import { expect } from "chai";
 import { importJWK, type JWK, SignJWT } from "jose";
+import { MAX_INPUT_DEPTH } from "../../api/http/input.js";
 import { memoryCounters } from "../../api/http/rate-limit.js";
 import { ConfigError, loadConfig } from "../../core/config.js";
 import { type Json, startTestApi, type TestApi } from "../helpers/api.js";
+import { startTestChain, type TestChain } from "../helpers/chain.js";
 import { usingPostgres } from "../helpers/database.js";
 import { expectErrorEnvelope, randomIp } from "../helpers/envelope.js";
+import { capturingLogger } from "../helpers/waiting.js";
 
 // Regression tests for what outside probes found (issue "Hardening"): each `it` is one finding.
 
@@ -266,5 +270,70 @@ describe(`hardening (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
       const limit = doc.paths["/v1/users/me/activity"].get.parameters.find((p: Json) => p.name === "limit");
       expect(limit.schema).to.deep.equal({ type: "integer", minimum: 1, maximum: 100, default: 20 });
     });
+  });
+});
+
+describe(`hardening: nested bodies on every JSON route (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
+  this.timeout(120_000);
+  let chain: TestChain;
+  let api: TestApi;
+  const { logger, lines } = capturingLogger();
+
+  before(async () => {
+    // A deployment, so that the vault, social vault and loan routes are served too.
+    chain = await startTestChain();
+    api = await startTestApi({ chain, logger });
+  });
+  after(async () => {
+    await api?.close();
+    await chain?.close();
+  });
+
+  const arrays = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`;
+  const objects = (depth: number) => `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`;
+
+  it(`answers a body nested deeper than ${MAX_INPUT_DEPTH} levels with 400 VALIDATION_ERROR on every route that takes one, and logs no error`, async () => {
+    const token = await api.token("nested-bodies");
+    const me = (await api.request("GET", "/v1/users/me", { token })).body.data;
+    await api.request("PUT", `/dev/users/${me.id}/plan`, { body: { plan: "enterprise" } });
+    // Real ids where a route's area rules look the resource up (an unknown webhook is 404 WEBHOOK_NOT_FOUND first).
+    const hook = await api.request("POST", "/v1/webhooks", {
+      token,
+      body: { url: "http://127.0.0.1:9/nested", events: ["loan.funded"], secret: "nested-bodies-secret-000" },
+    });
+    const params: Record<string, string> = {
+      webhookId: hook.body.data.id,
+      deliveryId: randomUUID(),
+      loanId: randomUUID(),
+      notifId: randomUUID(),
+      keyId: randomUUID(),
+      userId: me.id,
+      guardianId: "0x0000000000000000000000000000000000000001",
+      withdrawalId: `0x${"1".repeat(40)}-1`,
+    };
+    const doc = (await api.request("GET", "/v1/openapi.json")).body;
+    const routes = Object.entries(doc.paths as Record<string, Json>).flatMap(([template, item]) =>
+      Object.keys(item)
+        .filter((method) => method !== "get")
+        .map((method) => ({ method: method.toUpperCase(), path: template.replace(/\{([^}]+)\}/g, (_, name: string) => params[name]!) })),
+    );
+    expect(routes.length).to.be.at.least(40);
+    expect(routes.map((route) => route.path)).to.include.members(["/v1/vault/deposit", "/v1/social-vault/lock", "/v1/loans", "/dev/token"]);
+    for (const { method, path } of routes) {
+      // 10 KB to 40 KB of nesting, as the probe sent, and one level past the limit.
+      for (const body of [arrays(10_000), objects(8_000), arrays(40_000), arrays(MAX_INPUT_DEPTH + 1)]) {
+        const response = await api.request(method, path, { token, rawBody: body, headers: JSON_TYPE });
+        expectErrorEnvelope(response, 400, "VALIDATION_ERROR");
+        expect(response.body.error.details, `${method} ${path}`).to.deep.equal({
+          field: "body",
+          reason: `must not nest deeper than ${MAX_INPUT_DEPTH} levels`,
+        });
+      }
+    }
+    // At the limit the walk goes on: what answers is the route's own schema.
+    const atLimit = await api.request("POST", "/v1/vault/yield/calculate", { rawBody: arrays(MAX_INPUT_DEPTH), headers: JSON_TYPE });
+    expectErrorEnvelope(atLimit, 400, "VALIDATION_ERROR");
+    expect(atLimit.body.error.details.reason).to.not.match(/nest/);
+    expect(lines.filter((line) => line.level >= 50).map((line) => line.msg)).to.deep.equal([]);
   });
 });

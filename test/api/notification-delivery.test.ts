@@ -1,6 +1,9 @@
+import { verify as verifyGithubStyle } from "@octokit/webhooks-methods";
 import { expect } from "chai";
 import { ensureChainIdentity } from "../../core/chain-identity.js";
 import { createLogger } from "../../core/logger.js";
+import { MAX_STREAMS_PER_USER } from "../../domain/notifications/feed.js";
+import { MAX_PUSH_DEVICES } from "../../domain/notifications/service.js";
 import type { Indexer } from "../../indexer/indexer.js";
 import { startPlatformWorkers } from "../../worker/jobs.js";
 import type { Workers } from "../../worker/scheduler.js";
@@ -10,6 +13,9 @@ import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers
 import { testIndexer, waitFor } from "../helpers/mirror.js";
 import { answerTickets, type SeenPush, startPushReceiver } from "../helpers/push-receiver.js";
 import { startSmtpServer } from "../helpers/smtp.js";
+import { startWebhookReceiver, type WebhookReceiver } from "../helpers/webhook-receiver.js";
+
+const WEBHOOK_SECRET = "owner-integration-secret-0001";
 
 // Notifications from domain events to the user, over real parts: the chain and the indexer
 // write the events, the platform workers fan them out and run the delivery jobs, e-mails go to
@@ -26,8 +32,10 @@ describe(`notifications delivered: in-app, push and e-mail from domain events ($
   let expo: Awaited<ReturnType<typeof startPushReceiver>>;
   let mails: Awaited<ReturnType<typeof startSmtpServer>>["mails"] = [];
   const pushes: SeenPush[] = [];
+  let receiver: WebhookReceiver;
 
   before(async () => {
+    receiver = await startWebhookReceiver();
     smtp = await startSmtpServer();
     mails = smtp.mails;
     // A token containing "gone" is an uninstalled app.
@@ -66,6 +74,7 @@ describe(`notifications delivered: in-app, push and e-mail from domain events ($
     await chain?.close();
     await smtp?.close();
     await expo?.close();
+    await receiver?.close();
   });
 
   /** A user whose token carries an e-mail address (the first request creates them). */
@@ -135,10 +144,16 @@ describe(`notifications delivered: in-app, push and e-mail from domain events ($
     expect(mails.slice(mailsBefore).filter((m) => m.to.includes(email))).to.deep.equal([]);
   });
 
-  it("a duress lock alerts each guardian silently and shows nothing on the owner's side: no notification, push or e-mail", async () => {
+  it("a duress lock alerts each guardian silently, reaches the owner's own webhook, and shows nothing on the owner's side: no notification, push or e-mail", async () => {
     const owner = await newTestUser(api, "owner", 0);
     const guardian = await newTestUser(api, "guardian", 0);
     const guardianWallet = (await api.request("GET", "/v1/users/me", { token: guardian.token })).body.data.walletAddress as string;
+    // The owner's server-side integration: a webhook subscribed to social_vault.locked.
+    const hook = await api.request("POST", "/v1/webhooks", {
+      token: owner.token,
+      body: { url: `${receiver.base}/owner-locks`, events: ["social_vault.locked"], secret: WEBHOOK_SECRET },
+    });
+    expect(hook.status, hook.text).to.equal(201);
     await register(owner.token, "owner-phone", "ExponentPushToken[owner-phone]");
     await register(guardian.token, "guardian-phone", "ExponentPushToken[guardian-phone]");
     const vault = await api.request("POST", "/v1/social-vault", {
@@ -197,8 +212,19 @@ describe(`notifications delivered: in-app, push and e-mail from domain events ($
       20_000,
       "the guardian's e-mail",
     );
+    // The owner's webhook receives the lock, signed with its secret: vaultOwner and lockedAt as part 6 says.
+    const delivered = await waitFor(async () => receiver.of("/owner-locks")[0], 20_000, "the owner's webhook delivery");
+    expect(await verifyGithubStyle(WEBHOOK_SECRET, delivered.body, delivered.headers["x-service-signature"] as string)).to.equal(true);
+    const payload = JSON.parse(delivered.body);
+    expect(payload.event).to.equal("social_vault.locked");
+    expect(payload.data).to.deep.equal({
+      vaultOwner: owner.id,
+      vaultAddress: vault.body.data.vaultAddress.toLowerCase(),
+      lockedAt: locked.body.data.lockedAt,
+    });
     // Long enough for every consumer and delivery of the lock to have run.
     await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect(receiver.of("/owner-locks")).to.have.length(1);
     const ownerFeed = await db.prisma.notification.findMany({ where: { userId: owner.id }, orderBy: { seq: "asc" } });
     expect(ownerFeed.length, `nothing in the owner's feed: ${ownerFeed.map((n) => n.type).join(", ")}`).to.equal(ownerRows);
     expect(pushes.filter((p) => p.to === "ExponentPushToken[owner-phone]").length, "no push to the owner").to.equal(ownerPushes);
@@ -280,6 +306,118 @@ describe(`notifications delivered: in-app, push and e-mail from domain events ($
     expect(resumed.every((id) => id > BigInt(ids[0]!))).to.equal(true);
     expect(text()).to.match(/event: unread\ndata: \{"unreadCount":3\}/);
     closeAgain();
+  });
+
+  /** A stream of `token`'s notifications: what it sent so far, whether it ended, and how to drop it. */
+  async function openStream(token: string, lastEventId?: string) {
+    const controller = new AbortController();
+    const response = await fetch(`${api.url}/v1/notifications/stream`, {
+      headers: { authorization: `Bearer ${token}`, ...(lastEventId ? { "last-event-id": lastEventId } : {}) },
+      signal: controller.signal,
+    });
+    expect(response.status).to.equal(200);
+    const chunks: string[] = [];
+    const stream = { text: () => chunks.join(""), ended: false, drop: () => controller.abort() };
+    const reader = response.body!.getReader();
+    void (async () => {
+      const decoder = new TextDecoder();
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          chunks.push(decoder.decode(value));
+        }
+        stream.ended = true;
+      } catch {
+        // dropped
+      }
+    })();
+    return stream;
+  }
+  const closeEvent = (reason: string) => `event: close\ndata: {"reason":"${reason}"}\n\n`;
+
+  it("ends a stream when its token expires, in real time and when the clock moved past it, with a close event", async () => {
+    const user = await newTestUser(api, "stream-expiry", 0);
+    const shortLived = await api.token(user.email, { email: user.email, expiresIn: 2 });
+    const brief = await openStream(shortLived);
+    await waitFor(async () => brief.text().includes("event: unread"), 5_000, "the first unread count");
+    await waitFor(async () => brief.ended, 6_000, "the stream's end at the token's expiry");
+    expect(brief.text().endsWith(closeEvent("token_expired"))).to.equal(true);
+
+    // An hour's token, then the service clock moves past its expiry: the next notification is not sent, the stream ends.
+    const hourLong = await api.token(user.email, { email: user.email, expiresIn: 3_600 });
+    const stream = await openStream(hourLong);
+    await waitFor(async () => stream.text().includes("event: unread"), 5_000, "the first unread count");
+    expect((await api.request("POST", "/dev/time/advance", { body: { seconds: 3_601 } })).status).to.equal(200);
+    const fresh = await api.token(user.email, { email: user.email, expiresIn: 86_400 });
+    const sent = await api.request("POST", "/v1/notifications/test", { token: fresh, body: { type: "in_app" } });
+    expect(sent.status, sent.text).to.equal(200);
+    await waitFor(async () => stream.ended, 5_000, "the stream's end once the clock passed the expiry");
+    expect(stream.text()).to.not.include("event: notification");
+    expect(stream.text().endsWith(closeEvent("token_expired"))).to.equal(true);
+    // The client reconnects with a fresh token and gets what it missed.
+    const again = await openStream(fresh, "0");
+    await waitFor(async () => again.text().includes("event: notification"), 5_000, "the missed notification");
+    again.drop();
+  });
+
+  it(`keeps ${MAX_STREAMS_PER_USER} streams open per account: the next one closes the oldest with a close event`, async () => {
+    const user = await newTestUser(api, "many-streams", 0);
+    const streams: Awaited<ReturnType<typeof openStream>>[] = [];
+    // One after the other: a stream is subscribed (the oldest first) once its unread count came.
+    for (let i = 0; i < MAX_STREAMS_PER_USER; i++) {
+      const stream = await openStream(user.token);
+      await waitFor(async () => stream.text().includes("event: unread"), 5_000, "the stream's unread count");
+      streams.push(stream);
+    }
+    const newest = await openStream(user.token);
+    await waitFor(async () => streams[0]!.ended, 5_000, "the oldest stream's end");
+    expect(streams[0]!.text().endsWith(closeEvent("stream_limit"))).to.equal(true);
+    // The others go on: a new notification reaches the ten open ones.
+    const sent = await api.request("POST", "/v1/notifications/test", { token: user.token, body: { type: "in_app" } });
+    expect(sent.status).to.equal(200);
+    const open = [...streams.slice(1), newest];
+    await waitFor(
+      async () => open.every((stream) => stream.text().includes("event: notification")),
+      5_000,
+      "the notification on each open stream",
+    );
+    expect(open.some((stream) => stream.ended)).to.equal(false);
+    expect(streams[0]!.text()).to.not.include("event: notification");
+    for (const stream of open) stream.drop();
+  });
+
+  it(`keeps ${MAX_PUSH_DEVICES} push devices per account: a new one replaces the least recently registered, even 50 at once`, async () => {
+    const user = await newTestUser(api, "many-devices", 0);
+    // More requests in a minute than the free plan's 60.
+    await api.request("PUT", `/dev/users/${user.id}/plan`, { body: { plan: "enterprise" } });
+    const devices = () => db.prisma.pushDevice.findMany({ where: { userId: user.id }, select: { deviceId: true } });
+    for (let i = 0; i < MAX_PUSH_DEVICES; i++) {
+      const registered = await register(user.token, `tablet-${i}`, `ExponentPushToken[cap-${user.id}-${i}]`);
+      expect(registered.body).to.not.have.property("message");
+    }
+    // Registering tablet-0 again makes it recent: tablet-1 is the least recently registered now.
+    await register(user.token, "tablet-0", `ExponentPushToken[cap-${user.id}-0]`);
+    const eleventh = await register(user.token, "tablet-10", `ExponentPushToken[cap-${user.id}-10]`);
+    expect(eleventh.status, eleventh.text).to.equal(200);
+    expect(eleventh.body.data).to.deep.equal({ registered: true, deviceId: "tablet-10" });
+    expect(eleventh.body.message).to.include("(tablet-1)");
+    expect((await devices()).map((d) => d.deviceId).sort()).to.deep.equal(
+      ["tablet-0", ...Array.from({ length: MAX_PUSH_DEVICES - 1 }, (_, i) => `tablet-${i + 2}`)].sort(),
+    );
+    // 50 registrations at once: the cap holds.
+    const burst = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => register(user.token, `burst-${i}`, `ExponentPushToken[burst-${user.id}-${i}]`)),
+    );
+    expect(burst.map((response) => response.status)).to.deep.equal(Array(50).fill(200));
+    expect(await devices()).to.have.length(MAX_PUSH_DEVICES);
+    // One notification: one push per kept device, no more.
+    const before = pushes.length;
+    expect((await api.request("POST", "/v1/notifications/test", { token: user.token, body: { type: "push" } })).status).to.equal(200);
+    const kept = new Set((await db.prisma.pushDevice.findMany({ where: { userId: user.id } })).map((d) => d.token));
+    await waitFor(async () => pushes.slice(before).filter((p) => kept.has(p.to)).length === MAX_PUSH_DEVICES, 20_000, "the pushes");
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(pushes.slice(before).filter((p) => p.to.includes(user.id))).to.have.length(MAX_PUSH_DEVICES);
   });
 
   it("refuses a malformed Last-Event-ID in the envelope, and ends open streams when the API stops", async () => {

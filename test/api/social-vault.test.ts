@@ -163,9 +163,29 @@ describe(`social vault API: create, deposit, instant withdrawals (${usingPostgre
         expect(refused.body.error.details, `${path} to ${recipient}`).to.deep.equal({ field: "recipient", reason });
       }
     }
+    // Part 7's conditions win over the recipient's refusal, and over a malformed body: above the
+    // daily limit is DAILY_LIMIT_EXCEEDED, below the minimum AMOUNT_TOO_SMALL, whatever the recipient.
+    for (const recipient of ["0x0000000000000000000000000000000000000000", vaultAddress, "not-an-address", 42]) {
+      const overLimit = await post("/v1/social-vault/withdraw/instant", user.token, { amount: 60, recipient });
+      expectErrorEnvelope(overLimit, 400, "DAILY_LIMIT_EXCEEDED");
+      expect(overLimit.body.error.details, String(recipient)).to.deep.equal({ field: "amount", reason: "at most 50.00 USDC now" });
+      for (const path of ["/v1/social-vault/withdraw/instant", "/v1/social-vault/withdraw/request"]) {
+        expectErrorEnvelope(await post(path, user.token, { amount: 0.001, recipient }), 400, "AMOUNT_TOO_SMALL");
+      }
+    }
+    expectErrorEnvelope(await post("/v1/social-vault/deposit", user.token, { amount: 0.001, colour: "red" }), 400, "AMOUNT_TOO_SMALL");
     expect(await recorded()).to.equal(before);
     expect(await usdcOf(vaultAddress)).to.equal(usdc(150));
     expect((await post("/v1/social-vault/withdraw/instant", user.token, { amount: 10, recipient: user.wallet })).status).to.equal(200);
+    // Above the vault's balance (and within the limit), to a refused recipient: INSUFFICIENT_BALANCE.
+    const saver = await newUser(20);
+    const saverVault = (await create(saver.token, { dailyLimit: 1_000 })).body.data.vaultAddress as string;
+    expect((await post("/v1/social-vault/deposit", saver.token, { amount: 5 })).status).to.equal(200);
+    for (const recipient of [saverVault, "nope"]) {
+      const short = await post("/v1/social-vault/withdraw/instant", saver.token, { amount: 6, recipient });
+      expectErrorEnvelope(short, 400, "INSUFFICIENT_BALANCE");
+      expect(short.body.error.details).to.deep.equal({ field: "amount", reason: "more than the vault's balance" });
+    }
   });
 
   it("refuses amounts below 0.01 USDC unless they empty the vault, and a request the instant path would serve, sending nothing", async () => {
@@ -366,6 +386,19 @@ describe(`social vault API: create, deposit, instant withdrawals (${usingPostgre
     expectErrorEnvelope(await post("/v1/social-vault/withdraw/request", owner.token, { amount: 150, recipient }), 400, "VAULT_LOCKED");
     expectErrorEnvelope(await post("/v1/social-vault/guardians", owner.token, { walletAddress: recipient }), 400, "VAULT_LOCKED");
     expectErrorEnvelope(await post("/v1/social-vault/lock", owner.token, { duressPin: "90210" }), 400, "VAULT_LOCKED");
+    // Locked is part 7's condition: it answers whatever else is wrong with the request.
+    for (const [path, body] of [
+      ["/v1/social-vault/deposit", { amount: "ten" }],
+      ["/v1/social-vault/withdraw/instant", { amount: 1, recipient: "nope" }],
+      ["/v1/social-vault/withdraw/request", { amount: -5, recipient: 42 }],
+      ["/v1/social-vault/guardians", { walletAddress: "0x12" }],
+      ["/v1/social-vault/lock", { duressPin: "12a" }],
+      ["/v1/social-vault/lock", {}],
+      ["/v1/social-vault/withdrawals/not-an-id/execute", {}],
+    ] as const) {
+      expectErrorEnvelope(await post(path, owner.token, body), 400, "VAULT_LOCKED");
+    }
+    expectErrorEnvelope(await api.request("DELETE", "/v1/social-vault/guardians/not!an!id", { token: owner.token }), 400, "VAULT_LOCKED");
     await waitForHead(db, chain);
     expect(await db.prisma.domainEvent.count({ where: { type: "social_vault.locked", userId: owner.id } })).to.equal(1);
 

@@ -210,7 +210,7 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
     expect(hitsOf("/late").map((hit) => JSON.parse(hit.body).id)).to.deep.equal([after]);
   });
 
-  it("tells every subscriber of vault.yield_distributed, and a lock only to the guardians, as social_vault.locked", async () => {
+  it("tells every subscriber of vault.yield_distributed, and a lock to the owner's webhooks and, from their alert, the guardians'", async () => {
     await subscribe(alice, "/alice/yield", ["vault.yield_distributed"]);
     await subscribe(bob, "/bob/yield", ["vault.yield_distributed", "social_vault.locked"]);
     await subscribe(alice, "/alice/locks", ["social_vault.locked"]);
@@ -222,9 +222,9 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
       raw: { amount: 5_000_000n, totalYield: 5_000_000n, exchangeRate: 1_050_000n },
     });
     await until(() => hitsOf("/alice/yield").length === 1 && hitsOf("/bob/yield").length === 1, "both yield deliveries");
-    // Alice's vault is locked: the chain fact concerns her and is told to nobody; Bob, her guardian, gets his alert.
+    // Alice's vault is locked: the chain fact goes to her own webhooks; Bob, her guardian, gets his alert.
     const lockedAt = new Date().toISOString();
-    await record("social_vault.locked", aliceId, { vaultOwner: aliceId, vaultAddress: ADDRESS(7), lockedAt });
+    const lockId = await record("social_vault.locked", aliceId, { vaultOwner: aliceId, vaultAddress: ADDRESS(7), lockedAt });
     const alertId = await record("social_vault.guardian_alert", bobId, {
       vaultAddress: ADDRESS(7),
       vaultOwner: aliceId,
@@ -232,9 +232,12 @@ describe(`webhook deliveries from domain events (${usingPostgres ? "PostgreSQL" 
       reason: "locked",
       lockedAt,
     });
-    await until(() => hitsOf("/bob/yield").length === 2, "bob's lock delivery");
+    await until(() => hitsOf("/bob/yield").length === 2 && hitsOf("/alice/locks").length === 1, "both lock deliveries");
     await sleep(300);
-    expect(hitsOf("/alice/locks")).to.deep.equal([]);
+    expect(hitsOf("/alice/locks")).to.have.length(1);
+    const ownLock = JSON.parse(hitsOf("/alice/locks")[0]!.body);
+    expect(ownLock).to.deep.include({ id: lockId, event: "social_vault.locked" });
+    expect(ownLock.data).to.deep.equal({ vaultOwner: aliceId, vaultAddress: ADDRESS(7), lockedAt });
     const lock = JSON.parse(hitsOf("/bob/yield")[1]!.body);
     expect(lock).to.deep.include({ id: alertId, event: "social_vault.locked" });
     expect(lock.data).to.deep.equal({ vaultOwner: aliceId, vaultAddress: ADDRESS(7), lockedAt });
