@@ -25,7 +25,7 @@ export const MAX_INPUT_DEPTH = 32;
  * included, with VALIDATION_ERROR naming the first such field, or that nests deeper than
  * MAX_INPUT_DEPTH. A loop over an explicit stack, not recursion: it runs on whatever was sent.
  */
-export function assertFitStrings(value: unknown, location: string): void {
+export function assertFitInput(value: unknown, location: string): void {
   const fail = (reason: string, at: readonly string[]) => {
     const field = at.length > 0 ? at.join(".") : location;
     throw new AppError("VALIDATION_ERROR", `Invalid ${location}: ${field}: ${reason}`, { field, reason });

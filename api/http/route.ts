@@ -6,7 +6,7 @@ import { envelopeText, errorBody, sendText } from "./envelope.js";
 import { allowMethods } from "./error-handler.js";
 import { AppError, ERROR_STATUS, type ErrorCode, type ErrorDetails } from "./errors.js";
 import { type IdempotencyStore, idempotencyKeyOf, requestHashOf, runIdempotent } from "./idempotency.js";
-import { assertFitStrings } from "./input.js";
+import { assertFitInput } from "./input.js";
 import { refuseOverLimit } from "./rate-limit.js";
 
 // One route definition drives everything about an endpoint: the Express route, the
@@ -140,7 +140,7 @@ function validationError(location: string, error: z.ZodError): AppError {
 
 function parse(schema: AnySchema | undefined, value: unknown, location: string): unknown {
   // Checked even where no schema reads the value: nothing unfit reaches a handler or the log.
-  assertFitStrings(value, location);
+  assertFitInput(value, location);
   if (!schema) return undefined;
   const result = schema.safeParse(value);
   if (!result.success) throw validationError(location, result.error);
