@@ -257,57 +257,6 @@ describe(`notifications delivered: in-app, push and e-mail from domain events ($
     expect(mails.filter((m) => m.to.includes(reader.email) && m.text.includes("Tu semana en TrustMint"))).to.have.length(1);
   });
 
-  it("streams a new notification within a second, and resumes after a disconnect with Last-Event-ID", async () => {
-    const user = await newTestUser(api, "streamer", 0);
-    const received: string[] = [];
-    const open = async (lastEventId?: string) => {
-      const controller = new AbortController();
-      const response = await fetch(`${api.url}/v1/notifications/stream`, {
-        headers: { authorization: `Bearer ${user.token}`, ...(lastEventId ? { "last-event-id": lastEventId } : {}) },
-        signal: controller.signal,
-      });
-      expect(response.status).to.equal(200);
-      expect(response.headers.get("content-type")).to.match(/^text\/event-stream/);
-      const reader = response.body!.getReader();
-      void (async () => {
-        const decoder = new TextDecoder();
-        try {
-          for (;;) {
-            const { done, value } = await reader.read();
-            if (done) return;
-            received.push(decoder.decode(value));
-          }
-        } catch {
-          // aborted
-        }
-      })();
-      return () => controller.abort();
-    };
-    const text = () => received.join("");
-    const close = await open();
-    await waitFor(async () => text().includes("event: unread"), 5_000, "the first unread count");
-    const started = Date.now();
-    const test = await api.request("POST", "/v1/notifications/test", { token: user.token, body: { type: "in_app" } });
-    expect(test.status, test.text).to.equal(200);
-    await waitFor(async () => text().includes("event: notification"), 5_000, "the streamed notification");
-    expect(Date.now() - started, "within a second").to.be.lessThan(1_000);
-    const ids = [...text().matchAll(/^id: (\d+)$/gm)].map((m) => m[1]!);
-    expect(ids).to.have.length(1);
-    close();
-
-    // Missed while disconnected: two more.
-    await api.request("POST", "/v1/notifications/test", { token: user.token, body: { type: "in_app" } });
-    await api.request("POST", "/v1/notifications/test", { token: user.token, body: { type: "in_app" } });
-    received.length = 0;
-    const closeAgain = await open(ids[0]);
-    await waitFor(async () => [...text().matchAll(/^id: (\d+)$/gm)].length >= 2, 5_000, "the missed notifications");
-    const resumed = [...text().matchAll(/^id: (\d+)$/gm)].map((m) => BigInt(m[1]!));
-    expect(resumed).to.have.length(2);
-    expect(resumed.every((id) => id > BigInt(ids[0]!))).to.equal(true);
-    expect(text()).to.match(/event: unread\ndata: \{"unreadCount":3\}/);
-    closeAgain();
-  });
-
   /** A stream of `token`'s notifications: what it sent so far, whether it ended, and how to drop it. */
   async function openStream(token: string, lastEventId?: string) {
     const controller = new AbortController();
@@ -317,7 +266,12 @@ describe(`notifications delivered: in-app, push and e-mail from domain events ($
     });
     expect(response.status).to.equal(200);
     const chunks: string[] = [];
-    const stream = { text: () => chunks.join(""), ended: false, drop: () => controller.abort() };
+    const stream = {
+      contentType: response.headers.get("content-type"),
+      text: () => chunks.join(""),
+      ended: false,
+      drop: () => controller.abort(),
+    };
     const reader = response.body!.getReader();
     void (async () => {
       const decoder = new TextDecoder();
@@ -335,6 +289,32 @@ describe(`notifications delivered: in-app, push and e-mail from domain events ($
     return stream;
   }
   const closeEvent = (reason: string) => `event: close\ndata: {"reason":"${reason}"}\n\n`;
+
+  it("streams a new notification within a second, and resumes after a disconnect with Last-Event-ID", async () => {
+    const user = await newTestUser(api, "streamer", 0);
+    const first = await openStream(user.token);
+    expect(first.contentType).to.match(/^text\/event-stream/);
+    await waitFor(async () => first.text().includes("event: unread"), 5_000, "the first unread count");
+    const started = Date.now();
+    const test = await api.request("POST", "/v1/notifications/test", { token: user.token, body: { type: "in_app" } });
+    expect(test.status, test.text).to.equal(200);
+    await waitFor(async () => first.text().includes("event: notification"), 5_000, "the streamed notification");
+    expect(Date.now() - started, "within a second").to.be.lessThan(1_000);
+    const ids = [...first.text().matchAll(/^id: (\d+)$/gm)].map((m) => m[1]!);
+    expect(ids).to.have.length(1);
+    first.drop();
+
+    // Missed while disconnected: two more.
+    await api.request("POST", "/v1/notifications/test", { token: user.token, body: { type: "in_app" } });
+    await api.request("POST", "/v1/notifications/test", { token: user.token, body: { type: "in_app" } });
+    const again = await openStream(user.token, ids[0]);
+    await waitFor(async () => [...again.text().matchAll(/^id: (\d+)$/gm)].length >= 2, 5_000, "the missed notifications");
+    const resumed = [...again.text().matchAll(/^id: (\d+)$/gm)].map((m) => BigInt(m[1]!));
+    expect(resumed).to.have.length(2);
+    expect(resumed.every((id) => id > BigInt(ids[0]!))).to.equal(true);
+    expect(again.text()).to.match(/event: unread\ndata: \{"unreadCount":3\}/);
+    again.drop();
+  });
 
   it("ends a stream when its token expires, in real time and when the clock moved past it, with a close event", async () => {
     const user = await newTestUser(api, "stream-expiry", 0);
