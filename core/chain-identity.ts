@@ -29,15 +29,20 @@ export const CHAIN_DERIVED_TABLES = [
   "LoanRequest",
   // The sandbox's clock offset pairs with the chain's time: a new embedded chain starts at real time.
   "ServiceClock",
+  // Payments name the old chain's router (and their refunds, its transactions).
+  "PaymentRefund",
+  "Payment",
 ] as const;
 
 /** SQL for the id of the chain this database mirrors (one per database), for reads of the mirror tables. */
 export const MIRRORED_CHAIN_ID_SQL = `(SELECT "chainId" FROM "ChainIdentity" WHERE "id" = 1)`;
 
-/** Key by key: JSONB does not keep the order in which an object's keys were written. */
+/**
+ * Key by key (JSONB does not keep the order in which an object's keys were written). A deployment
+ * may add contracts a later version brings (the payment router): every stored one must be the same.
+ */
 function sameAddresses(stored: Record<string, string>, expected: Record<string, string>): boolean {
-  const keys = Object.keys(expected);
-  return Object.keys(stored).length === keys.length && keys.every((key) => stored[key] === expected[key]);
+  return Object.keys(stored).every((key) => stored[key] === expected[key]);
 }
 
 /**

@@ -57,6 +57,9 @@ const envSchema = z.object({
   USDC_ADDRESS: optionalString.refine((value) => value === undefined || /^0x[0-9a-fA-F]{40}$/.test(value), {
     message: "must be a 0x-prefixed 20-byte address",
   }),
+  TREASURY_ADDRESS: optionalString.refine((value) => value === undefined || /^0x[0-9a-fA-F]{40}$/.test(value), {
+    message: "must be a 0x-prefixed 20-byte address",
+  }),
   DATABASE_URL: optionalString.refine((value) => value === undefined || /^postgres(ql)?:\/\/.+/.test(value), {
     message: "must be a postgresql:// connection URL",
   }),
@@ -171,6 +174,8 @@ export interface Config {
     embeddedPort: number;
     deployerPrivateKey: string;
     usdcAddress: string | undefined;
+    /** Where payment fees go; undefined outside production means the deployer's address. */
+    treasuryAddress: string | undefined;
     confirmations: number;
     /** Below this the paying account is reported low (/health and a warning). */
     payerLowBalanceWei: bigint;
@@ -247,6 +252,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
         "MANAGED_WALLET_MNEMONIC",
         "SMTP_URL",
         "WEBHOOK_SECRET_KEY",
+        "TREASURY_ADDRESS",
       ] as const
     ).filter((name) => env[name] === undefined);
     if (missing.length > 0) {
@@ -273,6 +279,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
       embeddedPort: env.CHAIN_PORT,
       deployerPrivateKey: env.DEPLOYER_PRIVATE_KEY ?? HARDHAT_DEV_DEPLOYER_KEY,
       usdcAddress: env.USDC_ADDRESS,
+      treasuryAddress: env.TREASURY_ADDRESS,
       confirmations: env.CONFIRMATIONS,
       payerLowBalanceWei: env.PAYER_LOW_BALANCE_WEI,
       replaceAfterMs: env.TX_REPLACE_AFTER_MS,

@@ -59,6 +59,8 @@ export interface DeployOptions {
   usdcAddress?: string | undefined;
   /** Deploy even when a live deployment is recorded (the embedded chain is always new). */
   fresh?: boolean;
+  /** Where payment fees go (TREASURY_ADDRESS); the deployer's address when absent. */
+  treasury?: string | undefined;
   logger?: Logger;
 }
 
@@ -68,32 +70,20 @@ export async function ensureDeployment(options: DeployOptions): Promise<Deployme
   const genesis = await provider.getBlock(0);
   if (!genesis?.hash) throw new Error("deploy: the chain returned no genesis block");
 
+  const wallet = new Wallet(options.deployerPrivateKey, provider);
+  const deployer = new NonceManager(wallet);
+  const treasury = options.treasury ?? wallet.address;
   const recorded = readDeployment(chainId);
   if (!options.fresh && recorded && (await isLive(provider, recorded, genesis.hash))) {
     logger?.info({ chainId, file: deploymentPath(chainId) }, "using recorded deployment");
-    return recorded;
+    return upgradeDeployment(recorded, { deployer, treasury, logger });
   }
 
-  const wallet = new Wallet(options.deployerPrivateKey, provider);
-  const deployer = new NonceManager(wallet);
   const contracts: Record<string, DeployedContract> = {};
 
-  async function deploy(key: string, sourcePath: string, name: string, args: unknown[]): Promise<Contract> {
-    const artifact = loadArtifact(sourcePath, name);
-    const factory = new ContractFactory(artifact.abi as never, artifact.bytecode, deployer);
-    const contract = await factory.deploy(...args);
-    const receipt = await contract.deploymentTransaction()?.wait();
-    if (!receipt) throw new Error(`deploy: no receipt for ${name}`);
-    const address = await contract.getAddress();
-    contracts[key] = { address, blockNumber: receipt.blockNumber };
-    logger?.info({ contract: name, address }, "deployed");
-    return new Contract(address, artifact.abi as never, deployer);
-  }
-
-  async function send(what: string, call: Promise<{ wait(): Promise<unknown> }>) {
-    await (await call).wait();
-    logger?.debug({ step: what }, "wired");
-  }
+  const deploy = (key: string, sourcePath: string, name: string, args: unknown[]) =>
+    deployContract({ deployer, contracts, logger }, key, sourcePath, name, args);
+  const send = (what: string, call: Promise<{ wait(): Promise<unknown> }>) => sendAndWait(logger, what, call);
 
   // The ERC-2771 forwarder first: the platform contracts fix the address they trust at construction, so the
   // managed wallets' signed requests, relayed through it, act as the wallets (contracts/metatx/TrustMintForwarder.sol).
@@ -115,6 +105,7 @@ export async function ensureDeployment(options: DeployOptions): Promise<Deployme
   ]);
   const loanBook = await deploy("loanBook", "lending/LoanBook.sol", "LoanBook", [await vault.getAddress(), wallet.address, forwarder]);
   await deploy("socialVaultFactory", "social/SocialVaultFactory.sol", "SocialVaultFactory", [usdc, forwarder]);
+  await deploy("paymentRouter", "payments/PaymentRouter.sol", "PaymentRouter", [usdc, wallet.address, treasury, forwarder]);
 
   // Roles (docs/contracts-lending.md): the loan book draws from the vault; the service's
   // signer (the deployer here) operates loans, distributes yield and may pause.
@@ -135,4 +126,66 @@ export async function ensureDeployment(options: DeployOptions): Promise<Deployme
   mkdirSync(deploymentsDir(), { recursive: true });
   writeFileSync(deploymentPath(chainId), `${JSON.stringify(deployment, null, 2)}\n`);
   return deployment;
+}
+
+interface DeployContext {
+  deployer: NonceManager;
+  contracts: Record<string, DeployedContract>;
+  logger?: Logger | undefined;
+}
+
+async function deployContract(context: DeployContext, key: string, sourcePath: string, name: string, args: unknown[]): Promise<Contract> {
+  const artifact = loadArtifact(sourcePath, name);
+  const factory = new ContractFactory(artifact.abi as never, artifact.bytecode, context.deployer);
+  const contract = await factory.deploy(...args);
+  const receipt = await contract.deploymentTransaction()?.wait();
+  if (!receipt) throw new Error(`deploy: no receipt for ${name}`);
+  const address = await contract.getAddress();
+  context.contracts[key] = { address, blockNumber: receipt.blockNumber };
+  context.logger?.info({ contract: name, address }, "deployed");
+  return new Contract(address, artifact.abi as never, context.deployer);
+}
+
+async function sendAndWait(logger: Logger | undefined, what: string, call: Promise<{ wait(): Promise<unknown> }>) {
+  await (await call).wait();
+  logger?.debug({ step: what }, "wired");
+}
+
+/**
+ * A recorded deployment brought up to this version: a contract later versions added (the payment
+ * router) is deployed beside the others and recorded, and the router's treasury follows
+ * TREASURY_ADDRESS. The contracts deployed before keep their addresses and their state.
+ */
+async function upgradeDeployment(
+  recorded: Deployment,
+  { deployer, treasury, logger }: { deployer: NonceManager; treasury: string; logger?: Logger | undefined },
+): Promise<Deployment> {
+  const contracts = { ...recorded.contracts };
+  const usdc = contracts.usdc!.address;
+  const forwarder = contracts.forwarder!.address;
+  const admin = await deployer.getAddress();
+  let router: Contract;
+  if (contracts.paymentRouter) {
+    router = new Contract(
+      contracts.paymentRouter.address,
+      loadArtifact("payments/PaymentRouter.sol", "PaymentRouter").abi as never,
+      deployer,
+    );
+  } else {
+    router = await deployContract({ deployer, contracts, logger }, "paymentRouter", "payments/PaymentRouter.sol", "PaymentRouter", [
+      usdc,
+      admin,
+      treasury,
+      forwarder,
+    ]);
+  }
+  if (((await router.getFunction("treasury")()) as string).toLowerCase() !== treasury.toLowerCase()) {
+    const fee = (await router.getFunction("feeBps")()) as bigint;
+    await sendAndWait(logger, "paymentRouter treasury", router.getFunction("setFee")(fee, treasury));
+    logger?.info({ treasury }, "payment fees go to the configured treasury");
+  }
+  if (Object.keys(contracts).length === Object.keys(recorded.contracts).length) return recorded;
+  const upgraded = { ...recorded, contracts };
+  writeFileSync(deploymentPath(recorded.chainId), `${JSON.stringify(upgraded, null, 2)}\n`);
+  return upgraded;
 }

@@ -10,6 +10,7 @@ export const PLATFORM_ARTIFACTS = {
   socialVaultFactory: ["social/SocialVaultFactory.sol", "SocialVaultFactory"],
   socialVault: ["social/SocialVault.sol", "SocialVault"],
   forwarder: ["metatx/TrustMintForwarder.sol", "TrustMintForwarder"],
+  paymentRouter: ["payments/PaymentRouter.sol", "PaymentRouter"],
 } as const;
 
 let errors: Interface | undefined;

@@ -35,6 +35,7 @@ import { createPayerWatch } from "./transactions/payer.js";
 import { createMirrorWait } from "./transactions/read-your-writes.js";
 import { createTransactionSender } from "./transactions/sender.js";
 import { createUserTransactions, forwardedCall } from "./transactions/user-transactions.js";
+import { createUserWrite } from "./transactions/user-write.js";
 import { createTrustScoreService } from "./trust-score/service.js";
 import { eraseDueAccounts } from "./users/erase.js";
 import { createUsersRepo } from "./users/repo.js";
@@ -276,14 +277,14 @@ export function createServices({
       logger,
     });
     const mirror = createMirrorWait({ db, chainId: chain.chainId, timeoutMs: chain.mirrorWaitMs, logger });
+    // The one path of every user's money write, whatever the domain.
+    const userWrite = createUserWrite({ chainId: chain.chainId, transactions, mirror });
     const vault = createVaultService({
-      chainId: chain.chainId,
       provider: chain.provider,
       vault: stakingVault,
       repo: vaultRepo,
       clock,
-      transactions,
-      mirror,
+      userWrite,
       rewards,
       xp: xpRepo,
     });
@@ -294,13 +295,12 @@ export function createServices({
       logger,
     });
     const sandbox = createSandboxService({ sender, usdc: chain.mockUsdc ? usdc : null, vault: stakingVault, operator: sender.address });
-    const loanBook = { chainId: chain.chainId, loanBook: contract("loanBook"), sender, mirror, transactions, rewards };
+    const loanBook = { chainId: chain.chainId, loanBook: contract("loanBook"), sender, mirror, userWrite, rewards };
     const socialVault = createSocialVaultService({
       db,
       clock,
       factory: contract("socialVaultFactory"),
-      transactions,
-      mirror,
+      userWrite,
       privateKeyOf: (index) => wallets.signerOf(index).privateKey,
       alerts: guardianAlerts,
       platformContracts: Object.fromEntries(Object.entries(chain.deployment.contracts).map(([key, deployed]) => [key, deployed.address])),

@@ -4,7 +4,7 @@ import { compileStaticDecoder, type EventArgs, namedArgs, type StaticDecoder } f
 import type { LogFilter, RpcLog } from "./rpc.js";
 
 /** Which platform contract emitted a log. */
-export type Source = "usdc" | "stakingVault" | "loanBook" | "socialVaultFactory" | "socialVault";
+export type Source = "usdc" | "stakingVault" | "loanBook" | "socialVaultFactory" | "socialVault" | "paymentRouter";
 
 const ABIS: Record<Source, [string, string]> = {
   usdc: ["mocks/MockUSDC.sol", "MockUSDC"],
@@ -12,6 +12,7 @@ const ABIS: Record<Source, [string, string]> = {
   loanBook: ["lending/LoanBook.sol", "LoanBook"],
   socialVaultFactory: ["social/SocialVaultFactory.sol", "SocialVaultFactory"],
   socialVault: ["social/SocialVault.sol", "SocialVault"],
+  paymentRouter: ["payments/PaymentRouter.sol", "PaymentRouter"],
 };
 
 export interface Decoded {
@@ -92,6 +93,7 @@ export interface PlatformAddresses {
   stakingVault: string;
   loanBook: string;
   socialVaultFactory: string;
+  paymentRouter: string;
 }
 
 export function platformAddresses(deployment: Deployment): PlatformAddresses {
@@ -105,6 +107,7 @@ export function platformAddresses(deployment: Deployment): PlatformAddresses {
     stakingVault: address("stakingVault"),
     loanBook: address("loanBook"),
     socialVaultFactory: address("socialVaultFactory"),
+    paymentRouter: address("paymentRouter"),
   };
 }
 
@@ -120,7 +123,7 @@ export function startBlock(deployment: Deployment): number {
  */
 export function logFilters(catalogue: ContractCatalogue, addresses: PlatformAddresses): LogFilter[] {
   return [
-    { address: [addresses.stakingVault, addresses.loanBook, addresses.socialVaultFactory] },
+    { address: [addresses.stakingVault, addresses.loanBook, addresses.socialVaultFactory, addresses.paymentRouter] },
     { address: addresses.usdc, topics: [catalogue.topicOf("usdc", "Transfer")] },
     { topics: [catalogue.ownTopicsOf("socialVault", "SocialVault")] },
   ];

@@ -1,6 +1,7 @@
 import type { ContractCatalogue, Decoded, PlatformAddresses, Source } from "./contracts.js";
 import type { Context, EventArgsOf, EventHandlers, IndexedLog } from "./handlers/context.js";
 import { loanBookHandlers } from "./handlers/loan-book.js";
+import { paymentRouterHandlers } from "./handlers/payment-router.js";
 import { socialVaultFactoryHandlers, socialVaultHandlers } from "./handlers/social-vault.js";
 import { stakingVaultHandlers } from "./handlers/staking-vault.js";
 import { usdcHandlers } from "./handlers/usdc.js";
@@ -15,6 +16,7 @@ const HANDLERS: Record<Source, EventHandlers> = {
   loanBook: loanBookHandlers,
   socialVaultFactory: socialVaultFactoryHandlers,
   socialVault: socialVaultHandlers,
+  paymentRouter: paymentRouterHandlers,
 };
 
 /** Which source a raw log belongs to, or null when it is not the platform's. */
@@ -32,6 +34,7 @@ function classify(log: RpcLog, classifier: Classifier): Source | null {
   if (address === addresses.loanBook) return "loanBook";
   if (address === addresses.socialVaultFactory) return "socialVaultFactory";
   if (address === addresses.usdc) return "usdc";
+  if (address === addresses.paymentRouter) return "paymentRouter";
   if (classifier.socialVaults.has(address)) return "socialVault";
   return null;
 }

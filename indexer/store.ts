@@ -19,7 +19,7 @@ export class CursorMovedError extends Error {
 }
 
 /** The append-only tables a rollback trims by block number. */
-export const LOG_TABLES = ["ChainLog", "ChainBlock", "VaultTransaction", "YieldDistribution", "UsdcTransfer"] as const;
+export const LOG_TABLES = ["ChainLog", "ChainBlock", "VaultTransaction", "YieldDistribution", "UsdcTransfer", "PaymentChainEvent"] as const;
 
 const CHAIN = (chainId: number) => ({ chainId: { type: "int4" as const, value: chainId } });
 
@@ -155,6 +155,24 @@ export async function commitBatch(db: Database, batch: Batch): Promise<{ events:
       "UsdcTransfer",
       [...logRef, col("from", "text"), col("to", "text"), col("amount", "int8"), col("timestamp", "timestamp(3)")],
       batch.out.usdcTransfers,
+      fresh,
+    );
+    await insertRows(
+      query,
+      "PaymentChainEvent",
+      [
+        ...logRef,
+        col("kind", "text"),
+        col("ref", "text"),
+        col("refundRef", "text"),
+        col("payer", "text"),
+        col("merchant", "text"),
+        col("amount", "int8"),
+        col("fee", "int8"),
+        col("totalRefunded", "int8"),
+        col("timestamp", "timestamp(3)"),
+      ],
+      batch.out.paymentEvents,
       fresh,
     );
     await StateStore.write(query, chainId, batch.state);

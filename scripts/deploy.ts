@@ -12,7 +12,13 @@ try {
     console.log(`deploy: CHAIN_RPC_URL not set; using ${config.chain.rpcUrl} (a \`npm run chain\` node)`);
   const logger = createLogger(config.logLevel);
   const { provider, chainId } = await connectRpc(config.chain.rpcUrl);
-  await ensureDeployment({ provider, deployerPrivateKey: config.chain.deployerPrivateKey, usdcAddress: config.chain.usdcAddress, logger });
+  await ensureDeployment({
+    provider,
+    deployerPrivateKey: config.chain.deployerPrivateKey,
+    usdcAddress: config.chain.usdcAddress,
+    treasury: config.chain.treasuryAddress,
+    logger,
+  });
   provider.destroy();
   console.log(`deploy: chain ${chainId} contracts recorded in ${deploymentPath(chainId)}`);
 } catch (error) {

@@ -43,6 +43,7 @@ await runUntilSignal(
       provider: chain.provider,
       deployerPrivateKey: config.chain.deployerPrivateKey,
       usdcAddress: config.chain.usdcAddress,
+      treasury: config.chain.treasuryAddress,
       fresh: chain.embedded !== undefined,
       logger,
     });

@@ -9,7 +9,6 @@ import type { Logger } from "../../core/logger.js";
 import { usdcNumber } from "../../core/money.js";
 import type { Db } from "../db.js";
 import { AppError } from "../errors.js";
-import { chainDedupeKey, chainEventId } from "../events/ids.js";
 import { domainEvent, recordEvents } from "../events/outbox.js";
 import type { OperationKey } from "../idempotency/operation-key.js";
 import type { RewardsConsumer } from "../rewards/consumer.js";
@@ -17,7 +16,7 @@ import { chainFailure } from "../transactions/failures.js";
 import type { MirrorWait } from "../transactions/read-your-writes.js";
 import { requireReceiptEvent } from "../transactions/receipts.js";
 import { TransactionRevertedError, type TransactionSender } from "../transactions/sender.js";
-import type { UserTransactions } from "../transactions/user-transactions.js";
+import type { UserWrite } from "../transactions/user-write.js";
 import { type Tier, tierFor } from "../trust-score/rules.js";
 import type { UserRecord } from "../users/repo.js";
 import type { XpService } from "../xp/service.js";
@@ -67,8 +66,8 @@ export interface LoansServiceDeps {
     loanBook: Contract;
     sender: Pick<TransactionSender, "send">;
     mirror: Pick<MirrorWait, "untilIndexed">;
-    /** The relay of users' own transactions (a repayment is the borrower's). */
-    transactions: Pick<UserTransactions, "send">;
+    /** The one path of a user's money write (a repayment is the borrower's; domain/transactions/user-write.ts). */
+    userWrite: UserWrite;
     rewards: Pick<RewardsConsumer, "xpOf" | "runTrust">;
   };
   /** LOAN_FUNDING_DELAY_S: how old a request is before the pool funds it by itself. */
@@ -381,47 +380,36 @@ export function createLoansService(deps: LoansServiceDeps) {
       checkPayment(row, amount);
       const chain = chainOrFail();
       const loanBook = chain.loanBook;
-      const wallet = user.walletAddress!;
-      const sent = await chain.transactions
-        .send({
-          user: { id: user.id, walletIndex: user.walletIndex, walletAddress: wallet },
-          purpose: "loan.repay",
-          ...operation,
-          to: loanBook.target as string,
+      const sent = await chain.userWrite.send({
+        user,
+        purpose: "loan.repay",
+        operation,
+        to: loanBook.target as string,
+        call: {
           permit: { spender: loanBook.target as string, value: amount },
           data: (permit) =>
             loanBook.interface.encodeFunctionData("repayWithPermit", [chainLoanId, amount, permit.deadline, permit.v, permit.r, permit.s]),
-        })
-        .catch((error) =>
-          chainFailure(error, (revert) => {
-            switch (revert.name) {
-              case "LoanBookLoanNotOpen":
-                return (revert.args[1] as bigint) === 3n
-                  ? new AppError("ALREADY_REPAID", "This loan is already repaid")
-                  : new AppError("CONFLICT", "This loan takes no more payments", { field: "loanId", reason: "closed" });
-              case "ERC20InsufficientBalance":
-                return new AppError("INSUFFICIENT_BALANCE", `Your wallet holds ${usdcNumber(revert.args[1] as bigint)} USDC`, {
-                  field: "amount",
-                  reason: "more than your USDC balance",
-                });
-              default:
-                return undefined;
-            }
-          }),
-        );
-      const { args: payment, index: logIndex } = requireReceiptEvent<{ amount: bigint; remainingBalance: bigint; closed: boolean }>(
+        },
+        reverts: (revert) => {
+          if (revert.name !== "LoanBookLoanNotOpen") return undefined;
+          return (revert.args[1] as bigint) === 3n
+            ? new AppError("ALREADY_REPAID", "This loan is already repaid")
+            : new AppError("CONFLICT", "This loan takes no more payments", { field: "loanId", reason: "closed" });
+        },
+      });
+      const { args: payment, eventId } = chain.userWrite.eventOf<{ amount: bigint; remainingBalance: bigint; closed: boolean }>(
         loanBook,
-        sent.receipt,
+        sent,
         "LoanRepaymentMade",
       );
       let xpEarned = 0;
       let trustScoreChange = 0;
-      if ((await chain.mirror.untilIndexed(sent.blockNumber)) && payment.closed) {
+      if (sent.indexed && payment.closed) {
         // The repayment's own XP and Trust Score, applied now rather than by the worker's next run.
-        const eventId = chainEventId(chainDedupeKey(chain.chainId, sent.txHash, logIndex, "loan.repaid"));
+        const repaid = eventId("loan.repaid");
         const before = await db.prisma.user.findUniqueOrThrow({ where: { id: user.id }, select: { trustScore: true } });
-        xpEarned = (await chain.rewards.xpOf(deps.clock.now(), eventId)) ?? 0;
-        await chain.rewards.runTrust(deps.clock.now(), [eventId]);
+        xpEarned = (await chain.rewards.xpOf(deps.clock.now(), repaid)) ?? 0;
+        await chain.rewards.runTrust(deps.clock.now(), [repaid]);
         const after = await db.prisma.user.findUniqueOrThrow({ where: { id: user.id }, select: { trustScore: true } });
         trustScoreChange = after.trustScore - before.trustScore;
         deps.invalidateUser(user.id);

@@ -11,10 +11,9 @@ import { platformContractAt } from "../../core/platform-abi.js";
 import type { Db } from "../db.js";
 import { AppError } from "../errors.js";
 import type { OperationKey } from "../idempotency/operation-key.js";
-import { chainFailure } from "../transactions/failures.js";
-import type { MirrorWait } from "../transactions/read-your-writes.js";
 import { receiptEvent, requireReceiptEvent } from "../transactions/receipts.js";
-import type { UserCallData, UserTransactions } from "../transactions/user-transactions.js";
+import type { UserCallData } from "../transactions/user-transactions.js";
+import type { UserWrite } from "../transactions/user-write.js";
 import type { UserRecord } from "../users/repo.js";
 import {
   guardiansOfOwner,
@@ -35,8 +34,8 @@ export interface SocialVaultServiceDeps {
   db: Db;
   clock: Pick<Clock, "now">;
   factory: Contract;
-  transactions: Pick<UserTransactions, "send">;
-  mirror: Pick<MirrorWait, "untilIndexed">;
+  /** The one path of a user's money write (domain/transactions/user-write.ts). */
+  userWrite: Pick<UserWrite, "send">;
   /** Records the guardians' silent alerts of mirrored locks (run after a lock, so they exist when it answers). */
   alerts?: { run(now: Date): Promise<number> };
   /** The user's managed wallet's private key (the duress key is keyed by it: see duressKeyOf). */
@@ -80,11 +79,6 @@ function socialVaultRevert(revert: { name: string; args: unknown[] }) {
       return new AppError("INSUFFICIENT_BALANCE", `Your social vault holds ${formatUsdc2(args[0]!)} USDC`, {
         field: "amount",
         reason: "more than the vault's balance",
-      });
-    case "ERC20InsufficientBalance":
-      return new AppError("INSUFFICIENT_BALANCE", `Your wallet holds ${formatUsdc2(args[1]!)} USDC`, {
-        field: "amount",
-        reason: "more than your USDC balance",
       });
     case "SocialVaultFactoryVaultExists":
       return new AppError("SOCIAL_VAULT_EXISTS", "You already have a social vault; it is configured once");
@@ -242,19 +236,8 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
   }
 
   /** Sends `call` as the user's own transaction; answers after the receipt and the mirror. */
-  async function send(user: UserRecord, purpose: string, operation: OperationKey, to: string, call: UserCallData) {
-    const sent = await deps.transactions
-      .send({
-        user: { id: user.id, walletIndex: user.walletIndex, walletAddress: user.walletAddress! },
-        purpose,
-        ...operation,
-        to,
-        ...call,
-      })
-      .catch((error) => chainFailure(error, socialVaultRevert));
-    await deps.mirror.untilIndexed(sent.blockNumber);
-    return sent;
-  }
+  const send = (user: UserRecord, purpose: string, operation: OperationKey, to: string, call: UserCallData) =>
+    deps.userWrite.send({ user, purpose, operation, to, call, reverts: socialVaultRevert });
 
   return {
     /**

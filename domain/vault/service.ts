@@ -2,32 +2,28 @@
 // (domain/transactions/user-transactions.ts), figures read from the chain (status, rates, the
 // amounts of a write) or from the mirror (position, history), all in bigint micro-USDC and
 // formatted only in the views at the end.
-import type { Contract, JsonRpcProvider, TransactionReceipt } from "ethers";
+import type { Contract, JsonRpcProvider } from "ethers";
 import type { Clock } from "../../core/clock.js";
 import { formatUsdc2, rateNumber, usdcNumber } from "../../core/money.js";
 import { platformContractAt } from "../../core/platform-abi.js";
 import { AppError } from "../errors.js";
-import { chainDedupeKey, chainEventId } from "../events/ids.js";
 import type { OperationKey } from "../idempotency/operation-key.js";
 import type { RewardsConsumer } from "../rewards/consumer.js";
-import { chainFailure } from "../transactions/failures.js";
-import type { MirrorWait } from "../transactions/read-your-writes.js";
-import { requireReceiptEvent } from "../transactions/receipts.js";
-import type { UserCallData, UserTransactions } from "../transactions/user-transactions.js";
+import type { UserCallData } from "../transactions/user-transactions.js";
+import type { UserWrite } from "../transactions/user-write.js";
 import type { UserRecord } from "../users/repo.js";
 import type { XpRepo } from "../xp/repo.js";
 import { SHARES_PER_MICRO, type VaultRepo } from "./repo.js";
 import { type YieldPeriod, yieldHistory } from "./yield.js";
 
 export interface VaultServiceDeps {
-  chainId: number;
   provider: JsonRpcProvider;
   /** The staking vault (read-only; writes go through `transactions`). */
   vault: Contract;
   repo: VaultRepo;
   clock: Pick<Clock, "now">;
-  transactions: Pick<UserTransactions, "send">;
-  mirror: MirrorWait;
+  /** The one path of a user's money write (domain/transactions/user-write.ts). */
+  userWrite: UserWrite;
   rewards: Pick<RewardsConsumer, "xpOf">;
   xp: Pick<XpRepo, "xpEarnedFor">;
 }
@@ -58,11 +54,6 @@ function vaultRevert(revert: { name: string; args: unknown[] }, field: "amount" 
       return new AppError("VAULT_PAUSED", "The vault is temporarily paused");
     case "StakingVaultDepositTooSmall":
       return amountTooSmall(field, `${formatUsdc2(args[1]!)} USDC`, "deposit");
-    case "ERC20InsufficientBalance":
-      return new AppError("INSUFFICIENT_BALANCE", `Your wallet holds ${formatUsdc2(args[1]!)} USDC`, {
-        field,
-        reason: "more than your USDC balance",
-      });
     case "ERC4626ExceededMaxRedeem":
     case "ERC4626ExceededMaxWithdraw":
       return new AppError("INSUFFICIENT_BALANCE", `You hold ${formatUsdc2(args[2]! / SHARES_PER_MICRO)} tmUSDC`, {
@@ -80,17 +71,15 @@ function vaultRevert(revert: { name: string; args: unknown[] }, field: "amount" 
 }
 
 export function createVaultService(deps: VaultServiceDeps) {
-  const { vault, repo, chainId } = deps;
+  const { vault, repo } = deps;
   const vaultAddress = vault.target as string;
 
   /** What `shares` redeem for now (the contract's previewRedeem), in micro-USDC. */
   const redeemValue = async (shares: bigint): Promise<bigint> => (shares === 0n ? 0n : ((await vault.previewRedeem(shares)) as bigint));
 
-  /** After the receipt: waits for the mirror, applies the write's own rewards, returns its XP. */
-  async function settleReads(user: UserRecord, receipt: TransactionReceipt, logIndex: number, eventType: string) {
-    const indexed = await deps.mirror.untilIndexed(receipt.blockNumber);
+  /** The XP a mirrored write earned (its own rewards applied now rather than by the worker's next run). */
+  async function xpFor(user: UserRecord, indexed: boolean, eventId: string) {
     if (!indexed) return 0;
-    const eventId = chainEventId(chainDedupeKey(chainId, receipt.hash, logIndex, eventType));
     const earned = await deps.rewards.xpOf(deps.clock.now(), eventId);
     return earned ?? deps.xp.xpEarnedFor(user.id, eventId);
   }
@@ -106,26 +95,25 @@ export function createVaultService(deps: VaultServiceDeps) {
     field: "amount" | "tmUSDCAmount",
     call: UserCallData,
   ) {
-    const wallet = user.walletAddress!;
-    const sent = await deps.transactions
-      .send({
-        user: { id: user.id, walletIndex: user.walletIndex, walletAddress: wallet },
-        purpose: `vault.${kind}`,
-        ...operation,
-        to: vaultAddress,
-        ...call,
-      })
-      .catch((error) => chainFailure(error, (revert) => vaultRevert(revert, field)));
-    const { index, args } = requireReceiptEvent<{ assets: bigint; shares: bigint }>(
+    const sent = await deps.userWrite.send({
+      user,
+      purpose: `vault.${kind}`,
+      operation,
+      to: vaultAddress,
+      call,
+      reverts: (revert) => vaultRevert(revert, field),
+      field,
+    });
+    const { args, eventId } = deps.userWrite.eventOf<{ assets: bigint; shares: bigint }>(
       vault,
-      sent.receipt,
+      sent,
       kind === "deposit" ? "Deposit" : "Withdraw",
     );
     const at = { blockTag: sent.blockNumber };
     const [rate, balance, xpEarned] = await Promise.all([
       vault.exchangeRate(at) as Promise<bigint>,
-      vault.balanceOf(wallet, at) as Promise<bigint>,
-      settleReads(user, sent.receipt, index, `vault.${kind}`),
+      vault.balanceOf(user.walletAddress!, at) as Promise<bigint>,
+      xpFor(user, sent.indexed, eventId(`vault.${kind}`)),
     ]);
     return { assets: args.assets, shares: args.shares, rate, balance, xpEarned, txHash: sent.txHash };
   }

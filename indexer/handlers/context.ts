@@ -3,6 +3,7 @@ import { chainDedupeKey } from "../../domain/events/ids.js";
 import type { TypedContractEvent } from "../../types/ethers-contracts/common.js";
 import type { LoanBook } from "../../types/ethers-contracts/lending/LoanBook.js";
 import type { MockUSDC } from "../../types/ethers-contracts/mocks/MockUSDC.js";
+import type { PaymentRouter } from "../../types/ethers-contracts/payments/PaymentRouter.js";
 import type { SocialVault } from "../../types/ethers-contracts/social/SocialVault.js";
 import type { SocialVaultFactory } from "../../types/ethers-contracts/social/SocialVaultFactory.js";
 import type { StakingVault } from "../../types/ethers-contracts/vault/StakingVault.js";
@@ -45,10 +46,17 @@ export interface BatchOutput {
   vaultTransactions: unknown[][];
   yieldDistributions: unknown[][];
   usdcTransfers: unknown[][];
+  paymentEvents: unknown[][];
   events: PendingEvent[];
 }
 
-export const emptyOutput = (): BatchOutput => ({ vaultTransactions: [], yieldDistributions: [], usdcTransfers: [], events: [] });
+export const emptyOutput = (): BatchOutput => ({
+  vaultTransactions: [],
+  yieldDistributions: [],
+  usdcTransfers: [],
+  paymentEvents: [],
+  events: [],
+});
 
 export interface Context {
   chainId: number;
@@ -75,6 +83,7 @@ interface ContractTypes {
   loanBook: LoanBook;
   socialVaultFactory: SocialVaultFactory;
   socialVault: SocialVault;
+  paymentRouter: PaymentRouter;
 }
 
 type Filters<S extends Source> = ContractTypes[S]["filters"];

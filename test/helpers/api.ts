@@ -59,6 +59,7 @@ export const PRODUCTION_ENV: Record<string, string> = {
   MANAGED_WALLET_MNEMONIC: "test test test test test test test test test test test junk",
   SMTP_URL: "smtp://127.0.0.1:9",
   WEBHOOK_SECRET_KEY: Buffer.alloc(32, 7).toString("base64"),
+  TREASURY_ADDRESS: "0x000000000000000000000000000000000000fee5",
 };
 
 /**

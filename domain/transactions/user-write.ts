@@ -1,0 +1,81 @@
+// One write of a user's money, the sequence every domain that moves it runs (vault, social vault,
+// loans, payments): sent as the user through the relay (user-transactions.ts), its revert turned
+// into the domain's code (a wallet short of USDC is INSUFFICIENT_BALANCE for every domain), its
+// own event read from the receipt, and answered once the mirror has its block (read-your-writes).
+import type { Contract } from "ethers";
+import { formatUsdc2 } from "../../core/money.js";
+import { AppError } from "../errors.js";
+import { chainDedupeKey, chainEventId } from "../events/ids.js";
+import type { OperationKey } from "../idempotency/operation-key.js";
+import type { UserRecord } from "../users/repo.js";
+import { chainFailure } from "./failures.js";
+import type { MirrorWait } from "./read-your-writes.js";
+import { requireReceiptEvent } from "./receipts.js";
+import type { SentTransaction, TransactionRevertedError } from "./sender.js";
+import type { UserCallData, UserTransactions } from "./user-transactions.js";
+
+export type Revert = NonNullable<TransactionRevertedError["revert"]>;
+
+export interface UserWriteDeps {
+  chainId: number;
+  transactions: Pick<UserTransactions, "send">;
+  mirror: Pick<MirrorWait, "untilIndexed">;
+}
+
+export interface UserWriteInput {
+  user: Pick<UserRecord, "id" | "walletIndex" | "walletAddress">;
+  /** What it does (`vault.deposit`, `payment.pay`, ...): with the operation's key, a retry finds the transaction sent first. */
+  purpose: string;
+  operation: OperationKey;
+  to: string;
+  call: UserCallData;
+  /** The domain's own reverts as its codes; undefined leaves a revert to the shared ones, then 503. */
+  reverts?: (revert: Revert) => AppError | undefined;
+  /** The request field an INSUFFICIENT_BALANCE of the wallet names (default `amount`). */
+  field?: string;
+}
+
+export interface UserWriteResult extends SentTransaction {
+  /** Whether the mirror had the block when the write answered (false after the wait's time-out). */
+  indexed: boolean;
+}
+
+/** The reverts every domain answers alike. */
+function sharedRevert(revert: Revert, field: string): AppError | undefined {
+  if (revert.name === "ERC20InsufficientBalance") {
+    return new AppError("INSUFFICIENT_BALANCE", `Your wallet holds ${formatUsdc2(revert.args[1] as bigint)} USDC`, {
+      field,
+      reason: "more than your USDC balance",
+    });
+  }
+  return undefined;
+}
+
+export function createUserWrite(deps: UserWriteDeps) {
+  return {
+    /** Sends the write as the user and answers after its receipt and the mirror (see the file's head). */
+    async send(input: UserWriteInput): Promise<UserWriteResult> {
+      const sent = await deps.transactions
+        .send({
+          user: { id: input.user.id, walletIndex: input.user.walletIndex, walletAddress: input.user.walletAddress! },
+          purpose: input.purpose,
+          ...input.operation,
+          to: input.to,
+          ...input.call,
+        })
+        .catch((error) => chainFailure(error, (revert) => input.reverts?.(revert) ?? sharedRevert(revert, input.field ?? "amount")));
+      return { ...sent, indexed: await deps.mirror.untilIndexed(sent.blockNumber) };
+    },
+
+    /**
+     * The write's own event (`name` of `contract`, which it always emits), decoded, with the id
+     * of the domain event the indexer derived from it as `type` (for the write's rewards).
+     */
+    eventOf<T>(contract: Contract, sent: SentTransaction, name: string) {
+      const { args, index } = requireReceiptEvent<T>(contract, sent.receipt, name);
+      return { args, eventId: (type: string) => chainEventId(chainDedupeKey(deps.chainId, sent.txHash, index, type)) };
+    },
+  };
+}
+
+export type UserWrite = ReturnType<typeof createUserWrite>;
