@@ -6,6 +6,7 @@ import type { Config } from "../core/config.js";
 import type { Logger } from "../core/logger.js";
 import type { Services } from "../domain/services.js";
 import { apiKeyRoutes } from "./api-keys/routes.js";
+import { checkoutRoutes } from "./checkout/routes.js";
 import { createDevIdentityProvider } from "./dev/identity-provider.js";
 import { devRoutes } from "./dev/routes.js";
 import { docsRoutes, openApiRoute } from "./docs/routes.js";
@@ -21,6 +22,7 @@ import { requestLog } from "./http/request-log.js";
 import { mountRoutes, type RouteSpec } from "./http/route.js";
 import { loanRoutes } from "./loans/routes.js";
 import { notificationRoutes } from "./notifications/routes.js";
+import { paymentRoutes } from "./payments/routes.js";
 import { socialVaultRoutes } from "./social-vault/routes.js";
 import { trustScoreRoutes } from "./trust-score/routes.js";
 import { userRoutes } from "./users/routes.js";
@@ -50,6 +52,7 @@ export interface AppDeps extends HealthDeps {
     | "notificationFeed"
     | "webhooks"
     | "webhookDeliveries"
+    | "payments"
   >;
   /** Rate-limit counters shared across API processes (REDIS_URL); in-process otherwise. */
   redis?: Redis;
@@ -110,6 +113,7 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
   routes.push(...webhookRoutes({ webhooks: deps.services.webhooks, deliveries: deps.services.webhookDeliveries }));
   if (deps.services.vault) routes.push(...vaultRoutes({ vault: deps.services.vault }));
   if (deps.services.socialVault) routes.push(...socialVaultRoutes({ socialVault: deps.services.socialVault }));
+  if (deps.services.payments) routes.push(...paymentRoutes({ payments: deps.services.payments }));
   if (config.auth.devProvider) {
     const identity = await createDevIdentityProvider({
       db: deps.db,
@@ -167,6 +171,7 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
   // refusal left to the route, 405 for another method) is done here.
   app.use("/docs", (req, _res, next) => next(refuseOverLimit(req)));
   app.use(docsRoutes());
+  if (deps.services.payments) app.use(checkoutRoutes({ payments: deps.services.payments, sandbox: config.auth.devProvider }));
   app.all(["/docs", "/docs/init.js"], allowMethods(["get"]));
   app.use(mountRoutes(routes, { idempotency: deps.services.idempotency }));
 

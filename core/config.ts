@@ -167,6 +167,8 @@ export interface Config {
   env: Env["NODE_ENV"];
   isProduction: boolean;
   http: { host: string; port: number };
+  /** The address clients reach the API at (PUBLIC_BASE_URL, else this process's own): checkout URLs start with it. */
+  publicBaseUrl: string;
   chain: {
     /** Embedded: the in-process EDR chain served on `embeddedPort`. */
     mode: "embedded" | "remote";
@@ -273,6 +275,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     env: env.NODE_ENV,
     isProduction,
     http: { host: env.HOST, port: env.PORT },
+    publicBaseUrl: env.PUBLIC_BASE_URL ?? selfUrl,
     chain: {
       mode: env.CHAIN_RPC_URL ? "remote" : "embedded",
       rpcUrl: env.CHAIN_RPC_URL ?? `http://127.0.0.1:${env.CHAIN_PORT}`,

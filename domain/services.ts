@@ -24,6 +24,9 @@ import { createNotificationFanout } from "./notifications/fanout.js";
 import { createNotificationFeed } from "./notifications/feed.js";
 import { createNotificationsRepo } from "./notifications/repo.js";
 import { createNotificationsService } from "./notifications/service.js";
+import { createPaymentEvents } from "./payments/events.js";
+import { createPaymentsRepo } from "./payments/repo.js";
+import { createPaymentsService } from "./payments/service.js";
 import { createProcessPresence } from "./processes/presence.js";
 import { createRewardsConsumer } from "./rewards/consumer.js";
 import { createSandboxService } from "./sandbox/service.js";
@@ -97,6 +100,8 @@ export interface ServiceDeps {
    * their hosts (tests give their own). Default: development, the system resolver.
    */
   webhooks?: { secretKey: Buffer | undefined; production: boolean; lookup?: Lookup };
+  /** The address clients reach the API at (PUBLIC_BASE_URL): payments' checkout URLs start with it. */
+  publicBaseUrl?: string;
 }
 
 /**
@@ -107,6 +112,7 @@ function relayAllowList(deployment: Deployment, isSocialVault: (address: string)
   const vault = platformContract(deployment, "stakingVault");
   const loanBook = platformContract(deployment, "loanBook");
   const factory = platformContract(deployment, "socialVaultFactory");
+  const router = platformContract(deployment, "paymentRouter");
   // Clones share the implementation's ABI; only its interface is needed here.
   const socialVault = platformContractAt("socialVault", ZeroAddress);
   const selectors = (contract: typeof vault, names: string[]) =>
@@ -115,6 +121,7 @@ function relayAllowList(deployment: Deployment, isSocialVault: (address: string)
     [(vault.target as string).toLowerCase(), selectors(vault, ["depositWithPermit", "deposit", "redeem", "withdraw"])],
     [(loanBook.target as string).toLowerCase(), selectors(loanBook, ["repayWithPermit", "repay"])],
     [(factory.target as string).toLowerCase(), selectors(factory, ["createVault"])],
+    [(router.target as string).toLowerCase(), selectors(router, ["payWithPermit", "pay", "refundWithPermit", "refund"])],
   ]);
   const socialVaultCalls = selectors(socialVault, [
     "depositWithPermit",
@@ -160,6 +167,7 @@ export function createServices({
   },
   processKind = "api",
   webhooks: webhookConfig = { secretKey: undefined, production: false },
+  publicBaseUrl = "http://127.0.0.1:3000",
 }: ServiceDeps) {
   const cacheClock = cacheReads ? clock : undefined;
   // This process among the live ones: what it holds is taken over as soon as it dies.
@@ -232,6 +240,8 @@ export function createServices({
     activeGuardiansOf,
   });
   const guardianAlerts = createGuardianAlerts({ db, logger });
+  const paymentsRepo = createPaymentsRepo({ db });
+  const paymentEvents = createPaymentEvents({ db, repo: paymentsRepo });
   const email = createEmailSender({ smtpUrl: notificationChannels.smtpUrl, from: notificationChannels.emailFrom, logger });
   const onChain = chain ? moneyServices(chain) : undefined;
   const loans = createLoansService({
@@ -305,7 +315,17 @@ export function createServices({
       alerts: guardianAlerts,
       platformContracts: Object.fromEntries(Object.entries(chain.deployment.contracts).map(([key, deployed]) => [key, deployed.address])),
     });
-    return { sender, vault, payer, sandbox, mirror, loanBook, socialVault };
+    const payments = createPaymentsService({
+      db,
+      clock,
+      repo: paymentsRepo,
+      router: contract("paymentRouter"),
+      userWrite,
+      events: paymentEvents,
+      checkoutBase: publicBaseUrl,
+      production: webhookConfig.production,
+    });
+    return { sender, vault, payer, sandbox, mirror, loanBook, socialVault, payments };
   }
 
   // Webhook secrets are sealed with the configured key, or (outside production) a key every
@@ -364,6 +384,10 @@ export function createServices({
     webhookDeliveries,
     /** The guardians' silent alerts of locks (social_vault.guardian_alert), from the mirrored locks. */
     guardianAlerts,
+    /** The merchants' payment.success and payment.refunded, from the mirrored payments and refunds. */
+    paymentEvents,
+    /** Merchants' payments and the hosted checkout's payer side (absent in processes without a chain). */
+    payments: onChain?.payments,
     /** The one sender of the service's transactions (absent in processes without a chain). */
     sender: onChain?.sender,
     /** Writes' wait for the mirror (read-your-writes; attachIndexer joins an indexer of this process). */

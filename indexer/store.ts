@@ -168,6 +168,7 @@ export async function commitBatch(db: Database, batch: Batch): Promise<{ events:
         col("payer", "text"),
         col("merchant", "text"),
         col("amount", "int8"),
+        col("paymentAmount", "int8"),
         col("fee", "int8"),
         col("totalRefunded", "int8"),
         col("timestamp", "timestamp(3)"),

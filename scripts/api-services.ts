@@ -41,6 +41,7 @@ export async function apiProcessServices(options: {
     loanMinScore: config.loanMinScore,
     notificationChannels: config.notifications,
     webhooks: { secretKey: config.webhooks.secretKey, production: config.isProduction },
+    publicBaseUrl: config.publicBaseUrl,
     processKind: options.processKind ?? "api",
   });
   await services.sender?.reconcile();

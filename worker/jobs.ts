@@ -29,6 +29,7 @@ export interface PlatformJobDeps {
     | "loans"
     | "fundsLoans"
     | "guardianAlerts"
+    | "paymentEvents"
     | "jobs"
     | "notificationFanout"
     | "notificationDeliveries"
@@ -88,6 +89,14 @@ export function createPlatformJobs({ services }: PlatformJobDeps): PeriodicJob[]
       intervalMs: 2_000,
       retryMs: 5_000,
       run: async (now) => ({ changed: await services.guardianAlerts.run(now) }),
+    },
+    {
+      // The merchant's payment.success and payment.refunded of every mirrored payment and refund
+      // (the API records them after its own writes; this takes what a stopped process or a wallet left).
+      name: "payments.events",
+      intervalMs: 2_000,
+      retryMs: 5_000,
+      run: async (now) => ({ changed: await services.paymentEvents.run(now) }),
     },
     {
       // The weekly summary e-mail of each user who asked for it (email.weekly_summary), once per

@@ -31,7 +31,9 @@ export const notification = z.object({
   id: z.string(),
   type: z
     .enum(NOTIFICATION_TYPES)
-    .describe("part 2's 13 types, and the extension webhook_failing (one of your webhooks stopped receiving)"),
+    .describe(
+      "part 2's 13 types, and the extensions webhook_failing (one of your webhooks stopped receiving) and payment_receipt (you paid a merchant)",
+    ),
   title: z.string().describe("in the user's language (settings.language; English where no translation exists)"),
   body: z.string(),
   read: z.boolean(),

@@ -35,10 +35,9 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
     /// @inheritdoc IPaymentRouter
     uint256 public feeBps;
 
-    mapping(bytes32 ref => Payment) private _payments;
+    mapping(bytes32 key => Payment) private _payments;
 
-    /// @inheritdoc IPaymentRouter
-    mapping(bytes32 refundRef => bool) public refundMade;
+    mapping(address merchant => mapping(bytes32 refundRef => bool)) private _refundMade;
 
     /// @param asset_ The token payments are made in (USDC).
     /// @param admin Receives DEFAULT_ADMIN_ROLE (sets the fee and the treasury).
@@ -61,8 +60,18 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
     }
 
     /// @inheritdoc IPaymentRouter
-    function paymentOf(bytes32 ref) external view returns (Payment memory) {
-        return _payments[ref];
+    function paymentKey(bytes32 ref, address merchant, uint256 amount) public pure returns (bytes32) {
+        return keccak256(abi.encode(ref, merchant, amount));
+    }
+
+    /// @inheritdoc IPaymentRouter
+    function paymentOf(bytes32 ref, address merchant, uint256 amount) external view returns (Payment memory) {
+        return _payments[paymentKey(ref, merchant, amount)];
+    }
+
+    /// @inheritdoc IPaymentRouter
+    function refundMade(address merchant, bytes32 refundRef) external view returns (bool) {
+        return _refundMade[merchant][refundRef];
     }
 
     /* PAYER */
@@ -85,18 +94,24 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
     /* MERCHANT */
 
     /// @inheritdoc IPaymentRouter
-    function refund(bytes32 ref, bytes32 refundRef, uint256 amount) external nonReentrant {
-        _refund(ref, refundRef, amount, _msgSender());
+    function refund(bytes32 ref, uint256 paymentAmount, bytes32 refundRef, uint256 amount) external nonReentrant {
+        _refund(ref, paymentAmount, refundRef, amount, _msgSender());
     }
 
     /// @inheritdoc IPaymentRouter
-    function refundWithPermit(bytes32 ref, bytes32 refundRef, uint256 amount, uint256 deadline, uint8 v, bytes32 r, bytes32 s)
-        external
-        nonReentrant
-    {
+    function refundWithPermit(
+        bytes32 ref,
+        uint256 paymentAmount,
+        bytes32 refundRef,
+        uint256 amount,
+        uint256 deadline,
+        uint8 v,
+        bytes32 r,
+        bytes32 s
+    ) external nonReentrant {
         address merchant = _msgSender();
         _asset.tryPermit(merchant, amount, deadline, v, r, s);
-        _refund(ref, refundRef, amount, merchant);
+        _refund(ref, paymentAmount, refundRef, amount, merchant);
     }
 
     /* ADMIN */
@@ -112,42 +127,43 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
         // Validate.
         if (ref == bytes32(0)) revert PaymentRouterEmptyRef();
         if (merchant == address(0)) revert PaymentRouterZeroAddress();
+        if (merchant == address(this)) revert PaymentRouterSelfAddress();
         if (amount == 0 || amount > type(uint128).max) revert PaymentRouterInvalidAmount(amount);
-        if (_payments[ref].payer != address(0)) revert PaymentRouterAlreadyPaid(ref);
+        Payment storage payment = _payments[paymentKey(ref, merchant, amount)];
+        if (payment.payer != address(0)) revert PaymentRouterAlreadyPaid(ref, merchant, amount);
         // Effects. The fee is at most 10 % of an amount that fits 128 bits: no overflow, and it fits too.
         uint256 fee = amount * feeBps / BPS;
-        _payments[ref] = Payment({
-            payer: payer,
-            merchant: merchant,
-            amount: SafeCast.toUint128(amount),
-            fee: SafeCast.toUint128(fee),
-            refunded: 0
-        });
+        payment.payer = payer;
+        payment.merchant = merchant;
+        payment.amount = SafeCast.toUint128(amount);
+        payment.fee = SafeCast.toUint128(fee);
         emit PaymentPaid(ref, payer, merchant, amount, fee);
         // Transfers last.
         _asset.safeTransferFrom(payer, merchant, amount - fee);
         if (fee > 0) _asset.safeTransferFrom(payer, treasury, fee);
     }
 
-    function _refund(bytes32 ref, bytes32 refundRef, uint256 amount, address merchant) private {
-        Payment storage payment = _payments[ref];
-        if (payment.payer == address(0)) revert PaymentRouterNotPaid(ref);
-        if (payment.merchant != merchant) revert PaymentRouterNotMerchant(ref, merchant);
+    function _refund(bytes32 ref, uint256 paymentAmount, bytes32 refundRef, uint256 amount, address merchant) private {
+        // Validate: the caller finds only its own payments (the merchant is part of the key).
+        Payment storage payment = _payments[paymentKey(ref, merchant, paymentAmount)];
+        if (payment.payer == address(0)) revert PaymentRouterNotPaid(ref, merchant, paymentAmount);
         if (refundRef == bytes32(0)) revert PaymentRouterEmptyRef();
-        if (refundMade[refundRef]) revert PaymentRouterRefundExists(refundRef);
+        if (_refundMade[merchant][refundRef]) revert PaymentRouterRefundExists(merchant, refundRef);
+        if (amount == 0) revert PaymentRouterInvalidAmount(amount);
         uint256 refundable = payment.amount - payment.refunded;
-        if (amount == 0 || amount > refundable) revert PaymentRouterRefundTooLarge(ref, amount, refundable);
-        // Within `refundable`, which fits 128 bits.
+        if (amount > refundable) revert PaymentRouterRefundTooLarge(ref, amount, refundable);
+        // Effects. Within `refundable`, which fits 128 bits.
         uint128 totalRefunded = payment.refunded + uint128(amount);
         payment.refunded = totalRefunded;
-        refundMade[refundRef] = true;
-        emit PaymentRefunded(ref, refundRef, merchant, payment.payer, amount, totalRefunded);
+        _refundMade[merchant][refundRef] = true;
+        emit PaymentRefunded(ref, refundRef, merchant, payment.payer, paymentAmount, amount, totalRefunded);
         _asset.safeTransferFrom(merchant, payment.payer, amount);
     }
 
     function _setFee(uint256 newFeeBps, address newTreasury) private {
         if (newFeeBps > MAX_FEE_BPS) revert PaymentRouterInvalidFee(newFeeBps);
         if (newTreasury == address(0)) revert PaymentRouterZeroAddress();
+        if (newTreasury == address(this)) revert PaymentRouterSelfAddress();
         feeBps = newFeeBps;
         treasury = newTreasury;
         emit PaymentFeeUpdated(newFeeBps, newTreasury);

@@ -226,11 +226,12 @@ export const EVENT_CATALOGUE = {
       refundId: z.string(),
       payerId: userRef,
       merchantId: userRef,
+      merchantAddress: address,
       amount: z.number(),
       totalRefunded: z.number(),
       txHash,
     }),
-    raw: z.object({ amount: integerAmount, totalRefunded: integerAmount }),
+    raw: z.object({ paymentAmount: integerAmount, amount: integerAmount, totalRefunded: integerAmount }),
   }),
   "payment.success": defineEvent({
     source: "service",

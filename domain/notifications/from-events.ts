@@ -28,6 +28,7 @@ export const NOTIFIABLE_EVENT_TYPES = [
   "user.level_up",
   "user.badge_earned",
   "webhook.failing",
+  "payment.success",
 ] as const satisfies readonly EventType[];
 
 /** What the mapping needs to know besides the event. */
@@ -62,6 +63,9 @@ export function eventContextNeeds(event: NotifiableEvent): ContextNeeds {
     case "social_vault.guardian_alert":
       if (event.data.vaultOwner) needs.userIds.push(event.data.vaultOwner);
       break;
+    case "payment.success":
+      if (event.userId) needs.userIds.push(event.userId);
+      break;
   }
   return needs;
 }
@@ -92,6 +96,7 @@ export const TYPE_RULES: Record<NotificationType, Rules> = {
   level_up: { group: null, silent: false, urgent: false },
   badge_earned: { group: null, silent: false, urgent: false },
   webhook_failing: { group: null, silent: false, urgent: false },
+  payment_receipt: { group: null, silent: false, urgent: false },
 };
 
 function item(
@@ -214,6 +219,18 @@ export function notificationsFor(event: NotifiableEvent, context: EventContext):
     case "webhook.failing": {
       const { data } = event;
       return item(id, data.userId, "webhook_failing", { webhookId: data.webhookId }, { url: data.url, error: data.lastError });
+    }
+    case "payment.success": {
+      // The payer's receipt (the event is the merchant's: its webhooks hear it).
+      const { data } = event;
+      const merchant = (event.userId && context.displayNameOf(event.userId)) ?? "the merchant";
+      return item(
+        id,
+        data.payerId,
+        "payment_receipt",
+        { paymentId: data.paymentId, txHash: data.txHash },
+        { amount: microOfNumber(data.amount), merchant, description: data.description || "-", paidAt: data.paidAt },
+      );
     }
     default:
       return [];

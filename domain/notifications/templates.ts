@@ -101,6 +101,10 @@ export const TEMPLATES: Record<TemplateKey, Record<Language, Text>> = {
       body: "Las entregas a {url} fallaron seis veces seguidas ({error}). No se le envían eventos nuevos hasta que lo vuelvas a activar.",
     },
   },
+  payment_receipt: {
+    en: { title: "Payment receipt", body: "You paid {amount:usdc} to {merchant} on {paidAt:datetime} ({description})." },
+    es: { title: "Recibo de pago", body: "Pagaste {amount:usdc} a {merchant} el {paidAt:datetime} ({description})." },
+  },
   test: {
     en: { title: "Test notification", body: "If you can read this, {channel} notifications reach you." },
     es: { title: "Notificación de prueba", body: "Si puedes leer esto, las notificaciones por {channel} te llegan." },

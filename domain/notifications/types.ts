@@ -1,8 +1,9 @@
 // The words of the notifications domain, shared by its rules, its service and the API schemas.
 
 /**
- * The 13 notification types of service-spec part 2, in its order, and one extension:
- * `webhook_failing` (one of your webhooks stopped receiving; D-77). A row's `type` is always one of them.
+ * The 13 notification types of service-spec part 2, in its order, and two extensions:
+ * `webhook_failing` (one of your webhooks stopped receiving; D-77) and `payment_receipt` (you paid
+ * a merchant; D-81). A row's `type` is always one of them.
  */
 export const NOTIFICATION_TYPES = [
   "loan_created",
@@ -19,6 +20,7 @@ export const NOTIFICATION_TYPES = [
   "level_up",
   "badge_earned",
   "webhook_failing",
+  "payment_receipt",
 ] as const;
 export type NotificationType = (typeof NOTIFICATION_TYPES)[number];
 

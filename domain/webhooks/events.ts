@@ -1,5 +1,4 @@
-// The event names a webhook may subscribe to: service-spec part 6's list, every group. The
-// payment events are accepted now and delivered once payments exist.
+// The event names a webhook may subscribe to: service-spec part 6's list, every group.
 export const WEBHOOK_EVENTS = [
   "loan.created",
   "loan.funded",

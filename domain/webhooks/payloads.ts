@@ -32,6 +32,10 @@ export const DELIVERED_AS = {
   "user.level_up": "user.level_up",
   "user.guardian_added": "user.guardian_added",
   "trust_score.updated": "trust_score.updated",
+  // The merchant's payment events (the payments consumer writes them with the merchant's metadata).
+  "payment.success": "payment.success",
+  "payment.failed": "payment.failed",
+  "payment.refunded": "payment.refunded",
 } as const satisfies Record<string, WebhookEvent>;
 export type DeliveredType = keyof typeof DELIVERED_AS;
 export const DELIVERED_TYPES = Object.keys(DELIVERED_AS) as DeliveredType[];

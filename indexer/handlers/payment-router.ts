@@ -18,6 +18,7 @@ export const paymentRouterHandlers = handlersOf("paymentRouter", {
         payer,
         merchant,
         amount.toString(),
+        amount.toString(),
         fee.toString(),
         "0",
         iso(log.timestamp),
@@ -45,7 +46,7 @@ export const paymentRouterHandlers = handlersOf("paymentRouter", {
   },
   PaymentRefunded: {
     entities: () => [],
-    apply(ctx, { ref, refundRef, merchant, payer, amount, totalRefunded }, log) {
+    apply(ctx, { ref, refundRef, merchant, payer, paymentAmount, amount, totalRefunded }, log) {
       if (!ctx.emit) return;
       ctx.out.paymentEvents.push([
         log.blockNumber,
@@ -57,6 +58,7 @@ export const paymentRouterHandlers = handlersOf("paymentRouter", {
         payer,
         merchant,
         amount.toString(),
+        paymentAmount.toString(),
         "0",
         totalRefunded.toString(),
         iso(log.timestamp),
@@ -71,10 +73,11 @@ export const paymentRouterHandlers = handlersOf("paymentRouter", {
           refundId: uuidFromRef(refundRef),
           payerId: userOf(payer),
           merchantId: userOf(merchant),
+          merchantAddress: merchant,
           amount: usdcNumber(amount),
           totalRefunded: usdcNumber(totalRefunded),
           txHash: log.txHash,
-          raw: { amount, totalRefunded },
+          raw: { paymentAmount, amount, totalRefunded },
         }),
         [payer],
       );

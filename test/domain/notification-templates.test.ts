@@ -36,8 +36,8 @@ const signature = (key: TemplateKey, language: (typeof LANGUAGES)[number]) =>
     .sort();
 
 describe("notification templates", () => {
-  it("has a template for each of the 13 types, the webhook_failing extension (and the test notification), nothing else", () => {
-    expect(NOTIFICATION_TYPES).to.have.length(14);
+  it("has a template for each of the 13 types, the webhook_failing and payment_receipt extensions (and the test notification), nothing else", () => {
+    expect(NOTIFICATION_TYPES).to.have.length(15);
     expect(Object.keys(TEMPLATES).sort()).to.deep.equal([...NOTIFICATION_TYPES, "test", "weekly_summary"].sort());
   });
 
@@ -182,11 +182,41 @@ const EVENTS: NotifiableEvent[] = [
     userId: OWNER,
     data: { userId: OWNER, webhookId: "hook-1", url: "https://example.com/hooks", lastError: "HTTP 500", failedAt: AT },
   }),
+  // The merchant's event: the payer (the guardian here) gets the receipt, naming the merchant.
+  ev({
+    type: "payment.success",
+    userId: OWNER,
+    data: {
+      type: "payment.success",
+      paymentId: "pay-1",
+      amount: 25.5,
+      fee: 0.255,
+      net: 25.245,
+      currency: "USDC",
+      method: "direct",
+      description: "Two espressos",
+      payerId: GUARDIAN,
+      metadata: { orderId: "A-17" },
+      txHash: `0x${"ab".repeat(32)}`,
+      paidAt: AT,
+    },
+  }),
 ];
 
 const only = (items: NotificationItem[]) => items.map(({ userId, type }) => `${type}->${userId}`);
 
 describe("notifications from domain events", () => {
+  it("gives a paid payment's payer a receipt naming the merchant, and the merchant nothing in the feed", () => {
+    const paid = EVENTS.find((event) => event.type === "payment.success")!;
+    const items = notificationsFor(paid, context);
+    expect(only(items)).to.deep.equal([`payment_receipt->${GUARDIAN}`]);
+    expect(items[0]!.data).to.deep.equal({ paymentId: "pay-1", txHash: `0x${"ab".repeat(32)}` });
+    const text = render("payment_receipt", items[0]!.values, { language: "en" });
+    expect(text.body).to.include("25.50 USDC").and.include("Olivia").and.include("Two espressos");
+    const noPayer = ev({ type: "payment.success", userId: OWNER, data: { ...(paid.data as object), payerId: null } });
+    expect(notificationsFor(noPayer, context)).to.deep.equal([]);
+  });
+
   it("makes every notification type from some event, and each item renders in both languages", () => {
     const items = EVENTS.flatMap((event) => notificationsFor(event, context));
     expect([...new Set(items.map((item) => item.type))].sort()).to.deep.equal([...NOTIFICATION_TYPES].sort());

@@ -109,6 +109,7 @@ export async function startTestApi(
     loanMinScore: config.loanMinScore,
     notificationChannels: config.notifications,
     webhooks: { secretKey: config.webhooks.secretKey, production: config.isProduction, lookup: options.webhookLookup },
+    publicBaseUrl: config.publicBaseUrl,
   });
   const app = await createApp({
     logger: options.logger ?? createLogger("silent"),

@@ -18,7 +18,7 @@ export interface TestChain {
   provider: JsonRpcProvider;
   embedded: EmbeddedChain;
   deployment: Deployment;
-  contracts: { usdc: Contract; vault: Contract; loanBook: Contract; factory: Contract };
+  contracts: { usdc: Contract; vault: Contract; loanBook: Contract; factory: Contract; router: Contract };
   signer(index: number): Promise<JsonRpcSigner>;
   /** Contract `name` at `address`, connected to `runner`. */
   at(source: [string, string], address: string, runner: JsonRpcSigner): Contract;
@@ -46,6 +46,7 @@ export async function chainHandles(
       vault: connect("stakingVault", "vault/StakingVault.sol", "StakingVault"),
       loanBook: connect("loanBook", "lending/LoanBook.sol", "LoanBook"),
       factory: connect("socialVaultFactory", "social/SocialVaultFactory.sol", "SocialVaultFactory"),
+      router: connect("paymentRouter", "payments/PaymentRouter.sol", "PaymentRouter"),
     },
     signer: (index) => provider.getSigner(index),
     at: ([file, name], address, runner) => new Contract(address, loadArtifact(file, name).abi as never, runner),

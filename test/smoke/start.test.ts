@@ -107,6 +107,7 @@ describe(`npm start (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
         "forwarder",
         "interestRateModel",
         "loanBook",
+        "paymentRouter",
         "socialVaultFactory",
         "stakingVault",
         "usdc",

@@ -316,6 +316,7 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
     expect(workers.jobs).to.deep.equal([
       "chain-events.rewards",
       "social-vault.guardian-alerts",
+      "payments.events",
       "notifications.weekly-summary",
       "trust-score.guardians",
       "trust-score.seniority",

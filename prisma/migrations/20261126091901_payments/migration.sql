@@ -10,6 +10,7 @@ CREATE TABLE "PaymentChainEvent" (
     "payer" TEXT NOT NULL,
     "merchant" TEXT NOT NULL,
     "amount" BIGINT NOT NULL,
+    "paymentAmount" BIGINT NOT NULL,
     "fee" BIGINT NOT NULL,
     "totalRefunded" BIGINT NOT NULL,
     "timestamp" TIMESTAMP(3) NOT NULL,

@@ -1,0 +1,87 @@
+// The hosted checkout's script (served from /checkout/assets: the page's Content-Security-Policy
+// allows no other). It signs the payer in (the sandbox's form takes a /dev/token), then posts the
+// chosen method to POST /checkout/{paymentId}/pay and sends the payer on to the merchant.
+
+(() => {
+  const main = document.querySelector("main.checkout");
+  if (!main?.dataset.paymentId) return;
+  const paymentId = main.dataset.paymentId;
+  const message = document.getElementById("message");
+  const storageKey = `trustmint-checkout-token:${paymentId}`;
+  let token = sessionStorage.getItem(storageKey);
+
+  const say = (text, isError) => {
+    message.textContent = text;
+    message.setAttribute("role", isError ? "alert" : "status");
+    message.classList.toggle("error", Boolean(isError));
+  };
+
+  const methods = () => Array.from(document.querySelectorAll("button.method"));
+  const signedIn = (who) => {
+    const form = document.getElementById("sandbox-signin");
+    if (form) form.hidden = true;
+    const shown = document.getElementById("signed-in");
+    if (shown) {
+      shown.hidden = false;
+      document.getElementById("who").textContent = who;
+    }
+    for (const button of methods()) button.disabled = button.dataset.unavailable === "true";
+  };
+
+  const form = document.getElementById("sandbox-signin");
+  if (form) {
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const account = String(new FormData(form).get("account") || "").trim();
+      if (!account) return;
+      const response = await fetch("/dev/token", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ sub: `checkout|${account}`, name: account }),
+      });
+      const answer = await response.json().catch(() => null);
+      if (!response.ok || !answer?.success) {
+        say(answer?.error?.message || `HTTP ${response.status}`, true);
+        return;
+      }
+      token = answer.data.accessToken;
+      sessionStorage.setItem(storageKey, token);
+      sessionStorage.setItem(`${storageKey}:who`, account);
+      signedIn(account);
+    });
+  }
+  if (token) signedIn(sessionStorage.getItem(`${storageKey}:who`) || "");
+
+  // One Idempotency-Key per method chosen: a second click (or a retry after a lost answer) is the same attempt.
+  const keys = new Map();
+  for (const button of methods()) {
+    button.addEventListener("click", async () => {
+      if (!token) {
+        say(message.dataset.signIn, true);
+        return;
+      }
+      const method = button.dataset.method;
+      if (!keys.has(method)) keys.set(method, crypto.randomUUID());
+      for (const other of methods()) other.disabled = true;
+      say(message.dataset.paying, false);
+      const response = await fetch(`/checkout/${encodeURIComponent(paymentId)}/pay`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${token}`, "idempotency-key": keys.get(method) },
+        body: JSON.stringify({ method }),
+      }).catch(() => null);
+      const answer = response ? await response.json().catch(() => null) : null;
+      if (answer?.success) {
+        say(message.dataset.paid, false);
+        main.dataset.status = "success";
+        if (answer.data.redirectUrl) window.location.assign(answer.data.redirectUrl);
+        return;
+      }
+      say(answer?.error?.message || "The payment could not be made; try again.", true);
+      if (response && response.status === 401) {
+        token = null;
+        sessionStorage.removeItem(storageKey);
+      }
+      for (const other of methods()) other.disabled = other.dataset.unavailable === "true" || !token;
+    });
+  }
+})();

@@ -1,0 +1,176 @@
+// The hosted checkout page (D-81): rendered on the server with the payment's summary (merchant,
+// description, amount, what each method costs), so it shows before any script runs; its script
+// and styles are the service's own files (a Content-Security-Policy allows nothing else). English
+// and Spanish, chosen from Accept-Language (or ?lang=).
+import { usdcNumber } from "../../core/money.js";
+import type { PaymentMethod } from "../../domain/payments/service.js";
+
+export const LANGUAGES = ["en", "es"] as const;
+export type Language = (typeof LANGUAGES)[number];
+
+const TEXT = {
+  en: {
+    title: "Checkout",
+    pay: "Pay",
+    to: "to",
+    signInTitle: "Sign in to pay",
+    account: "Account (sandbox)",
+    signIn: "Sign in",
+    signedIn: "Signed in",
+    methods: "How would you like to pay?",
+    direct: "Pay now from your wallet",
+    directDetail: "The full amount leaves your USDC wallet at once.",
+    credit: "Pay later (credit)",
+    split: "Pay in installments (split)",
+    notYet: "Not available yet: pay now instead.",
+    total: "Total",
+    cancel: "Cancel and return to the merchant",
+    paying: "Paying…",
+    paid: "Paid. Thank you!",
+    alreadyPaid: "This payment has been paid.",
+    expired: "This payment has expired. Ask the merchant for a new one.",
+    cancelled: "The merchant cancelled this payment.",
+    processing: "A payment is under way. Refresh this page in a moment.",
+    notFound: "Payment not found",
+    notFoundDetail: "This link is not a payment. Check it with the merchant.",
+    expires: "Pay before",
+    sandbox: "Sandbox: sign in with any account name; test USDC comes from the faucet.",
+    signInNeeded: "Sign in first.",
+  },
+  es: {
+    title: "Pago",
+    pay: "Pagar",
+    to: "a",
+    signInTitle: "Inicia sesión para pagar",
+    account: "Cuenta (sandbox)",
+    signIn: "Iniciar sesión",
+    signedIn: "Sesión iniciada",
+    methods: "¿Cómo quieres pagar?",
+    direct: "Pagar ahora desde tu billetera",
+    directDetail: "El importe completo sale de tu billetera de USDC al instante.",
+    credit: "Pagar más tarde (crédito)",
+    split: "Pagar a plazos (split)",
+    notYet: "Aún no disponible: paga ahora.",
+    total: "Total",
+    cancel: "Cancelar y volver al comercio",
+    paying: "Pagando…",
+    paid: "Pagado. ¡Gracias!",
+    alreadyPaid: "Este pago ya se ha realizado.",
+    expired: "Este pago ha caducado. Pide uno nuevo al comercio.",
+    cancelled: "El comercio canceló este pago.",
+    processing: "Hay un pago en curso. Actualiza esta página en un momento.",
+    notFound: "Pago no encontrado",
+    notFoundDetail: "Este enlace no es un pago. Compruébalo con el comercio.",
+    expires: "Paga antes de",
+    sandbox: "Sandbox: inicia sesión con cualquier nombre de cuenta; el USDC de prueba viene del faucet.",
+    signInNeeded: "Inicia sesión primero.",
+  },
+} satisfies Record<Language, Record<string, string>>;
+
+/** The language of a request: ?lang= when it names one, else Accept-Language's best, else English. */
+export function languageOf(query: unknown, acceptLanguage: string | undefined): Language {
+  if (typeof query === "string" && (LANGUAGES as readonly string[]).includes(query)) return query as Language;
+  const ranked = (acceptLanguage ?? "")
+    .split(",")
+    .map((part) => {
+      const [tag = "", ...params] = part.trim().toLowerCase().split(";");
+      const q = params.map((param) => /^q=([0-9.]+)$/.exec(param.trim())?.[1]).find((value) => value !== undefined);
+      return { language: tag.split("-")[0]!, q: q === undefined ? 1 : Number(q) };
+    })
+    .filter((entry) => entry.q > 0)
+    .sort((a, b) => b.q - a.q);
+  return (ranked.find((entry) => (LANGUAGES as readonly string[]).includes(entry.language))?.language as Language) ?? "en";
+}
+
+const escapeHtml = (text: string) =>
+  text.replace(/[&<>"']/g, (char) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[char]!);
+
+/** An amount as the page shows it: two decimals at least, every significant micro-USDC digit kept. */
+export function displayAmount(micro: bigint): string {
+  const [whole, fraction = ""] = usdcNumber(micro).toString().split(".");
+  return `${whole}.${fraction.padEnd(2, "0")}`;
+}
+
+export interface CheckoutPage {
+  id: string;
+  status: string;
+  merchantName: string;
+  description: string;
+  amount: bigint;
+  methods: PaymentMethod[];
+  expiresAt: Date;
+  cancelUrl: string | null;
+  /** The sandbox's sign-in form (outside production). */
+  sandbox: boolean;
+}
+
+const htmlPage = (language: Language, title: string, body: string) => `<!doctype html>
+<html lang="${language}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title>
+<link rel="stylesheet" href="/checkout/assets/checkout.css">
+<script src="/checkout/assets/checkout.js" defer></script>
+</head>
+<body>
+${body}
+</body>
+</html>
+`;
+
+export function renderCheckout(page: CheckoutPage, language: Language): string {
+  const t = TEXT[language];
+  const amount = `${displayAmount(page.amount)} USDC`;
+  const closed = { success: t.alreadyPaid, expired: t.expired, cancelled: t.cancelled, processing: t.processing }[page.status];
+  const method = (name: PaymentMethod) =>
+    name === "direct"
+      ? `<li><button type="button" class="method" data-method="direct" disabled>${escapeHtml(t.direct)}</button>
+<p class="detail">${escapeHtml(t.directDetail)} ${escapeHtml(t.total)}: <strong>${escapeHtml(amount)}</strong></p></li>`
+      : `<li><button type="button" class="method" data-method="${name}" disabled data-unavailable="true">${escapeHtml(t[name])}</button>
+<p class="detail">${escapeHtml(t.notYet)}</p></li>`;
+  const body = `<main class="checkout" data-payment-id="${escapeHtml(page.id)}" data-status="${escapeHtml(page.status)}">
+<header>
+<p class="merchant">${escapeHtml(t.pay)} ${escapeHtml(t.to)} <strong>${escapeHtml(page.merchantName)}</strong></p>
+<h1><span class="amount">${escapeHtml(amount)}</span></h1>
+${page.description ? `<p class="description">${escapeHtml(page.description)}</p>` : ""}
+<p class="expires">${escapeHtml(t.expires)} <time datetime="${page.expiresAt.toISOString()}">${escapeHtml(page.expiresAt.toISOString().replace("T", " ").slice(0, 16))} UTC</time></p>
+</header>
+${
+  closed
+    ? `<p class="closed" role="status">${escapeHtml(closed)}</p>`
+    : `<section id="signin" aria-labelledby="signin-title">
+<h2 id="signin-title">${escapeHtml(t.signInTitle)}</h2>
+${
+  page.sandbox
+    ? `<form id="sandbox-signin">
+<label for="account">${escapeHtml(t.account)}</label>
+<input id="account" name="account" autocomplete="username" required maxlength="100">
+<button type="submit">${escapeHtml(t.signIn)}</button>
+</form>
+<p class="hint">${escapeHtml(t.sandbox)}</p>`
+    : ""
+}
+<p id="signed-in" hidden>${escapeHtml(t.signedIn)}: <span id="who"></span></p>
+</section>
+<section id="methods" aria-labelledby="methods-title">
+<h2 id="methods-title">${escapeHtml(t.methods)}</h2>
+<ul>
+${page.methods.map(method).join("\n")}
+</ul>
+</section>`
+}
+<p id="message" role="status" aria-live="polite" data-paying="${escapeHtml(t.paying)}" data-paid="${escapeHtml(t.paid)}" data-sign-in="${escapeHtml(t.signInNeeded)}"></p>
+${page.cancelUrl && !closed ? `<p class="cancel"><a id="cancel" href="${escapeHtml(page.cancelUrl)}">${escapeHtml(t.cancel)}</a></p>` : ""}
+</main>`;
+  return htmlPage(language, `${t.title}: ${page.merchantName}`, body);
+}
+
+export function renderNotFound(language: Language): string {
+  const t = TEXT[language];
+  return htmlPage(
+    language,
+    t.notFound,
+    `<main class="checkout"><h1>${escapeHtml(t.notFound)}</h1><p>${escapeHtml(t.notFoundDetail)}</p></main>`,
+  );
+}

@@ -1,0 +1,127 @@
+import type { PaymentsService } from "../../domain/payments/service.js";
+import { defineRoute, type RouteSpec } from "../http/route.js";
+import {
+  createBody,
+  listQuery,
+  payBody,
+  payment,
+  paymentDetail,
+  paymentIdParams,
+  payResponse,
+  refundBody,
+  refundResponse,
+  refundsResponse,
+} from "./schemas.js";
+
+const TAG = "Payments";
+
+export function paymentRoutes({ payments }: { payments: PaymentsService }): RouteSpec[] {
+  return [
+    defineRoute({
+      method: "post",
+      path: "/v1/payments",
+      operationId: "createPayment",
+      tag: TAG,
+      summary: "Create a payment and get its hosted checkout URL",
+      description:
+        "Send the payer to `checkoutUrl`. The payment is paid once, on chain: the merchant's wallet receives the amount less the method's fee in the payer's own transaction. Events: payment.success, payment.failed, payment.refunded, each with your metadata.",
+      auth: "user",
+      body: createBody,
+      response: payment,
+      status: 201,
+      handler: async ({ body, principal }) => ({ data: await payments.create(principal().user, body) }),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/payments",
+      operationId: "listPayments",
+      tag: TAG,
+      summary: "Your payments as a merchant, newest first",
+      auth: "user",
+      query: listQuery,
+      response: payment.array(),
+      paginated: true,
+      handler: async ({ query, principal }) => payments.list(principal().user, query),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/payments/{paymentId}",
+      operationId: "getPayment",
+      tag: TAG,
+      summary: "One of your payments: gross, fee, net, refunded, and every transaction",
+      auth: "user",
+      params: paymentIdParams,
+      response: paymentDetail,
+      errors: ["PAYMENT_NOT_FOUND"],
+      handler: async ({ params, principal }) => ({ data: await payments.get(principal().user, params.paymentId) }),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/payments/{paymentId}/cancel",
+      operationId: "cancelPayment",
+      tag: TAG,
+      summary: "Cancel an open payment: its checkout takes no payment any more (extension)",
+      auth: "user",
+      params: paymentIdParams,
+      response: payment,
+      errors: ["PAYMENT_NOT_FOUND", "ALREADY_PAID", "PAYMENT_EXPIRED", "PAYMENT_CANCELLED", "PAYMENT_IN_PROGRESS"],
+      handler: async ({ params, principal }) => ({ data: await payments.cancel(principal().user, params.paymentId) }),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/payments/{paymentId}/refunds",
+      operationId: "refundPayment",
+      tag: TAG,
+      summary: "Refund part or all of a paid payment from your wallet",
+      description:
+        "The USDC goes from your managed wallet back to the payer (you bear the fee, as card processors do). Refunds add up to the amount at most: more is 400 INVALID_AMOUNT; a wallet that cannot cover it is 400 INSUFFICIENT_BALANCE and nothing moves. Retry with the same Idempotency-Key: it is the same refund, made once.",
+      auth: "user",
+      params: paymentIdParams,
+      body: refundBody,
+      response: refundResponse,
+      status: 201,
+      errors: ["PAYMENT_NOT_FOUND", "PAYMENT_NOT_PAID", "INVALID_AMOUNT", "INSUFFICIENT_BALANCE", "SERVICE_UNAVAILABLE"],
+      handler: async ({ params, body, principal, operation }) => ({
+        data: await payments.refund(principal().user, params.paymentId, body, operation),
+      }),
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/payments/{paymentId}/refunds",
+      operationId: "listPaymentRefunds",
+      tag: TAG,
+      summary: "A payment's refunds, oldest first",
+      auth: "user",
+      params: paymentIdParams,
+      response: refundsResponse,
+      errors: ["PAYMENT_NOT_FOUND"],
+      handler: async ({ params, principal }) => ({ data: await payments.refunds(principal().user, params.paymentId) }),
+    }),
+    defineRoute({
+      method: "post",
+      path: "/checkout/{paymentId}/pay",
+      operationId: "payPayment",
+      tag: TAG,
+      summary: "Pay a payment as the signed-in payer (the hosted checkout posts here)",
+      description:
+        "The payer's own transaction through the router (the service pays the gas). A payment is paid at most once: a second attempt is 409 ALREADY_PAID, one while another is under way 409 PAYMENT_IN_PROGRESS. An expired or cancelled payment is 409. A declined test address is 402 PAYMENT_DECLINED, an insufficient one 400 INSUFFICIENT_BALANCE; both tell the merchant payment.failed and leave the payment open.",
+      auth: "user",
+      params: paymentIdParams,
+      body: payBody,
+      response: payResponse,
+      errors: [
+        "PAYMENT_NOT_FOUND",
+        "ALREADY_PAID",
+        "PAYMENT_EXPIRED",
+        "PAYMENT_CANCELLED",
+        "PAYMENT_IN_PROGRESS",
+        "PAYMENT_DECLINED",
+        "INSUFFICIENT_BALANCE",
+        "SERVICE_UNAVAILABLE",
+      ],
+      handler: async ({ params, body, principal, operation }) => ({
+        data: await payments.pay(principal().user, params.paymentId, body, operation),
+      }),
+    }),
+  ];
+}

@@ -1,0 +1,263 @@
+// The only code that reads or writes the payment tables: Payment and PaymentRefund (the service's
+// own records) and, read only, the mirror's PaymentChainEvent, which says whether a payment was
+// paid and which refunds were made. The router knows a payment by its terms (ref, merchant,
+// amount): only an event of the payment's own terms counts for it (OWN_EVENT), so paying its ref
+// to another wallet or of another amount does not make it paid. Its status is derived in one
+// place (STATUS_SQL).
+import { MIRRORED_CHAIN_ID_SQL } from "../../core/chain-identity.js";
+import type { Prisma } from "../../generated/prisma/client.js";
+import type { Db, Tx } from "../db.js";
+
+/** How long a payer's attempt holds a payment: past it (a process died mid-attempt), another may try; the router pays a ref once. */
+export const CLAIM_HOLD_MS = 120_000;
+
+export const PAYMENT_STATUSES = ["pending", "processing", "success", "expired", "cancelled"] as const;
+export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
+export const REFUND_STATUSES = ["pending", "succeeded", "failed"] as const;
+export type RefundStatus = (typeof REFUND_STATUSES)[number];
+
+export interface PaymentRow {
+  id: string;
+  merchantId: string;
+  merchantName: string;
+  merchantWallet: string;
+  amount: bigint;
+  currency: string;
+  description: string;
+  methods: string[];
+  metadata: Record<string, unknown>;
+  redirectUrl: string | null;
+  cancelUrl: string | null;
+  creditOptions: Record<string, unknown> | null;
+  splitOptions: Record<string, unknown> | null;
+  status: PaymentStatus;
+  method: string | null;
+  payerId: string | null;
+  payerAddress: string | null;
+  lastFailure: { reason: string; method: string; at: string } | null;
+  createdAt: Date;
+  expiresAt: Date;
+  cancelledAt: Date | null;
+  /** From the mirror, once paid. */
+  paidAt: Date | null;
+  paidTxHash: string | null;
+  paidPayer: string | null;
+  fee: bigint | null;
+  /** The refunds the mirror has, summed. */
+  refunded: bigint;
+}
+
+export interface RefundRow {
+  id: string;
+  paymentId: string;
+  amount: bigint;
+  reason: string;
+  status: RefundStatus;
+  failure: string | null;
+  createdAt: Date;
+  txHash: string | null;
+  madeAt: Date | null;
+}
+
+/** A UUID's on-chain ref (core/refs.ts), in SQL. */
+const refOf = (column: string) => `'0x' || replace(${column}::text, '-', '') || repeat('0', 32)`;
+
+/** The router's events of payment `p` (its ref, its merchant's wallet, its amount), of `kind`, as `e`. */
+const OWN_EVENT = (kind: "paid" | "refunded") => `e."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND e."ref" = ${refOf('p."id"')}
+   AND e."merchant" = (SELECT lower(m."walletAddress") FROM "User" m WHERE m."id" = p."merchantId")
+   AND e."paymentAmount" = p."amount" AND e."kind" = '${kind}'`;
+
+/** A payment's status now: paid (the mirror), cancelled, expired, an attempt holding it, or pending. */
+const STATUS_SQL = `CASE WHEN paid."txHash" IS NOT NULL THEN 'success'
+                         WHEN p."status" = 'cancelled' THEN 'cancelled'
+                         WHEN p."expiresAt" <= $1::timestamp(3) THEN 'expired'
+                         WHEN p."status" = 'processing' AND p."claimedAt" > $1::timestamp(3) - interval '${CLAIM_HOLD_MS} milliseconds' THEN 'processing'
+                         ELSE 'pending' END`;
+
+const SELECT_PAYMENTS = `
+  SELECT * FROM (
+    SELECT p."id"::text AS "id", p."merchantId", u."displayName" AS "merchantName", lower(u."walletAddress") AS "merchantWallet",
+           p."amount", p."currency", p."description", p."methods", p."metadata", p."redirectUrl", p."cancelUrl",
+           p."creditOptions", p."splitOptions", ${STATUS_SQL} AS "status", p."method", p."payerId", p."payerAddress",
+           p."lastFailure", p."createdAt", p."expiresAt", p."cancelledAt",
+           paid."timestamp" AS "paidAt", paid."txHash" AS "paidTxHash", paid."payer" AS "paidPayer", paid."fee",
+           coalesce((SELECT sum(e."amount") FROM "PaymentChainEvent" e WHERE ${OWN_EVENT("refunded")}), 0)::bigint AS "refunded"
+      FROM "Payment" p
+      JOIN "User" u ON u."id" = p."merchantId"
+      LEFT JOIN LATERAL (SELECT e."timestamp", e."txHash", e."payer", e."fee" FROM "PaymentChainEvent" e
+                          WHERE ${OWN_EVENT("paid")} LIMIT 1) paid ON true
+  ) payment`;
+
+const SELECT_REFUNDS = `
+  SELECT r."id"::text AS "id", r."paymentId"::text AS "paymentId", r."amount", r."reason",
+         CASE WHEN made."txHash" IS NOT NULL THEN 'succeeded' WHEN r."status" = 'failed' THEN 'failed' ELSE 'pending' END AS "status",
+         r."failure", r."createdAt", made."txHash", made."timestamp" AS "madeAt"
+    FROM "PaymentRefund" r
+    JOIN "Payment" p ON p."id" = r."paymentId"
+    LEFT JOIN LATERAL (SELECT e."txHash", e."timestamp" FROM "PaymentChainEvent" e
+                        WHERE ${OWN_EVENT("refunded")} AND e."refundRef" = ${refOf('r."id"')} LIMIT 1) made ON true`;
+
+type Raw = Record<string, unknown>;
+const bigintOf = (value: unknown) => BigInt(value as string | number | bigint);
+
+function paymentOf(row: Raw): PaymentRow {
+  return {
+    ...(row as unknown as PaymentRow),
+    amount: bigintOf(row.amount),
+    fee: row.fee === null ? null : bigintOf(row.fee),
+    refunded: bigintOf(row.refunded),
+  };
+}
+
+function refundOf(row: Raw): RefundRow {
+  return { ...(row as unknown as RefundRow), amount: bigintOf(row.amount) };
+}
+
+export interface NewPayment {
+  id: string;
+  merchantId: string;
+  amount: bigint;
+  description: string;
+  methods: string[];
+  metadata: Record<string, unknown>;
+  redirectUrl: string | null;
+  cancelUrl: string | null;
+  creditOptions: Record<string, unknown> | null;
+  splitOptions: Record<string, unknown> | null;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+export function createPaymentsRepo({ db }: { db: Db }) {
+  const { prisma } = db;
+  const json = (value: unknown) => value as Prisma.InputJsonValue;
+  return {
+    async create(payment: NewPayment): Promise<void> {
+      await prisma.payment.create({
+        data: {
+          ...payment,
+          currency: "USDC",
+          metadata: json(payment.metadata),
+          creditOptions: payment.creditOptions === null ? undefined : json(payment.creditOptions),
+          splitOptions: payment.splitOptions === null ? undefined : json(payment.splitOptions),
+          status: "open",
+        },
+      });
+    },
+
+    /** One payment as it is now (any merchant's: the caller checks who may see it). */
+    async find(id: string, now: Date): Promise<PaymentRow | null> {
+      const rows = await prisma.$queryRawUnsafe<Raw[]>(`${SELECT_PAYMENTS} WHERE "id" = $2`, now.toISOString(), id);
+      return rows[0] ? paymentOf(rows[0]) : null;
+    },
+
+    /** A merchant's payments, newest first, with the total for the filter. */
+    async list(merchantId: string, now: Date, filter: { status?: PaymentStatus; limit: number; offset: number }) {
+      const where = `WHERE "merchantId" = $2${filter.status ? ` AND "status" = $3` : ""}`;
+      const params: unknown[] = [now.toISOString(), merchantId, ...(filter.status ? [filter.status] : [])];
+      const [rows, counted] = await Promise.all([
+        prisma.$queryRawUnsafe<Raw[]>(
+          `${SELECT_PAYMENTS} ${where} ORDER BY "createdAt" DESC, "id" DESC LIMIT ${filter.limit} OFFSET ${filter.offset}`,
+          ...params,
+        ),
+        prisma.$queryRawUnsafe<{ total: bigint | number }[]>(
+          `SELECT count(*) AS "total" FROM (${SELECT_PAYMENTS} ${where}) listed`,
+          ...params,
+        ),
+      ]);
+      return { rows: rows.map(paymentOf), total: Number(counted[0]?.total ?? 0) };
+    },
+
+    /**
+     * Takes the payment for one payer's attempt, in one statement: only a payment that is open (or
+     * whose holder's attempt is older than CLAIM_HOLD_MS), not expired, not cancelled and not paid.
+     */
+    async claim(id: string, attempt: { method: string; payerId: string; payerAddress: string }, now: Date): Promise<boolean> {
+      const claimed = await prisma.$executeRawUnsafe(
+        `UPDATE "Payment" p SET "status" = 'processing', "method" = $3, "payerId" = $4, "payerAddress" = $5, "claimedAt" = $1::timestamp(3)
+          WHERE p."id" = $2::uuid AND p."expiresAt" > $1::timestamp(3)
+            AND (p."status" = 'open' OR (p."status" = 'processing' AND p."claimedAt" <= $1::timestamp(3) - interval '${CLAIM_HOLD_MS} milliseconds'))
+            AND NOT EXISTS (SELECT 1 FROM "PaymentChainEvent" e WHERE ${OWN_EVENT("paid")})`,
+        now.toISOString(),
+        id,
+        attempt.method,
+        attempt.payerId,
+        attempt.payerAddress,
+      );
+      return claimed === 1;
+    },
+
+    /** Gives an attempt's hold back (it failed before anything moved), saying why; in the caller's transaction. */
+    async release(tx: Tx, id: string, failure: { reason: string; method: string; at: string } | null): Promise<void> {
+      await tx.payment.updateMany({
+        where: { id, status: "processing" },
+        data: { status: "open", claimedAt: null, ...(failure ? { lastFailure: json(failure) } : {}) },
+      });
+    },
+
+    /** Records a failed attempt on an open payment (a test address's decline), in the caller's transaction. */
+    async recordFailure(tx: Tx, id: string, failure: { reason: string; method: string; at: string }): Promise<void> {
+      await tx.payment.update({ where: { id }, data: { lastFailure: json(failure) } });
+    },
+
+    /** Cancels an open payment (not one an attempt holds or that was paid); false when it was not open. */
+    async cancel(id: string, now: Date): Promise<boolean> {
+      const cancelled = await prisma.$executeRawUnsafe(
+        `UPDATE "Payment" p SET "status" = 'cancelled', "cancelledAt" = $1::timestamp(3)
+          WHERE p."id" = $2::uuid AND p."status" = 'open' AND p."expiresAt" > $1::timestamp(3)
+            AND NOT EXISTS (SELECT 1 FROM "PaymentChainEvent" e WHERE ${OWN_EVENT("paid")})`,
+        now.toISOString(),
+        id,
+      );
+      return cancelled === 1;
+    },
+
+    /** Records a refund request (once per id: a retry of the same request finds it); answers whether it is new. */
+    async addRefund(refund: { id: string; paymentId: string; amount: bigint; reason: string; createdAt: Date }): Promise<boolean> {
+      const { count } = await prisma.paymentRefund.createMany({ data: [{ ...refund, status: "pending" }], skipDuplicates: true });
+      return count === 1;
+    },
+
+    async failRefund(id: string, failure: string): Promise<void> {
+      await prisma.paymentRefund.updateMany({ where: { id, status: "pending" }, data: { status: "failed", failure } });
+    },
+
+    async refund(id: string): Promise<RefundRow | null> {
+      const rows = await prisma.$queryRawUnsafe<Raw[]>(`${SELECT_REFUNDS} WHERE r."id" = $1::uuid`, id);
+      return rows[0] ? refundOf(rows[0]) : null;
+    },
+
+    /** A payment's refunds, oldest first. */
+    async refunds(paymentId: string): Promise<RefundRow[]> {
+      const rows = await prisma.$queryRawUnsafe<Raw[]>(
+        `${SELECT_REFUNDS} WHERE r."paymentId" = $1::uuid ORDER BY r."createdAt", r."id"`,
+        paymentId,
+      );
+      return rows.map(refundOf);
+    },
+
+    /** The merchant (and its wallet) and metadata of payments, for their events (in the consumer's transaction). */
+    async forEvents(tx: Tx, ids: string[]) {
+      const rows = await tx.payment.findMany({
+        where: { id: { in: ids } },
+        select: {
+          id: true,
+          merchantId: true,
+          method: true,
+          description: true,
+          metadata: true,
+          amount: true,
+          merchant: { select: { walletAddress: true } },
+        },
+      });
+      return new Map(rows.map((row) => [row.id, { ...row, merchantWallet: row.merchant.walletAddress?.toLowerCase() ?? null }]));
+    },
+
+    async refundReasons(tx: Tx, ids: string[]) {
+      const rows = await tx.paymentRefund.findMany({ where: { id: { in: ids } }, select: { id: true, reason: true } });
+      return new Map(rows.map((row) => [row.id, row.reason]));
+    },
+  };
+}
+
+export type PaymentsRepo = ReturnType<typeof createPaymentsRepo>;
