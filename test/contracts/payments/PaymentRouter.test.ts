@@ -1,5 +1,7 @@
 // The payment router's flows: payments with the fee split to the treasury, refunds from the merchant within what was
-// paid, EIP-2612 permits, the admin's fee, and payments and refunds relayed through the TrustMintForwarder.
+// paid, EIP-2612 permits, the admin's fee, and payments and refunds relayed through the TrustMintForwarder; and the
+// review's three findings: a payment is its terms (ref, merchant, amount), so paying its ref first under other terms
+// leaves it payable; a merchant's refund refs are its own; the router is never the merchant or the treasury.
 import { expect } from "chai";
 import { network } from "hardhat";
 import { forwarderAccount, inSeconds, signPermit, signRequest } from "../metatx/metatx-helpers.js";
@@ -12,6 +14,7 @@ import {
   MAX_FEE_BPS,
   MAX_UINT128,
   type PaymentsFixture,
+  paymentKeyOf,
   USDC,
 } from "./payments-fixture.js";
 
@@ -19,25 +22,32 @@ const { ethers, networkHelpers } = await network.create();
 
 const REF = ethers.id("order-1");
 const REFUND_REF = ethers.id("refund-1");
+/** The amount of the fixture's payment REF. */
+const PAID = USDC(100);
+/** The record of a payment that was not paid. */
+const UNPAID = [ethers.ZeroAddress, ethers.ZeroAddress, 0n, 0n, 0n];
 
 const load = () => networkHelpers.loadFixture(fixture);
 async function fixture() {
   return deployPayments(ethers);
 }
 
-/** The fixture with payment REF: `payer` paid 100 USDC to `merchant` (1 USDC fee to the treasury). */
+/** The fixture with payment REF: `payer` paid 100 USDC (PAID) to `merchant` (1 USDC fee to the treasury). */
 async function withPayment() {
   const f = await deployPayments(ethers);
-  await f.router.connect(f.payer).pay(REF, f.merchant.address, USDC(100));
+  await f.router.connect(f.payer).pay(REF, f.merchant.address, PAID);
   return f;
 }
 const loadPaid = () => networkHelpers.loadFixture(withPayment);
 
-/** A stored payment as a plain tuple: payer, merchant, amount, fee, refunded. */
-async function paymentTuple(f: PaymentsFixture, ref: string) {
-  const p = await f.router.paymentOf(ref);
+/** The stored payment of `ref` to `merchant` of `amount` as a plain tuple: payer, merchant, amount, fee, refunded. */
+async function paymentTuple(f: PaymentsFixture, ref: string, merchant: string, amount: bigint) {
+  const p = await f.router.paymentOf(ref, merchant, amount);
   return [p.payer, p.merchant, p.amount, p.fee, p.refunded];
 }
+
+/** The fixture's payment REF (payer, merchant, PAID) as a plain tuple. */
+const paidTuple = (f: PaymentsFixture) => paymentTuple(f, REF, f.merchant.address, PAID);
 
 describe("PaymentRouter", () => {
   describe("constructor", () => {
@@ -79,6 +89,36 @@ describe("PaymentRouter", () => {
     });
   });
 
+  describe("paymentKey and paymentOf", () => {
+    it("keys a payment by keccak256(abi.encode(ref, merchant, amount)), as the service computes it", async () => {
+      const { router, merchant, otherMerchant } = await load();
+      for (const [ref, to, amount] of [
+        [REF, merchant.address, PAID],
+        [REF, otherMerchant.address, PAID],
+        [REF, merchant.address, PAID + 1n],
+        [ethers.id("order-2"), merchant.address, PAID],
+      ] as const) {
+        expect(await router.paymentKey(ref, to, amount)).to.equal(paymentKeyOf(ref, to, amount));
+      }
+      // Each term is part of the key.
+      const keys = new Set([
+        await router.paymentKey(REF, merchant.address, PAID),
+        await router.paymentKey(REF, otherMerchant.address, PAID),
+        await router.paymentKey(REF, merchant.address, PAID + 1n),
+        await router.paymentKey(ethers.id("order-2"), merchant.address, PAID),
+      ]);
+      expect(keys.size).to.equal(4);
+    });
+
+    it("finds a payment only by its three terms", async () => {
+      const f = await loadPaid();
+      expect(await paidTuple(f)).to.deep.equal([f.payer.address, f.merchant.address, PAID, USDC(1), 0n]);
+      expect(await paymentTuple(f, REF, f.otherMerchant.address, PAID)).to.deep.equal(UNPAID);
+      expect(await paymentTuple(f, REF, f.merchant.address, PAID - 1n)).to.deep.equal(UNPAID);
+      expect(await paymentTuple(f, ethers.id("order-2"), f.merchant.address, PAID)).to.deep.equal(UNPAID);
+    });
+  });
+
   describe("pay", () => {
     it("pulls the amount from the payer, sends the net amount to the merchant and the fee to the treasury", async () => {
       const { router, usdc, payer, merchant, treasury } = await load();
@@ -98,9 +138,15 @@ describe("PaymentRouter", () => {
 
     it("records the payment", async () => {
       const f = await load();
-      expect(await paymentTuple(f, REF)).to.deep.equal([ethers.ZeroAddress, ethers.ZeroAddress, 0n, 0n, 0n]);
+      expect(await paymentTuple(f, REF, f.merchant.address, USDC(250))).to.deep.equal(UNPAID);
       await f.router.connect(f.payer).pay(REF, f.merchant.address, USDC(250));
-      expect(await paymentTuple(f, REF)).to.deep.equal([f.payer.address, f.merchant.address, USDC(250), 2_500_000n, 0n]);
+      expect(await paymentTuple(f, REF, f.merchant.address, USDC(250))).to.deep.equal([
+        f.payer.address,
+        f.merchant.address,
+        USDC(250),
+        2_500_000n,
+        0n,
+      ]);
     });
 
     it("rounds the fee down, in the merchant's favour", async () => {
@@ -122,7 +168,7 @@ describe("PaymentRouter", () => {
             .withArgs(ref, payer.address, merchant.address, amount, fee);
         });
         expect(changes, `amount ${amount}`).to.deep.equal([-amount, amount - fee, fee]);
-        expect((await router.paymentOf(ref)).fee).to.equal(fee);
+        expect((await router.paymentOf(ref, merchant.address, amount)).fee).to.equal(fee);
       }
     });
 
@@ -143,7 +189,7 @@ describe("PaymentRouter", () => {
         .to.emit(router, "PaymentPaid")
         .withArgs(REF, carol.address, merchant.address, MAX_UINT128, fee);
       expect(await balancesOf(usdc, [merchant, treasury])).to.deep.equal([MAX_UINT128 - fee, fee]);
-      expect((await router.paymentOf(REF)).amount).to.equal(MAX_UINT128);
+      expect((await router.paymentOf(REF, merchant.address, MAX_UINT128)).amount).to.equal(MAX_UINT128);
     });
 
     it("lets a payer pay several refs to several merchants", async () => {
@@ -158,18 +204,18 @@ describe("PaymentRouter", () => {
       ]);
     });
 
-    it("reverts when the ref was already paid, by the same or another payer, and moves nothing", async () => {
+    it("reverts when the same payment (ref, merchant and amount) was already paid, by the same or another payer, and moves nothing", async () => {
       const f = await loadPaid();
       const { router, usdc, payer, otherPayer, merchant, otherMerchant, treasury } = f;
       const before = await balancesOf(usdc, [payer, otherPayer, merchant, otherMerchant, treasury]);
-      await expect(router.connect(payer).pay(REF, merchant.address, USDC(100)))
+      await expect(router.connect(payer).pay(REF, merchant.address, PAID))
         .to.be.revertedWithCustomError(router, "PaymentRouterAlreadyPaid")
-        .withArgs(REF);
-      await expect(router.connect(otherPayer).pay(REF, otherMerchant.address, USDC(5)))
+        .withArgs(REF, merchant.address, PAID);
+      await expect(router.connect(otherPayer).pay(REF, merchant.address, PAID))
         .to.be.revertedWithCustomError(router, "PaymentRouterAlreadyPaid")
-        .withArgs(REF);
+        .withArgs(REF, merchant.address, PAID);
       expect(await balancesOf(usdc, [payer, otherPayer, merchant, otherMerchant, treasury])).to.deep.equal(before);
-      expect(await paymentTuple(f, REF)).to.deep.equal([payer.address, merchant.address, USDC(100), USDC(1), 0n]);
+      expect(await paidTuple(f)).to.deep.equal([payer.address, merchant.address, PAID, USDC(1), 0n]);
     });
 
     it("reverts when the ref is zero", async () => {
@@ -206,13 +252,21 @@ describe("PaymentRouter", () => {
         .withArgs(ethers.MaxUint256);
     });
 
-    it("leaves the ref unpaid when a check fails, so it can be paid afterwards", async () => {
+    it("leaves the payment unpaid when a check fails, so it can be paid afterwards", async () => {
       const f = await load();
       await expect(f.router.connect(f.payer).pay(REF, f.merchant.address, 0n)).to.be.revertedWithCustomError(
         f.router,
         "PaymentRouterInvalidAmount",
       );
-      await expect(f.router.connect(f.payer).pay(REF, f.merchant.address, USDC(1))).to.emit(f.router, "PaymentPaid");
+      // The same terms, refused by the token (carol approved nothing): nothing is recorded.
+      await expect(f.router.connect(f.carol).pay(REF, f.merchant.address, PAID)).to.be.revertedWithCustomError(
+        f.usdc,
+        "ERC20InsufficientAllowance",
+      );
+      expect(await paidTuple(f)).to.deep.equal(UNPAID);
+      await expect(f.router.connect(f.payer).pay(REF, f.merchant.address, PAID))
+        .to.emit(f.router, "PaymentPaid")
+        .withArgs(REF, f.payer.address, f.merchant.address, PAID, USDC(1));
     });
 
     it("reverts with the token's ERC20InsufficientAllowance when the payer approved nothing", async () => {
@@ -237,7 +291,8 @@ describe("PaymentRouter", () => {
         .to.be.revertedWithCustomError(usdc, "ERC20InsufficientBalance")
         .withArgs(carol.address, USDC(10_000) - (amount - feeOf(amount)), feeOf(amount));
       expect(await balancesOf(usdc, [carol, merchant, f.treasury])).to.deep.equal(before);
-      expect(await paymentTuple(f, REF)).to.deep.equal([ethers.ZeroAddress, ethers.ZeroAddress, 0n, 0n, 0n]);
+      expect(await paymentTuple(f, REF, merchant.address, USDC(20_000))).to.deep.equal(UNPAID);
+      expect(await paymentTuple(f, REF, merchant.address, amount)).to.deep.equal(UNPAID);
     });
   });
 
@@ -302,12 +357,12 @@ describe("PaymentRouter", () => {
         .withArgs(await router.getAddress(), 0n, USDC(99));
     });
 
-    it("reverts like pay for a paid ref, a zero ref, a zero merchant or an invalid amount, and applies no permit", async () => {
+    it("reverts like pay for a paid payment, a zero ref, a zero merchant, the router as merchant or an invalid amount, and applies no permit", async () => {
       const { router, usdc, carol, merchant } = await loadPaid();
       const { deadline, v, r, s } = await signPermit(usdc, carol, router, USDC(100));
-      await expect(router.connect(carol).payWithPermit(REF, merchant.address, USDC(100), deadline, v, r, s))
+      await expect(router.connect(carol).payWithPermit(REF, merchant.address, PAID, deadline, v, r, s))
         .to.be.revertedWithCustomError(router, "PaymentRouterAlreadyPaid")
-        .withArgs(REF);
+        .withArgs(REF, merchant.address, PAID);
       const fresh = ethers.id("order-2");
       await expect(
         router.connect(carol).payWithPermit(ethers.ZeroHash, merchant.address, USDC(100), deadline, v, r, s),
@@ -315,6 +370,9 @@ describe("PaymentRouter", () => {
       await expect(
         router.connect(carol).payWithPermit(fresh, ethers.ZeroAddress, USDC(100), deadline, v, r, s),
       ).to.be.revertedWithCustomError(router, "PaymentRouterZeroAddress");
+      await expect(
+        router.connect(carol).payWithPermit(fresh, await router.getAddress(), USDC(100), deadline, v, r, s),
+      ).to.be.revertedWithCustomError(router, "PaymentRouterSelfAddress");
       await expect(router.connect(carol).payWithPermit(fresh, merchant.address, 0n, deadline, v, r, s))
         .to.be.revertedWithCustomError(router, "PaymentRouterInvalidAmount")
         .withArgs(0n);
@@ -327,17 +385,17 @@ describe("PaymentRouter", () => {
       const f = await loadPaid();
       const { router, usdc, payer, merchant, treasury } = f;
       const changes = await balanceChanges(usdc, [payer, merchant, treasury, router], async () => {
-        await expect(router.connect(merchant).refund(REF, REFUND_REF, USDC(40)))
+        await expect(router.connect(merchant).refund(REF, PAID, REFUND_REF, USDC(40)))
           .to.emit(router, "PaymentRefunded")
-          .withArgs(REF, REFUND_REF, merchant.address, payer.address, USDC(40), USDC(40))
+          .withArgs(REF, REFUND_REF, merchant.address, payer.address, PAID, USDC(40), USDC(40))
           .and.to.emit(usdc, "Transfer")
           .withArgs(merchant.address, payer.address, USDC(40));
       });
       // The treasury keeps its fee: the merchant bears it.
       expect(changes).to.deep.equal([USDC(40), -USDC(40), 0n, 0n]);
-      expect(await paymentTuple(f, REF)).to.deep.equal([payer.address, merchant.address, USDC(100), USDC(1), USDC(40)]);
-      expect(await router.refundMade(REFUND_REF)).to.equal(true);
-      expect(await router.refundMade(ethers.id("refund-2"))).to.equal(false);
+      expect(await paidTuple(f)).to.deep.equal([payer.address, merchant.address, PAID, USDC(1), USDC(40)]);
+      expect(await router.refundMade(merchant.address, REFUND_REF)).to.equal(true);
+      expect(await router.refundMade(merchant.address, ethers.id("refund-2"))).to.equal(false);
     });
 
     it("lets partial refunds add up exactly to the amount, then refuses one more micro-unit", async () => {
@@ -349,104 +407,117 @@ describe("PaymentRouter", () => {
       const changes = await balanceChanges(usdc, [payer, merchant], async () => {
         for (const [i, part] of parts.entries()) {
           total += part;
-          await expect(router.connect(merchant).refund(REF, ethers.id(`part-${i}`), part))
+          await expect(router.connect(merchant).refund(REF, PAID, ethers.id(`part-${i}`), part))
             .to.emit(router, "PaymentRefunded")
-            .withArgs(REF, ethers.id(`part-${i}`), merchant.address, payer.address, part, total);
+            .withArgs(REF, ethers.id(`part-${i}`), merchant.address, payer.address, PAID, part, total);
         }
       });
       expect(total).to.equal(USDC(100));
       expect(changes).to.deep.equal([USDC(100), -USDC(100)]);
-      expect((await router.paymentOf(REF)).refunded).to.equal(USDC(100));
-      await expect(router.connect(merchant).refund(REF, ethers.id("one-more"), 1n))
+      expect((await router.paymentOf(REF, merchant.address, PAID)).refunded).to.equal(USDC(100));
+      await expect(router.connect(merchant).refund(REF, PAID, ethers.id("one-more"), 1n))
         .to.be.revertedWithCustomError(router, "PaymentRouterRefundTooLarge")
         .withArgs(REF, 1n, 0n);
     });
 
     it("reverts when the amount is above what is left of the payment", async () => {
       const { router, merchant } = await loadPaid();
-      await expect(router.connect(merchant).refund(REF, REFUND_REF, USDC(100) + 1n))
+      await expect(router.connect(merchant).refund(REF, PAID, REFUND_REF, USDC(100) + 1n))
         .to.be.revertedWithCustomError(router, "PaymentRouterRefundTooLarge")
         .withArgs(REF, USDC(100) + 1n, USDC(100));
-      await router.connect(merchant).refund(REF, REFUND_REF, USDC(60));
-      await expect(router.connect(merchant).refund(REF, ethers.id("refund-2"), USDC(40) + 1n))
+      await router.connect(merchant).refund(REF, PAID, REFUND_REF, USDC(60));
+      await expect(router.connect(merchant).refund(REF, PAID, ethers.id("refund-2"), USDC(40) + 1n))
         .to.be.revertedWithCustomError(router, "PaymentRouterRefundTooLarge")
         .withArgs(REF, USDC(40) + 1n, USDC(40));
-      expect((await router.paymentOf(REF)).refunded).to.equal(USDC(60));
-      expect(await router.refundMade(ethers.id("refund-2"))).to.equal(false);
+      expect((await router.paymentOf(REF, merchant.address, PAID)).refunded).to.equal(USDC(60));
+      expect(await router.refundMade(merchant.address, ethers.id("refund-2"))).to.equal(false);
     });
 
-    it("reverts when the amount is zero", async () => {
-      const { router, merchant } = await loadPaid();
-      await expect(router.connect(merchant).refund(REF, REFUND_REF, 0n))
-        .to.be.revertedWithCustomError(router, "PaymentRouterRefundTooLarge")
-        .withArgs(REF, 0n, USDC(100));
-      expect(await router.refundMade(REFUND_REF)).to.equal(false);
+    it("reverts with PaymentRouterInvalidAmount when the amount is zero, and records nothing", async () => {
+      const f = await loadPaid();
+      const { router, merchant } = f;
+      await expect(router.connect(merchant).refund(REF, PAID, REFUND_REF, 0n))
+        .to.be.revertedWithCustomError(router, "PaymentRouterInvalidAmount")
+        .withArgs(0n);
+      expect(await router.refundMade(merchant.address, REFUND_REF)).to.equal(false);
+      expect(await paidTuple(f)).to.deep.equal([f.payer.address, merchant.address, PAID, USDC(1), 0n]);
     });
 
-    it("reverts when the caller is not the payment's merchant, the payer included", async () => {
-      const { router, payer, otherMerchant, treasury } = await loadPaid();
-      for (const caller of [otherMerchant, payer, treasury]) {
-        await expect(router.connect(caller).refund(REF, REFUND_REF, USDC(1)))
-          .to.be.revertedWithCustomError(router, "PaymentRouterNotMerchant")
-          .withArgs(REF, caller.address);
+    it("reverts with PaymentRouterNotPaid for anyone but the payment's merchant, the payer included, and changes nothing", async () => {
+      const f = await loadPaid();
+      const { router, usdc, payer, merchant, otherMerchant, treasury, stranger } = f;
+      const before = await balancesOf(usdc, [payer, merchant, otherMerchant, treasury, stranger]);
+      for (const caller of [otherMerchant, payer, treasury, stranger]) {
+        await expect(router.connect(caller).refund(REF, PAID, REFUND_REF, USDC(1)))
+          .to.be.revertedWithCustomError(router, "PaymentRouterNotPaid")
+          .withArgs(REF, caller.address, PAID);
+        expect(await router.refundMade(caller.address, REFUND_REF)).to.equal(false);
       }
-      expect(await router.refundMade(REFUND_REF)).to.equal(false);
+      expect(await router.refundMade(merchant.address, REFUND_REF)).to.equal(false);
+      expect(await balancesOf(usdc, [payer, merchant, otherMerchant, treasury, stranger])).to.deep.equal(before);
+      expect(await paidTuple(f)).to.deep.equal([payer.address, merchant.address, PAID, USDC(1), 0n]);
     });
 
-    it("reverts when the ref was never paid", async () => {
+    it("reverts with PaymentRouterNotPaid when the merchant has no such payment: a ref never paid, the zero ref, another amount", async () => {
       const { router, merchant } = await loadPaid();
       const unknown = ethers.id("unknown");
-      await expect(router.connect(merchant).refund(unknown, REFUND_REF, USDC(1)))
+      await expect(router.connect(merchant).refund(unknown, PAID, REFUND_REF, USDC(1)))
         .to.be.revertedWithCustomError(router, "PaymentRouterNotPaid")
-        .withArgs(unknown);
-      await expect(router.connect(merchant).refund(ethers.ZeroHash, REFUND_REF, USDC(1)))
+        .withArgs(unknown, merchant.address, PAID);
+      await expect(router.connect(merchant).refund(ethers.ZeroHash, PAID, REFUND_REF, USDC(1)))
         .to.be.revertedWithCustomError(router, "PaymentRouterNotPaid")
-        .withArgs(ethers.ZeroHash);
+        .withArgs(ethers.ZeroHash, merchant.address, PAID);
+      for (const paymentAmount of [PAID - 1n, PAID + 1n, 0n]) {
+        await expect(router.connect(merchant).refund(REF, paymentAmount, REFUND_REF, USDC(1)))
+          .to.be.revertedWithCustomError(router, "PaymentRouterNotPaid")
+          .withArgs(REF, merchant.address, paymentAmount);
+      }
+      expect(await router.refundMade(merchant.address, REFUND_REF)).to.equal(false);
     });
 
     it("reverts when the refundRef is zero", async () => {
       const { router, merchant } = await loadPaid();
-      await expect(router.connect(merchant).refund(REF, ethers.ZeroHash, USDC(1))).to.be.revertedWithCustomError(
+      await expect(router.connect(merchant).refund(REF, PAID, ethers.ZeroHash, USDC(1))).to.be.revertedWithCustomError(
         router,
         "PaymentRouterEmptyRef",
       );
     });
 
-    it("reverts when the refundRef was used, on this payment or another, and refunds nothing twice", async () => {
+    it("reverts when the merchant used the refundRef, on this payment or another, and refunds nothing twice", async () => {
       const { router, usdc, payer, otherPayer, merchant } = await loadPaid();
       await router.connect(otherPayer).pay(ethers.id("order-2"), merchant.address, USDC(50));
-      await router.connect(merchant).refund(REF, REFUND_REF, USDC(10));
+      await router.connect(merchant).refund(REF, PAID, REFUND_REF, USDC(10));
       const before = await balancesOf(usdc, [payer, otherPayer, merchant]);
-      await expect(router.connect(merchant).refund(REF, REFUND_REF, USDC(10)))
+      await expect(router.connect(merchant).refund(REF, PAID, REFUND_REF, USDC(10)))
         .to.be.revertedWithCustomError(router, "PaymentRouterRefundExists")
-        .withArgs(REFUND_REF);
-      await expect(router.connect(merchant).refund(ethers.id("order-2"), REFUND_REF, USDC(10)))
+        .withArgs(merchant.address, REFUND_REF);
+      await expect(router.connect(merchant).refund(ethers.id("order-2"), USDC(50), REFUND_REF, USDC(10)))
         .to.be.revertedWithCustomError(router, "PaymentRouterRefundExists")
-        .withArgs(REFUND_REF);
+        .withArgs(merchant.address, REFUND_REF);
       expect(await balancesOf(usdc, [payer, otherPayer, merchant])).to.deep.equal(before);
-      expect((await router.paymentOf(REF)).refunded).to.equal(USDC(10));
-      expect((await router.paymentOf(ethers.id("order-2"))).refunded).to.equal(0n);
+      expect((await router.paymentOf(REF, merchant.address, PAID)).refunded).to.equal(USDC(10));
+      expect((await router.paymentOf(ethers.id("order-2"), merchant.address, USDC(50))).refunded).to.equal(0n);
     });
 
     it("reverts with the token's ERC20InsufficientBalance when the merchant lacks the amount, and records nothing", async () => {
       const f = await loadPaid();
       const { router, usdc, merchant, stranger } = f;
       // A full refund needs 100 USDC; the merchant received 99 (it bears the fee).
-      await expect(router.connect(merchant).refund(REF, REFUND_REF, USDC(100)))
+      await expect(router.connect(merchant).refund(REF, PAID, REFUND_REF, USDC(100)))
         .to.be.revertedWithCustomError(usdc, "ERC20InsufficientBalance")
         .withArgs(merchant.address, USDC(99), USDC(100));
       await usdc.connect(merchant).transfer(stranger.address, USDC(99));
-      await expect(router.connect(merchant).refund(REF, REFUND_REF, USDC(1)))
+      await expect(router.connect(merchant).refund(REF, PAID, REFUND_REF, USDC(1)))
         .to.be.revertedWithCustomError(usdc, "ERC20InsufficientBalance")
         .withArgs(merchant.address, 0n, USDC(1));
-      expect(await router.refundMade(REFUND_REF)).to.equal(false);
-      expect((await router.paymentOf(REF)).refunded).to.equal(0n);
+      expect(await router.refundMade(merchant.address, REFUND_REF)).to.equal(false);
+      expect((await router.paymentOf(REF, merchant.address, PAID)).refunded).to.equal(0n);
     });
 
     it("reverts with the token's ERC20InsufficientAllowance when the merchant approved nothing", async () => {
       const { router, usdc, merchant } = await loadPaid();
       await usdc.connect(merchant).approve(await router.getAddress(), 0n);
-      await expect(router.connect(merchant).refund(REF, REFUND_REF, USDC(10)))
+      await expect(router.connect(merchant).refund(REF, PAID, REFUND_REF, USDC(10)))
         .to.be.revertedWithCustomError(usdc, "ERC20InsufficientAllowance")
         .withArgs(await router.getAddress(), 0n, USDC(10));
     });
@@ -458,9 +529,9 @@ describe("PaymentRouter", () => {
       await usdc.connect(merchant).approve(await router.getAddress(), 0n);
       const { deadline, v, r, s } = await signPermit(usdc, merchant, router, USDC(30));
       const changes = await balanceChanges(usdc, [payer, merchant], async () => {
-        await expect(router.connect(merchant).refundWithPermit(REF, REFUND_REF, USDC(30), deadline, v, r, s))
+        await expect(router.connect(merchant).refundWithPermit(REF, PAID, REFUND_REF, USDC(30), deadline, v, r, s))
           .to.emit(router, "PaymentRefunded")
-          .withArgs(REF, REFUND_REF, merchant.address, payer.address, USDC(30), USDC(30));
+          .withArgs(REF, REFUND_REF, merchant.address, payer.address, PAID, USDC(30), USDC(30));
       });
       expect(changes).to.deep.equal([USDC(30), -USDC(30)]);
       expect(await usdc.allowance(merchant.address, await router.getAddress())).to.equal(0n);
@@ -472,31 +543,38 @@ describe("PaymentRouter", () => {
       await usdc.connect(merchant).approve(await router.getAddress(), 0n);
       const { deadline, v, r, s } = await signPermit(usdc, merchant, router, USDC(30));
       await usdc.connect(stranger).permit(merchant.address, await router.getAddress(), USDC(30), deadline, v, r, s);
-      await expect(router.connect(merchant).refundWithPermit(REF, REFUND_REF, USDC(30), deadline, v, r, s))
+      await expect(router.connect(merchant).refundWithPermit(REF, PAID, REFUND_REF, USDC(30), deadline, v, r, s))
         .to.emit(router, "PaymentRefunded")
-        .withArgs(REF, REFUND_REF, merchant.address, payer.address, USDC(30), USDC(30));
+        .withArgs(REF, REFUND_REF, merchant.address, payer.address, PAID, USDC(30), USDC(30));
     });
 
-    it("reverts like refund for another caller, a used refundRef or too large an amount, and applies no permit", async () => {
+    it("reverts like refund for another caller, another amount, a used refundRef, a zero or too large an amount, and applies no permit", async () => {
       const { router, usdc, merchant, otherMerchant } = await loadPaid();
       const permit = await signPermit(usdc, otherMerchant, router, USDC(30));
-      await expect(router.connect(otherMerchant).refundWithPermit(REF, REFUND_REF, USDC(30), permit.deadline, permit.v, permit.r, permit.s))
-        .to.be.revertedWithCustomError(router, "PaymentRouterNotMerchant")
-        .withArgs(REF, otherMerchant.address);
+      await expect(
+        router.connect(otherMerchant).refundWithPermit(REF, PAID, REFUND_REF, USDC(30), permit.deadline, permit.v, permit.r, permit.s),
+      )
+        .to.be.revertedWithCustomError(router, "PaymentRouterNotPaid")
+        .withArgs(REF, otherMerchant.address, PAID);
       expect(await usdc.nonces(otherMerchant.address)).to.equal(0n);
 
-      await router.connect(merchant).refund(REF, REFUND_REF, USDC(10));
+      await router.connect(merchant).refund(REF, PAID, REFUND_REF, USDC(10));
       const { deadline, v, r, s } = await signPermit(usdc, merchant, router, USDC(91));
-      await expect(router.connect(merchant).refundWithPermit(REF, REFUND_REF, USDC(10), deadline, v, r, s))
+      await expect(router.connect(merchant).refundWithPermit(REF, PAID + 1n, ethers.id("refund-2"), USDC(10), deadline, v, r, s))
+        .to.be.revertedWithCustomError(router, "PaymentRouterNotPaid")
+        .withArgs(REF, merchant.address, PAID + 1n);
+      await expect(router.connect(merchant).refundWithPermit(REF, PAID, REFUND_REF, USDC(10), deadline, v, r, s))
         .to.be.revertedWithCustomError(router, "PaymentRouterRefundExists")
-        .withArgs(REFUND_REF);
-      await expect(router.connect(merchant).refundWithPermit(REF, ethers.id("refund-2"), USDC(91), deadline, v, r, s))
+        .withArgs(merchant.address, REFUND_REF);
+      await expect(router.connect(merchant).refundWithPermit(REF, PAID, ethers.id("refund-2"), 0n, deadline, v, r, s))
+        .to.be.revertedWithCustomError(router, "PaymentRouterInvalidAmount")
+        .withArgs(0n);
+      await expect(router.connect(merchant).refundWithPermit(REF, PAID, ethers.id("refund-2"), USDC(91), deadline, v, r, s))
         .to.be.revertedWithCustomError(router, "PaymentRouterRefundTooLarge")
         .withArgs(REF, USDC(91), USDC(90));
       expect(await usdc.nonces(merchant.address)).to.equal(0n);
     });
   });
-
   describe("setFee", () => {
     it("sets the fee and the treasury, and emits PaymentFeeUpdated", async () => {
       const { router, admin, newTreasury } = await load();
@@ -519,7 +597,7 @@ describe("PaymentRouter", () => {
       });
       expect(changes).to.deep.equal([-USDC(100), USDC(100) - 2_500_000n, 0n, 2_500_000n]);
       // The earlier payment keeps its recorded fee.
-      expect((await router.paymentOf(REF)).fee).to.equal(USDC(1));
+      expect((await router.paymentOf(REF, merchant.address, PAID)).fee).to.equal(USDC(1));
     });
 
     it("accepts a zero fee (no transfer to the treasury) and exactly the maximum", async () => {
@@ -585,7 +663,7 @@ describe("PaymentRouter", () => {
           .withArgs(REF, user.address, merchant.address, USDC(100), USDC(1));
       });
       expect(changes).to.deep.equal([-USDC(100), USDC(99), USDC(1), 0n]);
-      expect((await router.paymentOf(REF)).payer).to.equal(user.address);
+      expect((await router.paymentOf(REF, merchant.address, USDC(100))).payer).to.equal(user.address);
       expect(await ethers.provider.getBalance(user.address)).to.equal(0n);
       expect(await f.forwarder.nonces(user.address)).to.equal(1n);
     });
@@ -607,25 +685,25 @@ describe("PaymentRouter", () => {
       const { router, usdc, payer, shop, relayer } = f;
       await router.connect(payer).pay(REF, shop.address, USDC(100));
       const { deadline, v, r, s } = await signPermit(usdc, shop, router, USDC(60));
-      const data = router.interface.encodeFunctionData("refundWithPermit", [REF, REFUND_REF, USDC(60), deadline, v, r, s]);
+      const data = router.interface.encodeFunctionData("refundWithPermit", [REF, PAID, REFUND_REF, USDC(60), deadline, v, r, s]);
       const changes = await balanceChanges(usdc, [payer, shop, relayer], async () => {
         await expect(relay(f, shop, data))
           .to.emit(router, "PaymentRefunded")
-          .withArgs(REF, REFUND_REF, shop.address, payer.address, USDC(60), USDC(60));
+          .withArgs(REF, REFUND_REF, shop.address, payer.address, PAID, USDC(60), USDC(60));
       });
       expect(changes).to.deep.equal([USDC(60), -USDC(60), 0n]);
       expect(await ethers.provider.getBalance(shop.address)).to.equal(0n);
-      expect(await router.refundMade(REFUND_REF)).to.equal(true);
+      expect(await router.refundMade(shop.address, REFUND_REF)).to.equal(true);
     });
 
     it("relays a plain refund for a Hardhat merchant", async () => {
       const f = await loadPaid();
       const { router, usdc, payer, merchant } = f;
-      const data = router.interface.encodeFunctionData("refund", [REF, REFUND_REF, USDC(25)]);
+      const data = router.interface.encodeFunctionData("refund", [REF, PAID, REFUND_REF, USDC(25)]);
       const changes = await balanceChanges(usdc, [payer, merchant], async () => {
         await expect(relay(f, merchant, data))
           .to.emit(router, "PaymentRefunded")
-          .withArgs(REF, REFUND_REF, merchant.address, payer.address, USDC(25), USDC(25));
+          .withArgs(REF, REFUND_REF, merchant.address, payer.address, PAID, USDC(25), USDC(25));
       });
       expect(changes).to.deep.equal([USDC(25), -USDC(25)]);
     });
@@ -633,19 +711,19 @@ describe("PaymentRouter", () => {
     it("checks the merchant against the signer: a relayed refund signed by anyone else fails", async () => {
       const f = await loadPaid();
       const { router, forwarder, relayer, user, merchant } = f;
-      const data = router.interface.encodeFunctionData("refund", [REF, REFUND_REF, USDC(25)]);
+      const data = router.interface.encodeFunctionData("refund", [REF, PAID, REFUND_REF, USDC(25)]);
       // Signed by the payer-to-be `user`, relayed by the relayer: execute reports FailedCall and keeps the nonce.
       await expect(relay(f, user, data)).to.be.revertedWithCustomError(forwarder, "FailedCall");
       expect(await forwarder.nonces(user.address)).to.equal(0n);
       // The router's own error, for the request as the forwarder sends it.
       const asForwarder = await forwarderAccount(ethers, networkHelpers, forwarder);
       await expect(asForwarder.call(router, data, user.address))
-        .to.be.revertedWithCustomError(router, "PaymentRouterNotMerchant")
-        .withArgs(REF, user.address);
+        .to.be.revertedWithCustomError(router, "PaymentRouterNotPaid")
+        .withArgs(REF, user.address, PAID);
       // The relayer calling directly is not the merchant either.
-      await expect(router.connect(relayer).refund(REF, REFUND_REF, USDC(25)))
-        .to.be.revertedWithCustomError(router, "PaymentRouterNotMerchant")
-        .withArgs(REF, relayer.address);
+      await expect(router.connect(relayer).refund(REF, PAID, REFUND_REF, USDC(25)))
+        .to.be.revertedWithCustomError(router, "PaymentRouterNotPaid")
+        .withArgs(REF, relayer.address, PAID);
       // The merchant's signature works.
       await expect(relay(f, merchant, data)).to.emit(router, "PaymentRefunded");
     });
@@ -662,6 +740,209 @@ describe("PaymentRouter", () => {
         .to.emit(router, "PaymentFeeUpdated")
         .withArgs(300n, newTreasury.address);
       expect(await router.feeBps()).to.equal(300n);
+    });
+  });
+
+  describe("review findings (regressions)", () => {
+    describe("1. paying a ref first under other terms does not make its payment unpayable", () => {
+      it("a payment of the ref to another merchant, even 1 micro-unit to oneself, leaves the real payment payable", async () => {
+        const f = await load();
+        const { router, usdc, payer, merchant, carol, treasury } = f;
+        await usdc.connect(carol).approve(await router.getAddress(), 1n);
+        await expect(router.connect(carol).pay(REF, carol.address, 1n))
+          .to.emit(router, "PaymentPaid")
+          .withArgs(REF, carol.address, carol.address, 1n, 0n);
+        expect(await paidTuple(f)).to.deep.equal(UNPAID);
+
+        const changes = await balanceChanges(usdc, [payer, merchant, treasury], async () => {
+          await expect(router.connect(payer).pay(REF, merchant.address, PAID))
+            .to.emit(router, "PaymentPaid")
+            .withArgs(REF, payer.address, merchant.address, PAID, USDC(1));
+        });
+        expect(changes).to.deep.equal([-PAID, USDC(99), USDC(1)]);
+        expect(await paidTuple(f)).to.deep.equal([payer.address, merchant.address, PAID, USDC(1), 0n]);
+        // Each payment keeps its own record, and each of them only is paid once.
+        expect(await paymentTuple(f, REF, carol.address, 1n)).to.deep.equal([carol.address, carol.address, 1n, 0n, 0n]);
+        await expect(router.connect(payer).pay(REF, merchant.address, PAID))
+          .to.be.revertedWithCustomError(router, "PaymentRouterAlreadyPaid")
+          .withArgs(REF, merchant.address, PAID);
+      });
+
+      it("a payment of the ref to the same merchant of another amount leaves the real payment payable", async () => {
+        const f = await load();
+        const { router, usdc, payer, otherPayer, merchant } = f;
+        await router.connect(otherPayer).pay(REF, merchant.address, PAID - 1n);
+        expect(await paidTuple(f)).to.deep.equal(UNPAID);
+        await expect(router.connect(payer).pay(REF, merchant.address, PAID))
+          .to.emit(router, "PaymentPaid")
+          .withArgs(REF, payer.address, merchant.address, PAID, USDC(1));
+        expect(await paidTuple(f)).to.deep.equal([payer.address, merchant.address, PAID, USDC(1), 0n]);
+        expect(await paymentTuple(f, REF, merchant.address, PAID - 1n)).to.deep.equal([
+          otherPayer.address,
+          merchant.address,
+          PAID - 1n,
+          feeOf(PAID - 1n),
+          0n,
+        ]);
+        expect(await usdc.balanceOf(merchant.address)).to.equal(PAID - USDC(1) + PAID - 1n - feeOf(PAID - 1n));
+      });
+
+      it("payments of the ref under other terms after the real payment leave its record and its refunds alone", async () => {
+        const f = await loadPaid();
+        const { router, usdc, payer, otherPayer, merchant, otherMerchant, carol } = f;
+        await router.connect(merchant).refund(REF, PAID, REFUND_REF, USDC(10));
+        const real = await paidTuple(f);
+        expect(real).to.deep.equal([payer.address, merchant.address, PAID, USDC(1), USDC(10)]);
+
+        await usdc.connect(carol).approve(await router.getAddress(), ethers.MaxUint256);
+        await router.connect(carol).pay(REF, otherMerchant.address, 1n); // another merchant
+        await router.connect(otherPayer).pay(REF, merchant.address, USDC(5)); // another amount
+        await router.connect(carol).pay(REF, carol.address, PAID); // both
+        expect(await paidTuple(f)).to.deep.equal(real);
+        await expect(router.connect(carol).pay(REF, merchant.address, PAID))
+          .to.be.revertedWithCustomError(router, "PaymentRouterAlreadyPaid")
+          .withArgs(REF, merchant.address, PAID);
+
+        // The rest of the real payment is still refundable to its payer, and only to it.
+        const changes = await balanceChanges(usdc, [payer, otherPayer, carol, merchant], async () => {
+          await expect(router.connect(merchant).refund(REF, PAID, ethers.id("refund-2"), USDC(90)))
+            .to.emit(router, "PaymentRefunded")
+            .withArgs(REF, ethers.id("refund-2"), merchant.address, payer.address, PAID, USDC(90), PAID);
+        });
+        expect(changes).to.deep.equal([USDC(90), 0n, 0n, -USDC(90)]);
+        expect((await router.paymentOf(REF, merchant.address, USDC(5))).refunded).to.equal(0n);
+      });
+
+      it("a relayed permit payment by a wallet without ETH goes through after the ref was paid under other terms", async () => {
+        const f = await load();
+        const { router, usdc, forwarder, relayer, user, merchant, carol } = f;
+        await usdc.connect(carol).approve(await router.getAddress(), 2n);
+        await router.connect(carol).pay(REF, carol.address, 1n);
+        await router.connect(carol).pay(REF, merchant.address, 1n);
+        const { deadline, v, r, s } = await signPermit(usdc, user, router, PAID);
+        const data = router.interface.encodeFunctionData("payWithPermit", [REF, merchant.address, PAID, deadline, v, r, s]);
+        await expect(forwarder.connect(relayer).execute(await signRequest(forwarder, user, router, data)))
+          .to.emit(router, "PaymentPaid")
+          .withArgs(REF, user.address, merchant.address, PAID, USDC(1));
+        expect(await paidTuple(f)).to.deep.equal([user.address, merchant.address, PAID, USDC(1), 0n]);
+      });
+    });
+
+    describe("2. another merchant cannot use up a merchant's refund ref", () => {
+      it("a refund ref used by another merchant on its own payment stays usable by the merchant, each once", async () => {
+        const f = await loadPaid();
+        const { router, usdc, payer, merchant, carol } = f;
+        const refundRef = ethers.id("merchant's refund");
+        const own = ethers.id("carol's own order");
+        // Carol makes herself a merchant for 1 micro-unit and refunds it with the merchant's refund ref.
+        await usdc.connect(carol).approve(await router.getAddress(), ethers.MaxUint256);
+        await router.connect(carol).pay(own, carol.address, 1n);
+        await expect(router.connect(carol).refund(own, 1n, refundRef, 1n))
+          .to.emit(router, "PaymentRefunded")
+          .withArgs(own, refundRef, carol.address, carol.address, 1n, 1n, 1n);
+        expect(await router.refundMade(carol.address, refundRef)).to.equal(true);
+        expect(await router.refundMade(merchant.address, refundRef)).to.equal(false);
+        expect(await paidTuple(f)).to.deep.equal([payer.address, merchant.address, PAID, USDC(1), 0n]);
+
+        const changes = await balanceChanges(usdc, [payer, merchant], async () => {
+          await expect(router.connect(merchant).refund(REF, PAID, refundRef, USDC(10)))
+            .to.emit(router, "PaymentRefunded")
+            .withArgs(REF, refundRef, merchant.address, payer.address, PAID, USDC(10), USDC(10));
+        });
+        expect(changes).to.deep.equal([USDC(10), -USDC(10)]);
+        expect(await router.refundMade(merchant.address, refundRef)).to.equal(true);
+
+        // Each merchant's refund ref is its own, used once.
+        await expect(router.connect(merchant).refund(REF, PAID, refundRef, USDC(1)))
+          .to.be.revertedWithCustomError(router, "PaymentRouterRefundExists")
+          .withArgs(merchant.address, refundRef);
+        await router.connect(carol).pay(ethers.id("carol's second order"), carol.address, 1n);
+        await expect(router.connect(carol).refund(ethers.id("carol's second order"), 1n, refundRef, 1n))
+          .to.be.revertedWithCustomError(router, "PaymentRouterRefundExists")
+          .withArgs(carol.address, refundRef);
+      });
+
+      it("two merchants paid under the same ref and amount refund their own payments, with the same refund ref", async () => {
+        const f = await loadPaid();
+        const { router, usdc, payer, otherPayer, merchant, otherMerchant } = f;
+        await router.connect(otherPayer).pay(REF, otherMerchant.address, PAID);
+        // The other merchant's refund of "REF of PAID" is a refund of its own payment, to its own payer.
+        let changes = await balanceChanges(usdc, [payer, otherPayer, merchant, otherMerchant], async () => {
+          await expect(router.connect(otherMerchant).refund(REF, PAID, REFUND_REF, USDC(30)))
+            .to.emit(router, "PaymentRefunded")
+            .withArgs(REF, REFUND_REF, otherMerchant.address, otherPayer.address, PAID, USDC(30), USDC(30));
+        });
+        expect(changes).to.deep.equal([0n, USDC(30), 0n, -USDC(30)]);
+        expect(await paidTuple(f)).to.deep.equal([payer.address, merchant.address, PAID, USDC(1), 0n]);
+        expect(await router.refundMade(merchant.address, REFUND_REF)).to.equal(false);
+
+        changes = await balanceChanges(usdc, [payer, otherPayer, merchant, otherMerchant], async () => {
+          await expect(router.connect(merchant).refund(REF, PAID, REFUND_REF, USDC(40)))
+            .to.emit(router, "PaymentRefunded")
+            .withArgs(REF, REFUND_REF, merchant.address, payer.address, PAID, USDC(40), USDC(40));
+        });
+        expect(changes).to.deep.equal([USDC(40), 0n, -USDC(40), 0n]);
+        expect((await router.paymentOf(REF, merchant.address, PAID)).refunded).to.equal(USDC(40));
+        expect((await router.paymentOf(REF, otherMerchant.address, PAID)).refunded).to.equal(USDC(30));
+        expect(await router.refundMade(merchant.address, REFUND_REF)).to.equal(true);
+        expect(await router.refundMade(otherMerchant.address, REFUND_REF)).to.equal(true);
+        // Refund refs are the merchants' only: the payers' stay free.
+        expect(await router.refundMade(payer.address, REFUND_REF)).to.equal(false);
+        expect(await router.refundMade(otherPayer.address, REFUND_REF)).to.equal(false);
+      });
+
+      it("a merchant with a payment of the same ref of another amount gets PaymentRouterNotPaid for the real one", async () => {
+        const f = await loadPaid();
+        const { router, usdc, payer, otherPayer, merchant, otherMerchant } = f;
+        await router.connect(otherPayer).pay(REF, otherMerchant.address, USDC(5));
+        const before = await balancesOf(usdc, [payer, otherPayer, merchant, otherMerchant]);
+        await expect(router.connect(otherMerchant).refund(REF, PAID, REFUND_REF, USDC(1)))
+          .to.be.revertedWithCustomError(router, "PaymentRouterNotPaid")
+          .withArgs(REF, otherMerchant.address, PAID);
+        expect(await balancesOf(usdc, [payer, otherPayer, merchant, otherMerchant])).to.deep.equal(before);
+        expect(await paidTuple(f)).to.deep.equal([payer.address, merchant.address, PAID, USDC(1), 0n]);
+        expect(await router.refundMade(otherMerchant.address, REFUND_REF)).to.equal(false);
+        expect(await router.refundMade(merchant.address, REFUND_REF)).to.equal(false);
+      });
+    });
+
+    describe("3. the router is never the merchant or the treasury", () => {
+      it("reverts a payment to the router with PaymentRouterSelfAddress, and moves nothing", async () => {
+        const f = await load();
+        const { router, usdc, payer, treasury } = f;
+        const self = await router.getAddress();
+        const before = await balancesOf(usdc, [payer, treasury, router]);
+        await expect(router.connect(payer).pay(REF, self, PAID)).to.be.revertedWithCustomError(router, "PaymentRouterSelfAddress");
+        expect(await balancesOf(usdc, [payer, treasury, router])).to.deep.equal(before);
+        expect(await paymentTuple(f, REF, self, PAID)).to.deep.equal(UNPAID);
+      });
+
+      it("reverts a deployment with the router's own address as the treasury with PaymentRouterSelfAddress", async () => {
+        const { router, usdc, forwarder, admin, treasury } = await load();
+        const [asset, trusted] = [await usdc.getAddress(), await forwarder.getAddress()];
+        // `deployContract` deploys from the first account, the admin: the router's address follows from its nonce.
+        const next = ethers.getCreateAddress({ from: admin.address, nonce: await admin.getNonce() });
+        await expect(ethers.deployContract("PaymentRouter", [asset, admin.address, next, trusted])).to.be.revertedWithCustomError(
+          router,
+          "PaymentRouterSelfAddress",
+        );
+        // The same deployment with the real treasury lands at that address: the refused treasury was the router.
+        const deployed = await ethers.deployContract("PaymentRouter", [asset, admin.address, treasury.address, trusted]);
+        expect(await deployed.getAddress()).to.equal(next);
+      });
+
+      it("reverts setFee with the router as the treasury with PaymentRouterSelfAddress, and keeps the fee and the treasury", async () => {
+        const { router, usdc, admin, payer, merchant, treasury } = await load();
+        await expect(router.connect(admin).setFee(200n, await router.getAddress())).to.be.revertedWithCustomError(
+          router,
+          "PaymentRouterSelfAddress",
+        );
+        expect(await router.feeBps()).to.equal(DEFAULT_FEE_BPS);
+        expect(await router.treasury()).to.equal(treasury.address);
+        // Later fees still go to the treasury; the router holds nothing.
+        const changes = await balanceChanges(usdc, [treasury, router], () => router.connect(payer).pay(REF, merchant.address, PAID));
+        expect(changes).to.deep.equal([USDC(1), 0n]);
+      });
     });
   });
 });

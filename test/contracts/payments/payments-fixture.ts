@@ -1,7 +1,7 @@
 // Deploys the payment router the way the platform wires it (MockUSDC, the TrustMintForwarder, the admin and the
 // treasury) with funded payers. Imported by the payment router's flow tests; it declares no tests itself.
 import type { HardhatEthers } from "@nomicfoundation/hardhat-ethers/types";
-import type { BaseContract } from "ethers";
+import { AbiCoder, type BaseContract, keccak256 } from "ethers";
 import { USDC } from "../lending/lending-fixture.js";
 import { managedWallet } from "../metatx/metatx-helpers.js";
 
@@ -14,6 +14,10 @@ export const MAX_UINT128 = 2n ** 128n - 1n;
 
 /** The router's fee: `amount * feeBps / 10_000`, rounded down. */
 export const feeOf = (amount: bigint, feeBps: bigint = DEFAULT_FEE_BPS) => (amount * feeBps) / BPS;
+
+/** A payment's key as the interface specifies it: `keccak256(abi.encode(ref, merchant, amount))`. */
+export const paymentKeyOf = (ref: string, merchant: string, amount: bigint) =>
+  keccak256(AbiCoder.defaultAbiCoder().encode(["bytes32", "address", "uint256"], [ref, merchant, amount]));
 
 /**
  * The router with the default 1 % fee; `payer` and `otherPayer` hold 1,000,000 USDC each and approved the router
