@@ -7,6 +7,7 @@ import type { Logger } from "../core/logger.js";
 import type { Services } from "../domain/services.js";
 import { apiKeyRoutes } from "./api-keys/routes.js";
 import { checkoutRoutes } from "./checkout/routes.js";
+import { createCheckoutSignIn } from "./checkout/sign-in.js";
 import { createDevIdentityProvider } from "./dev/identity-provider.js";
 import { devRoutes } from "./dev/routes.js";
 import { docsRoutes, openApiRoute } from "./docs/routes.js";
@@ -33,7 +34,7 @@ export interface AppDeps extends HealthDeps {
   logger: Logger;
   clock: Clock;
   chain: { provider: Pick<JsonRpcProvider, "getBlockNumber" | "send">; chainId: number };
-  config: Pick<Config, "auth" | "dataDir" | "isProduction" | "trustProxy">;
+  config: Pick<Config, "auth" | "dataDir" | "isProduction" | "trustProxy" | "checkout" | "publicBaseUrl">;
   /** The domain services (domain/services.ts), built once per process. */
   services: Pick<
     Services,
@@ -53,6 +54,7 @@ export interface AppDeps extends HealthDeps {
     | "webhooks"
     | "webhookDeliveries"
     | "payments"
+    | "checkoutSignIns"
   >;
   /** Rate-limit counters shared across API processes (REDIS_URL); in-process otherwise. */
   redis?: Redis;
@@ -171,7 +173,24 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
   // refusal left to the route, 405 for another method) is done here.
   app.use("/docs", (req, _res, next) => next(refuseOverLimit(req)));
   app.use(docsRoutes());
-  if (deps.services.payments) app.use(checkoutRoutes({ payments: deps.services.payments, sandbox: config.auth.devProvider }));
+  if (deps.services.payments) {
+    const { oidcClientId, oidcClientSecret, oidcIssuer } = config.checkout;
+    const signIn = oidcClientId
+      ? createCheckoutSignIn({
+          config: {
+            issuer: oidcIssuer,
+            clientId: oidcClientId,
+            clientSecret: oidcClientSecret,
+            audience: config.auth.audience,
+            publicBaseUrl: config.publicBaseUrl,
+          },
+          repo: deps.services.checkoutSignIns,
+          clock,
+          logger,
+        })
+      : undefined;
+    app.use(checkoutRoutes({ payments: deps.services.payments, sandbox: config.auth.devProvider, signIn }));
+  }
   app.all(["/docs", "/docs/init.js"], allowMethods(["get"]));
   app.use(mountRoutes(routes, { idempotency: deps.services.idempotency }));
 

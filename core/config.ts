@@ -57,6 +57,9 @@ const envSchema = z.object({
   USDC_ADDRESS: optionalString.refine((value) => value === undefined || /^0x[0-9a-fA-F]{40}$/.test(value), {
     message: "must be a 0x-prefixed 20-byte address",
   }),
+  OIDC_CLIENT_ID: optionalString,
+  OIDC_CLIENT_SECRET: optionalString,
+  OIDC_ISSUER: httpUrl("the identity provider's issuer (its /.well-known/openid-configuration is read)"),
   TREASURY_ADDRESS: optionalString.refine((value) => value === undefined || /^0x[0-9a-fA-F]{40}$/.test(value), {
     message: "must be a 0x-prefixed 20-byte address",
   }),
@@ -221,6 +224,13 @@ export interface Config {
     /** Seals webhook secrets at rest (AES-256-GCM); undefined outside production means the database's shared development key. */
     secretKey: Buffer | undefined;
   };
+  /**
+   * The hosted checkout's sign-in at the identity provider (OpenID Connect, authorization code
+   * with PKCE): its issuer (AUTH_ISSUER unless OIDC_ISSUER), this service's client id there, and
+   * a secret for a confidential client. Absent client id: no sign-in (outside production the
+   * sandbox form takes a /dev/token instead).
+   */
+  checkout: { oidcIssuer: string; oidcClientId: string | undefined; oidcClientSecret: string | undefined };
   logLevel: Env["LOG_LEVEL"];
 }
 
@@ -255,6 +265,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
         "SMTP_URL",
         "WEBHOOK_SECRET_KEY",
         "TREASURY_ADDRESS",
+        "OIDC_CLIENT_ID",
       ] as const
     ).filter((name) => env[name] === undefined);
     if (missing.length > 0) {
@@ -309,6 +320,11 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
       expoAccessToken: env.EXPO_ACCESS_TOKEN,
     },
     webhooks: { secretKey: env.WEBHOOK_SECRET_KEY === undefined ? undefined : parseSecretKey(env.WEBHOOK_SECRET_KEY)! },
+    checkout: {
+      oidcIssuer: env.OIDC_ISSUER ?? env.AUTH_ISSUER ?? devIssuer,
+      oidcClientId: env.OIDC_CLIENT_ID,
+      oidcClientSecret: env.OIDC_CLIENT_SECRET,
+    },
     logLevel: env.LOG_LEVEL,
   };
 }

@@ -388,6 +388,8 @@ export function createServices({
     paymentEvents,
     /** Merchants' payments and the hosted checkout's payer side (absent in processes without a chain). */
     payments: onChain?.payments,
+    /** The hosted checkout's sign-ins under way (api/checkout/sign-in.ts keeps them here). */
+    checkoutSignIns: paymentsRepo as Pick<typeof paymentsRepo, "startSignIn" | "takeSignIn">,
     /** The one sender of the service's transactions (absent in processes without a chain). */
     sender: onChain?.sender,
     /** Writes' wait for the mirror (read-your-writes; attachIndexer joins an indexer of this process). */

@@ -36,6 +36,8 @@ const TEXT = {
     expires: "Pay before",
     sandbox: "Sandbox: sign in with any account name; test USDC comes from the faucet.",
     signInNeeded: "Sign in first.",
+    signInWith: "Sign in with your account",
+    signInFailed: "The sign-in did not complete. Go back to the payment page and sign in again.",
   },
   es: {
     title: "Pago",
@@ -64,6 +66,8 @@ const TEXT = {
     expires: "Paga antes de",
     sandbox: "Sandbox: inicia sesión con cualquier nombre de cuenta; el USDC de prueba viene del faucet.",
     signInNeeded: "Inicia sesión primero.",
+    signInWith: "Inicia sesión con tu cuenta",
+    signInFailed: "El inicio de sesión no se completó. Vuelve a la página del pago e inicia sesión de nuevo.",
   },
 } satisfies Record<Language, Record<string, string>>;
 
@@ -102,6 +106,8 @@ export interface CheckoutPage {
   cancelUrl: string | null;
   /** The sandbox's sign-in form (outside production). */
   sandbox: boolean;
+  /** The identity provider's sign-in (where configured). */
+  signIn: boolean;
 }
 
 const htmlPage = (language: Language, title: string, body: string) => `<!doctype html>
@@ -151,6 +157,7 @@ ${
 <p class="hint">${escapeHtml(t.sandbox)}</p>`
     : ""
 }
+${page.signIn ? `<p><a class="button" id="provider-signin" href="/checkout/${escapeHtml(page.id)}/signin?lang=${language}">${escapeHtml(t.signInWith)}</a></p>` : ""}
 <p id="signed-in" hidden>${escapeHtml(t.signedIn)}: <span id="who"></span></p>
 </section>
 <section id="methods" aria-labelledby="methods-title">
@@ -164,6 +171,16 @@ ${page.methods.map(method).join("\n")}
 ${page.cancelUrl && !closed ? `<p class="cancel"><a id="cancel" href="${escapeHtml(page.cancelUrl)}">${escapeHtml(t.cancel)}</a></p>` : ""}
 </main>`;
   return htmlPage(language, `${t.title}: ${page.merchantName}`, body);
+}
+
+/** A page of one message (a failed sign-in's). */
+export function renderMessage(language: Language, key: "signInFailed"): string {
+  const t = TEXT[language];
+  return htmlPage(
+    language,
+    t.title,
+    `<main class="checkout"><h1>${escapeHtml(t.title)}</h1><p role="alert">${escapeHtml(t[key])}</p></main>`,
+  );
 }
 
 export function renderNotFound(language: Language): string {

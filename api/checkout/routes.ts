@@ -2,7 +2,8 @@ import path from "node:path";
 import express, { type Request, type Response, Router } from "express";
 import { AppError } from "../../domain/errors.js";
 import type { PaymentsService } from "../../domain/payments/service.js";
-import { languageOf, renderCheckout, renderNotFound } from "./page.js";
+import { languageOf, renderCheckout, renderMessage, renderNotFound } from "./page.js";
+import type { CheckoutSignIn } from "./sign-in.js";
 
 /**
  * The page and its files allow only this origin: no inline script, no other host for scripts,
@@ -26,8 +27,20 @@ function pageHeaders(res: Response) {
   res.setHeader("Content-Language", res.getHeader("Content-Language") ?? "en");
 }
 
-/** `GET /checkout/{paymentId}`: the hosted checkout page (D-81), and its script and styles. */
-export function checkoutRoutes({ payments, sandbox }: { payments: Pick<PaymentsService, "checkout">; sandbox: boolean }): Router {
+/**
+ * `GET /checkout/{paymentId}`: the hosted checkout page (D-81), its script and styles, and the
+ * payer's sign-in at the identity provider (`/checkout/{paymentId}/signin`, `/checkout/callback`)
+ * where one is configured.
+ */
+export function checkoutRoutes({
+  payments,
+  sandbox,
+  signIn,
+}: {
+  payments: Pick<PaymentsService, "checkout">;
+  sandbox: boolean;
+  signIn: CheckoutSignIn | undefined;
+}): Router {
   const router = Router();
   router.use(
     "/checkout/assets",
@@ -37,6 +50,46 @@ export function checkoutRoutes({ payments, sandbox }: { payments: Pick<PaymentsS
     },
     express.static(path.join(import.meta.dirname, "assets"), { index: false, maxAge: "1h", fallthrough: false }),
   );
+  if (signIn) {
+    router.get("/checkout/callback", async (req: Request, res: Response, next) => {
+      const language = languageOf(req.query.lang, req.header("accept-language"));
+      pageHeaders(res);
+      try {
+        // The redirect URI as sent (behind a proxy the request's own host may differ), with what the provider added.
+        const at = req.originalUrl.indexOf("?");
+        const callback = new URL(`${signIn.redirectUri}${at === -1 ? "" : req.originalUrl.slice(at)}`);
+        const done = callback.searchParams.get("error") ? null : await signIn.finish(callback);
+        if (!done) {
+          res.status(400).type("html").send(renderMessage(language, "signInFailed"));
+          return;
+        }
+        // The token in the fragment: the browser keeps it, no server or log sees it.
+        const fragment = new URLSearchParams({
+          access_token: done.accessToken,
+          ...(done.expiresIn ? { expires_in: String(done.expiresIn) } : {}),
+        });
+        res.redirect(303, `/checkout/${done.paymentId}#${fragment.toString()}`);
+      } catch (error) {
+        next(error);
+      }
+    });
+    router.get("/checkout/:paymentId/signin", async (req: Request, res: Response, next) => {
+      try {
+        const payment = await payments.checkout(String(req.params.paymentId));
+        res.redirect(302, await signIn.start(payment.id));
+      } catch (error) {
+        if (error instanceof AppError && error.code === "PAYMENT_NOT_FOUND") {
+          pageHeaders(res);
+          res
+            .status(404)
+            .type("html")
+            .send(renderNotFound(languageOf(req.query.lang, req.header("accept-language"))));
+          return;
+        }
+        next(error);
+      }
+    });
+  }
   router.get("/checkout/:paymentId", async (req: Request, res: Response, next) => {
     const language = languageOf(req.query.lang, req.header("accept-language"));
     res.setHeader("Content-Language", language);
@@ -46,7 +99,7 @@ export function checkoutRoutes({ payments, sandbox }: { payments: Pick<PaymentsS
       res
         .status(200)
         .type("html")
-        .send(renderCheckout({ ...payment, sandbox }, language));
+        .send(renderCheckout({ ...payment, sandbox, signIn: signIn !== undefined }, language));
     } catch (error) {
       if (error instanceof AppError && error.code === "PAYMENT_NOT_FOUND") {
         res.status(404).type("html").send(renderNotFound(language));

@@ -253,6 +253,20 @@ export function createPaymentsRepo({ db }: { db: Db }) {
       return new Map(rows.map((row) => [row.id, { ...row, merchantWallet: row.merchant.walletAddress?.toLowerCase() ?? null }]));
     },
 
+    /** Records a checkout sign-in under way (its state is the key the callback brings back). */
+    async startSignIn(signIn: { state: string; paymentId: string; codeVerifier: string; nonce: string; createdAt: Date }): Promise<void> {
+      await prisma.checkoutSignIn.create({ data: signIn });
+    },
+
+    /** Takes a sign-in by its state, once, if it began after `notBefore`; older ones go with it. */
+    async takeSignIn(state: string, notBefore: Date) {
+      const [taken] = await prisma.$queryRaw<{ paymentId: string; codeVerifier: string; nonce: string }[]>`
+        DELETE FROM "CheckoutSignIn" WHERE "state" = ${state} AND "createdAt" > ${notBefore.toISOString()}::timestamp(3)
+        RETURNING "paymentId"::text AS "paymentId", "codeVerifier", "nonce"`;
+      await prisma.checkoutSignIn.deleteMany({ where: { createdAt: { lte: notBefore } } });
+      return taken ?? null;
+    },
+
     async refundReasons(tx: Tx, ids: string[]) {
       const rows = await tx.paymentRefund.findMany({ where: { id: { in: ids } }, select: { id: true, reason: true } });
       return new Map(rows.map((row) => [row.id, row.reason]));

@@ -60,7 +60,7 @@ describe("configuration", () => {
   it("refuses production without its overrides, naming them", () => {
     const message = configError({ NODE_ENV: "production" });
     expect(message).to.equal(
-      "config: NODE_ENV=production needs CHAIN_RPC_URL, DEPLOYER_PRIVATE_KEY, DATABASE_URL, AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE, MANAGED_WALLET_MNEMONIC, SMTP_URL, WEBHOOK_SECRET_KEY, TREASURY_ADDRESS (the embedded defaults are for development only)",
+      "config: NODE_ENV=production needs CHAIN_RPC_URL, DEPLOYER_PRIVATE_KEY, DATABASE_URL, AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE, MANAGED_WALLET_MNEMONIC, SMTP_URL, WEBHOOK_SECRET_KEY, TREASURY_ADDRESS, OIDC_CLIENT_ID (the embedded defaults are for development only)",
     );
   });
 });

@@ -60,6 +60,7 @@ export const PRODUCTION_ENV: Record<string, string> = {
   SMTP_URL: "smtp://127.0.0.1:9",
   WEBHOOK_SECRET_KEY: Buffer.alloc(32, 7).toString("base64"),
   TREASURY_ADDRESS: "0x000000000000000000000000000000000000fee5",
+  OIDC_CLIENT_ID: "trustmint-checkout",
 };
 
 /**

@@ -8,6 +8,12 @@
   const paymentId = main.dataset.paymentId;
   const message = document.getElementById("message");
   const storageKey = `trustmint-checkout-token:${paymentId}`;
+  // Back from the identity provider: the access token in the fragment, kept for this tab, then gone from the address bar.
+  const fragment = new URLSearchParams(window.location.hash.slice(1));
+  if (fragment.get("access_token")) {
+    sessionStorage.setItem(storageKey, fragment.get("access_token"));
+    history.replaceState(null, "", window.location.pathname + window.location.search);
+  }
   let token = sessionStorage.getItem(storageKey);
 
   const say = (text, isError) => {
@@ -18,8 +24,10 @@
 
   const methods = () => Array.from(document.querySelectorAll("button.method"));
   const signedIn = (who) => {
-    const form = document.getElementById("sandbox-signin");
-    if (form) form.hidden = true;
+    for (const id of ["sandbox-signin", "provider-signin"]) {
+      const element = document.getElementById(id);
+      if (element) element.hidden = true;
+    }
     const shown = document.getElementById("signed-in");
     if (shown) {
       shown.hidden = false;
