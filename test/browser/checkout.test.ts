@@ -1,0 +1,149 @@
+// The hosted checkout in a real browser (#31, D-81): Chromium from the npm package
+// @sparticuz/chromium driven by playwright-core, on a phone's viewport (375 px). The payer opens
+// the checkout URL, signs in with the sandbox form, pays, and lands on the merchant's redirect URL
+// with the payment id; each state of the page passes an axe-core check with no serious or critical
+// violation, fits the screen without horizontal scroll, and is saved as a screenshot in
+// test-artifacts/checkout/ (a CI artifact, not committed).
+import { mkdirSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import path from "node:path";
+import { AxeBuilder } from "@axe-core/playwright";
+import chromium from "@sparticuz/chromium";
+import { expect } from "chai";
+import { type Browser, type Page, chromium as playwright } from "playwright-core";
+import { type TestChain, usdc } from "../helpers/chain.js";
+import { usingPostgres } from "../helpers/database.js";
+import { type MoneyStack, newTestUser, postWithKey, startMoneyStack } from "../helpers/money-stack.js";
+
+const ARTIFACTS = path.resolve(import.meta.dirname, "..", "..", "test-artifacts", "checkout");
+const PHONE = { width: 375, height: 812 };
+
+describe(`checkout page in a browser (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
+  this.timeout(180_000);
+  let stack: MoneyStack | undefined;
+  let chain: TestChain;
+  let browser: Browser;
+  let shop: http.Server;
+  let shopBase: string;
+  const shopVisits: string[] = [];
+
+  before(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    stack = await startMoneyStack();
+    chain = stack.chain;
+    // The merchant's site: where the payer lands after paying.
+    shop = http.createServer((req, res) => {
+      shopVisits.push(req.url ?? "");
+      res
+        .writeHead(200, { "content-type": "text/html" })
+        .end('<!doctype html><html lang="en"><title>Thanks</title><h1>Thank you</h1></html>');
+    });
+    await new Promise<void>((resolve) => shop.listen(0, "127.0.0.1", resolve));
+    shopBase = `http://127.0.0.1:${(shop.address() as AddressInfo).port}`;
+    // The package's flags are for one-shot serverless runs: in one process, closing a context closes the browser.
+    const args = chromium.args.filter((flag) => flag !== "--single-process");
+    browser = await playwright.launch({ executablePath: await chromium.executablePath(), args, headless: true });
+  });
+  after(async () => {
+    await browser?.close();
+    shop?.closeAllConnections();
+    await new Promise<void>((resolve) => (shop ? shop.close(() => resolve()) : resolve()));
+    await stack?.close();
+  });
+
+  /** A fresh phone-sized page (axe needs a page of a context, not of the browser). */
+  async function phonePage(locale = "en-US"): Promise<Page> {
+    const context = await browser.newContext({ viewport: PHONE, locale });
+    return context.newPage();
+  }
+
+  /** The page as it is now: no serious or critical axe violation, no horizontal scroll, and a screenshot. */
+  async function checkState(page: Page, name: string) {
+    const results = await new AxeBuilder({ page }).analyze();
+    const serious = results.violations.filter((violation) => violation.impact === "serious" || violation.impact === "critical");
+    expect(
+      serious.map((violation) => `${violation.id}: ${violation.help} (${violation.nodes.map((node) => node.target.join(" ")).join(", ")})`),
+      name,
+    ).to.deep.equal([]);
+    const width = await page.evaluate("document.documentElement.scrollWidth");
+    expect(width, `${name}: no horizontal scroll at ${PHONE.width} px`).to.be.at.most(PHONE.width);
+    await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+  }
+
+  it("signs in, pays directly and lands on the merchant's page, every state accessible and phone-sized", async () => {
+    const { api } = stack!;
+    const merchant = await newTestUser(api, "browser-merchant");
+    await api.request("PATCH", "/v1/users/me", { token: merchant.token, body: { displayName: "Corner Bookshop" } });
+    const created = await api.request("POST", "/v1/payments", {
+      token: merchant.token,
+      body: {
+        amount: 18.5,
+        description: "The Name of the Rose, paperback",
+        paymentMethods: ["direct", "credit", "split"],
+        redirectUrl: `${shopBase}/thanks?order=B-42`,
+        cancelUrl: `${shopBase}/cart`,
+      },
+    });
+    expect(created.status, created.text).to.equal(201);
+    const payment = created.body.data;
+    // The payer the sandbox form signs in as ("checkout|<account>"), with test USDC from the faucet.
+    const payerToken = await api.token("checkout|ana", { name: "ana" });
+    expect((await postWithKey(api, "/dev/faucet", payerToken, { amount: 25 })).status).to.equal(200);
+    const payerWallet = (await api.request("GET", "/v1/users/me", { token: payerToken })).body.data.walletAddress as string;
+
+    const page = await phonePage();
+    await page.goto(payment.checkoutUrl);
+    expect(await page.textContent("h1")).to.include("18.50 USDC");
+    expect(await page.textContent(".merchant")).to.include("Corner Bookshop");
+    expect(await page.isDisabled("button[data-method=direct]")).to.equal(true);
+    await checkState(page, "1-open");
+
+    await page.fill("#account", "ana");
+    await page.click("#sandbox-signin button[type=submit]");
+    await page.waitForSelector("#signed-in:not([hidden])");
+    expect(await page.isEnabled("button[data-method=direct]")).to.equal(true);
+    await checkState(page, "2-signed-in");
+
+    await Promise.all([page.waitForURL(`${shopBase}/thanks**`), page.click("button[data-method=direct]")]);
+    const landed = new URL(page.url());
+    expect(landed.searchParams.get("order")).to.equal("B-42");
+    expect(landed.searchParams.get("paymentId")).to.equal(payment.id);
+    expect((await chain.contracts.usdc.balanceOf(payerWallet)) as bigint).to.equal(usdc(25) - 18_500_000n);
+
+    // The same link afterwards says it was paid.
+    await page.goto(payment.checkoutUrl);
+    expect(await page.textContent(".closed")).to.include("has been paid");
+    await checkState(page, "3-paid");
+    await page.context().close();
+  });
+
+  it("shows the cancel link, Spanish, an expired payment and an unknown one accessibly", async () => {
+    const { api } = stack!;
+    const merchant = await newTestUser(api, "browser-merchant-2");
+    const open = (
+      await api.request("POST", "/v1/payments", {
+        token: merchant.token,
+        body: { amount: 7, description: "Café con leche", cancelUrl: `${shopBase}/cart` },
+      })
+    ).body.data;
+    const spanish = await phonePage("es-ES");
+    await spanish.goto(open.checkoutUrl);
+    expect(await spanish.getAttribute("html", "lang")).to.equal("es");
+    expect(await spanish.textContent("#methods-title")).to.include("¿Cómo quieres pagar?");
+    await checkState(spanish, "4-open-es");
+    await Promise.all([spanish.waitForURL(`${shopBase}/cart`), spanish.click("#cancel")]);
+    await spanish.context().close();
+
+    const soon = (await api.request("POST", "/v1/payments", { token: merchant.token, body: { amount: 3, expiresIn: 1_800 } })).body.data;
+    expect((await api.request("POST", "/dev/time/advance", { body: { seconds: 1_801 } })).status).to.equal(200);
+    const page = await phonePage();
+    await page.goto(soon.checkoutUrl);
+    expect(await page.textContent(".closed")).to.include("expired");
+    await checkState(page, "5-expired");
+    const missing = await page.goto(`${api.url}/checkout/00000000-0000-4000-8000-000000000000`);
+    expect(missing?.status()).to.equal(404);
+    await checkState(page, "6-not-found");
+    await page.context().close();
+  });
+});
