@@ -105,7 +105,13 @@ export async function ensureDeployment(options: DeployOptions): Promise<Deployme
   ]);
   const loanBook = await deploy("loanBook", "lending/LoanBook.sol", "LoanBook", [await vault.getAddress(), wallet.address, forwarder]);
   await deploy("socialVaultFactory", "social/SocialVaultFactory.sol", "SocialVaultFactory", [usdc, forwarder]);
-  await deploy("paymentRouter", "payments/PaymentRouter.sol", "PaymentRouter", [usdc, wallet.address, treasury, forwarder]);
+  const router = await deploy("paymentRouter", "payments/PaymentRouter.sol", "PaymentRouter", [
+    usdc,
+    await loanBook.getAddress(),
+    wallet.address,
+    treasury,
+    forwarder,
+  ]);
 
   // Roles (docs/contracts-lending.md): the loan book draws from the vault; the service's
   // signer (the deployer here) operates loans, distributes yield and may pause.
@@ -115,6 +121,7 @@ export async function ensureDeployment(options: DeployOptions): Promise<Deployme
   await send("vault PAUSER -> service", vault.getFunction("grantRole")(await vaultRole("PAUSER_ROLE"), wallet.address));
   const operatorRole = (await loanBook.getFunction("OPERATOR_ROLE")()) as string;
   await send("loanBook OPERATOR -> service", loanBook.getFunction("grantRole")(operatorRole, wallet.address));
+  await grantPaymentRoles({ loanBook, router, operator: wallet.address, logger });
 
   const deployment: Deployment = {
     chainId,
@@ -152,6 +159,31 @@ async function sendAndWait(logger: Logger | undefined, what: string, call: Promi
 }
 
 /**
+ * The payment router funds payments on credit from the loan book (its OPERATOR_ROLE there), and
+ * the service's signer pays them (the router's OPERATOR_ROLE). Granted once: a role held is left.
+ */
+async function grantPaymentRoles({
+  loanBook,
+  router,
+  operator,
+  logger,
+}: {
+  loanBook: Contract;
+  router: Contract;
+  operator: string;
+  logger?: Logger | undefined;
+}) {
+  const grant = async (contract: Contract, to: string, what: string) => {
+    const role = (await contract.getFunction("OPERATOR_ROLE")()) as string;
+    if (!((await contract.getFunction("hasRole")(role, to)) as boolean)) {
+      await sendAndWait(logger, what, contract.getFunction("grantRole")(role, to));
+    }
+  };
+  await grant(loanBook, await router.getAddress(), "loanBook OPERATOR -> paymentRouter");
+  await grant(router, operator, "paymentRouter OPERATOR -> service");
+}
+
+/**
  * A recorded deployment brought up to this version: a contract later versions added (the payment
  * router) is deployed beside the others and recorded, and the router's treasury follows
  * TREASURY_ADDRESS. The contracts deployed before keep their addresses and their state.
@@ -164,6 +196,7 @@ async function upgradeDeployment(
   const usdc = contracts.usdc!.address;
   const forwarder = contracts.forwarder!.address;
   const admin = await deployer.getAddress();
+  const loanBook = new Contract(contracts.loanBook!.address, loadArtifact("lending/LoanBook.sol", "LoanBook").abi as never, deployer);
   let router: Contract;
   if (contracts.paymentRouter) {
     router = new Contract(
@@ -174,11 +207,13 @@ async function upgradeDeployment(
   } else {
     router = await deployContract({ deployer, contracts, logger }, "paymentRouter", "payments/PaymentRouter.sol", "PaymentRouter", [
       usdc,
+      contracts.loanBook!.address,
       admin,
       treasury,
       forwarder,
     ]);
   }
+  await grantPaymentRoles({ loanBook, router, operator: admin, logger });
   if (((await router.getFunction("treasury")()) as string).toLowerCase() !== treasury.toLowerCase()) {
     const fee = (await router.getFunction("feeBps")()) as bigint;
     await sendAndWait(logger, "paymentRouter treasury", router.getFunction("setFee")(fee, treasury));

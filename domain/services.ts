@@ -15,6 +15,7 @@ import { createApiKeysService } from "./api-keys/service.js";
 import type { Db } from "./db.js";
 import { createIdempotencyRepo } from "./idempotency/repo.js";
 import { createJobQueue } from "./jobs/queue.js";
+import { createLoanFinancing } from "./loans/financing.js";
 import { createLoansRepo } from "./loans/repo.js";
 import { createLoansService } from "./loans/service.js";
 import { createEmailSender } from "./notifications/channels/email.js";
@@ -241,7 +242,8 @@ export function createServices({
   });
   const guardianAlerts = createGuardianAlerts({ db, logger });
   const paymentsRepo = createPaymentsRepo({ db });
-  const paymentEvents = createPaymentEvents({ db, repo: paymentsRepo });
+  const loanFinancing = createLoanFinancing({ db, repo: loansRepo, clock, chainId: chain?.chainId ?? 0, minScore: loanMinScore });
+  const paymentEvents = createPaymentEvents({ db, repo: paymentsRepo, financing: loanFinancing });
   const email = createEmailSender({ smtpUrl: notificationChannels.smtpUrl, from: notificationChannels.emailFrom, logger });
   const onChain = chain ? moneyServices(chain) : undefined;
   const loans = createLoansService({
@@ -322,6 +324,9 @@ export function createServices({
       router: contract("paymentRouter"),
       userWrite,
       events: paymentEvents,
+      financing: loanFinancing,
+      sender,
+      mirror,
       checkoutBase: publicBaseUrl,
       production: webhookConfig.production,
     });

@@ -22,7 +22,12 @@ const TEXT = {
     directDetail: "The full amount leaves your USDC wallet at once.",
     credit: "Pay later (credit)",
     split: "Pay in installments (split)",
-    notYet: "Not available yet: pay now instead.",
+    creditDetail:
+      "The lending pool pays the merchant now; you repay it plus interest at your Trust Score tier's rate, by one due date. Sign in to see your terms.",
+    splitDetail: "No interest: the lending pool pays the merchant now and you repay in installments:",
+    installment: "in {days} days",
+    yourTerms: "Your terms: interest {interest} USDC, {total} USDC due {due}.",
+    notForYou: "Not available to you now ({reason}).",
     total: "Total",
     cancel: "Cancel and return to the merchant",
     paying: "Paying…",
@@ -52,7 +57,12 @@ const TEXT = {
     directDetail: "El importe completo sale de tu billetera de USDC al instante.",
     credit: "Pagar más tarde (crédito)",
     split: "Pagar a plazos (split)",
-    notYet: "Aún no disponible: paga ahora.",
+    creditDetail:
+      "El fondo de préstamos paga al comercio ahora; tú lo devuelves con intereses según el nivel de tu Trust Score, en una fecha. Inicia sesión para ver tus condiciones.",
+    splitDetail: "Sin intereses: el fondo de préstamos paga al comercio ahora y tú lo devuelves a plazos:",
+    installment: "en {days} días",
+    yourTerms: "Tus condiciones: intereses de {interest} USDC, {total} USDC antes del {due}.",
+    notForYou: "No disponible para ti ahora ({reason}).",
     total: "Total",
     cancel: "Cancelar y volver al comercio",
     paying: "Pagando…",
@@ -108,6 +118,8 @@ export interface CheckoutPage {
   sandbox: boolean;
   /** The identity provider's sign-in (where configured). */
   signIn: boolean;
+  /** A split payment's installments: amount and days until due. */
+  schedule: { amount: bigint; days: number }[];
 }
 
 const htmlPage = (language: Language, title: string, body: string) => `<!doctype html>
@@ -129,12 +141,18 @@ export function renderCheckout(page: CheckoutPage, language: Language): string {
   const t = TEXT[language];
   const amount = `${displayAmount(page.amount)} USDC`;
   const closed = { success: t.alreadyPaid, expired: t.expired, cancelled: t.cancelled, processing: t.processing }[page.status];
-  const method = (name: PaymentMethod) =>
-    name === "direct"
-      ? `<li><button type="button" class="method" data-method="direct" disabled>${escapeHtml(t.direct)}</button>
-<p class="detail">${escapeHtml(t.directDetail)} ${escapeHtml(t.total)}: <strong>${escapeHtml(amount)}</strong></p></li>`
-      : `<li><button type="button" class="method" data-method="${name}" disabled data-unavailable="true">${escapeHtml(t[name])}</button>
-<p class="detail">${escapeHtml(t.notYet)}</p></li>`;
+  const detail: Record<PaymentMethod, string> = {
+    direct: `${escapeHtml(t.directDetail)} ${escapeHtml(t.total)}: <strong>${escapeHtml(amount)}</strong>`,
+    credit: escapeHtml(t.creditDetail),
+    split: `${escapeHtml(t.splitDetail)}</p>
+<ol class="schedule">${page.schedule.map((part) => `<li>${escapeHtml(`${displayAmount(part.amount)} USDC ${t.installment.replace("{days}", String(part.days))}`)}</li>`).join("")}</ol>
+<p class="detail">`,
+  };
+  const method = (
+    name: PaymentMethod,
+  ) => `<li><button type="button" class="method" data-method="${name}" disabled>${escapeHtml(t[name])}</button>
+<p class="detail">${detail[name]}</p>
+<p class="terms" data-terms="${name}" aria-live="polite"></p></li>`;
   const body = `<main class="checkout" data-payment-id="${escapeHtml(page.id)}" data-status="${escapeHtml(page.status)}">
 <header>
 <p class="merchant">${escapeHtml(t.pay)} ${escapeHtml(t.to)} <strong>${escapeHtml(page.merchantName)}</strong></p>
@@ -167,7 +185,7 @@ ${page.methods.map(method).join("\n")}
 </ul>
 </section>`
 }
-<p id="message" role="status" aria-live="polite" data-paying="${escapeHtml(t.paying)}" data-paid="${escapeHtml(t.paid)}" data-sign-in="${escapeHtml(t.signInNeeded)}"></p>
+<p id="message" role="status" aria-live="polite" data-paying="${escapeHtml(t.paying)}" data-paid="${escapeHtml(t.paid)}" data-sign-in="${escapeHtml(t.signInNeeded)}" data-your-terms="${escapeHtml(t.yourTerms)}" data-not-for-you="${escapeHtml(t.notForYou)}"></p>
 ${page.cancelUrl && !closed ? `<p class="cancel"><a id="cancel" href="${escapeHtml(page.cancelUrl)}">${escapeHtml(t.cancel)}</a></p>` : ""}
 </main>`;
   return htmlPage(language, `${t.title}: ${page.merchantName}`, body);

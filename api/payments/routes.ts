@@ -11,6 +11,7 @@ import {
   refundBody,
   refundResponse,
   refundsResponse,
+  termsResponse,
 } from "./schemas.js";
 
 const TAG = "Payments";
@@ -98,13 +99,27 @@ export function paymentRoutes({ payments }: { payments: PaymentsService }): Rout
       handler: async ({ params, principal }) => ({ data: await payments.refunds(principal().user, params.paymentId) }),
     }),
     defineRoute({
+      method: "get",
+      path: "/checkout/{paymentId}/terms",
+      operationId: "getPaymentTerms",
+      tag: TAG,
+      summary: "What each of the payment's methods costs you, the signed-in payer, now (the hosted checkout shows it)",
+      description:
+        "credit: one loan at your Trust Score tier's rate for the tier's longest term (or the merchant's shorter one); split: installments without interest, one per week (or the merchant's frequency). Each is a loan of yours and counts toward your open loans. Not eligible: the reason (a restriction code, AMOUNT_ABOVE_TIER, INTEREST_ABOVE_OFFER).",
+      auth: "user",
+      params: paymentIdParams,
+      response: termsResponse,
+      errors: ["PAYMENT_NOT_FOUND"],
+      handler: async ({ params, principal }) => ({ data: await payments.terms(principal().user, params.paymentId) }),
+    }),
+    defineRoute({
       method: "post",
       path: "/checkout/{paymentId}/pay",
       operationId: "payPayment",
       tag: TAG,
       summary: "Pay a payment as the signed-in payer (the hosted checkout posts here)",
       description:
-        "The payer's own transaction through the router (the service pays the gas). A payment is paid at most once: a second attempt is 409 ALREADY_PAID, one while another is under way 409 PAYMENT_IN_PROGRESS. An expired or cancelled payment is 409. A declined test address is 402 PAYMENT_DECLINED, an insufficient one 400 INSUFFICIENT_BALANCE; both tell the merchant payment.failed and leave the payment open.",
+        "direct: the payer's own transaction through the router (the service pays the gas). credit and split: the lending pool pays the merchant at once and the payer owes the loans (see GET /checkout/{paymentId}/terms); 403 NOT_ELIGIBLE with the reason when the payer may not borrow it. A payment is paid at most once: a second attempt is 409 ALREADY_PAID, one while another is under way 409 PAYMENT_IN_PROGRESS. An expired or cancelled payment is 409. A declined test address is 402 PAYMENT_DECLINED, an insufficient one 400 INSUFFICIENT_BALANCE; both tell the merchant payment.failed and leave the payment open.",
       auth: "user",
       params: paymentIdParams,
       body: payBody,
@@ -117,6 +132,9 @@ export function paymentRoutes({ payments }: { payments: PaymentsService }): Rout
         "PAYMENT_IN_PROGRESS",
         "PAYMENT_DECLINED",
         "INSUFFICIENT_BALANCE",
+        "NOT_ELIGIBLE",
+        "INSUFFICIENT_LIQUIDITY",
+        "VAULT_PAUSED",
         "SERVICE_UNAVAILABLE",
       ],
       handler: async ({ params, body, principal, operation }) => ({

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MAX_ACTIVE_LOANS } from "../../domain/loans/eligibility.js";
 import { PAYMENT_STATUSES, REFUND_STATUSES } from "../../domain/payments/repo.js";
 import { MAX_EXPIRY_S, METADATA_MAX_BYTES, MIN_EXPIRY_S, PAYMENT_METHODS } from "../../domain/payments/service.js";
 import { queryInteger, usdcAmount } from "../http/input.js";
@@ -61,7 +62,15 @@ export const createBody = z.strictObject({
     .describe("for the credit method (the client library's option; extension)"),
   splitOptions: z
     .strictObject({
-      installments: z.number().int().min(2).max(12).optional().describe("installments, 2 to 12"),
+      installments: z
+        .number()
+        .int()
+        .min(2)
+        .max(MAX_ACTIVE_LOANS)
+        .optional()
+        .describe(
+          `installments, 2 to ${MAX_ACTIVE_LOANS} (default 3): each is one of the payer's loans, of which a payer has at most ${MAX_ACTIVE_LOANS} open`,
+        ),
       frequency: z.enum(["weekly", "biweekly", "monthly"]).optional(),
     })
     .optional()
@@ -155,4 +164,36 @@ export const payResponse = z.object({
   net: usdc("what the merchant received"),
   txHash,
   redirectUrl: z.string().nullable().describe("the merchant's redirectUrl with paymentId added: send the payer there"),
+  loans: z
+    .array(
+      z.object({
+        loanId: z.string().describe("a loan of yours (GET /v1/loans/{loanId}, repay it there)"),
+        amount: usdc("the loan's principal"),
+        totalRepayment: usdc("what you owe for it"),
+        durationDays: z.number().int().describe("due in this many days"),
+      }),
+    )
+    .describe("credit: one loan; split: one per installment; direct: none"),
+});
+
+const loanQuote = z.object({ amount: usdc("principal"), totalRepayment: usdc("what you owe for it"), dueDate: isoDate });
+export const termsResponse = z.object({
+  direct: z.object({ total: usdc("what leaves your wallet now") }).optional(),
+  credit: z
+    .object({
+      eligible: z.boolean(),
+      reason: z.string().nullable().describe("why not (a restriction code, AMOUNT_ABOVE_TIER, INTEREST_ABOVE_OFFER)"),
+      interestRate: z.number().nullable().describe("a fraction, for the term"),
+      interest: usdc("interest").nullable(),
+      totalRepayment: usdc("what you owe").nullable(),
+      dueDate: isoDate.nullable(),
+    })
+    .optional(),
+  split: z
+    .object({
+      eligible: z.boolean(),
+      reason: z.string().nullable(),
+      installments: z.array(loanQuote).describe("each installment's amount and due date (no interest)"),
+    })
+    .optional(),
 });

@@ -14,6 +14,9 @@ import {IStakingVault} from "./IStakingVault.sol";
 /// (rounded up, and at least {MIN_CHARGED_DAYS}). Payments go to the interest earned so far first, then to the
 /// principal. A payment at or above {payoffAmount} closes the loan and is capped at that amount.
 ///
+/// A loan's net amount goes to its borrower ({fundLoan}) or, for a purchase financed by the pool, to another
+/// recipient such as a merchant or the payment router ({fundLoanFor}); either way the borrower owes it.
+///
 /// Error mapping for the API: {LoanBookLoanNotFound} -> LOAN_NOT_FOUND, {LoanBookLoanNotOpen} with status Repaid
 /// -> ALREADY_REPAID, {LoanBookInvalidPrincipal} -> INVALID_AMOUNT, {LoanBookInvalidDuration} -> INVALID_DURATION.
 ///
@@ -33,7 +36,8 @@ interface ILoanBook {
     }
 
     /// @notice A loan as stored.
-    /// @param borrower The wallet that received the net amount.
+    /// @param borrower The wallet that owes the loan (it received the net amount, unless the loan was funded with
+    /// {fundLoanFor} for another recipient, whom only {LoanFunded} names).
     /// @param fundedAt When the loan was funded (Unix seconds).
     /// @param dueDate When the full balance is due (Unix seconds): fundedAt + durationDays days.
     /// @param durationDays The term in days, including extensions.
@@ -58,7 +62,7 @@ interface ILoanBook {
         bytes32 ref;
     }
 
-    /// @notice The terms the operator may set, enforced on {fundLoan} and {extend}.
+    /// @notice The terms the operator may set, enforced on {fundLoan}, {fundLoanFor} and {extend}.
     /// @param maxPrincipal The largest principal (asset units).
     /// @param minDurationDays The shortest term in days.
     /// @param maxDurationDays The longest term in days, extensions included.
@@ -90,12 +94,15 @@ interface ILoanBook {
 
     /* EVENTS */
 
-    /// @notice Loan `loanId` (off-chain id `ref`) was funded: `borrower` received `netAmount` = principal minus
-    /// `insuranceFee`, and owes `principal + interest` by `dueDate`. The data of `loan.funded`.
+    /// @notice Loan `loanId` (off-chain id `ref`) was funded: `recipient` received `netAmount` = principal minus
+    /// `insuranceFee`, and `borrower` owes `principal + interest` by `dueDate`. `recipient` is the borrower for an
+    /// ordinary loan ({fundLoan}) and the merchant or the payment router for a purchase financed by the pool
+    /// ({fundLoanFor}). The data of `loan.funded`.
     event LoanFunded(
         uint256 indexed loanId,
         bytes32 indexed ref,
         address indexed borrower,
+        address recipient,
         uint256 principal,
         uint256 netAmount,
         uint256 interest,
@@ -146,7 +153,7 @@ interface ILoanBook {
 
     /* ERRORS */
 
-    /// @notice An address argument (including the constructor's vault, admin or forwarder) is zero.
+    /// @notice An address argument (a borrower, a recipient, or the constructor's vault, admin or forwarder) is zero.
     error LoanBookZeroAddress();
 
     /// @notice The off-chain reference is zero.
@@ -254,11 +261,9 @@ interface ILoanBook {
 
     /// @notice Funds a loan from the vault: `borrower` receives `principal - insuranceFee`, the fee goes to the
     /// vault's insurance reserve, and `principal + interest` is due in `durationDays` days.
-    /// @dev Only OPERATOR_ROLE. Terms must be within {limits}; `ref` must be new and non-zero. Reverts with the
-    /// vault's `StakingVaultInsufficientLiquidity` if the vault's idle USDC is below `principal`, and with
-    /// `EnforcedPause` while the vault is paused.
+    /// @dev {fundLoanFor} with `borrower` as the recipient: the same checks, effects and events.
     /// @param ref The off-chain loan id.
-    /// @param borrower The wallet that receives the net amount.
+    /// @param borrower The wallet that owes the loan and receives the net amount.
     /// @param principal The principal (the API's `amount`).
     /// @param interest The flat interest for the term.
     /// @param insuranceFee The fee taken from the principal.
@@ -267,6 +272,32 @@ interface ILoanBook {
     function fundLoan(
         bytes32 ref,
         address borrower,
+        uint256 principal,
+        uint256 interest,
+        uint256 insuranceFee,
+        uint32 durationDays
+    ) external returns (uint256 loanId);
+
+    /// @notice Funds a purchase financed by the pool: `recipient` (the merchant, or the payment router that pays
+    /// the merchant) receives `principal - insuranceFee`, the fee goes to the vault's insurance reserve, and
+    /// `borrower` owes `principal + interest` in `durationDays` days, exactly as for a loan paid to the borrower.
+    /// @dev Only OPERATOR_ROLE. Terms must be within {limits}; `ref` must be new and non-zero; neither `borrower`
+    /// nor `recipient` may be zero ({LoanBookZeroAddress}). Reverts with the vault's
+    /// `StakingVaultInsufficientLiquidity` if the vault's idle USDC is below `principal`, and with `EnforcedPause`
+    /// while the vault is paused. The loan records only the borrower; {LoanFunded} names the recipient. The
+    /// borrower's consent is the operator's to check off chain, as for {fundLoan}.
+    /// @param ref The off-chain loan id.
+    /// @param borrower The wallet that owes the loan.
+    /// @param recipient The wallet that receives the net amount.
+    /// @param principal The principal (the API's `amount`).
+    /// @param interest The flat interest for the term.
+    /// @param insuranceFee The fee taken from the principal.
+    /// @param durationDays The term in days.
+    /// @return loanId The new loan's id (sequential from 1).
+    function fundLoanFor(
+        bytes32 ref,
+        address borrower,
+        address recipient,
         uint256 principal,
         uint256 interest,
         uint256 insuranceFee,

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
+import {ILoanBook} from "./ILoanBook.sol";
+
 /// @title IPaymentRouter
-/// @notice Merchants' payments in USDC: a payer pays a payment once, the merchant receives the amount less the
-/// platform's fee, the fee goes to the treasury, and the merchant may refund up to what was paid.
+/// @notice Merchants' payments in USDC: a payer pays a payment once, directly or on credit from the lending pool
+/// (in one loan, or split into 2 to 12 installments), the merchant receives the amount less the platform's fee, the
+/// fee goes to the treasury, and the merchant may refund up to what was paid.
 /// @dev A payment is known by its terms: the service's off-chain id (`ref`), the merchant and the amount, hashed into
 /// its key ({paymentKey}). The contract pays a key at most once and keeps the sum of its refunds within its amount,
 /// whoever calls it and however often; a payment of the same ref to another merchant or of another amount is another
@@ -11,25 +14,62 @@ pragma solidity ^0.8.28;
 /// its off-chain id ({refundMade}): made once, and no other merchant can use that id up. Money values are in the
 /// asset's units (USDC micro-units); fees are in basis points of the amount, rounded down (the merchant's favour).
 /// Every function may be called through the trusted ERC-2771 forwarder (`trustedForwarder()`): the signer of a
-/// forwarded request is then the caller (the payer of a payment, the merchant of a refund).
+/// forwarded request is then the caller (the payer of a payment, the merchant of a refund, the operator).
+///
+/// Payments on credit ({payWithLoans}, OPERATOR_ROLE: the service, once the payer accepted the terms): the pool
+/// lends the amount in one loan per installment, which the payer owes to the {ILoanBook} (its borrower); the loans'
+/// net amounts come to the router, which pays the merchant and the treasury in the same call. A refund of such a
+/// payment first repays what the payer still owes on its loans, in their order, and sends the payer the rest.
 ///
 /// Error mapping for the API: {PaymentRouterAlreadyPaid} -> 409 ALREADY_PAID, {PaymentRouterRefundTooLarge} -> 400
-/// INVALID_AMOUNT, the token's `ERC20InsufficientBalance` -> 400 INSUFFICIENT_BALANCE.
+/// INVALID_AMOUNT, the token's `ERC20InsufficientBalance` -> 400 INSUFFICIENT_BALANCE; on credit, the vault's
+/// `StakingVaultInsufficientLiquidity` -> 400 INSUFFICIENT_LIQUIDITY and `EnforcedPause` -> 503 VAULT_PAUSED, the
+/// loan book's `LoanBookInvalidPrincipal` -> 400 INVALID_AMOUNT and `LoanBookInvalidDuration` -> 400
+/// INVALID_DURATION. {PaymentRouterInvalidInstallments}, {PaymentRouterInstallmentFeeTooHigh} and the loan book's
+/// other errors (`LoanBookDuplicateRef`, `LoanBookInterestTooHigh`, ...) refuse terms the service built itself, which
+/// it validates first (400 VALIDATION_ERROR): reaching the chain, they are 500 INTERNAL_ERROR.
 interface IPaymentRouter {
     /* TYPES */
 
+    /// @notice How a payment was paid: `Direct` from the payer's USDC ({pay}), `Credit` in one loan from the pool
+    /// and `Split` in 2 to {MAX_INSTALLMENTS} loans ({payWithLoans}).
+    enum PaymentMethod {
+        Direct,
+        Credit,
+        Split
+    }
+
     /// @notice A paid payment as stored.
-    /// @param payer Who paid (and receives refunds).
+    /// @dev `method` shares the payer's slot (20 + 1 bytes), which every payment writes, so recording it costs no
+    /// slot of its own; amount and fee share one slot, and refunds write only the last one.
+    /// @param payer Who paid (and receives refunds); for a payment on credit, the borrower of its loans.
+    /// @param method How it was paid.
     /// @param merchant Who received the net amount (and alone may refund).
-    /// @param amount The gross amount paid.
+    /// @param amount The gross amount paid (on credit: the sum of the loans' principals).
     /// @param fee The fee the treasury received.
     /// @param refunded The sum of the refunds so far.
     struct Payment {
         address payer;
+        PaymentMethod method;
         address merchant;
         uint128 amount;
         uint128 fee;
         uint128 refunded;
+    }
+
+    /// @notice One loan of a payment on credit: the pool lends `principal`, the payer owes `principal + interest`
+    /// in `durationDays` days, and `fee` of the principal goes to the treasury.
+    /// @param loanRef The loan's off-chain id (new and non-zero: the loan book's `ref`).
+    /// @param principal The part of the payment's amount this loan pays.
+    /// @param interest The loan's flat interest, which the payer owes on top.
+    /// @param fee The platform's fee on this part, at most `principal * MAX_FEE_BPS / 10_000`.
+    /// @param durationDays The loan's term in days.
+    struct Installment {
+        bytes32 loanRef;
+        uint256 principal;
+        uint256 interest;
+        uint256 fee;
+        uint32 durationDays;
     }
 
     /* EVENTS */
@@ -52,13 +92,35 @@ interface IPaymentRouter {
     /// @notice The fee became `feeBps` basis points and the treasury `treasury`.
     event PaymentFeeUpdated(uint256 feeBps, address treasury);
 
+    /// @notice Payment `ref` of `amount` to `merchant` was paid on credit for `payer` (`method` Credit or Split):
+    /// the pool lent it in loans `loanIds` (in installment order), which `payer` owes. Emitted after
+    /// {PaymentPaid}, which carries the fee.
+    event PaymentFinanced(
+        bytes32 indexed ref,
+        address indexed merchant,
+        address indexed payer,
+        uint256 amount,
+        PaymentMethod method,
+        uint256[] loanIds
+    );
+
+    /// @notice `merchant`'s refund `refundRef` of its payment `ref` on credit went `toLoans` to the payer's loans
+    /// and `toPayer` to the payer (their sum is the refund's amount). Emitted after {PaymentRefunded}.
+    event PaymentRefundApplied(
+        bytes32 indexed ref, bytes32 indexed refundRef, address indexed merchant, uint256 toLoans, uint256 toPayer
+    );
+
     /* ERRORS */
 
-    /// @notice An address argument (the constructor's asset, admin, treasury or forwarder, or a merchant) is zero.
+    /// @notice An address argument (the constructor's asset, loan book, admin, treasury or forwarder, a merchant or
+    /// a payer) is zero.
     error PaymentRouterZeroAddress();
 
-    /// @notice The router itself as a merchant or the treasury: USDC sent there could never leave.
+    /// @notice The router itself as a merchant, a payer or the treasury: USDC sent there could never leave.
     error PaymentRouterSelfAddress();
+
+    /// @notice The loan book lends `loanBookAsset`, not the router's `asset`.
+    error PaymentRouterAssetMismatch(address asset, address loanBookAsset);
 
     /// @notice The off-chain reference is zero.
     error PaymentRouterEmptyRef();
@@ -81,15 +143,33 @@ interface IPaymentRouter {
     /// @notice A fee above {MAX_FEE_BPS}.
     error PaymentRouterInvalidFee(uint256 feeBps);
 
+    /// @notice A payment on credit of `count` installments: it takes 1 to {MAX_INSTALLMENTS}.
+    error PaymentRouterInvalidInstallments(uint256 count);
+
+    /// @notice Installment `index`'s `fee` is above `maxFee`, {MAX_FEE_BPS} of its principal.
+    error PaymentRouterInstallmentFeeTooHigh(uint256 index, uint256 fee, uint256 maxFee);
+
     /* VIEWS */
 
-    /// @notice The highest fee the admin may set, in basis points.
+    /// @notice The role of the service that pays payments on credit ({payWithLoans}); granted by the admin.
+    /// @return The role id.
+    function OPERATOR_ROLE() external view returns (bytes32);
+
+    /// @notice The highest fee the admin may set, in basis points; also the bound of an installment's fee.
     /// @return The bound.
     function MAX_FEE_BPS() external view returns (uint256);
+
+    /// @notice The most installments of a payment on credit.
+    /// @return The bound (12).
+    function MAX_INSTALLMENTS() external view returns (uint256);
 
     /// @notice The token payments are made in.
     /// @return The token address.
     function asset() external view returns (address);
+
+    /// @notice The loan book that funds payments on credit; the router holds its OPERATOR_ROLE.
+    /// @return The loan book.
+    function loanBook() external view returns (ILoanBook);
 
     /// @notice Where fees go.
     /// @return The treasury address.
@@ -112,6 +192,14 @@ interface IPaymentRouter {
     /// @param amount The gross amount.
     /// @return The payment.
     function paymentOf(bytes32 ref, address merchant, uint256 amount) external view returns (Payment memory);
+
+    /// @notice The loans that paid the payment of `ref` to `merchant` of `amount`, in installment order (empty for a
+    /// direct payment or one not paid).
+    /// @param ref The off-chain payment id.
+    /// @param merchant The merchant's wallet.
+    /// @param amount The gross amount.
+    /// @return The loan book's loan ids.
+    function loansOf(bytes32 ref, address merchant, uint256 amount) external view returns (uint256[] memory);
 
     /// @notice Whether `merchant`'s refund `refundRef` was made.
     /// @param merchant The merchant's wallet.
@@ -143,13 +231,41 @@ interface IPaymentRouter {
     function payWithPermit(bytes32 ref, address merchant, uint256 amount, uint256 deadline, uint8 v, bytes32 r, bytes32 s)
         external;
 
+    /* OPERATOR */
+
+    /// @notice Pays payment `ref` to `merchant` on credit for `payer`: the pool lends each installment's principal
+    /// in a loan `payer` owes, the merchant receives the amount (the sum of the principals) less the fee (the sum of
+    /// the installments' fees) and the treasury the fee, in this call.
+    /// @dev Only OPERATOR_ROLE (the service, after the payer accepted the terms: the contract does not see that
+    /// consent). Method `Credit` for one installment, `Split` for 2 to {MAX_INSTALLMENTS}
+    /// ({PaymentRouterInvalidInstallments} otherwise). The checks of {pay} on `ref`, `merchant` and the amount
+    /// ({PaymentRouterAlreadyPaid} when this payment, by key, was paid by any method); `payer` neither zero nor the
+    /// router; each fee at most {MAX_FEE_BPS} of its principal ({PaymentRouterInstallmentFeeTooHigh}). Each
+    /// installment in order becomes `loanBook.fundLoanFor(loanRef, payer, router, principal, interest, 0,
+    /// durationDays)`, with no insurance fee (the merchant's fee is the platform's), so the router receives exactly
+    /// the amount and holds nothing afterwards. The loan book's checks and the vault's apply to each loan (their
+    /// errors, `StakingVaultInsufficientLiquidity` and `EnforcedPause` among them, revert the whole payment).
+    /// Emits {PaymentPaid}, then {PaymentFinanced}.
+    /// @param ref The off-chain payment id.
+    /// @param merchant The merchant's wallet.
+    /// @param payer The buyer, who owes the loans and receives refunds.
+    /// @param installments The loans, in order (1 to {MAX_INSTALLMENTS}).
+    function payWithLoans(bytes32 ref, address merchant, address payer, Installment[] calldata installments)
+        external;
+
     /* MERCHANT */
 
     /// @notice Refunds `amount` of the caller's payment `ref` of `paymentAmount` to its payer as refund `refundRef`,
-    /// pulling it from the caller, its merchant (the merchant bears the fee, as card processors do).
+    /// pulling it from the caller, its merchant (the merchant bears the fee, as card processors do). For a payment
+    /// on credit the refund first repays what the payer still owes on the payment's loans.
     /// @dev Only the payment's merchant finds it ({PaymentRouterNotPaid} for anyone else); each of a merchant's
     /// `refundRef` once ({PaymentRouterRefundExists}), so a retried request never refunds twice; the sum of refunds
-    /// never exceeds the amount ({PaymentRouterRefundTooLarge}).
+    /// never exceeds the amount ({PaymentRouterRefundTooLarge}). A direct payment's refund goes from the merchant to
+    /// the payer. The refund of a payment on credit comes to the router, which applies it to the payment's loans in
+    /// order: each gets `min(left, loanBook.payoffAmount(loanId))` (nothing for a closed or defaulted loan) through
+    /// `loanBook.repay`, so a refund can close a loan early at its payoff; the rest goes to the payer. The router
+    /// approves the loan book exactly each repayment, which pulls all of it, and holds no USDC and no allowance
+    /// afterwards. Emits {PaymentRefunded}, then, on credit, {PaymentRefundApplied}.
     /// @param ref The off-chain payment id.
     /// @param paymentAmount The payment's gross amount (with the caller and `ref`, its key).
     /// @param refundRef The off-chain refund id.

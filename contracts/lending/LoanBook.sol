@@ -17,7 +17,9 @@ import {TryPermit} from "../utils/TryPermit.sol";
 /// marking and defaults written off against the vault's insurance reserve.
 /// @dev Loan state lives here; the vault keeps only the aggregate principal out (`totalBorrowed`), so the LoanBook
 /// holds the vault's LENDER_ROLE. The LoanBook never holds USDC: loans are paid out by the vault and repayments are
-/// pulled from the payer straight into the vault.
+/// pulled from the payer straight into the vault. A loan's net amount goes to its borrower ({fundLoan}) or, for a
+/// purchase financed by the pool, to the recipient the operator names ({fundLoanFor}: the payment router, which
+/// holds OPERATOR_ROLE for it); the borrower owes it either way.
 ///
 /// Default limits (the specification's and the product reference's figures): principal up to 500 USDC (the Elite
 /// tier's cap; lower tiers are enforced by the service), 7 to 90 days, interest up to 20 % of the principal (the
@@ -133,22 +135,21 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
         uint256 interest,
         uint256 insuranceFee,
         uint32 durationDays
-    ) external onlyRole(OPERATOR_ROLE) nonReentrant returns (uint256 loanId) {
-        if (ref == bytes32(0)) revert LoanBookEmptyRef();
-        if (borrower == address(0)) revert LoanBookZeroAddress();
-        uint256 existing = loanIdOf[ref];
-        if (existing != 0) revert LoanBookDuplicateRef(ref, existing);
-        _checkTerms(principal, interest, insuranceFee, durationDays);
+    ) external onlyRole(OPERATOR_ROLE) nonReentrant returns (uint256) {
+        return _fundLoan(ref, borrower, borrower, principal, interest, insuranceFee, durationDays);
+    }
 
-        loanId = ++_loanCount;
-        uint256 dueDate = block.timestamp + uint256(durationDays) * 1 days;
-        _storeLoan(loanId, ref, borrower, principal, interest, insuranceFee, durationDays, dueDate);
-        loanIdOf[ref] = loanId;
-
-        emit LoanFunded(loanId, ref, borrower, principal, principal - insuranceFee, interest, insuranceFee, durationDays, dueDate);
-
-        // The vault checks its liquidity and pause, and pays the borrower.
-        vault.lend(loanId, borrower, principal, insuranceFee);
+    /// @inheritdoc ILoanBook
+    function fundLoanFor(
+        bytes32 ref,
+        address borrower,
+        address recipient,
+        uint256 principal,
+        uint256 interest,
+        uint256 insuranceFee,
+        uint32 durationDays
+    ) external onlyRole(OPERATOR_ROLE) nonReentrant returns (uint256) {
+        return _fundLoan(ref, borrower, recipient, principal, interest, insuranceFee, durationDays);
     }
 
     /// @inheritdoc ILoanBook
@@ -225,6 +226,35 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
     }
 
     /* INTERNAL */
+
+    /// @dev {fundLoanFor}: records a loan `borrower` owes, then has the vault pay `recipient` the net amount.
+    function _fundLoan(
+        bytes32 ref,
+        address borrower,
+        address recipient,
+        uint256 principal,
+        uint256 interest,
+        uint256 insuranceFee,
+        uint32 durationDays
+    ) private returns (uint256 loanId) {
+        if (ref == bytes32(0)) revert LoanBookEmptyRef();
+        if (borrower == address(0) || recipient == address(0)) revert LoanBookZeroAddress();
+        uint256 existing = loanIdOf[ref];
+        if (existing != 0) revert LoanBookDuplicateRef(ref, existing);
+        _checkTerms(principal, interest, insuranceFee, durationDays);
+
+        loanId = ++_loanCount;
+        uint256 dueDate = block.timestamp + uint256(durationDays) * 1 days;
+        _storeLoan(loanId, ref, borrower, principal, interest, insuranceFee, durationDays, dueDate);
+        loanIdOf[ref] = loanId;
+
+        emit LoanFunded(
+            loanId, ref, borrower, recipient, principal, principal - insuranceFee, interest, insuranceFee, durationDays, dueDate
+        );
+
+        // The vault checks its liquidity and pause, and pays the recipient.
+        vault.lend(loanId, recipient, principal, insuranceFee);
+    }
 
     /// @dev {repay} for `payer` (the caller): records the payment, then pulls it from `payer` into the vault.
     function _repay(uint256 loanId, uint256 amount, address payer) private returns (uint256 paid) {

@@ -7,27 +7,57 @@ import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 import {Context} from "@openzeppelin/contracts/utils/Context.sol";
 import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
+import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
+import {ILoanBook} from "../interfaces/ILoanBook.sol";
 import {IPaymentRouter} from "../interfaces/IPaymentRouter.sol";
 import {TryPermit} from "../utils/TryPermit.sol";
 
 /// @title PaymentRouter
-/// @notice Merchants' direct payments and their refunds: at most one payment per off-chain id, the fee to the
-/// treasury and the rest to the merchant in the payer's own transaction, refunds from the merchant within what was
-/// paid.
-/// @dev The router never holds USDC: a payment moves from the payer to the merchant and the treasury, a refund from
-/// the merchant to the payer, each in one call. Default fee 1 % (the specification's direct method).
+/// @notice Merchants' payments and their refunds: at most one payment per off-chain id and terms, paid directly by
+/// the payer or on credit from the lending pool (one loan, or 2 to 12 installments), the fee to the treasury and the
+/// rest to the merchant in the same call, refunds from the merchant within what was paid, applied first to what the
+/// payer still owes on a payment's loans.
+/// @dev The router never holds USDC or an allowance after a call: a direct payment moves from the payer to the
+/// merchant and the treasury, a direct refund from the merchant to the payer. A payment on credit
+/// ({payWithLoans}, OPERATOR_ROLE: the service) funds one loan per installment with `loanBook.fundLoanFor`, the
+/// payer as the borrower and the router as the recipient, without insurance fee, so the router receives exactly
+/// the amount and passes all of it on to the merchant and the treasury. A refund of it comes from the merchant to
+/// the router, which repays the payment's loans in order up to each one's payoff (approving the loan book exactly
+/// each repayment, which the loan book pulls whole) and sends the rest to the payer. The router must hold the loan
+/// book's OPERATOR_ROLE (granted at deployment); the admin grants this router's OPERATOR_ROLE to the service.
+///
+/// Fees: {pay} charges `feeBps` (default 1 %, the specification's direct method); a payment on credit charges the
+/// installments' own fees (the service's 2 % for credit, 1.5 % per installment for split), each at most
+/// {MAX_FEE_BPS} of its principal.
+///
+/// Error mapping for the API (see {IPaymentRouter}): {PaymentRouterAlreadyPaid} -> 409 ALREADY_PAID,
+/// {PaymentRouterRefundTooLarge} -> 400 INVALID_AMOUNT, `ERC20InsufficientBalance` -> 400 INSUFFICIENT_BALANCE,
+/// `StakingVaultInsufficientLiquidity` -> 400 INSUFFICIENT_LIQUIDITY, `EnforcedPause` -> 503 VAULT_PAUSED,
+/// `LoanBookInvalidPrincipal` -> 400 INVALID_AMOUNT, `LoanBookInvalidDuration` -> 400 INVALID_DURATION; the other
+/// refusals of a payment on credit ({PaymentRouterInvalidInstallments}, {PaymentRouterInstallmentFeeTooHigh}, the
+/// loan book's other errors) refuse the service's own terms: 500 INTERNAL_ERROR.
 contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Context, IPaymentRouter {
     using SafeERC20 for IERC20;
     using TryPermit for IERC20;
 
     /// @inheritdoc IPaymentRouter
+    bytes32 public constant OPERATOR_ROLE = keccak256("OPERATOR_ROLE");
+
+    /// @inheritdoc IPaymentRouter
     /// @dev 10 %: far above any method's fee (1 % to 2 %), low enough that a mistaken setting cannot take the payment.
     uint256 public constant MAX_FEE_BPS = 1_000;
+
+    /// @inheritdoc IPaymentRouter
+    /// @dev The specification's longest split.
+    uint256 public constant MAX_INSTALLMENTS = 12;
 
     uint256 internal constant BPS = 10_000;
 
     IERC20 private immutable _asset;
+
+    /// @inheritdoc IPaymentRouter
+    ILoanBook public immutable loanBook;
 
     /// @inheritdoc IPaymentRouter
     address public treasury;
@@ -39,15 +69,25 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
 
     mapping(address merchant => mapping(bytes32 refundRef => bool)) private _refundMade;
 
+    mapping(bytes32 key => uint256[] loanIds) private _loanIds;
+
     /// @param asset_ The token payments are made in (USDC).
-    /// @param admin Receives DEFAULT_ADMIN_ROLE (sets the fee and the treasury).
+    /// @param loanBook_ The loan book that funds payments on credit, lending `asset_` (grant this router its
+    /// OPERATOR_ROLE).
+    /// @param admin Receives DEFAULT_ADMIN_ROLE (sets the fee and the treasury, grants OPERATOR_ROLE).
     /// @param treasury_ Where fees go.
     /// @param forwarder The trusted ERC-2771 forwarder (the platform's `TrustMintForwarder`).
-    constructor(IERC20 asset_, address admin, address treasury_, address forwarder) ERC2771Context(forwarder) {
-        if (address(asset_) == address(0) || admin == address(0) || forwarder == address(0)) {
-            revert PaymentRouterZeroAddress();
-        }
+    constructor(IERC20 asset_, ILoanBook loanBook_, address admin, address treasury_, address forwarder)
+        ERC2771Context(forwarder)
+    {
+        if (
+            address(asset_) == address(0) || address(loanBook_) == address(0) || admin == address(0)
+                || forwarder == address(0)
+        ) revert PaymentRouterZeroAddress();
+        address loanBookAsset = loanBook_.asset();
+        if (loanBookAsset != address(asset_)) revert PaymentRouterAssetMismatch(address(asset_), loanBookAsset);
         _asset = asset_;
+        loanBook = loanBook_;
         _grantRole(DEFAULT_ADMIN_ROLE, admin);
         _setFee(100, treasury_);
     }
@@ -70,6 +110,11 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
     }
 
     /// @inheritdoc IPaymentRouter
+    function loansOf(bytes32 ref, address merchant, uint256 amount) external view returns (uint256[] memory) {
+        return _loanIds[paymentKey(ref, merchant, amount)];
+    }
+
+    /// @inheritdoc IPaymentRouter
     function refundMade(address merchant, bytes32 refundRef) external view returns (bool) {
         return _refundMade[merchant][refundRef];
     }
@@ -89,6 +134,60 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
         address payer = _msgSender();
         _asset.tryPermit(payer, amount, deadline, v, r, s);
         _pay(ref, merchant, amount, payer);
+    }
+
+    /* OPERATOR */
+
+    /// @inheritdoc IPaymentRouter
+    function payWithLoans(bytes32 ref, address merchant, address payer, Installment[] calldata installments)
+        external
+        onlyRole(OPERATOR_ROLE)
+        nonReentrant
+    {
+        // Validate: the payer, the installments (which make the amount and the fee), then the terms as {pay} does.
+        if (payer == address(0)) revert PaymentRouterZeroAddress();
+        if (payer == address(this)) revert PaymentRouterSelfAddress();
+        uint256 count = installments.length;
+        if (count == 0 || count > MAX_INSTALLMENTS) revert PaymentRouterInvalidInstallments(count);
+        uint256 amount;
+        uint256 fee;
+        for (uint256 i; i < count; ++i) {
+            uint256 principal = installments[i].principal;
+            // Each principal fits 128 bits, so twelve of them cannot overflow the sum, checked below like {pay}'s
+            // amount; the loan book then holds each to its own limits.
+            if (principal > type(uint128).max) revert PaymentRouterInvalidAmount(principal);
+            uint256 maxFee = principal * MAX_FEE_BPS / BPS;
+            if (installments[i].fee > maxFee) revert PaymentRouterInstallmentFeeTooHigh(i, installments[i].fee, maxFee);
+            amount += principal;
+            // Within the principals' sum, since each fee is at most a tenth of its principal.
+            fee += installments[i].fee;
+        }
+        bytes32 key = _checkNewPayment(ref, merchant, amount);
+        // Effects: the payment is recorded paid before the loan book is called.
+        PaymentMethod method = count == 1 ? PaymentMethod.Credit : PaymentMethod.Split;
+        _recordPayment(key, payer, method, merchant, amount, fee);
+        // The loan book (immutable, trusted, holding the vault's LENDER_ROLE) assigns the ids and has the vault send
+        // this router each principal whole (no insurance fee): `amount` in all. It calls no one back, and this
+        // function is nonReentrant, so the ids are stored once all the loans exist.
+        uint256[] memory loanIds = new uint256[](count);
+        for (uint256 i; i < count; ++i) {
+            Installment calldata installment = installments[i];
+            loanIds[i] = loanBook.fundLoanFor(
+                installment.loanRef,
+                payer,
+                address(this),
+                installment.principal,
+                installment.interest,
+                0,
+                installment.durationDays
+            );
+        }
+        _loanIds[key] = loanIds;
+        emit PaymentPaid(ref, payer, merchant, amount, fee);
+        emit PaymentFinanced(ref, merchant, payer, amount, method, loanIds);
+        // Transfers last: all of what the vault sent, so the router holds nothing.
+        _asset.safeTransfer(merchant, amount - fee);
+        if (fee > 0) _asset.safeTransfer(treasury, fee);
     }
 
     /* MERCHANT */
@@ -125,28 +224,48 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
 
     function _pay(bytes32 ref, address merchant, uint256 amount, address payer) private {
         // Validate.
-        if (ref == bytes32(0)) revert PaymentRouterEmptyRef();
-        if (merchant == address(0)) revert PaymentRouterZeroAddress();
-        if (merchant == address(this)) revert PaymentRouterSelfAddress();
-        if (amount == 0 || amount > type(uint128).max) revert PaymentRouterInvalidAmount(amount);
-        Payment storage payment = _payments[paymentKey(ref, merchant, amount)];
-        if (payment.payer != address(0)) revert PaymentRouterAlreadyPaid(ref, merchant, amount);
+        bytes32 key = _checkNewPayment(ref, merchant, amount);
         // Effects. The fee is at most 10 % of an amount that fits 128 bits: no overflow, and it fits too.
         uint256 fee = amount * feeBps / BPS;
-        payment.payer = payer;
-        payment.merchant = merchant;
-        payment.amount = SafeCast.toUint128(amount);
-        payment.fee = SafeCast.toUint128(fee);
+        _recordPayment(key, payer, PaymentMethod.Direct, merchant, amount, fee);
         emit PaymentPaid(ref, payer, merchant, amount, fee);
         // Transfers last.
         _asset.safeTransferFrom(payer, merchant, amount - fee);
         if (fee > 0) _asset.safeTransferFrom(payer, treasury, fee);
     }
 
+    /// @dev The checks of a new payment's terms, by any method; returns its key.
+    function _checkNewPayment(bytes32 ref, address merchant, uint256 amount) private view returns (bytes32 key) {
+        if (ref == bytes32(0)) revert PaymentRouterEmptyRef();
+        if (merchant == address(0)) revert PaymentRouterZeroAddress();
+        if (merchant == address(this)) revert PaymentRouterSelfAddress();
+        if (amount == 0 || amount > type(uint128).max) revert PaymentRouterInvalidAmount(amount);
+        key = paymentKey(ref, merchant, amount);
+        if (_payments[key].payer != address(0)) revert PaymentRouterAlreadyPaid(ref, merchant, amount);
+    }
+
+    function _recordPayment(
+        bytes32 key,
+        address payer,
+        PaymentMethod method,
+        address merchant,
+        uint256 amount,
+        uint256 fee
+    ) private {
+        Payment storage payment = _payments[key];
+        payment.payer = payer;
+        payment.method = method;
+        payment.merchant = merchant;
+        payment.amount = SafeCast.toUint128(amount);
+        payment.fee = SafeCast.toUint128(fee);
+    }
+
     function _refund(bytes32 ref, uint256 paymentAmount, bytes32 refundRef, uint256 amount, address merchant) private {
         // Validate: the caller finds only its own payments (the merchant is part of the key).
-        Payment storage payment = _payments[paymentKey(ref, merchant, paymentAmount)];
-        if (payment.payer == address(0)) revert PaymentRouterNotPaid(ref, merchant, paymentAmount);
+        bytes32 key = paymentKey(ref, merchant, paymentAmount);
+        Payment storage payment = _payments[key];
+        address payer = payment.payer;
+        if (payer == address(0)) revert PaymentRouterNotPaid(ref, merchant, paymentAmount);
         if (refundRef == bytes32(0)) revert PaymentRouterEmptyRef();
         if (_refundMade[merchant][refundRef]) revert PaymentRouterRefundExists(merchant, refundRef);
         if (amount == 0) revert PaymentRouterInvalidAmount(amount);
@@ -156,8 +275,48 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
         uint128 totalRefunded = payment.refunded + uint128(amount);
         payment.refunded = totalRefunded;
         _refundMade[merchant][refundRef] = true;
-        emit PaymentRefunded(ref, refundRef, merchant, payment.payer, paymentAmount, amount, totalRefunded);
-        _asset.safeTransferFrom(merchant, payment.payer, amount);
+        emit PaymentRefunded(ref, refundRef, merchant, payer, paymentAmount, amount, totalRefunded);
+        if (payment.method == PaymentMethod.Direct) {
+            _asset.safeTransferFrom(merchant, payer, amount);
+        } else {
+            _refundToLoans(ref, refundRef, merchant, payer, amount, _loanIds[key]);
+        }
+    }
+
+    /// @dev A refund of `amount` of a payment on credit: first to what `payer` still owes on `loanIds`, in order,
+    /// then the rest to `payer`.
+    function _refundToLoans(
+        bytes32 ref,
+        bytes32 refundRef,
+        address merchant,
+        address payer,
+        uint256 amount,
+        uint256[] memory loanIds
+    ) private {
+        // Each loan's share, from the payoffs now: repaying one loan changes no other's payoff, and nothing below
+        // changes a loan before its own repayment, so these are the amounts repaid.
+        uint256 count = loanIds.length;
+        uint256[] memory repayments = new uint256[](count);
+        uint256 left = amount;
+        for (uint256 i; i < count && left > 0; ++i) {
+            // Zero for a closed (repaid or defaulted) loan.
+            uint256 repayment = Math.min(left, loanBook.payoffAmount(loanIds[i]));
+            repayments[i] = repayment;
+            left -= repayment;
+        }
+        emit PaymentRefundApplied(ref, refundRef, merchant, amount - left, left);
+        // Transfers last: the merchant's refund to the router, the loans' shares to the vault through the loan book,
+        // the rest to the payer.
+        _asset.safeTransferFrom(merchant, address(this), amount);
+        for (uint256 i; i < count; ++i) {
+            uint256 repayment = repayments[i];
+            if (repayment == 0) continue;
+            // At most the loan's payoff, so the loan book pulls all of it (closing the loan at the payoff) and no
+            // allowance is left.
+            _asset.forceApprove(address(loanBook), repayment);
+            loanBook.repay(loanIds[i], repayment);
+        }
+        if (left > 0) _asset.safeTransfer(payer, left);
     }
 
     function _setFee(uint256 newFeeBps, address newTreasury) private {

@@ -93,9 +93,17 @@ export const EVENT_CATALOGUE = {
   }),
   "loan.funded": defineEvent({
     source: "chain",
-    description: "The pool funded a loan; the borrower received netAmount.",
+    description:
+      "The pool funded a loan: the borrower received netAmount, or (a purchase on credit or in installments) the payment router did, for the merchant.",
     data: z.object({ loanId: z.string(), amount: z.number(), netAmount: z.number(), dueDate: isoTime, txHash }),
-    raw: chainLoan.extend({ principal: integerAmount, netAmount: integerAmount, interest: integerAmount, insuranceFee: integerAmount }),
+    raw: chainLoan.extend({
+      principal: integerAmount,
+      netAmount: integerAmount,
+      interest: integerAmount,
+      insuranceFee: integerAmount,
+      /** Who received netAmount (absent in events recorded before payments: the borrower). */
+      recipient: address.optional(),
+    }),
   }),
   "loan.partial_payment": defineEvent({
     source: "chain",
@@ -261,7 +269,7 @@ export const EVENT_CATALOGUE = {
       amount: z.number(),
       currency: z.literal("USDC"),
       method: z.string(),
-      reason: z.enum(["declined", "insufficient_funds"]),
+      reason: z.enum(["declined", "insufficient_funds", "not_eligible", "insufficient_liquidity"]),
       metadata: z.record(z.string(), z.unknown()),
       failedAt: isoTime,
     }),

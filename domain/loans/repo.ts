@@ -9,6 +9,26 @@ import { loanIdFromRef } from "./ids.js";
 
 /** The chain's `ref` of a request, computed in SQL: its UUID's 16 bytes, left-aligned in a bytes32 (domain/loans/ids.ts). */
 const REF_OF_REQUEST = `'0x' || replace(r."id"::text, '-', '') || repeat('0', 32)`;
+/** How long a payment's loans count as waiting for its transaction (the payment's hold: domain/payments/repo.ts). */
+export const FINANCING_HOLD_MS = 120_000;
+
+/** A loan that pays a merchant's payment (domain/loans/financing.ts). */
+export interface FinancingRow {
+  id: string;
+  userId: string;
+  borrower: string;
+  chainId: number;
+  amount: bigint;
+  insuranceFee: bigint;
+  interest: bigint;
+  interestRateBps: number;
+  durationDays: number;
+  purpose: string;
+  createdAt: Date;
+  expiresAt: Date;
+  claimedAt: Date;
+  paymentId: string;
+}
 
 /** A loan as one row, money in micro-USDC, whichever of the two tables it comes from. */
 export interface LoanRow {
@@ -126,7 +146,9 @@ export function createLoansRepo({ db }: { db: Db }) {
       const [row] = await tx.$queryRawUnsafe<{ waiting: number; open: number; overdue: boolean; lastDefaultAt: Date | null }[]>(
         `SELECT
            (SELECT count(*)::int FROM "LoanRequest" r
-             WHERE r."userId" = $1 AND ((r."status" = 'pending' AND r."expiresAt" > $3::timestamp(3)) OR r."status" = 'funding'
+             WHERE r."userId" = $1 AND ((r."status" = 'pending' AND r."expiresAt" > $3::timestamp(3))
+               -- A payment's loans count while its attempt may still be under way (a dead one's stop counting).
+               OR (r."status" = 'funding' AND (r."paymentId" IS NULL OR r."claimedAt" > $3::timestamp(3) - interval '${FINANCING_HOLD_MS} milliseconds'))
                OR (r."status" = 'funded' AND NOT EXISTS (SELECT 1 FROM "LoanChainState" c WHERE c."ref" = ${REF_OF_REQUEST})))) AS "waiting",
            (SELECT count(*)::int FROM "LoanChainState" c
              WHERE c."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND c."borrower" = $2 AND c."status" IN ('active', 'overdue')) AS "open",
@@ -183,7 +205,8 @@ export function createLoansRepo({ db }: { db: Db }) {
     async claim(loanId: string, now: Date, staleBefore: Date) {
       const rows = await prisma.$queryRaw<{ id: string }[]>`
         UPDATE "LoanRequest" SET "status" = 'funding', "claimedAt" = ${now.toISOString()}::timestamp(3)
-         WHERE "id" = ${loanId}::uuid AND (("status" = 'pending' AND "expiresAt" > ${now.toISOString()}::timestamp(3))
+         WHERE "id" = ${loanId}::uuid AND "paymentId" IS NULL
+           AND (("status" = 'pending' AND "expiresAt" > ${now.toISOString()}::timestamp(3))
             OR ("status" = 'funding' AND "claimedAt" < ${staleBefore.toISOString()}::timestamp(3)))
          RETURNING "id"::text`;
       return rows.length === 1 ? prisma.loanRequest.findUniqueOrThrow({ where: { id: loanId } }) : null;
@@ -200,6 +223,8 @@ export function createLoansRepo({ db }: { db: Db }) {
     dueForFunding: (now: Date, createdBefore: Date, staleBefore: Date, limit: number) =>
       prisma.loanRequest.findMany({
         where: {
+          // A payment's loans are the payment router's to fund, never the funding job's.
+          paymentId: null,
           OR: [
             { status: "pending", createdAt: { lte: createdBefore }, expiresAt: { gt: now } },
             { status: "funding", claimedAt: { lt: staleBefore } },
@@ -211,6 +236,28 @@ export function createLoansRepo({ db }: { db: Db }) {
       }),
 
     request: (loanId: string) => prisma.loanRequest.findUnique({ where: { id: loanId } }),
+
+    /** A payment's loans, as they are funded by its transaction (status `funding` until it settles), in the caller's transaction. */
+    insertFinancing: (tx: Tx, rows: FinancingRow[]) =>
+      tx.loanRequest.createMany({ data: rows.map((row) => ({ ...row, borrower: row.borrower.toLowerCase(), status: "funding" })) }),
+
+    /**
+     * Settles a payment's waiting loans once its transaction is known: those the mirror has were
+     * funded by `txHash`; the others (an attempt that never went out, or was refused) never were
+     * loans, and go.
+     */
+    async settleFinancing(paymentId: string, txHash: string | null, tx: Tx = prisma): Promise<void> {
+      if (txHash !== null) {
+        await tx.$executeRawUnsafe(
+          `UPDATE "LoanRequest" r SET "status" = 'funded', "fundTxHash" = $2
+            WHERE r."paymentId" = $1::uuid AND r."status" = 'funding'
+              AND EXISTS (SELECT 1 FROM "LoanChainState" c WHERE c."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND c."ref" = ${REF_OF_REQUEST})`,
+          paymentId,
+          txHash,
+        );
+      }
+      await tx.loanRequest.deleteMany({ where: { paymentId, status: "funding" } });
+    },
 
     /** Open chain loans past `dueBefore` (to mark overdue, or to default once past the grace), with their borrower's user. */
     async openLoansDueBefore(dueBefore: Date, limit: number) {

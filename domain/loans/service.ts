@@ -20,14 +20,12 @@ import type { UserWrite } from "../transactions/user-write.js";
 import { type Tier, tierFor } from "../trust-score/rules.js";
 import type { UserRecord } from "../users/repo.js";
 import type { XpService } from "../xp/service.js";
+import { eligibilityOf } from "./eligibility.js";
 import { loanIdFromRef, refFromLoanId } from "./ids.js";
-import { type LoanRow, type LoanStatus, type LoansRepo, loanIdOf, loanStatus } from "./repo.js";
+import { type BorrowerStanding, type LoanRow, type LoanStatus, type LoansRepo, loanIdOf, loanStatus } from "./repo.js";
 import { extensionInterest, loanTerms } from "./terms.js";
 
-/** Open loans (waiting requests, active and overdue loans) a borrower may have at once (the spec's example). */
-export const MAX_ACTIVE_LOANS = 3;
-/** A default blocks new loans for this long (the spec's figure). */
-export const RECENT_DEFAULT_DAYS = 90;
+export { MAX_ACTIVE_LOANS, RECENT_DEFAULT_DAYS } from "./eligibility.js";
 /** How long a request waits for funding before it lapses (becomes cancelled). */
 export const REQUEST_LIFETIME_HOURS = 72;
 /** The shortest and longest terms (the spec's 7 to 90 days; the tier caps the longest further). */
@@ -51,7 +49,7 @@ export const MAX_EXTENSIONS = 1;
 const CLAIM_STALE_MS = 120_000;
 const DAY_MS = 86_400_000;
 
-export type Restriction = "SCORE_TOO_LOW" | "MAX_LOANS_REACHED" | "OVERDUE_LOAN" | "RECENT_DEFAULT";
+export type { Restriction } from "./eligibility.js";
 
 export interface LoansServiceDeps {
   db: Db;
@@ -84,28 +82,7 @@ const rate = (bps: number) => bps / 10_000;
 export function createLoansService(deps: LoansServiceDeps) {
   const { db, repo } = deps;
 
-  /** A borrower's standing and what it allows, at `now` (read inside `tx` when given). */
-  function eligibilityFrom(user: UserRecord, standing: { openLoans: number; overdue: boolean; lastDefaultAt: Date | null }, now: Date) {
-    const tier = tierFor(user.trustScore);
-    const restrictions: Restriction[] = [];
-    if (user.trustScore < deps.minScore) restrictions.push("SCORE_TOO_LOW");
-    if (standing.openLoans >= MAX_ACTIVE_LOANS) restrictions.push("MAX_LOANS_REACHED");
-    if (standing.overdue) restrictions.push("OVERDUE_LOAN");
-    if (standing.lastDefaultAt && now.getTime() - standing.lastDefaultAt.getTime() < RECENT_DEFAULT_DAYS * DAY_MS) {
-      restrictions.push("RECENT_DEFAULT");
-    }
-    return {
-      eligible: restrictions.length === 0,
-      trustScore: user.trustScore,
-      tier: tier.tier,
-      maxAmount: tier.maxAmount,
-      maxDuration: tier.maxDuration,
-      currentLoans: standing.openLoans,
-      maxActiveLoans: MAX_ACTIVE_LOANS,
-      interestRate: tier.interestRate,
-      restrictions,
-    };
-  }
+  const eligibilityFrom = (user: UserRecord, standing: BorrowerStanding, now: Date) => eligibilityOf(user, standing, now, deps.minScore);
 
   /**
    * Whole days left of the term: all of it while pending (it starts at funding), the days to the

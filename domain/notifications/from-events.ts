@@ -51,6 +51,9 @@ export interface ContextNeeds {
 export function eventContextNeeds(event: NotifiableEvent): ContextNeeds {
   const needs: ContextNeeds = { wallets: [], userIds: [], guardiansOf: [] };
   switch (event.type) {
+    case "loan.funded":
+      if (event.data.raw.recipient) needs.wallets.push(event.data.raw.recipient);
+      break;
     case "user.guardian_added":
       needs.wallets.push(event.data.guardianAddress);
       if (event.userId) needs.userIds.push(event.userId);
@@ -127,6 +130,8 @@ export function notificationsFor(event: NotifiableEvent, context: EventContext):
     }
     case "loan.funded": {
       const { data } = event;
+      // A purchase's loan paid the merchant, not the borrower: their receipt says it (payment_receipt), not "in your wallet".
+      if (data.raw.recipient !== undefined && context.userIdByWallet(data.raw.recipient) !== event.userId) return [];
       // The chain's events carry the borrower as the event's user (null when the wallet is no user's).
       return item(
         id,

@@ -8,9 +8,19 @@ import { usdcNumber } from "../../core/money.js";
 import type { Db } from "../db.js";
 import { consumeEvents } from "../events/consumer.js";
 import { domainEvent, recordEvents } from "../events/outbox.js";
+import type { LoanFinancing } from "../loans/financing.js";
 import type { PaymentsRepo } from "./repo.js";
 
-export function createPaymentEvents({ db, repo }: { db: Db; repo: Pick<PaymentsRepo, "forEvents" | "refundReasons"> }) {
+export function createPaymentEvents({
+  db,
+  repo,
+  financing,
+}: {
+  db: Db;
+  repo: Pick<PaymentsRepo, "forEvents" | "refundReasons">;
+  /** The payment's loans (credit, split), funded by its transaction: settled here too when the attempt that sent it stopped. */
+  financing: Pick<LoanFinancing, "settle">;
+}) {
   return {
     /** Records the events of the facts not yet taken; returns how many it took. */
     run(now: Date, onlyIds?: readonly string[]): Promise<number> {
@@ -28,6 +38,7 @@ export function createPaymentEvents({ db, repo }: { db: Db; repo: Pick<PaymentsR
           const metadata = payment.metadata as Record<string, unknown>;
           if (event.type === "payment.paid") {
             const data = event.data as typeof event.data & { raw: { amount: bigint; fee: bigint } };
+            await financing.settle(payment.id, data.txHash, tx);
             await recordEvents(tx, [
               domainEvent({
                 type: "payment.success",

@@ -172,8 +172,13 @@ export function createPaymentsRepo({ db }: { db: Db }) {
      * Takes the payment for one payer's attempt, in one statement: only a payment that is open (or
      * whose holder's attempt is older than CLAIM_HOLD_MS), not expired, not cancelled and not paid.
      */
-    async claim(id: string, attempt: { method: string; payerId: string; payerAddress: string }, now: Date): Promise<boolean> {
-      const claimed = await prisma.$executeRawUnsafe(
+    async claim(
+      id: string,
+      attempt: { method: string; payerId: string; payerAddress: string },
+      now: Date,
+      tx: Tx = prisma,
+    ): Promise<boolean> {
+      const claimed = await tx.$executeRawUnsafe(
         `UPDATE "Payment" p SET "status" = 'processing', "method" = $3, "payerId" = $4, "payerAddress" = $5, "claimedAt" = $1::timestamp(3)
           WHERE p."id" = $2::uuid AND p."expiresAt" > $1::timestamp(3)
             AND (p."status" = 'open' OR (p."status" = 'processing' AND p."claimedAt" <= $1::timestamp(3) - interval '${CLAIM_HOLD_MS} milliseconds'))

@@ -13,9 +13,14 @@ import type { Db } from "../db.js";
 import { AppError } from "../errors.js";
 import { domainEvent, recordEvents } from "../events/outbox.js";
 import type { OperationKey } from "../idempotency/operation-key.js";
+import type { LoanFinancing } from "../loans/financing.js";
+import { chainFailure } from "../transactions/failures.js";
+import type { MirrorWait } from "../transactions/read-your-writes.js";
+import type { TransactionSender } from "../transactions/sender.js";
 import type { UserWrite } from "../transactions/user-write.js";
 import type { UserRecord } from "../users/repo.js";
 import type { PaymentEvents } from "./events.js";
+import { type FinancingPlan, type Frequency, loanCountOf, planOf, splitSchedule } from "./financing.js";
 import type { PaymentRow, PaymentStatus, PaymentsRepo, RefundRow } from "./repo.js";
 
 export const PAYMENT_METHODS = ["direct", "credit", "split"] as const;
@@ -30,6 +35,25 @@ export const METADATA_MAX_BYTES = 4_096;
 /** run-and-sandbox.md section 4: payers at these addresses always fail, outside the real flow. */
 export const DECLINING_ADDRESS = "0x000000000000000000000000000000000000dec1";
 export const INSUFFICIENT_FUNDS_ADDRESS = "0x00000000000000000000000000000000000f0001";
+/** Why an attempt failed, in `payment.failed`: the test addresses, an empty wallet, the payer's eligibility, the pool's liquidity. */
+export type FailureReason = "declined" | "insufficient_funds" | "not_eligible" | "insufficient_liquidity";
+
+/** The router's and the pool's refusals of a payment on credit, as the spec's codes. */
+function financedRevert(revert: { name: string; args: unknown[] }): AppError | undefined {
+  switch (revert.name) {
+    case "PaymentRouterAlreadyPaid":
+      return new AppError("ALREADY_PAID", "This payment was paid already");
+    case "StakingVaultInsufficientLiquidity":
+      return new AppError("INSUFFICIENT_LIQUIDITY", "The lending pool cannot fund this payment now; pay directly or try later", {
+        field: "method",
+        reason: "not enough liquidity in the pool",
+      });
+    case "EnforcedPause":
+      return new AppError("VAULT_PAUSED", "The lending pool is temporarily paused");
+    default:
+      return undefined;
+  }
+}
 
 export interface CreatePaymentInput {
   amount: bigint;
@@ -52,6 +76,11 @@ export interface PaymentsServiceDeps {
   userWrite: UserWrite;
   /** Turns mirrored facts into the merchant's events; run after a write so its event exists when it answers. */
   events: Pick<PaymentEvents, "run">;
+  /** The payer's loans of a payment on credit or in installments (the loans domain's rules). */
+  financing: Pick<LoanFinancing, "eligibility" | "reserve" | "settle">;
+  /** The service's own sender: the router's OPERATOR_ROLE pays a payment on credit (the pool lends, the payer owes). */
+  sender: Pick<TransactionSender, "send">;
+  mirror: Pick<MirrorWait, "untilIndexed">;
   /** Where payers are sent: `${checkoutBase}/checkout/{id}` (PUBLIC_BASE_URL). */
   checkoutBase: string;
   production: boolean;
@@ -59,6 +88,12 @@ export interface PaymentsServiceDeps {
 
 /** A fee in micro-USDC: the basis points of `amount`, rounded down as the router does (the merchant's favour). */
 export const feeOf = (amount: bigint, method: PaymentMethod) => (amount * FEE_BPS[method]) / 10_000n;
+
+/** The fee a method takes from a payment: split's is each installment's, rounded down one by one. */
+function methodFee(amount: bigint, method: PaymentMethod, splitOptions: { installments?: number } | null): bigint {
+  if (method !== "split") return feeOf(amount, method);
+  return splitSchedule(amount, splitOptions).reduce((sum, part) => sum + feeOf(part.amount, "split"), 0n);
+}
 
 /** Why a redirect URL is refused, or null: https, or http on loopback outside production (no user name, no fragment). */
 export function redirectRefusal(text: string, production: boolean): string | null {
@@ -92,7 +127,7 @@ export function createPaymentsService(deps: PaymentsServiceDeps) {
   ): Partial<Record<PaymentMethod, { fee: number; net: number }>> =>
     Object.fromEntries(
       row.methods.map((method) => {
-        const fee = feeOf(row.amount, method as PaymentMethod);
+        const fee = methodFee(row.amount, method as PaymentMethod, row.splitOptions as { installments?: number } | null);
         return [method, { fee: usdcNumber(fee), net: usdcNumber(row.amount - fee) }];
       }),
     );
@@ -168,7 +203,7 @@ export function createPaymentsService(deps: PaymentsServiceDeps) {
   }
 
   /** A failed attempt: said on the payment and as `payment.failed` to the merchant, the payment open for another. */
-  async function recordFailure(row: PaymentRow, method: string, reason: "declined" | "insufficient_funds", held: boolean) {
+  async function recordFailure(row: PaymentRow, method: string, reason: FailureReason, held: boolean) {
     const now = deps.clock.now();
     const failure = { reason, method, at: now.toISOString() };
     await deps.db.prisma.$transaction(async (tx) => {
@@ -193,6 +228,89 @@ export function createPaymentsService(deps: PaymentsServiceDeps) {
         }),
       ]);
     });
+  }
+
+  /** The payer's plan for a payment on credit or in installments, at their tier now; NOT_ELIGIBLE otherwise. */
+  async function planFor(payer: UserRecord, row: PaymentRow, method: "credit" | "split"): Promise<FinancingPlan> {
+    const tier = await deps.financing.eligibility(payer, loanCountOf(method, row.splitOptions as { installments?: number } | null));
+    return planOf(method, row.amount, FEE_BPS[method], tier, {
+      creditOptions: row.creditOptions as { maxDuration?: number; maxInterest?: number } | null,
+      splitOptions: row.splitOptions as { installments?: number; frequency?: Frequency } | null,
+    });
+  }
+
+  /**
+   * Pays a payment on credit or in installments: the payer's plan at their tier, then, in one
+   * transaction, the payment's hold and the plan's loans (eligibility checked again under the
+   * payer's row lock, so the cap of open loans holds), then the router's `payWithLoans` sent by
+   * the service (the pool lends, the merchant and the treasury are paid, the payer owes).
+   */
+  async function payFinanced(payer: UserRecord, row: PaymentRow, method: "credit" | "split") {
+    let plan: FinancingPlan;
+    try {
+      plan = await planFor(payer, row, method);
+    } catch (error) {
+      if (error instanceof AppError && error.code === "NOT_ELIGIBLE") await recordFailure(row, method, "not_eligible", false);
+      throw error;
+    }
+    const wallet = payer.walletAddress!.toLowerCase();
+    const held = await deps.db.prisma
+      .$transaction(async (tx) => {
+        if (!(await repo.claim(row.id, { method, payerId: payer.id, payerAddress: wallet }, deps.clock.now(), tx))) return false;
+        const purpose = `Payment to ${row.merchantName}${row.description ? `: ${row.description}` : ""}`.slice(0, 200);
+        await deps.financing.reserve(tx, payer, { paymentId: row.id, installments: plan.loans, purpose, rateBps: plan.rateBps });
+        return true;
+      })
+      .catch(async (error: unknown) => {
+        if (error instanceof AppError && error.code === "NOT_ELIGIBLE") await recordFailure(row, method, "not_eligible", false);
+        throw error;
+      });
+    if (!held) throw payRefusal(await anyPayment(row.id)) ?? new AppError("PAYMENT_IN_PROGRESS", "Try again in a moment", undefined, 5);
+    let sent: Awaited<ReturnType<TransactionSender["send"]>>;
+    try {
+      sent = await deps.sender
+        .send({
+          purpose: "payment.finance",
+          userId: payer.id,
+          // This attempt's: its loans are new, so a later attempt is a transaction of its own.
+          idempotencyKey: `payment:${row.id}:${plan.loans[0]!.id}`,
+          to: routerAddress,
+          data: router.interface.encodeFunctionData("payWithLoans", [
+            refFromUuid(row.id),
+            getAddress(row.merchantWallet),
+            getAddress(wallet),
+            plan.loans.map((loan) => [refFromUuid(loan.id), loan.principal, loan.interest, loan.fee, loan.durationDays]),
+          ]),
+        })
+        .catch((error) => chainFailure(error, financedRevert));
+    } catch (error) {
+      // Refused before anything moved: the loans are cancelled and the hold goes back (a shortfall of the pool's is the merchant's payment.failed).
+      if (error instanceof AppError && error.code !== "SERVICE_UNAVAILABLE") {
+        await deps.financing.settle(row.id, null);
+        if (error.code === "INSUFFICIENT_LIQUIDITY") await recordFailure(row, method, "insufficient_liquidity", true);
+        else await deps.db.prisma.$transaction((tx) => repo.release(tx, row.id, null));
+      }
+      throw error;
+    }
+    await deps.mirror.untilIndexed(sent.blockNumber);
+    await deps.financing.settle(row.id, sent.txHash);
+    await deps.events.run(deps.clock.now());
+    return {
+      paymentId: row.id,
+      status: "success" as const,
+      method,
+      amount: usdcNumber(row.amount),
+      fee: usdcNumber(plan.fee),
+      net: usdcNumber(row.amount - plan.fee),
+      txHash: sent.txHash,
+      redirectUrl: row.redirectUrl === null ? null : withPaymentId(row.redirectUrl, row.id),
+      loans: plan.loans.map((loan) => ({
+        loanId: loan.id,
+        amount: usdcNumber(loan.principal),
+        totalRepayment: usdcNumber(loan.principal + loan.interest),
+        durationDays: loan.durationDays,
+      })),
+    };
   }
 
   return {
@@ -258,8 +376,9 @@ export function createPaymentsService(deps: PaymentsServiceDeps) {
         expiresAt: row.expiresAt,
         redirectUrl: row.redirectUrl,
         cancelUrl: row.cancelUrl,
-        splitOptions: row.splitOptions,
-        creditOptions: row.creditOptions,
+        schedule: row.methods.includes("split")
+          ? splitSchedule(row.amount, row.splitOptions as { installments?: number; frequency?: Frequency } | null)
+          : [],
       };
     },
 
@@ -277,12 +396,6 @@ export function createPaymentsService(deps: PaymentsServiceDeps) {
         throw new AppError("VALIDATION_ERROR", `This payment takes ${row.methods.join(", ")}`, {
           field: "method",
           reason: `one of ${row.methods.join(", ")}`,
-        });
-      }
-      if (input.method !== "direct") {
-        throw new AppError("VALIDATION_ERROR", `Paying with ${input.method} is not available yet; pay with direct`, {
-          field: "method",
-          reason: "direct only for now",
         });
       }
       const wallet = payer.walletAddress!.toLowerCase();
@@ -304,6 +417,7 @@ export function createPaymentsService(deps: PaymentsServiceDeps) {
           reason: "not your wallet",
         });
       }
+      if (input.method !== "direct") return payFinanced(payer, row, input.method);
       if (!(await repo.claim(row.id, { method: input.method, payerId: payer.id, payerAddress: wallet }, deps.clock.now()))) {
         throw payRefusal(await anyPayment(row.id)) ?? new AppError("PAYMENT_IN_PROGRESS", "Try again in a moment", undefined, 5);
       }
@@ -350,6 +464,7 @@ export function createPaymentsService(deps: PaymentsServiceDeps) {
         net: usdcNumber(row.amount - fee),
         txHash: sent.txHash,
         redirectUrl: row.redirectUrl === null ? null : withPaymentId(row.redirectUrl, row.id),
+        loans: [],
       };
     },
 
@@ -412,6 +527,60 @@ export function createPaymentsService(deps: PaymentsServiceDeps) {
       }
       await deps.events.run(deps.clock.now());
       return refundViewOf((await repo.refund(refundId))!);
+    },
+
+    /** What each of the payment's methods would cost the signed-in payer now (the checkout shows it before they choose). */
+    async terms(payer: UserRecord, id: string) {
+      const row = await anyPayment(id);
+      const now = deps.clock.now().getTime();
+      const dueDate = (days: number) => new Date(now + days * 86_400_000).toISOString();
+      const quote = async (method: "credit" | "split") => {
+        try {
+          return { plan: await planFor(payer, row, method), reason: null };
+        } catch (error) {
+          if (error instanceof AppError && error.code === "NOT_ELIGIBLE")
+            return { plan: null, reason: error.details?.reason ?? "NOT_ELIGIBLE" };
+          throw error;
+        }
+      };
+      const terms: {
+        direct?: { total: number };
+        credit?: {
+          eligible: boolean;
+          reason: string | null;
+          interestRate: number | null;
+          interest: number | null;
+          totalRepayment: number | null;
+          dueDate: string | null;
+        };
+        split?: { eligible: boolean; reason: string | null; installments: { amount: number; totalRepayment: number; dueDate: string }[] };
+      } = {};
+      if (row.methods.includes("direct")) terms.direct = { total: usdcNumber(row.amount) };
+      if (row.methods.includes("credit")) {
+        const { plan, reason } = await quote("credit");
+        const loan = plan?.loans[0];
+        terms.credit = {
+          eligible: plan !== null,
+          reason,
+          interestRate: plan ? plan.rateBps / 10_000 : null,
+          interest: loan ? usdcNumber(loan.interest) : null,
+          totalRepayment: plan ? usdcNumber(plan.totalRepayment) : null,
+          dueDate: loan ? dueDate(loan.durationDays) : null,
+        };
+      }
+      if (row.methods.includes("split")) {
+        const { plan, reason } = await quote("split");
+        terms.split = {
+          eligible: plan !== null,
+          reason,
+          installments: (plan?.loans ?? []).map((loan) => ({
+            amount: usdcNumber(loan.principal),
+            totalRepayment: usdcNumber(loan.principal + loan.interest),
+            dueDate: dueDate(loan.durationDays),
+          })),
+        };
+      }
+      return terms;
     },
 
     async refunds(merchant: UserRecord, id: string) {

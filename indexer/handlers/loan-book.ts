@@ -12,7 +12,7 @@ const loanKey = ({ loanId }: { loanId: bigint }) => [entity.loan(loanId)];
 export const loanBookHandlers = handlersOf("loanBook", {
   LoanFunded: {
     entities: loanKey,
-    apply(ctx, { loanId, ref, borrower, principal, netAmount, interest, insuranceFee, durationDays, dueDate }, log) {
+    apply(ctx, { loanId, ref, borrower, recipient, principal, netAmount, interest, insuranceFee, durationDays, dueDate }, log) {
       const key = entity.loan(loanId);
       if (ctx.state.inScope(key)) {
         const row: LoanState = {
@@ -44,7 +44,7 @@ export const loanBookHandlers = handlersOf("loanBook", {
         netAmount: usdcNumber(netAmount),
         dueDate: iso(Number(dueDate)),
         txHash: log.txHash,
-        raw: { chainLoanId: loanId, principal, netAmount, interest, insuranceFee },
+        raw: { chainLoanId: loanId, principal, netAmount, interest, insuranceFee, recipient },
       }));
     },
   },

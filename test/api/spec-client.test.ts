@@ -378,4 +378,48 @@ describe(`a client that knows only the spec moves money (${usingPostgres ? "Post
     expect(refused.status).to.equal(400);
     expect(refused.body.error.code).to.equal("VAULT_LOCKED");
   });
+
+  it("a merchant takes a payment: part 2's request shape, the checkout URL, a payer pays (run contract section 4), the list's status filter", async () => {
+    const merchant = await signIn(`spec-merchant-${Date.now()}`);
+    const payer = await signIn(`spec-payer-${Date.now()}`);
+    await ok("POST", "/dev/faucet", { token: payer.token, body: { amount: 30 } });
+    // Part 2's Payment request shape, every field.
+    const created = (
+      await ok("POST", "/v1/payments", {
+        token: merchant.token,
+        body: {
+          amount: 25,
+          currency: "USDC",
+          description: "Order 17",
+          paymentMethods: ["direct", "credit", "split"],
+          metadata: { orderId: "17" },
+          redirectUrl: "https://shop.example/thanks",
+          cancelUrl: "https://shop.example/cart",
+        },
+      })
+    ).data;
+    expectShape("POST /v1/payments", created, {
+      id: "string",
+      status: "string",
+      amount: "number",
+      checkoutUrl: "string",
+      expiresAt: "iso",
+    });
+    const page = await fetch(created.checkoutUrl);
+    expect(page.status).to.equal(200);
+    // The payer pays on the checkout's endpoint (run-and-sandbox.md section 4); a declining address first.
+    const declined = await call("POST", `/checkout/${created.id}/pay`, {
+      token: payer.token,
+      body: { method: "direct", payerAddress: "0x000000000000000000000000000000000000dEc1" },
+    });
+    expect(declined.body.success).to.equal(false);
+    expect(declined.body.error.code).to.be.a("string");
+    await ok("POST", `/checkout/${created.id}/pay`, { token: payer.token, body: { method: "direct" } });
+    const got = (await ok("GET", `/v1/payments/${created.id}`, { token: merchant.token })).data;
+    expectShape("GET /v1/payments/{paymentId}", got, { id: "string", status: "string", amount: "number", txHash: "txHash" });
+    expect(got.status).to.equal("success");
+    const listed = await ok("GET", "/v1/payments?limit=10&status=success", { token: merchant.token });
+    expectShape("GET /v1/payments: pagination", listed.pagination, PAGINATION);
+    expect(listed.data.map((payment: { id: string }) => payment.id)).to.deep.equal([created.id]);
+  });
 });

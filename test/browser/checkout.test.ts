@@ -32,6 +32,9 @@ describe(`checkout page in a browser (${usingPostgres ? "PostgreSQL" : "PGlite"}
     mkdirSync(ARTIFACTS, { recursive: true });
     stack = await startMoneyStack();
     chain = stack.chain;
+    // The lending pool's liquidity for payments on credit and in installments.
+    const depositor = await newTestUser(stack.api, "browser-depositor", 500);
+    expect((await postWithKey(stack.api, "/v1/vault/deposit", depositor.token, { amount: 500 })).status).to.equal(200);
     // The merchant's site: where the payer lands after paying.
     shop = http.createServer((req, res) => {
       shopVisits.push(req.url ?? "");
@@ -117,6 +120,35 @@ describe(`checkout page in a browser (${usingPostgres ? "PostgreSQL" : "PGlite"}
     await checkState(page, "3-paid");
     await page.context().close();
   });
+
+  for (const method of ["credit", "split"] as const) {
+    it(`pays ${method === "credit" ? "on credit" : "in installments"}: the payer's terms shown once signed in, the payer owes loans`, async () => {
+      const { api } = stack!;
+      const merchant = await newTestUser(api, `browser-${method}-merchant`);
+      const created = await api.request("POST", "/v1/payments", {
+        token: merchant.token,
+        body: { amount: 12, description: "A lamp", paymentMethods: ["direct", "credit", "split"], redirectUrl: `${shopBase}/thanks` },
+      });
+      const payment = created.body.data;
+      const page = await phonePage();
+      await page.goto(payment.checkoutUrl);
+      if (method === "split") expect(await page.textContent("ol.schedule")).to.include("4.00 USDC in 7 days");
+      await page.fill("#account", `${method}-payer`);
+      await page.click("#sandbox-signin button[type=submit]");
+      await page.waitForSelector("#signed-in:not([hidden])");
+      if (method === "credit") {
+        await page.waitForFunction(`(document.querySelector('[data-terms="credit"]')?.textContent ?? "").includes("12.60")`);
+      }
+      await checkState(page, `7-${method}-terms`);
+      await Promise.all([page.waitForURL(`${shopBase}/thanks**`), page.click(`button[data-method=${method}]`)]);
+      const payerToken = await api.token(`checkout|${method}-payer`);
+      const loans = (await api.request("GET", "/v1/loans", { token: payerToken })).body.data;
+      expect(loans).to.have.length(method === "credit" ? 1 : 3);
+      const detail = (await api.request("GET", `/v1/payments/${payment.id}`, { token: merchant.token })).body.data;
+      expect(detail).to.deep.include({ status: "success", method });
+      await page.context().close();
+    });
+  }
 
   it("shows the cancel link, Spanish, an expired payment and an unknown one accessibly", async () => {
     const { api } = stack!;

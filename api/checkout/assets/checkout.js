@@ -34,6 +34,31 @@
       document.getElementById("who").textContent = who;
     }
     for (const button of methods()) button.disabled = button.dataset.unavailable === "true";
+    void showTerms();
+  };
+
+  // The signed-in payer's own terms of credit and installments (their Trust Score tier decides).
+  const showTerms = async () => {
+    const response = await fetch(`/checkout/${encodeURIComponent(paymentId)}/terms`, {
+      headers: { authorization: `Bearer ${token}` },
+    }).catch(() => null);
+    const answer = response ? await response.json().catch(() => null) : null;
+    if (!answer?.success) return;
+    for (const [method, terms] of Object.entries(answer.data)) {
+      const element = document.querySelector(`[data-terms="${method}"]`);
+      const button = document.querySelector(`button[data-method="${method}"]`);
+      if (!element || !button || method === "direct") continue;
+      if (!terms.eligible) {
+        element.textContent = message.dataset.notForYou.replace("{reason}", terms.reason);
+        button.disabled = true;
+        button.dataset.unavailable = "true";
+      } else if (method === "credit") {
+        element.textContent = message.dataset.yourTerms
+          .replace("{interest}", terms.interest.toFixed(2))
+          .replace("{total}", terms.totalRepayment.toFixed(2))
+          .replace("{due}", terms.dueDate.slice(0, 10));
+      }
+    }
   };
 
   const form = document.getElementById("sandbox-signin");

@@ -10,8 +10,9 @@ import {StakingVault} from "../../../contracts/vault/StakingVault.sol";
 import {LoanBook} from "../../../contracts/lending/LoanBook.sol";
 import {LendingSetup} from "./LendingSetup.sol";
 
-/// @notice Random deposits, mints, withdrawals, redemptions, loans, repayments, extensions, overdue marks,
-/// defaults, yield, parameter changes, pauses and unauthorized calls, with ghost variables for the invariants.
+/// @notice Random deposits, mints, withdrawals, redemptions, loans (paid to the borrower, or to another recipient as
+/// for a purchase financed by the pool), repayments, extensions, overdue marks, defaults, yield, parameter changes,
+/// pauses and unauthorized calls, with ghost variables for the invariants.
 /// @dev The handler keeps its own clock (`currentTime`) and warps to it at every call, so time only moves forward
 /// and moves the same way whether or not the runner keeps warps between calls.
 contract LendingHandler is TestBase {
@@ -23,6 +24,7 @@ contract LendingHandler is TestBase {
     uint256 internal constant USDC = 1e6;
     uint256 internal constant VIRTUAL_SHARES = 1e12;
     address internal constant STRANGER = address(0x5757);
+    address internal constant MERCHANT = address(0x3E5C4A);
 
     address[4] internal actors = [address(0xA1), address(0xA2), address(0xA3), address(0xA4)];
 
@@ -35,9 +37,11 @@ contract LendingHandler is TestBase {
     uint256 public ghostUncovered;
     uint256 public ghostYield;
     uint256 public defaults;
+    uint256 public loansForAnotherRecipient;
     bool public priceDroppedWithoutLoss;
     bool public lossMismatch;
     bool public unauthorizedSucceeded;
+    bool public netAmountMismatch;
 
     uint256 private _uncoveredThisCall;
 
@@ -118,6 +122,34 @@ contract LendingHandler is TestBase {
             uint32(bound(durationDays, 7, 90))
         );
         ghostFees += fee;
+    }
+
+    /// @dev A purchase financed by the pool: the borrower owes, a merchant (or another actor) receives the net amount.
+    function fundLoanFor(
+        uint256 borrowerSeed,
+        uint256 recipientSeed,
+        uint256 principal,
+        uint256 interestBps,
+        uint256 feeBps,
+        uint256 durationDays
+    ) external step {
+        uint256 idle = vault.idleAssets();
+        if (vault.paused() || idle == 0) return;
+        principal = bound(principal, 1, Math.min(500 * USDC, idle));
+        uint256 fee = principal * bound(feeBps, 0, 2_000) / 10_000;
+        address recipient = recipientSeed % 2 == 0 ? MERCHANT : _actor(recipientSeed / 2);
+        uint256 recipientBefore = usdc.balanceOf(recipient);
+        _fundLoanFor(
+            _actor(borrowerSeed),
+            recipient,
+            principal,
+            principal * bound(interestBps, 0, 2_000) / 10_000,
+            fee,
+            uint32(bound(durationDays, 7, 90))
+        );
+        if (usdc.balanceOf(recipient) != recipientBefore + principal - fee) netAmountMismatch = true;
+        ghostFees += fee;
+        ++loansForAnotherRecipient;
     }
 
     function repay(uint256 loanSeed, uint256 actorSeed, uint256 amount) external step {
@@ -204,7 +236,7 @@ contract LendingHandler is TestBase {
 
     /// @dev A stranger tries one role-gated action; any success is recorded.
     function unauthorizedCall(uint256 which) external step {
-        bytes[10] memory calls = [
+        bytes[11] memory calls = [
             abi.encodeCall(vault.lend, (1, STRANGER, 1 * USDC, 0)),
             abi.encodeCall(vault.recordRepayment, (1, 0, 1)),
             abi.encodeCall(vault.recordLoss, (1, 0)),
@@ -214,16 +246,29 @@ contract LendingHandler is TestBase {
             abi.encodeCall(book.fundLoan, (keccak256("stranger"), STRANGER, 1 * USDC, 0, 0, 7)),
             abi.encodeCall(book.extend, (1, 1, 0)),
             abi.encodeCall(book.setLimits, (book.limits())),
+            abi.encodeCall(book.fundLoanFor, (keccak256("stranger for"), STRANGER, STRANGER, 1 * USDC, 0, 0, 7)),
             abi.encodeCall(model.setReserveFactor, (0))
         ];
-        which = bound(which, 0, 9);
-        address target = which < 6 ? address(vault) : which < 9 ? address(book) : address(model);
+        which = bound(which, 0, 10);
+        address target = which < 6 ? address(vault) : which < 10 ? address(book) : address(model);
         vm.prank(STRANGER);
         (bool success,) = target.call(calls[which]);
         if (success) unauthorizedSucceeded = true;
     }
 
     /* HELPERS */
+
+    function _fundLoanFor(
+        address borrower,
+        address recipient,
+        uint256 principal,
+        uint256 interest,
+        uint256 fee,
+        uint32 durationDays
+    ) internal {
+        bytes32 ref = keccak256(abi.encode("loan", book.loanCount()));
+        book.fundLoanFor(ref, borrower, recipient, principal, interest, fee, durationDays);
+    }
 
     function _actor(uint256 seed) internal view returns (address) {
         return actors[seed % actors.length];
@@ -299,6 +344,7 @@ contract LendingInvariantsTest is LendingSetup {
         );
         assertEq(vault.totalYield(), handler.ghostYield(), "total yield = distributed + depositors' interest");
         assertEq(usdc.balanceOf(address(book)), 0, "the loan book holds no USDC");
+        assertTrue(!handler.netAmountMismatch(), "a loan's recipient received other than the net amount");
     }
 
     /// @dev The share price falls only by a recorded uncovered default loss, and by exactly that loss.

@@ -1,4 +1,5 @@
 import { expect } from "chai";
+import type { ContractTransactionResponse } from "ethers";
 import { network } from "hardhat";
 import { DAY, deployLending, USDC, WAD } from "./lending-fixture.js";
 
@@ -95,7 +96,7 @@ describe("LoanBook", () => {
       const dueDate = fundedAt + 30 * DAY;
       await expect(book.connect(operator).fundLoan(REF, borrower.address, USDC(300), USDC(30), USDC(30), 30))
         .to.emit(book, "LoanFunded")
-        .withArgs(1n, REF, borrower.address, USDC(300), USDC(270), USDC(30), USDC(30), 30n, dueDate)
+        .withArgs(1n, REF, borrower.address, borrower.address, USDC(300), USDC(270), USDC(30), USDC(30), 30n, dueDate)
         .and.to.emit(vault, "StakingVaultFundsLent")
         .withArgs(1n, borrower.address, USDC(300), USDC(30), USDC(300));
       expect((await usdc.balanceOf(borrower.address)) - before).to.equal(USDC(270));
@@ -128,7 +129,7 @@ describe("LoanBook", () => {
       await book.connect(operator).fundLoan(REF, borrower.address, USDC(10), 0n, 0n, 7);
       await expect(book.connect(operator).fundLoan(ethers.id("loan-2"), borrower.address, USDC(10), 0n, 0n, 7))
         .to.emit(book, "LoanFunded")
-        .withArgs(2n, ethers.id("loan-2"), borrower.address, USDC(10), USDC(10), 0n, 0n, 7n, (v: bigint) => v > 0n);
+        .withArgs(2n, ethers.id("loan-2"), borrower.address, borrower.address, USDC(10), USDC(10), 0n, 0n, 7n, (v: bigint) => v > 0n);
       expect(await book.loanCount()).to.equal(2n);
     });
 
@@ -191,6 +192,161 @@ describe("LoanBook", () => {
         vault,
         "EnforcedPause",
       );
+    });
+  });
+
+  describe("fundLoanFor", () => {
+    const FOR_REF = ethers.id("purchase-1");
+
+    it("pays the recipient the net amount, records the loan the borrower owes and emits LoanFunded naming both", async () => {
+      const { book, vault, usdc, operator, borrower, bob } = await networkHelpers.loadFixture(deploy);
+      const holders = [borrower.address, bob.address, await vault.getAddress(), await book.getAddress()];
+      const before = await Promise.all(holders.map((h) => usdc.balanceOf(h)));
+      const fundedAt = (await time.latest()) + 10;
+      await time.setNextBlockTimestamp(fundedAt);
+      const dueDate = fundedAt + 30 * DAY;
+      await expect(book.connect(operator).fundLoanFor(FOR_REF, borrower.address, bob.address, USDC(300), USDC(30), USDC(30), 30))
+        .to.emit(book, "LoanFunded")
+        .withArgs(1n, FOR_REF, borrower.address, bob.address, USDC(300), USDC(270), USDC(30), USDC(30), 30n, dueDate)
+        .and.to.emit(vault, "StakingVaultFundsLent")
+        .withArgs(1n, bob.address, USDC(300), USDC(30), USDC(300))
+        .and.to.emit(usdc, "Transfer")
+        .withArgs(await vault.getAddress(), bob.address, USDC(270));
+      const after = await Promise.all(holders.map((h) => usdc.balanceOf(h)));
+      // The recipient received the net amount; the borrower received nothing; the fee stays in the vault's reserve.
+      expect(after.map((b, i) => b - before[i]!)).to.deep.equal([0n, USDC(270), -USDC(270), 0n]);
+      expect(await book.loanIdOf(FOR_REF)).to.equal(1n);
+      const loan = await book.getLoan(1n);
+      expect([loan.borrower, loan.fundedAt, loan.dueDate, loan.durationDays, loan.status, loan.ref]).to.deep.equal([
+        borrower.address,
+        BigInt(fundedAt),
+        BigInt(dueDate),
+        30n,
+        BigInt(Status.Active),
+        FOR_REF,
+      ]);
+      expect([loan.principal, loan.interest, loan.principalRepaid, loan.interestRepaid, loan.insuranceFee]).to.deep.equal([
+        USDC(300),
+        USDC(30),
+        0n,
+        0n,
+        USDC(30),
+      ]);
+      expect(await vault.totalBorrowed()).to.equal(USDC(300));
+      expect(await vault.insuranceReserve()).to.equal(USDC(30));
+    });
+
+    it("makes the borrower, not the recipient, owe the loan: repayments, overdue and default name the borrower", async () => {
+      const { book, vault, usdc, operator, borrower, bob, stranger } = await networkHelpers.loadFixture(deploy);
+      const fundedAt = (await time.latest()) + 10;
+      await time.setNextBlockTimestamp(fundedAt);
+      await book.connect(operator).fundLoanFor(FOR_REF, borrower.address, bob.address, USDC(300), USDC(30), 0n, 30);
+      expect(await book.remainingBalance(1n)).to.equal(USDC(330));
+      await time.setNextBlockTimestamp(fundedAt + 10 * DAY);
+      await expect(book.connect(borrower).repay(1n, USDC(110)))
+        .to.emit(book, "LoanRepaymentMade")
+        .withArgs(1n, borrower.address, borrower.address, USDC(110), USDC(10), USDC(100), USDC(220), USDC(110), false);
+      await time.increaseTo(fundedAt + 30 * DAY + 1);
+      await expect(book.connect(stranger).markOverdue(1n))
+        .to.emit(book, "LoanMarkedOverdue")
+        .withArgs(1n, borrower.address, fundedAt + 30 * DAY);
+      await time.increaseTo(fundedAt + 37 * DAY + 1);
+      // No reserve (no insurance fee): the depositors bear the 200 USDC of principal outstanding.
+      await expect(book.connect(stranger).markDefaulted(1n))
+        .to.emit(book, "LoanDefaulted")
+        .withArgs(1n, borrower.address, USDC(200), 0n, USDC(200));
+      expect(await vault.totalBorrowed()).to.equal(0n);
+      expect(await usdc.balanceOf(await book.getAddress())).to.equal(0n);
+    });
+
+    it("is fundLoan when the recipient is the borrower: the same record and the same events", async () => {
+      const f = await networkHelpers.loadFixture(deploy);
+      const watched = [await f.book.getAddress(), await f.vault.getAddress(), await f.usdc.getAddress()];
+      const logsOf = async (tx: Promise<ContractTransactionResponse>) => {
+        const receipt = await (await tx).wait();
+        return receipt!.logs.filter((l) => watched.includes(l.address)).map((l) => [l.address, [...l.topics], l.data]);
+      };
+      const fundedAt = (await time.latest()) + 10;
+      await time.setNextBlockTimestamp(fundedAt);
+      const viaFor = await logsOf(
+        f.book.connect(f.operator).fundLoanFor(FOR_REF, f.borrower.address, f.borrower.address, USDC(50), USDC(2), USDC(5), 14),
+      );
+      const loanFor = await f.book.getLoan(1n);
+
+      const g = await networkHelpers.loadFixture(deploy); // the same state, before the first loan
+      await time.setNextBlockTimestamp(fundedAt);
+      const viaFund = await logsOf(g.book.connect(g.operator).fundLoan(FOR_REF, g.borrower.address, USDC(50), USDC(2), USDC(5), 14));
+      expect(viaFor).to.have.length(3); // LoanFunded, StakingVaultFundsLent, the Transfer to the borrower
+      expect(viaFor).to.deep.equal(viaFund);
+      expect(await g.book.getLoan(1n)).to.deep.equal(loanFor);
+    });
+
+    it("reverts for a caller without OPERATOR_ROLE", async () => {
+      const { book, stranger, borrower } = await networkHelpers.loadFixture(deploy);
+      await expect(book.connect(stranger).fundLoanFor(FOR_REF, borrower.address, stranger.address, USDC(10), 0n, 0n, 7))
+        .to.be.revertedWithCustomError(book, "AccessControlUnauthorizedAccount")
+        .withArgs(stranger.address, await book.OPERATOR_ROLE());
+      // The borrower cannot have itself funded to another recipient either.
+      await expect(book.connect(borrower).fundLoanFor(FOR_REF, borrower.address, stranger.address, USDC(10), 0n, 0n, 7))
+        .to.be.revertedWithCustomError(book, "AccessControlUnauthorizedAccount")
+        .withArgs(borrower.address, await book.OPERATOR_ROLE());
+    });
+
+    it("reverts on an empty ref, a zero borrower, a zero recipient or a reused ref, and funds nothing", async () => {
+      const { book, vault, operator, borrower, bob } = await networkHelpers.loadFixture(deploy);
+      const fund = (ref: string, who: string, to: string) => book.connect(operator).fundLoanFor(ref, who, to, USDC(10), 0n, 0n, 7);
+      await expect(fund(ethers.ZeroHash, borrower.address, bob.address)).to.be.revertedWithCustomError(book, "LoanBookEmptyRef");
+      await expect(fund(FOR_REF, ethers.ZeroAddress, bob.address)).to.be.revertedWithCustomError(book, "LoanBookZeroAddress");
+      await expect(fund(FOR_REF, borrower.address, ethers.ZeroAddress)).to.be.revertedWithCustomError(book, "LoanBookZeroAddress");
+      expect(await book.loanCount()).to.equal(0n);
+      expect(await vault.totalBorrowed()).to.equal(0n);
+      // A ref used by fundLoan or by fundLoanFor is used for both.
+      await book.connect(operator).fundLoan(REF, borrower.address, USDC(10), 0n, 0n, 7);
+      await expect(fund(REF, borrower.address, bob.address))
+        .to.be.revertedWithCustomError(book, "LoanBookDuplicateRef")
+        .withArgs(REF, 1n);
+      await fund(FOR_REF, borrower.address, bob.address);
+      await expect(book.connect(operator).fundLoan(FOR_REF, borrower.address, USDC(10), 0n, 0n, 7))
+        .to.be.revertedWithCustomError(book, "LoanBookDuplicateRef")
+        .withArgs(FOR_REF, 2n);
+    });
+
+    it("reverts on terms outside the limits, as fundLoan", async () => {
+      const { book, operator, borrower, bob } = await networkHelpers.loadFixture(deploy);
+      const fund = (principal: bigint, interest: bigint, fee: bigint, days: number) =>
+        book.connect(operator).fundLoanFor(FOR_REF, borrower.address, bob.address, principal, interest, fee, days);
+      await expect(fund(0n, 0n, 0n, 7))
+        .to.be.revertedWithCustomError(book, "LoanBookInvalidPrincipal")
+        .withArgs(0n, USDC(500));
+      await expect(fund(USDC(500) + 1n, 0n, 0n, 7))
+        .to.be.revertedWithCustomError(book, "LoanBookInvalidPrincipal")
+        .withArgs(USDC(500) + 1n, USDC(500));
+      await expect(fund(USDC(100), 0n, 0n, 6))
+        .to.be.revertedWithCustomError(book, "LoanBookInvalidDuration")
+        .withArgs(6n, 7n, 90n);
+      await expect(fund(USDC(100), 0n, 0n, 91))
+        .to.be.revertedWithCustomError(book, "LoanBookInvalidDuration")
+        .withArgs(91n, 7n, 90n);
+      await expect(fund(USDC(100), USDC(20) + 1n, 0n, 30))
+        .to.be.revertedWithCustomError(book, "LoanBookInterestTooHigh")
+        .withArgs(USDC(20) + 1n, USDC(20));
+      await expect(fund(USDC(100), 0n, USDC(20) + 1n, 30))
+        .to.be.revertedWithCustomError(book, "LoanBookInsuranceFeeTooHigh")
+        .withArgs(USDC(20) + 1n, USDC(20));
+      await expect(fund(USDC(500), USDC(100), USDC(100), 90)).to.emit(book, "LoanFunded");
+    });
+
+    it("reverts with the vault's errors when it lacks liquidity or is paused", async () => {
+      const { book, vault, operator, pauser, borrower, bob, alice } = await networkHelpers.loadFixture(deploy);
+      await vault.connect(alice).redeem((await vault.maxRedeem(alice.address)) - 10n ** 20n, alice.address, alice.address);
+      await expect(book.connect(operator).fundLoanFor(FOR_REF, borrower.address, bob.address, USDC(200), 0n, 0n, 7))
+        .to.be.revertedWithCustomError(vault, "StakingVaultInsufficientLiquidity")
+        .withArgs(USDC(200), USDC(100));
+      await vault.connect(pauser).pause();
+      await expect(
+        book.connect(operator).fundLoanFor(FOR_REF, borrower.address, bob.address, USDC(10), 0n, 0n, 7),
+      ).to.be.revertedWithCustomError(vault, "EnforcedPause");
+      expect(await book.loanCount()).to.equal(0n);
     });
   });
 

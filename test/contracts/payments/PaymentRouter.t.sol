@@ -3,16 +3,24 @@ pragma solidity ^0.8.28;
 
 import {TestBase} from "../lib/TestBase.sol";
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
+import {ILoanBook} from "../../../contracts/interfaces/ILoanBook.sol";
+import {IStakingVault} from "../../../contracts/interfaces/IStakingVault.sol";
 import {IPaymentRouter} from "../../../contracts/interfaces/IPaymentRouter.sol";
-import {TrustMintForwarder} from "../../../contracts/metatx/TrustMintForwarder.sol";
 import {MockUSDC} from "../../../contracts/mocks/MockUSDC.sol";
 import {PaymentRouter} from "../../../contracts/payments/PaymentRouter.sol";
+import {LoanBook} from "../../../contracts/lending/LoanBook.sol";
+import {StakingVault} from "../../../contracts/vault/StakingVault.sol";
+import {LendingSetup} from "../lending/LendingSetup.sol";
 
 /// @notice Deploys routers from a fresh address, so that the address of its first deployment is known beforehand
 /// (a contract's first CREATE uses nonce 1).
 contract PaymentRouterDeployer {
-    function deploy(IERC20 asset, address admin, address treasury, address forwarder) external returns (PaymentRouter) {
-        return new PaymentRouter(asset, admin, treasury, forwarder);
+    function deploy(IERC20 asset, ILoanBook loanBook, address admin, address treasury, address forwarder)
+        external
+        returns (PaymentRouter)
+    {
+        return new PaymentRouter(asset, loanBook, admin, treasury, forwarder);
     }
 
     /// @dev The address of this deployer's first CREATE: keccak256(rlp([this, 1])).
@@ -25,22 +33,26 @@ contract PaymentRouterDeployer {
 /// @notice Fuzz tests of the payment router's arithmetic: the fee split of a payment, the bound on refunds, and the
 /// amount, fee and caller checks; and of the three review findings: a payment is its terms (ref, merchant, amount),
 /// so paying the ref under other terms leaves it payable; a merchant's refund refs are its own; the router is never
-/// a merchant or the treasury. This contract is the admin. Flows, events and permits: PaymentRouter.test.ts.
-contract PaymentRouterTest is TestBase {
+/// a merchant or the treasury. And of payments on credit: the amount split exactly between the merchant and the
+/// treasury from the vault's loans, and refunds applied to the payer's loans first. This contract is the admin and
+/// the router's operator. Flows, events and permits: PaymentRouter.test.ts and PaymentRouter.credit.test.ts.
+contract PaymentRouterTest is LendingSetup {
     address internal constant PAYER = address(0xBA7E5);
     address internal constant MERCHANT = address(0x3E5C4A);
     address internal constant TREASURY = address(0x7E5A);
     address internal constant SQUATTER = address(0x5C0A7);
+    address internal constant DEPOSITOR = address(0xD0);
     bytes32 internal constant REF = keccak256("order-1");
+    uint256 internal constant POOL = 100_000e6;
 
-    MockUSDC internal usdc;
-    TrustMintForwarder internal forwarder;
     PaymentRouter internal router;
 
     function setUp() public {
-        usdc = new MockUSDC(address(this));
-        forwarder = new TrustMintForwarder();
-        router = new PaymentRouter(usdc, address(this), TREASURY, address(forwarder));
+        _deploy();
+        router = new PaymentRouter(usdc, book, address(this), TREASURY, address(forwarder));
+        book.grantRole(book.OPERATOR_ROLE(), address(router));
+        router.grantRole(router.OPERATOR_ROLE(), address(this));
+        _depositAs(DEPOSITOR, POOL);
         vm.prank(PAYER);
         usdc.approve(address(router), type(uint256).max);
         vm.prank(MERCHANT);
@@ -291,9 +303,9 @@ contract PaymentRouterTest is TestBase {
         PaymentRouterDeployer deployer = new PaymentRouterDeployer();
         address next = deployer.firstAddress();
         vm.expectRevert(IPaymentRouter.PaymentRouterSelfAddress.selector);
-        deployer.deploy(usdc, address(this), next, address(forwarder));
+        deployer.deploy(usdc, book, address(this), next, address(forwarder));
         // The same deployment with another treasury lands at that address: the refused treasury was the router.
-        PaymentRouter deployed = deployer.deploy(usdc, address(this), TREASURY, address(forwarder));
+        PaymentRouter deployed = deployer.deploy(usdc, book, address(this), TREASURY, address(forwarder));
         assertEq(address(deployed), next, "the router's address");
     }
 
@@ -317,6 +329,163 @@ contract PaymentRouterTest is TestBase {
             assertEq(router.treasury(), MERCHANT, "the treasury is set");
         }
     }
+
+    /* PAYMENTS ON CREDIT */
+
+    /// Any 1 to 12 installments within the loan book's limits, at any fee up to MAX_FEE_BPS: the vault lends exactly
+    /// the amount, the merchant and the treasury receive exactly it between them (the fee being the sum of the
+    /// installments' fees), the payer pays nothing now and owes each loan on its terms, and the router keeps nothing.
+    function testFuzz_payWithLoansSplitsTheAmountExactly(
+        uint256 count,
+        uint256 amount,
+        uint256 interestBps,
+        uint256 feeBps,
+        uint256 durationDays
+    ) public {
+        count = bound(count, 1, 12);
+        amount = bound(amount, count, count * 500e6);
+        IPaymentRouter.Installment[] memory list = _installments(
+            amount, count, bound(interestBps, 0, 2_000), bound(feeBps, 0, 1_000), uint32(bound(durationDays, 7, 90))
+        );
+        uint256 fee;
+        for (uint256 i; i < count; ++i) {
+            fee += list[i].fee;
+        }
+
+        router.payWithLoans(REF, MERCHANT, PAYER, list);
+
+        assertEq(POOL - usdc.balanceOf(address(vault)), amount, "the vault lent exactly the amount");
+        assertEq(vault.totalBorrowed(), amount, "the amount is out on loans");
+        assertEq(usdc.balanceOf(MERCHANT), amount - fee, "the merchant received the amount less the fee");
+        assertEq(usdc.balanceOf(TREASURY), fee, "the treasury received the installments' fees");
+        assertLe(fee, amount / 10, "at most 10 %");
+        assertEq(usdc.balanceOf(PAYER), 0, "the payer paid nothing now");
+        assertEq(usdc.balanceOf(address(router)), 0, "the router holds no USDC");
+
+        IPaymentRouter.Payment memory p = router.paymentOf(REF, MERCHANT, amount);
+        assertEq(p.payer, PAYER, "payer recorded");
+        assertEq(p.merchant, MERCHANT, "merchant recorded");
+        assertEq(p.amount, amount, "amount recorded");
+        assertEq(p.fee, fee, "fee recorded");
+        assertTrue(
+            p.method == (count == 1 ? IPaymentRouter.PaymentMethod.Credit : IPaymentRouter.PaymentMethod.Split), "method"
+        );
+        _checkLoans(router.loansOf(REF, MERCHANT, amount), list);
+    }
+
+    /// A refund of a payment on credit, at any time, after any repayment by the payer and with any loan defaulted:
+    /// each loan in order gets min(what is left, its payoff) (a closed one nothing, one paid off is closed), the payer
+    /// gets the rest, the vault gets exactly the loans' share, and the router keeps no USDC and no allowance.
+    function testFuzz_creditRefundRepaysTheLoansFirst(
+        uint256 count,
+        uint256 amount,
+        uint256 repaidSeed,
+        uint256[2] memory elapsed,
+        uint256 defaultSeed,
+        uint256 refundAmount
+    ) public {
+        count = bound(count, 1, 12);
+        amount = bound(amount, count, count * 500e6);
+        uint256[] memory ids = _creditPaymentWithHistory(count, amount, repaidSeed, elapsed, defaultSeed);
+
+        refundAmount = bound(refundAmount, 1, amount);
+        usdc.mint(MERCHANT, refundAmount); // beyond the net amount it received, whatever the fee
+        uint256[] memory payoffs = new uint256[](count);
+        uint256[] memory paidBefore = new uint256[](count);
+        for (uint256 i; i < count; ++i) {
+            payoffs[i] = book.payoffAmount(ids[i]);
+            paidBefore[i] = _paidOn(ids[i]);
+        }
+        uint256 vaultBefore = usdc.balanceOf(address(vault));
+
+        vm.prank(MERCHANT);
+        router.refund(REF, amount, keccak256("refund-1"), refundAmount);
+
+        uint256 left = refundAmount;
+        for (uint256 i; i < count; ++i) {
+            uint256 share = Math.min(left, payoffs[i]);
+            assertEq(_paidOn(ids[i]) - paidBefore[i], share, "each loan gets min(left, payoff), in order");
+            if (share > 0 && share == payoffs[i]) {
+                assertTrue(book.getLoan(ids[i]).status == ILoanBook.LoanStatus.Repaid, "a loan paid off is closed");
+            }
+            left -= share;
+        }
+        assertEq(usdc.balanceOf(PAYER), left, "the payer gets the rest");
+        assertEq(usdc.balanceOf(address(vault)) - vaultBefore, refundAmount - left, "the vault gets the loans' share");
+        assertEq(router.paymentOf(REF, MERCHANT, amount).refunded, refundAmount, "refund recorded");
+        assertEq(usdc.balanceOf(address(router)), 0, "the router holds no USDC");
+        assertEq(usdc.allowance(address(router), address(book)), 0, "the router leaves no allowance");
+    }
+
+    /// @dev PAYER buys REF of `amount` from MERCHANT on credit in `count` installments (5 % interest, 1.5 % fee, 30
+    /// days); up to 20 days later it repays part or all of one loan itself; up to 40 days after that, one loan
+    /// defaults if it can and is open. Returns the payment's loans.
+    function _creditPaymentWithHistory(
+        uint256 count,
+        uint256 amount,
+        uint256 repaidSeed,
+        uint256[2] memory elapsed,
+        uint256 defaultSeed
+    ) internal returns (uint256[] memory ids) {
+        router.payWithLoans(REF, MERCHANT, PAYER, _installments(amount, count, 500, 150, 30));
+        ids = router.loansOf(REF, MERCHANT, amount);
+
+        vm.warp(block.timestamp + bound(elapsed[0], 0, 20 days));
+        uint256 which = ids[repaidSeed % count];
+        uint256 part = bound(repaidSeed >> 8, 0, book.payoffAmount(which));
+        if (part > 0) {
+            usdc.mint(PAYER, part);
+            vm.startPrank(PAYER);
+            usdc.approve(address(book), part);
+            book.repay(which, part);
+            vm.stopPrank();
+        }
+        vm.warp(block.timestamp + bound(elapsed[1], 0, 40 days));
+        uint256 defaulted = ids[defaultSeed % count];
+        if (block.timestamp > book.getLoan(defaulted).dueDate + 7 days && book.payoffAmount(defaulted) > 0) {
+            book.markDefaulted(defaulted);
+        }
+    }
+
+    /// @dev `count` installments of `amount` with equal principals (the first takes the remainder), each with
+    /// `interestBps` of interest over `durationDays` days and a fee of `feeBps` of its principal.
+    function _installments(uint256 amount, uint256 count, uint256 interestBps, uint256 feeBps, uint32 durationDays)
+        internal
+        pure
+        returns (IPaymentRouter.Installment[] memory list)
+    {
+        list = new IPaymentRouter.Installment[](count);
+        for (uint256 i; i < count; ++i) {
+            uint256 principal = amount / count + (i == 0 ? amount % count : 0);
+            list[i] = IPaymentRouter.Installment(
+                keccak256(abi.encode("loan", i)),
+                principal,
+                principal * interestBps / 10_000,
+                principal * feeBps / 10_000,
+                durationDays
+            );
+        }
+    }
+
+    /// @dev Each of `ids` is a loan the payer owes on its installment's terms, with no insurance fee.
+    function _checkLoans(uint256[] memory ids, IPaymentRouter.Installment[] memory list) internal view {
+        assertEq(ids.length, list.length, "one loan per installment");
+        for (uint256 i; i < ids.length; ++i) {
+            ILoanBook.Loan memory loan = book.getLoan(ids[i]);
+            assertEq(book.loanIdOf(list[i].loanRef), ids[i], "the installment's loan ref");
+            assertEq(loan.borrower, PAYER, "the payer owes the loan");
+            assertEq(loan.principal, list[i].principal, "principal");
+            assertEq(loan.interest, list[i].interest, "interest");
+            assertEq(loan.durationDays, list[i].durationDays, "term");
+            assertEq(loan.insuranceFee, 0, "no insurance fee");
+            assertTrue(loan.status == ILoanBook.LoanStatus.Active, "active");
+        }
+    }
+
+    function _paidOn(uint256 loanId) internal view returns (uint256) {
+        ILoanBook.Loan memory loan = book.getLoan(loanId);
+        return uint256(loan.principalRepaid) + loan.interestRepaid;
+    }
 }
 
 /// @notice Random payments, refunds and fee changes by four actors (each may pay, be paid and refund) over small pools
@@ -328,14 +497,31 @@ contract PaymentRouterTest is TestBase {
 /// model says it must fail, or the reverse, is counted in `ghostWrongOutcomes`; a call that changes the record of a
 /// payment (a real one, or any paid so far) other than the one its own terms name (a payment of those terms, or a
 /// refund by that payment's merchant), or another merchant's refund ref, is counted in `ghostForeignChanges`.
+///
+/// Payments on credit: the handler is the router's operator and pays refs on credit for a payer (the router now and
+/// then), mostly to the ref's real merchant of one of the ref's credit amounts, sometimes under a paid payment's
+/// terms (by either method), to another merchant or of any amount, in 0 to 13 installments whose fees, interest,
+/// terms and loan refs are now and then out of bounds or reused; the pool's liquidity varies with deposits,
+/// withdrawals, loans and repayments, so shortfalls happen. The model predicts each call's exact error (the router's,
+/// then the loan book's and the vault's, installment by installment): a wrong one counts in `ghostWrongOutcomes`.
+/// Payers repay their loans in part or whole, time passes and loans default, so that refunds meet open, partly
+/// repaid, closed and defaulted loans; each refund of a payment on credit must repay each loan exactly
+/// `min(left, payoff)` in order and send the rest to the payer, else it counts in `ghostWrongApplications`.
+/// The handler keeps its own clock (`currentTime`), as the lending handler does.
 contract PaymentHandler is TestBase {
     MockUSDC internal immutable usdc;
     PaymentRouter internal immutable router;
+    LoanBook internal immutable book;
+    StakingVault internal immutable vault;
 
     uint256 internal constant REFS = 12; // ref 0 is bytes32(0)
     uint256 internal constant AMOUNTS = 3; // per ref; the first is its real payment's
     uint256 internal constant REFUND_REFS = 24; // refund ref 0 is bytes32(0)
     uint256 internal constant MAX_AMOUNT = 1_000_000e6;
+    // The loan book's default limits, which the handler never changes.
+    uint256 internal constant MAX_PRINCIPAL = 500e6;
+    uint256 internal constant MAX_CREDIT_AMOUNT = 12 * MAX_PRINCIPAL;
+    address internal constant DEPOSITOR = address(0xD0);
 
     address[4] internal _actors = [address(0xA1), address(0xA2), address(0xA3), address(0xA4)];
     address[2] internal _treasuries = [address(0x7E1), address(0x7E2)];
@@ -353,9 +539,33 @@ contract PaymentHandler is TestBase {
         uint256 fee;
         uint256 refunded;
         uint256 timesPaid;
+        IPaymentRouter.PaymentMethod method;
+    }
+
+    /// @dev A refund of a payment on credit as the model plans it: each loan's share and payoff, and its payments so far.
+    struct Application {
+        uint256[] loanIds;
+        uint256[] planned;
+        uint256[] payoffs;
+        uint256[] repaidBefore;
+        uint256 toLoans;
+    }
+
+    /// @dev A loan the router funded, as the model expects the loan book to hold it.
+    struct LoanModel {
+        address borrower;
+        uint256 principal;
+        uint256 interest;
+        uint256 durationDays;
+        bytes32 ref;
     }
 
     mapping(bytes32 key => Model) internal _model;
+    mapping(bytes32 key => uint256[]) internal _loanIdsOf;
+    LoanModel[] internal _loans; // loan id k is _loans[k - 1]
+    mapping(bytes32 loanRef => bool) public loanRefUsed;
+    uint256 internal _nextLoanRef;
+    uint256 public currentTime;
     bytes32[] internal _paidKeys; // in the order of their first payment
     mapping(bytes32 key => Terms) internal _termsOf;
     mapping(address merchant => mapping(bytes32 refundRef => bool)) public refundUsed;
@@ -364,6 +574,7 @@ contract PaymentHandler is TestBase {
     uint256 public ghostMinted;
     uint256 public ghostWrongOutcomes;
     uint256 public ghostForeignChanges;
+    uint256 public ghostWrongApplications;
     // Coverage, to see that the campaign reached the interesting paths.
     uint256 public pays;
     uint256 public otherTermsPays; // payments of a ref under other terms than its real payment's
@@ -374,9 +585,26 @@ contract PaymentHandler is TestBase {
     uint256 public refusedRefunds;
     uint256 public crossRefundAttempts; // refunds of another merchant's payment's terms
     uint256 public crossRefundRefusals;
+    uint256 public creditPays;
+    uint256 public splitPays;
+    uint256 public refusedCreditPays;
+    uint256 public liquidityRefusals; // payments on credit the vault refused for want of idle USDC
+    uint256 public creditRefunds;
+    uint256 public refundsReachingThePayer; // refunds on credit with something left for the payer
+    uint256 public loansClosedByRefunds;
+    uint256 public refundsSkippingClosedLoans; // refunds on credit that met a repaid or defaulted loan
+    uint256 public payerRepayments;
+    uint256 public defaults;
 
-    constructor(MockUSDC usdc_, PaymentRouter router_) {
-        (usdc, router) = (usdc_, router_);
+    constructor(MockUSDC usdc_, PaymentRouter router_, LoanBook book_, StakingVault vault_) {
+        (usdc, router, book, vault) = (usdc_, router_, book_, vault_);
+        currentTime = block.timestamp;
+    }
+
+    /// @dev Every action runs at the handler's clock, which only moves forward.
+    modifier step() {
+        vm.warp(currentTime);
+        _;
     }
 
     /* ACTIONS */
@@ -390,7 +618,7 @@ contract PaymentHandler is TestBase {
         uint256 merchantSeed,
         uint256 amountSeed,
         bool fund
-    ) external {
+    ) external step {
         uint256 i = refSeed % REFS;
         Terms memory t = realTerms(i);
         uint256 mode = termsSeed % 4;
@@ -404,7 +632,10 @@ contract PaymentHandler is TestBase {
     /// @dev Refunds a payment: mostly one that was paid (real or not), sometimes a real one whether paid or not;
     /// mostly by its merchant, sometimes by any actor; with a random refund ref of the pool shared by all merchants,
     /// and an amount up to a little above what is left of the caller's own payment of these terms.
-    function refund(uint256 callerSeed, uint256 targetSeed, uint256 refundRefSeed, uint256 amount, bool fund) external {
+    function refund(uint256 callerSeed, uint256 targetSeed, uint256 refundRefSeed, uint256 amount, bool fund)
+        external
+        step
+    {
         Terms memory t;
         if (_paidKeys.length > 0 && targetSeed % 8 != 0) t = _termsOf[_paidKeys[(targetSeed / 8) % _paidKeys.length]];
         else t = realTerms((targetSeed / 8) % REFS);
@@ -419,7 +650,7 @@ contract PaymentHandler is TestBase {
 
     /// @dev The admin (this handler) sets a random fee, sometimes above the bound, and one of two treasuries or, now
     /// and then, the router.
-    function setFee(uint256 bps, uint256 treasurySeed) external {
+    function setFee(uint256 bps, uint256 treasurySeed) external step {
         bps = bound(bps, 0, 1_200);
         address treasury = treasurySeed % 3 == 2 ? address(router) : _treasuries[treasurySeed % 3];
         bool valid = bps <= 1_000 && treasury != address(router);
@@ -429,6 +660,95 @@ contract PaymentHandler is TestBase {
             if (valid) ++ghostWrongOutcomes;
             if (treasury == address(router)) ++selfAddressRefusals;
         }
+    }
+
+    /// @dev The operator pays a ref on credit; see the contract's notes.
+    function payWithLoans(
+        uint256 payerSeed,
+        uint256 refSeed,
+        uint256 termsSeed,
+        uint256 merchantSeed,
+        uint256 amountSeed,
+        uint256 shapeSeed
+    ) external step {
+        uint256 i = refSeed % REFS;
+        Terms memory t = Terms(refAt(i), _actors[i % _actors.length], creditAmountAt(i, amountSeed % AMOUNTS));
+        uint256 mode = termsSeed % 5;
+        if (mode == 1 && _paidKeys.length > 0) t = _termsOf[_paidKeys[(termsSeed / 5) % _paidKeys.length]];
+        if (mode == 2) t.merchant = _merchant(merchantSeed);
+        if (mode == 3) t.amount = bound(amountSeed, 0, MAX_CREDIT_AMOUNT + 1e6);
+        address payer = payerSeed % 9 == 8 ? address(router) : _actor(payerSeed);
+        _payWithLoans(payer, t, _installments(t.amount, shapeSeed));
+    }
+
+    /// @dev A random actor pays directly the terms of a payment already paid (by either method): always refused.
+    function payAPaidKey(uint256 payerSeed, uint256 keySeed) external step {
+        if (_paidKeys.length == 0) return;
+        Terms memory t = _termsOf[_paidKeys[keySeed % _paidKeys.length]];
+        address payer = _actor(payerSeed);
+        _mint(payer, t.amount);
+        _pay(payer, t, true);
+    }
+
+    /// @dev The borrower of a random loan repays part or all of what it owes, from its own USDC.
+    function payerRepays(uint256 loanSeed, uint256 amount) external step {
+        if (_loans.length == 0) return;
+        uint256 loanId = loanSeed % _loans.length + 1;
+        uint256 owed = book.remainingBalance(loanId);
+        if (owed == 0) return;
+        address payer = _loans[loanId - 1].borrower;
+        amount = bound(amount, 1, owed);
+        _mint(payer, amount);
+        vm.startPrank(payer);
+        usdc.approve(address(book), amount);
+        uint256 paid = book.repay(loanId, amount);
+        vm.stopPrank();
+        expectedBalance[payer] -= paid;
+        expectedBalance[address(vault)] += paid;
+        ++payerRepayments;
+    }
+
+    function passTime(uint256 secondsForward) external step {
+        currentTime += bound(secondsForward, 1 hours, 20 days);
+        vm.warp(currentTime);
+    }
+
+    /// @dev A keeper defaults a random open loan, moving time past its grace period when needed. No USDC moves: no
+    /// loan of the router has an insurance fee, so the reserve is empty and covers nothing.
+    function markDefaulted(uint256 loanSeed) external step {
+        if (_loans.length == 0) return;
+        uint256 loanId = loanSeed % _loans.length + 1;
+        ILoanBook.Loan memory loan = book.getLoan(loanId);
+        if (loan.status != ILoanBook.LoanStatus.Active && loan.status != ILoanBook.LoanStatus.Overdue) return;
+        uint256 defaultableAfter = uint256(loan.dueDate) + 7 days;
+        if (currentTime <= defaultableAfter) {
+            currentTime = defaultableAfter + 1;
+            vm.warp(currentTime);
+        }
+        book.markDefaulted(loanId);
+        ++defaults;
+    }
+
+    /// @dev The depositor adds liquidity to the pool.
+    function deposit(uint256 amount) external step {
+        amount = bound(amount, 1e6, 20_000e6);
+        _mint(DEPOSITOR, amount);
+        vm.startPrank(DEPOSITOR);
+        usdc.approve(address(vault), amount);
+        vault.deposit(amount, DEPOSITOR);
+        vm.stopPrank();
+        expectedBalance[DEPOSITOR] -= amount;
+        expectedBalance[address(vault)] += amount;
+    }
+
+    /// @dev The depositor takes liquidity out, up to what it may withdraw.
+    function withdraw(uint256 amount) external step {
+        amount = bound(amount, 0, vault.maxWithdraw(DEPOSITOR));
+        if (amount == 0) return;
+        vm.prank(DEPOSITOR);
+        vault.withdraw(amount, DEPOSITOR, DEPOSITOR);
+        expectedBalance[DEPOSITOR] += amount;
+        expectedBalance[address(vault)] -= amount;
     }
 
     /* VIEWS FOR THE INVARIANTS */
@@ -444,6 +764,11 @@ contract PaymentHandler is TestBase {
     /// @dev The `j`th amount of ref `i`'s pool, in [1, MAX_AMOUNT].
     function amountAt(uint256 i, uint256 j) public pure returns (uint256) {
         return uint256(keccak256(abi.encode("amount", i, j))) % MAX_AMOUNT + 1;
+    }
+
+    /// @dev The `j`th credit amount of ref `i`'s pool, in [1, MAX_CREDIT_AMOUNT].
+    function creditAmountAt(uint256 i, uint256 j) public pure returns (uint256) {
+        return uint256(keccak256(abi.encode("credit amount", i, j))) % MAX_CREDIT_AMOUNT + 1;
     }
 
     /// @dev The real payment of ref `i`: to actor `i % 4`, of the first amount of its pool.
@@ -481,15 +806,37 @@ contract PaymentHandler is TestBase {
         return _model[key];
     }
 
+    function loanIdsOf(bytes32 key) external view returns (uint256[] memory) {
+        return _loanIdsOf[key];
+    }
+
+    function loanCount() external view returns (uint256) {
+        return _loans.length;
+    }
+
+    function loanAt(uint256 loanId) external view returns (LoanModel memory) {
+        return _loans[loanId - 1];
+    }
+
     function actors() external view returns (address[4] memory) {
         return _actors;
     }
 
-    /// @dev Every address the handler ever gives USDC to or pays through the router: actors and treasuries.
-    function holders() external view returns (address[] memory list) {
+    /// @dev Every address the handler ever pays through the router: actors and treasuries.
+    function holders() public view returns (address[] memory list) {
         list = new address[](_actors.length + _treasuries.length);
         for (uint256 i; i < _actors.length; ++i) list[i] = _actors[i];
         for (uint256 i; i < _treasuries.length; ++i) list[_actors.length + i] = _treasuries[i];
+    }
+
+    /// @dev Every address that may hold USDC: the holders, the depositor and the vault, and the router and the loan
+    /// book (which must hold none).
+    function balanceHolders() external view returns (address[] memory list) {
+        address[] memory base = holders();
+        list = new address[](base.length + 4);
+        for (uint256 i; i < base.length; ++i) list[i] = base[i];
+        (list[base.length], list[base.length + 1]) = (DEPOSITOR, address(vault));
+        (list[base.length + 2], list[base.length + 3]) = (address(router), address(book));
     }
 
     /* HELPERS */
@@ -537,15 +884,20 @@ contract PaymentHandler is TestBase {
         bytes32[] memory before = _records();
         bool[4] memory madeBefore = _refundMade(refundRef);
 
+        // On credit: what each of the payment's loans must get, from the payoffs now.
+        Application memory plan = _plan(_loanIdsOf[key], amount);
+
         vm.prank(caller);
         try router.refund(t.ref, t.amount, refundRef, amount) {
             if (!valid) ++ghostWrongOutcomes;
             m.refunded += amount;
             refundUsed[caller][refundRef] = true;
             expectedBalance[caller] -= amount;
-            expectedBalance[m.payer] += amount;
+            expectedBalance[m.payer] += amount - plan.toLoans;
+            expectedBalance[address(vault)] += plan.toLoans;
             ++refunds;
             if (shared) ++sharedRefundRefs;
+            if (plan.loanIds.length > 0) _checkApplication(plan, amount);
         } catch {
             if (valid) ++ghostWrongOutcomes;
             if (cross) ++crossRefundRefusals;
@@ -557,6 +909,160 @@ contract PaymentHandler is TestBase {
         for (uint256 a; a < _actors.length; ++a) {
             if (_actors[a] != caller && madeAfter[a] != madeBefore[a]) ++ghostForeignChanges;
         }
+    }
+
+    /// @dev `count` installments of `amount` (0 to 13, from `seed`): equal principals, the first taking the remainder,
+    /// with interest up to 20.99 % (above 20 % refused by the loan book), fees up to 10.99 % (above 10 % refused by the
+    /// router), terms of 7 to 91 days (91 refused), fresh loan refs or, one time in sixteen, the last one again.
+    function _installments(uint256 amount, uint256 seed) internal returns (IPaymentRouter.Installment[] memory list) {
+        // Bit fields of the seed: bits 0-7, 8-23, 24-39, 40-55 and 56-63 (see the test's `_shape`).
+        uint256 count = uint8(seed) % 14;
+        uint256 interestBps = uint16(seed >> 8) % 2_100;
+        uint256 feeBps = uint16(seed >> 24) % 1_100;
+        uint32 durationDays = uint32(7 + uint16(seed >> 40) % 85);
+        bool reuse = uint8(seed >> 56) % 16 == 0 && _nextLoanRef > 0;
+        list = new IPaymentRouter.Installment[](count);
+        for (uint256 k; k < count; ++k) {
+            uint256 principal = amount / count + (k == 0 ? amount % count : 0);
+            bytes32 loanRef = reuse && k == count - 1 ? _loanRefAt(_nextLoanRef - 1) : _loanRefAt(_nextLoanRef++);
+            list[k] = IPaymentRouter.Installment(
+                loanRef, principal, principal * interestBps / 10_000, principal * feeBps / 10_000, durationDays
+            );
+        }
+    }
+
+    function _loanRefAt(uint256 n) internal pure returns (bytes32) {
+        return keccak256(abi.encode("loan", n));
+    }
+
+    function _payWithLoans(address payer, Terms memory t, IPaymentRouter.Installment[] memory list) internal {
+        bytes32 key = keyOf(t.ref, t.merchant, t.amount);
+        Model storage m = _model[key];
+        (bytes4 expected, uint256 fee) = _creditOutcome(payer, t, list, m.timesPaid);
+        address treasury = router.treasury();
+        bytes32[] memory before = _records();
+
+        try router.payWithLoans(t.ref, t.merchant, payer, list) {
+            if (expected != bytes4(0)) ++ghostWrongOutcomes;
+            if (m.timesPaid == 0) {
+                _paidKeys.push(key);
+                _termsOf[key] = t;
+            }
+            ++m.timesPaid;
+            (m.payer, m.merchant, m.amount, m.fee) = (payer, t.merchant, t.amount, fee);
+            m.method = list.length == 1 ? IPaymentRouter.PaymentMethod.Credit : IPaymentRouter.PaymentMethod.Split;
+            for (uint256 k; k < list.length; ++k) {
+                IPaymentRouter.Installment memory inst = list[k];
+                _loans.push(LoanModel(payer, inst.principal, inst.interest, inst.durationDays, inst.loanRef));
+                _loanIdsOf[key].push(_loans.length);
+                loanRefUsed[inst.loanRef] = true;
+            }
+            expectedBalance[address(vault)] -= t.amount;
+            expectedBalance[t.merchant] += t.amount - fee;
+            expectedBalance[treasury] += fee;
+            if (list.length == 1) ++creditPays;
+            else ++splitPays;
+        } catch (bytes memory reason) {
+            if (expected == bytes4(0) || bytes4(reason) != expected) ++ghostWrongOutcomes;
+            if (bytes4(reason) == IStakingVault.StakingVaultInsufficientLiquidity.selector) ++liquidityRefusals;
+            if (t.merchant == address(router) || payer == address(router)) ++selfAddressRefusals;
+            ++refusedCreditPays;
+        }
+        _checkRecords(before, key);
+    }
+
+    /// @dev The error the router must revert with for this payment on credit (zero: it must succeed), from the model
+    /// alone: the router's checks in its order, then for each installment in turn the loan book's and the vault's
+    /// (whose idle USDC is the model's balance of the vault: nothing here feeds the insurance reserve), and the fee.
+    function _creditOutcome(address payer, Terms memory t, IPaymentRouter.Installment[] memory list, uint256 timesPaid)
+        internal
+        view
+        returns (bytes4, uint256 fee)
+    {
+        uint256 count = list.length;
+        if (payer == address(router)) return (IPaymentRouter.PaymentRouterSelfAddress.selector, 0);
+        if (count == 0 || count > 12) return (IPaymentRouter.PaymentRouterInvalidInstallments.selector, 0);
+        for (uint256 k; k < count; ++k) {
+            if (list[k].fee > list[k].principal * 1_000 / 10_000) {
+                return (IPaymentRouter.PaymentRouterInstallmentFeeTooHigh.selector, 0);
+            }
+            fee += list[k].fee;
+        }
+        if (t.ref == bytes32(0)) return (IPaymentRouter.PaymentRouterEmptyRef.selector, 0);
+        if (t.merchant == address(router)) return (IPaymentRouter.PaymentRouterSelfAddress.selector, 0);
+        if (t.amount == 0) return (IPaymentRouter.PaymentRouterInvalidAmount.selector, 0);
+        if (timesPaid > 0) return (IPaymentRouter.PaymentRouterAlreadyPaid.selector, 0);
+        uint256 idle = expectedBalance[address(vault)];
+        for (uint256 k; k < count; ++k) {
+            bytes4 refused = _loanOutcome(list, k, idle);
+            if (refused != bytes4(0)) return (refused, 0);
+            idle -= list[k].principal;
+        }
+        return (bytes4(0), fee);
+    }
+
+    /// @dev The loan book's and the vault's answer to installment `k` with `idle` USDC left in the vault.
+    function _loanOutcome(IPaymentRouter.Installment[] memory list, uint256 k, uint256 idle)
+        internal
+        view
+        returns (bytes4)
+    {
+        IPaymentRouter.Installment memory inst = list[k];
+        bool reused = loanRefUsed[inst.loanRef];
+        for (uint256 j; j < k; ++j) {
+            if (list[j].loanRef == inst.loanRef) reused = true;
+        }
+        if (reused) return ILoanBook.LoanBookDuplicateRef.selector;
+        if (inst.principal == 0 || inst.principal > MAX_PRINCIPAL) return ILoanBook.LoanBookInvalidPrincipal.selector;
+        if (inst.durationDays < 7 || inst.durationDays > 90) return ILoanBook.LoanBookInvalidDuration.selector;
+        if (inst.interest > inst.principal * 2_000 / 10_000) return ILoanBook.LoanBookInterestTooHigh.selector;
+        if (inst.principal > idle) return IStakingVault.StakingVaultInsufficientLiquidity.selector;
+        return bytes4(0);
+    }
+
+    /// @dev What a refund of `amount` must give each of `loanIds` (in order, up to each payoff now), with their payoffs
+    /// and what they were paid before it.
+    function _plan(uint256[] memory loanIds, uint256 amount) internal view returns (Application memory a) {
+        a.loanIds = loanIds;
+        a.planned = new uint256[](loanIds.length);
+        a.payoffs = new uint256[](loanIds.length);
+        for (uint256 k; k < loanIds.length; ++k) {
+            a.payoffs[k] = book.payoffAmount(loanIds[k]);
+            a.planned[k] = Math.min(amount - a.toLoans, a.payoffs[k]);
+            a.toLoans += a.planned[k];
+        }
+        a.repaidBefore = _repaid(loanIds);
+    }
+
+    /// @dev What each loan has been paid so far (principal and interest).
+    function _repaid(uint256[] memory loanIds) internal view returns (uint256[] memory paid) {
+        paid = new uint256[](loanIds.length);
+        for (uint256 k; k < loanIds.length; ++k) {
+            ILoanBook.Loan memory loan = book.getLoan(loanIds[k]);
+            paid[k] = uint256(loan.principalRepaid) + loan.interestRepaid;
+        }
+    }
+
+    /// @dev Each loan got exactly its planned share, one given its whole payoff is closed and the others stayed open
+    /// (or closed, if they were); counts the paths met.
+    function _checkApplication(Application memory a, uint256 amount) internal {
+        uint256[] memory repaidAfter = _repaid(a.loanIds);
+        bool skipped;
+        for (uint256 k; k < a.loanIds.length; ++k) {
+            ILoanBook.LoanStatus status = book.getLoan(a.loanIds[k]).status;
+            if (repaidAfter[k] - a.repaidBefore[k] != a.planned[k]) ++ghostWrongApplications;
+            bool closedNow = status == ILoanBook.LoanStatus.Repaid || status == ILoanBook.LoanStatus.Defaulted;
+            if (a.payoffs[k] == 0) {
+                skipped = true;
+                if (!closedNow) ++ghostWrongApplications;
+            } else if ((a.planned[k] == a.payoffs[k]) != closedNow) {
+                ++ghostWrongApplications;
+            }
+            if (a.planned[k] > 0 && a.planned[k] == a.payoffs[k]) ++loansClosedByRefunds;
+        }
+        ++creditRefunds;
+        if (amount > a.toLoans) ++refundsReachingThePayer;
+        if (skipped) ++refundsSkippingClosedLoans;
     }
 
     /// @dev The payments watched for foreign changes: the real ones (by ref), then every one paid so far.
@@ -610,20 +1116,21 @@ contract PaymentHandler is TestBase {
     }
 }
 
-/// @notice The router's invariants under the handler's random payments, refunds and fee changes.
+/// @notice The router's invariants under the handler's random payments (direct and on credit), refunds, fee changes,
+/// repayments, defaults, time and liquidity, with the lending pool deployed and wired as the platform does it.
 /// @dev 128 runs of 100 calls per invariant, as the lending invariants.
-contract PaymentRouterInvariantsTest is TestBase {
-    MockUSDC internal usdc;
+contract PaymentRouterInvariantsTest is LendingSetup {
     PaymentRouter internal router;
     PaymentHandler internal handler;
 
     function setUp() public {
-        usdc = new MockUSDC(address(this));
-        TrustMintForwarder forwarder = new TrustMintForwarder();
+        _deploy();
         // The first treasury is the handler's first; the test contract is a temporary admin.
-        router = new PaymentRouter(usdc, address(this), address(0x7E1), address(forwarder));
-        handler = new PaymentHandler(usdc, router);
+        router = new PaymentRouter(usdc, book, address(this), address(0x7E1), address(forwarder));
+        handler = new PaymentHandler(usdc, router, book, vault);
         usdc.grantRole(usdc.FAUCET_ROLE(), address(handler));
+        book.grantRole(book.OPERATOR_ROLE(), address(router));
+        router.grantRole(router.OPERATOR_ROLE(), address(handler));
         router.grantRole(router.DEFAULT_ADMIN_ROLE(), address(handler));
         router.renounceRole(router.DEFAULT_ADMIN_ROLE(), address(this));
         address[] memory holders = handler.holders();
@@ -631,6 +1138,7 @@ contract PaymentRouterInvariantsTest is TestBase {
             vm.prank(holders[i]);
             usdc.approve(address(router), type(uint256).max);
         }
+        handler.deposit(20_000e6); // the pool's first liquidity
         targetContract(address(handler));
     }
 
@@ -660,27 +1168,29 @@ contract PaymentRouterInvariantsTest is TestBase {
         }
     }
 
-    /// @dev The router never holds USDC.
+    /// @dev The router never holds USDC, nor an allowance of the loan book.
     /// forge-config: default.invariant.runs = 128
     /// forge-config: default.invariant.depth = 100
     function invariant_routerHoldsNoUsdc() public view {
         assertEq(usdc.balanceOf(address(router)), 0, "the router holds no USDC");
+        assertEq(usdc.allowance(address(router), address(book)), 0, "the router leaves no allowance");
     }
 
     /// @dev The router creates and destroys no USDC: the supply is what the handler minted, all of it is with the
-    /// actors and the treasuries, and each holds exactly what the model says.
+    /// actors, the treasuries, the depositor and the vault, and each holds exactly what the model says (the router
+    /// and the loan book nothing).
     /// forge-config: default.invariant.runs = 128
     /// forge-config: default.invariant.depth = 100
     function invariant_supplyIsConserved() public view {
         assertEq(usdc.totalSupply(), handler.ghostMinted(), "supply = minted");
-        address[] memory holders = handler.holders();
+        address[] memory holders = handler.balanceHolders();
         uint256 held;
         for (uint256 i; i < holders.length; ++i) {
             uint256 balance = usdc.balanceOf(holders[i]);
             assertEq(balance, handler.expectedBalance(holders[i]), "balance = the model's balance");
             held += balance;
         }
-        assertEq(held, usdc.totalSupply(), "all the supply is with the actors and the treasuries");
+        assertEq(held, usdc.totalSupply(), "all the supply is with the actors, the treasuries and the pool");
     }
 
     /// @dev Every payment key (ref, merchant, amount) is paid at most once, the zero ref and the router never, and
@@ -715,6 +1225,48 @@ contract PaymentRouterInvariantsTest is TestBase {
     /// forge-config: default.invariant.depth = 100
     function invariant_paymentsChangeOnlyThroughTheirOwnTerms() public view {
         assertEq(handler.ghostForeignChanges(), 0, "a call changed a payment or a refund ref it does not own");
+    }
+
+    /// @dev Every refund of a payment on credit repaid each of its loans exactly min(left, payoff), in order, closing
+    /// those it paid off and skipping closed ones, and sent the payer exactly the rest (the balances: above).
+    /// forge-config: default.invariant.runs = 128
+    /// forge-config: default.invariant.depth = 100
+    function invariant_refundsRepayTheLoansFirst() public view {
+        assertEq(handler.ghostWrongApplications(), 0, "a refund went elsewhere than the loans first, then the payer");
+    }
+
+    /// @dev The loan book holds exactly the router's loans as the model funded them (the payer as the borrower, the
+    /// installments' terms, no insurance fee), never repaid beyond their terms; and the vault's accounting holds:
+    /// totalAssets = idle + borrowed, borrowed = the open loans' principal, no reserve, every share covered, and the
+    /// loan book holds no USDC.
+    /// forge-config: default.invariant.runs = 128
+    /// forge-config: default.invariant.depth = 100
+    function invariant_loansAndTheVaultAgree() public view {
+        uint256 count = book.loanCount();
+        assertEq(count, handler.loanCount(), "the loan book's loans are the model's");
+        uint256 outstanding;
+        for (uint256 id = 1; id <= count; ++id) {
+            ILoanBook.Loan memory loan = book.getLoan(id);
+            PaymentHandler.LoanModel memory expected = handler.loanAt(id);
+            assertEq(loan.borrower, expected.borrower, "the payer is the borrower");
+            assertEq(loan.principal, expected.principal, "principal");
+            assertEq(loan.interest, expected.interest, "interest");
+            assertEq(loan.durationDays, expected.durationDays, "term");
+            assertEq(loan.insuranceFee, 0, "no insurance fee");
+            assertTrue(loan.ref == expected.ref, "loan ref");
+            assertEq(book.loanIdOf(expected.ref), id, "loan id of the ref");
+            assertLe(loan.principalRepaid, loan.principal, "never more principal back than lent");
+            assertLe(loan.interestRepaid, loan.interest, "never more interest than agreed");
+            if (loan.status == ILoanBook.LoanStatus.Active || loan.status == ILoanBook.LoanStatus.Overdue) {
+                outstanding += loan.principal - loan.principalRepaid;
+            }
+        }
+        uint256 held = usdc.balanceOf(address(vault));
+        assertEq(vault.insuranceReserve(), 0, "no reserve: no insurance fee, no reserve factor");
+        assertEq(vault.totalBorrowed(), outstanding, "totalBorrowed = open loans' principal");
+        assertEq(vault.totalAssets(), held + vault.totalBorrowed(), "totalAssets = idle + borrowed");
+        assertLe(vault.convertToAssets(vault.totalSupply()), vault.totalAssets(), "shares covered by assets");
+        assertEq(usdc.balanceOf(address(book)), 0, "the loan book holds no USDC");
     }
 
     /// The handler's model and detectors on a scripted run of the three findings: the ref squatted by another
@@ -757,6 +1309,74 @@ contract PaymentRouterInvariantsTest is TestBase {
         invariant_eachPaymentKeyPaidAtMostOnce();
         invariant_everyOutcomeIsTheModels();
         invariant_paymentsChangeOnlyThroughTheirOwnTerms();
+        invariant_refundsRepayTheLoansFirst();
+        invariant_loansAndTheVaultAgree();
+    }
+
+    /// The handler's model and detectors on a scripted run of payments on credit: a credit payment and a split one, a
+    /// shortfall of liquidity, a partial repayment by the payer, a partial refund (all to the first loan), a full one
+    /// (closing the loans in order, the rest to the payer), a default and a refund that skips the defaulted loan, and
+    /// payments of paid terms by the other method, refused.
+    function test_handlerScriptedCredit() public {
+        // Ref 2's merchant is actor 2 (0xA3), ref 3's actor 3 (0xA4). Mode 3 keeps the merchant and takes the amount.
+        handler.payWithLoans(0, 2, 3, 0, 300e6, _shape(1, 500, 200, 30)); // 0xA1 on credit: loan 1
+        handler.payWithLoans(1, 3, 3, 0, 900e6, _shape(3, 300, 150, 60)); // 0xA2 in 3 installments: loans 2-4
+        handler.withdraw(18_700e6); // leaves 100 USDC idle
+        handler.payWithLoans(2, 4, 3, 0, 200e6, _shape(1, 0, 0, 7)); // refused: the vault lacks liquidity
+        handler.deposit(10_000e6);
+        handler.passTime(10 days);
+        handler.payerRepays(1, 100e6); // 0xA2 repays 100 USDC of loan 2
+        handler.refund(1, 1, 1, 50e6, true); // 0xA3 refunds 50 USDC: all to loan 1
+        handler.refund(1, 9, 2, 900e6, true); // 0xA4 refunds it all: loans 2-4 closed, the rest to 0xA2
+        handler.markDefaulted(0); // loan 1, past its grace period
+        handler.refund(1, 1, 3, 100e6, true); // 0xA3 again: loan 1 skipped, all to 0xA1
+        handler.pay(0, 1, 0, 0, 0, true); // ref 1's real payment, direct
+        handler.payAPaidKey(0, 1); // the split payment's terms, directly: refused
+        handler.payWithLoans(0, 0, 1 + 5 * 2, 0, 0, _shape(1, 0, 0, 7)); // the direct payment's terms on credit: refused
+
+        assertEq(handler.creditPays(), 1, "one payment on credit");
+        assertEq(handler.splitPays(), 1, "one split payment");
+        assertEq(handler.refusedCreditPays(), 2, "the shortfall and the paid terms refused");
+        assertEq(handler.liquidityRefusals(), 1, "one shortfall");
+        assertEq(handler.refusedPays(), 1, "the split payment's terms refused as a direct payment");
+        assertEq(handler.payerRepayments(), 1, "one repayment by the payer");
+        assertEq(handler.defaults(), 1, "one default");
+        assertEq(handler.creditRefunds(), 3, "three refunds on credit");
+        assertEq(handler.loansClosedByRefunds(), 3, "the full refund closed the split payment's three loans");
+        assertEq(handler.refundsReachingThePayer(), 2, "the full refund and the one after the default reached the payer");
+        assertEq(handler.refundsSkippingClosedLoans(), 1, "the defaulted loan skipped");
+
+        PaymentHandler.Terms memory credit = handler.paidTermsAt(0);
+        PaymentHandler.Terms memory split = handler.paidTermsAt(1);
+        assertTrue(router.paymentOf(credit.ref, credit.merchant, credit.amount).method == IPaymentRouter.PaymentMethod.Credit, "credit");
+        assertTrue(router.paymentOf(split.ref, split.merchant, split.amount).method == IPaymentRouter.PaymentMethod.Split, "split");
+        assertEq(router.paymentOf(credit.ref, credit.merchant, credit.amount).refunded, 150e6, "two refunds");
+        assertEq(router.paymentOf(split.ref, split.merchant, split.amount).refunded, 900e6, "refunded in full");
+        assertTrue(book.getLoan(1).status == ILoanBook.LoanStatus.Defaulted, "loan 1 defaulted");
+        // Loan 1 kept the first refund's 50 USDC, the second went to its payer.
+        assertEq(uint256(book.getLoan(1).principalRepaid) + book.getLoan(1).interestRepaid, 50e6, "loan 1 got 50 USDC");
+        for (uint256 id = 2; id <= 4; ++id) {
+            assertTrue(book.getLoan(id).status == ILoanBook.LoanStatus.Repaid, "split loans closed");
+        }
+        assertEq(book.loanCount(), 4, "four loans");
+
+        invariant_refundsNeverExceedTheAmount();
+        invariant_routerHoldsNoUsdc();
+        invariant_supplyIsConserved();
+        invariant_eachPaymentKeyPaidAtMostOnce();
+        invariant_everyOutcomeIsTheModels();
+        invariant_paymentsChangeOnlyThroughTheirOwnTerms();
+        invariant_refundsRepayTheLoansFirst();
+        invariant_loansAndTheVaultAgree();
+    }
+
+    /// @dev The handler's `shapeSeed` for `count` installments with the given interest, fee and term (a fresh ref).
+    function _shape(uint256 count, uint256 interestBps, uint256 feeBps, uint256 durationDays)
+        internal
+        pure
+        returns (uint256)
+    {
+        return count | interestBps << 8 | feeBps << 24 | (durationDays - 7) << 40 | 1 << 56;
     }
 
     function _checkRefunds(PaymentHandler.Terms memory t) internal view {
@@ -767,12 +1387,20 @@ contract PaymentRouterInvariantsTest is TestBase {
     }
 
     function _checkFirstPayment(PaymentHandler.Terms memory t) internal view {
-        PaymentHandler.Model memory m = handler.modelOf(handler.keyOf(t.ref, t.merchant, t.amount));
+        bytes32 key = handler.keyOf(t.ref, t.merchant, t.amount);
+        PaymentHandler.Model memory m = handler.modelOf(key);
         IPaymentRouter.Payment memory p = router.paymentOf(t.ref, t.merchant, t.amount);
         assertLe(m.timesPaid, 1, "paid at most once");
         assertEq(p.payer, m.payer, "the first payer");
         assertEq(p.merchant, m.merchant, "the first merchant");
         assertEq(p.amount, m.amount, "the first amount");
         assertEq(p.fee, m.fee, "the first fee");
+        assertTrue(p.method == m.method, "the first method");
+        uint256[] memory loanIds = router.loansOf(t.ref, t.merchant, t.amount);
+        uint256[] memory expected = handler.loanIdsOf(key);
+        assertEq(loanIds.length, expected.length, "as many loans as installments");
+        for (uint256 k; k < loanIds.length; ++k) {
+            assertEq(loanIds[k], expected[k], "the payment's loans, in order");
+        }
     }
 }

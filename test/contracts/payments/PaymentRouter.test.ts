@@ -51,9 +51,15 @@ const paidTuple = (f: PaymentsFixture) => paymentTuple(f, REF, f.merchant.addres
 
 describe("PaymentRouter", () => {
   describe("constructor", () => {
-    it("wires the asset, the admin, the treasury, the forwarder and the default 1 % fee", async () => {
-      const { router, usdc, forwarder, admin, treasury } = await load();
+    it("wires the asset, the loan book, the admin, the treasury, the forwarder and the default 1 % fee", async () => {
+      const { router, usdc, book, forwarder, admin, treasury, operator } = await load();
       expect(await router.asset()).to.equal(await usdc.getAddress());
+      expect(await router.loanBook()).to.equal(await book.getAddress());
+      expect(await router.OPERATOR_ROLE()).to.equal(ethers.id("OPERATOR_ROLE"));
+      expect(await router.MAX_INSTALLMENTS()).to.equal(12n);
+      // The admin grants the service's operator after deployment (the fixture did); the deployer holds no operator role.
+      expect(await router.hasRole(await router.OPERATOR_ROLE(), operator.address)).to.equal(true);
+      expect(await router.hasRole(await router.OPERATOR_ROLE(), admin.address)).to.equal(false);
       expect(await router.treasury()).to.equal(treasury.address);
       expect(await router.feeBps()).to.equal(DEFAULT_FEE_BPS);
       expect(await router.MAX_FEE_BPS()).to.equal(MAX_FEE_BPS);
@@ -64,9 +70,10 @@ describe("PaymentRouter", () => {
     });
 
     it("emits the default fee and treasury", async () => {
-      const { usdc, forwarder, admin, treasury } = await load();
+      const { usdc, book, forwarder, admin, treasury } = await load();
       const router = await ethers.deployContract("PaymentRouter", [
         await usdc.getAddress(),
+        await book.getAddress(),
         admin.address,
         treasury.address,
         await forwarder.getAddress(),
@@ -74,18 +81,35 @@ describe("PaymentRouter", () => {
       await expect(router.deploymentTransaction()).to.emit(router, "PaymentFeeUpdated").withArgs(DEFAULT_FEE_BPS, treasury.address);
     });
 
-    it("reverts when the asset, the admin, the treasury or the forwarder is zero", async () => {
-      const { router, usdc, forwarder, admin, treasury } = await load();
-      const [asset, trusted] = [await usdc.getAddress(), await forwarder.getAddress()];
+    it("reverts when the asset, the loan book, the admin, the treasury or the forwarder is zero", async () => {
+      const { router, usdc, book, forwarder, admin, treasury } = await load();
+      const [asset, loans, trusted] = [await usdc.getAddress(), await book.getAddress(), await forwarder.getAddress()];
       const zero = ethers.ZeroAddress;
       for (const args of [
-        [zero, admin.address, treasury.address, trusted],
-        [asset, zero, treasury.address, trusted],
-        [asset, admin.address, zero, trusted],
-        [asset, admin.address, treasury.address, zero],
+        [zero, loans, admin.address, treasury.address, trusted],
+        [asset, zero, admin.address, treasury.address, trusted],
+        [asset, loans, zero, treasury.address, trusted],
+        [asset, loans, admin.address, zero, trusted],
+        [asset, loans, admin.address, treasury.address, zero],
       ]) {
         await expect(ethers.deployContract("PaymentRouter", args)).to.be.revertedWithCustomError(router, "PaymentRouterZeroAddress");
       }
+    });
+
+    it("reverts when the loan book lends another asset", async () => {
+      const { router, usdc, book, forwarder, admin, treasury } = await load();
+      const other = await ethers.deployContract("MockUSDC", [admin.address]);
+      await expect(
+        ethers.deployContract("PaymentRouter", [
+          await other.getAddress(),
+          await book.getAddress(),
+          admin.address,
+          treasury.address,
+          await forwarder.getAddress(),
+        ]),
+      )
+        .to.be.revertedWithCustomError(router, "PaymentRouterAssetMismatch")
+        .withArgs(await other.getAddress(), await usdc.getAddress());
     });
   });
 
@@ -136,7 +160,7 @@ describe("PaymentRouter", () => {
       expect(await usdc.balanceOf(await router.getAddress())).to.equal(0n);
     });
 
-    it("records the payment", async () => {
+    it("records the payment, as a direct one without loans", async () => {
       const f = await load();
       expect(await paymentTuple(f, REF, f.merchant.address, USDC(250))).to.deep.equal(UNPAID);
       await f.router.connect(f.payer).pay(REF, f.merchant.address, USDC(250));
@@ -147,6 +171,8 @@ describe("PaymentRouter", () => {
         2_500_000n,
         0n,
       ]);
+      expect((await f.router.paymentOf(REF, f.merchant.address, USDC(250))).method).to.equal(0n); // Direct
+      expect(await f.router.loansOf(REF, f.merchant.address, USDC(250))).to.deep.equal([]);
     });
 
     it("rounds the fee down, in the merchant's favour", async () => {
@@ -918,16 +944,16 @@ describe("PaymentRouter", () => {
       });
 
       it("reverts a deployment with the router's own address as the treasury with PaymentRouterSelfAddress", async () => {
-        const { router, usdc, forwarder, admin, treasury } = await load();
-        const [asset, trusted] = [await usdc.getAddress(), await forwarder.getAddress()];
+        const { router, usdc, book, forwarder, admin, treasury } = await load();
+        const [asset, loans, trusted] = [await usdc.getAddress(), await book.getAddress(), await forwarder.getAddress()];
         // `deployContract` deploys from the first account, the admin: the router's address follows from its nonce.
         const next = ethers.getCreateAddress({ from: admin.address, nonce: await admin.getNonce() });
-        await expect(ethers.deployContract("PaymentRouter", [asset, admin.address, next, trusted])).to.be.revertedWithCustomError(
+        await expect(ethers.deployContract("PaymentRouter", [asset, loans, admin.address, next, trusted])).to.be.revertedWithCustomError(
           router,
           "PaymentRouterSelfAddress",
         );
         // The same deployment with the real treasury lands at that address: the refused treasury was the router.
-        const deployed = await ethers.deployContract("PaymentRouter", [asset, admin.address, treasury.address, trusted]);
+        const deployed = await ethers.deployContract("PaymentRouter", [asset, loans, admin.address, treasury.address, trusted]);
         expect(await deployed.getAddress()).to.equal(next);
       });
 

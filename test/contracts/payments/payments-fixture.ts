@@ -1,5 +1,6 @@
-// Deploys the payment router the way the platform wires it (MockUSDC, the TrustMintForwarder, the admin and the
-// treasury) with funded payers. Imported by the payment router's flow tests; it declares no tests itself.
+// Deploys the payment router the way the platform wires it (MockUSDC, the TrustMintForwarder, the lending pool that
+// funds payments on credit, the admin, the treasury and the service's operator) with funded payers. Imported by the
+// payment router's flow tests; it declares no tests itself.
 import type { HardhatEthers } from "@nomicfoundation/hardhat-ethers/types";
 import { AbiCoder, type BaseContract, keccak256 } from "ethers";
 import { USDC } from "../lending/lending-fixture.js";
@@ -19,23 +20,47 @@ export const feeOf = (amount: bigint, feeBps: bigint = DEFAULT_FEE_BPS) => (amou
 export const paymentKeyOf = (ref: string, merchant: string, amount: bigint) =>
   keccak256(AbiCoder.defaultAbiCoder().encode(["bytes32", "address", "uint256"], [ref, merchant, amount]));
 
+/** What `depositor` deposited in the vault: the pool's liquidity for payments on credit. */
+export const POOL = USDC(100_000);
+
 /**
- * The router with the default 1 % fee; `payer` and `otherPayer` hold 1,000,000 USDC each and approved the router
- * without limit; `merchant` and `otherMerchant` hold nothing and approved the router without limit (for refunds);
- * `carol` holds 10,000 USDC and approved nothing; `relayer` pays the gas of forwarded requests; `user` (a payer) and
- * `shop` (a merchant) are managed wallets without ETH, `user` with 10,000 USDC, neither with any allowance.
+ * The router with the default 1 % fee, wired to the lending pool as the deployment does: the vault's LENDER_ROLE to
+ * the loan book, the loan book's OPERATOR_ROLE to the router, the router's OPERATOR_ROLE to `operator` (the
+ * service), the vault's PAUSER_ROLE to the admin; `depositor` deposited POOL in the vault. `payer` and `otherPayer`
+ * hold 1,000,000 USDC each and approved the router without limit; `merchant` and `otherMerchant` hold nothing and
+ * approved the router without limit (for refunds); `carol` holds 10,000 USDC and approved nothing; `relayer` pays
+ * the gas of forwarded requests; `user` (a payer) and `shop` (a merchant) are managed wallets without ETH, `user`
+ * with 10,000 USDC, neither with any allowance.
  */
 export async function deployPayments(ethers: HardhatEthers) {
-  const [admin, treasury, payer, otherPayer, merchant, otherMerchant, carol, stranger, newTreasury, relayer] = await ethers.getSigners();
+  const [admin, treasury, payer, otherPayer, merchant, otherMerchant, carol, stranger, newTreasury, relayer, operator, depositor] =
+    await ethers.getSigners();
   const usdc = await ethers.deployContract("MockUSDC", [admin.address]);
   const forwarder = await ethers.deployContract("TrustMintForwarder");
+  const model = await ethers.deployContract("InterestRateModel", [admin.address]);
+  const vault = await ethers.deployContract("StakingVault", [
+    await usdc.getAddress(),
+    await model.getAddress(),
+    admin.address,
+    await forwarder.getAddress(),
+  ]);
+  const book = await ethers.deployContract("LoanBook", [await vault.getAddress(), admin.address, await forwarder.getAddress()]);
   const router = await ethers.deployContract("PaymentRouter", [
     await usdc.getAddress(),
+    await book.getAddress(),
     admin.address,
     treasury.address,
     await forwarder.getAddress(),
   ]);
   const routerAddress = await router.getAddress();
+  await vault.grantRole(await vault.LENDER_ROLE(), await book.getAddress());
+  await vault.grantRole(await vault.PAUSER_ROLE(), admin.address);
+  await book.grantRole(await book.OPERATOR_ROLE(), routerAddress);
+  await router.grantRole(await router.OPERATOR_ROLE(), operator!.address);
+
+  await usdc.mint(depositor!.address, POOL);
+  await usdc.connect(depositor).approve(await vault.getAddress(), POOL);
+  await vault.connect(depositor).deposit(POOL, depositor!.address);
 
   for (const account of [payer!, otherPayer!]) {
     await usdc.mint(account.address, USDC(1_000_000));
@@ -53,6 +78,9 @@ export async function deployPayments(ethers: HardhatEthers) {
   return {
     usdc,
     forwarder,
+    model,
+    vault,
+    book,
     router,
     admin: admin!,
     treasury: treasury!,
@@ -64,6 +92,8 @@ export async function deployPayments(ethers: HardhatEthers) {
     stranger: stranger!,
     newTreasury: newTreasury!,
     relayer: relayer!,
+    operator: operator!,
+    depositor: depositor!,
     user,
     shop,
   };

@@ -1,0 +1,86 @@
+// Loans that pay a merchant (a purchase on credit or in installments; D-81): the payer's
+// eligibility for them, and their reservation, under the borrower's row lock like a loan
+// request's, so that the cap of open loans holds whatever runs at once. The loans are the payment
+// router's to fund in the payment's own transaction (the funding job never touches them); once
+// funded they are the payer's loans like any other (GET /v1/loans, repay, overdue, default).
+import type { Clock } from "../../core/clock.js";
+import type { Db, Tx } from "../db.js";
+import { AppError } from "../errors.js";
+import { tierFor } from "../trust-score/rules.js";
+import type { UserRecord } from "../users/repo.js";
+import { type Eligibility, eligibilityOf } from "./eligibility.js";
+import type { LoansRepo } from "./repo.js";
+
+/** One loan of a plan: what the payer owes, and in how many days. */
+export interface Installment {
+  id: string;
+  principal: bigint;
+  interest: bigint;
+  durationDays: number;
+}
+
+/** NOT_ELIGIBLE naming what stands in the way (a restriction code, or the tier's limit). */
+export const notEligible = (reason: string, message: string) => new AppError("NOT_ELIGIBLE", message, { field: "eligibility", reason });
+
+export function createLoanFinancing(deps: { db: Db; repo: LoansRepo; clock: Pick<Clock, "now">; chainId: number; minScore: number }) {
+  const { repo } = deps;
+
+  /** A borrower's eligibility for `count` new loans, at `now`, read in `tx`: the restrictions, then room under the cap. */
+  async function check(tx: Tx, payer: UserRecord, count: number, now: Date): Promise<Eligibility> {
+    const eligibility = eligibilityOf(payer, await repo.standing(tx, payer.id, payer.walletAddress!, now), now, deps.minScore);
+    const blocking = eligibility.restrictions.filter((code) => code !== "MAX_LOANS_REACHED");
+    if (blocking.length > 0) throw notEligible(blocking.join(","), `Not eligible for a loan now: ${blocking.join(", ")}`);
+    if (eligibility.currentLoans + count > eligibility.maxActiveLoans) {
+      throw notEligible(
+        "MAX_LOANS_REACHED",
+        `This takes ${count} loan${count === 1 ? "" : "s"}; you have ${eligibility.currentLoans} open of at most ${eligibility.maxActiveLoans}`,
+      );
+    }
+    return eligibility;
+  }
+
+  return {
+    /** The payer's tier (maxAmount, maxDuration, rate) and eligibility for `count` loans now; throws NOT_ELIGIBLE. */
+    async eligibility(payer: UserRecord, count: number) {
+      const now = deps.clock.now();
+      const eligibility = await deps.db.prisma.$transaction((tx) => check(tx, payer, count, now));
+      return { ...eligibility, interestRateBps: tierFor(payer.trustScore).interestRateBps };
+    },
+
+    /**
+     * Reserves the plan's loans for `paymentId` in the caller's transaction (with the payment's
+     * hold): the borrower's row locked, eligibility checked again, the loans written `funding`.
+     */
+    async reserve(tx: Tx, payer: UserRecord, plan: { paymentId: string; installments: Installment[]; purpose: string; rateBps: number }) {
+      const now = deps.clock.now();
+      await repo.lockBorrower(tx, payer.id);
+      // An earlier attempt at this payment that held it is over (its hold was free to take): its loans never were.
+      await repo.settleFinancing(plan.paymentId, null, tx);
+      await check(tx, payer, plan.installments.length, now);
+      await repo.insertFinancing(
+        tx,
+        plan.installments.map((installment) => ({
+          id: installment.id,
+          userId: payer.id,
+          borrower: payer.walletAddress!,
+          chainId: deps.chainId,
+          amount: installment.principal,
+          insuranceFee: 0n,
+          interest: installment.interest,
+          interestRateBps: plan.rateBps,
+          durationDays: installment.durationDays,
+          purpose: plan.purpose,
+          createdAt: now,
+          expiresAt: now,
+          claimedAt: now,
+          paymentId: plan.paymentId,
+        })),
+      );
+    },
+
+    /** The payment's transaction settled its loans: funded by `txHash`, or none (cancelled). */
+    settle: (paymentId: string, txHash: string | null, tx?: Tx) => repo.settleFinancing(paymentId, txHash, tx),
+  };
+}
+
+export type LoanFinancing = ReturnType<typeof createLoanFinancing>;
