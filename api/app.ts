@@ -54,6 +54,7 @@ export interface AppDeps extends HealthDeps {
     | "webhooks"
     | "webhookDeliveries"
     | "payments"
+    | "checkout"
     | "checkoutSignIns"
   >;
   /** Rate-limit counters shared across API processes (REDIS_URL); in-process otherwise. */
@@ -115,7 +116,9 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
   routes.push(...webhookRoutes({ webhooks: deps.services.webhooks, deliveries: deps.services.webhookDeliveries }));
   if (deps.services.vault) routes.push(...vaultRoutes({ vault: deps.services.vault }));
   if (deps.services.socialVault) routes.push(...socialVaultRoutes({ socialVault: deps.services.socialVault }));
-  if (deps.services.payments) routes.push(...paymentRoutes({ payments: deps.services.payments }));
+  if (deps.services.payments && deps.services.checkout) {
+    routes.push(...paymentRoutes({ payments: deps.services.payments, checkout: deps.services.checkout }));
+  }
   if (config.auth.devProvider) {
     const identity = await createDevIdentityProvider({
       db: deps.db,
@@ -173,7 +176,7 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
   // refusal left to the route, 405 for another method) is done here.
   app.use("/docs", (req, _res, next) => next(refuseOverLimit(req)));
   app.use(docsRoutes());
-  if (deps.services.payments) {
+  if (deps.services.checkout) {
     const { oidcClientId, oidcClientSecret, oidcIssuer } = config.checkout;
     const signIn = oidcClientId
       ? createCheckoutSignIn({
@@ -189,7 +192,7 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
           logger,
         })
       : undefined;
-    app.use(checkoutRoutes({ payments: deps.services.payments, sandbox: config.auth.devProvider, signIn }));
+    app.use(checkoutRoutes({ checkout: deps.services.checkout, sandbox: config.auth.devProvider, signIn }));
   }
   app.all(["/docs", "/docs/init.js"], allowMethods(["get"]));
   app.use(mountRoutes(routes, { idempotency: deps.services.idempotency }));

@@ -25,6 +25,7 @@ import { createNotificationFanout } from "./notifications/fanout.js";
 import { createNotificationFeed } from "./notifications/feed.js";
 import { createNotificationsRepo } from "./notifications/repo.js";
 import { createNotificationsService } from "./notifications/service.js";
+import { createCheckout } from "./payments/checkout.js";
 import { createPaymentEvents } from "./payments/events.js";
 import { createPaymentsRepo } from "./payments/repo.js";
 import { createPaymentsService } from "./payments/service.js";
@@ -317,20 +318,30 @@ export function createServices({
       alerts: guardianAlerts,
       platformContracts: Object.fromEntries(Object.entries(chain.deployment.contracts).map(([key, deployed]) => [key, deployed.address])),
     });
+    const paymentRouter = contract("paymentRouter");
+    const production = webhookConfig.production;
     const payments = createPaymentsService({
+      clock,
+      repo: paymentsRepo,
+      router: paymentRouter,
+      userWrite,
+      events: paymentEvents,
+      checkoutBase: publicBaseUrl,
+      production,
+    });
+    const checkout = createCheckout({
       db,
       clock,
       repo: paymentsRepo,
-      router: contract("paymentRouter"),
+      router: paymentRouter,
       userWrite,
       events: paymentEvents,
       financing: loanFinancing,
       sender,
       mirror,
-      checkoutBase: publicBaseUrl,
-      production: webhookConfig.production,
+      production,
     });
-    return { sender, vault, payer, sandbox, mirror, loanBook, socialVault, payments };
+    return { sender, vault, payer, sandbox, mirror, loanBook, socialVault, payments, checkout };
   }
 
   // Webhook secrets are sealed with the configured key, or (outside production) a key every
@@ -391,8 +402,10 @@ export function createServices({
     guardianAlerts,
     /** The merchants' payment.success and payment.refunded, from the mirrored payments and refunds. */
     paymentEvents,
-    /** Merchants' payments and the hosted checkout's payer side (absent in processes without a chain). */
+    /** Merchants' payments, the merchant's side (absent in processes without a chain). */
     payments: onChain?.payments,
+    /** The hosted checkout, the payer's side: what a payment costs them and paying it (absent without a chain). */
+    checkout: onChain?.checkout,
     /** The hosted checkout's sign-ins under way (api/checkout/sign-in.ts keeps them here). */
     checkoutSignIns: paymentsRepo as Pick<typeof paymentsRepo, "startSignIn" | "takeSignIn">,
     /** The one sender of the service's transactions (absent in processes without a chain). */

@@ -3,7 +3,7 @@
 // and styles are the service's own files (a Content-Security-Policy allows nothing else). English
 // and Spanish, chosen from Accept-Language (or ?lang=).
 import { usdcNumber } from "../../core/money.js";
-import type { PaymentMethod } from "../../domain/payments/service.js";
+import type { PaymentMethod } from "../../domain/payments/rules.js";
 
 export const LANGUAGES = ["en", "es"] as const;
 export type Language = (typeof LANGUAGES)[number];

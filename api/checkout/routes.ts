@@ -1,7 +1,7 @@
 import path from "node:path";
 import express, { type Request, type Response, Router } from "express";
 import { AppError } from "../../domain/errors.js";
-import type { PaymentsService } from "../../domain/payments/service.js";
+import type { Checkout } from "../../domain/payments/checkout.js";
 import { languageOf, renderCheckout, renderMessage, renderNotFound } from "./page.js";
 import type { CheckoutSignIn } from "./sign-in.js";
 
@@ -33,11 +33,11 @@ function pageHeaders(res: Response) {
  * where one is configured.
  */
 export function checkoutRoutes({
-  payments,
+  checkout,
   sandbox,
   signIn,
 }: {
-  payments: Pick<PaymentsService, "checkout">;
+  checkout: Pick<Checkout, "checkout">;
   sandbox: boolean;
   signIn: CheckoutSignIn | undefined;
 }): Router {
@@ -75,7 +75,7 @@ export function checkoutRoutes({
     });
     router.get("/checkout/:paymentId/signin", async (req: Request, res: Response, next) => {
       try {
-        const payment = await payments.checkout(String(req.params.paymentId));
+        const payment = await checkout.checkout(String(req.params.paymentId));
         res.redirect(302, await signIn.start(payment.id));
       } catch (error) {
         if (error instanceof AppError && error.code === "PAYMENT_NOT_FOUND") {
@@ -95,7 +95,7 @@ export function checkoutRoutes({
     res.setHeader("Content-Language", language);
     pageHeaders(res);
     try {
-      const payment = await payments.checkout(String(req.params.paymentId));
+      const payment = await checkout.checkout(String(req.params.paymentId));
       res
         .status(200)
         .type("html")

@@ -1,3 +1,4 @@
+import type { Checkout } from "../../domain/payments/checkout.js";
 import type { PaymentsService } from "../../domain/payments/service.js";
 import { defineRoute, type RouteSpec } from "../http/route.js";
 import {
@@ -16,7 +17,7 @@ import {
 
 const TAG = "Payments";
 
-export function paymentRoutes({ payments }: { payments: PaymentsService }): RouteSpec[] {
+export function paymentRoutes({ payments, checkout }: { payments: PaymentsService; checkout: Checkout }): RouteSpec[] {
   return [
     defineRoute({
       method: "post",
@@ -110,7 +111,7 @@ export function paymentRoutes({ payments }: { payments: PaymentsService }): Rout
       params: paymentIdParams,
       response: termsResponse,
       errors: ["PAYMENT_NOT_FOUND"],
-      handler: async ({ params, principal }) => ({ data: await payments.terms(principal().user, params.paymentId) }),
+      handler: async ({ params, principal }) => ({ data: await checkout.terms(principal().user, params.paymentId) }),
     }),
     defineRoute({
       method: "post",
@@ -138,7 +139,7 @@ export function paymentRoutes({ payments }: { payments: PaymentsService }): Rout
         "SERVICE_UNAVAILABLE",
       ],
       handler: async ({ params, body, principal, operation }) => ({
-        data: await payments.pay(principal().user, params.paymentId, body, operation),
+        data: await checkout.pay(principal().user, params.paymentId, body, operation),
       }),
     }),
   ];

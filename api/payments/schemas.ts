@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { MAX_ACTIVE_LOANS } from "../../domain/loans/eligibility.js";
 import { PAYMENT_STATUSES, REFUND_STATUSES } from "../../domain/payments/repo.js";
-import { MAX_EXPIRY_S, METADATA_MAX_BYTES, MIN_EXPIRY_S, PAYMENT_METHODS } from "../../domain/payments/service.js";
+import { MAX_EXPIRY_S, METADATA_MAX_BYTES, MIN_EXPIRY_S, PAYMENT_METHODS } from "../../domain/payments/rules.js";
 import { queryInteger, usdcAmount } from "../http/input.js";
 
 // One schema per route part (service-spec part 4 Payments; D-81): they validate, type the

@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { notEligible } from "../loans/financing.js";
 import { loanTerms } from "../loans/terms.js";
-import type { PaymentMethod } from "./service.js";
+import type { PaymentMethod } from "./rules.js";
 
 /** The installments a split payment takes unless its merchant says otherwise (each is one of the payer's at most 3 loans). */
 export const DEFAULT_INSTALLMENTS = 3;

@@ -1,0 +1,350 @@
+// Merchants' payments, the payer's side (D-81): what the hosted checkout shows of a payment, the
+// signed-in payer's terms of each method, and the payment itself (run-and-sandbox.md section 4):
+// direct (the payer's own transaction through the router), or on credit and in installments (the
+// router's payWithLoans, sent by the service: the pool lends, the payer owes). A payment is held
+// for one attempt at a time and the router pays it at most once.
+import { randomUUID } from "node:crypto";
+import { type Contract, getAddress } from "ethers";
+import type { Clock } from "../../core/clock.js";
+import { usdcNumber } from "../../core/money.js";
+import { refFromUuid } from "../../core/refs.js";
+import { isUuid } from "../../core/text.js";
+import type { Db } from "../db.js";
+import { AppError } from "../errors.js";
+import { domainEvent, recordEvents } from "../events/outbox.js";
+import type { OperationKey } from "../idempotency/operation-key.js";
+import type { LoanFinancing } from "../loans/financing.js";
+import { chainFailure } from "../transactions/failures.js";
+import type { MirrorWait } from "../transactions/read-your-writes.js";
+import type { TransactionSender } from "../transactions/sender.js";
+import type { UserWrite } from "../transactions/user-write.js";
+import type { UserRecord } from "../users/repo.js";
+import type { PaymentEvents } from "./events.js";
+import { type FinancingPlan, type Frequency, loanCountOf, planOf, splitSchedule } from "./financing.js";
+import type { PaymentRow, PaymentsRepo } from "./repo.js";
+import {
+  DECLINING_ADDRESS,
+  type FailureReason,
+  FEE_BPS,
+  feeOf,
+  INSUFFICIENT_FUNDS_ADDRESS,
+  type PaymentMethod,
+  payRefusal,
+  requirePayment,
+  withPaymentId,
+} from "./rules.js";
+
+/** The router's and the pool's refusals of a payment on credit, as the spec's codes. */
+function financedRevert(revert: { name: string; args: unknown[] }): AppError | undefined {
+  switch (revert.name) {
+    case "PaymentRouterAlreadyPaid":
+      return new AppError("ALREADY_PAID", "This payment was paid already");
+    case "StakingVaultInsufficientLiquidity":
+      return new AppError("INSUFFICIENT_LIQUIDITY", "The lending pool cannot fund this payment now; pay directly or try later", {
+        field: "method",
+        reason: "not enough liquidity in the pool",
+      });
+    case "EnforcedPause":
+      return new AppError("VAULT_PAUSED", "The lending pool is temporarily paused");
+    default:
+      return undefined;
+  }
+}
+
+export interface CheckoutDeps {
+  db: Db;
+  clock: Pick<Clock, "now">;
+  repo: PaymentsRepo;
+  /** The PaymentRouter (a direct payment goes through `userWrite`, one on credit through `sender`). */
+  router: Contract;
+  userWrite: UserWrite;
+  /** Turns mirrored facts into the merchant's events; run after a payment so its event exists when it answers. */
+  events: Pick<PaymentEvents, "run">;
+  /** The payer's loans of a payment on credit or in installments (the loans domain's rules). */
+  financing: Pick<LoanFinancing, "eligibility" | "reserve" | "settle">;
+  /** The service's own sender: the router's OPERATOR_ROLE pays a payment on credit. */
+  sender: Pick<TransactionSender, "send">;
+  mirror: Pick<MirrorWait, "untilIndexed">;
+  production: boolean;
+}
+
+export function createCheckout(deps: CheckoutDeps) {
+  const { repo, router } = deps;
+  const routerAddress = router.target as string;
+
+  const anyPayment = async (id: string) => requirePayment(isUuid(id) ? await repo.find(id, deps.clock.now()) : null);
+
+  /** A failed attempt: said on the payment and as `payment.failed` to the merchant, the payment open for another. */
+  async function recordFailure(row: PaymentRow, method: string, reason: FailureReason, held: boolean) {
+    const now = deps.clock.now();
+    const failure = { reason, method, at: now.toISOString() };
+    await deps.db.prisma.$transaction(async (tx) => {
+      if (held) await repo.release(tx, row.id, failure);
+      else await repo.recordFailure(tx, row.id, failure);
+      await recordEvents(tx, [
+        domainEvent({
+          type: "payment.failed",
+          userId: row.merchantId,
+          data: {
+            type: "payment.failed",
+            paymentId: row.id,
+            amount: usdcNumber(row.amount),
+            currency: "USDC",
+            method,
+            reason,
+            metadata: row.metadata,
+            failedAt: failure.at,
+          },
+          dedupeKey: `payment-failed:${row.id}:${randomUUID()}`,
+          now,
+        }),
+      ]);
+    });
+  }
+
+  /** The payer's plan for a payment on credit or in installments, at their tier now; NOT_ELIGIBLE otherwise. */
+  async function planFor(payer: UserRecord, row: PaymentRow, method: "credit" | "split"): Promise<FinancingPlan> {
+    const tier = await deps.financing.eligibility(payer, loanCountOf(method, row.splitOptions as { installments?: number } | null));
+    return planOf(method, row.amount, FEE_BPS[method], tier, {
+      creditOptions: row.creditOptions as { maxDuration?: number; maxInterest?: number } | null,
+      splitOptions: row.splitOptions as { installments?: number; frequency?: Frequency } | null,
+    });
+  }
+
+  /**
+   * Pays a payment on credit or in installments: the payer's plan at their tier, then, in one
+   * transaction, the payment's hold and the plan's loans (eligibility checked again under the
+   * payer's row lock, so the cap of open loans holds), then the router's `payWithLoans` sent by
+   * the service (the pool lends, the merchant and the treasury are paid, the payer owes).
+   */
+  async function payFinanced(payer: UserRecord, row: PaymentRow, method: "credit" | "split") {
+    let plan: FinancingPlan;
+    try {
+      plan = await planFor(payer, row, method);
+    } catch (error) {
+      if (error instanceof AppError && error.code === "NOT_ELIGIBLE") await recordFailure(row, method, "not_eligible", false);
+      throw error;
+    }
+    const wallet = payer.walletAddress!.toLowerCase();
+    const held = await deps.db.prisma
+      .$transaction(async (tx) => {
+        if (!(await repo.claim(row.id, { method, payerId: payer.id, payerAddress: wallet }, deps.clock.now(), tx))) return false;
+        const purpose = `Payment to ${row.merchantName}${row.description ? `: ${row.description}` : ""}`.slice(0, 200);
+        await deps.financing.reserve(tx, payer, { paymentId: row.id, installments: plan.loans, purpose, rateBps: plan.rateBps });
+        return true;
+      })
+      .catch(async (error: unknown) => {
+        if (error instanceof AppError && error.code === "NOT_ELIGIBLE") await recordFailure(row, method, "not_eligible", false);
+        throw error;
+      });
+    if (!held) throw payRefusal(await anyPayment(row.id)) ?? new AppError("PAYMENT_IN_PROGRESS", "Try again in a moment", undefined, 5);
+    let sent: Awaited<ReturnType<TransactionSender["send"]>>;
+    try {
+      sent = await deps.sender
+        .send({
+          purpose: "payment.finance",
+          userId: payer.id,
+          // This attempt's: its loans are new, so a later attempt is a transaction of its own.
+          idempotencyKey: `payment:${row.id}:${plan.loans[0]!.id}`,
+          to: routerAddress,
+          data: router.interface.encodeFunctionData("payWithLoans", [
+            refFromUuid(row.id),
+            getAddress(row.merchantWallet),
+            getAddress(wallet),
+            plan.loans.map((loan) => [refFromUuid(loan.id), loan.principal, loan.interest, loan.fee, loan.durationDays]),
+          ]),
+        })
+        .catch((error) => chainFailure(error, financedRevert));
+    } catch (error) {
+      // Refused before anything moved: the loans are cancelled and the hold goes back (a shortfall of the pool's is the merchant's payment.failed).
+      if (error instanceof AppError && error.code !== "SERVICE_UNAVAILABLE") {
+        await deps.financing.settle(row.id, null);
+        if (error.code === "INSUFFICIENT_LIQUIDITY") await recordFailure(row, method, "insufficient_liquidity", true);
+        else await deps.db.prisma.$transaction((tx) => repo.release(tx, row.id, null));
+      }
+      throw error;
+    }
+    await deps.mirror.untilIndexed(sent.blockNumber);
+    await deps.financing.settle(row.id, sent.txHash);
+    await deps.events.run(deps.clock.now());
+    return {
+      paymentId: row.id,
+      status: "success" as const,
+      method,
+      amount: usdcNumber(row.amount),
+      fee: usdcNumber(plan.fee),
+      net: usdcNumber(row.amount - plan.fee),
+      txHash: sent.txHash,
+      redirectUrl: row.redirectUrl === null ? null : withPaymentId(row.redirectUrl, row.id),
+      loans: plan.loans.map((loan) => ({
+        loanId: loan.id,
+        amount: usdcNumber(loan.principal),
+        totalRepayment: usdcNumber(loan.principal + loan.interest),
+        durationDays: loan.durationDays,
+      })),
+    };
+  }
+
+  return {
+    /** What the hosted checkout shows of a payment: public to whoever has its link (the merchant's name, never its ids or metadata). */
+    async checkout(id: string) {
+      const row = await anyPayment(id);
+      return {
+        id: row.id,
+        status: row.status,
+        merchantName: row.merchantName,
+        description: row.description,
+        amount: row.amount,
+        methods: row.methods as PaymentMethod[],
+        expiresAt: row.expiresAt,
+        redirectUrl: row.redirectUrl,
+        cancelUrl: row.cancelUrl,
+        schedule: row.methods.includes("split")
+          ? splitSchedule(row.amount, row.splitOptions as { installments?: number; frequency?: Frequency } | null)
+          : [],
+      };
+    },
+
+    /**
+     * A payer pays (run-and-sandbox.md section 4). The payment is held for this attempt in one
+     * statement (20 concurrent attempts: one holds it, the others are refused), then paid by the
+     * payer's own transaction through the router, which pays a ref at most once whatever happens
+     * to the hold. The test addresses fail without moving anything.
+     */
+    async pay(payer: UserRecord, id: string, input: { method: PaymentMethod; payerAddress?: string | undefined }, operation: OperationKey) {
+      const row = await anyPayment(id);
+      const refused = payRefusal(row);
+      if (refused) throw refused;
+      if (!row.methods.includes(input.method)) {
+        throw new AppError("VALIDATION_ERROR", `This payment takes ${row.methods.join(", ")}`, {
+          field: "method",
+          reason: `one of ${row.methods.join(", ")}`,
+        });
+      }
+      const wallet = payer.walletAddress!.toLowerCase();
+      const payerAddress = (input.payerAddress ?? wallet).toLowerCase();
+      if (payerAddress === DECLINING_ADDRESS || payerAddress === INSUFFICIENT_FUNDS_ADDRESS) {
+        const declined = payerAddress === DECLINING_ADDRESS;
+        await recordFailure(row, input.method, declined ? "declined" : "insufficient_funds", false);
+        throw declined
+          ? new AppError("PAYMENT_DECLINED", "The payment was declined (test address)", { field: "payerAddress", reason: "declined" })
+          : new AppError("INSUFFICIENT_BALANCE", "Not enough USDC to pay (test address)", {
+              field: "payerAddress",
+              reason: "insufficient funds",
+            });
+      }
+      // The service signs only for the payer's managed wallet: in production the address must be it.
+      if (deps.production && payerAddress !== wallet) {
+        throw new AppError("VALIDATION_ERROR", "payerAddress must be your own wallet", {
+          field: "payerAddress",
+          reason: "not your wallet",
+        });
+      }
+      if (input.method !== "direct") return payFinanced(payer, row, input.method);
+      if (!(await repo.claim(row.id, { method: input.method, payerId: payer.id, payerAddress: wallet }, deps.clock.now()))) {
+        throw payRefusal(await anyPayment(row.id)) ?? new AppError("PAYMENT_IN_PROGRESS", "Try again in a moment", undefined, 5);
+      }
+      let sent: Awaited<ReturnType<UserWrite["send"]>>;
+      try {
+        sent = await deps.userWrite.send({
+          user: payer,
+          purpose: "payment.pay",
+          operation,
+          to: routerAddress,
+          call: {
+            permit: { spender: routerAddress, value: row.amount },
+            data: (permit) =>
+              router.interface.encodeFunctionData("payWithPermit", [
+                refFromUuid(row.id),
+                getAddress(row.merchantWallet),
+                row.amount,
+                permit.deadline,
+                permit.v,
+                permit.r,
+                permit.s,
+              ]),
+          },
+          reverts: (revert) =>
+            revert.name === "PaymentRouterAlreadyPaid" ? new AppError("ALREADY_PAID", "This payment was paid already") : undefined,
+        });
+      } catch (error) {
+        // Refused before anything moved: the hold goes back (and a wallet short of USDC is the merchant's payment.failed).
+        if (error instanceof AppError && error.code !== "SERVICE_UNAVAILABLE") {
+          if (error.code === "INSUFFICIENT_BALANCE") await recordFailure(row, input.method, "insufficient_funds", true);
+          else await deps.db.prisma.$transaction((tx) => repo.release(tx, row.id, null));
+        }
+        throw error;
+      }
+      await deps.events.run(deps.clock.now());
+      const after = (await repo.find(row.id, deps.clock.now()))!;
+      const fee = after.fee ?? feeOf(row.amount, "direct");
+      return {
+        paymentId: row.id,
+        status: "success" as const,
+        method: input.method,
+        amount: usdcNumber(row.amount),
+        fee: usdcNumber(fee),
+        net: usdcNumber(row.amount - fee),
+        txHash: sent.txHash,
+        redirectUrl: row.redirectUrl === null ? null : withPaymentId(row.redirectUrl, row.id),
+        loans: [],
+      };
+    },
+
+    /** What each of the payment's methods would cost the signed-in payer now (the checkout shows it before they choose). */
+    async terms(payer: UserRecord, id: string) {
+      const row = await anyPayment(id);
+      const now = deps.clock.now().getTime();
+      const dueDate = (days: number) => new Date(now + days * 86_400_000).toISOString();
+      const quote = async (method: "credit" | "split") => {
+        try {
+          return { plan: await planFor(payer, row, method), reason: null };
+        } catch (error) {
+          if (error instanceof AppError && error.code === "NOT_ELIGIBLE")
+            return { plan: null, reason: error.details?.reason ?? "NOT_ELIGIBLE" };
+          throw error;
+        }
+      };
+      const terms: {
+        direct?: { total: number };
+        credit?: {
+          eligible: boolean;
+          reason: string | null;
+          interestRate: number | null;
+          interest: number | null;
+          totalRepayment: number | null;
+          dueDate: string | null;
+        };
+        split?: { eligible: boolean; reason: string | null; installments: { amount: number; totalRepayment: number; dueDate: string }[] };
+      } = {};
+      if (row.methods.includes("direct")) terms.direct = { total: usdcNumber(row.amount) };
+      if (row.methods.includes("credit")) {
+        const { plan, reason } = await quote("credit");
+        const loan = plan?.loans[0];
+        terms.credit = {
+          eligible: plan !== null,
+          reason,
+          interestRate: plan ? plan.rateBps / 10_000 : null,
+          interest: loan ? usdcNumber(loan.interest) : null,
+          totalRepayment: plan ? usdcNumber(plan.totalRepayment) : null,
+          dueDate: loan ? dueDate(loan.durationDays) : null,
+        };
+      }
+      if (row.methods.includes("split")) {
+        const { plan, reason } = await quote("split");
+        terms.split = {
+          eligible: plan !== null,
+          reason,
+          installments: (plan?.loans ?? []).map((loan) => ({
+            amount: usdcNumber(loan.principal),
+            totalRepayment: usdcNumber(loan.principal + loan.interest),
+            dueDate: dueDate(loan.durationDays),
+          })),
+        };
+      }
+      return terms;
+    },
+  };
+}
+
+export type Checkout = ReturnType<typeof createCheckout>;
