@@ -8,7 +8,7 @@ function walk(dir) {
   for (const name of readdirSync(dir)) {
     const file = path.join(dir, name);
     if (statSync(file).isDirectory()) walk(file);
-    else if (/\.(ts|js|mjs)$/.test(name)) {
+    else if (/\.(ts|tsx|js|mjs)$/.test(name)) {
       readFileSync(file, "utf8")
         .split("\n")
         .forEach((line, index) => {
@@ -18,6 +18,8 @@ function walk(dir) {
   }
 }
 walk("test");
+for (const pkg of readdirSync("packages"))
+  if (statSync(path.join("packages", pkg, "test"), { throwIfNoEntry: false })?.isDirectory()) walk(path.join("packages", pkg, "test"));
 if (offenders.length > 0) {
   console.error(`focused tests found (remove .only):\n${offenders.join("\n")}`);
   process.exit(1);

@@ -206,11 +206,23 @@ function operation(route: RouteSpec) {
   };
 }
 
-export function buildOpenApiDocument(routes: RouteSpec[], info: { title: string; version: string; description?: string }) {
+/** The document of `routes`; `schemas` adds named shapes no route answers (a webhook delivery's body, say). */
+export function buildOpenApiDocument(
+  routes: RouteSpec[],
+  info: { title: string; version: string; description?: string },
+  schemas: Record<string, z.ZodType> = {},
+) {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     paths[route.path] ??= {};
     paths[route.path]![route.method] = operation(route);
   }
-  return { openapi: "3.0.3", info, servers: [{ url: "/" }], paths, components: COMPONENTS };
+  const named = Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, jsonSchema(schema, "output")]));
+  return {
+    openapi: "3.0.3",
+    info,
+    servers: [{ url: "/" }],
+    paths,
+    components: { ...COMPONENTS, schemas: { ...COMPONENTS.schemas, ...named } },
+  };
 }

@@ -1,6 +1,7 @@
 import { z } from "zod";
+import { EVENT_CATALOGUE } from "../../domain/events/catalogue.js";
 import { RESPONSE_TIMEOUT_MS, URL_MAX_CHARS } from "../../domain/webhooks/egress.js";
-import { WEBHOOK_EVENTS } from "../../domain/webhooks/events.js";
+import { WEBHOOK_EVENTS, type WebhookEvent } from "../../domain/webhooks/events.js";
 import { MAX_WEBHOOKS_PER_ACCOUNT, SECRET_ADVICE_CHARS, SECRET_MAX_CHARS } from "../../domain/webhooks/service.js";
 import { queryInteger } from "../http/input.js";
 
@@ -106,5 +107,34 @@ export const replayBody = z.strictObject({
 export const replayResponse = z.object({
   queued: z.number().int().describe("deliveries queued (they run side by side, in no promised order)"),
 });
+
+/** A test delivery's data (the test endpoint's, and such a delivery resent): no such event happened. */
+const testData = z.object({ test: z.literal(true), message: z.string() });
+const payloadOf = (name: WebhookEvent) =>
+  z.object({
+    id: z.string().describe("the event's id, the same in every attempt: de-duplicate by it"),
+    event: z.literal(name),
+    timestamp: isoDate,
+    // Every name is delivered with its catalogue namesake's public data (a guardian's alert of a lock in social_vault.locked's shape).
+    data: z.union([EVENT_CATALOGUE[name].data, testData]),
+  });
+const revertedOf = (name: WebhookEvent) =>
+  z.object({
+    id: z.string().describe("the revert's own id"),
+    event: z.literal(`${name}.reverted`),
+    timestamp: isoDate.describe("when the reorg removed the fact"),
+    data: payloadOf(name).describe("the payload that was sent, its id among it"),
+  });
+
+/**
+ * The body of a webhook delivery (part 6): {id, event, timestamp, data} by event name, and
+ * `<name>.reverted` when a reorg removed a fact that was sent. In the OpenAPI document as the
+ * component WebhookEvent, which the client libraries' webhook verifier returns.
+ */
+export const webhookEvent = z
+  .discriminatedUnion("event", [payloadOf(WEBHOOK_EVENTS[0]), ...WEBHOOK_EVENTS.slice(1).map(payloadOf), ...WEBHOOK_EVENTS.map(revertedOf)])
+  .describe(
+    "A webhook delivery's JSON body, signed with x-service-signature (sha256=<hex HMAC-SHA256 of the exact body>) and the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature. A test delivery's data is {test: true, message}.",
+  );
 
 export const LIMIT_NOTE = `An account has at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks (409 WEBHOOK_LIMIT_REACHED beyond).`;

@@ -1,0 +1,20 @@
+// @trustmint/sdk: the TrustMint API client (createClient), the live notification stream, webhook
+// verification, exact USDC conversions and the shapes' types. The payments library is
+// `@trustmint/sdk/payments`.
+export { type ClientOptions, createClient, type TrustMintClient, type WriteOptions } from "./client.js";
+export { ApiError, type ErrorCode } from "./errors.js";
+export type { components, operations, paths } from "./generated/openapi.js";
+export { fromMicro, toAmount, toMicro } from "./money.js";
+export type { Page, Pagination } from "./pages.js";
+export type { StreamEvent, StreamOptions } from "./stream.js";
+export type { Credentials, RetryOptions } from "./transport.js";
+export type * from "./types.js";
+export {
+  type VerifyOptions,
+  verifyWebhook,
+  type WebhookEvent,
+  type WebhookEventName,
+  type WebhookHeaders,
+  WebhookVerificationError,
+  type WebhookVerificationFailure,
+} from "./webhooks.js";
