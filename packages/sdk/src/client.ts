@@ -32,6 +32,14 @@ type JsonBody<O extends keyof operations> = operations[O] extends { requestBody?
   : never;
 type Query<O extends keyof operations> = NonNullable<operations[O]["parameters"]["query"]>;
 
+/**
+ * A client of the TrustMint API. Each resource's methods return the `data` of the answer
+ * (lists: a {@link Page}); an error answer throws {@link ApiError}.
+ *
+ * @example
+ * const client = createClient({ baseUrl: "http://127.0.0.1:3000", getToken: async () => token });
+ * const position = await client.vault.position();
+ */
 export function createClient(options: ClientOptions) {
   const transport = createTransport({ getToken: options.getToken, apiKey: options.apiKey, fetch: options.fetch, retry: options.retry });
   const api = createFetchClient<paths>({ baseUrl: options.baseUrl.replace(/\/$/, ""), fetch: transport });

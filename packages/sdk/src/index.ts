@@ -3,7 +3,6 @@
 // `@trustmint/sdk/payments`.
 export { type ClientOptions, createClient, type TrustMintClient, type WriteOptions } from "./client.js";
 export { ApiError, type ErrorCode } from "./errors.js";
-export type { components, operations, paths } from "./generated/openapi.js";
 export { fromMicro, toAmount, toMicro } from "./money.js";
 export type { Page, Pagination } from "./pages.js";
 export type { StreamEvent, StreamOptions } from "./stream.js";

@@ -2,7 +2,8 @@
 // what each resource method returns, for an app's own signatures.
 import type { operations } from "./generated/openapi.js";
 
-type Success<O extends keyof operations> = operations[O]["responses"] extends infer R
+/** The whole success answer of an operation (the envelope: `data`, and `pagination` for lists). */
+export type SuccessOf<O extends keyof operations> = operations[O]["responses"] extends infer R
   ? R extends { 200: { content: { "application/json": infer B } } }
     ? B
     : R extends { 201: { content: { "application/json": infer B } } }
@@ -10,7 +11,7 @@ type Success<O extends keyof operations> = operations[O]["responses"] extends in
       : never
   : never;
 /** The `data` of an operation's success answer (by its OpenAPI operationId). */
-export type DataOf<O extends keyof operations> = Success<O> extends { data: infer D } ? D : never;
+export type DataOf<O extends keyof operations> = SuccessOf<O> extends { data: infer D } ? D : never;
 /** The JSON body an operation takes. */
 export type BodyOf<O extends keyof operations> = operations[O] extends { requestBody?: { content: { "application/json": infer B } } }
   ? B
