@@ -1,15 +1,17 @@
 // The composition root of the domain: every service built once, every link between them wired
-// here and nowhere else. `npm start`, `npm run api`, `npm run worker` and the tests all call
-// createServices; the API mounts routes on its result and the worker schedules jobs on it.
+// here and nowhere else. `npm start`, `npm run api`, `npm run worker`, the tests and the benches
+// all call servicesFromConfig (the configuration, and what the process adds to it); the API mounts
+// routes on its result and the worker schedules jobs on it.
 
 import { randomBytes } from "node:crypto";
 import { type JsonRpcProvider, Wallet, ZeroAddress } from "ethers";
 import type { Clock } from "../core/clock.js";
+import type { Config } from "../core/config.js";
 import type { Deployment } from "../core/deployments.js";
 import type { Logger } from "../core/logger.js";
 import { platformContract, platformContractAt, platformErrors } from "../core/platform-abi.js";
 import { sharedSecret } from "../core/shared-secrets.js";
-import type { ManagedWallets } from "../core/wallets.js";
+import { type ManagedWallets, managedWalletsFor } from "../core/wallets.js";
 import { createApiKeysRepo } from "./api-keys/repo.js";
 import { createApiKeysService } from "./api-keys/service.js";
 import type { Db } from "./db.js";
@@ -435,3 +437,44 @@ export function createServices({
 }
 
 export type Services = ReturnType<typeof createServices>;
+
+/** What a process adds to its configuration to build its services. */
+export interface ProcessDeps {
+  db: ServiceDeps["db"];
+  clock: ServiceDeps["clock"];
+  logger?: ServiceDeps["logger"];
+  /** What this process is (api, worker, start): its row among the live processes says so. */
+  processKind: string;
+  /** Cached reads: API processes; never a process that only writes (see ServiceDeps.cacheReads). */
+  cacheReads: boolean;
+  /** The chain this process sends transactions on and its deployment; absent: it sends nothing. */
+  chain?: Pick<NonNullable<ServiceDeps["chain"]>, "provider" | "chainId" | "deployment" | "mirrorWaitMs">;
+  /** Tests only: wallets of their own (default: the configuration's managed wallets). */
+  wallets?: ServiceDeps["wallets"];
+  /** Tests only: the webhooks' host resolver. */
+  webhookLookup?: Lookup;
+}
+
+/** The services of a process, from the configuration (core/config.ts) and what the process holds. */
+export async function servicesFromConfig(config: Config, deps: ProcessDeps): Promise<Services> {
+  return createServices({
+    db: deps.db,
+    clock: deps.clock,
+    logger: deps.logger,
+    wallets: deps.wallets ?? (await managedWalletsFor(config, deps.db)),
+    cacheReads: deps.cacheReads,
+    processKind: deps.processKind,
+    chain: deps.chain && {
+      ...deps.chain,
+      operatorKey: config.chain.deployerPrivateKey,
+      mockUsdc: config.chain.usdcAddress === undefined,
+      payerLowBalanceWei: config.chain.payerLowBalanceWei,
+      replaceAfterMs: config.chain.replaceAfterMs,
+    },
+    loanFundingDelaySeconds: config.loanFundingDelaySeconds,
+    loanMinScore: config.loanMinScore,
+    notificationChannels: config.notifications,
+    webhooks: { secretKey: config.webhooks.secretKey, production: config.isProduction, lookup: deps.webhookLookup },
+    publicBaseUrl: config.publicBaseUrl,
+  });
+}

@@ -1,3 +1,4 @@
+import { type Backoff, backoffMs } from "../core/backoff.js";
 import type { Database } from "../core/db.js";
 import type { Deployment } from "../core/deployments.js";
 import type { Logger } from "../core/logger.js";
@@ -50,8 +51,7 @@ class ChainMovedError extends Error {
 
 const HEARTBEAT_MS = 2_000;
 /** Wait after the first rollback that made no progress; it doubles with each further one, up to the maximum. */
-const REORG_BACKOFF_MS = 250;
-const REORG_BACKOFF_MAX_MS = 30_000;
+const REORG_BACKOFF: Backoff = { baseMs: 250, capMs: 30_000 };
 const HEADERS_PER_CALL = 500;
 /** Folded rows kept in memory between batches before the cache is dropped. */
 const STATE_CACHE_ROWS = 200_000;
@@ -242,7 +242,7 @@ export function createIndexer(options: IndexerOptions) {
       streak.stalls += 1;
       streak.reason = reason;
       streak.chainUnchanged = unchanged;
-      streak.backoffMs = Math.min(REORG_BACKOFF_MAX_MS, REORG_BACKOFF_MS * 2 ** (streak.stalls - 1));
+      streak.backoffMs = backoffMs(streak.stalls, REORG_BACKOFF);
       const { stalls: _, ...loop } = streak;
       await writeReorgLoop(db.sql.query, chainId, loop);
       if (streak.stalls === 1) {

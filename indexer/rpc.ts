@@ -1,3 +1,4 @@
+import { type Backoff, backoffMs } from "../core/backoff.js";
 import type { Logger } from "../core/logger.js";
 
 /** A log as eth_getLogs returns it (quantities in hex). */
@@ -127,6 +128,8 @@ export function createRpc(url: string, options: { timeoutMs?: number } = {}) {
 
 export type Rpc = ReturnType<typeof createRpc>;
 
+const RPC_RETRY: Backoff = { baseMs: 250, capMs: 15_000 };
+
 /**
  * Retries `work` with exponential backoff (250 ms doubling to 15 s) until it succeeds or
  * `signal` aborts; every failure is logged with the attempt number.
@@ -137,7 +140,7 @@ export async function withRetry<T>(what: string, work: () => Promise<T>, logger:
       return await work();
     } catch (error) {
       if (signal.aborted) throw error;
-      const delayMs = Math.min(15_000, 250 * 2 ** (attempt - 1));
+      const delayMs = backoffMs(attempt, RPC_RETRY);
       logger.warn({ what, attempt, delayMs, error: (error as Error).message }, "rpc call failed; retrying");
       await sleep(delayMs, signal);
     }

@@ -4,8 +4,7 @@ import type { Config } from "../core/config.js";
 import type { Database } from "../core/db.js";
 import type { Deployment } from "../core/deployments.js";
 import type { Logger } from "../core/logger.js";
-import { managedWalletsFor } from "../core/wallets.js";
-import { createServices, type Services } from "../domain/services.js";
+import { type Services, servicesFromConfig } from "../domain/services.js";
 
 /**
  * The domain services of a process that serves the API (`npm start`, `npm run api`): cached
@@ -22,27 +21,13 @@ export async function apiProcessServices(options: {
   processKind?: string;
 }): Promise<Services> {
   const { config, db, chain } = options;
-  const services = createServices({
+  const services = await servicesFromConfig(config, {
     db,
     clock: options.clock,
-    wallets: await managedWalletsFor(config, db),
-    cacheReads: true,
     logger: options.logger,
-    chain: {
-      provider: chain.provider,
-      chainId: chain.chainId,
-      deployment: options.deployment,
-      operatorKey: config.chain.deployerPrivateKey,
-      mockUsdc: config.chain.usdcAddress === undefined,
-      payerLowBalanceWei: config.chain.payerLowBalanceWei,
-      replaceAfterMs: config.chain.replaceAfterMs,
-    },
-    loanFundingDelaySeconds: config.loanFundingDelaySeconds,
-    loanMinScore: config.loanMinScore,
-    notificationChannels: config.notifications,
-    webhooks: { secretKey: config.webhooks.secretKey, production: config.isProduction },
-    publicBaseUrl: config.publicBaseUrl,
     processKind: options.processKind ?? "api",
+    cacheReads: true,
+    chain: { provider: chain.provider, chainId: chain.chainId, deployment: options.deployment },
   });
   await services.sender?.reconcile();
   // Logs a warning at start when the paying account is already low.

@@ -17,8 +17,7 @@ import { loadConfig } from "../core/config.js";
 import { openDatabase } from "../core/db.js";
 import { createLogger } from "../core/logger.js";
 import { applyMigrations } from "../core/migrations.js";
-import { managedWalletsFor } from "../core/wallets.js";
-import { createServices } from "../domain/services.js";
+import { servicesFromConfig } from "../domain/services.js";
 import { freePort } from "./bench/free-port.js";
 
 const CONNECTIONS = 100;
@@ -68,7 +67,7 @@ const { provider, chainId } = await connectRpc(chain.rpcUrl);
 const port = await freePort();
 const config = loadConfig({ PORT: String(port), DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "bench-")), NODE_ENV: "test" });
 const clock = createClock();
-const services = createServices({ db, clock, wallets: await managedWalletsFor(config, db), cacheReads: true });
+const services = await servicesFromConfig(config, { db, clock, processKind: "api", cacheReads: true });
 const app = await createApp({ logger: createLogger("silent"), clock, db, chain: { provider, chainId }, config, services });
 const server = await listen(app, "127.0.0.1", port);
 

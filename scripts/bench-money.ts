@@ -23,10 +23,9 @@ import { ensureDeployment } from "../core/deployments.js";
 import { createLogger } from "../core/logger.js";
 import { applyMigrations } from "../core/migrations.js";
 import { platformContract } from "../core/platform-abi.js";
-import { managedWalletsFor } from "../core/wallets.js";
 import { refFromLoanId } from "../domain/loans/ids.js";
 import { loanTerms } from "../domain/loans/terms.js";
-import { createServices } from "../domain/services.js";
+import { servicesFromConfig } from "../domain/services.js";
 import { attachIndexer } from "../domain/transactions/read-your-writes.js";
 import { createIndexer } from "../indexer/indexer.js";
 import { type CpuSnapshot, cpuPerOperation, cpuSnapshot } from "./bench/cpu.js";
@@ -68,20 +67,13 @@ const indexer = createIndexer({
 });
 indexer.start();
 const clock = createClock();
-const services = createServices({
+const services = await servicesFromConfig(config, {
   db,
   clock,
-  wallets: await managedWalletsFor(config, db),
-  cacheReads: true,
   logger,
-  chain: {
-    provider,
-    chainId,
-    deployment,
-    operatorKey: config.chain.deployerPrivateKey,
-    mockUsdc: true,
-    payerLowBalanceWei: config.chain.payerLowBalanceWei,
-  },
+  processKind: "api",
+  cacheReads: true,
+  chain: { provider, chainId, deployment },
 });
 attachIndexer(services.mirror!, indexer);
 const app = await createApp({ logger, clock, db, chain: { provider, chainId }, config, services });

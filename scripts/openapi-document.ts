@@ -15,8 +15,7 @@ import { openDatabase } from "../core/db.js";
 import { ensureDeployment } from "../core/deployments.js";
 import { createLogger } from "../core/logger.js";
 import { applyMigrations } from "../core/migrations.js";
-import { managedWalletsFor } from "../core/wallets.js";
-import { createServices } from "../domain/services.js";
+import { servicesFromConfig } from "../domain/services.js";
 
 export async function openApiDocument(): Promise<unknown> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "openapi-"));
@@ -32,22 +31,13 @@ export async function openApiDocument(): Promise<unknown> {
     await applyMigrations(db.migrationAdapter());
     await ensureChainIdentity(db, deployment, { embedded: true, logger });
     const clock = createClock();
-    const services = createServices({
+    const services = await servicesFromConfig(config, {
       db,
       clock,
-      wallets: await managedWalletsFor(config, db),
+      logger,
+      processKind: "api",
       cacheReads: false,
-      chain: {
-        provider,
-        chainId,
-        deployment,
-        operatorKey: config.chain.deployerPrivateKey,
-        mockUsdc: true,
-        payerLowBalanceWei: config.chain.payerLowBalanceWei,
-      },
-      loanMinScore: config.loanMinScore,
-      notificationChannels: config.notifications,
-      webhooks: { secretKey: undefined, production: false },
+      chain: { provider, chainId, deployment },
     });
     const app = await createApp({ logger, clock, db, chain: { provider, chainId }, config, services });
     const server = await listen(app, "127.0.0.1", 0);

@@ -7,8 +7,7 @@
 import { bootClock, bootDatabase, bootSharedChainAndDatabase, isExpectedStartError } from "../core/boot.js";
 import { ConfigError, loadConfig } from "../core/config.js";
 import { createLogger } from "../core/logger.js";
-import { managedWalletsFor } from "../core/wallets.js";
-import { createServices } from "../domain/services.js";
+import { servicesFromConfig } from "../domain/services.js";
 import { startPlatformWorkers } from "../worker/jobs.js";
 import { runUntilSignal } from "./lifecycle.js";
 
@@ -26,26 +25,13 @@ await runUntilSignal(
 
     const clock = await bootClock(db, logger, onStop);
     // The worker only writes: no cached reads.
-    const services = createServices({
+    const services = await servicesFromConfig(config, {
       db,
       clock,
-      wallets: await managedWalletsFor(config, db),
-      cacheReads: false,
       logger,
-      chain: shared && {
-        provider: shared.chain.provider,
-        chainId: shared.chain.chainId,
-        deployment: shared.deployment,
-        operatorKey: config.chain.deployerPrivateKey,
-        mockUsdc: config.chain.usdcAddress === undefined,
-        payerLowBalanceWei: config.chain.payerLowBalanceWei,
-        replaceAfterMs: config.chain.replaceAfterMs,
-      },
-      loanFundingDelaySeconds: config.loanFundingDelaySeconds,
-      loanMinScore: config.loanMinScore,
-      notificationChannels: config.notifications,
-      webhooks: { secretKey: config.webhooks.secretKey, production: config.isProduction },
       processKind: "worker",
+      cacheReads: false,
+      chain: shared && { provider: shared.chain.provider, chainId: shared.chain.chainId, deployment: shared.deployment },
     });
     onStop(() => services.stop());
     if (!shared)

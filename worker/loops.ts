@@ -3,7 +3,9 @@
 // none. The notifications fan-out runs here: its event-to-inbox time is one poll plus one page,
 // where a periodic slot would add up to its interval. Several processes may run the same loop:
 // the consumer's own page lock (domain/events/consumer.ts) gives each page to one of them.
+
 import { setTimeout as sleep } from "node:timers/promises";
+import { backoffMs } from "../core/backoff.js";
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
 
@@ -32,7 +34,7 @@ export interface LoopPass {
 }
 
 /** The longest wait (real ms) after failed passes, which back off from `idleMs` by doubling. */
-const MAX_BACKOFF_MS = 5_000;
+const MAX_FAILING_WAIT_MS = 5_000;
 /** Real ms before a loop looks again at work another process held. */
 export const CONTENDED_MS = 10;
 
@@ -90,7 +92,7 @@ export function startLoops({
       if (busy) working.add(loop.name);
       else if (working.delete(loop.name) && working.size === 0) onIdle?.();
       if (stopped) break;
-      if (failures > 0) await pause(Math.min(loop.idleMs * 2 ** failures, MAX_BACKOFF_MS));
+      if (failures > 0) await pause(backoffMs(failures + 1, { baseMs: loop.idleMs, capMs: MAX_FAILING_WAIT_MS }));
       else if (did === 0) await pause(busy ? Math.min(CONTENDED_MS, loop.idleMs) : loop.idleMs);
       // Work found: straight on, but let the rest of the process run between two passes.
       else await sleep(0);

@@ -15,6 +15,7 @@
 // process took over. Handlers are idempotent (a dedupe key per side effect, or a state check).
 
 import { randomUUID } from "node:crypto";
+import { type Backoff, backoffMs } from "../../core/backoff.js";
 import type { Clock } from "../../core/clock.js";
 import { coalesce } from "../../core/coalesce.js";
 import { epochMs } from "../../core/db.js";
@@ -30,22 +31,15 @@ export type JobStatus = "queued" | "running" | "succeeded" | "dead";
 export const DEFAULT_MAX_ATTEMPTS = 10;
 /** The dedupe keys of periodic runs (`periodic:<name>:<slot>`): pruned once old, even dead. */
 export const PERIODIC_KEY_PREFIX = "periodic:";
-const BACKOFF_BASE_MS = 10_000;
-const BACKOFF_CAP_MS = 3_600_000;
-const BACKOFF_JITTER = 0.2;
+/** A failed job's next try: 10 s × 2^(n-1), at most 1 h, ±20 % so that jobs failing together (a provider down) do not come back together. */
+const JOB_BACKOFF: Backoff = { baseMs: 10_000, capMs: 3_600_000, jitter: 0.2 };
 /** An error's message is kept this long (Job.lastError, JobAttempt.error). */
 const ERROR_MAX_CHARS = 2_000;
 /** Rows deleted per statement by prune: no long lock on a large table. */
 const PRUNE_BATCH = 5_000;
 
-/**
- * The delay before try `attempt + 1` after try `attempt` failed: 10 s × 2^(attempt-1), at most
- * 1 h, ±20 % so that jobs failing together (a provider down) do not come back together.
- */
-export function backoffMs(attempt: number, random: () => number = Math.random): number {
-  const base = Math.min(BACKOFF_BASE_MS * 2 ** Math.max(0, attempt - 1), BACKOFF_CAP_MS);
-  return Math.round(base * (1 + BACKOFF_JITTER * (2 * random() - 1)));
-}
+/** The delay before try `attempt + 1` after try `attempt` failed (JOB_BACKOFF). */
+export const jobRetryDelayMs = (attempt: number, random?: () => number): number => backoffMs(attempt, JOB_BACKOFF, random);
 
 /** A failure worth another try (a timeout, a 5xx, a 429): the job is queued again after a delay. */
 export class RetryableJobError extends Error {
@@ -144,7 +138,7 @@ export interface JobQueue {
   succeed(job: ClaimedJob, options: { durationMs: number }): Promise<boolean>;
   /**
    * Records a try's failure: dead for a PermanentJobError or the last allowed try, else queued
-   * again `retryDelayMs` later on the service clock (default `backoffMs(attempt)`).
+   * again `retryDelayMs` later on the service clock (default `jobRetryDelayMs(attempt)`).
    */
   fail(job: ClaimedJob, error: unknown, options: { durationMs: number; retryDelayMs?: number }): Promise<FailOutcome>;
   /**
@@ -381,7 +375,7 @@ export function createJobQueue({
       const now = clock.now();
       const message = errorText(error);
       const dead = error instanceof PermanentJobError || job.attempt >= job.maxAttempts;
-      const retryAt = new Date(now.getTime() + Math.max(0, retryDelayMs ?? backoffMs(job.attempt)));
+      const retryAt = new Date(now.getTime() + Math.max(0, retryDelayMs ?? jobRetryDelayMs(job.attempt)));
       const recorded = await finish({
         job,
         status: dead ? "dead" : "queued",

@@ -2,14 +2,16 @@
 // the kinds it has handlers for, runs them concurrently (their I/O outside any transaction),
 // records each outcome, and polls when idle. Several runners, in one process or in many, share
 // one queue: the claim gives each job to one of them.
+
 import { setTimeout as sleep } from "node:timers/promises";
+import { type Backoff, backoffMs } from "../../core/backoff.js";
 import type { Logger } from "../../core/logger.js";
-import { backoffMs, type ClaimedJob, type JobHandler, type JobQueue, PermanentJobError, RetryableJobError } from "./queue.js";
+import { type ClaimedJob, type JobHandler, type JobQueue, jobRetryDelayMs, PermanentJobError, RetryableJobError } from "./queue.js";
 
 /**
  * A kind's handler, or the handler with its own retry schedule: `retryDelaysMs[n-1]` is the
  * delay after the n-th failed try (the last entry repeats), exactly, with no jitter. Without a
- * schedule: `backoffMs` (exponential with jitter). A RetryableJobError's `retryAfterMs` wins.
+ * schedule: `jobRetryDelayMs` (exponential with jitter). A RetryableJobError's `retryAfterMs` wins.
  */
 // biome-ignore lint/suspicious/noExplicitAny: each kind's handler declares its own payload type
 export type JobKind<P = any> = JobHandler<P> | { handle: JobHandler<P>; retryDelaysMs?: readonly number[] };
@@ -36,14 +38,14 @@ export interface JobRunner {
   stop(): Promise<void>;
 }
 
-/** Delay (real ms) between two tries at recording an outcome while the database is unreachable. */
-const RECORD_RETRY_MAX_MS = 5_000;
+/** Real ms between two tries at recording an outcome while the database is unreachable. */
+const RECORD_RETRY: Backoff = { baseMs: 200, capMs: 5_000 };
 
 export function retryDelayOf(kind: JobKind, job: ClaimedJob, error: unknown): number {
   if (error instanceof RetryableJobError && error.retryAfterMs !== undefined) return error.retryAfterMs;
   const schedule = typeof kind === "function" ? undefined : kind.retryDelaysMs;
   if (schedule && schedule.length > 0) return schedule[Math.min(job.attempt, schedule.length) - 1]!;
-  return backoffMs(job.attempt);
+  return jobRetryDelayMs(job.attempt);
 }
 
 export function startJobRunner({
@@ -91,7 +93,7 @@ export function startJobRunner({
           logger.error({ kind: job.kind, jobId: job.id, error: (error as Error).message }, "job outcome not recorded");
           return undefined;
         }
-        await sleep(Math.min(100 * 2 ** tries, RECORD_RETRY_MAX_MS));
+        await sleep(backoffMs(tries, RECORD_RETRY));
       }
     }
   }

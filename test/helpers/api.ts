@@ -9,8 +9,7 @@ import { type Clock, createClock } from "../../core/clock.js";
 import { HARDHAT_DEV_DEPLOYER_KEY, loadConfig } from "../../core/config.js";
 import type { Deployment } from "../../core/deployments.js";
 import { createLogger, type Logger } from "../../core/logger.js";
-import { managedWalletsFor } from "../../core/wallets.js";
-import { createServices, type Services } from "../../domain/services.js";
+import { type Services, servicesFromConfig } from "../../domain/services.js";
 import type { Lookup } from "../../domain/webhooks/egress.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
 import { freePort } from "./stack.js";
@@ -90,27 +89,14 @@ export async function startTestApi(
   const config = loadConfig({ PORT: String(port), DATA_DIR: dataDir, NODE_ENV: "test", ...options.env });
   const clock = createClock();
   const deployment = options.chain?.deployment;
-  const services = createServices({
+  const services = await servicesFromConfig(config, {
     db,
     clock,
-    wallets: await managedWalletsFor(config, db),
-    cacheReads: true,
-    chain: deployment
-      ? {
-          provider,
-          chainId,
-          deployment,
-          operatorKey: config.chain.deployerPrivateKey,
-          mockUsdc: true,
-          payerLowBalanceWei: config.chain.payerLowBalanceWei,
-          replaceAfterMs: config.chain.replaceAfterMs,
-        }
-      : undefined,
     logger: options.logger,
-    loanMinScore: config.loanMinScore,
-    notificationChannels: config.notifications,
-    webhooks: { secretKey: config.webhooks.secretKey, production: config.isProduction, lookup: options.webhookLookup },
-    publicBaseUrl: config.publicBaseUrl,
+    processKind: "api",
+    cacheReads: true,
+    chain: deployment && { provider, chainId, deployment },
+    webhookLookup: options.webhookLookup,
   });
   const app = await createApp({
     logger: options.logger ?? createLogger("silent"),

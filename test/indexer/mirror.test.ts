@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import { createClock } from "../../core/clock.js";
-import { createServices } from "../../domain/services.js";
+import { loadConfig } from "../../core/config.js";
+import { servicesFromConfig } from "../../domain/services.js";
 import type { Indexer } from "../../indexer/indexer.js";
 import { createPlatformJobs } from "../../worker/jobs.js";
 import { deposit } from "../helpers/activity.js";
@@ -61,11 +62,12 @@ describe("indexer: mirror", function () {
   });
 
   it("turns a wallet's chain facts into XP and Trust Score volume once, through the rewards job", async () => {
-    const services = createServices({
+    const services = await servicesFromConfig(loadConfig({ NODE_ENV: "test" }), {
       db,
       clock: createClock(),
-      wallets: { addressOf: () => expect.fail("no provisioning"), signerOf: () => expect.fail("no signing") },
+      processKind: "worker",
       cacheReads: false,
+      wallets: { addressOf: () => expect.fail("no provisioning"), signerOf: () => expect.fail("no signing") },
     });
     const job = createPlatformJobs({ services }).find((j) => j.name === "chain-events.rewards")!;
     const wallet = await chain.signer(4);
@@ -100,11 +102,12 @@ describe("indexer: mirror", function () {
   });
 
   it("counts a deposit's volume to the micro-USDC: a sub-cent amount reaches the Trust Score exactly", async () => {
-    const services = createServices({
+    const services = await servicesFromConfig(loadConfig({ NODE_ENV: "test" }), {
       db,
       clock: createClock(),
-      wallets: { addressOf: () => expect.fail("no provisioning"), signerOf: () => expect.fail("no signing") },
+      processKind: "worker",
       cacheReads: false,
+      wallets: { addressOf: () => expect.fail("no provisioning"), signerOf: () => expect.fail("no signing") },
     });
     const wallet = await chain.signer(5);
     await db.prisma.user.create({

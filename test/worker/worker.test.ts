@@ -1,9 +1,10 @@
 import { expect } from "chai";
 import { type Clock, createClock } from "../../core/clock.js";
+import { loadConfig } from "../../core/config.js";
 import type { Logger } from "../../core/logger.js";
 import { createJobQueue, type JobQueue } from "../../domain/jobs/queue.js";
 import { createProcessPresence, type ProcessPresence } from "../../domain/processes/presence.js";
-import { createServices } from "../../domain/services.js";
+import { servicesFromConfig } from "../../domain/services.js";
 import { createUsersRepo, type UsersRepo } from "../../domain/users/repo.js";
 import { HOUR_MS, startPlatformWorkers } from "../../worker/jobs.js";
 import { type PeriodicJob, periodicKind, startWorkers, type Workers } from "../../worker/scheduler.js";
@@ -283,12 +284,13 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
     });
   // The services of a worker process: fresh reads, and no wallet is ever derived.
   let presences: ProcessPresence[] = [];
-  const workerServices = () => {
-    const services = createServices({
+  const workerServices = async () => {
+    const services = await servicesFromConfig(loadConfig({ NODE_ENV: "test" }), {
       db,
       clock,
-      wallets: { addressOf: () => expect.fail("the worker never provisions users"), signerOf: () => expect.fail("the worker never signs") },
+      processKind: "worker",
       cacheReads: false,
+      wallets: { addressOf: () => expect.fail("the worker never provisions users"), signerOf: () => expect.fail("the worker never signs") },
     });
     presences.push(services.presence);
     return services;
@@ -312,7 +314,7 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
   it("the seniority job raises a user's seniority when the clock moves a month forward", async () => {
     const alice = await createUser("worker|alice");
     const { logger, lines } = capturingLogger<LogLine>();
-    workers = startPlatformWorkers({ services: workerServices(), clock, logger, tickMs: TICK_MS });
+    workers = startPlatformWorkers({ services: await workerServices(), clock, logger, tickMs: TICK_MS });
     expect(workers.jobs).to.deep.equal([
       "chain-events.rewards",
       "social-vault.guardian-alerts",
@@ -355,7 +357,7 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
     const { logger, lines } = capturingLogger<LogLine>();
     // A new hour: the last test's workers ran the hourly jobs' current slots.
     clock.advance(3_600);
-    workers = startPlatformWorkers({ services: workerServices(), clock, logger, tickMs: TICK_MS });
+    workers = startPlatformWorkers({ services: await workerServices(), clock, logger, tickMs: TICK_MS });
     await until(() => ranOnce(lines, "users.erase"), "the erase run at start");
     expect(await db.prisma.user.findUniqueOrThrow({ where: { id: bob.id } })).to.deep.include({
       email: "bob@example.com",
