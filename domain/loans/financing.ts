@@ -27,7 +27,7 @@ export function createLoanFinancing(deps: { db: Db; repo: LoansRepo; clock: Pick
 
   /** A borrower's eligibility for `count` new loans, at `now`, read in `tx`: the restrictions, then room under the cap. */
   async function check(tx: Tx, payer: UserRecord, count: number, now: Date): Promise<Eligibility> {
-    const eligibility = eligibilityOf(payer, await repo.standing(tx, payer.id, payer.walletAddress!, now), now, deps.minScore);
+    const eligibility = eligibilityOf(payer, await repo.standing(tx, payer.id, payer.walletAddress, now), now, deps.minScore);
     const blocking = eligibility.restrictions.filter((code) => code !== "MAX_LOANS_REACHED");
     if (blocking.length > 0) throw notEligible(blocking.join(","), `Not eligible for a loan now: ${blocking.join(", ")}`);
     if (eligibility.currentLoans + count > eligibility.maxActiveLoans) {
@@ -62,7 +62,7 @@ export function createLoanFinancing(deps: { db: Db; repo: LoansRepo; clock: Pick
         plan.installments.map((installment) => ({
           id: installment.id,
           userId: payer.id,
-          borrower: payer.walletAddress!,
+          borrower: payer.walletAddress,
           chainId: deps.chainId,
           amount: installment.principal,
           insuranceFee: 0n,

@@ -18,7 +18,7 @@ import { requireReceiptEvent } from "../transactions/receipts.js";
 import { TransactionRevertedError, type TransactionSender } from "../transactions/sender.js";
 import type { UserWrite } from "../transactions/user-write.js";
 import { type Tier, tierFor } from "../trust-score/rules.js";
-import type { UserRecord } from "../users/repo.js";
+import { type UserRecord, withWallet } from "../users/repo.js";
 import type { XpService } from "../xp/service.js";
 import { eligibilityOf } from "./eligibility.js";
 import { loanIdFromRef, refFromLoanId } from "./ids.js";
@@ -167,7 +167,7 @@ export function createLoansService(deps: LoansServiceDeps) {
   }
 
   async function rowOf(user: UserRecord, loanId: string): Promise<LoanRow> {
-    const rows = await repo.loansOf(user.id, user.walletAddress!);
+    const rows = await repo.loansOf(user.id, user.walletAddress);
     const row = rows.find((candidate) => loanIdOf(candidate) === loanId.toLowerCase());
     // Another user's loan is as unknown as a missing one.
     if (!row) throw new AppError("LOAN_NOT_FOUND", "Loan not found");
@@ -233,7 +233,7 @@ export function createLoansService(deps: LoansServiceDeps) {
   return {
     async eligibility(user: UserRecord) {
       const now = deps.clock.now();
-      const standing = await db.prisma.$transaction((tx) => repo.standing(tx, user.id, user.walletAddress!, now));
+      const standing = await db.prisma.$transaction((tx) => repo.standing(tx, user.id, user.walletAddress, now));
       return eligibilityFrom(user, standing, now);
     },
 
@@ -249,7 +249,7 @@ export function createLoansService(deps: LoansServiceDeps) {
       const expiresAt = new Date(now.getTime() + REQUEST_LIFETIME_HOURS * 3_600_000);
       await db.prisma.$transaction(async (tx) => {
         await repo.lockBorrower(tx, user.id);
-        const eligibility = eligibilityFrom(user, await repo.standing(tx, user.id, user.walletAddress!, now), now);
+        const eligibility = eligibilityFrom(user, await repo.standing(tx, user.id, user.walletAddress, now), now);
         if (!eligibility.eligible) {
           throw new AppError("NOT_ELIGIBLE", `Not eligible for a loan now: ${eligibility.restrictions.join(", ")}`, {
             field: "eligibility",
@@ -261,7 +261,7 @@ export function createLoansService(deps: LoansServiceDeps) {
         await repo.insertRequest(tx, {
           id,
           userId: user.id,
-          borrower: user.walletAddress!,
+          borrower: user.walletAddress,
           chainId: deps.chain?.chainId ?? 0,
           amount: terms.amount,
           insuranceFee: terms.insuranceFee,
@@ -317,7 +317,7 @@ export function createLoansService(deps: LoansServiceDeps) {
     /** The user's loans, newest first, optionally of one status; the list view's fields. */
     async list(user: UserRecord, query: { status?: string; limit: number; offset: number }) {
       const now = deps.clock.now();
-      const all = (await repo.loansOf(user.id, user.walletAddress!)).map((row) => detailView(row, now, user.id));
+      const all = (await repo.loansOf(user.id, user.walletAddress)).map((row) => detailView(row, now, user.id));
       const matching = query.status ? all.filter((loan) => loan.status === query.status) : all;
       const page = matching.slice(query.offset, query.offset + query.limit);
       return {
@@ -570,7 +570,7 @@ export function createLoansService(deps: LoansServiceDeps) {
           throw new AppError("INSUFFICIENT_LIQUIDITY", "The pool cannot fund this loan now (liquidity or pause); it stays pending");
         }
       }
-      const owner = await db.prisma.user.findUniqueOrThrow({ where: { id: request.userId } });
+      const owner = withWallet(await db.prisma.user.findUniqueOrThrow({ where: { id: request.userId } }));
       return detailView(await rowOf(owner, id), deps.clock.now(), owner.id);
     },
 

@@ -125,7 +125,7 @@ export function createCheckout(deps: CheckoutDeps) {
       if (error instanceof AppError && error.code === "NOT_ELIGIBLE") await recordFailure(row, method, "not_eligible", false);
       throw error;
     }
-    const wallet = payer.walletAddress!.toLowerCase();
+    const wallet = payer.walletAddress.toLowerCase();
     const held = await deps.db.prisma
       .$transaction(async (tx) => {
         if (!(await repo.claim(row.id, { method, payerId: payer.id, payerAddress: wallet }, deps.clock.now(), tx))) return false;
@@ -221,7 +221,7 @@ export function createCheckout(deps: CheckoutDeps) {
           reason: `one of ${row.methods.join(", ")}`,
         });
       }
-      const wallet = payer.walletAddress!.toLowerCase();
+      const wallet = payer.walletAddress.toLowerCase();
       const payerAddress = (input.payerAddress ?? wallet).toLowerCase();
       if (payerAddress === DECLINING_ADDRESS || payerAddress === INSUFFICIENT_FUNDS_ADDRESS) {
         const declined = payerAddress === DECLINING_ADDRESS;

@@ -71,7 +71,7 @@ export function createSandboxService({ sender, usdc, vault, operator }: SandboxD
         throw new AppError("AMOUNT_TOO_SMALL", `The faucet gives at least ${minimum}`, { field: "amount", reason: `at least ${minimum}` });
       }
       if (!usdc) throw new AppError("SERVICE_UNAVAILABLE", "This chain has real USDC (USDC_ADDRESS): there is no faucet");
-      const wallet = user.walletAddress!;
+      const wallet = user.walletAddress;
       const data = usdc.interface.encodeFunctionData("mint", [wallet, amount]);
       const sent = await sender
         .send({ purpose: "sandbox.faucet", userId: user.id, ...operation, to: await usdc.getAddress(), data })

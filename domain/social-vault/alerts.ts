@@ -8,6 +8,7 @@ import type { Logger } from "../../core/logger.js";
 import type { Db } from "../db.js";
 import { consumeEvents } from "../events/consumer.js";
 import { domainEvent, recordEvents } from "../events/outbox.js";
+import { withWallet } from "../users/repo.js";
 import { activeGuardiansOf } from "./repo.js";
 
 export function createGuardianAlerts({ db, logger }: { db: Db; logger?: Pick<Logger, "info"> | undefined }) {
@@ -24,10 +25,12 @@ export function createGuardianAlerts({ db, logger }: { db: Db; logger?: Pick<Log
           // Guardians active when it was locked (a lock drops the pending ones, and none is removed while locked).
           const guardians = await activeGuardiansOf(tx, event.data.vaultAddress, lockedAt);
           if (guardians.length === 0) return;
-          const users = await tx.user.findMany({
-            where: { walletAddress: { in: guardians.map((address) => getAddress(address)) }, deletedAt: null },
-            select: { id: true, walletAddress: true },
-          });
+          const users = (
+            await tx.user.findMany({
+              where: { walletAddress: { in: guardians.map((address) => getAddress(address)) }, deletedAt: null },
+              select: { id: true, walletAddress: true },
+            })
+          ).map(withWallet);
           const recorded = await recordEvents(
             tx,
             users.map((user) =>
@@ -37,7 +40,7 @@ export function createGuardianAlerts({ db, logger }: { db: Db; logger?: Pick<Log
                 data: {
                   vaultAddress: event.data.vaultAddress,
                   vaultOwner: event.data.vaultOwner,
-                  guardianAddress: user.walletAddress!,
+                  guardianAddress: user.walletAddress,
                   reason: "locked",
                   lockedAt: event.data.lockedAt,
                 },

@@ -3,6 +3,7 @@
 import { getAddress } from "ethers";
 import { MIRRORED_CHAIN_ID_SQL } from "../../core/chain-identity.js";
 import type { Db, Tx } from "../db.js";
+import { withWallet } from "../users/repo.js";
 
 export interface GuardianView {
   /** The guardian's user id when the address is a platform user's managed wallet, else the address. */
@@ -40,7 +41,7 @@ export async function guardiansOfOwner(db: Tx, ownerWallet: string, now: Date): 
     where: { walletAddress: { in: rows.map((row) => getAddress(row.guardian)) }, deletedAt: null },
     select: { id: true, displayName: true, walletAddress: true },
   });
-  const userByWallet = new Map(users.map((user) => [user.walletAddress!.toLowerCase(), user]));
+  const userByWallet = new Map(users.map(withWallet).map((user) => [user.walletAddress.toLowerCase(), user]));
   return rows.map((row) => {
     const user = userByWallet.get(row.guardian);
     return {

@@ -14,7 +14,7 @@ import type { OperationKey } from "../idempotency/operation-key.js";
 import { receiptEvent, requireReceiptEvent } from "../transactions/receipts.js";
 import type { UserCallData } from "../transactions/user-transactions.js";
 import type { UserWrite } from "../transactions/user-write.js";
-import type { UserRecord } from "../users/repo.js";
+import { type UserRecord, withWallet } from "../users/repo.js";
 import {
   guardiansOfOwner,
   openWithdrawalsOf,
@@ -223,14 +223,14 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
 
   /** A guardian of the user's vault by its listed id (a user id, or the address); 404 otherwise. */
   async function listedGuardian(user: UserRecord, guardianId: string) {
-    const listed = await guardiansOfOwner(deps.db.prisma, user.walletAddress!, deps.clock.now());
+    const listed = await guardiansOfOwner(deps.db.prisma, user.walletAddress, deps.clock.now());
     const target = listed.find((entry) => entry.id === guardianId || entry.walletAddress.toLowerCase() === guardianId.toLowerCase());
     if (!target) throw new AppError("GUARDIAN_NOT_FOUND", "No such guardian of your vault");
     return target;
   }
 
   async function ownVault(user: UserRecord) {
-    const vault = await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now());
+    const vault = await vaultOfOwner(deps.db, user.walletAddress, deps.clock.now());
     if (!vault) throw new AppError("SOCIAL_VAULT_NOT_FOUND", "You have no social vault yet: create it with POST /v1/social-vault");
     return vault;
   }
@@ -247,7 +247,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
      * follow. Nothing without a vault (SOCIAL_VAULT_NOT_FOUND is no part 7 code).
      */
     async areaRules(user: UserRecord, sent: { amount?: unknown }, write: "deposit" | "instant" | "request" | "other") {
-      const vault = await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now());
+      const vault = await vaultOfOwner(deps.db, user.walletAddress, deps.clock.now());
       if (!vault) return;
       refuseLocked(vault);
       const amount = typeof sent.amount === "number" ? microFromNumber(sent.amount) : null;
@@ -258,7 +258,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
 
     /** The caller's vault configuration (isConfigured false before creation). */
     async config(user: UserRecord) {
-      const vault = await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now());
+      const vault = await vaultOfOwner(deps.db, user.walletAddress, deps.clock.now());
       if (!vault) {
         return {
           isConfigured: false,
@@ -290,7 +290,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
       input: { dailyLimit: bigint; timelockDuration: number; requiredSignatures: number; duressPin: string },
       operation: OperationKey,
     ) {
-      const address = ((await factory.predictVault(user.walletAddress!)) as string).toLowerCase();
+      const address = ((await factory.predictVault(user.walletAddress)) as string).toLowerCase();
       const commitment = duressCommitmentOf(duressKeyOf(deps.privateKeyOf(user.walletIndex), address, input.duressPin));
       const sent = await send(user, "social_vault.create", operation, factory.target as string, {
         data: factory.interface.encodeFunctionData("createVault", [
@@ -322,7 +322,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
         data: (permit) =>
           contract.interface.encodeFunctionData("depositWithPermit", [amount, permit.deadline, permit.v, permit.r, permit.s]),
       });
-      const after = (await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now()))!;
+      const after = (await vaultOfOwner(deps.db, user.walletAddress, deps.clock.now()))!;
       return { amount: formatUsdc2(amount), newBalance: formatUsdc2(after.balance), txHash: sent.txHash };
     },
 
@@ -361,7 +361,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     async pendingWithdrawals(user: UserRecord) {
       const vault = await ownVault(user);
       const now = deps.clock.now();
-      const idOf = await guardianIdsOf(deps.db, user.walletAddress!, now);
+      const idOf = await guardianIdsOf(deps.db, user.walletAddress, now);
       return (await openWithdrawalsOf(deps.db, [vault.address]))
         .filter((row) => row.expiresAt > now)
         .map((row) => {
@@ -374,14 +374,14 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     async withdrawals(user: UserRecord) {
       const vault = await ownVault(user);
       const now = deps.clock.now();
-      const idOf = await guardianIdsOf(deps.db, user.walletAddress!, now);
+      const idOf = await guardianIdsOf(deps.db, user.walletAddress, now);
       return (await withdrawalHistoryOf(deps.db, vault.address)).map((row) => withdrawalRecordView(row, now, idOf));
     },
 
     /** One request, for its vault's owner or one of the vault's guardians (404 to anyone else). */
     async withdrawal(user: UserRecord, withdrawalId: string) {
       const row = await withdrawalByPublicId(withdrawalId);
-      const wallet = user.walletAddress!.toLowerCase();
+      const wallet = user.walletAddress.toLowerCase();
       const guarded = row.owner !== wallet && (await vaultsGuardedBy(deps.db, wallet)).some((entry) => entry.vault === row.vault);
       if (row.owner !== wallet && !guarded) throw new AppError("WITHDRAWAL_NOT_FOUND", "No such withdrawal");
       const now = deps.clock.now();
@@ -395,7 +395,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
      * lock and unlock request, and its open withdrawal requests with whether the caller approved.
      */
     async guarding(user: UserRecord) {
-      const wallet = user.walletAddress!.toLowerCase();
+      const wallet = user.walletAddress.toLowerCase();
       const now = deps.clock.now();
       const guarded = await vaultsGuardedBy(deps.db, wallet);
       if (guarded.length === 0) return [];
@@ -414,7 +414,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
           select: { id: true, displayName: true, walletAddress: true },
         }),
       ]);
-      const ownerByWallet = new Map(owners.map((owner) => [owner.walletAddress!.toLowerCase(), owner]));
+      const ownerByWallet = new Map(owners.map(withWallet).map((owner) => [owner.walletAddress.toLowerCase(), owner]));
       return guarded.map((entry) => {
         const vault = vaults.find((row) => row.address === entry.vault)!;
         const owner = ownerByWallet.get(entry.owner);
@@ -460,7 +460,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
       const sent = await send(user, "social_vault.execute_withdrawal", operation, vault.address, {
         data: contract.interface.encodeFunctionData("executeWithdrawal", [row.requestId]),
       });
-      const after = (await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now()))!;
+      const after = (await vaultOfOwner(deps.db, user.walletAddress, deps.clock.now()))!;
       return {
         withdrawalId,
         amount: formatUsdc2(row.amount),
@@ -524,7 +524,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
         : await send(user, "social_vault.request_unlock", operation, vault.address, {
             data: contract.interface.encodeFunctionData("requestUnlock"),
           });
-      const after = (await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now()))!;
+      const after = (await vaultOfOwner(deps.db, user.walletAddress, deps.clock.now()))!;
       const request = unlockView(after);
       return {
         status: after.locked ? ("unlock_requested" as const) : ("unlocked" as const),
@@ -551,7 +551,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
     /** The vault's guardians, oldest first: `pending` until the vault's timelock since they were added, then `active`. */
     async guardians(user: UserRecord) {
       await ownVault(user);
-      return guardiansOfOwner(deps.db.prisma, user.walletAddress!, deps.clock.now());
+      return guardiansOfOwner(deps.db.prisma, user.walletAddress, deps.clock.now());
     },
 
     /**
@@ -568,7 +568,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
         data: contract.interface.encodeFunctionData("addGuardian", [guardian]),
       });
       const added = requireReceiptEvent<{ activeAt: bigint }>(contract, sent.receipt, "SocialVaultGuardianAdded").args;
-      const view = (await guardiansOfOwner(deps.db.prisma, user.walletAddress!, deps.clock.now())).find(
+      const view = (await guardiansOfOwner(deps.db.prisma, user.walletAddress, deps.clock.now())).find(
         (entry) => entry.walletAddress === guardian,
       )!;
       return { ...view, activeAt: new Date(Number(added.activeAt) * 1_000).toISOString(), txHash: sent.txHash };
@@ -656,7 +656,7 @@ export function createSocialVaultService(deps: SocialVaultServiceDeps) {
         data: contract.interface.encodeFunctionData("withdraw", [amount, recipient]),
       });
       const withdrawn = requireReceiptEvent<{ remainingDailyLimit: bigint }>(contract, sent.receipt, "SocialVaultWithdrawn").args;
-      const after = (await vaultOfOwner(deps.db, user.walletAddress!, deps.clock.now()))!;
+      const after = (await vaultOfOwner(deps.db, user.walletAddress, deps.clock.now()))!;
       return {
         amount: formatUsdc2(amount),
         recipient,

@@ -57,7 +57,7 @@ export function createUserWrite(deps: UserWriteDeps) {
     async send(input: UserWriteInput): Promise<UserWriteResult> {
       const sent = await deps.transactions
         .send({
-          user: { id: input.user.id, walletIndex: input.user.walletIndex, walletAddress: input.user.walletAddress! },
+          user: { id: input.user.id, walletIndex: input.user.walletIndex, walletAddress: input.user.walletAddress },
           purpose: input.purpose,
           ...input.operation,
           to: input.to,

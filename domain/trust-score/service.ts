@@ -4,7 +4,7 @@ import type { Db, Tx } from "../db.js";
 import { AppError } from "../errors.js";
 import { domainEvent, recordEvents } from "../events/outbox.js";
 import { guardianCountDrift } from "../social-vault/repo.js";
-import type { UserRecord } from "../users/repo.js";
+import { type UserRecord, withWallet } from "../users/repo.js";
 import { LEVELS, levelIndexFor } from "../xp/levels.js";
 import {
   applyModifiers,
@@ -154,8 +154,9 @@ export function createTrustScoreService({ db, clock, users }: TrustScoreServiceD
    * uses `recompute`, which does.
    */
   async function recomputeTrustScore(tx: Tx, userId: string, reason: string, now: Date = clock.now()) {
-    const user = await tx.user.findUnique({ where: { id: userId } });
-    if (!user || user.deletedAt) return null;
+    const row = await tx.user.findUnique({ where: { id: userId } });
+    if (!row || row.deletedAt) return null;
+    const user = withWallet(row);
     const breakdown = computeBreakdown(await loadInputs(tx, user), now);
     const base = baseScore(breakdown);
     const { finalScore } = applyModifiers(base, await activeModifiers(tx, userId), now);

@@ -4,7 +4,18 @@ import { createTtlCache } from "../../core/ttl-cache.js";
 import type { Plan, User } from "../../generated/prisma/client.js";
 import type { Db } from "../db.js";
 
-export type UserRecord = User;
+/**
+ * A user as the services see them: provisioned, so with the managed wallet `create` gives every
+ * user in the transaction that creates them (the column is nullable only because the wallet's
+ * index comes from the insert).
+ */
+export type UserRecord = User & { walletAddress: string };
+
+/** A user row (or part of one) with its wallet; a row without one is not a user the service created. */
+export function withWallet<U extends Pick<User, "id" | "walletAddress">>(user: U): U & { walletAddress: string } {
+  if (!user.walletAddress) throw new Error(`user ${user.id} has no managed wallet`);
+  return user as U & { walletAddress: string };
+}
 export type { Plan };
 
 export interface NewUser {
@@ -52,7 +63,12 @@ export function createUsersRepo({ db, clock }: UsersRepoDeps) {
   const idBySubject = createTtlCache<string, string>({ max: USER_CACHE_MAX, ttlMs: clock ? Number.MAX_SAFE_INTEGER : 0, nowMs });
 
   const findById = (id: string): Promise<UserRecord | null> =>
-    byId.load(id, async () => (await prisma.user.findUnique({ where: { id } })) ?? undefined).then((user) => user ?? null);
+    byId
+      .load(id, async () => {
+        const user = await prisma.user.findUnique({ where: { id } });
+        return user ? withWallet(user) : undefined;
+      })
+      .then((user) => user ?? null);
 
   /** Drops the cached row; every write to a user's row calls it (after its transaction). */
   const invalidate = (id: string) => {
@@ -65,11 +81,11 @@ export function createUsersRepo({ db, clock }: UsersRepoDeps) {
     async findBySubject(subject: string): Promise<UserRecord | null> {
       const id = idBySubject.get(subject);
       if (id) return findById(id);
-      const user = await prisma.user.findUnique({ where: { subject } });
-      if (user) {
-        idBySubject.set(subject, user.id);
-        byId.set(user.id, user);
-      }
+      const row = await prisma.user.findUnique({ where: { subject } });
+      if (!row) return null;
+      const user = withWallet(row);
+      idBySubject.set(subject, user.id);
+      byId.set(user.id, user);
       return user;
     },
 
@@ -91,12 +107,14 @@ export function createUsersRepo({ db, clock }: UsersRepoDeps) {
               updatedAt: input.now,
             },
           });
-          return tx.user.update({ where: { id: created.id }, data: { walletAddress: input.walletAddressOf(created.walletIndex) } });
+          return withWallet(
+            await tx.user.update({ where: { id: created.id }, data: { walletAddress: input.walletAddressOf(created.walletIndex) } }),
+          );
         });
       } catch (error) {
         if (isUniqueViolation(error)) {
           const existing = await prisma.user.findUnique({ where: { subject: input.subject } });
-          if (existing) return existing;
+          if (existing) return withWallet(existing);
         }
         throw error;
       }
@@ -104,7 +122,7 @@ export function createUsersRepo({ db, clock }: UsersRepoDeps) {
 
     async update(id: string, patch: SettingsPatch, now: Date) {
       try {
-        return await prisma.user.update({ where: { id }, data: { ...patch, updatedAt: now } });
+        return withWallet(await prisma.user.update({ where: { id }, data: { ...patch, updatedAt: now } }));
       } finally {
         invalidate(id);
       }
@@ -112,7 +130,7 @@ export function createUsersRepo({ db, clock }: UsersRepoDeps) {
 
     async setPlan(id: string, plan: Plan, now: Date) {
       try {
-        return await prisma.user.update({ where: { id }, data: { plan, updatedAt: now } });
+        return withWallet(await prisma.user.update({ where: { id }, data: { plan, updatedAt: now } }));
       } finally {
         invalidate(id);
       }

@@ -112,7 +112,7 @@ export function createVaultService(deps: VaultServiceDeps) {
     const at = { blockTag: sent.blockNumber };
     const [rate, balance, xpEarned] = await Promise.all([
       vault.exchangeRate(at) as Promise<bigint>,
-      vault.balanceOf(user.walletAddress!, at) as Promise<bigint>,
+      vault.balanceOf(user.walletAddress, at) as Promise<bigint>,
       xpFor(user, sent.indexed, eventId(`vault.${kind}`)),
     ]);
     return { assets: args.assets, shares: args.shares, rate, balance, xpEarned, txHash: sent.txHash };
@@ -157,7 +157,7 @@ export function createVaultService(deps: VaultServiceDeps) {
      * holding took part in, or depositedAt before any; both null while no tmUSDC is held.
      */
     async position(user: UserRecord) {
-      const row = await repo.positionOf(user.walletAddress!);
+      const row = await repo.positionOf(user.walletAddress);
       const shares = row?.shares ?? 0n;
       const value = await redeemValue(shares);
       const heldSince = shares > 0n ? (row?.heldSince ?? null) : null;
@@ -174,7 +174,7 @@ export function createVaultService(deps: VaultServiceDeps) {
 
     /** Deposits `amount` micro-USDC from the user's wallet (a permit, no approval transaction). */
     async deposit(user: UserRecord, amount: bigint, operation: OperationKey) {
-      const wallet = user.walletAddress!;
+      const wallet = user.walletAddress;
       const done = await write(user, "deposit", operation, "amount", {
         permit: { spender: vaultAddress, value: amount },
         data: (permit) =>
@@ -196,7 +196,7 @@ export function createVaultService(deps: VaultServiceDeps) {
      * MIN_WITHDRAW_MICRO's worth, unless the whole balance, is AMOUNT_TOO_SMALL, nothing sent.
      */
     async withdraw(user: UserRecord, tmUsdc: bigint, operation: OperationKey) {
-      const wallet = user.walletAddress!;
+      const wallet = user.walletAddress;
       const held = (await vault.balanceOf(wallet)) as bigint;
       const whole = tmUsdc === held / SHARES_PER_MICRO && held > 0n;
       if (!whole) {
@@ -221,7 +221,7 @@ export function createVaultService(deps: VaultServiceDeps) {
 
     /** The user's yield by day over `period`, from the mirror (see domain/vault/yield.ts). */
     async yieldHistory(user: UserRecord, period: YieldPeriod) {
-      const wallet = user.walletAddress!;
+      const wallet = user.walletAddress;
       const [transactions, ratePoints, row] = await Promise.all([repo.chronologicalOf(wallet), repo.ratePoints(), repo.positionOf(wallet)]);
       const valueNow = await redeemValue(row?.shares ?? 0n);
       const result = yieldHistory({ period, now: deps.clock.now(), transactions, ratePoints, valueNow });
@@ -250,7 +250,7 @@ export function createVaultService(deps: VaultServiceDeps) {
 
     /** One page of the user's vault transactions, newest first. */
     async transactions(user: UserRecord, page: { limit: number; offset: number }) {
-      const { rows, total } = await repo.pageOf(user.walletAddress!, page);
+      const { rows, total } = await repo.pageOf(user.walletAddress, page);
       return {
         data: rows,
         pagination: { total, limit: page.limit, offset: page.offset, hasMore: page.offset + rows.length < total },
