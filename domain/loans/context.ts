@@ -1,0 +1,242 @@
+// What every part of the loans service shares: the rules' constants, the dependencies, the views
+// of a loan, the checks of terms and payments, and the pool's claimed funding of a request.
+import type { Contract } from "ethers";
+import type { Clock } from "../../core/clock.js";
+import type { Logger } from "../../core/logger.js";
+import { usdcNumber } from "../../core/money.js";
+import type { Db } from "../db.js";
+import { AppError } from "../errors.js";
+import type { RewardsConsumer } from "../rewards/consumer.js";
+import type { MirrorWait } from "../transactions/read-your-writes.js";
+import { TransactionRevertedError, type TransactionSender } from "../transactions/sender.js";
+import type { UserWrite } from "../transactions/user-write.js";
+import type { Tier } from "../trust-score/rules.js";
+import type { UserRecord } from "../users/repo.js";
+import type { XpService } from "../xp/service.js";
+import { eligibilityOf } from "./eligibility.js";
+import { refFromLoanId } from "./ids.js";
+import { type BorrowerStanding, type LoanRow, type LoanStatus, type LoansRepo, loanIdOf, loanStatus } from "./repo.js";
+
+export { MAX_ACTIVE_LOANS, RECENT_DEFAULT_DAYS } from "./eligibility.js";
+/** How long a request waits for funding before it lapses (becomes cancelled). */
+export const REQUEST_LIFETIME_HOURS = 72;
+/** The shortest and longest terms (the spec's 7 to 90 days; the tier caps the longest further). */
+export const MIN_DURATION_DAYS = 7;
+export const MAX_DURATION_DAYS = 90;
+/** The smallest loan: below it the fee and interest round to nothing worth a transaction. */
+export const MIN_LOAN_MICRO = 1_000_000n;
+/**
+ * The smallest repayment, 0.01 USDC (the smallest amount the API shows with two decimals): less is
+ * a transaction the service pays gas for that moves nothing visible. Paying the whole remaining
+ * balance is allowed below it, so a loan can always be closed.
+ */
+export const MIN_PAYMENT_MICRO = 10_000n;
+/** The largest repayment one request may offer: far above any loan's balance (the LoanBook takes only the payoff). */
+export const MAX_PAYMENT_MICRO = 1_000_000n * 1_000_000n;
+/** How long before the due date the borrower is reminded (a `loan.due_reminder` event). */
+export const REMINDER_HOURS = 24;
+/** Extensions a loan may have (documented in docs/decisions.md, "Loan extensions"). */
+export const MAX_EXTENSIONS = 1;
+/** How long a funder's claim on a request stands before another funder may retry it (its sender waits 60 s for a receipt). */
+export const CLAIM_STALE_MS = 120_000;
+export const DAY_MS = 86_400_000;
+
+export type { Restriction } from "./eligibility.js";
+
+export interface LoansServiceDeps {
+  db: Db;
+  clock: Pick<Clock, "now">;
+  repo: LoansRepo;
+  xp: Pick<XpService, "awardXp">;
+  invalidateUser(userId: string): void;
+  logger?: Pick<Logger, "warn" | "info">;
+  /** The pool's side: absent in processes without a chain (they serve reads and requests only). */
+  chain?: {
+    chainId: number;
+    loanBook: Contract;
+    sender: Pick<TransactionSender, "send">;
+    mirror: Pick<MirrorWait, "untilIndexed">;
+    /** The one path of a user's money write (a repayment is the borrower's; domain/transactions/user-write.ts). */
+    userWrite: UserWrite;
+    rewards: Pick<RewardsConsumer, "xpOf" | "runTrust">;
+  };
+  /** LOAN_FUNDING_DELAY_S: how old a request is before the pool funds it by itself. */
+  fundingDelaySeconds: number;
+  /**
+   * LOAN_MIN_SCORE: below this Trust Score a user may not borrow (SCORE_TOO_LOW). 0 by default, so
+   * that the tier table holds from its first row: tier New starts at score 0.
+   */
+  minScore: number;
+}
+
+export const rate = (bps: number) => bps / 10_000;
+
+/** What the service's parts share. */
+export function loansContext(deps: LoansServiceDeps) {
+  const { db, repo } = deps;
+
+  const eligibilityFrom = (user: UserRecord, standing: BorrowerStanding, now: Date) => eligibilityOf(user, standing, now, deps.minScore);
+
+  /**
+   * Whole days left of the term: all of it while pending (it starts at funding), the days to the
+   * due date rounded up while active, none once overdue or closed.
+   */
+  function daysRemainingOf(row: LoanRow, status: LoanStatus, now: Date): number {
+    if (status === "pending") return row.durationDays;
+    if (status !== "active" || !row.dueDate) return 0;
+    // From the funding at the earliest: a development chain's block time may run a few seconds
+    // ahead of the service clock.
+    const from = Math.max(now.getTime(), row.fundedAt?.getTime() ?? 0);
+    return Math.max(0, Math.ceil((row.dueDate.getTime() - from) / DAY_MS));
+  }
+
+  /**
+   * A loan as its borrower sees it (`borrowerId`: theirs, also for a loan funded outside the API).
+   * A field the loan does not have yet is left out, never null: purpose when none was given; the
+   * funding's time, due date and transaction until the mirror has the loan; expiresAt for a loan
+   * funded outside the API (it had no request); cancelledAt unless cancelled.
+   */
+  function detailView(row: LoanRow, now: Date, borrowerId: string) {
+    const status = loanStatus(row, now);
+    const totalRepayment = row.amount + row.interest;
+    const funded = row.chainStatus !== null;
+    const remaining = funded ? row.remainingBalance! : status === "pending" ? totalRepayment : 0n;
+    return {
+      id: loanIdOf(row),
+      borrower: borrowerId,
+      status,
+      amount: usdcNumber(row.amount),
+      netAmount: usdcNumber(row.amount - row.insuranceFee),
+      insuranceFee: usdcNumber(row.insuranceFee),
+      duration: row.durationDays,
+      interestRate:
+        row.interestRateBps === null ? Number((Number(row.interest) / Number(row.amount)).toFixed(4)) : rate(row.interestRateBps),
+      totalRepayment: usdcNumber(totalRepayment),
+      ...(row.purpose !== null && { purpose: row.purpose }),
+      amountPaid: usdcNumber(row.totalPaid ?? 0n),
+      remainingBalance: usdcNumber(remaining),
+      createdAt: row.createdAt.toISOString(),
+      ...(row.expiresAt && { expiresAt: row.expiresAt.toISOString() }),
+      ...(funded && {
+        fundedAt: row.fundedAt!.toISOString(),
+        dueDate: row.dueDate!.toISOString(),
+        txHash: row.fundTxHash!,
+      }),
+      daysRemaining: daysRemainingOf(row, status, now),
+      ...(status === "cancelled" && { cancelledAt: (row.cancelledAt ?? row.expiresAt)!.toISOString() }),
+    };
+  }
+
+  /**
+   * The request's own terms against the borrower's tier (service-spec: INVALID_AMOUNT,
+   * INVALID_DURATION), zero and negative amounts included: the schema checks only their form.
+   */
+  function checkTerms(tier: Tier, input: { amount: bigint; duration: number }) {
+    if (input.amount < MIN_LOAN_MICRO || input.amount > BigInt(tier.maxAmount) * 1_000_000n) {
+      throw new AppError("INVALID_AMOUNT", `The amount must be from 1 to ${tier.maxAmount} USDC for the ${tier.tier} tier`, {
+        field: "amount",
+        reason: `1 to ${tier.maxAmount} USDC`,
+      });
+    }
+    const longest = Math.min(tier.maxDuration, MAX_DURATION_DAYS);
+    if (input.duration < MIN_DURATION_DAYS || input.duration > longest) {
+      const range = longest === MIN_DURATION_DAYS ? `${longest} days` : `${MIN_DURATION_DAYS} to ${longest} days`;
+      throw new AppError("INVALID_DURATION", `The duration must be ${range} for the ${tier.tier} tier`, {
+        field: "duration",
+        reason: range,
+      });
+    }
+  }
+
+  /** A positive repayment below MIN_PAYMENT_MICRO is INVALID_AMOUNT, unless it pays the whole remaining balance. */
+  function checkPayment(row: LoanRow, amount: bigint) {
+    const remaining = row.remainingBalance ?? 0n;
+    if (amount >= MIN_PAYMENT_MICRO || amount >= remaining) return;
+    throw new AppError(
+      "INVALID_AMOUNT",
+      `A repayment is at least ${usdcNumber(MIN_PAYMENT_MICRO)} USDC, or the whole remaining balance (${usdcNumber(remaining)} USDC)`,
+      { field: "amount", reason: `at least ${usdcNumber(MIN_PAYMENT_MICRO)} USDC, or the whole remaining balance` },
+    );
+  }
+
+  async function rowOf(user: UserRecord, loanId: string): Promise<LoanRow> {
+    const rows = await repo.loansOf(user.id, user.walletAddress);
+    const row = rows.find((candidate) => loanIdOf(candidate) === loanId.toLowerCase());
+    // Another user's loan is as unknown as a missing one.
+    if (!row) throw new AppError("LOAN_NOT_FOUND", "Loan not found");
+    return row;
+  }
+
+  /**
+   * Funds a claimed request through the sender as the pool's operator (`fundLoan`), then waits
+   * for the mirror. A refusal the pool can outgrow (liquidity, pause) gives the claim back.
+   */
+  async function fundClaimed(loanId: string): Promise<"funded" | "waiting"> {
+    const chain = deps.chain;
+    if (!chain) throw new Error("this process has no chain to fund loans on");
+    const request = (await repo.request(loanId))!;
+    try {
+      const sent = await chain.sender.send({
+        purpose: "loan.fund",
+        userId: request.userId,
+        idempotencyKey: loanId,
+        to: chain.loanBook.target as string,
+        data: chain.loanBook.interface.encodeFunctionData("fundLoan", [
+          refFromLoanId(loanId),
+          request.borrower,
+          request.amount,
+          request.interest,
+          request.insuranceFee,
+          request.durationDays,
+        ]),
+      });
+      await repo.markFunded(loanId, sent.txHash);
+      await chain.mirror.untilIndexed(sent.blockNumber);
+      return "funded";
+    } catch (error) {
+      if (error instanceof TransactionRevertedError && error.revert?.name === "LoanBookDuplicateRef") {
+        // Funded already (the chain has this ref): only the request's status was behind.
+        await repo.markFunded(loanId, request.fundTxHash ?? "");
+        return "funded";
+      }
+      await repo.release(loanId);
+      if (error instanceof TransactionRevertedError) {
+        deps.logger?.info({ loanId, revert: error.revert?.name ?? error.message }, "the pool cannot fund this loan now; it waits");
+        return "waiting";
+      }
+      throw error;
+    }
+  }
+
+  /** The funded loan of a row, or the spec's refusal for a loan that cannot take a payment now. */
+  function openLoan(row: LoanRow, now: Date): bigint {
+    const status = loanStatus(row, now);
+    if (status === "repaid") throw new AppError("ALREADY_REPAID", "This loan is already repaid");
+    if ((status !== "active" && status !== "overdue") || row.chainLoanId === null) {
+      throw new AppError("CONFLICT", `Only a funded, open loan takes payments; this one is ${status}`, { field: "loanId", reason: status });
+    }
+    return row.chainLoanId;
+  }
+
+  function chainOrFail() {
+    if (!deps.chain) throw new AppError("SERVICE_UNAVAILABLE", "This process has no chain to send loan transactions to");
+    return deps.chain;
+  }
+
+  return {
+    deps,
+    db,
+    repo,
+    eligibilityFrom,
+    daysRemainingOf,
+    detailView,
+    checkTerms,
+    checkPayment,
+    rowOf,
+    fundClaimed,
+    openLoan,
+    chainOrFail,
+  };
+}
+
+export type LoansContext = ReturnType<typeof loansContext>;

@@ -1,0 +1,70 @@
+// Due dates on the service clock: the reminder a day before (an event once per loan and due
+// date), overdue past the due date, and default past the LoanBook's grace period, sent by the pool's
+// operator through the sender.
+import { usdcNumber } from "../../core/money.js";
+import { domainEvent, recordEvents } from "../events/outbox.js";
+import { TransactionRevertedError } from "../transactions/sender.js";
+import { DAY_MS, type LoansContext, REMINDER_HOURS } from "./context.js";
+import { loanIdFromRef } from "./ids.js";
+
+export function createLoanDueDates({ db, repo, chainOrFail }: LoansContext) {
+  return {
+    /**
+     * The due-date job: reminds borrowers a day before (a `loan.due_reminder` event, once per
+     * loan and due date), marks loans past their due date overdue, and defaults those past the
+     * LoanBook's grace period (its insurance reserve covers its share). Anyone may call the
+     * LoanBook's markOverdue and markDefaulted; the pool's operator does, through the sender.
+     */
+    async runDueDates(now: Date) {
+      const chain = chainOrFail();
+      const graceDays = Number(((await chain.loanBook.limits()) as { gracePeriodDays: bigint }).gracePeriodDays);
+      const reminders = await repo.openLoansDueBefore(new Date(now.getTime() + REMINDER_HOURS * 3_600_000), 200);
+      const soon = reminders.filter((loan) => loan.status === "active" && loan.dueDate > now && loan.userId);
+      if (soon.length > 0) {
+        await db.prisma.$transaction(async (tx) => {
+          const rows = await Promise.all(
+            soon.map(async (loan) => {
+              const balance = await tx.loanChainState.findFirstOrThrow({ where: { ref: loan.ref }, select: { remainingBalance: true } });
+              return domainEvent({
+                type: "loan.due_reminder",
+                userId: loan.userId!,
+                data: {
+                  loanId: loanIdFromRef(loan.ref),
+                  userId: loan.userId!,
+                  dueDate: loan.dueDate.toISOString(),
+                  remainingBalance: usdcNumber(BigInt(balance.remainingBalance)),
+                },
+                dedupeKey: `loan.due_reminder:${loan.ref}:${loan.dueDate.toISOString()}`,
+                now,
+              });
+            }),
+          );
+          await recordEvents(tx, rows);
+        });
+      }
+      let overdue = 0;
+      let defaulted = 0;
+      for (const loan of await repo.openLoansDueBefore(now, 200)) {
+        const pastGrace = loan.dueDate.getTime() + graceDays * DAY_MS < now.getTime();
+        const action = pastGrace ? "markDefaulted" : loan.status === "active" ? "markOverdue" : null;
+        if (!action) continue;
+        try {
+          await chain.sender.send({
+            purpose: pastGrace ? "loan.default" : "loan.overdue",
+            // Keyed by the loan: a repeated or concurrent run finds the transaction sent first.
+            userId: loan.userId ?? "pool",
+            idempotencyKey: `${chain.chainId}:${loan.loanId}`,
+            to: chain.loanBook.target as string,
+            data: chain.loanBook.interface.encodeFunctionData(action, [loan.loanId]),
+          });
+          if (pastGrace) defaulted += 1;
+          else overdue += 1;
+        } catch (error) {
+          // Not due yet by the chain's clock, or repaid meanwhile: the next run looks again.
+          if (!(error instanceof TransactionRevertedError)) throw error;
+        }
+      }
+      return { reminded: soon.length, overdue, defaulted };
+    },
+  };
+}

@@ -1,0 +1,58 @@
+// Funding by the pool through the one transaction sender: a job once a request is
+// LOAN_FUNDING_DELAY_S old, or the sandbox at once, the same code; a request that waits past its
+// lifetime lapses.
+import { AppError } from "../errors.js";
+import { withWallet } from "../users/repo.js";
+import { CLAIM_STALE_MS, type LoansContext } from "./context.js";
+import { loanStatus } from "./repo.js";
+
+export function createLoanFunding({ deps, db, repo, detailView, rowOf, fundClaimed }: LoansContext) {
+  return {
+    /**
+     * Funds one request at once (the sandbox's /dev/loans/{loanId}/fund, and the job): the same
+     * claim, transaction and mirror wait. Answers the loan's detail as its borrower sees it.
+     */
+    async fundNow(loanId: string) {
+      const now = deps.clock.now();
+      const request = /^[0-9a-f-]{36}$/i.test(loanId) ? await repo.request(loanId.toLowerCase()) : null;
+      if (!request) throw new AppError("LOAN_NOT_FOUND", "Loan not found");
+      const id = request.id;
+      if (request.status !== "funded") {
+        const claimed = await repo.claim(id, now, new Date(now.getTime() - CLAIM_STALE_MS));
+        if (!claimed) {
+          const status = loanStatus({ chainStatus: null, requestStatus: request.status, expiresAt: request.expiresAt }, now);
+          throw new AppError("CONFLICT", `This loan cannot be funded: it is ${request.status === "funding" ? "being funded" : status}`, {
+            field: "loanId",
+            reason: status,
+          });
+        }
+        if ((await fundClaimed(id)) === "waiting") {
+          throw new AppError("INSUFFICIENT_LIQUIDITY", "The pool cannot fund this loan now (liquidity or pause); it stays pending");
+        }
+      }
+      const owner = withWallet(await db.prisma.user.findUniqueOrThrow({ where: { id: request.userId } }));
+      return detailView(await rowOf(owner, id), deps.clock.now(), owner.id);
+    },
+
+    /**
+     * The funding job: lapses requests past their expiry, then funds the requests that are at
+     * least LOAN_FUNDING_DELAY_S old, oldest first, while the pool can. Returns what it did.
+     */
+    async fundDue(now: Date) {
+      const lapsed = await repo.lapse(now);
+      const due = await repo.dueForFunding(
+        now,
+        new Date(now.getTime() - deps.fundingDelaySeconds * 1_000),
+        new Date(now.getTime() - CLAIM_STALE_MS),
+        20,
+      );
+      let funded = 0;
+      for (const { id } of due) {
+        if (!(await repo.claim(id, now, new Date(now.getTime() - CLAIM_STALE_MS)))) continue;
+        if ((await fundClaimed(id)) === "funded") funded += 1;
+        else break; // the pool is short now: later, smaller requests wait their turn
+      }
+      return { lapsed, funded, waiting: due.length - funded };
+    },
+  };
+}
