@@ -8,13 +8,14 @@ import { type JsonRpcProvider, Wallet, ZeroAddress } from "ethers";
 import type { Clock } from "../core/clock.js";
 import type { Config } from "../core/config.js";
 import type { Deployment } from "../core/deployments.js";
-import type { Logger } from "../core/logger.js";
+import { createLogger, type Logger } from "../core/logger.js";
 import { platformContract, platformContractAt, platformErrors } from "../core/platform-abi.js";
 import { sharedSecret } from "../core/shared-secrets.js";
 import { type ManagedWallets, managedWalletsFor } from "../core/wallets.js";
 import { createApiKeysRepo } from "./api-keys/repo.js";
 import { createApiKeysService } from "./api-keys/service.js";
 import type { Db } from "./db.js";
+import { createOutbox, type OutboxConsumer } from "./events/consumer.js";
 import { createIdempotencyRepo } from "./idempotency/repo.js";
 import { createJobQueue } from "./jobs/queue.js";
 import { createLoanFinancing } from "./loans/financing.js";
@@ -178,6 +179,8 @@ export function createServices({
   const presence = createProcessPresence({ db, kind: processKind, logger });
   // The one queue of background work: enqueued from any process, run by the workers' runners.
   const jobs = createJobQueue({ db, clock, presence });
+  // The outbox's consumers run as page jobs of that queue (domain/events/consumer.ts).
+  const outbox = createOutbox({ db, jobs, logger: logger ?? createLogger("warn", "outbox") });
   const usersRepo = createUsersRepo({ db, clock: cacheClock });
   const xpRepo = createXpRepo({ db, clock: cacheClock });
   const vaultRepo = createVaultRepo({ db });
@@ -211,7 +214,7 @@ export function createServices({
     socialVaultOf: (wallet, now) => socialVaultExport(db, wallet, now),
   });
   const apiKeys = createApiKeysService({ repo: apiKeysRepo, users: usersRepo, clock });
-  const rewards = createRewardsConsumer({ db, xp, trust, invalidateUser, logger });
+  const rewards = createRewardsConsumer({ xp, trust, invalidateUser, outbox });
   // The in-app feed, preferences and push devices; each written notification's push and e-mail
   // are queued in the transaction that wrote it (held to the end of the user's quiet hours).
   const notificationsRepo = createNotificationsRepo({ db });
@@ -243,10 +246,10 @@ export function createServices({
     users: usersRepo,
     activeGuardiansOf,
   });
-  const guardianAlerts = createGuardianAlerts({ db, logger });
+  const guardianAlerts = createGuardianAlerts({ outbox, logger });
   const paymentsRepo = createPaymentsRepo({ db });
   const loanFinancing = createLoanFinancing({ db, repo: loansRepo, clock, chainId: chain?.chainId ?? 0, minScore: loanMinScore });
-  const paymentEvents = createPaymentEvents({ db, repo: paymentsRepo, financing: loanFinancing });
+  const paymentEvents = createPaymentEvents({ outbox, repo: paymentsRepo, financing: loanFinancing });
   const email = createEmailSender({ smtpUrl: notificationChannels.smtpUrl, from: notificationChannels.emailFrom, logger });
   const onChain = chain ? moneyServices(chain) : undefined;
   const loans = createLoansService({
@@ -364,6 +367,7 @@ export function createServices({
   });
 
   const webhookDeliveries = createWebhookDeliveries({ db, repo: webhooksRepo, webhooks, jobs, clock, logger });
+  const notificationFanout = createNotificationFanout({ db, notifications, jobs, repo: notificationsRepo, activeGuardiansOf });
 
   return {
     /** First answers of writes per (user, Idempotency-Key). */
@@ -378,6 +382,16 @@ export function createServices({
     },
     /** The job queue (domain/jobs/): enqueue background work, in a caller's transaction if need be. */
     jobs,
+    /** The outbox's consumers on the job queue: the producer of their page jobs, and `take` and `drain`. */
+    outbox,
+    /** Every consumer of the outbox, for the worker's producer and the runners of their page jobs. */
+    outboxConsumers: [
+      ...rewards.consumers,
+      guardianAlerts.consumer,
+      paymentEvents.consumer,
+      notificationFanout.consumer,
+      webhookDeliveries.consumer,
+    ] as readonly OutboxConsumer[],
     users,
     apiKeys,
     xp,
@@ -388,7 +402,7 @@ export function createServices({
     /** New in-app notifications as they are written, for the live stream (one poller per process, while anyone listens). */
     notificationFeed: createNotificationFeed({ repo: notificationsRepo, logger }),
     /** The outbox consumer that turns domain events into notifications and their delivery jobs. */
-    notificationFanout: createNotificationFanout({ db, notifications, jobs, repo: notificationsRepo, activeGuardiansOf, logger }),
+    notificationFanout,
     /** The delivery jobs' work: push through Expo, e-mail over SMTP. */
     notificationDeliveries: createNotificationDeliveries({
       repo: notificationsRepo,

@@ -1,5 +1,6 @@
 import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
+import { pageJobKind } from "../domain/events/consumer.js";
 import type { JobKind } from "../domain/jobs/runner.js";
 import {
   type DeliveryPayload,
@@ -23,13 +24,12 @@ export interface PlatformJobDeps {
   /** The domain services of this process (domain/services.ts): in npm start the API's own, so its caches see the jobs' writes. */
   services: Pick<
     Services,
-    | "rewards"
+    | "outbox"
+    | "outboxConsumers"
     | "trust"
     | "eraseDueAccounts"
     | "loans"
     | "fundsLoans"
-    | "guardianAlerts"
-    | "paymentEvents"
     | "jobs"
     | "notificationFanout"
     | "notificationDeliveries"
@@ -44,7 +44,7 @@ export interface PlatformJobDeps {
  * database at `now`), so a missed or repeated run is harmless.
  */
 export function createPlatformJobs({ services }: PlatformJobDeps): PeriodicJob[] {
-  const { rewards, trust, loans } = services;
+  const { trust, loans } = services;
   const lending: PeriodicJob[] = services.fundsLoans
     ? [
         {
@@ -74,30 +74,6 @@ export function createPlatformJobs({ services }: PlatformJobDeps): PeriodicJob[]
     : [];
   return [
     ...lending,
-    {
-      // XP and Trust Score inputs (volume, repayments, late payments, defaults, guardians) for the
-      // chain facts the indexer recorded, whether the API or a wallet sent the transaction.
-      name: "chain-events.rewards",
-      intervalMs: 2_000,
-      retryMs: 5_000,
-      run: async (now) => ({ changed: await rewards.run(now) }),
-    },
-    {
-      // The guardians' silent alert of every mirrored lock (duress PIN through the API, or a wallet's
-      // call), one event per guardian: the notifications issue delivers them.
-      name: "social-vault.guardian-alerts",
-      intervalMs: 2_000,
-      retryMs: 5_000,
-      run: async (now) => ({ changed: await services.guardianAlerts.run(now) }),
-    },
-    {
-      // The merchant's payment.success and payment.refunded of every mirrored payment and refund
-      // (the API records them after its own writes; this takes what a stopped process or a wallet left).
-      name: "payments.events",
-      intervalMs: 2_000,
-      retryMs: 5_000,
-      run: async (now) => ({ changed: await services.paymentEvents.run(now) }),
-    },
     {
       // The weekly summary e-mail of each user who asked for it (email.weekly_summary), once per
       // 7-day slot of the service clock: one e-mail job per user, keyed by user and week.
@@ -154,32 +130,32 @@ export function createPlatformJobs({ services }: PlatformJobDeps): PeriodicJob[]
  */
 export const WEBHOOK_SLOTS = 32;
 
-/** Real ms between two looks of the fan-out for new events while there are none. */
-export const FANOUT_IDLE_MS = 100;
+/**
+ * The outbox's page jobs in flight at once per process, in a runner of their own: a page is one
+ * transaction of a few statements, and never waits behind deliveries for a slot.
+ */
+export const OUTBOX_SLOTS = 4;
+
+/** Real ms between two looks of the outbox's producer for new events while there are none. */
+export const OUTBOX_IDLE_MS = 100;
 
 /**
- * The platform's continuous loops (worker/loops.ts), run by every worker process: the
- * notifications consumer, which writes each domain event's in-app notifications with their push
- * and e-mail jobs in the transaction that takes the event (domain/notifications/fanout.ts), and
- * the webhooks consumer, which enqueues per subscribed webhook a delivery job of a page's events
- * (domain/webhooks/deliveries.ts).
+ * The platform's continuous loop (worker/loops.ts), run by every worker process: the outbox's
+ * producer, which turns each consumer's new events into page jobs (domain/events/consumer.ts):
+ * XP and Trust Score inputs, the guardians' alerts, the merchants' payment events, the
+ * notifications and the webhooks fan-outs. One statement per idle poll, whatever the consumers.
  */
 export function createPlatformLoops({ services }: PlatformJobDeps): ContinuousJob[] {
   return [
     {
-      name: "notifications.fanout",
-      idleMs: FANOUT_IDLE_MS,
-      run: async (now, found) => {
-        const { applied, contended } = await services.notificationFanout.run(now, { found });
-        return { did: applied, contended };
-      },
-    },
-    {
-      name: "webhooks.fanout",
-      idleMs: FANOUT_IDLE_MS,
-      run: async (now, found) => {
-        const { applied, contended } = await services.webhookDeliveries.run(now, { found });
-        return { did: applied, contended };
+      name: "outbox.produce",
+      idleMs: OUTBOX_IDLE_MS,
+      run: async (now) => {
+        let queued = 0;
+        for (const consumer of await services.outbox.pending(services.outboxConsumers)) {
+          queued += (await services.outbox.produce(consumer, now)).length;
+        }
+        return queued;
       },
     },
   ];
@@ -200,6 +176,7 @@ export function createPlatformHandlers({ services, clock }: PlatformJobDeps & { 
       retryDelaysMs: WEBHOOK_RETRY_DELAYS_MS,
     },
     [SCHEDULED_JOB]: (payload: { item: NotificationItem }) => services.notificationFanout.writeScheduled(payload, clock.now()),
+    ...services.outbox.handlers(services.outboxConsumers, clock),
   };
 }
 
@@ -224,7 +201,10 @@ export function startPlatformWorkers(deps: PlatformWorkerDeps): Workers {
     jobs: createPlatformJobs(deps),
     handlers: createPlatformHandlers(deps),
     loops: createPlatformLoops(deps),
-    lanes: [{ kinds: [WEBHOOK_DELIVERY_JOB], concurrency: WEBHOOK_SLOTS }],
+    lanes: [
+      { kinds: [WEBHOOK_DELIVERY_JOB], concurrency: WEBHOOK_SLOTS },
+      { kinds: deps.services.outboxConsumers.map((consumer) => pageJobKind(consumer.name)), concurrency: OUTBOX_SLOTS },
+    ],
     tickMs: deps.tickMs,
   });
   deps.logger.info({ jobs: workers.jobs, kinds: workers.kinds, loops: workers.loops }, "workers started");

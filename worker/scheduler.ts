@@ -8,7 +8,7 @@ import type { Clock } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
 import { type JobQueue, PERIODIC_KEY_PREFIX } from "../domain/jobs/queue.js";
 import { type JobKind, type JobRunner, startJobRunner } from "../domain/jobs/runner.js";
-import { type ContinuousJob, type Loops, startLoops } from "./loops.js";
+import { type ContinuousJob, startLoops } from "./loops.js";
 
 /** What a run did; `changed` > 0 (rows written, accounts erased, ...) logs the run at info level. */
 export interface JobOutcome {
@@ -172,7 +172,7 @@ export interface WorkersDeps {
   /**
    * Kinds run by a runner of their own with this many slots, beside the main one: I/O-bound
    * deliveries that mostly wait on a receiver (webhooks) take many slots without starving the
-   * periodic jobs and e-mails of theirs.
+   * periodic jobs and e-mails of theirs, and the outbox's pages never wait behind deliveries.
    */
   lanes?: readonly { kinds: readonly string[]; concurrency: number }[];
 }
@@ -201,10 +201,9 @@ export function startWorkers({
   lanes = [],
 }: WorkersDeps): Workers {
   checkJobs(jobs);
-  let following: Loops | undefined;
   const inLane = new Set(lanes.flatMap((lane) => lane.kinds));
   const all = { ...handlers, ...periodicHandlers({ clock, logger, jobs }) };
-  /** The main runner (every kind not in a lane) looks for dead processes' jobs and yields to the fan-out. */
+  /** The main runner (every kind not in a lane) looks for dead processes' jobs. */
   const runnerOf = (kinds: string[], slots: number, main: boolean) =>
     startJobRunner({
       queue,
@@ -213,11 +212,6 @@ export function startWorkers({
       pollMs: Math.min(tickMs, DEFAULT_POLL_MS),
       ...(main ? {} : { recoverEveryMs: Number.POSITIVE_INFINITY }),
       logger,
-      // The fan-out goes first: while it works off a backlog, the main runner starts no job (the
-      // inbox rows and their jobs are a few statements per page; the deliveries are the I/O). A
-      // lane goes on: its deliveries wait on receivers, and a burst's first page is sent while
-      // the fan-out writes the next.
-      ...(main ? { holdWhile: () => following?.busy() ?? false } : {}),
     });
   const runners: JobRunner[] = [
     runnerOf(
@@ -236,14 +230,7 @@ export function startWorkers({
       ),
   ];
   const scheduler = startScheduler({ queue, clock, logger, jobs, tickMs });
-  following = startLoops({
-    clock,
-    logger,
-    loops,
-    onIdle: () => {
-      for (const runner of runners) runner.wake();
-    },
-  });
+  const following = startLoops({ clock, logger, loops });
   return {
     jobs: scheduler.jobs,
     kinds: runners.flatMap((runner) => runner.kinds),

@@ -26,8 +26,6 @@ export interface JobRunnerOptions {
   /** Real ms between two looks for the jobs of dead processes; default 5 s. */
   recoverEveryMs?: number;
   logger: Pick<Logger, "debug" | "info" | "warn" | "error">;
-  /** While it answers true, no job is claimed (running ones go on); `wake()` when it turns false. */
-  holdWhile?: () => boolean;
 }
 
 export interface JobRunner {
@@ -55,7 +53,6 @@ export function startJobRunner({
   pollMs = 200,
   recoverEveryMs = 5_000,
   logger,
-  holdWhile,
 }: JobRunnerOptions): JobRunner {
   const kinds = Object.keys(handlers);
   const running = new Set<Promise<void>>();
@@ -143,7 +140,7 @@ export function startJobRunner({
             );
           }
         }
-        const free = holdWhile?.() ? 0 : concurrency - running.size;
+        const free = concurrency - running.size;
         // Claims once half the slots are free (or all, idle): one claim statement serves several
         // jobs, where claiming at each finish would cost one per job under load.
         const claimed = free > 0 && (free * 2 >= concurrency || running.size === 0) ? await queue.claim({ kinds, limit: free }) : [];

@@ -182,7 +182,7 @@ export function createBorrowerLoans({
         const repaid = eventId("loan.repaid");
         const before = await db.prisma.user.findUniqueOrThrow({ where: { id: user.id }, select: { trustScore: true } });
         xpEarned = (await chain.rewards.xpOf(deps.clock.now(), repaid)) ?? 0;
-        await chain.rewards.runTrust(deps.clock.now(), [repaid]);
+        await chain.rewards.takeTrust(deps.clock.now(), [repaid]);
         const after = await db.prisma.user.findUniqueOrThrow({ where: { id: user.id }, select: { trustScore: true } });
         trustScoreChange = after.trustScore - before.trustScore;
         deps.invalidateUser(user.id);

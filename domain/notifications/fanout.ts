@@ -1,11 +1,10 @@
 // The outbox consumer `notifications`: it only fans out. For each domain event, in the
-// transaction that marks it taken, it writes the in-app rows (a database write, the feed's own
+// transaction of its page job that marks it taken, it writes the in-app rows (a database write, the feed's own
 // channel) and enqueues one job per notification and outside channel (deliveries.ts), or a
 // scheduled job for a notification that may not be written yet (guardian_accepted at the
 // guardian's activation). The I/O happens later, in the jobs, outside any transaction.
-import type { Logger } from "../../core/logger.js";
 import type { Db, Tx } from "../db.js";
-import { type ConsumeResult, consumeEventPages } from "../events/consumer.js";
+import type { OutboxConsumer } from "../events/consumer.js";
 import type { JobQueue } from "../jobs/queue.js";
 import { WEEKLY_SUMMARY_JOB, type WeeklySummaryPayload } from "./deliveries.js";
 import { NOTIFIABLE_EVENT_TYPES } from "./from-events.js";
@@ -17,13 +16,13 @@ export const SCHEDULED_JOB = "notification.scheduled";
 export const WEEK_MS = 7 * 24 * 3_600_000;
 /** Events fanned out per transaction: large enough that a burst costs a few statements per page, small enough that a page commits in well under a second. */
 const PAGE_SIZE = 500;
-/** Processes that fan out at once, at most: one page transaction per partition. */
-const FANOUT_PARTITIONS = 4;
+/** Pages fanned out at once, across processes: one transaction each. */
+const FANOUT_CONCURRENCY = 4;
 /**
- * In-app rows the fan-out can have written but not yet committed, at most (a page per partition,
- * each row of an event or two): how far the live feed looks back for late commits (feed.ts).
+ * In-app rows the fan-out can have written but not yet committed, at most (a page per running
+ * job, each row of an event or two): how far the live feed looks back for late commits (feed.ts).
  */
-export const FANOUT_ROWS_IN_FLIGHT = FANOUT_PARTITIONS * PAGE_SIZE * 2;
+export const FANOUT_ROWS_IN_FLIGHT = FANOUT_CONCURRENCY * PAGE_SIZE * 2;
 
 export function createNotificationFanout(deps: {
   db: Db;
@@ -32,7 +31,6 @@ export function createNotificationFanout(deps: {
   repo: Pick<NotificationsRepo, "weeklySummaryRecipients">;
   /** The wallets of a vault's guardians active at an instant (domain/social-vault/repo.ts). */
   activeGuardiansOf(tx: Tx, vault: string, at: Date): Promise<string[]>;
-  logger?: Pick<Logger, "warn">;
 }) {
   /** A scheduled notification still true when its time comes: an activation the owner did not undo by removing the guardian. */
   async function stillTrue(tx: Tx, item: NotificationItem, now: Date): Promise<boolean> {
@@ -44,48 +42,37 @@ export function createNotificationFanout(deps: {
 
   return {
     /**
-     * Fans out the events not yet taken, a page (up to 500 events) per transaction: their items
-     * read with one query per kind of need, the in-app rows written with one insert, their
-     * deliveries enqueued with another. The events are split in partitions, each fanned out by
-     * one process at a time, so several workers share a burst. Says how many events it took, and
-     * whether another process held a partition. `found` is called as each page is taken.
+     * The outbox consumer `notifications`: a page (up to 500 events) per job, several at once
+     * across processes: their items read with one query per kind of need, the in-app rows written
+     * with one insert, their deliveries enqueued with another.
      */
-    async run(now: Date, hooks: { found?: () => void } = {}): Promise<ConsumeResult> {
-      const result = await consumeEventPages(deps.db, {
-        consumer: "notifications",
-        types: NOTIFIABLE_EVENT_TYPES,
-        now,
-        logger: deps.logger,
-        batchSize: PAGE_SIZE,
-        // An inbox shows notifications as they are written: the outbox's own order serves.
-        order: "insertion",
-        // Up to this many processes fan out at once, each a partition of the events.
-        partitions: FANOUT_PARTITIONS,
-        applyBatch: async (tx, events) => {
-          hooks.found?.();
-          const items = await deps.notifications.itemsFor(tx, events);
-          const isLater = (item: NotificationItem) => item.notBefore !== undefined && new Date(item.notBefore) > now;
-          const later = items.filter(isLater);
-          await deps.jobs.enqueueMany(
-            later.map((item) => ({
-              kind: SCHEDULED_JOB,
-              payload: { item },
-              runAt: new Date(item.notBefore!),
-              dedupeKey: `scheduled:${item.sourceId}:${item.userId}:${item.type}`,
-            })),
-            tx,
-          );
-          await deps.notifications.notifyMany(
-            tx,
-            items.filter((item) => !isLater(item)),
-            now,
-          );
-        },
-      });
-      // The deliveries were enqueued inside the consumer's transactions: this process's runners run them now.
-      if (result.applied > 0) deps.jobs.wake();
-      return result;
-    },
+    consumer: {
+      name: "notifications",
+      types: NOTIFIABLE_EVENT_TYPES,
+      pageSize: PAGE_SIZE,
+      concurrency: FANOUT_CONCURRENCY,
+      async apply(tx, events, now) {
+        const items = await deps.notifications.itemsFor(tx, events);
+        const isLater = (item: NotificationItem) => item.notBefore !== undefined && new Date(item.notBefore) > now;
+        const later = items.filter(isLater);
+        await deps.jobs.enqueueMany(
+          later.map((item) => ({
+            kind: SCHEDULED_JOB,
+            payload: { item },
+            runAt: new Date(item.notBefore!),
+            dedupeKey: `scheduled:${item.sourceId}:${item.userId}:${item.type}`,
+          })),
+          tx,
+        );
+        await deps.notifications.notifyMany(
+          tx,
+          items.filter((item) => !isLater(item)),
+          now,
+        );
+      },
+      // The deliveries were enqueued inside the page's transaction: this process's runners run them now.
+      afterCommit: () => deps.jobs.wake(),
+    } satisfies OutboxConsumer<(typeof NOTIFIABLE_EVENT_TYPES)[number]>,
 
     /**
      * One weekly summary e-mail job per user who asked for it, for the week that ends at the

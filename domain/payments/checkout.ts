@@ -59,7 +59,7 @@ export interface CheckoutDeps {
   router: Contract;
   userWrite: UserWrite;
   /** Turns mirrored facts into the merchant's events; run after a payment so its event exists when it answers. */
-  events: Pick<PaymentEvents, "run">;
+  events: Pick<PaymentEvents, "take" | "consumer">;
   /** The payer's loans of a payment on credit or in installments (the loans domain's rules). */
   financing: Pick<LoanFinancing, "eligibility" | "reserve" | "settle">;
   /** The service's own sender: the router's OPERATOR_ROLE pays a payment on credit. */
@@ -166,7 +166,7 @@ export function createCheckout(deps: CheckoutDeps) {
     }
     await deps.mirror.untilIndexed(sent.blockNumber);
     await deps.financing.settle(row.id, sent.txHash);
-    await deps.events.run(deps.clock.now());
+    await deps.events.take(deps.clock.now(), deps.userWrite.eventIds(sent, deps.events.consumer.types));
     return {
       paymentId: row.id,
       status: "success" as const,
@@ -275,7 +275,7 @@ export function createCheckout(deps: CheckoutDeps) {
         }
         throw error;
       }
-      await deps.events.run(deps.clock.now());
+      await deps.events.take(deps.clock.now(), deps.userWrite.eventIds(sent, deps.events.consumer.types));
       const after = (await repo.find(row.id, deps.clock.now()))!;
       const fee = after.fee ?? feeOf(row.amount, "direct");
       return {

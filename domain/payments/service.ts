@@ -36,7 +36,7 @@ export interface PaymentsServiceDeps {
   router: Contract;
   userWrite: UserWrite;
   /** Turns mirrored facts into the merchant's events; run after a write so its event exists when it answers. */
-  events: Pick<PaymentEvents, "run">;
+  events: Pick<PaymentEvents, "take" | "consumer">;
   /** Where payers are sent: `${checkoutBase}/checkout/{id}` (PUBLIC_BASE_URL). */
   checkoutBase: string;
   production: boolean;
@@ -184,8 +184,9 @@ export function createPaymentsService(deps: PaymentsServiceDeps) {
         });
       }
       if (!earlier) await repo.addRefund({ id: refundId, paymentId: row.id, amount, reason: input.reason, createdAt: deps.clock.now() });
+      let sent: Awaited<ReturnType<UserWrite["send"]>>;
       try {
-        await deps.userWrite.send({
+        sent = await deps.userWrite.send({
           user: merchant,
           purpose: "payment.refund",
           operation,
@@ -219,7 +220,7 @@ export function createPaymentsService(deps: PaymentsServiceDeps) {
         if (error instanceof AppError && error.code !== "SERVICE_UNAVAILABLE") await repo.failRefund(refundId, error.message);
         throw error;
       }
-      await deps.events.run(deps.clock.now());
+      await deps.events.take(deps.clock.now(), deps.userWrite.eventIds(sent, deps.events.consumer.types));
       return refundViewOf((await repo.refund(refundId))!);
     },
 

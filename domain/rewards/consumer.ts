@@ -1,9 +1,8 @@
 // The rewards consumers: XP ("rewards") and Trust Score inputs ("trust-score") for the chain
 // facts the indexer recorded, whoever sent the transaction (the API or a wallet calling the
 // contracts directly). Two consumers, so an API write waits for its XP only (D-62).
-import type { Logger } from "../../core/logger.js";
-import type { Db, Tx } from "../db.js";
-import { type ConsumedEvent, consumeEvents } from "../events/consumer.js";
+import type { Tx } from "../db.js";
+import type { ConsumedEvent, Outbox, OutboxConsumer } from "../events/consumer.js";
 import type { TrustScoreService } from "../trust-score/service.js";
 import { XP_FOR } from "../xp/rules.js";
 import type { XpService } from "../xp/service.js";
@@ -16,11 +15,10 @@ type XpEvent = ConsumedEvent<(typeof XP_TYPES)[number]>;
 type TrustEvent = ConsumedEvent<(typeof TRUST_TYPES)[number]>;
 
 export interface RewardsDeps {
-  db: Db;
   xp: Pick<XpService, "awardXp">;
   trust: Pick<TrustScoreService, "addInputs" | "applyLoanOutcome" | "syncActiveGuardiansOf">;
   invalidateUser(userId: string): void;
-  logger?: Pick<Logger, "warn">;
+  outbox: Pick<Outbox, "take" | "drain">;
 }
 
 async function loanOf(tx: Tx, chainId: number, chainLoanId: bigint) {
@@ -74,63 +72,59 @@ export function createRewardsConsumer(deps: RewardsDeps) {
     }
   }
 
-  /** One consumer's pass: facts of wallets that are not platform users, or of deleted accounts, are taken and skipped. */
-  function consume<T extends XpEvent["type"] | TrustEvent["type"]>(
-    consumer: "rewards" | "trust-score",
-    types: readonly T[],
-    apply: (tx: Tx, event: ConsumedEvent<T>, userId: string, now: Date) => Promise<unknown>,
-    now: Date,
-    onlyIds?: readonly string[],
-  ) {
-    return consumeEvents(deps.db, {
-      consumer,
-      types,
-      now,
-      onlyIds,
-      async apply(tx, event) {
-        if (event.userId && event.userActive) await apply(tx, event, event.userId, now);
-      },
-      afterCommit: (event) => {
-        if (event.userId) deps.invalidateUser(event.userId);
-      },
-      onInvalid: (event, error) =>
-        deps.logger?.warn(
-          { consumer, eventId: event.id, type: event.type, error: error.message },
-          "event data does not match the catalogue; skipped",
-        ),
-    });
-  }
-
-  const runXp = (now: Date, onlyIds?: readonly string[]) => consume<(typeof XP_TYPES)[number]>("rewards", XP_TYPES, applyXp, now, onlyIds);
-  /** Applies one event's XP now; the XP it earned, or undefined where it was taken before (by the worker, say). */
-  async function xpOf(now: Date, eventId: string): Promise<number | undefined> {
-    let earned: number | undefined;
-    const capture = async (tx: Tx, event: XpEvent, userId: string, at: Date) => {
-      earned = await applyXp(tx, event, userId, at);
-    };
-    await consume<(typeof XP_TYPES)[number]>("rewards", XP_TYPES, capture, now, [eventId]);
-    return earned;
-  }
-  const runTrust = (now: Date, onlyIds?: readonly string[]) =>
-    consume<(typeof TRUST_TYPES)[number]>("trust-score", TRUST_TYPES, applyTrust, now, onlyIds);
+  const active = <E extends XpEvent | TrustEvent>(events: E[]) => events.filter((event) => event.userId && event.userActive);
+  const common = {
+    concurrency: 1,
+    afterCommit: (events: (XpEvent | TrustEvent)[]) => {
+      for (const event of events) if (event.userId) deps.invalidateUser(event.userId);
+    },
+  };
+  /** XP, in the outbox's order (one page at a time): facts of wallets that are not platform users, or of deleted accounts, are taken and skipped. */
+  const xpConsumer: OutboxConsumer<XpEvent["type"]> = {
+    name: "rewards",
+    types: XP_TYPES,
+    ...common,
+    async apply(tx, events, now) {
+      for (const event of active(events)) await applyXp(tx, event, event.userId!, now);
+    },
+  };
+  const trustConsumer: OutboxConsumer<TrustEvent["type"]> = {
+    name: "trust-score",
+    types: TRUST_TYPES,
+    ...common,
+    async apply(tx, events, now) {
+      for (const event of active(events)) await applyTrust(tx, event, event.userId!, now);
+    },
+  };
 
   return {
+    /** The two consumers, for the worker's producer and runners: XP ("rewards") and Trust Score inputs ("trust-score"). */
+    consumers: [xpConsumer, trustConsumer] as const,
     /**
-     * XP for pending chain facts, each once (a ConsumedEvent "rewards" row in its transaction), in
-     * order. With `onlyIds`, only those: an API write applies its own transaction's XP at once,
-     * so its answer carries it and the next activity read shows it. Returns how many it took.
+     * One event's XP applied at once: an API write answers with it, and the next activity read
+     * shows it. The XP it earned, or undefined where it was taken before (by the worker, say).
      */
-    runXp,
-    /** One event's XP applied at once: an API write answers with it, and the next activity read shows it. */
-    xpOf,
-    /**
-     * Trust Score inputs for pending chain facts, each once (consumer "trust-score"), in time order;
-     * with `onlyIds`, only those (a repayment's answer carries its Trust Score change).
-     */
-    runTrust,
-    /** Both, XP first: what the worker's job runs. Returns how many events they took. */
-    async run(now: Date): Promise<number> {
-      return (await runXp(now)) + (await runTrust(now));
+    async xpOf(now: Date, eventId: string): Promise<number | undefined> {
+      let earned: number | undefined;
+      await deps.outbox.take(
+        {
+          ...xpConsumer,
+          async apply(tx, events, at) {
+            for (const event of active(events)) earned = await applyXp(tx, event, event.userId!, at);
+          },
+        },
+        [eventId],
+        now,
+      );
+      return earned;
+    },
+    /** Trust Score inputs of these events applied at once (a repayment's answer carries its Trust Score change). */
+    async takeTrust(now: Date, eventIds: readonly string[]): Promise<number> {
+      return (await deps.outbox.take(trustConsumer, eventIds, now)).applied;
+    },
+    /** What both have pending, taken now rather than by the worker's page jobs (a process without workers: tests). */
+    async drain(now: Date): Promise<number> {
+      return (await deps.outbox.drain(xpConsumer, now)) + (await deps.outbox.drain(trustConsumer, now));
     },
   };
 }

@@ -11,6 +11,7 @@ import type { OperationKey } from "../idempotency/operation-key.js";
 import type { UserCallData } from "../transactions/user-transactions.js";
 import type { UserWrite } from "../transactions/user-write.js";
 import type { UserRecord } from "../users/repo.js";
+import type { GuardianAlerts } from "./alerts.js";
 import { guardiansOfOwner, type SocialVaultRecord, vaultOfOwner, withdrawalOf } from "./repo.js";
 
 export interface SocialVaultServiceDeps {
@@ -18,9 +19,9 @@ export interface SocialVaultServiceDeps {
   clock: Pick<Clock, "now">;
   factory: Contract;
   /** The one path of a user's money write (domain/transactions/user-write.ts). */
-  userWrite: Pick<UserWrite, "send">;
+  userWrite: Pick<UserWrite, "send" | "eventIds">;
   /** Records the guardians' silent alerts of mirrored locks (run after a lock, so they exist when it answers). */
-  alerts?: { run(now: Date): Promise<number> };
+  alerts?: Pick<GuardianAlerts, "take" | "consumer">;
   /** The user's managed wallet's private key (the duress key is keyed by it: see duressKeyOf). */
   privateKeyOf(walletIndex: number): string;
   /** Every contract of the deployment by its key (usdc, stakingVault, loanBook, forwarder, ...): never a recipient. */

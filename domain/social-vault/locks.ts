@@ -26,8 +26,8 @@ export function createVaultLocks({ deps, vaultContract, refuseLocked, ownVault, 
         data: contract.interface.encodeFunctionData("duressLock", [key]),
       });
       const { lockedAt } = requireReceiptEvent<{ lockedAt: bigint }>(contract, sent.receipt, "SocialVaultLocked").args;
-      // The alerts job records them too; here they exist when the lock answers.
-      await deps.alerts?.run(deps.clock.now());
+      // The alerts' page job records them too; here they exist when the lock answers.
+      if (deps.alerts) await deps.alerts.take(deps.clock.now(), deps.userWrite.eventIds(sent, deps.alerts.consumer.types));
       return {
         status: "locked" as const,
         lockedAt: new Date(Number(lockedAt) * 1_000).toISOString(),

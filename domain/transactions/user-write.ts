@@ -75,6 +75,16 @@ export function createUserWrite(deps: UserWriteDeps) {
       const { args, index } = requireReceiptEvent<T>(contract, sent.receipt, name);
       return { args, eventId: (type: string) => chainEventId(chainDedupeKey(deps.chainId, sent.txHash, index, type)) };
     },
+
+    /**
+     * The ids the outbox can hold for the transaction's facts of these types: one per log and
+     * type (ids the indexer recorded no event for are simply not found), for a consumer's `take`.
+     */
+    eventIds(sent: Pick<SentTransaction, "txHash" | "receipt">, types: readonly string[]): string[] {
+      return sent.receipt.logs.flatMap((log) =>
+        types.map((type) => chainEventId(chainDedupeKey(deps.chainId, sent.txHash, log.index, type))),
+      );
+    },
   };
 }
 

@@ -26,7 +26,10 @@ export const WEBHOOK_ATTEMPTS = 6;
 export const WEBHOOK_RETRY_DELAYS_MS = [60_000, 300_000, 1_800_000, 7_200_000, 86_400_000] as const;
 /** The longest Retry-After honoured (a receiver asking for a week gets the schedule's last step). */
 export const MAX_RETRY_AFTER_MS = 86_400_000;
+/** Events per fan-out page job. */
 export const PAGE_SIZE = 2000;
+/** Fan-out pages running at once, across processes: one, so that each webhook's jobs are queued in the outbox's order. */
+export const FAN_OUT_CONCURRENCY = 1;
 /**
  * Deliveries to one webhook in flight at once, across processes: a slow or dead receiver holds
  * this many of the runners' slots, and the other webhooks' deliveries take the rest.

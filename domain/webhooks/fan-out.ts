@@ -3,12 +3,13 @@
 // the events since a time again. Who receives what, and the reorg rules: deliveries.ts.
 import type { RawTx } from "../db.js";
 import { AppError } from "../errors.js";
-import { type ConsumeResult, consumeEventPages } from "../events/consumer.js";
+import type { OutboxConsumer } from "../events/consumer.js";
 import type { EnqueueInput } from "../jobs/queue.js";
 import {
   concurrencyOf,
   type DeliveryJobPayload,
   deliveryOf,
+  FAN_OUT_CONCURRENCY,
   MAX_ITEMS_PER_JOB,
   MIN_ITEMS_PER_JOB,
   PAGE_SIZE,
@@ -84,33 +85,20 @@ export function createWebhookFanOut(deps: WebhookDeliveriesDeps) {
   }
 
   return {
-    /** Fans out the events not yet taken by `webhooks`, a page per transaction. */
-    async run(now: Date, hooks: { found?: () => void } = {}): Promise<ConsumeResult> {
-      // Only the types some active webhook hears: the others are never read (the consumer's
-      // cursor moves over them), and a webhook created later hears only what comes after it (fromSeq).
-      const names = new Set(await deps.repo.subscribedNames());
-      const heard = DELIVERED_TYPES.filter((type) => names.has(DELIVERED_AS[type]));
-      if (heard.length === 0) return { applied: 0, contended: false };
-      const types = [...heard, ...REORG_TYPES];
-      const result = await consumeEventPages(deps.db, {
-        consumer: "webhooks",
-        types,
-        now,
-        logger: deps.logger,
-        batchSize: PAGE_SIZE,
-        order: "insertion",
-        // A delivery reads its event when it is sent; a reorg's follow-up names its fact in its data.
-        dataFor: REORG_TYPES,
-        // On plain SQL: a page is a few thousand ids in and out, and its jobs' items.
-        applyBatchSql: async (tx, events) => {
-          hooks.found?.();
-          await fanOut(tx, events);
-        },
-        afterCommit: () => deps.jobs.wake(),
-      });
-      if (result.applied > 0) deps.jobs.wake();
-      return result;
-    },
+    /**
+     * The outbox consumer `webhooks`: a page of events per job, on plain SQL (a page is a few
+     * thousand ids in and out, and its jobs' items). A delivery reads its event when it is sent,
+     * so only a reorg's follow-ups (which name their fact in their data) are read with their data.
+     */
+    consumer: {
+      name: "webhooks",
+      types: [...DELIVERED_TYPES, ...REORG_TYPES],
+      pageSize: PAGE_SIZE,
+      concurrency: FAN_OUT_CONCURRENCY,
+      dataFor: REORG_TYPES,
+      applySql: (tx, events) => fanOut(tx, events),
+      afterCommit: () => deps.jobs.wake(),
+    } satisfies OutboxConsumer<PendingEvent["type"]>,
 
     /**
      * Queues again, for one of the user's active webhooks, every event it subscribes to that

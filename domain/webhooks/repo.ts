@@ -246,14 +246,6 @@ export function createWebhooksRepo({ db }: { db: Db }) {
     deliveries: (webhookId: string, limit: number) =>
       prisma.webhookDelivery.findMany({ where: { webhookId }, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take: limit }),
 
-    /** The event names some active webhook subscribes to: read at every pass of the fan-out loop, on plain SQL. */
-    async subscribedNames(): Promise<string[]> {
-      const { rows } = await db.sql.query<{ name: string }>(
-        `SELECT DISTINCT unnest("events") AS "name" FROM "Webhook" WHERE "status" = 'active'`,
-      );
-      return rows.map((row) => row.name);
-    },
-
     /** A domain event, as the outbox keeps it. */
     event: (id: string) => prisma.domainEvent.findUnique({ where: { id } }),
 

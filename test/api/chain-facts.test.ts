@@ -2,6 +2,7 @@ import { expect } from "chai";
 import { type Contract, ethers, type JsonRpcSigner } from "ethers";
 import { ensureChainIdentity } from "../../core/chain-identity.js";
 import { createLogger } from "../../core/logger.js";
+import type { Services } from "../../domain/services.js";
 import type { Indexer } from "../../indexer/indexer.js";
 import { createPlatformJobs } from "../../worker/jobs.js";
 import type { Job } from "../../worker/scheduler.js";
@@ -27,7 +28,7 @@ describe(`Trust Score and user records from chain facts (${usingPostgres ? "Post
   let db: TestDatabase;
   let indexer: Indexer;
   let api: TestApi;
-  let rewards: Job;
+  let rewards: Pick<Services["rewards"], "drain">;
   let guardiansJob: Job;
   /** Tokens expire on the service clock: `advance` issues every user a fresh one. */
   const users: { subject: string; token: string }[] = [];
@@ -48,7 +49,7 @@ describe(`Trust Score and user records from chain facts (${usingPostgres ? "Post
   /** Waits for the mirror to reach the chain head, then applies the new chain facts. */
   async function settle() {
     await waitForHead(db, chain);
-    await rewards.run(api.clock.now());
+    await rewards.drain(api.clock.now());
   }
 
   async function advance(seconds: number) {
@@ -79,7 +80,7 @@ describe(`Trust Score and user records from chain facts (${usingPostgres ? "Post
     indexer.start();
     api = await startTestApi({ chain, db });
     const jobs = createPlatformJobs({ services: api.services });
-    rewards = jobs.find((job) => job.name === "chain-events.rewards")!;
+    rewards = api.services.rewards;
     guardiansJob = jobs.find((job) => job.name === "trust-score.guardians")!;
   });
 
@@ -97,7 +98,7 @@ describe(`Trust Score and user records from chain facts (${usingPostgres ? "Post
     const loanId = await fundLoan(chain, alice.signer, loanUuid, usdc(100), usdc(5));
     await repay(chain, alice.signer, loanId, usdc(110));
     await settle();
-    await rewards.run(api.clock.now()); // a repeated run applies nothing twice
+    await rewards.drain(api.clock.now()); // a repeated run applies nothing twice
 
     const loan = await db.prisma.loanChainState.findFirstOrThrow({ where: { loanId } });
     expect(loan.status).to.equal("repaid");

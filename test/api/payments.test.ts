@@ -265,7 +265,7 @@ describe(`payments (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
     expect(await db.prisma.paymentChainEvent.count({ where: { ref, kind: "paid" } })).to.equal(2);
     const seen = (await api.request("GET", `/v1/payments/${payment.id}`, { token: merchant.token })).body.data;
     expect(seen).to.deep.include({ status: "pending", txHash: null, fee: null });
-    await api.services.paymentEvents.run(api.clock.now());
+    await api.services.paymentEvents.drain(api.clock.now());
     expect(await db.prisma.domainEvent.count({ where: { type: "payment.success", userId: merchant.id } })).to.equal(0);
     // The real payer still pays it.
     const payer = await newTestUser(api, "unblocked-payer", 20);

@@ -149,7 +149,7 @@ describe(`social vault API: guardians, expiry, alerts (${usingPostgres ? "Postgr
     expect(added.map((e) => (e.data as { guardianUserId: string | null }).guardianUserId)).to.deep.equal([guardian.id, null]);
 
     // Activity (the rewards consumer's guardian_added entries) and the export.
-    await api.services.rewards.run(api.clock.now());
+    await api.services.rewards.drain(api.clock.now());
     const activity = (await get("/v1/users/me/activity?limit=50", owner.token)).body.data as { type: string; xpEarned: number }[];
     expect(activity.filter((entry) => entry.type === "guardian_added")).to.have.length(2);
     const exported = (await get("/v1/users/me/export", owner.token)).body.data;
@@ -280,7 +280,7 @@ describe(`social vault API: guardians, expiry, alerts (${usingPostgres ? "Postgr
       reason: "locked",
       lockedAt: locked.body.data.lockedAt,
     });
-    expect(await api.services.guardianAlerts.run(api.clock.now())).to.equal(0);
+    expect(await api.services.guardianAlerts.drain(api.clock.now())).to.equal(0);
     expect(await db.prisma.domainEvent.count({ where: { type: "social_vault.guardian_alert", userId: owner.id } })).to.equal(0);
     expect((await get("/v1/social-vault/guarding", guardian.token)).body.data[0]).to.deep.include({ isLocked: true, unlock: null });
     expectErrorEnvelope(

@@ -1,31 +1,29 @@
-// The outbox consumers' loop (domain/events/consumer.ts): pages applied in one transaction each,
-// a bad event isolated from its page, concurrent runs taking each event once, and the cursor
-// that bounds a consumer's reads to the history it has not finished.
+// The outbox consumers on the job queue (domain/events/consumer.ts): a producer turns the events
+// above a consumer's cursor into page jobs, each page applied in one transaction and once; a bad
+// event isolated from its page and dead in the queue after its attempts; the cursor exact beside
+// transactions still running, reverts and facts back after a rollback.
 import { expect } from "chai";
-import { pino } from "pino";
+import { type Clock, createClock } from "../../core/clock.js";
 import { openDatabase } from "../../core/db.js";
-import type { Logger } from "../../core/logger.js";
-import type { Db, Tx } from "../../domain/db.js";
-import {
-  type ConsumedEvent,
-  consumeEventPages,
-  consumeEvents,
-  REREAD_FROM_CURSOR_MS,
-  SETTLE_EVERY_MS,
-  settleCursor,
-} from "../../domain/events/consumer.js";
+import type { Tx } from "../../domain/db.js";
+import { type ConsumedEvent, createOutbox, type OutboxConsumer, type PagePayload, pageJobKind } from "../../domain/events/consumer.js";
 import { domainEvent, recordEvents } from "../../domain/events/outbox.js";
+import { createJobQueue, type JobQueue } from "../../domain/jobs/queue.js";
+import { createProcessPresence, type ProcessPresence } from "../../domain/processes/presence.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
-import { sleep } from "../helpers/waiting.js";
+import { capturingLogger } from "../helpers/waiting.js";
 
-const silent: Logger = pino({ level: "silent" });
 const NOW = new Date("2026-03-01T00:00:00.000Z");
 type LevelUp = ConsumedEvent<"user.level_up">;
 
-describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
+describe(`outbox consumers on the job queue (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
   this.timeout(60_000);
   let db: TestDatabase;
+  let clock: Clock;
+  let presence: ProcessPresence;
+  let queue: JobQueue;
   let written = 0;
+  const { logger, lines } = capturingLogger();
 
   /** `count` level-up events of one user, in one outbox transaction, levels named `<prefix><i>`. */
   async function record(prefix: string, count: number): Promise<void> {
@@ -40,206 +38,197 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
     );
     await db.prisma.$transaction((tx) => recordEvents(tx, events));
   }
-  const cursorOf = async () => (await db.prisma.consumerCursor.findUnique({ where: { consumer: "notifications" } }))?.xid ?? 0n;
-  const xidOf = async (prefix: string, i: number) =>
-    (await db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey: `consumer-test:${prefix}:${i}` } })).xid;
-  const seqOf = async (prefix: string, i: number) =>
-    (await db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey: `consumer-test:${prefix}:${i}` } })).seq;
-  const takenCount = () => db.prisma.consumedEvent.count({ where: { consumer: "notifications" } });
-  /** A run of the `notifications` consumer over level-up events, a page at a time through `applyBatch`. */
-  const consume = (
-    applyBatch: (tx: Tx, events: LevelUp[]) => Promise<void>,
-    options: { batchSize?: number; logger?: Logger } = {},
-    on: Db = db,
-  ) => consumeEvents(on, { consumer: "notifications", types: ["user.level_up"], now: NOW, logger: silent, applyBatch, ...options });
-
-  /** A run of `notifications` in insertion order, a page at a time, noting the levels it takes in `levels`. */
-  const consumeInOrder =
-    (levels: string[], { batchSize }: { batchSize?: number } = {}) =>
-    (on: Db = db) =>
-      consumeEvents(on, {
-        consumer: "notifications",
-        types: ["user.level_up"],
-        now: NOW,
-        logger: silent,
-        order: "insertion",
-        ...(batchSize ? { batchSize } : {}),
-        applyBatch: async (_tx, events) => {
-          levels.push(...events.map((event) => event.data.level));
-        },
-      });
+  const idOf = async (prefix: string, i: number) =>
+    (await db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey: `consumer-test:${prefix}:${i}` } })).id;
+  /** The `notifications` consumer over level-up events, noting the levels it applies (and throwing for those in `failing`). */
+  const levelsConsumer = (levels: string[], options: Partial<OutboxConsumer<"user.level_up">> & { failing?: Set<string> } = {}) =>
+    ({
+      name: "notifications",
+      types: ["user.level_up"],
+      pageSize: 2,
+      ...options,
+      apply: async (_tx: Tx, events: LevelUp[]) => {
+        for (const event of events) if (options.failing?.has(event.data.level)) throw new Error(`bad level ${event.data.level}`);
+        levels.push(...events.map((event) => event.data.level));
+      },
+    }) satisfies OutboxConsumer<"user.level_up">;
+  const pageJobs = async () =>
+    (await db.prisma.job.findMany({ where: { kind: pageJobKind("notifications") }, orderBy: { createdAt: "asc" } })).map(
+      (job) => (job.payload as unknown as PagePayload).ids,
+    );
 
   beforeEach(async () => {
     db = await createTestDatabase();
     written = 0;
+    lines.length = 0;
+    clock = createClock(() => NOW.getTime());
+    presence = createProcessPresence({ db, kind: "test" });
+    queue = createJobQueue({ db, clock, presence });
   });
   afterEach(async () => {
+    await presence?.stop();
     await db?.destroy();
   });
 
-  it("applies a page of events in one transaction, in order, each once", async () => {
-    await record("a", 7);
-    const pages: string[][] = [];
-    const run = () =>
-      consume(
-        async (tx, events) => {
-          // Inside the page's transaction: its markers are visible there.
-          expect(await tx.consumedEvent.count({ where: { eventId: { in: events.map((event) => event.id) } } })).to.equal(events.length);
-          pages.push(events.map((event) => event.data.level));
-        },
-        { batchSize: 3 },
-      );
-    expect(await run()).to.equal(7);
-    expect(pages).to.deep.equal([["a0", "a1", "a2"], ["a3", "a4", "a5"], ["a6"]]);
-    expect(await run()).to.equal(0);
-    expect(pages).to.have.length(3);
+  it("produces page jobs in the outbox's order, moves the cursor past them, and produces nothing twice", async () => {
+    const outbox = createOutbox({ db, jobs: queue, logger });
+    await record("a", 3);
+    await record("b", 2);
+    const consumer = levelsConsumer([]);
+    const ids = [await idOf("a", 0), await idOf("a", 1), await idOf("a", 2), await idOf("b", 0), await idOf("b", 1)];
+    expect(await outbox.produce(consumer, NOW)).to.deep.equal([ids.slice(0, 2), ids.slice(2, 4), ids.slice(4)]);
+    expect(await pageJobs()).to.deep.equal([ids.slice(0, 2), ids.slice(2, 4), ids.slice(4)]);
+    const last = await db.prisma.domainEvent.findUniqueOrThrow({ where: { id: ids[4]! } });
+    expect(await db.prisma.consumerCursor.findUnique({ where: { consumer: "notifications" } })).to.include({
+      xid: last.xid,
+      seq: last.seq,
+    });
+    expect(await outbox.produce(consumer, NOW)).to.deep.equal([]);
+    // Another consumer has a cursor of its own.
+    expect((await outbox.produce({ ...consumer, name: "webhooks", pageSize: 10 }, NOW)).flat()).to.deep.equal(ids);
   });
 
-  it("applies a page whose batch throws event by event: the bad one stays pending, the others are taken", async () => {
-    await record("b", 4);
-    const lines: { msg: string; eventId?: string }[] = [];
-    const logger = pino({ level: "warn" }, { write: (line: string) => lines.push(JSON.parse(line)) });
-    let broken = true;
-    const applied: string[] = [];
-    const run = () =>
-      consume(
-        async (tx, events) => {
-          if (broken && events.some((event) => event.data.level === "b2")) throw new Error("template missing");
-          // A write of the page's: rolled back with it when the page fails.
-          await tx.$executeRaw`SELECT 1`;
-          applied.push(...events.map((event) => event.data.level));
-        },
-        { logger },
-      );
-    expect(await run()).to.equal(3);
-    expect(applied).to.deep.equal(["b0", "b1", "b3"]);
-    const bad = await db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey: "consumer-test:b:2" } });
-    expect(lines.map((line) => [line.msg, line.eventId])).to.deep.equal([["event not applied; left for the next run", bad.id]]);
-    broken = false;
-    expect(await run()).to.equal(1);
-    expect(applied).to.deep.equal(["b0", "b1", "b3", "b2"]);
+  it("says which consumers have events to produce, in one statement", async () => {
+    const outbox = createOutbox({ db, jobs: queue, logger });
+    const notifications = levelsConsumer([]);
+    const rewards = { ...levelsConsumer([]), name: "rewards" as const, types: ["vault.deposit"] as never };
+    expect(await outbox.pending([notifications, rewards])).to.deep.equal([]);
+    await record("p", 1);
+    expect((await outbox.pending([notifications, rewards])).map((consumer) => consumer.name)).to.deep.equal(["notifications"]);
+    await outbox.produce(notifications, NOW);
+    expect(await outbox.pending([notifications, rewards])).to.deep.equal([]);
   });
 
-  it("reads and decodes the data of the dataFor types only: the others come without it", async () => {
+  it("applies a page in one transaction, once, however often its job runs", async () => {
+    const outbox = createOutbox({ db, jobs: queue, logger });
+    await record("c", 2);
+    const levels: string[] = [];
+    const consumer = levelsConsumer(levels);
+    const handle = outbox.handlers([consumer], clock)[pageJobKind("notifications")] as (payload: PagePayload) => Promise<void>;
+    const [page] = await outbox.produce(consumer, NOW);
+    await handle({ ids: page! });
+    await handle({ ids: page! });
+    expect(levels).to.deep.equal(["c0", "c1"]);
+    expect(await db.prisma.consumedEvent.count({ where: { consumer: "notifications" } })).to.equal(2);
+  });
+
+  it("takes an API write's own events at once: its page job then skips them", async () => {
+    const outbox = createOutbox({ db, jobs: queue, logger });
     await record("d", 2);
-    // The first one's data no longer matches the catalogue (an older version's).
-    await db.prisma.$executeRaw`UPDATE "DomainEvent" SET "data" = '{"stale": true}'::jsonb WHERE "dedupeKey" = 'consumer-test:d:0'`;
-    const run = (dataFor: "user.level_up"[] | undefined) => {
-      const seen: unknown[] = [];
-      const invalid: string[] = [];
-      const taken = consumeEvents(db, {
-        consumer: "notifications",
-        types: ["user.level_up"],
-        now: NOW,
-        logger: silent,
-        ...(dataFor ? { dataFor } : {}),
-        onInvalid: (event) => invalid.push(event.id),
-        applyBatch: async (_tx, events) => {
-          seen.push(...events.map((event) => event.data));
-        },
-      });
-      return { taken, seen, invalid };
-    };
-    const without = run([]);
-    expect(await without.taken).to.equal(2);
-    expect(without.seen).to.deep.equal([undefined, undefined]);
-    expect(without.invalid).to.deep.equal([]);
-    // With its data read, the stale one is reported and taken without effect; the other decoded.
+    const levels: string[] = [];
+    const consumer = levelsConsumer(levels);
+    expect(await outbox.take(consumer, [await idOf("d", 1)], NOW)).to.deep.equal({ applied: 1, failed: [] });
+    const [page] = await outbox.produce(consumer, NOW);
+    expect(await outbox.take(consumer, page!, NOW)).to.deep.equal({ applied: 1, failed: [] });
+    expect(levels).to.deep.equal(["d1", "d0"]);
+  });
+
+  it("applies a page whose apply throws event by event; its job fails until dead, listed, and a retry takes it", async () => {
+    const outbox = createOutbox({ db, jobs: queue, logger });
     await record("e", 2);
-    await db.prisma.$executeRaw`UPDATE "DomainEvent" SET "data" = '{"stale": true}'::jsonb WHERE "dedupeKey" = 'consumer-test:e:0'`;
-    const withData = run(["user.level_up"]);
-    expect(await withData.taken).to.equal(2);
-    expect(withData.seen).to.have.length(1);
-    expect(withData.seen[0]).to.include({ level: "e1" });
-    expect(withData.invalid).to.deep.equal([
-      (await db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey: "consumer-test:e:0" } })).id,
+    const levels: string[] = [];
+    const failing = new Set(["e0"]);
+    const consumer = levelsConsumer(levels, { failing });
+    const handlers = outbox.handlers([consumer], clock);
+    const handle = handlers[pageJobKind("notifications")] as (payload: PagePayload) => Promise<void>;
+    await outbox.produce(consumer, NOW);
+    const bad = await idOf("e", 0);
+    // Every try: the good event was taken at the first, the bad one fails each time, until the job is dead.
+    let now = NOW.getTime();
+    clock = createClock(() => now);
+    queue = createJobQueue({ db, clock, presence });
+    for (let attempt = 1; ; attempt += 1) {
+      const [job] = await queue.claim({ kinds: [pageJobKind("notifications")], limit: 1 });
+      expect(job, `try ${attempt}`).to.not.equal(undefined);
+      const error = await handle(job!.payload as PagePayload).then(
+        () => undefined,
+        (thrown: Error) => thrown,
+      );
+      expect(error?.message).to.equal(`events not applied: ${bad} (user.level_up): bad level e0`);
+      if ((await queue.fail(job!, error, { durationMs: 1 })) === "dead") break;
+      now += 2 * 3_600_000;
+    }
+    expect(levels).to.deep.equal(["e1"]);
+    expect(lines.some((line) => line.msg === "events not applied; left untaken")).to.equal(true);
+    const [dead] = await queue.listDead({ kind: pageJobKind("notifications") });
+    expect(dead?.lastError).to.include(bad);
+    // Fixed, and retried from the dead list: the bad event is taken, the good one not again.
+    failing.clear();
+    expect(await queue.retryDead(dead!.id)).to.equal(true);
+    const [again] = await queue.claim({ kinds: [pageJobKind("notifications")], limit: 1 });
+    await handle(again!.payload as PagePayload);
+    expect(levels).to.deep.equal(["e1", "e0"]);
+  });
+
+  it("reads and decodes the data of the dataFor types only; takes an event the catalogue refuses without effect, and says it", async () => {
+    const outbox = createOutbox({ db, jobs: queue, logger });
+    await record("f", 2);
+    await db.prisma.$executeRaw`UPDATE "DomainEvent" SET "data" = '{"level": 5}'::jsonb WHERE "dedupeKey" = 'consumer-test:f:1'`;
+    const seen: unknown[] = [];
+    const consumer: OutboxConsumer<"user.level_up"> = {
+      name: "notifications",
+      types: ["user.level_up"],
+      apply: async (_tx, events) => {
+        seen.push(...events.map((event) => event.data));
+      },
+    };
+    const [page] = await outbox.produce(consumer, NOW);
+    expect(await outbox.take(consumer, page!, NOW)).to.deep.equal({ applied: 1, failed: [] });
+    expect(seen).to.deep.equal([{ userId: "consumer-user", level: "f0", previousLevel: "x", xp: 0, timestamp: NOW.toISOString() }]);
+    expect(lines.map((line) => line.msg)).to.include("event data does not match the catalogue; skipped");
+    expect(await db.prisma.consumedEvent.count({ where: { consumer: "notifications" } })).to.equal(2);
+
+    await record("g", 1);
+    const withoutData: unknown[] = [];
+    const webhooks: OutboxConsumer<"user.level_up" | "vault.deposit"> = {
+      name: "webhooks",
+      types: ["user.level_up"],
+      dataFor: ["vault.deposit"],
+      apply: async (_tx, events) => {
+        withoutData.push(...events.map((event) => [event.type, event.data]));
+      },
+    };
+    await outbox.drain(webhooks, NOW);
+    expect(withoutData).to.deep.equal([
+      ["user.level_up", undefined],
+      ["user.level_up", undefined],
+      ["user.level_up", undefined],
     ]);
   });
 
-  it("two runs at once take every event exactly once", async () => {
-    await record("c", 400);
-    // On PostgreSQL a second pool, as a second process has; PGlite has one connection, on which
-    // the two runs' transactions take turns.
-    const other = usingPostgres ? await openDatabase({ databaseUrl: db.url! }) : { ...db, close: async () => {} };
-    try {
-      const applied: string[] = [];
-      const run = (on: Db) =>
-        consume(
-          async (_tx, events) => {
-            applied.push(...events.map((event) => event.data.level));
-          },
-          { batchSize: 25 },
-          on,
-        );
-      // Each keeps going until nothing is left: a run that finds the other's page in progress returns 0 at once.
-      const drain = async (on: Db) => {
-        let total = 0;
-        while ((await takenCount()) < 400) total += await run(on);
-        return total;
-      };
-      const [first, second] = await Promise.all([drain(db), drain(other)]);
-      expect(first + second).to.equal(400);
-      expect(applied).to.have.length(400);
-      expect(new Set(applied).size).to.equal(400);
-    } finally {
-      await other.close();
-    }
+  it("produces no reverted event, and produces a fact back after a rollback again (a new xid and seq)", async () => {
+    const outbox = createOutbox({ db, jobs: queue, logger });
+    await record("h", 2);
+    const levels: string[] = [];
+    const consumer = levelsConsumer(levels);
+    await db.prisma.domainEvent.update({ where: { dedupeKey: "consumer-test:h:0" }, data: { revertedAt: NOW } });
+    expect(await outbox.drain(consumer, NOW)).to.equal(1);
+    // The log comes back: the indexer clears revertedAt and gives the event a new seq and its own transaction's id (indexer/store.ts).
+    await db.prisma.$executeRaw`
+      UPDATE "DomainEvent" SET "revertedAt" = NULL, "seq" = nextval(pg_get_serial_sequence('"DomainEvent"', 'seq')),
+          "xid" = pg_current_xact_id()::text::bigint
+        WHERE "dedupeKey" = 'consumer-test:h:0'`;
+    expect(await outbox.drain(consumer, NOW)).to.equal(1);
+    expect(levels).to.deep.equal(["h1", "h0"]);
   });
 
-  it("moves the cursor over settled events only: never past a pending one, never past a transaction still running", async () => {
-    await record("d", 3);
-    let failing = "d1";
-    const run = () =>
-      consume(async (_tx, events) => {
-        if (events.some((event) => event.data.level === failing)) throw new Error("not yet");
-      });
-    expect(await run()).to.equal(2);
-    // The pending event holds it at its transaction (the three were written by one).
-    expect(await settleCursor(db, "notifications", ["user.level_up"], NOW)).to.equal(await xidOf("d", 1));
-    expect(await cursorOf()).to.equal(await xidOf("d", 1));
-
-    failing = "";
-    expect(await run()).to.equal(1);
-    // Nothing pending: past every transaction that has ended.
-    await settleCursor(db, "notifications", ["user.level_up"], NOW);
-    expect(await cursorOf()).to.be.above(await xidOf("d", 2));
-    // Events of types the consumer does not take move it too.
-    await db.prisma.$transaction((tx) =>
-      recordEvents(tx, [
-        domainEvent({
-          type: "user.badge_earned",
-          userId: "consumer-user",
-          data: { userId: "consumer-user", badgeId: "first", name: "First", earnedAt: NOW.toISOString() },
-          dedupeKey: "consumer-test:badge",
-          now: NOW,
-        }),
-      ]),
-    );
-    await settleCursor(db, "notifications", ["user.level_up"], NOW);
-    const badge = await db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey: "consumer-test:badge" } });
-    expect(await cursorOf()).to.be.above(badge.xid);
-    // It never moves back (here from where it could never have been).
-    await db.prisma.consumerCursor.update({ where: { consumer: "notifications" }, data: { xid: 1n << 40n } });
-    await settleCursor(db, "notifications", ["user.level_up"], NOW);
-    expect(await cursorOf()).to.equal(1n << 40n);
-  });
-
-  // PGlite has one connection: no other session can hold a transaction open beside the consumer's.
+  // PGlite has one connection: no other session can hold a transaction open beside the producer's.
   if (usingPostgres) {
-    it("takes an event whose transaction was still running when the cursor moved, once it commits", async () => {
+    it("never moves the cursor past a transaction still running: its event is produced once it commits", async () => {
       const other = await openDatabase({ databaseUrl: db.url! });
+      const outbox = createOutbox({ db, jobs: queue, logger });
       const levels: string[] = [];
-      const run = consumeInOrder(levels);
+      const consumer = levelsConsumer(levels, { pageSize: 10 });
       try {
-        // Another process writes an event and keeps its transaction open...
         let commit!: () => void;
         const committing = new Promise<void>((resolve) => {
           commit = resolve;
         });
-        let written!: (xid: bigint) => void;
-        const wrote = new Promise<bigint>((resolve) => {
-          written = resolve;
+        let wrote!: () => void;
+        const written = new Promise<void>((resolve) => {
+          wrote = resolve;
         });
+        // Another process writes an event and keeps its transaction open...
         const writer = other.prisma.$transaction(
           async (tx) => {
             await recordEvents(tx, [
@@ -251,206 +240,40 @@ describe(`outbox consumers (${usingPostgres ? "PostgreSQL" : "PGlite"})`, functi
                 now: NOW,
               }),
             ]);
-            const [row] = await tx.$queryRaw<{ xid: string }[]>`SELECT pg_current_xact_id()::text AS "xid"`;
-            written(BigInt(row!.xid));
+            wrote();
             await committing;
           },
           { timeout: 30_000 },
         );
-        const slowXid = await Promise.race([wrote, writer.then(() => -1n)]);
-        // ...while later ones commit and are taken, and the cursor moves as far as it may.
-        await record("h", 2);
-        expect(await run()).to.equal(2);
-        await settleCursor(db, "notifications", ["user.level_up"], NOW);
-        expect(await cursorOf()).to.be.at.most(slowXid);
+        await written;
+        // ...while later ones commit: they wait behind it (an xid above the oldest running transaction's).
+        await record("i", 2);
+        expect(await outbox.drain(consumer, NOW)).to.equal(0);
         commit();
         await writer;
-        // The read from the cursor finds it (a later seq was read on from already).
-        await sleep(REREAD_FROM_CURSOR_MS);
-        expect(await run()).to.equal(1);
-        expect(levels).to.deep.equal(["h0", "h1", "slow"]);
-        await settleCursor(db, "notifications", ["user.level_up"], NOW);
-        expect(await cursorOf()).to.be.above(slowXid);
-      } finally {
-        await other.close();
-      }
-    });
-  }
-
-  it("reads only above the cursor, and takes an event whose seq was renewed (a fact back after a rollback)", async () => {
-    await record("e", 2);
-    const levels: string[] = [];
-    const run = () =>
-      consume(async (_tx, events) => {
-        levels.push(...events.map((event) => event.data.level));
-      });
-    expect(await run()).to.equal(2);
-    await settleCursor(db, "notifications", ["user.level_up"], NOW);
-    expect(await cursorOf()).to.be.above(await xidOf("e", 1));
-    // Another consumer took e0 and a rollback removed it: this one's marker is gone with the
-    // reorg's rewrite, and the fact is reverted (the indexer keeps it for the consumer that took it).
-    const e0 = await seqOf("e", 0);
-    await db.prisma.consumedEvent.deleteMany({ where: { consumer: "notifications" } });
-    await db.prisma.domainEvent.update({ where: { seq: e0 }, data: { revertedAt: NOW } });
-    expect(await run()).to.equal(0);
-    // The log comes back: the indexer clears revertedAt and gives the event a new seq and its own transaction's id (indexer/store.ts).
-    await db.prisma.$executeRaw`
-      UPDATE "DomainEvent" SET "revertedAt" = NULL, "seq" = nextval(pg_get_serial_sequence('"DomainEvent"', 'seq')),
-          "xid" = pg_current_xact_id()::text::bigint
-        WHERE "seq" = ${e0}`;
-    expect(await run()).to.equal(1);
-    expect(levels).to.deep.equal(["e0", "e1", "e0"]);
-  });
-
-  it("in insertion order, reads on from where its last run ended, and takes an event that committed behind it at the next read from the cursor", async () => {
-    await record("f", 3);
-    const levels: string[] = [];
-    const run = consumeInOrder(levels);
-    // The last event's seq far ahead: the next event recorded gets a lower one, as an event does
-    // whose transaction commits after a later one's was read.
-    await db.prisma.$executeRaw`UPDATE "DomainEvent" SET "seq" = 1000000 WHERE "seq" = ${await seqOf("f", 2)}`;
-    expect(await run()).to.equal(3);
-    await record("late", 1);
-    expect(await seqOf("late", 0)).to.be.below(1_000_000n);
-    // Read on from seq 1000000: the late event is not seen yet...
-    expect(await run()).to.equal(0);
-    // ...and is taken once the process reads from the cursor again.
-    await sleep(REREAD_FROM_CURSOR_MS);
-    expect(await run()).to.equal(1);
-    expect(levels).to.deep.equal(["f0", "f1", "f2", "late0"]);
-  });
-
-  it("leaves the cursor where it is while a backlog flows (a run that took a full page), and the run after it moves it past", async () => {
-    await record("k", 5);
-    const levels: string[] = [];
-    const run = consumeInOrder(levels, { batchSize: 2 });
-    const before = await cursorOf();
-    // Another test's run may have moved it within the second: a move is due.
-    await sleep(SETTLE_EVERY_MS);
-    expect(await run()).to.equal(5);
-    expect(await cursorOf()).to.equal(before);
-    expect(await run()).to.equal(0);
-    expect(await cursorOf()).to.be.above(await xidOf("k", 4));
-    expect(levels).to.deep.equal(["k0", "k1", "k2", "k3", "k4"]);
-  });
-
-  it("in insertion order, processes taking turns at a partition read on from where either last read it: none reads again what the other took", async () => {
-    await record("h", 6);
-    // Another process: its own memory of where it read to (keyed by its Db), its page reads counted.
-    let rowsRead = 0;
-    const bound = <T extends object>(target: T, prop: string | symbol) => {
-      const value = Reflect.get(target, prop);
-      return typeof value === "function" ? value.bind(target) : value;
-    };
-    const counted = <T extends object>(tx: T) =>
-      new Proxy(tx, {
-        get(target, prop) {
-          const value = bound(target, prop);
-          if (prop !== "$queryRawUnsafe") return value;
-          return async (...args: unknown[]) => {
-            const rows = (await value(...args)) as unknown[];
-            rowsRead += rows.length;
-            return rows;
-          };
-        },
-      });
-    const prisma = new Proxy(db.prisma, {
-      get(target, prop) {
-        if (prop !== "$transaction") return bound(target, prop);
-        return (work: (tx: Tx) => Promise<unknown>, options?: object) => target.$transaction((tx) => work(counted(tx)), options);
-      },
-    });
-    const other: Db = { prisma, sql: db.sql };
-    const levels: string[] = [];
-    const run = consumeInOrder(levels, { batchSize: 2 });
-    expect(await run(db)).to.equal(6);
-    // The other's first run reads from the cursor: nothing untaken.
-    expect(await run(other)).to.equal(0);
-    expect(rowsRead).to.equal(0);
-    await record("i", 4);
-    expect(await run(db)).to.equal(4);
-    // Reading on, it starts where this process read to, not where it last read itself.
-    expect(await run(other)).to.equal(0);
-    expect(rowsRead).to.equal(0);
-    const [partition] = await db.prisma.consumerPartition.findMany({ where: { consumer: "notifications" } });
-    expect(partition).to.include({ partition: "0/1", readTo: await seqOf("i", 3) });
-    // And what it finds first is its to take.
-    await record("j", 3);
-    expect(await run(other)).to.equal(3);
-    expect(rowsRead).to.equal(3);
-    expect(levels).to.deep.equal(["h0", "h1", "h2", "h3", "h4", "h5", "i0", "i1", "i2", "i3", "j0", "j1", "j2"]);
-  });
-
-  // PGlite has one connection: no other session can hold a page lock there.
-  if (usingPostgres) {
-    /** Another process's advisory lock (class, hashtext(name)), held in an open transaction until `release()`. */
-    async function holdLock(other: Db, lockClass: number, name: string) {
-      let release!: () => void;
-      const released = new Promise<void>((resolve) => {
-        release = resolve;
-      });
-      let locked!: () => void;
-      const held = new Promise<void>((resolve) => {
-        locked = resolve;
-      });
-      const holder = other.prisma.$transaction(
-        async (tx) => {
-          await tx.$executeRaw`SELECT pg_advisory_xact_lock(${lockClass}::int, hashtext(${name}))`;
-          locked();
-          await released;
-        },
-        { timeout: 30_000 },
-      );
-      await Promise.race([held, holder]);
-      return { release, holder };
-    }
-
-    it("moves a consumer's cursor in one process at a time: one that finds another moving it answers the cursor as it stands", async () => {
-      await record("m", 2);
-      const before = await cursorOf();
-      const other = await openDatabase({ databaseUrl: db.url! });
-      try {
-        // Another process moving the cursor: its lock, held in an open transaction.
-        const { release, holder } = await holdLock(other, 24_052, "notifications");
-        expect(await settleCursor(db, "notifications", ["user.level_up"], NOW)).to.equal(before);
-        expect(await cursorOf()).to.equal(before);
-        release();
-        await holder;
-        // Both events pending: the cursor moves up to the first's transaction.
-        expect(await settleCursor(db, "notifications", ["user.level_up"], NOW)).to.equal(await xidOf("m", 0));
+        expect(await outbox.drain(consumer, NOW)).to.equal(3);
+        expect(levels).to.deep.equal(["slow", "i0", "i1"]);
       } finally {
         await other.close();
       }
     });
 
-    it("says when another process holds a partition, and takes the others", async () => {
-      await record("g", 40);
+    it("produces each event once when two processes produce at once", async () => {
       const other = await openDatabase({ databaseUrl: db.url! });
-      const applied: string[] = [];
-      const run = () =>
-        consumeEventPages(db, {
-          consumer: "notifications",
-          types: ["user.level_up"],
-          now: NOW,
-          logger: silent,
-          order: "insertion",
-          partitions: 2,
-          applyBatch: async (_tx, events) => {
-            applied.push(...events.map((event) => event.data.level));
-          },
-        });
+      const otherPresence = createProcessPresence({ db: other, kind: "test" });
       try {
-        // Another process on partition 0: its page lock, held in an open transaction.
-        const { release, holder } = await holdLock(other, 24_051, "notifications:0");
-        const first = await run();
-        expect(first.contended).to.equal(true);
-        expect(first.applied).to.be.above(0).and.below(40);
-        release();
-        await holder;
-        const second = await run();
-        expect(second).to.deep.equal({ applied: 40 - first.applied, contended: false });
-        expect(new Set(applied).size).to.equal(40);
+        await record("j", 9);
+        const consumer = levelsConsumer([], { pageSize: 2 });
+        const outboxes = [
+          createOutbox({ db, jobs: queue, logger }),
+          createOutbox({ db: other, jobs: createJobQueue({ db: other, clock, presence: otherPresence }), logger }),
+        ];
+        const pages = (await Promise.all([...outboxes, ...outboxes].map((outbox) => outbox.produce(consumer, NOW)))).flat();
+        const ids = await Promise.all(Array.from({ length: 9 }, (_, i) => idOf("j", i)));
+        expect(pages.flat().sort()).to.deep.equal([...ids].sort());
+        expect((await pageJobs()).flat().sort()).to.deep.equal([...ids].sort());
       } finally {
+        await otherPresence.stop();
         await other.close();
       }
     });

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { type Clock, createClock } from "../../core/clock.js";
 import { openDatabase } from "../../core/db.js";
 import type { Logger } from "../../core/logger.js";
-import { consumeEvents } from "../../domain/events/consumer.js";
+import { createOutbox, type OutboxConsumer } from "../../domain/events/consumer.js";
 import { domainEvent, recordEvents } from "../../domain/events/outbox.js";
 import { type ClaimedJob, createJobQueue, type JobQueue, PermanentJobError, RetryableJobError } from "../../domain/jobs/queue.js";
 import { type JobRunner, startJobRunner } from "../../domain/jobs/runner.js";
@@ -513,32 +513,31 @@ describe(`job queue (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
     );
     await db.prisma.$transaction((tx) => recordEvents(tx, events));
     const { logger, lines } = capturingLogger();
+    const outbox = createOutbox({ db, jobs: queue, logger });
     let failB = true;
-    const run = () =>
-      consumeEvents(db, {
-        consumer: "notifications",
-        types: ["user.level_up"],
-        now: clock.now(),
-        logger,
-        batchSize: 1, // the failing event is read again by no later batch of the run
-        async apply(tx, event) {
+    const consumer: OutboxConsumer<"user.level_up"> = {
+      name: "notifications",
+      types: ["user.level_up"],
+      async apply(tx, page) {
+        for (const event of page) {
           await queue.enqueue({ kind: "notification.push", payload: { eventId: event.id }, dedupeKey: `push:${event.id}` }, tx);
           if (event.data.level === "b" && failB) throw new Error("template missing");
-        },
-      });
-
-    expect(await run()).to.equal(2);
+        }
+      },
+    };
+    const [ids] = await outbox.produce(consumer, clock.now());
+    expect(await outbox.take(consumer, ids!, clock.now())).to.deep.include({ applied: 2 });
     const failed = await db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey: "jobs-test:b" } });
-    expect(lines.map((line) => [line.level, line.msg, line.eventId, line.error])).to.deep.equal([
-      [40, "event not applied; left for the next run", failed.id, "template missing"],
+    expect(lines.filter((line) => line.level >= 40).map((line) => [line.msg, line.failed])).to.deep.equal([
+      ["events not applied; left untaken", [{ id: failed.id, type: "user.level_up", error: "template missing" }]],
     ]);
     // Its job went with its rolled-back transaction; the others' jobs are queued.
     expect((await db.prisma.job.findMany({ select: { dedupeKey: true } })).map((job) => job.dedupeKey)).to.not.include(`push:${failed.id}`);
     expect(await db.prisma.job.count({ where: { kind: "notification.push" } })).to.equal(2);
 
     failB = false;
-    expect(await run()).to.equal(1);
+    expect(await outbox.take(consumer, ids!, clock.now())).to.deep.equal({ applied: 1, failed: [] });
     expect(await db.prisma.job.count({ where: { kind: "notification.push" } })).to.equal(3);
-    expect(await run()).to.equal(0);
+    expect(await outbox.take(consumer, ids!, clock.now())).to.deep.equal({ applied: 0, failed: [] });
   });
 });

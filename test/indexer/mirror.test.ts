@@ -1,9 +1,10 @@
 import { expect } from "chai";
 import { createClock } from "../../core/clock.js";
 import { loadConfig } from "../../core/config.js";
+import { createLogger } from "../../core/logger.js";
 import { servicesFromConfig } from "../../domain/services.js";
 import type { Indexer } from "../../indexer/indexer.js";
-import { createPlatformJobs } from "../../worker/jobs.js";
+import { startPlatformWorkers } from "../../worker/jobs.js";
 import { deposit } from "../helpers/activity.js";
 import { startTestChain, type TestChain, usdc } from "../helpers/chain.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
@@ -61,7 +62,8 @@ describe("indexer: mirror", function () {
     expect(transfers[0]!.to).to.equal(chain.deployment.contracts.stakingVault!.address.toLowerCase());
   });
 
-  it("turns a wallet's chain facts into XP and Trust Score volume once, through the rewards job", async () => {
+  it("turns a wallet's chain facts into XP and Trust Score volume once, through the worker's outbox page jobs", async () => {
+    const clock = createClock();
     const services = await servicesFromConfig(loadConfig({ NODE_ENV: "test" }), {
       db,
       clock: createClock(),
@@ -69,7 +71,6 @@ describe("indexer: mirror", function () {
       cacheReads: false,
       wallets: { addressOf: () => expect.fail("no provisioning"), signerOf: () => expect.fail("no signing") },
     });
-    const job = createPlatformJobs({ services }).find((j) => j.name === "chain-events.rewards")!;
     const wallet = await chain.signer(4);
     await db.prisma.user.create({
       data: {
@@ -84,9 +85,23 @@ describe("indexer: mirror", function () {
     const txHash = await deposit(chain, wallet, usdc(1_500));
     await waitFor(() => db.prisma.domainEvent.findFirst({ where: { type: "vault.deposit", userId: "user-rewards" } }));
 
-    await job.run(new Date());
-    const user = await db.prisma.user.findUniqueOrThrow({ where: { id: "user-rewards" } });
-    expect(user.xp).to.equal(20);
+    // The worker's producer queues the rewards' and the Trust Score's pages, and its runner takes them.
+    const workers = startPlatformWorkers({ services, clock, logger: createLogger("silent") });
+    try {
+      await waitFor(async () => ((await db.prisma.user.findUniqueOrThrow({ where: { id: "user-rewards" } })).xp === 20 ? true : undefined));
+      await waitFor(async () =>
+        (await db.prisma.trustScoreInput.findUnique({ where: { userId: "user-rewards" } }))?.totalVolumeMicro === usdc(1_500)
+          ? true
+          : undefined,
+      );
+    } finally {
+      await workers.stop();
+    }
+    const jobs = await db.prisma.job.findMany({ where: { kind: { in: ["outbox.rewards", "outbox.trust-score"] } } });
+    expect(jobs.map((job) => [job.kind, job.status]).sort()).to.deep.include.members([
+      ["outbox.rewards", "succeeded"],
+      ["outbox.trust-score", "succeeded"],
+    ]);
     const activity = await db.prisma.activity.findMany({ where: { userId: "user-rewards", type: "vault_deposit" } });
     expect(activity).to.have.length(1);
     const inputs = await db.prisma.trustScoreInput.findUniqueOrThrow({ where: { userId: "user-rewards" } });
@@ -94,7 +109,7 @@ describe("indexer: mirror", function () {
     expect(txHash).to.match(/^0x/);
 
     // Again, and concurrently: nothing is applied twice.
-    await Promise.all([job.run(new Date()), job.run(new Date())]);
+    await Promise.all([services.rewards.drain(new Date()), services.rewards.drain(new Date())]);
     expect((await db.prisma.user.findUniqueOrThrow({ where: { id: "user-rewards" } })).xp).to.equal(20);
     expect((await db.prisma.trustScoreInput.findUniqueOrThrow({ where: { userId: "user-rewards" } })).totalVolumeMicro).to.equal(
       usdc(1_500),
@@ -128,7 +143,7 @@ describe("indexer: mirror", function () {
       return found.length === 2 ? found : undefined;
     });
     expect(events.map((e) => (e.data as { usdcAmount: string }).usdcAmount)).to.deep.equal(["1.00", "1.00"]);
-    await services.rewards.run(new Date());
+    await services.rewards.drain(new Date());
     const inputs = await db.prisma.trustScoreInput.findUniqueOrThrow({ where: { userId: "user-sub-cent" } });
     expect(inputs.totalVolumeMicro).to.equal(2_010_000n);
   });
