@@ -184,7 +184,7 @@ export function createServices({
   const usersRepo = createUsersRepo({ db, clock: cacheClock });
   const xpRepo = createXpRepo({ db, clock: cacheClock });
   const vaultRepo = createVaultRepo({ db });
-  const loansRepo = createLoansRepo({ db });
+  const loansRepo = createLoansRepo({ db, presence });
   const apiKeysRepo = createApiKeysRepo({ db });
   /** Drops this process's cached row and badges of a user; called after committing a write to them. */
   const invalidateUser = (userId: string) => {
@@ -247,7 +247,7 @@ export function createServices({
     activeGuardiansOf,
   });
   const guardianAlerts = createGuardianAlerts({ outbox, logger });
-  const paymentsRepo = createPaymentsRepo({ db });
+  const paymentsRepo = createPaymentsRepo({ db, presence });
   const loanFinancing = createLoanFinancing({ db, repo: loansRepo, clock, chainId: chain?.chainId ?? 0, minScore: loanMinScore });
   const paymentEvents = createPaymentEvents({ outbox, repo: paymentsRepo, financing: loanFinancing });
   const email = createEmailSender({ smtpUrl: notificationChannels.smtpUrl, from: notificationChannels.emailFrom, logger });

@@ -31,6 +31,7 @@ export interface PlatformJobDeps {
     | "loans"
     | "fundsLoans"
     | "jobs"
+    | "presence"
     | "notificationFanout"
     | "notificationDeliveries"
     | "webhookDeliveries"
@@ -107,12 +108,14 @@ export function createPlatformJobs({ services }: PlatformJobDeps): PeriodicJob[]
     },
     {
       // The queue's finished jobs past their retention (a day of service clock): periodic runs
-      // alone add tens of thousands a day. Says the queue's counts when it deleted some.
+      // alone add tens of thousands a day. Says the queue's counts when it deleted some. And the
+      // rows of processes killed an hour ago or more (a clean stop removes its own).
       name: "jobs.prune",
       intervalMs: HOUR_MS,
       run: async (now) => {
         const pruned = await services.jobs.prune(new Date(now.getTime() - JOB_RETENTION_MS));
-        return { changed: pruned, ...(pruned > 0 ? { jobs: await services.jobs.stats() } : {}) };
+        const processes = await services.presence.pruneDead();
+        return { changed: pruned + processes, processes, ...(pruned > 0 ? { jobs: await services.jobs.stats() } : {}) };
       },
     },
     {
@@ -203,7 +206,8 @@ export function startPlatformWorkers(deps: PlatformWorkerDeps): Workers {
     loops: createPlatformLoops(deps),
     lanes: [
       { kinds: [WEBHOOK_DELIVERY_JOB], concurrency: WEBHOOK_SLOTS },
-      { kinds: deps.services.outboxConsumers.map((consumer) => pageJobKind(consumer.name)), concurrency: OUTBOX_SLOTS },
+      // The fan-out goes first: while this process takes outbox pages, its main runner starts no delivery.
+      { kinds: deps.services.outboxConsumers.map((consumer) => pageJobKind(consumer.name)), concurrency: OUTBOX_SLOTS, goesFirst: true },
     ],
     tickMs: deps.tickMs,
   });

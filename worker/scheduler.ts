@@ -172,9 +172,11 @@ export interface WorkersDeps {
   /**
    * Kinds run by a runner of their own with this many slots, beside the main one: I/O-bound
    * deliveries that mostly wait on a receiver (webhooks) take many slots without starving the
-   * periodic jobs and e-mails of theirs, and the outbox's pages never wait behind deliveries.
+   * periodic jobs and e-mails of theirs, and the outbox's pages never wait behind deliveries. While
+   * a lane that `goesFirst` runs jobs, the main runner claims none (the outbox's fan-out pages: on
+   * shared cores the deliveries slowed a burst's fan-out by half, `npm run bench:notifications`).
    */
-  lanes?: readonly { kinds: readonly string[]; concurrency: number }[];
+  lanes?: readonly { kinds: readonly string[]; concurrency: number; goesFirst?: boolean }[];
 }
 
 export interface Workers {
@@ -203,32 +205,36 @@ export function startWorkers({
   checkJobs(jobs);
   const inLane = new Set(lanes.flatMap((lane) => lane.kinds));
   const all = { ...handlers, ...periodicHandlers({ clock, logger, jobs }) };
-  /** The main runner (every kind not in a lane) looks for dead processes' jobs. */
-  const runnerOf = (kinds: string[], slots: number, main: boolean) =>
-    startJobRunner({
+  const first: JobRunner[] = [];
+  /** The main runner (every kind not in a lane) looks for dead processes' jobs, and yields to the lanes that go first. */
+  const main = startJobRunner({
+    queue,
+    handlers: Object.fromEntries(
+      Object.keys(all)
+        .filter((kind) => !inLane.has(kind))
+        .map((kind) => [kind, all[kind]!]),
+    ),
+    concurrency,
+    pollMs: Math.min(tickMs, DEFAULT_POLL_MS),
+    logger,
+    holdWhile: () => first.some((runner) => runner.busy()),
+  });
+  const runners: JobRunner[] = [main];
+  for (const lane of lanes) {
+    const kinds = lane.kinds.filter((kind) => kind in all);
+    if (kinds.length === 0) continue;
+    const runner = startJobRunner({
       queue,
       handlers: Object.fromEntries(kinds.map((kind) => [kind, all[kind]!])),
-      concurrency: slots,
+      concurrency: lane.concurrency,
       pollMs: Math.min(tickMs, DEFAULT_POLL_MS),
-      ...(main ? {} : { recoverEveryMs: Number.POSITIVE_INFINITY }),
+      recoverEveryMs: Number.POSITIVE_INFINITY,
       logger,
+      ...(lane.goesFirst ? { onIdle: () => main.wake() } : {}),
     });
-  const runners: JobRunner[] = [
-    runnerOf(
-      Object.keys(all).filter((kind) => !inLane.has(kind)),
-      concurrency,
-      true,
-    ),
-    ...lanes
-      .filter((lane) => lane.kinds.some((kind) => kind in all))
-      .map((lane) =>
-        runnerOf(
-          lane.kinds.filter((kind) => kind in all),
-          lane.concurrency,
-          false,
-        ),
-      ),
-  ];
+    if (lane.goesFirst) first.push(runner);
+    runners.push(runner);
+  }
   const scheduler = startScheduler({ queue, clock, logger, jobs, tickMs });
   const following = startLoops({ clock, logger, loops });
   return {

@@ -394,7 +394,7 @@ export function createJobQueue({
       const rows = await prisma.$queryRaw<{ id: string; kind: string; attempts: number; processId: string | null; status: JobStatus }[]>`
         WITH orphaned AS (
           SELECT "id", "lockedBy" FROM "Job"
-            WHERE "status" = 'running' AND NOT ${processAlive(Prisma.sql`"Job"."lockedBy"`)}
+            WHERE "status" = 'running' AND NOT ${processAlive(`"Job"."lockedBy"`)}
             FOR UPDATE SKIP LOCKED
         ), requeued AS (
           UPDATE "Job" j SET

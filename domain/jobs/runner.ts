@@ -26,10 +26,16 @@ export interface JobRunnerOptions {
   /** Real ms between two looks for the jobs of dead processes; default 5 s. */
   recoverEveryMs?: number;
   logger: Pick<Logger, "debug" | "info" | "warn" | "error">;
+  /** While it answers true, no job is claimed (running ones go on); `wake()` when it turns false. */
+  holdWhile?: () => boolean;
+  /** Called when the last running job ends (a runner held while this one works can claim again). */
+  onIdle?: () => void;
 }
 
 export interface JobRunner {
   readonly kinds: readonly string[];
+  /** Whether a job is running. */
+  busy(): boolean;
   /** Looks for due jobs now (an enqueuer of this process just committed some). */
   wake(): void;
   /** Claims no further job and resolves once the running ones have finished and been recorded. */
@@ -53,6 +59,8 @@ export function startJobRunner({
   pollMs = 200,
   recoverEveryMs = 5_000,
   logger,
+  holdWhile,
+  onIdle,
 }: JobRunnerOptions): JobRunner {
   const kinds = Object.keys(handlers);
   const running = new Set<Promise<void>>();
@@ -140,7 +148,7 @@ export function startJobRunner({
             );
           }
         }
-        const free = concurrency - running.size;
+        const free = holdWhile?.() ? 0 : concurrency - running.size;
         // Claims once half the slots are free (or all, idle): one claim statement serves several
         // jobs, where claiming at each finish would cost one per job under load.
         const claimed = free > 0 && (free * 2 >= concurrency || running.size === 0) ? await queue.claim({ kinds, limit: free }) : [];
@@ -150,6 +158,7 @@ export function startJobRunner({
           const task: Promise<void> = run(job).finally(() => {
             running.delete(task);
             wake();
+            if (running.size === 0) onIdle?.();
           });
           running.add(task);
         }
@@ -168,6 +177,7 @@ export function startJobRunner({
   const looping = loop();
   return {
     kinds,
+    busy: () => running.size > 0,
     wake,
     async stop() {
       stopped = true;

@@ -37,8 +37,6 @@ export const MAX_PAYMENT_MICRO = 1_000_000n * 1_000_000n;
 export const REMINDER_HOURS = 24;
 /** Extensions a loan may have (documented in docs/decisions.md, "Loan extensions"). */
 export const MAX_EXTENSIONS = 1;
-/** How long a funder's claim on a request stands before another funder may retry it (its sender waits 60 s for a receipt). */
-export const CLAIM_STALE_MS = 120_000;
 export const DAY_MS = 86_400_000;
 
 export type { Restriction } from "./eligibility.js";

@@ -3,7 +3,7 @@
 // lifetime lapses.
 import { AppError } from "../errors.js";
 import { withWallet } from "../users/repo.js";
-import { CLAIM_STALE_MS, type LoansContext } from "./context.js";
+import type { LoansContext } from "./context.js";
 import { loanStatus } from "./repo.js";
 
 export function createLoanFunding({ deps, db, repo, detailView, rowOf, fundClaimed }: LoansContext) {
@@ -18,7 +18,7 @@ export function createLoanFunding({ deps, db, repo, detailView, rowOf, fundClaim
       if (!request) throw new AppError("LOAN_NOT_FOUND", "Loan not found");
       const id = request.id;
       if (request.status !== "funded") {
-        const claimed = await repo.claim(id, now, new Date(now.getTime() - CLAIM_STALE_MS));
+        const claimed = await repo.claim(id, now);
         if (!claimed) {
           const status = loanStatus({ chainStatus: null, requestStatus: request.status, expiresAt: request.expiresAt }, now);
           throw new AppError("CONFLICT", `This loan cannot be funded: it is ${request.status === "funding" ? "being funded" : status}`, {
@@ -40,15 +40,10 @@ export function createLoanFunding({ deps, db, repo, detailView, rowOf, fundClaim
      */
     async fundDue(now: Date) {
       const lapsed = await repo.lapse(now);
-      const due = await repo.dueForFunding(
-        now,
-        new Date(now.getTime() - deps.fundingDelaySeconds * 1_000),
-        new Date(now.getTime() - CLAIM_STALE_MS),
-        20,
-      );
+      const due = await repo.dueForFunding(now, new Date(now.getTime() - deps.fundingDelaySeconds * 1_000), 20);
       let funded = 0;
       for (const { id } of due) {
-        if (!(await repo.claim(id, now, new Date(now.getTime() - CLAIM_STALE_MS)))) continue;
+        if (!(await repo.claim(id, now))) continue;
         if ((await fundClaimed(id)) === "funded") funded += 1;
         else break; // the pool is short now: later, smaller requests wait their turn
       }

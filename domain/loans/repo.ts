@@ -5,12 +5,11 @@
 import { MIRRORED_CHAIN_ID_SQL } from "../../core/chain-identity.js";
 import { usdcNumber } from "../../core/money.js";
 import type { Db, Tx } from "../db.js";
+import { type ProcessPresence, processAlive, processAliveSql } from "../processes/presence.js";
 import { loanIdFromRef } from "./ids.js";
 
 /** The chain's `ref` of a request, computed in SQL: its UUID's 16 bytes, left-aligned in a bytes32 (domain/loans/ids.ts). */
 const REF_OF_REQUEST = `'0x' || replace(r."id"::text, '-', '') || repeat('0', 32)`;
-/** How long a payment's loans count as waiting for its transaction (the payment's hold: domain/payments/repo.ts). */
-export const FINANCING_HOLD_MS = 120_000;
 
 /** A loan that pays a merchant's payment (domain/loans/financing.ts). */
 export interface FinancingRow {
@@ -123,7 +122,7 @@ const toRow = (raw: Record<string, unknown>): LoanRow => ({
 /** The API's loan id of a row. */
 export const loanIdOf = (row: Pick<LoanRow, "id" | "ref">) => row.id ?? loanIdFromRef(row.ref!);
 
-export function createLoansRepo({ db }: { db: Db }) {
+export function createLoansRepo({ db, presence }: { db: Db; presence: Pick<ProcessPresence, "id"> }) {
   const { prisma } = db;
   return {
     /** Every loan of a user (requests and chain loans of their wallet), newest first. */
@@ -147,8 +146,8 @@ export function createLoansRepo({ db }: { db: Db }) {
         `SELECT
            (SELECT count(*)::int FROM "LoanRequest" r
              WHERE r."userId" = $1 AND ((r."status" = 'pending' AND r."expiresAt" > $3::timestamp(3))
-               -- A payment's loans count while its attempt may still be under way (a dead one's stop counting).
-               OR (r."status" = 'funding' AND (r."paymentId" IS NULL OR r."claimedAt" > $3::timestamp(3) - interval '${FINANCING_HOLD_MS} milliseconds'))
+               -- A payment's loans count while its attempt may still be under way (a dead process's stop counting).
+               OR (r."status" = 'funding' AND (r."paymentId" IS NULL OR ${processAliveSql('r."claimedBy"')}))
                OR (r."status" = 'funded' AND NOT EXISTS (SELECT 1 FROM "LoanChainState" c WHERE c."ref" = ${REF_OF_REQUEST})))) AS "waiting",
            (SELECT count(*)::int FROM "LoanChainState" c
              WHERE c."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND c."borrower" = $2 AND c."status" IN ('active', 'overdue')) AS "open",
@@ -199,47 +198,49 @@ export function createLoansRepo({ db }: { db: Db }) {
     },
 
     /**
-     * Claims a request for funding: a waiting one, or one whose earlier claim is older than
-     * `staleBefore` (its funder died; the sender finds any transaction it recorded by the loan id).
+     * Claims a request for funding for this process: a waiting one, or one whose funder's process
+     * stopped beating (the sender finds any transaction it recorded by the loan id).
      */
-    async claim(loanId: string, now: Date, staleBefore: Date) {
+    async claim(loanId: string, now: Date) {
       const rows = await prisma.$queryRaw<{ id: string }[]>`
-        UPDATE "LoanRequest" SET "status" = 'funding', "claimedAt" = ${now.toISOString()}::timestamp(3)
+        UPDATE "LoanRequest" SET "status" = 'funding', "claimedAt" = ${now.toISOString()}::timestamp(3), "claimedBy" = ${await presence.id()}
          WHERE "id" = ${loanId}::uuid AND "paymentId" IS NULL
            AND (("status" = 'pending' AND "expiresAt" > ${now.toISOString()}::timestamp(3))
-            OR ("status" = 'funding' AND "claimedAt" < ${staleBefore.toISOString()}::timestamp(3)))
+            OR ("status" = 'funding' AND NOT ${processAlive('"claimedBy"')}))
          RETURNING "id"::text`;
       return rows.length === 1 ? prisma.loanRequest.findUniqueOrThrow({ where: { id: loanId } }) : null;
     },
 
     /** Gives a claimed request back (the pool could not fund it now). */
     release: (loanId: string) =>
-      prisma.loanRequest.updateMany({ where: { id: loanId, status: "funding" }, data: { status: "pending", claimedAt: null } }),
+      prisma.loanRequest.updateMany({
+        where: { id: loanId, status: "funding" },
+        data: { status: "pending", claimedAt: null, claimedBy: null },
+      }),
 
     markFunded: (loanId: string, txHash: string) =>
       prisma.loanRequest.updateMany({ where: { id: loanId, status: "funding" }, data: { status: "funded", fundTxHash: txHash } }),
 
-    /** Waiting requests at least `fundingDelay` old at `now`, oldest first (the funding job's queue). */
-    dueForFunding: (now: Date, createdBefore: Date, staleBefore: Date, limit: number) =>
-      prisma.loanRequest.findMany({
-        where: {
-          // A payment's loans are the payment router's to fund, never the funding job's.
-          paymentId: null,
-          OR: [
-            { status: "pending", createdAt: { lte: createdBefore }, expiresAt: { gt: now } },
-            { status: "funding", claimedAt: { lt: staleBefore } },
-          ],
-        },
-        orderBy: { createdAt: "asc" },
-        take: limit,
-        select: { id: true },
-      }),
+    /** Waiting requests at least `fundingDelay` old at `now`, and those a dead process had claimed, oldest first (the funding job's queue). */
+    dueForFunding: (now: Date, createdBefore: Date, limit: number) =>
+      // A payment's loans are the payment router's to fund, never the funding job's.
+      prisma.$queryRaw<{ id: string }[]>`
+        SELECT "id"::text AS "id" FROM "LoanRequest"
+         WHERE "paymentId" IS NULL
+           AND (("status" = 'pending' AND "createdAt" <= ${createdBefore.toISOString()}::timestamp(3) AND "expiresAt" > ${now.toISOString()}::timestamp(3))
+            OR ("status" = 'funding' AND NOT ${processAlive('"claimedBy"')}))
+         ORDER BY "createdAt" LIMIT ${limit}`,
 
     request: (loanId: string) => prisma.loanRequest.findUnique({ where: { id: loanId } }),
 
     /** A payment's loans, as they are funded by its transaction (status `funding` until it settles), in the caller's transaction. */
-    insertFinancing: (tx: Tx, rows: FinancingRow[]) =>
-      tx.loanRequest.createMany({ data: rows.map((row) => ({ ...row, borrower: row.borrower.toLowerCase(), status: "funding" })) }),
+    /** A payment's loans, held by this process's attempt while its transaction may be under way. */
+    insertFinancing: async (tx: Tx, rows: FinancingRow[]) => {
+      const claimedBy = await presence.id();
+      return tx.loanRequest.createMany({
+        data: rows.map((row) => ({ ...row, borrower: row.borrower.toLowerCase(), status: "funding", claimedBy })),
+      });
+    },
 
     /**
      * Settles a payment's waiting loans once its transaction is known: those the mirror has were

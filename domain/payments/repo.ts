@@ -7,9 +7,7 @@
 import { MIRRORED_CHAIN_ID_SQL } from "../../core/chain-identity.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import type { Db, Tx } from "../db.js";
-
-/** How long a payer's attempt holds a payment: past it (a process died mid-attempt), another may try; the router pays a ref once. */
-export const CLAIM_HOLD_MS = 120_000;
+import { type ProcessPresence, processAliveSql } from "../processes/presence.js";
 
 export const PAYMENT_STATUSES = ["pending", "processing", "success", "expired", "cancelled"] as const;
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
@@ -71,7 +69,7 @@ const OWN_EVENT = (kind: "paid" | "refunded") => `e."chainId" = ${MIRRORED_CHAIN
 const STATUS_SQL = `CASE WHEN paid."txHash" IS NOT NULL THEN 'success'
                          WHEN p."status" = 'cancelled' THEN 'cancelled'
                          WHEN p."expiresAt" <= $1::timestamp(3) THEN 'expired'
-                         WHEN p."status" = 'processing' AND p."claimedAt" > $1::timestamp(3) - interval '${CLAIM_HOLD_MS} milliseconds' THEN 'processing'
+                         WHEN p."status" = 'processing' AND ${processAliveSql('p."claimedBy"')} THEN 'processing'
                          ELSE 'pending' END`;
 
 const SELECT_PAYMENTS = `
@@ -128,7 +126,7 @@ export interface NewPayment {
   expiresAt: Date;
 }
 
-export function createPaymentsRepo({ db }: { db: Db }) {
+export function createPaymentsRepo({ db, presence }: { db: Db; presence: Pick<ProcessPresence, "id"> }) {
   const { prisma } = db;
   const json = (value: unknown) => value as Prisma.InputJsonValue;
   return {
@@ -169,8 +167,9 @@ export function createPaymentsRepo({ db }: { db: Db }) {
     },
 
     /**
-     * Takes the payment for one payer's attempt, in one statement: only a payment that is open (or
-     * whose holder's attempt is older than CLAIM_HOLD_MS), not expired, not cancelled and not paid.
+     * Takes the payment for one payer's attempt by this process, in one statement: only a payment
+     * that is open (or whose holder's process stopped beating: the router pays a ref once), not
+     * expired, not cancelled and not paid.
      */
     async claim(
       id: string,
@@ -179,15 +178,16 @@ export function createPaymentsRepo({ db }: { db: Db }) {
       tx: Tx = prisma,
     ): Promise<boolean> {
       const claimed = await tx.$executeRawUnsafe(
-        `UPDATE "Payment" p SET "status" = 'processing', "method" = $3, "payerId" = $4, "payerAddress" = $5, "claimedAt" = $1::timestamp(3)
+        `UPDATE "Payment" p SET "status" = 'processing', "method" = $3, "payerId" = $4, "payerAddress" = $5, "claimedAt" = $1::timestamp(3), "claimedBy" = $6
           WHERE p."id" = $2::uuid AND p."expiresAt" > $1::timestamp(3)
-            AND (p."status" = 'open' OR (p."status" = 'processing' AND p."claimedAt" <= $1::timestamp(3) - interval '${CLAIM_HOLD_MS} milliseconds'))
+            AND (p."status" = 'open' OR (p."status" = 'processing' AND NOT ${processAliveSql('p."claimedBy"')}))
             AND NOT EXISTS (SELECT 1 FROM "PaymentChainEvent" e WHERE ${OWN_EVENT("paid")})`,
         now.toISOString(),
         id,
         attempt.method,
         attempt.payerId,
         attempt.payerAddress,
+        await presence.id(),
       );
       return claimed === 1;
     },
@@ -196,7 +196,7 @@ export function createPaymentsRepo({ db }: { db: Db }) {
     async release(tx: Tx, id: string, failure: { reason: string; method: string; at: string } | null): Promise<void> {
       await tx.payment.updateMany({
         where: { id, status: "processing" },
-        data: { status: "open", claimedAt: null, ...(failure ? { lastFailure: json(failure) } : {}) },
+        data: { status: "open", claimedAt: null, claimedBy: null, ...(failure ? { lastFailure: json(failure) } : {}) },
       });
     },
 

@@ -14,12 +14,18 @@ export const HEARTBEAT_MS = 2_000;
 /** Five missed beats: a busy event loop or a slow statement never looks like a death. */
 export const DEAD_AFTER_S = 10;
 
+/** Rows of processes dead this long are pruned (`pruneDead`): a dead row says no more than a missing one. */
+export const PRUNE_DEAD_AFTER_S = 3_600;
+
 /**
- * SQL that is true while the process `processId` (a column or a value) beats. A hold without a
- * process (rows older than this table) is never alive: its own expiry is all it has.
+ * SQL that is true while the process named by `processId` (a column, or a `$n` parameter)
+ * beats, on the database's clock: the one rule for every hold's staleness. A hold without a
+ * process (NULL, or a pruned row) is never alive.
  */
-export const processAlive = (processId: Prisma.Sql) =>
-  Prisma.sql`EXISTS (SELECT 1 FROM "ServiceProcess" p WHERE p."id" = ${processId} AND p."heartbeatAt" > now() - make_interval(secs => ${DEAD_AFTER_S}))`;
+export const processAliveSql = (processId: string) =>
+  `EXISTS (SELECT 1 FROM "ServiceProcess" sp WHERE sp."id" = ${processId} AND sp."heartbeatAt" > now() - make_interval(secs => ${DEAD_AFTER_S}))`;
+/** processAliveSql in a Prisma statement. */
+export const processAlive = (processId: string) => Prisma.raw(processAliveSql(processId));
 
 export interface ProcessPresence {
   /** This process's id, once its row is written: what it holds carries it. */
@@ -28,6 +34,8 @@ export interface ProcessPresence {
   isAlive(processId: string): Promise<boolean>;
   /** Stops beating and removes the row: what it still holds is free at once. */
   stop(): Promise<void>;
+  /** Deletes the rows of processes dead for PRUNE_DEAD_AFTER_S (killed, not stopped); answers how many. */
+  pruneDead(): Promise<number>;
 }
 
 export function createProcessPresence({ db, kind, logger }: { db: Db; kind: string; logger?: Pick<Logger, "warn"> }): ProcessPresence {
@@ -69,8 +77,15 @@ export function createProcessPresence({ db, kind, logger }: { db: Db; kind: stri
     },
 
     async isAlive(processId) {
-      const [row] = await db.prisma.$queryRaw<{ alive: boolean }[]>`SELECT ${processAlive(Prisma.sql`${processId}`)} AS "alive"`;
-      return row?.alive === true;
+      const { rows } = await db.sql.query<{ alive: boolean }>(`SELECT ${processAliveSql("$1")} AS "alive"`, [processId]);
+      return rows[0]?.alive === true;
+    },
+
+    async pruneDead() {
+      const { rowCount } = await db.sql.query(
+        `DELETE FROM "ServiceProcess" WHERE "heartbeatAt" < now() - make_interval(secs => ${PRUNE_DEAD_AFTER_S})`,
+      );
+      return rowCount ?? 0;
     },
 
     async stop() {

@@ -18,7 +18,7 @@ import {
 } from "ethers";
 import { FORWARD_REQUEST_TYPES, FORWARDER_DOMAIN, PERMIT_TYPES } from "../../core/eip712.js";
 import type { Logger } from "../../core/logger.js";
-import { type ChainTransaction, Prisma } from "../../generated/prisma/client.js";
+import type { ChainTransaction } from "../../generated/prisma/client.js";
 import type { Db } from "../db.js";
 import { AppError } from "../errors.js";
 import { type ProcessPresence, processAlive } from "../processes/presence.js";
@@ -133,7 +133,7 @@ export function createUserTransactions(deps: UserTransactionDeps) {
           ON CONFLICT ("userId") DO UPDATE
             SET "holder" = EXCLUDED."holder", "expiresAt" = EXCLUDED."expiresAt", "processId" = EXCLUDED."processId"
             WHERE "UserTransactionLease"."expiresAt" < now()
-              OR ("UserTransactionLease"."processId" IS NOT NULL AND NOT ${processAlive(Prisma.sql`"UserTransactionLease"."processId"`)})
+              OR ("UserTransactionLease"."processId" IS NOT NULL AND NOT ${processAlive(`"UserTransactionLease"."processId"`)})
           RETURNING "holder")
         SELECT (SELECT "holder" FROM "taken") AS "leaseHolder", t.* FROM (SELECT 1) AS "one"
           LEFT JOIN "ChainTransaction" t
