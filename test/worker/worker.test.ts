@@ -264,6 +264,43 @@ describe(`worker scheduler on the job queue (${usingPostgres ? "PostgreSQL" : "P
     expect(runs).to.equal(1);
     await current.stop(); // a second stop is harmless
   });
+
+  it("claims nothing in the main runner while a lane that goes first runs jobs, and claims at once when it is idle", async () => {
+    const clock = manualClock("2026-03-01T00:00:00.000Z");
+    const { logger } = capturingLogger<LogLine>();
+    const queue = processQueue(clock);
+    const page = gate();
+    const ran: string[] = [];
+    const current = startWorkers({
+      queue,
+      clock,
+      logger,
+      jobs: [],
+      handlers: {
+        page: async () => {
+          ran.push("page started");
+          await page.opened;
+          ran.push("page done");
+        },
+        delivery: async () => {
+          ran.push("delivery");
+        },
+      },
+      lanes: [{ kinds: ["page"], concurrency: 2, goesFirst: true }],
+      // No periodic job to look for; the runners poll every 200 ms, and an enqueue wakes them at once.
+      tickMs: 60_000,
+    });
+    workers.push(current);
+    await queue.enqueue({ kind: "page", payload: {} });
+    await until(() => ran.includes("page started"), "the page to start");
+    await queue.enqueue({ kind: "delivery", payload: {} });
+    await sleep(300);
+    expect(ran).to.deep.equal(["page started"]);
+    expect((await queue.stats()).delivery).to.deep.equal({ queued: 1 });
+    page.open();
+    await until(() => ran.includes("delivery"), "the delivery once the page is done", 5_000);
+    expect(ran).to.deep.equal(["page started", "page done", "delivery"]);
+  });
 });
 
 describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
