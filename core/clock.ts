@@ -1,5 +1,10 @@
 import type { Database } from "./db.js";
 
+// Units of time in milliseconds, defined once (they are units, not tuning).
+export const HOUR_MS = 3_600_000;
+export const DAY_MS = 24 * HOUR_MS;
+export const WEEK_MS = 7 * DAY_MS;
+
 /**
  * The service clock. Everything time-dependent reads it, so that the sandbox's
  * `/dev/time/advance` moves the service and the chain together.

@@ -1,4 +1,4 @@
-import type { Clock } from "../core/clock.js";
+import { type Clock, HOUR_MS, WEEK_MS } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
 import { pageJobKind } from "../domain/events/consumer.js";
 import type { JobKind } from "../domain/jobs/runner.js";
@@ -16,7 +16,6 @@ import { type DeliveryJobPayload, WEBHOOK_DELIVERY_JOB, WEBHOOK_RETRY_DELAYS_MS 
 import type { ContinuousJob } from "./loops.js";
 import { type PeriodicJob, startWorkers, type Workers } from "./scheduler.js";
 
-export const HOUR_MS = 3_600_000;
 /** Finished jobs are kept this long on the service clock (for their attempts, and their dedupe keys), then pruned. */
 export const JOB_RETENTION_MS = 24 * HOUR_MS;
 
@@ -79,7 +78,7 @@ export function createPlatformJobs({ services }: PlatformJobDeps): PeriodicJob[]
       // The weekly summary e-mail of each user who asked for it (email.weekly_summary), once per
       // 7-day slot of the service clock: one e-mail job per user, keyed by user and week.
       name: "notifications.weekly-summary",
-      intervalMs: 7 * 24 * HOUR_MS,
+      intervalMs: WEEK_MS,
       retryMs: HOUR_MS,
       run: async (now) => ({ changed: await services.notificationFanout.enqueueWeeklySummaries(now) }),
     },

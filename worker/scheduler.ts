@@ -30,9 +30,11 @@ export interface PeriodicJob {
 /** The name PeriodicJob had before the queue (the job queue's own jobs are `ClaimedJob`). */
 export type Job = PeriodicJob;
 
+/** Real ms between the scheduler's looks for new slots: a slot starts this late at most (the shortest interval is 5 s). */
 export const DEFAULT_TICK_MS = 1_000;
 /** Real ms between the runner's looks for due jobs when idle. */
 const DEFAULT_POLL_MS = 200;
+/** A failed periodic run is tried again after its interval or this, whichever is shorter: an hourly job retries within a minute. */
 const DEFAULT_MAX_RETRY_MS = 60_000;
 
 /** The queue kind of a periodic job's runs. */

@@ -12,6 +12,7 @@ export interface HealthDeps {
   payer?: Pick<PayerWatch, "status">;
 }
 
+/** A dependency that does not answer a probe within this is reported down: /health itself answers quickly. */
 const PROBE_TIMEOUT_MS = 2_000;
 /** An indexer whose heartbeat is older than this is reported down (it beats every 2 s). */
 const INDEXER_STALE_MS = 30_000;

@@ -13,6 +13,7 @@ const WELL_FORMED_KEY = /^[\x21-\x7e]{1,255}$/;
  * takes the key over instead of being refused.
  */
 const WAIT_FOR_HOLDER_MS = 15_000;
+/** How often a request waiting for the key's holder looks for its answer. */
 const POLL_MS = 50;
 /** What a 409 IDEMPOTENCY_IN_PROGRESS tells the client to wait before retrying with the same key. */
 export const IN_PROGRESS_RETRY_AFTER_S = 2;

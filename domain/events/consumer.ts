@@ -76,6 +76,7 @@ export interface PagePayload {
 }
 
 export const pageJobKind = (consumer: ConsumerName) => `outbox.${consumer}`;
+/** Events per page job unless the consumer says otherwise: one transaction, which commits in well under a second. */
 const DEFAULT_PAGE_SIZE = 200;
 
 /** An apply's own failure, told apart from the database's. */

@@ -28,13 +28,13 @@ export interface JobRunnerOptions {
   logger: Pick<Logger, "debug" | "info" | "warn" | "error">;
   /** While it answers true, no job is claimed (running ones go on); `wake()` when it turns false. */
   holdWhile?: () => boolean;
-  /** Called when the last running job ends (a runner held while this one works can claim again). */
+  /** Called when it turns idle: a look found no due job and none runs (a runner held while this one works can claim again). */
   onIdle?: () => void;
 }
 
 export interface JobRunner {
   readonly kinds: readonly string[];
-  /** Whether a job is running. */
+  /** Whether it works off a backlog: a job runs, or its last look found some. */
   busy(): boolean;
   /** Looks for due jobs now (an enqueuer of this process just committed some). */
   wake(): void;
@@ -64,6 +64,8 @@ export function startJobRunner({
 }: JobRunnerOptions): JobRunner {
   const kinds = Object.keys(handlers);
   const running = new Set<Promise<void>>();
+  /** Its last look found jobs. */
+  let finding = false;
   let stopped = false;
   // A wake that comes while the loop is busy is kept, so the next wait returns at once.
   let woken = false;
@@ -151,14 +153,21 @@ export function startJobRunner({
         const free = holdWhile?.() ? 0 : concurrency - running.size;
         // Claims once half the slots are free (or all, idle): one claim statement serves several
         // jobs, where claiming at each finish would cost one per job under load.
-        const claimed = free > 0 && (free * 2 >= concurrency || running.size === 0) ? await queue.claim({ kinds, limit: free }) : [];
+        const looked = free > 0 && (free * 2 >= concurrency || running.size === 0);
+        const claimed = looked ? await queue.claim({ kinds, limit: free }) : [];
+        // Busy from the look that finds jobs to the first that finds none with none running: the
+        // gap between two pages of a burst is not idleness.
+        if (looked) {
+          const wasFinding = finding;
+          finding = claimed.length > 0;
+          if (wasFinding && !finding && running.size === 0) onIdle?.();
+        }
         if (failing) logger.info("job queue reachable again");
         failing = false;
         for (const job of claimed) {
           const task: Promise<void> = run(job).finally(() => {
             running.delete(task);
             wake();
-            if (running.size === 0) onIdle?.();
           });
           running.add(task);
         }
@@ -177,7 +186,7 @@ export function startJobRunner({
   const looping = loop();
   return {
     kinds,
-    busy: () => running.size > 0,
+    busy: () => finding || running.size > 0,
     wake,
     async stop() {
       stopped = true;

@@ -1,7 +1,7 @@
 // What every part of the loans service shares: the rules' constants, the dependencies, the views
 // of a loan, the checks of terms and payments, and the pool's claimed funding of a request.
 import type { Contract } from "ethers";
-import type { Clock } from "../../core/clock.js";
+import { type Clock, DAY_MS } from "../../core/clock.js";
 import type { Logger } from "../../core/logger.js";
 import { usdcNumber } from "../../core/money.js";
 import type { Db } from "../db.js";
@@ -37,7 +37,6 @@ export const MAX_PAYMENT_MICRO = 1_000_000n * 1_000_000n;
 export const REMINDER_HOURS = 24;
 /** Extensions a loan may have (documented in docs/decisions.md, "Loan extensions"). */
 export const MAX_EXTENSIONS = 1;
-export const DAY_MS = 86_400_000;
 
 export type { Restriction } from "./eligibility.js";
 

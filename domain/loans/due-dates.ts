@@ -1,10 +1,11 @@
 // Due dates on the service clock: the reminder a day before (an event once per loan and due
 // date), overdue past the due date, and default past the LoanBook's grace period, sent by the pool's
 // operator through the sender.
+import { DAY_MS } from "../../core/clock.js";
 import { usdcNumber } from "../../core/money.js";
 import { domainEvent, recordEvents } from "../events/outbox.js";
 import { TransactionRevertedError } from "../transactions/sender.js";
-import { DAY_MS, type LoansContext, REMINDER_HOURS } from "./context.js";
+import { type LoansContext, REMINDER_HOURS } from "./context.js";
 import { loanIdFromRef } from "./ids.js";
 
 export function createLoanDueDates({ db, repo, chainOrFail }: LoansContext) {

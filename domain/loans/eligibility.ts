@@ -1,6 +1,7 @@
 // Who may borrow now (service-spec part 2 Loan eligibility): the tier of the borrower's Trust
 // Score and what stands in the way, from their standing (open loans, an overdue one, a recent
 // default). One rule for a loan request and for a purchase on credit or in installments.
+import { DAY_MS } from "../../core/clock.js";
 import { type Tier, tierFor } from "../trust-score/rules.js";
 import type { UserRecord } from "../users/repo.js";
 import type { BorrowerStanding } from "./repo.js";
@@ -9,7 +10,6 @@ import type { BorrowerStanding } from "./repo.js";
 export const MAX_ACTIVE_LOANS = 3;
 /** A default blocks new loans for this long (the spec's figure). */
 export const RECENT_DEFAULT_DAYS = 90;
-const DAY_MS = 86_400_000;
 
 export type Restriction = "SCORE_TOO_LOW" | "MAX_LOANS_REACHED" | "OVERDUE_LOAN" | "RECENT_DEFAULT";
 

@@ -3,6 +3,7 @@
 // channel) and enqueues one job per notification and outside channel (deliveries.ts), or a
 // scheduled job for a notification that may not be written yet (guardian_accepted at the
 // guardian's activation). The I/O happens later, in the jobs, outside any transaction.
+import { WEEK_MS } from "../../core/clock.js";
 import type { Db, Tx } from "../db.js";
 import type { OutboxConsumer } from "../events/consumer.js";
 import type { JobQueue } from "../jobs/queue.js";
@@ -13,7 +14,6 @@ import type { NotificationsService } from "./service.js";
 import type { NotificationItem } from "./types.js";
 
 export const SCHEDULED_JOB = "notification.scheduled";
-export const WEEK_MS = 7 * 24 * 3_600_000;
 /** Events fanned out per transaction: large enough that a burst costs a few statements per page, small enough that a page commits in well under a second. */
 const PAGE_SIZE = 500;
 /** Pages fanned out at once, across processes: one transaction each. */

@@ -23,7 +23,9 @@ interface Subscription {
  */
 export const MAX_STREAMS_PER_USER = 10;
 
+/** How often the live feed looks for new rows while anyone listens: a notification reaches a stream within this. */
 const POLL_MS = 200;
+/** Rows read per statement: a burst reaches the streams over several reads rather than one large one. */
 const BATCH = 500;
 /**
  * Sequence numbers are taken at insert but become visible at commit, so a row with a lower seq

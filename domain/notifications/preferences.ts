@@ -142,6 +142,7 @@ export function touchesStored(patch: PreferencesPatch): boolean {
   return fields(patch.push) + fields(patch.email) + Object.keys(patch.sms ?? {}).length > 0 || patch.quietHours !== undefined;
 }
 
+// A unit: quiet hours are minutes of the day, and may wrap around midnight.
 const MINUTES_PER_DAY = 1_440;
 const minutesOf = (time: string) => Number(time.slice(0, 2)) * 60 + Number(time.slice(3, 5));
 

@@ -10,6 +10,7 @@ import type { Logger } from "../../core/logger.js";
 import { Prisma } from "../../generated/prisma/client.js";
 import type { Db } from "../db.js";
 
+/** How often a process beats: often enough that five missed beats (DEAD_AFTER_S) are 10 s. */
 export const HEARTBEAT_MS = 2_000;
 /** Five missed beats: a busy event loop or a slow statement never looks like a death. */
 export const DEAD_AFTER_S = 10;

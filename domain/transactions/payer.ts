@@ -2,6 +2,7 @@
 // warning logged when it falls below the configured floor (an info line when it is back above).
 import type { Logger } from "../../core/logger.js";
 
+/** A balance reading serves this long: /health answers at once, for one RPC call per 15 s at most. */
 const CHECK_MS = 15_000;
 
 export interface PayerStatus {

@@ -4,6 +4,7 @@
 import { MICRO_PER_USDC } from "../../core/money.js";
 import { LEVELS } from "../xp/levels.js";
 
+/** The Trust Score's scale: 0 to 100 (service-spec part 3). */
 export const MAX_SCORE = 100;
 
 /**

@@ -41,6 +41,7 @@ export interface SettingsPatch {
  * are seen within this time. See docs/decisions.md, "Authenticated reads are served from memory".
  */
 export const USER_CACHE_TTL_MS = 2_000;
+/** Users kept in the cache at most: a bound on the process's memory, far above the users active within USER_CACHE_TTL_MS. */
 const USER_CACHE_MAX = 50_000;
 
 export interface UsersRepoDeps {

@@ -1,5 +1,5 @@
 import type { JWTPayload } from "jose";
-import type { Clock } from "../../core/clock.js";
+import { type Clock, DAY_MS } from "../../core/clock.js";
 import { plainText } from "../../core/text.js";
 import type { ManagedWallets } from "../../core/wallets.js";
 import type { ApiKeysRepo } from "../api-keys/repo.js";
@@ -14,7 +14,6 @@ import type { Plan, UserRecord, UsersRepo } from "./repo.js";
 
 /** Personal data is erased this long after DELETE /users/me (spec part 8: within 30 days). */
 export const DELETION_GRACE_DAYS = 30;
-const DAY_MS = 86_400_000;
 
 export interface UsersServiceDeps {
   repo: UsersRepo;

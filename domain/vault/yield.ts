@@ -2,13 +2,13 @@
 // held at each day's end, at the last rate the chain showed by then, less the USDC put in and
 // plus the USDC taken out that day. Summed over every day it is the position's earned yield:
 // value now minus net deposits (docs/decisions.md D-63).
+import { DAY_MS } from "../../core/clock.js";
 import { RATE_SCALE, type RatePoint, type VaultTransactionRow } from "./repo.js";
 
 export const YIELD_PERIODS = ["7d", "30d", "90d", "1y", "all"] as const;
 export type YieldPeriod = (typeof YIELD_PERIODS)[number];
 const PERIOD_DAYS: Record<Exclude<YieldPeriod, "all">, number> = { "7d": 7, "30d": 30, "90d": 90, "1y": 365 };
 
-const DAY_MS = 86_400_000;
 const dayOf = (at: Date) => Math.floor(at.getTime() / DAY_MS);
 const isoDay = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);
 

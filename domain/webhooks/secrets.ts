@@ -6,6 +6,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 
 /** The sealed form's prefix: its version, so a later key or cipher can be told apart. */
 const VERSION = "v1";
+// AES-256-GCM's standard nonce (96 bits, random per seal) and its full 128-bit tag.
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 

@@ -6,6 +6,7 @@ import type { Db, Tx } from "../db.js";
 
 export type ActivityRecord = Activity;
 
+/** Users' badges kept in the cache at most: the same bound as the user rows' cache. */
 const BADGE_CACHE_MAX = 50_000;
 /** Same freshness as the user rows (domain/users/repo.ts): other processes' awards show within this time. */
 export const BADGE_CACHE_TTL_MS = 2_000;

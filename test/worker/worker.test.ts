@@ -1,12 +1,12 @@
 import { expect } from "chai";
-import { type Clock, createClock, createSharedClock } from "../../core/clock.js";
+import { type Clock, createClock, createSharedClock, HOUR_MS } from "../../core/clock.js";
 import { loadConfig } from "../../core/config.js";
 import type { Logger } from "../../core/logger.js";
 import { createJobQueue, type JobQueue } from "../../domain/jobs/queue.js";
 import { createProcessPresence, type ProcessPresence } from "../../domain/processes/presence.js";
 import { servicesFromConfig } from "../../domain/services.js";
 import { createUsersRepo, type UsersRepo } from "../../domain/users/repo.js";
-import { HOUR_MS, startPlatformWorkers } from "../../worker/jobs.js";
+import { startPlatformWorkers } from "../../worker/jobs.js";
 import { type PeriodicJob, periodicKind, startWorkers, type Workers } from "../../worker/scheduler.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { type StackProcess, startStack } from "../helpers/stack.js";

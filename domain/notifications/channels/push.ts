@@ -31,6 +31,7 @@ export class PushRequestError extends Error {
 
 /** Expo refuses more than 100 messages in one request. */
 export const EXPO_MAX_MESSAGES = 100;
+/** An Expo request still unanswered after this fails, and its job retries: a hung connection never holds a delivery slot. */
 const TIMEOUT_MS = 10_000;
 
 export function createExpoPush(options: { url: string; accessToken?: string }) {
