@@ -5,7 +5,7 @@ import type { Logger } from "../../core/logger.js";
 import type { Db } from "../db.js";
 import type { ConsumedEvent } from "../events/consumer.js";
 import type { JobQueue } from "../jobs/queue.js";
-import type { WebhookEvent } from "./events.js";
+import type { RevertedWebhookEvent, WebhookEvent } from "./events.js";
 import { DELIVERED_AS, type DeliveredType, isDeliveredType } from "./payloads.js";
 import type { WebhooksRepo } from "./repo.js";
 import type { WebhooksService } from "./service.js";
@@ -58,7 +58,7 @@ export type DeliveryItem =
       /** The chain.fact_reverted event: the payload's id. */
       eventId: string;
       /** `<name>.reverted` */
-      event: string;
+      event: RevertedWebhookEvent;
       reorg: "reverted";
       /** The reverted fact's event. */
       factId: string;

@@ -25,3 +25,17 @@ export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 const known = new Set<string>(WEBHOOK_EVENTS);
 export const isWebhookEvent = (name: string): name is WebhookEvent => known.has(name);
+
+/** What a webhook receives when a reorg removed a fact it was sent: `<name>.reverted` (deliveries.ts). */
+export type RevertedWebhookEvent = `${WebhookEvent}.reverted`;
+/** A delivery's name, its payload's `event`: an event name, or a reorg's follow-up of one. */
+export type DeliveryEvent = WebhookEvent | RevertedWebhookEvent;
+
+const REVERTED = ".reverted";
+/** The event name a reorg's follow-up takes back (loan.funded of loan.funded.reverted); undefined for an event name. */
+export function revertedEventOf(name: DeliveryEvent): WebhookEvent | undefined {
+  const taken = name.endsWith(REVERTED) ? name.slice(0, -REVERTED.length) : undefined;
+  return taken !== undefined && isWebhookEvent(taken) ? taken : undefined;
+}
+export const isDeliveryEvent = (name: string): name is DeliveryEvent =>
+  isWebhookEvent(name) || (name.endsWith(REVERTED) && isWebhookEvent(name.slice(0, -REVERTED.length)));

@@ -23,7 +23,7 @@ import {
   WEBHOOK_DELIVERY_JOB,
   type WebhookDeliveriesDeps,
 } from "./delivery-items.js";
-import { DELIVERED_AS, DELIVERED_TYPES, type DeliveredType, EVERYONES } from "./payloads.js";
+import { DELIVERED_AS, DELIVERED_TYPES, EVERYONES } from "./payloads.js";
 
 export function createWebhookFanOut(deps: WebhookDeliveriesDeps) {
   /**
@@ -118,12 +118,7 @@ export function createWebhookFanOut(deps: WebhookDeliveriesDeps) {
       }
       const types = DELIVERED_TYPES.filter((type) => webhook.events.includes(DELIVERED_AS[type]));
       const everyones = types.filter((type) => EVERYONES.includes(DELIVERED_AS[type]));
-      const events = await deps.db.prisma.$queryRaw<{ id: string; type: DeliveredType }[]>`
-        SELECT "id"::text AS "id", "type" FROM "DomainEvent"
-          WHERE "createdAt" >= ${since.toISOString()}::timestamp(3) AND "type" = ANY(${types}::text[]) AND "revertedAt" IS NULL
-            AND "seq" > ${webhook.fromSeq}
-            AND ("userId" = ${userId} OR "type" = ANY(${everyones}::text[]))
-          ORDER BY "createdAt", "seq" LIMIT ${REPLAY_MAX_EVENTS + 1}`;
+      const events = await deps.repo.eventsSince(userId, { types, everyones, since, fromSeq: webhook.fromSeq }, REPLAY_MAX_EVENTS + 1);
       if (events.length > REPLAY_MAX_EVENTS) {
         throw new AppError("VALIDATION_ERROR", `More than ${REPLAY_MAX_EVENTS} events since then: choose a later since`, {
           field: "since",

@@ -1,12 +1,12 @@
 // What a webhook receives of a domain event: which outbox events are delivered, under which
 // part 6 name, and the payload {id, event, timestamp, data} (data: the catalogue's public fields).
-import { publicData } from "../events/catalogue.js";
-import type { WebhookEvent } from "./events.js";
+import { type EventType, publicData } from "../events/catalogue.js";
+import type { DeliveryEvent, WebhookEvent } from "./events.js";
 
 /** The payload of every delivery (part 6): `id` is the event's, the same in every attempt. */
 export interface WebhookPayload {
   id: string;
-  event: string;
+  event: DeliveryEvent;
   timestamp: string;
   data: Record<string, unknown>;
 }
@@ -36,7 +36,7 @@ export const DELIVERED_AS = {
   "payment.success": "payment.success",
   "payment.failed": "payment.failed",
   "payment.refunded": "payment.refunded",
-} as const satisfies Record<string, WebhookEvent>;
+} as const satisfies Partial<Record<EventType, WebhookEvent>>;
 export type DeliveredType = keyof typeof DELIVERED_AS;
 export const DELIVERED_TYPES = Object.keys(DELIVERED_AS) as DeliveredType[];
 export const isDeliveredType = (type: string): type is DeliveredType => Object.hasOwn(DELIVERED_AS, type);
@@ -44,25 +44,24 @@ export const isDeliveredType = (type: string): type is DeliveredType => Object.h
 export const EVERYONES: WebhookEvent[] = ["vault.yield_distributed"];
 
 /** The payload's data: the catalogue's public fields (a guardian's alert as part 6's social_vault.locked). */
-function dataOf(type: DeliveredType, stored: unknown): Record<string, unknown> {
+function dataOf(type: EventType, stored: unknown): Record<string, unknown> {
   const data = publicData(type, stored);
   if (type !== "social_vault.guardian_alert") return data;
   return { vaultOwner: data.vaultOwner, vaultAddress: data.vaultAddress, lockedAt: data.lockedAt };
 }
 
+/** What a payload is built from: an outbox event as the repository reads it. */
+type OutboxEvent = { id: string; type: EventType; createdAt: Date; data: unknown };
+
 /** The payload of an outbox event under the name it is delivered as. */
-export function payloadOfEvent(event: { id: string; type: string; createdAt: Date; data: unknown }, name: string): WebhookPayload {
-  return { id: event.id, event: name, timestamp: event.createdAt.toISOString(), data: dataOf(event.type as DeliveredType, event.data) };
+export function payloadOfEvent(event: OutboxEvent, name: DeliveryEvent): WebhookPayload {
+  return { id: event.id, event: name, timestamp: event.createdAt.toISOString(), data: dataOf(event.type, event.data) };
 }
 
 /**
  * What a webhook receives when a reorg removed a fact it was sent: `<name>.reverted`, with an id of
  * its own (receivers de-duplicate by id) and, as data, the original payload, its id among it.
  */
-export function revertedPayload(
-  revert: { id: string; revertedAt: string },
-  fact: { id: string; type: string; createdAt: Date; data: unknown },
-  name: string,
-): WebhookPayload {
+export function revertedPayload(revert: { id: string; revertedAt: string }, fact: OutboxEvent, name: WebhookEvent): WebhookPayload {
   return { id: revert.id, event: `${name}.reverted`, timestamp: revert.revertedAt, data: { ...payloadOfEvent(fact, name) } };
 }

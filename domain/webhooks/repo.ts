@@ -3,12 +3,14 @@ import { coalesce } from "../../core/coalesce.js";
 import { epochMs } from "../../core/db.js";
 import { jsonForPostgres } from "../../core/text.js";
 import type { Db, RawTx, Tx } from "../db.js";
+import { type EventType, isEventType } from "../events/catalogue.js";
+import { type DeliveryEvent, isDeliveryEvent, isWebhookEvent, type WebhookEvent } from "./events.js";
 
 export interface WebhookRow {
   id: string;
   userId: string;
   url: string;
-  events: string[];
+  events: WebhookEvent[];
   secret: string;
   previousSecret: string | null;
   previousSecretUntil: Date | null;
@@ -23,7 +25,7 @@ export interface DeliveryRow {
   id: string;
   webhookId: string;
   eventId: string;
-  event: string;
+  event: DeliveryEvent;
   attempt: number;
   status: string;
   statusCode: number;
@@ -37,7 +39,7 @@ export type NewDelivery = Omit<DeliveryRow, "id">;
 /** A domain event as a delivery attempt reads it. */
 export interface AttemptEvent {
   id: string;
-  type: string;
+  type: EventType;
   data: unknown;
   createdAt: Date;
   revertedAt: Date | null;
@@ -87,6 +89,29 @@ interface JobWanted {
 
 const dateOf = (ms: number | null) => (ms === null ? null : new Date(Number(ms)));
 
+// The event names and types of the rows read, text columns, are typed here, checked, once.
+
+/**
+ * A stored webhook's subscriptions: the names still in WEBHOOK_EVENTS (the service writes no
+ * other; a name taken off the list is never delivered, so it is dropped, not an error).
+ */
+const subscribed = <R extends { events: string[] }>(row: R): Omit<R, "events"> & { events: WebhookEvent[] } => ({
+  ...row,
+  events: row.events.filter(isWebhookEvent),
+});
+
+/** A logged delivery's name: only names this service delivers are logged; any other is an error. */
+const logged = <R extends { event: string }>(row: R): Omit<R, "event"> & { event: DeliveryEvent } => {
+  if (!isDeliveryEvent(row.event)) throw new Error(`A logged webhook delivery has an unknown event name: ${row.event}`);
+  return { ...row, event: row.event };
+};
+
+/** An outbox event's type: one of the catalogue's (the outbox takes no other); any other is an error. */
+const cataloged = <R extends { type: string }>(row: R): Omit<R, "type"> & { type: EventType } => {
+  if (!isEventType(row.type)) throw new Error(`An outbox event has a type not in the catalogue: ${row.type}`);
+  return { ...row, type: row.type };
+};
+
 export function createWebhooksRepo({ db }: { db: Db }) {
   const { prisma } = db;
 
@@ -101,7 +126,8 @@ export function createWebhooksRepo({ db }: { db: Db }) {
     );
     const [webhooks, events, attempts] = await Promise.all([
       db.sql.query<
-        Omit<WebhookRow, "fromSeq" | "previousSecretUntil" | "createdAt" | "updatedAt"> & {
+        Omit<WebhookRow, "events" | "fromSeq" | "previousSecretUntil" | "createdAt" | "updatedAt"> & {
+          events: string[];
           fromSeq: string;
           previousSecretUntil: number | null;
           createdAt: number;
@@ -145,7 +171,7 @@ export function createWebhooksRepo({ db }: { db: Db }) {
       webhooks.rows.map((row): [string, WebhookRow] => [
         row.id,
         {
-          ...row,
+          ...subscribed(row),
           fromSeq: BigInt(row.fromSeq),
           previousSecretUntil: dateOf(row.previousSecretUntil),
           createdAt: dateOf(row.createdAt)!,
@@ -153,11 +179,14 @@ export function createWebhooksRepo({ db }: { db: Db }) {
         },
       ]),
     );
+    // An event whose type is no longer in the catalogue is read as gone: nothing of it can be
+    // sent, and it never holds the other items of the jobs read with it.
     const eventById = new Map(
-      events.rows.map((row): [string, AttemptEvent] => [
-        row.id,
-        { ...row, createdAt: dateOf(row.createdAt)!, revertedAt: dateOf(row.revertedAt) },
-      ]),
+      events.rows.flatMap((row): [string, AttemptEvent][] =>
+        isEventType(row.type)
+          ? [[row.id, { ...row, type: row.type, createdAt: dateOf(row.createdAt)!, revertedAt: dateOf(row.revertedAt) }]]
+          : [],
+      ),
     );
     const attemptsByKey = new Map(attempts.rows.map((row) => [row.key, row]));
     return jobs.map((job, j) => ({
@@ -210,21 +239,27 @@ export function createWebhooksRepo({ db }: { db: Db }) {
         if (!created[0]) return "exists" as const;
         // It hears what happens from now on: the events recorded before it are not its.
         await tx.$executeRaw`UPDATE "Webhook" SET "fromSeq" = (SELECT coalesce(max("seq"), 0) FROM "DomainEvent") WHERE "id" = ${created[0].id}::uuid`;
-        return created[0];
+        return subscribed(created[0]);
       });
     },
 
-    list: (userId: string) => prisma.webhook.findMany({ where: { userId }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] }),
+    list: async (userId: string): Promise<WebhookRow[]> =>
+      (await prisma.webhook.findMany({ where: { userId }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] })).map(subscribed),
 
     /** Whether the user has a webhook for this URL (as stored: the URL's normal form). */
     hasUrl: async (userId: string, url: string) => (await prisma.webhook.count({ where: { userId, url } })) > 0,
 
     /** The user's webhook; null for another user's or an unknown id. */
-    find: (userId: string, id: string) => prisma.webhook.findFirst({ where: { id, userId } }),
+    find: async (userId: string, id: string): Promise<WebhookRow | null> => {
+      const row = await prisma.webhook.findFirst({ where: { id, userId } });
+      return row && subscribed(row);
+    },
 
-    async update(userId: string, id: string, data: { events?: string[]; status?: string }, now: Date): Promise<WebhookRow | null> {
+    async update(userId: string, id: string, data: { events?: WebhookEvent[]; status?: string }, now: Date): Promise<WebhookRow | null> {
       const { count } = await prisma.webhook.updateMany({ where: { id, userId }, data: { ...data, updatedAt: now } });
-      return count === 0 ? null : prisma.webhook.findFirst({ where: { id, userId } });
+      if (count === 0) return null;
+      const row = await prisma.webhook.findFirst({ where: { id, userId } });
+      return row && subscribed(row);
     },
 
     async remove(userId: string, id: string): Promise<boolean> {
@@ -235,19 +270,46 @@ export function createWebhooksRepo({ db }: { db: Db }) {
     /** Each webhook's newest attempt. */
     async lastDeliveries(webhookIds: string[]): Promise<Map<string, DeliveryRow>> {
       if (webhookIds.length === 0) return new Map();
-      const rows = await prisma.$queryRaw<DeliveryRow[]>`
+      const rows = await prisma.$queryRaw<(Omit<DeliveryRow, "event"> & { event: string })[]>`
         SELECT DISTINCT ON ("webhookId") "id"::text AS "id", "webhookId"::text AS "webhookId", "eventId", "event", "attempt", "status",
             "statusCode", "durationMs", "error", "createdAt"
           FROM "WebhookDelivery" WHERE "webhookId" = ANY(${webhookIds}::uuid[])
           ORDER BY "webhookId", "createdAt" DESC, "id" DESC`;
-      return new Map(rows.map((row) => [row.webhookId, row]));
+      return new Map(rows.map((row) => [row.webhookId, logged(row)]));
     },
 
-    deliveries: (webhookId: string, limit: number) =>
-      prisma.webhookDelivery.findMany({ where: { webhookId }, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take: limit }),
+    deliveries: async (webhookId: string, limit: number): Promise<DeliveryRow[]> =>
+      (await prisma.webhookDelivery.findMany({ where: { webhookId }, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take: limit })).map(
+        logged,
+      ),
 
     /** A domain event, as the outbox keeps it. */
-    event: (id: string) => prisma.domainEvent.findUnique({ where: { id } }),
+    event: async (id: string) => {
+      const row = await prisma.domainEvent.findUnique({ where: { id } });
+      return row && cataloged(row);
+    },
+
+    /**
+     * A replay's events: of `types` since `since` (service clock) and after the outbox's `fromSeq`,
+     * not reverted, the user's (everyone's for the `everyones` types), in their order; `limit` at most.
+     */
+    async eventsSince<T extends EventType>(
+      userId: string,
+      { types, everyones, since, fromSeq }: { types: readonly T[]; everyones: readonly T[]; since: Date; fromSeq: bigint },
+      limit: number,
+    ): Promise<{ id: string; type: T }[]> {
+      const rows = await prisma.$queryRaw<{ id: string; type: string }[]>`
+        SELECT "id"::text AS "id", "type" FROM "DomainEvent"
+          WHERE "createdAt" >= ${since.toISOString()}::timestamp(3) AND "type" = ANY(${types}::text[]) AND "revertedAt" IS NULL
+            AND "seq" > ${fromSeq}
+            AND ("userId" = ${userId} OR "type" = ANY(${everyones}::text[]))
+          ORDER BY "createdAt", "seq" LIMIT ${limit}`;
+      const asked = (type: string): type is T => (types as readonly string[]).includes(type);
+      return rows.map(({ id, type }) => {
+        if (!asked(type)) throw new Error(`A replay read an event of a type it did not ask for: ${type}`);
+        return { id, type };
+      });
+    },
 
     /**
      * What a try of a delivery job reads: its webhook and each item's event (null when gone);
@@ -261,11 +323,13 @@ export function createWebhooksRepo({ db }: { db: Db }) {
       readForJobs({ webhookId, items, since, history }),
 
     /** The active webhooks subscribed to any of `names`: those of `users`, and everyone's for the `everyones` names. */
-    subscribers: (tx: RawTx, names: string[], users: string[], everyones: string[]) =>
-      tx.$queryRaw<(Pick<WebhookRow, "id" | "userId" | "events"> & { fromSeq: string })[]>`
-        SELECT "id"::text AS "id", "userId", "events", "fromSeq"::text AS "fromSeq" FROM "Webhook"
-          WHERE "status" = 'active' AND "events" && ${names}::text[]
-            AND ("userId" = ANY(${users}::text[]) OR "events" && ${everyones}::text[])`,
+    subscribers: async (tx: RawTx, names: WebhookEvent[], users: string[], everyones: WebhookEvent[]) =>
+      (
+        await tx.$queryRaw<{ id: string; userId: string; events: string[]; fromSeq: string }[]>`
+          SELECT "id"::text AS "id", "userId", "events", "fromSeq"::text AS "fromSeq" FROM "Webhook"
+            WHERE "status" = 'active' AND "events" && ${names}::text[]
+              AND ("userId" = ANY(${users}::text[]) OR "events" && ${everyones}::text[])`
+      ).map(subscribed),
 
     /** Turns an active webhook failing; false when it was not active (another attempt did it first). */
     async markFailing(tx: Tx, id: string, now: Date): Promise<boolean> {
@@ -282,7 +346,10 @@ export function createWebhooksRepo({ db }: { db: Db }) {
       return count === 1;
     },
 
-    delivery: (webhookId: string, id: string) => prisma.webhookDelivery.findFirst({ where: { id, webhookId } }),
+    delivery: async (webhookId: string, id: string): Promise<DeliveryRow | null> => {
+      const row = await prisma.webhookDelivery.findFirst({ where: { id, webhookId } });
+      return row && logged(row);
+    },
 
     /** The highest attempt number logged for an event at a webhook. */
     async lastAttempt(webhookId: string, eventId: string): Promise<number> {

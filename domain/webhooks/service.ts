@@ -9,7 +9,7 @@ import { isUuid } from "../../core/text.js";
 import { AppError } from "../errors.js";
 import type { WebhookEgress } from "./egress.js";
 import { urlRefusal } from "./egress.js";
-import { isWebhookEvent, type WebhookEvent } from "./events.js";
+import { type DeliveryEvent, isWebhookEvent, revertedEventOf, type WebhookEvent } from "./events.js";
 import { payloadOfEvent, revertedPayload, type WebhookPayload } from "./payloads.js";
 import type { DeliveryRow, WebhookRow, WebhooksRepo } from "./repo.js";
 import type { SecretBox } from "./secrets.js";
@@ -32,14 +32,14 @@ export type DeliveryStatus = "success" | "failed";
 export interface WebhookView {
   id: string;
   url: string;
-  events: string[];
+  events: WebhookEvent[];
   status: WebhookStatus;
   createdAt: string;
 }
 
 export interface DeliveryView {
   id: string;
-  event: string;
+  event: DeliveryEvent;
   status: DeliveryStatus;
   statusCode: number;
   timestamp: string;
@@ -82,6 +82,12 @@ export function secretAdvice(secret: string): string | undefined {
   return undefined;
 }
 
+const unknownEvents = (unknown: readonly string[]) =>
+  new AppError("INVALID_EVENTS", `Unknown event types: ${unknown.join(", ")}`, {
+    field: "events",
+    reason: `unknown: ${unknown.join(", ")}`,
+  });
+
 const urlExists = () => new AppError("URL_EXISTS", "You already have a webhook for this URL", { field: "url", reason: "registered" });
 
 export function createWebhooksService({
@@ -110,15 +116,16 @@ export function createWebhooksService({
     return new URL(url).href;
   }
 
+  /** The event names sent, typed once checked (INVALID_EVENTS for an unknown one), without repeats. */
   function checkedEvents(events: readonly string[]): WebhookEvent[] {
-    const unknown = events.filter((name) => !isWebhookEvent(name));
-    if (unknown.length > 0) {
-      throw new AppError("INVALID_EVENTS", `Unknown event types: ${unknown.join(", ")}`, {
-        field: "events",
-        reason: `unknown: ${unknown.join(", ")}`,
-      });
-    }
-    return [...new Set(events as WebhookEvent[])];
+    const known = events.filter(isWebhookEvent);
+    if (known.length < events.length) throw unknownEvents(events.filter((name) => !isWebhookEvent(name)));
+    return [...new Set(known)];
+  }
+
+  function checkedEvent(name: string): WebhookEvent {
+    if (!isWebhookEvent(name)) throw unknownEvents([name]);
+    return name;
   }
 
   /**
@@ -165,8 +172,8 @@ export function createWebhooksService({
     if (event?.type === "chain.fact_reverted") {
       // A `.reverted` is built from the fact it takes back.
       const fact = await repo.event((event.data as { eventId: string }).eventId);
-      const name = delivery.event.slice(0, -".reverted".length);
-      if (fact) return revertedPayload({ id: event.id, revertedAt: event.createdAt.toISOString() }, fact, name);
+      const name = revertedEventOf(delivery.event);
+      if (fact && name) return revertedPayload({ id: event.id, revertedAt: event.createdAt.toISOString() }, fact, name);
     }
     if (event) return payloadOfEvent(event, delivery.event);
     return { id: delivery.eventId, event: delivery.event, timestamp: delivery.createdAt.toISOString(), data: TEST_DATA };
@@ -278,14 +285,14 @@ export function createWebhooksService({
 
     /**
      * A test delivery of an event name, now: a payload of that name whose data says it is a test
-     * (`data.test` true), signed and sent like every delivery, and recorded in the log.
+     * (`data.test` true), signed and sent like every delivery, and recorded in the log. `event` is
+     * the name as sent (INVALID_EVENTS when it is not one of part 6's).
      */
     async test(userId: string, id: string, event: string): Promise<{ delivered: boolean; statusCode: number; duration: number }> {
       const webhook = await own(userId, id);
-      const [name] = checkedEvents([event]);
       const payload: WebhookPayload = {
         id: randomUUID(),
-        event: name!,
+        event: checkedEvent(event),
         timestamp: clock.now().toISOString(),
         data: TEST_DATA,
       };
