@@ -1,24 +1,16 @@
-import { type Backoff, backoffMs } from "../core/backoff.js";
 import type { Database } from "../core/db.js";
 import type { Deployment } from "../core/deployments.js";
 import type { Logger } from "../core/logger.js";
 import { managedWalletsSince } from "../domain/users/wallet-directory.js";
 import { ContractCatalogue, logFilters, platformAddresses, startBlock } from "./contracts.js";
+import { type FetchedRange, fetchRange } from "./fetch.js";
 import { applyLogs, type Classifier, decodeLogs, emptyOutput } from "./handlers.js";
+import { Idle } from "./idle.js";
 import { acquireWriterLock } from "./lock.js";
-import { createRpc, isRangeError, type RpcBlock, type RpcLog, sleep, withRetry } from "./rpc.js";
+import { findFork, ReorgStreak } from "./reorg.js";
+import { createRpc, isRangeError, sleep, withRetry } from "./rpc.js";
 import { entity, StateStore } from "./state.js";
-import {
-  type Cursor,
-  CursorMovedError,
-  commitBatch,
-  heartbeat,
-  type ReorgLoop,
-  readCursor,
-  rollbackTo,
-  storedBlocks,
-  writeReorgLoop,
-} from "./store.js";
+import { type Cursor, CursorMovedError, commitBatch, HEARTBEAT_MS, heartbeat, readCursor, rollbackTo, writeReorgLoop } from "./store.js";
 
 export interface IndexerOptions {
   db: Database;
@@ -37,22 +29,10 @@ export interface IndexerOptions {
   progressEveryMs?: number;
 }
 
-interface FetchedRange {
-  from: number;
-  to: number;
-  logs: RpcLog[];
-  headers: Map<number, RpcBlock>;
-  fetchMs: number;
-}
-
 class ChainMovedError extends Error {
   override name = "ChainMovedError";
 }
 
-const HEARTBEAT_MS = 2_000;
-/** Wait after the first rollback that made no progress; it doubles with each further one, up to the maximum. */
-const REORG_BACKOFF: Backoff = { baseMs: 250, capMs: 30_000 };
-const HEADERS_PER_CALL = 500;
 /** Folded rows kept in memory between batches before the cache is dropped. */
 const STATE_CACHE_ROWS = 200_000;
 
@@ -75,60 +55,11 @@ export function createIndexer(options: IndexerOptions) {
   let indexedBlock = -1;
   let headBlock = -1;
   const indexedListeners = new Set<(block: number) => void>();
-  // A wake() while the loop is not sleeping skips its next sleep: the news is never lost.
-  let woken = false;
-  let stopSleeping: (() => void) | undefined;
-
-  /** Sleeps `ms` once caught up with the head, or less when wake() says a new block is there. */
-  function idle(ms: number, signal: AbortSignal): Promise<void> {
-    if (woken || signal.aborted) {
-      woken = false;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", done);
-        if (stopSleeping === done) stopSleeping = undefined;
-        woken = false;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      signal.addEventListener("abort", done, { once: true });
-      stopSleeping = done;
-    });
-  }
+  const idle = new Idle();
 
   function markIndexed(block: number) {
     indexedBlock = block;
     for (const listener of indexedListeners) listener(block);
-  }
-
-  async function fetchRange(from: number, to: number, signal: AbortSignal): Promise<FetchedRange> {
-    const started = performance.now();
-    const answers = await Promise.all(filters.map((filter) => rpc.getLogs(filter, from, to)));
-    // The filters are disjoint by construction; a log answered twice is still mirrored once.
-    const unique = new Map<string, RpcLog>();
-    for (const log of answers.flat()) unique.set(`${log.blockNumber}:${log.logIndex}`, log);
-    const logs = [...unique.values()];
-    logs.sort(
-      (a, b) =>
-        Number.parseInt(a.blockNumber, 16) - Number.parseInt(b.blockNumber, 16) ||
-        Number.parseInt(a.logIndex, 16) - Number.parseInt(b.logIndex, 16),
-    );
-    // The block at the cursor's height comes along: when the first block's parentHash does not
-    // name the indexed block, its hash tells whether the chain really changed there.
-    const numbers = new Set<number>([from, to]);
-    if (from > 0) numbers.add(from - 1);
-    for (const log of logs) numbers.add(Number.parseInt(log.blockNumber, 16));
-    const wanted = [...numbers].sort((a, b) => a - b);
-    const headers = new Map<number, RpcBlock>();
-    for (let i = 0; i < wanted.length; i += HEADERS_PER_CALL) {
-      const chunk = wanted.slice(i, i + HEADERS_PER_CALL);
-      const blocks = await withRetry("eth_getBlockByNumber", () => rpc.blocks(chunk), logger, signal);
-      for (const block of blocks) if (block) headers.set(block.number, block);
-    }
-    return { from, to, logs, headers, fetchMs: performance.now() - started };
   }
 
   async function loadClassifier(): Promise<Classifier> {
@@ -142,23 +73,6 @@ export function createIndexer(options: IndexerOptions) {
     const { wallets, lastIndex } = await managedWalletsSince(db.sql.query, walletIndex);
     for (const wallet of wallets) classifier.wallets.add(wallet);
     walletIndex = lastIndex;
-  }
-
-  /** Walks the stored block hashes back until one is still on the chain: the fork point. */
-  async function findFork(below: number): Promise<Cursor> {
-    let from = below;
-    for (;;) {
-      const stored = await storedBlocks(db.sql.query, chainId, from, 64);
-      if (stored.length === 0) {
-        const [block] = await withRetry("fork search", () => rpc.blocks([firstBlock - 1]), logger, controller.signal);
-        if (!block) throw new Error(`chain ${chainId} has no block ${firstBlock - 1}: is this the deployment's chain?`);
-        return { blockNumber: block.number, blockHash: block.hash };
-      }
-      const onChain = await withRetry("fork search", () => rpc.blocks(stored.map((s) => s.blockNumber)), logger, controller.signal);
-      const match = stored.find((s, i) => onChain[i]?.hash === s.blockHash);
-      if (match) return match;
-      from = stored.at(-1)!.blockNumber - 1;
-    }
   }
 
   async function follow(signal: AbortSignal): Promise<void> {
@@ -180,24 +94,11 @@ export function createIndexer(options: IndexerOptions) {
     };
     let lastHeartbeat = 0;
     let progress = { at: performance.now(), block: cursor?.blockNumber ?? firstBlock - 1, logs: 0 };
-    // Rollbacks in a row to the same fork point, until the indexer gets past where it was.
-    let streak: (ReorgLoop & { stalls: number }) | undefined;
+    const streak = new ReorgStreak(db.sql.query, chainId, logger);
     let parentHashWarned = false;
     let backfilling = false;
     const backfillStart = { at: performance.now(), logs: 0 };
     indexedBlock = cursor?.blockNumber ?? -1;
-
-    /** Ends the rollback streak once the indexer is past it; a reported loop is cleared. */
-    const endStreak = async (why: string) => {
-      const ended = streak;
-      streak = undefined;
-      if (!ended || ended.stalls === 0) return;
-      await writeReorgLoop(db.sql.query, chainId, null);
-      logger.info(
-        { chainId, forkBlock: ended.forkBlock, count: ended.count, since: ended.since, block: cursor?.blockNumber, why },
-        "indexer reorg loop ended",
-      );
-    };
 
     const reorg = async (reason: string) => {
       await drain();
@@ -205,7 +106,7 @@ export function createIndexer(options: IndexerOptions) {
       prefetch = undefined;
       state = new StateStore();
       const from = cursor;
-      const fork = await findFork(from.blockNumber);
+      const fork = await findFork(db.sql.query, rpc, chainId, firstBlock, from.blockNumber, logger, controller.signal);
       // The fork search compares the stored hashes with the chain's: a fork point at the cursor
       // means the signal was false (a node's inconsistent answers) and there is nothing to undo.
       const unchanged = fork.blockNumber === from.blockNumber && fork.blockHash === from.blockHash;
@@ -217,49 +118,7 @@ export function createIndexer(options: IndexerOptions) {
         const reloaded = await loadClassifier();
         classifier.socialVaults = reloaded.socialVaults;
       }
-      const details = { chainId, reason, from: from.blockNumber, forkBlock: fork.blockNumber, ...result };
-      // A streak lives until the indexer indexes past its highest block or catches up with the
-      // head: another rollback to the same fork point before that is one that made no progress.
-      streak =
-        streak?.forkBlock === fork.blockNumber
-          ? { ...streak, fromBlock: Math.max(streak.fromBlock, from.blockNumber), count: streak.count + 1 }
-          : {
-              forkBlock: fork.blockNumber,
-              fromBlock: from.blockNumber,
-              count: 1,
-              since: new Date().toISOString(),
-              stalls: 0,
-              reason,
-              chainUnchanged: false,
-              backoffMs: 0,
-            };
-      if (!unchanged && streak.count === 1) {
-        logger.warn(details, "chain reorganisation: rolled back to the fork point");
-        return;
-      }
-      // Rolling back again at once would spin: wait, doubling the wait each time, and say so in
-      // the cursor row, where /health reads it from whichever process serves the API.
-      streak.stalls += 1;
-      streak.reason = reason;
-      streak.chainUnchanged = unchanged;
-      streak.backoffMs = backoffMs(streak.stalls, REORG_BACKOFF);
-      const { stalls: _, ...loop } = streak;
-      await writeReorgLoop(db.sql.query, chainId, loop);
-      if (streak.stalls === 1) {
-        logger.warn(
-          { ...details, count: streak.count, chainUnchanged: unchanged, backoffMs: streak.backoffMs },
-          unchanged
-            ? "indexer reorg loop: a reorg was signalled but the indexed blocks are all still on the chain; backing off"
-            : "indexer reorg loop: rolled back to the same fork point again without progress; backing off",
-        );
-      } else {
-        logger.debug({ ...details, count: streak.count, backoffMs: streak.backoffMs }, "indexer reorg loop: still looping");
-      }
-      // Beat while waiting, so that /health tells a looping indexer from a dead one.
-      for (let left = streak.backoffMs; left > 0 && !signal.aborted; left -= HEARTBEAT_MS) {
-        await sleep(Math.min(left, HEARTBEAT_MS), signal);
-        if (left > HEARTBEAT_MS && !signal.aborted) await heartbeat(db.sql.query, chainId, headBlock);
-      }
+      await streak.rolledBack(reason, from, fork, unchanged, result, headBlock, signal);
     };
 
     // A loop reported by an earlier writer says nothing about this one.
@@ -280,7 +139,7 @@ export function createIndexer(options: IndexerOptions) {
           classifier.socialVaults = (await loadClassifier()).socialVaults;
           continue;
         }
-        if (streak && indexedBlock > streak.fromBlock) await endStreak("indexed past the block it had reached");
+        if (streak.passedBy(indexedBlock)) await streak.end("indexed past the block it had reached", cursor?.blockNumber);
         const head = await withRetry("eth_getBlockByNumber(latest)", () => rpc.latestBlock(), logger, signal);
         headBlock = head.number;
         if (performance.now() - lastHeartbeat > HEARTBEAT_MS && cursor) {
@@ -296,7 +155,7 @@ export function createIndexer(options: IndexerOptions) {
         if (next > target) {
           await drain();
           if (writeFailed) continue;
-          if (streak) await endStreak("caught up with the chain head");
+          await streak.end("caught up with the chain head", cursor?.blockNumber);
           if (backfilling) {
             backfilling = false;
             const seconds = (performance.now() - backfillStart.at) / 1000;
@@ -305,7 +164,7 @@ export function createIndexer(options: IndexerOptions) {
               "indexer caught up with the chain head",
             );
           }
-          await idle(options.pollMs, signal);
+          await idle.sleep(options.pollMs, signal);
           continue;
         }
         if (target - next > range && !backfilling) {
@@ -323,7 +182,7 @@ export function createIndexer(options: IndexerOptions) {
           fetched =
             candidate && candidate.from === next && candidate.to <= target
               ? candidate
-              : await fetchRange(next, Math.min(target, next + range - 1), signal);
+              : await fetchRange(rpc, filters, logger, next, Math.min(target, next + range - 1), signal);
         } catch (error) {
           if (signal.aborted) return;
           if (isRangeError(error) && range > 1) {
@@ -344,7 +203,7 @@ export function createIndexer(options: IndexerOptions) {
         // Start reading the next range while this one is written.
         if (to < target) {
           const nextTo = Math.min(target, to + range);
-          prefetch = fetchRange(to + 1, nextTo, signal);
+          prefetch = fetchRange(rpc, filters, logger, to + 1, nextTo, signal);
           prefetch.catch(() => {});
         }
 
@@ -497,8 +356,7 @@ export function createIndexer(options: IndexerOptions) {
      * indexer is busy are folded into one look.
      */
     wake(): void {
-      woken = true;
-      stopSleeping?.();
+      idle.wake();
     },
     /** Calls `listener` with the indexed block after each commit or rollback (this process as the writer). */
     onIndexed(listener: (block: number) => void): () => void {

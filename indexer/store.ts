@@ -357,6 +357,9 @@ export async function storedBlocks(query: SqlQuery, chainId: number, belowOrAt: 
   return rows.map((row) => ({ blockNumber: Number(row.blockNumber), blockHash: row.blockHash }));
 }
 
+/** How often the writer beats, backing off included: /health tells a slow indexer from a dead one. */
+export const HEARTBEAT_MS = 2_000;
+
 export async function heartbeat(query: SqlQuery, chainId: number, headBlock: number): Promise<void> {
   await query(`UPDATE "IndexerCursor" SET "heartbeatAt" = $2::timestamp(3), "headBlock" = $3 WHERE "chainId" = $1`, [
     chainId,
