@@ -1,15 +1,13 @@
 // The composition root of the domain: every service built once, every link between them wired
-// here and nowhere else. `npm start`, `npm run api`, `npm run worker`, the tests and the benches
-// all call servicesFromConfig (the configuration, and what the process adds to it); the API mounts
-// routes on its result and the worker schedules jobs on it.
+// here and nowhere else (the services that need a chain: services-chain.ts, called from here).
+// `npm start`, `npm run api`, `npm run worker`, the tests and the benches all call
+// servicesFromConfig (the configuration, and what the process adds to it); the API mounts routes
+// on its result and the worker schedules jobs on it.
 
 import { randomBytes } from "node:crypto";
-import { type JsonRpcProvider, Wallet, ZeroAddress } from "ethers";
 import type { Clock } from "../core/clock.js";
 import type { Config } from "../core/config.js";
-import type { Deployment } from "../core/deployments.js";
 import { createLogger, type Logger } from "../core/logger.js";
-import { platformContract, platformContractAt, platformErrors } from "../core/platform-abi.js";
 import { sharedSecret } from "../core/shared-secrets.js";
 import { type ManagedWallets, managedWalletsFor } from "../core/wallets.js";
 import { createApiKeysRepo } from "./api-keys/repo.js";
@@ -28,28 +26,19 @@ import { createNotificationFanout } from "./notifications/fanout.js";
 import { createNotificationFeed } from "./notifications/feed.js";
 import { createNotificationsRepo } from "./notifications/repo.js";
 import { createNotificationsService } from "./notifications/service.js";
-import { createCheckout } from "./payments/checkout.js";
 import { createPaymentEvents } from "./payments/events.js";
 import { createPaymentsRepo } from "./payments/repo.js";
-import { createPaymentsService } from "./payments/service.js";
 import { createProcessPresence } from "./processes/presence.js";
 import { createRewardsConsumer } from "./rewards/consumer.js";
-import { createSandboxService } from "./sandbox/service.js";
+import { type ChainDeps, createMoneyServices } from "./services-chain.js";
 import { createGuardianAlerts } from "./social-vault/alerts.js";
-import { activeGuardiansOf, guardiansOfOwner, isSocialVault } from "./social-vault/repo.js";
-import { createSocialVaultService } from "./social-vault/service.js";
+import { activeGuardiansOf, guardiansOfOwner } from "./social-vault/repo.js";
 import { socialVaultExport } from "./social-vault/views.js";
-import { createPayerWatch } from "./transactions/payer.js";
-import { createMirrorWait } from "./transactions/read-your-writes.js";
-import { createTransactionSender } from "./transactions/sender.js";
-import { createUserTransactions, forwardedCall } from "./transactions/user-transactions.js";
-import { createUserWrite } from "./transactions/user-write.js";
 import { createTrustScoreService } from "./trust-score/service.js";
 import { eraseDueAccounts } from "./users/erase.js";
 import { createUsersRepo } from "./users/repo.js";
 import { createUsersService } from "./users/service.js";
 import { createVaultRepo } from "./vault/repo.js";
-import { createVaultService } from "./vault/service.js";
 import { createWebhookDeliveries } from "./webhooks/deliveries.js";
 import { createWebhookEgress, type Lookup } from "./webhooks/egress.js";
 import { createWebhooksRepo } from "./webhooks/repo.js";
@@ -70,24 +59,8 @@ export interface ServiceDeps {
    */
   cacheReads: boolean;
   logger?: Pick<Logger, "warn" | "info">;
-  /**
-   * The chain the service sends transactions to, and the account that pays their gas (the
-   * deployer outside production). Processes that send nothing (the worker) leave it out.
-   */
-  chain?: {
-    provider: JsonRpcProvider;
-    chainId: number;
-    deployment: Deployment;
-    operatorKey: string;
-    /** The deployment's USDC is the platform's MockUSDC (no USDC_ADDRESS): the faucet can mint it. */
-    mockUsdc: boolean;
-    /** How long a write waits for the indexer to pass its block (read-your-writes). */
-    mirrorWaitMs?: number;
-    /** Below this (wei) the paying account is reported low (config PAYER_LOW_BALANCE_WEI). */
-    payerLowBalanceWei: bigint;
-    /** A sent transaction unmined this long is replaced with higher fees. */
-    replaceAfterMs?: number;
-  };
+  /** The chain the service sends transactions on (services-chain.ts); processes that send nothing (the worker) leave it out. */
+  chain?: ChainDeps;
   /** LOAN_FUNDING_DELAY_S: how old a loan request is before the pool funds it by itself (default 60). */
   loanFundingDelaySeconds?: number;
   /** LOAN_MIN_SCORE: the lowest Trust Score that may borrow (default 0: every tier, New included). */
@@ -107,52 +80,6 @@ export interface ServiceDeps {
   webhooks?: { secretKey: Buffer | undefined; production: boolean; lookup?: Lookup };
   /** The address clients reach the API at (PUBLIC_BASE_URL): payments' checkout URLs start with it. */
   publicBaseUrl?: string;
-}
-
-/**
- * What users may call through the relay: the platform contracts' user functions, and the user
- * functions of the social vaults the factory created (known to the mirror), nothing else.
- */
-function relayAllowList(deployment: Deployment, isSocialVault: (address: string) => Promise<boolean>) {
-  const vault = platformContract(deployment, "stakingVault");
-  const loanBook = platformContract(deployment, "loanBook");
-  const factory = platformContract(deployment, "socialVaultFactory");
-  const router = platformContract(deployment, "paymentRouter");
-  // Clones share the implementation's ABI; only its interface is needed here.
-  const socialVault = platformContractAt("socialVault", ZeroAddress);
-  const selectors = (contract: typeof vault, names: string[]) =>
-    new Set(names.map((name) => contract.interface.getFunction(name)!.selector));
-  const allowed = new Map<string, Set<string>>([
-    [(vault.target as string).toLowerCase(), selectors(vault, ["depositWithPermit", "deposit", "redeem", "withdraw"])],
-    [(loanBook.target as string).toLowerCase(), selectors(loanBook, ["repayWithPermit", "repay"])],
-    [(factory.target as string).toLowerCase(), selectors(factory, ["createVault"])],
-    [(router.target as string).toLowerCase(), selectors(router, ["payWithPermit", "pay", "refundWithPermit", "refund"])],
-  ]);
-  const socialVaultCalls = selectors(socialVault, [
-    "depositWithPermit",
-    "deposit",
-    "withdraw",
-    "requestWithdrawal",
-    "approveWithdrawal",
-    "executeWithdrawal",
-    "cancelWithdrawal",
-    "lock",
-    "duressLock",
-    "requestUnlock",
-    "approveUnlock",
-    "unlock",
-    "addGuardian",
-    "removeGuardian",
-    "acceptGuardianRemoval",
-    "revokeGuardianRemoval",
-    "setDuressCommitment",
-  ]);
-  return async (to: string, data: string) => {
-    const selector = data.slice(0, 10);
-    const platform = allowed.get(to.toLowerCase());
-    if (platform) return platform.has(selector);
-    return socialVaultCalls.has(selector) && (await isSocialVault(to));
-  };
 }
 
 export function createServices({
@@ -251,7 +178,25 @@ export function createServices({
   const loanFinancing = createLoanFinancing({ db, repo: loansRepo, clock, chainId: chain?.chainId ?? 0, minScore: loanMinScore });
   const paymentEvents = createPaymentEvents({ outbox, repo: paymentsRepo, financing: loanFinancing });
   const email = createEmailSender({ smtpUrl: notificationChannels.smtpUrl, from: notificationChannels.emailFrom, logger });
-  const onChain = chain ? moneyServices(chain) : undefined;
+  // The services that send transactions, built only where the process has a chain.
+  const onChain = chain
+    ? createMoneyServices(chain, {
+        db,
+        clock,
+        wallets,
+        logger,
+        presence,
+        vaultRepo,
+        xpRepo,
+        rewards,
+        guardianAlerts,
+        paymentsRepo,
+        paymentEvents,
+        loanFinancing,
+        production: webhookConfig.production,
+        publicBaseUrl,
+      })
+    : undefined;
   const loans = createLoansService({
     db,
     clock,
@@ -263,91 +208,6 @@ export function createServices({
     fundingDelaySeconds: loanFundingDelaySeconds,
     minScore: loanMinScore,
   });
-
-  /** The services that send transactions, built only where the process has a chain. */
-  function moneyServices(chain: NonNullable<ServiceDeps["chain"]>) {
-    const contract = (key: Parameters<typeof platformContract>[1]) => platformContract(chain.deployment, key, chain.provider);
-    const forwarder = contract("forwarder");
-    const usdc = contract("usdc");
-    const stakingVault = contract("stakingVault");
-    const sender = createTransactionSender({
-      db,
-      provider: chain.provider,
-      chainId: chain.chainId,
-      account: new Wallet(chain.operatorKey, chain.provider),
-      errors: platformErrors(),
-      logger,
-      replaceAfterMs: chain.replaceAfterMs,
-      replayOf: (transaction) => forwardedCall({ address: forwarder.target as string, iface: forwarder.interface }, transaction),
-    });
-    // One relay of users' own transactions for every domain that moves their money.
-    const transactions = createUserTransactions({
-      db,
-      provider: chain.provider,
-      chainId: chain.chainId,
-      sender,
-      presence,
-      forwarder,
-      usdc,
-      signerOf: (index) => wallets.signerOf(index),
-      errors: platformErrors(),
-      isAllowed: relayAllowList(chain.deployment, (address) => isSocialVault(db, address)),
-      logger,
-    });
-    const mirror = createMirrorWait({ db, chainId: chain.chainId, timeoutMs: chain.mirrorWaitMs, logger });
-    // The one path of every user's money write, whatever the domain.
-    const userWrite = createUserWrite({ chainId: chain.chainId, transactions, mirror });
-    const vault = createVaultService({
-      provider: chain.provider,
-      vault: stakingVault,
-      repo: vaultRepo,
-      clock,
-      userWrite,
-      rewards,
-      xp: xpRepo,
-    });
-    const payer = createPayerWatch({
-      address: sender.address,
-      balance: () => sender.balance(),
-      lowBalanceWei: chain.payerLowBalanceWei,
-      logger,
-    });
-    const sandbox = createSandboxService({ sender, usdc: chain.mockUsdc ? usdc : null, vault: stakingVault, operator: sender.address });
-    const loanBook = { chainId: chain.chainId, loanBook: contract("loanBook"), sender, mirror, userWrite, rewards };
-    const socialVault = createSocialVaultService({
-      db,
-      clock,
-      factory: contract("socialVaultFactory"),
-      userWrite,
-      privateKeyOf: (index) => wallets.signerOf(index).privateKey,
-      alerts: guardianAlerts,
-      platformContracts: Object.fromEntries(Object.entries(chain.deployment.contracts).map(([key, deployed]) => [key, deployed.address])),
-    });
-    const paymentRouter = contract("paymentRouter");
-    const production = webhookConfig.production;
-    const payments = createPaymentsService({
-      clock,
-      repo: paymentsRepo,
-      router: paymentRouter,
-      userWrite,
-      events: paymentEvents,
-      checkoutBase: publicBaseUrl,
-      production,
-    });
-    const checkout = createCheckout({
-      db,
-      clock,
-      repo: paymentsRepo,
-      router: paymentRouter,
-      userWrite,
-      events: paymentEvents,
-      financing: loanFinancing,
-      sender,
-      mirror,
-      production,
-    });
-    return { sender, vault, payer, sandbox, mirror, loanBook, socialVault, payments, checkout };
-  }
 
   // Webhook secrets are sealed with the configured key, or (outside production) a key every
   // process on this database shares, made by the first that needs it.

@@ -14,14 +14,15 @@ import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { loadConfig } from "../core/config.js";
-import { type Database, openDatabase, type SqlQuery } from "../core/db.js";
+import { type Database, openDatabase } from "../core/db.js";
 import { createLogger } from "../core/logger.js";
 import { applyMigrations } from "../core/migrations.js";
 import { ContractCatalogue, logFilters, platformAddresses, startBlock } from "../indexer/contracts.js";
 import { createIndexer } from "../indexer/indexer.js";
-import { createRpc, type LogFilter, type Rpc, type RpcLog } from "../indexer/rpc.js";
-import { everyKindOfActivity } from "../test/helpers/activity.js";
+import { createRpc, type LogFilter, type Rpc } from "../indexer/rpc.js";
 import { startTestChain, type TestChain, usdc } from "../test/helpers/chain.js";
+import { generate, platformEvents } from "./bench/indexer-events.js";
+import { covered, instrument, tally } from "./bench/indexer-spans.js";
 
 // The throw-away chain's deployment file goes to a temporary folder, never the repository's deployments/.
 const deploymentsDir = mkdtempSync(path.join(os.tmpdir(), "bench-deployments-"));
@@ -53,91 +54,6 @@ async function indexedUpTo(indexer: { status(): { indexedBlock: number } }, bloc
 }
 
 // ---------------------------------------------------------------------------------------------
-// Events: a realistic mix (loans, social vaults, yield, redemptions) first, then blocks of a
-// few hundred transactions from 19 development accounts, sent without waiting for receipts.
-
-interface Generated {
-  expected: number;
-  deposits: number;
-  redeems: number;
-  yields: number;
-  ms: number;
-}
-
-async function generate(chain: TestChain, rpc: Rpc, filters: LogFilter[], firstBlock: number): Promise<Generated> {
-  const started = performance.now();
-  const request = (method: string, params: unknown[] = []) => chain.embedded.provider.request({ method, params });
-  for (const first of [1, 5, 9]) {
-    await everyKindOfActivity(chain, { depositor: first, borrower: first + 1, vaultOwner: first + 2, guardian: first + 3 });
-  }
-
-  const accounts = (await request("eth_accounts")) as string[];
-  const deployer = accounts[0]!;
-  const users = accounts.slice(1, 20);
-  const vault = (await chain.contracts.vault.getAddress()).toLowerCase();
-  const token = (await chain.contracts.usdc.getAddress()).toLowerCase();
-  const usdcAbi = chain.contracts.usdc.interface;
-  const vaultAbi = chain.contracts.vault.interface;
-  const gas = "0x2bf20"; // 180,000: a deposit uses ~70,000-120,000; explicit, so nothing is estimated
-  const send = (from: string, to: string, data: string) => request("eth_sendTransaction", [{ from, to, data, gas }]);
-
-  await chain.setAutomine(false);
-  for (const account of [deployer, ...users]) {
-    await send(deployer, token, usdcAbi.encodeFunctionData("mint", [account, usdc(1_000_000_000)]));
-    await send(account, token, usdcAbi.encodeFunctionData("approve", [vault, 2n ** 255n]));
-  }
-  await request("evm_mine");
-  const head = Number.parseInt((await request("eth_blockNumber")) as string, 16);
-  const before = (await Promise.all(filters.map((filter) => rpc.getLogs(filter, firstBlock, head)))).flat().length;
-
-  // Per block: one yield distribution, a few redemptions of earlier deposits, deposits for the rest.
-  let expected = before;
-  let deposits = 0;
-  let redeems = 0;
-  let yields = 0;
-  for (let block = 0; expected < TARGET_EVENTS; block += 1) {
-    const sends: Promise<unknown>[] = [send(deployer, vault, vaultAbi.encodeFunctionData("distributeYield", [usdc(5)]))];
-    yields += 1;
-    expected += 2; // YieldDistributed, USDC Transfer
-    for (let i = 1; i < TXS_PER_BLOCK; i += 1) {
-      const user = users[(block * TXS_PER_BLOCK + i) % users.length]!;
-      if (block > 0 && i % 50 === 0) {
-        sends.push(send(user, vault, vaultAbi.encodeFunctionData("redeem", [10n ** 18n, user, user])));
-        redeems += 1;
-      } else {
-        sends.push(send(user, vault, vaultAbi.encodeFunctionData("deposit", [usdc(10 + (i % 90)), user])));
-        deposits += 1;
-      }
-      expected += 3; // deposit: USDC Transfer, tmUSDC mint Transfer, Deposit; redeem: burn Transfer, USDC Transfer, Withdraw
-    }
-    await Promise.all(sends);
-    await request("evm_mine");
-    const mined = (await request("eth_getBlockByNumber", ["latest", false])) as { transactions: string[] };
-    if (mined.transactions.length !== sends.length) {
-      throw new Error(`block holds ${mined.transactions.length} of the ${sends.length} transactions sent: lower BENCH_TXS_PER_BLOCK`);
-    }
-  }
-  await chain.setAutomine(true);
-  return { expected, deposits, redeems, yields, ms: performance.now() - started };
-}
-
-/**
- * The logs the indexer keeps: the filters return every USDC Transfer (a filter cannot say "from
- * or to"), and the indexer drops those with neither end at the vault, the loan book or a social
- * vault (here: the mints to the development accounts).
- */
-function platformEvents(logs: RpcLog[], catalogue: ContractCatalogue, chain: TestChain): number {
-  const addresses = platformAddresses(chain.deployment);
-  const created = catalogue.topicOf("socialVaultFactory", "SocialVaultCreated");
-  const watched = new Set([addresses.stakingVault, addresses.loanBook]);
-  for (const log of logs) if (log.topics[0] === created && log.topics[2]) watched.add(`0x${log.topics[2].slice(26)}`.toLowerCase());
-  const end = (topic: string | undefined) => `0x${(topic ?? "").slice(26)}`.toLowerCase();
-  return logs.filter(
-    (log) => log.address.toLowerCase() !== addresses.usdc || watched.has(end(log.topics[1])) || watched.has(end(log.topics[2])),
-  ).length;
-}
-
-// ---------------------------------------------------------------------------------------------
 // (a) Raw eth_getLogs over block ranges, the indexer's filters, one range after the other.
 
 async function rawFetch(rpc: Rpc, filters: LogFilter[], ranges: [number, number][]): Promise<{ ms: number; logs: number }> {
@@ -157,140 +73,7 @@ async function bestOf(runs: number, work: () => Promise<{ ms: number; logs: numb
 }
 
 // ---------------------------------------------------------------------------------------------
-// Where the backfill's time goes, seen from outside the indexer: its JSON-RPC calls (global fetch)
-// and its database calls (a wrapped Database). Intervals overlap (the indexer prefetches).
-
-interface Span {
-  kind: string;
-  start: number;
-  end: number;
-  detail?: number;
-  /** Inside another span (a statement of a transaction): left out of the union. */
-  nested?: boolean;
-}
-
-function instrument(db: Database) {
-  const spans: Span[] = [];
-  /** The blocks the cursor moved to, in order: the ends of the ranges the indexer committed. */
-  const cursorMoves: number[] = [];
-  let recording = false;
-  const originalFetch = globalThis.fetch;
-  globalThis.fetch = async (input, init) => {
-    if (!recording || typeof init?.body !== "string") return originalFetch(input, init);
-    const body = JSON.parse(init.body) as { method: string } | { method: string }[];
-    const kind = Array.isArray(body) ? `${body[0]?.method ?? "batch"} (batch)` : body.method;
-    const start = performance.now();
-    const response = await originalFetch(input, init);
-    const answered = performance.now();
-    const json = response.json.bind(response);
-    Object.defineProperty(response, "json", {
-      value: async () => {
-        const parsing = performance.now();
-        const value = (await json()) as { result?: unknown };
-        const end = performance.now();
-        const items = Array.isArray(value?.result) ? value.result.length : undefined;
-        spans.push({ kind: `rpc ${kind}`, start, end: answered, detail: items });
-        spans.push({ kind: "rpc answer body + JSON.parse", start: parsing, end });
-        return value;
-      },
-    });
-    return response;
-  };
-  // "INSERT ChainLog", "SELECT VaultPosition", ...: the statement's verb and first table.
-  const statement = (text: string) => {
-    const match = /^\s*(\w+)[^"]*"(\w+)"/.exec(text);
-    return match ? `${match[1]!.toUpperCase()} ${match[2]}` : text.trim().split(/\s+/, 2).join(" ");
-  };
-  const timedQuery =
-    (query: SqlQuery, where: string): SqlQuery =>
-    async (text, params) => {
-      const start = performance.now();
-      const kind = statement(text);
-      try {
-        return await query(text, params);
-      } finally {
-        if (recording) spans.push({ kind: `  db ${where}: ${kind}`, start, end: performance.now(), nested: true });
-        // moveCursor: UPDATE/INSERT "IndexerCursor" with the new block number as $2.
-        if (/^(UPDATE|INSERT) IndexerCursor$/.test(kind)) cursorMoves.push(Number(params?.[1]));
-      }
-    };
-  const timed: Database = {
-    ...db,
-    sql: {
-      query: async (text, params) => {
-        const start = performance.now();
-        try {
-          return await db.sql.query(text, params);
-        } finally {
-          if (recording) spans.push({ kind: `db ${statement(text)}`, start, end: performance.now() });
-        }
-      },
-      transaction: async (work) => {
-        const start = performance.now();
-        try {
-          return await db.sql.transaction((query, copy) =>
-            work(
-              timedQuery(query, "in tx"),
-              copy &&
-                (async (table, columns, rows) => {
-                  const begun = performance.now();
-                  try {
-                    return await copy(table, columns, rows);
-                  } finally {
-                    if (recording) spans.push({ kind: `  db in tx: COPY ${table}`, start: begun, end: performance.now(), nested: true });
-                  }
-                }),
-            ),
-          );
-        } finally {
-          if (recording) spans.push({ kind: "db transaction (commitBatch)", start, end: performance.now() });
-        }
-      },
-    },
-  };
-  return {
-    db: timed,
-    spans,
-    cursorMoves,
-    start: () => {
-      recording = true;
-    },
-    stop: () => {
-      recording = false;
-      globalThis.fetch = originalFetch;
-    },
-  };
-}
-
-/** Total length of the union of intervals. */
-function covered(spans: Span[]): number {
-  const sorted = [...spans].sort((a, b) => a.start - b.start);
-  let total = 0;
-  let end = Number.NEGATIVE_INFINITY;
-  let start = 0;
-  for (const span of sorted) {
-    if (span.start > end) {
-      if (end > start) total += end - start;
-      start = span.start;
-      end = span.end;
-    } else end = Math.max(end, span.end);
-  }
-  if (end > start) total += end - start;
-  return total;
-}
-
-/** Per kind of span: calls, summed time and items (logs, headers). */
-function tally(spans: Span[]) {
-  const byKind = new Map<string, { calls: number; ms: number; items: number }>();
-  for (const span of spans) {
-    const entry = byKind.get(span.kind) ?? { calls: 0, ms: 0, items: 0 };
-    entry.calls += 1;
-    entry.ms += span.end - span.start;
-    entry.items += span.detail ?? 0;
-    byKind.set(span.kind, entry);
-  }
-  return [...byKind].sort((a, b) => b[1].ms - a[1].ms);
-}
+// Live lag: one deposit's block mined to its ChainLog row visible on another connection.
 
 async function lagOnce(chain: TestChain, watcher: pg.Client, from: string): Promise<number> {
   const request = (method: string, params: unknown[] = []) => chain.embedded.provider.request({ method, params });
@@ -338,7 +121,7 @@ try {
   };
 
   // Events, counted with the indexer's filters over its whole range (this also warms the chain up).
-  const generated = await generate(chain, rpc, filters, firstBlock);
+  const generated = await generate(chain, rpc, filters, firstBlock, { targetEvents: TARGET_EVENTS, txsPerBlock: TXS_PER_BLOCK });
   const head = Number(await chain.provider.getBlockNumber());
   const all = (await Promise.all(filters.map((filter) => rpc.getLogs(filter, firstBlock, head)))).flat();
   if (all.length !== generated.expected) {

@@ -1,0 +1,218 @@
+// The services that send transactions (the sender, the users' relay and what it lets through, the
+// vault, the social vault, the sandbox, payments and the checkout, the loans' chain side): only a
+// process that holds a chain builds them. createServices (services.ts) calls createMoneyServices
+// with the services every process has, so the links between them stay wired in one place.
+
+import { type JsonRpcProvider, Wallet, ZeroAddress } from "ethers";
+import type { Clock } from "../core/clock.js";
+import type { Deployment } from "../core/deployments.js";
+import type { Logger } from "../core/logger.js";
+import { platformContract, platformContractAt, platformErrors } from "../core/platform-abi.js";
+import type { ManagedWallets } from "../core/wallets.js";
+import type { Db } from "./db.js";
+import type { LoanFinancing } from "./loans/financing.js";
+import { createCheckout } from "./payments/checkout.js";
+import type { PaymentEvents } from "./payments/events.js";
+import type { PaymentsRepo } from "./payments/repo.js";
+import { createPaymentsService } from "./payments/service.js";
+import type { ProcessPresence } from "./processes/presence.js";
+import type { RewardsConsumer } from "./rewards/consumer.js";
+import { createSandboxService } from "./sandbox/service.js";
+import type { GuardianAlerts } from "./social-vault/alerts.js";
+import { isSocialVault } from "./social-vault/repo.js";
+import { createSocialVaultService } from "./social-vault/service.js";
+import { createPayerWatch } from "./transactions/payer.js";
+import { createMirrorWait } from "./transactions/read-your-writes.js";
+import { createTransactionSender } from "./transactions/sender.js";
+import { createUserTransactions, forwardedCall } from "./transactions/user-transactions.js";
+import { createUserWrite } from "./transactions/user-write.js";
+import type { VaultRepo } from "./vault/repo.js";
+import { createVaultService } from "./vault/service.js";
+import type { XpRepo } from "./xp/repo.js";
+
+/**
+ * The chain the service sends transactions to, and the account that pays their gas (the
+ * deployer outside production).
+ */
+export interface ChainDeps {
+  provider: JsonRpcProvider;
+  chainId: number;
+  deployment: Deployment;
+  operatorKey: string;
+  /** The deployment's USDC is the platform's MockUSDC (no USDC_ADDRESS): the faucet can mint it. */
+  mockUsdc: boolean;
+  /** How long a write waits for the indexer to pass its block (read-your-writes). */
+  mirrorWaitMs?: number;
+  /** Below this (wei) the paying account is reported low (config PAYER_LOW_BALANCE_WEI). */
+  payerLowBalanceWei: bigint;
+  /** A sent transaction unmined this long is replaced with higher fees. */
+  replaceAfterMs?: number;
+}
+
+/** What the money services take from the services every process has (built by createServices). */
+export interface MoneyServiceDeps {
+  db: Db;
+  clock: Pick<Clock, "now">;
+  wallets: Pick<ManagedWallets, "signerOf">;
+  logger?: Pick<Logger, "warn" | "info">;
+  presence: ProcessPresence;
+  vaultRepo: VaultRepo;
+  xpRepo: XpRepo;
+  rewards: RewardsConsumer;
+  guardianAlerts: GuardianAlerts;
+  paymentsRepo: PaymentsRepo;
+  paymentEvents: PaymentEvents;
+  loanFinancing: LoanFinancing;
+  /** Production rules apply (payments' redirect URLs, the checkout's payer). */
+  production: boolean;
+  /** The address clients reach the API at: payments' checkout URLs start with it. */
+  publicBaseUrl: string;
+}
+
+/**
+ * What users may call through the relay: the platform contracts' user functions, and the user
+ * functions of the social vaults the factory created (known to the mirror), nothing else.
+ */
+export function relayAllowList(deployment: Deployment, isSocialVault: (address: string) => Promise<boolean>) {
+  const vault = platformContract(deployment, "stakingVault");
+  const loanBook = platformContract(deployment, "loanBook");
+  const factory = platformContract(deployment, "socialVaultFactory");
+  const router = platformContract(deployment, "paymentRouter");
+  // Clones share the implementation's ABI; only its interface is needed here.
+  const socialVault = platformContractAt("socialVault", ZeroAddress);
+  const selectors = (contract: typeof vault, names: string[]) =>
+    new Set(names.map((name) => contract.interface.getFunction(name)!.selector));
+  const allowed = new Map<string, Set<string>>([
+    [(vault.target as string).toLowerCase(), selectors(vault, ["depositWithPermit", "deposit", "redeem", "withdraw"])],
+    [(loanBook.target as string).toLowerCase(), selectors(loanBook, ["repayWithPermit", "repay"])],
+    [(factory.target as string).toLowerCase(), selectors(factory, ["createVault"])],
+    [(router.target as string).toLowerCase(), selectors(router, ["payWithPermit", "pay", "refundWithPermit", "refund"])],
+  ]);
+  const socialVaultCalls = selectors(socialVault, [
+    "depositWithPermit",
+    "deposit",
+    "withdraw",
+    "requestWithdrawal",
+    "approveWithdrawal",
+    "executeWithdrawal",
+    "cancelWithdrawal",
+    "lock",
+    "duressLock",
+    "requestUnlock",
+    "approveUnlock",
+    "unlock",
+    "addGuardian",
+    "removeGuardian",
+    "acceptGuardianRemoval",
+    "revokeGuardianRemoval",
+    "setDuressCommitment",
+  ]);
+  return async (to: string, data: string) => {
+    const selector = data.slice(0, 10);
+    const platform = allowed.get(to.toLowerCase());
+    if (platform) return platform.has(selector);
+    return socialVaultCalls.has(selector) && (await isSocialVault(to));
+  };
+}
+
+/** The services that send transactions, built only where the process has a chain. */
+export function createMoneyServices(
+  chain: ChainDeps,
+  {
+    db,
+    clock,
+    wallets,
+    logger,
+    presence,
+    vaultRepo,
+    xpRepo,
+    rewards,
+    guardianAlerts,
+    paymentsRepo,
+    paymentEvents,
+    loanFinancing,
+    production,
+    publicBaseUrl,
+  }: MoneyServiceDeps,
+) {
+  const contract = (key: Parameters<typeof platformContract>[1]) => platformContract(chain.deployment, key, chain.provider);
+  const forwarder = contract("forwarder");
+  const usdc = contract("usdc");
+  const stakingVault = contract("stakingVault");
+  const sender = createTransactionSender({
+    db,
+    provider: chain.provider,
+    chainId: chain.chainId,
+    account: new Wallet(chain.operatorKey, chain.provider),
+    errors: platformErrors(),
+    logger,
+    replaceAfterMs: chain.replaceAfterMs,
+    replayOf: (transaction) => forwardedCall({ address: forwarder.target as string, iface: forwarder.interface }, transaction),
+  });
+  // One relay of users' own transactions for every domain that moves their money.
+  const transactions = createUserTransactions({
+    db,
+    provider: chain.provider,
+    chainId: chain.chainId,
+    sender,
+    presence,
+    forwarder,
+    usdc,
+    signerOf: (index) => wallets.signerOf(index),
+    errors: platformErrors(),
+    isAllowed: relayAllowList(chain.deployment, (address) => isSocialVault(db, address)),
+    logger,
+  });
+  const mirror = createMirrorWait({ db, chainId: chain.chainId, timeoutMs: chain.mirrorWaitMs, logger });
+  // The one path of every user's money write, whatever the domain.
+  const userWrite = createUserWrite({ chainId: chain.chainId, transactions, mirror });
+  const vault = createVaultService({
+    provider: chain.provider,
+    vault: stakingVault,
+    repo: vaultRepo,
+    clock,
+    userWrite,
+    rewards,
+    xp: xpRepo,
+  });
+  const payer = createPayerWatch({
+    address: sender.address,
+    balance: () => sender.balance(),
+    lowBalanceWei: chain.payerLowBalanceWei,
+    logger,
+  });
+  const sandbox = createSandboxService({ sender, usdc: chain.mockUsdc ? usdc : null, vault: stakingVault, operator: sender.address });
+  const loanBook = { chainId: chain.chainId, loanBook: contract("loanBook"), sender, mirror, userWrite, rewards };
+  const socialVault = createSocialVaultService({
+    db,
+    clock,
+    factory: contract("socialVaultFactory"),
+    userWrite,
+    privateKeyOf: (index) => wallets.signerOf(index).privateKey,
+    alerts: guardianAlerts,
+    platformContracts: Object.fromEntries(Object.entries(chain.deployment.contracts).map(([key, deployed]) => [key, deployed.address])),
+  });
+  const paymentRouter = contract("paymentRouter");
+  const payments = createPaymentsService({
+    clock,
+    repo: paymentsRepo,
+    router: paymentRouter,
+    userWrite,
+    events: paymentEvents,
+    checkoutBase: publicBaseUrl,
+    production,
+  });
+  const checkout = createCheckout({
+    db,
+    clock,
+    repo: paymentsRepo,
+    router: paymentRouter,
+    userWrite,
+    events: paymentEvents,
+    financing: loanFinancing,
+    sender,
+    mirror,
+    production,
+  });
+  return { sender, vault, payer, sandbox, mirror, loanBook, socialVault, payments, checkout };
+}
