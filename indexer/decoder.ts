@@ -9,6 +9,7 @@ export type EventArgs = Readonly<Record<string, unknown>>;
 
 export type StaticDecoder = (topics: readonly string[], data: string) => EventArgs;
 
+// An ABI word (32 bytes) in hex characters: how far each argument of a log's data reaches.
 const WORD = 64;
 
 type WordReader = (word: string, name: string) => string | bigint | boolean;

@@ -11,6 +11,7 @@ export interface FetchedRange {
   fetchMs: number;
 }
 
+/** Block headers asked for in one JSON-RPC batch: a node answers 500 at once well within its request limits. */
 const HEADERS_PER_CALL = 500;
 
 export async function fetchRange(

@@ -2,7 +2,7 @@
 // history, the modifiers and what each took, a projection after hypothetical actions, the tiers.
 // Another user's score only when they made it public. Spread into the Trust Score service
 // (service.ts), beside the writes.
-import type { Clock } from "../../core/clock.js";
+import { type Clock, DAY_MS } from "../../core/clock.js";
 import type { Db } from "../db.js";
 import { AppError } from "../errors.js";
 import type { UserRecord } from "../users/repo.js";
@@ -21,7 +21,6 @@ import { activeModifiers, breakdownOf, dayOf, loadInputs } from "./stored.js";
 
 export type HistoryPeriod = "7d" | "30d" | "90d" | "1y" | "all";
 const PERIOD_DAYS: Record<HistoryPeriod, number | null> = { "7d": 7, "30d": 30, "90d": 90, "1y": 365, all: null };
-const DAY_MS = 86_400_000;
 
 export type SimulationAction = { type: "repayment" | "add_guardian" | "level_up" | "deposit"; count: number };
 
