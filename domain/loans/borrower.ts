@@ -9,7 +9,7 @@ import type { OperationKey } from "../idempotency/operation-key.js";
 import { chainFailure } from "../transactions/failures.js";
 import { requireReceiptEvent } from "../transactions/receipts.js";
 import { tierFor } from "../trust-score/rules.js";
-import type { UserRecord } from "../users/repo.js";
+import { freshUser, type UserRecord } from "../users/repo.js";
 import { type LoansContext, MAX_DURATION_DAYS, MAX_EXTENSIONS, MAX_PAYMENT_MICRO, REQUEST_LIFETIME_HOURS } from "./context.js";
 import { loanIdOf, loanStatus } from "./repo.js";
 import { extensionInterest, loanTerms } from "./terms.js";
@@ -180,10 +180,10 @@ export function createBorrowerLoans({
       if (sent.indexed && payment.closed) {
         // The repayment's own XP and Trust Score, applied now rather than by the worker's next run.
         const repaid = eventId("loan.repaid");
-        const before = await db.prisma.user.findUniqueOrThrow({ where: { id: user.id }, select: { trustScore: true } });
+        const before = await freshUser(db.prisma, user.id);
         xpEarned = (await chain.rewards.xpOf(deps.clock.now(), repaid)) ?? 0;
         await chain.rewards.takeTrust(deps.clock.now(), [repaid]);
-        const after = await db.prisma.user.findUniqueOrThrow({ where: { id: user.id }, select: { trustScore: true } });
+        const after = await freshUser(db.prisma, user.id);
         trustScoreChange = after.trustScore - before.trustScore;
         deps.invalidateUser(user.id);
       }

@@ -7,6 +7,7 @@ import { domainEvent, recordEvents } from "../events/outbox.js";
 import { TransactionRevertedError } from "../transactions/sender.js";
 import { type LoansContext, REMINDER_HOURS } from "./context.js";
 import { loanIdFromRef } from "./ids.js";
+import { remainingBalanceOf } from "./repo.js";
 
 export function createLoanDueDates({ db, repo, chainOrFail }: LoansContext) {
   return {
@@ -25,7 +26,7 @@ export function createLoanDueDates({ db, repo, chainOrFail }: LoansContext) {
         await db.prisma.$transaction(async (tx) => {
           const rows = await Promise.all(
             soon.map(async (loan) => {
-              const balance = await tx.loanChainState.findFirstOrThrow({ where: { ref: loan.ref }, select: { remainingBalance: true } });
+              const remaining = await remainingBalanceOf(tx, loan.ref);
               return domainEvent({
                 type: "loan.due_reminder",
                 userId: loan.userId!,
@@ -33,7 +34,7 @@ export function createLoanDueDates({ db, repo, chainOrFail }: LoansContext) {
                   loanId: loanIdFromRef(loan.ref),
                   userId: loan.userId!,
                   dueDate: loan.dueDate.toISOString(),
-                  remainingBalance: usdcNumber(BigInt(balance.remainingBalance)),
+                  remainingBalance: usdcNumber(remaining),
                 },
                 dedupeKey: `loan.due_reminder:${loan.ref}:${loan.dueDate.toISOString()}`,
                 now,

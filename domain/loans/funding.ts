@@ -2,7 +2,7 @@
 // LOAN_FUNDING_DELAY_S old, or the sandbox at once, the same code; a request that waits past its
 // lifetime lapses.
 import { AppError } from "../errors.js";
-import { withWallet } from "../users/repo.js";
+import { freshUser } from "../users/repo.js";
 import type { LoansContext } from "./context.js";
 import { loanStatus } from "./repo.js";
 
@@ -30,7 +30,7 @@ export function createLoanFunding({ deps, db, repo, detailView, rowOf, fundClaim
           throw new AppError("INSUFFICIENT_LIQUIDITY", "The pool cannot fund this loan now (liquidity or pause); it stays pending");
         }
       }
-      const owner = withWallet(await db.prisma.user.findUniqueOrThrow({ where: { id: request.userId } }));
+      const owner = await freshUser(db.prisma, request.userId);
       return detailView(await rowOf(owner, id), deps.clock.now(), owner.id);
     },
 

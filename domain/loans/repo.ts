@@ -11,6 +11,16 @@ import { loanIdFromRef } from "./ids.js";
 /** The chain's `ref` of a request, computed in SQL: its UUID's 16 bytes, left-aligned in a bytes32 (domain/loans/ids.ts). */
 const REF_OF_REQUEST = `'0x' || replace(r."id"::text, '-', '') || repeat('0', 32)`;
 
+/** A chain loan as the mirror has it, by chain and on-chain id, in the caller's transaction. */
+export function chainLoanOf(tx: Tx, chainId: number, loanId: bigint) {
+  return tx.loanChainState.findUnique({ where: { chainId_loanId: { chainId, loanId } } });
+}
+
+/** What is left to repay of the chain loan of `ref`, in micro-USDC, in the caller's transaction. */
+export async function remainingBalanceOf(tx: Tx, ref: string): Promise<bigint> {
+  return (await tx.loanChainState.findFirstOrThrow({ where: { ref }, select: { remainingBalance: true } })).remainingBalance;
+}
+
 /** A loan that pays a merchant's payment (domain/loans/financing.ts). */
 export interface FinancingRow {
   id: string;

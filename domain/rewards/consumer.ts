@@ -3,6 +3,7 @@
 // contracts directly). Two consumers, so an API write waits for its XP only (D-62).
 import type { Tx } from "../db.js";
 import type { ConsumedEvent, Outbox, OutboxConsumer } from "../events/consumer.js";
+import { chainLoanOf } from "../loans/repo.js";
 import type { TrustScoreService } from "../trust-score/service.js";
 import { XP_FOR } from "../xp/rules.js";
 import type { XpService } from "../xp/service.js";
@@ -19,10 +20,6 @@ export interface RewardsDeps {
   trust: Pick<TrustScoreService, "addInputs" | "applyLoanOutcome" | "syncActiveGuardiansOf">;
   invalidateUser(userId: string): void;
   outbox: Pick<Outbox, "take" | "drain">;
-}
-
-async function loanOf(tx: Tx, chainId: number, chainLoanId: bigint) {
-  return tx.loanChainState.findUnique({ where: { chainId_loanId: { chainId, loanId: chainLoanId } } });
 }
 
 export function createRewardsConsumer(deps: RewardsDeps) {
@@ -54,7 +51,7 @@ export function createRewardsConsumer(deps: RewardsDeps) {
       case "loan.repaid":
       case "loan.overdue":
       case "loan.defaulted": {
-        const loan = event.chainId === null ? null : await loanOf(tx, event.chainId, event.data.raw.chainLoanId);
+        const loan = event.chainId === null ? null : await chainLoanOf(tx, event.chainId, event.data.raw.chainLoanId);
         if (!loan) return;
         const kind = event.type === "loan.repaid" ? "repaid" : event.type === "loan.overdue" ? "overdue" : "defaulted";
         await trust.applyLoanOutcome(

@@ -3,11 +3,10 @@
 // `social_vault.guardian_alert` event per guardian who is a platform user, addressed to that
 // guardian. The owner's own feed gets nothing that a coercer holding the owner's phone could
 // read as "help is coming"; the notifications issue delivers these events to the guardians.
-import { getAddress } from "ethers";
 import type { Logger } from "../../core/logger.js";
 import type { Outbox, OutboxConsumer } from "../events/consumer.js";
 import { domainEvent, recordEvents } from "../events/outbox.js";
-import { withWallet } from "../users/repo.js";
+import { liveUsersByWallet } from "../users/repo.js";
 import { activeGuardiansOf } from "./repo.js";
 
 export function createGuardianAlerts({
@@ -26,12 +25,7 @@ export function createGuardianAlerts({
         // Guardians active when it was locked (a lock drops the pending ones, and none is removed while locked).
         const guardians = await activeGuardiansOf(tx, event.data.vaultAddress, lockedAt);
         if (guardians.length === 0) continue;
-        const users = (
-          await tx.user.findMany({
-            where: { walletAddress: { in: guardians.map((address) => getAddress(address)) }, deletedAt: null },
-            select: { id: true, walletAddress: true },
-          })
-        ).map(withWallet);
+        const users = await liveUsersByWallet(tx, guardians);
         const recorded = await recordEvents(
           tx,
           users.map((user) =>

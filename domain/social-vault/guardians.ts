@@ -3,7 +3,7 @@
 import { getAddress } from "ethers";
 import type { OperationKey } from "../idempotency/operation-key.js";
 import { receiptEvent, requireReceiptEvent } from "../transactions/receipts.js";
-import { type UserRecord, withWallet } from "../users/repo.js";
+import { liveUsersByWallet, type UserRecord } from "../users/repo.js";
 import type { SocialVaultContext } from "./context.js";
 import { guardiansOfOwner, openWithdrawalsOf, vaultsAt, vaultsGuardedBy } from "./repo.js";
 import { unlockView, withdrawalView } from "./views.js";
@@ -30,12 +30,12 @@ export function createVaultGuardians({ deps, vaultContract, refuseLocked, listed
           deps.db,
           guarded.map((entry) => entry.vault),
         ),
-        deps.db.prisma.user.findMany({
-          where: { walletAddress: { in: guarded.map((entry) => getAddress(entry.owner)) }, deletedAt: null },
-          select: { id: true, displayName: true, walletAddress: true },
-        }),
+        liveUsersByWallet(
+          deps.db.prisma,
+          guarded.map((entry) => entry.owner),
+        ),
       ]);
-      const ownerByWallet = new Map(owners.map(withWallet).map((owner) => [owner.walletAddress.toLowerCase(), owner]));
+      const ownerByWallet = new Map(owners.map((owner) => [owner.walletAddress.toLowerCase(), owner]));
       return guarded.map((entry) => {
         const vault = vaults.find((row) => row.address === entry.vault)!;
         const owner = ownerByWallet.get(entry.owner);

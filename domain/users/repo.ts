@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
+import { getAddress } from "ethers";
 import type { Clock } from "../../core/clock.js";
 import { createTtlCache } from "../../core/ttl-cache.js";
 import type { Plan, User } from "../../generated/prisma/client.js";
-import type { Db } from "../db.js";
+import type { Db, Tx } from "../db.js";
 
 /**
  * A user as the services see them: provisioned, so with the managed wallet `create` gives every
@@ -17,6 +18,20 @@ export function withWallet<U extends Pick<User, "id" | "walletAddress">>(user: U
   return user as U & { walletAddress: string };
 }
 export type { Plan };
+
+/** The users of these wallets who have not asked for their account's deletion, in the caller's transaction (or the client). */
+export async function liveUsersByWallet(db: Tx, wallets: readonly string[]) {
+  const users = await db.user.findMany({
+    where: { walletAddress: { in: wallets.map((wallet) => getAddress(wallet)) }, deletedAt: null },
+    select: { id: true, displayName: true, walletAddress: true },
+  });
+  return users.map(withWallet);
+}
+
+/** A user's row, fresh (never the cache's), in the caller's transaction or the client's. */
+export async function freshUser(db: Tx, userId: string): Promise<UserRecord> {
+  return withWallet(await db.user.findUniqueOrThrow({ where: { id: userId } }));
+}
 
 export interface NewUser {
   subject: string;
