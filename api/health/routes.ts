@@ -2,6 +2,7 @@ import type { JsonRpcProvider } from "ethers";
 import { Router } from "express";
 import type { Database } from "../../core/db.js";
 import type { PayerWatch } from "../../domain/transactions/payer.js";
+import { indexerCursorOf } from "../../domain/transactions/repo.js";
 import type { ReorgLoop } from "../../indexer/store.js";
 import { allowMethods } from "../http/error-handler.js";
 
@@ -52,7 +53,7 @@ export async function healthReport({ db, chain, payer }: HealthDeps): Promise<{ 
     withTimeout(
       (async () => {
         await db.ping();
-        return { cursor: await db.prisma.indexerCursor.findUnique({ where: { chainId: chain.chainId } }) };
+        return { cursor: await indexerCursorOf(db, chain.chainId) };
       })(),
       "database",
     ).catch(() => {

@@ -5,6 +5,7 @@
 // wait for either poll interval (the loop still covers an indexer in another process).
 import type { Logger } from "../../core/logger.js";
 import type { Db } from "../db.js";
+import { indexerCursorOf } from "./repo.js";
 
 export interface MirrorWaitDeps {
   db: Db;
@@ -44,9 +45,7 @@ export function createMirrorWait(deps: MirrorWaitDeps) {
     polling = true;
     try {
       while (waiters.size > 0) {
-        const cursor = await deps.db.prisma.indexerCursor
-          .findUnique({ where: { chainId: deps.chainId }, select: { blockNumber: true } })
-          .catch(() => null);
+        const cursor = await indexerCursorOf(deps.db, deps.chainId).catch(() => null);
         if (cursor) release(cursor.blockNumber);
         const now = Date.now();
         for (const waiter of waiters) {
