@@ -7,6 +7,7 @@ import type { Db } from "../db.js";
 import { AppError } from "../errors.js";
 import type { UserRecord } from "../users/repo.js";
 import { LEVELS } from "../xp/levels.js";
+import { historyRowsSince } from "./repo.js";
 import {
   applyModifiers,
   baseScore,
@@ -63,10 +64,7 @@ export function createTrustScoreReads({
       const user = await readable(caller, userId);
       const days = PERIOD_DAYS[period];
       const since = days === null ? undefined : dayOf(new Date(clock.now().getTime() - (days - 1) * DAY_MS));
-      const rows = await prisma.trustScoreHistory.findMany({
-        where: { userId: user.id, ...(since ? { day: { gte: since } } : {}) },
-        orderBy: { day: "asc" },
-      });
+      const rows = await historyRowsSince(prisma, user.id, since);
       return {
         userId: user.id,
         period,

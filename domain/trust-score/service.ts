@@ -9,6 +9,17 @@ import { domainEvent, recordEvents } from "../events/outbox.js";
 import { guardianCountDrift } from "../social-vault/repo.js";
 import { type UserRecord, withWallet } from "../users/repo.js";
 import { createTrustScoreReads } from "./reads.js";
+import {
+  addToDayOfHistory,
+  addToTrustInputs,
+  modifierOf,
+  recordModifierOnce,
+  storeActiveGuardians,
+  storeScore,
+  trustInputsRowOf,
+  userRowOf,
+  usersBelowSeniorityCap,
+} from "./repo.js";
 import { applyModifiers, baseScore, computeBreakdown, type ModifierType } from "./rules.js";
 import { activeModifiers, breakdownOf, dayOf, loadInputs } from "./stored.js";
 
@@ -44,22 +55,7 @@ export function createTrustScoreService({ db, clock, users }: TrustScoreServiceD
     reason: string,
     now: Date = clock.now(),
   ) {
-    await tx.trustScoreInput.upsert({
-      where: { userId },
-      create: {
-        userId,
-        onTimeRepayments: Math.max(0, delta.onTimeRepayments ?? 0),
-        totalVolumeMicro: delta.volumeMicro && delta.volumeMicro > 0n ? delta.volumeMicro : 0n,
-        activeGuardians: Math.max(0, delta.activeGuardians ?? 0),
-        updatedAt: now,
-      },
-      update: {
-        onTimeRepayments: { increment: delta.onTimeRepayments ?? 0 },
-        totalVolumeMicro: { increment: delta.volumeMicro ?? 0n },
-        activeGuardians: { increment: delta.activeGuardians ?? 0 },
-        updatedAt: now,
-      },
-    });
+    await addToTrustInputs(tx, userId, delta, now);
     return recomputeTrustScore(tx, userId, reason, now);
   }
 
@@ -68,13 +64,9 @@ export function createTrustScoreService({ db, clock, users }: TrustScoreServiceD
    * counted up: guardians become active by time and leave by removal or reorg), then recomputes.
    */
   async function setActiveGuardians(tx: Tx, userId: string, activeGuardians: number, now: Date = clock.now()) {
-    const previous = (await tx.trustScoreInput.findUnique({ where: { userId } }))?.activeGuardians ?? 0;
+    const previous = (await trustInputsRowOf(tx, userId))?.activeGuardians ?? 0;
     if (previous === activeGuardians) return null;
-    await tx.trustScoreInput.upsert({
-      where: { userId },
-      create: { userId, activeGuardians, updatedAt: now },
-      update: { activeGuardians, updatedAt: now },
-    });
+    await storeActiveGuardians(tx, userId, activeGuardians, now);
     return recomputeTrustScore(tx, userId, activeGuardians > previous ? "guardian added" : "guardian removed", now);
   }
 
@@ -88,19 +80,12 @@ export function createTrustScoreService({ db, clock, users }: TrustScoreServiceD
     modifier: { type: ModifierType; reason: string; sourceId: string; appliedAt?: Date; expiresAt?: Date | null },
     now: Date = clock.now(),
   ) {
-    await tx.trustScoreModifier.createMany({
-      data: [
-        {
-          id: `mod_${randomUUID().replaceAll("-", "")}`,
-          userId,
-          type: modifier.type,
-          reason: modifier.reason,
-          sourceId: modifier.sourceId,
-          appliedAt: modifier.appliedAt ?? now,
-          expiresAt: modifier.expiresAt ?? null,
-        },
-      ],
-      skipDuplicates: true,
+    await recordModifierOnce(tx, userId, {
+      type: modifier.type,
+      reason: modifier.reason,
+      sourceId: modifier.sourceId,
+      appliedAt: modifier.appliedAt ?? now,
+      expiresAt: modifier.expiresAt ?? null,
     });
     return recomputeTrustScore(tx, userId, modifier.reason, now);
   }
@@ -114,7 +99,7 @@ export function createTrustScoreService({ db, clock, users }: TrustScoreServiceD
    * uses `recompute`, which does.
    */
   async function recomputeTrustScore(tx: Tx, userId: string, reason: string, now: Date = clock.now()) {
-    const row = await tx.user.findUnique({ where: { id: userId } });
+    const row = await userRowOf(tx, userId);
     if (!row || row.deletedAt) return null;
     const user = withWallet(row);
     const breakdown = computeBreakdown(await loadInputs(tx, user), now);
@@ -127,28 +112,10 @@ export function createTrustScoreService({ db, clock, users }: TrustScoreServiceD
       JSON.stringify(breakdown) === JSON.stringify(breakdownOf(user)) &&
       user.trustScoreUpdatedAt !== null;
     if (unchanged) return { previousScore, score: finalScore, changed: false };
-    await tx.user.update({
-      where: { id: userId },
-      data: {
-        trustScore: finalScore,
-        trustBaseScore: base,
-        trustSeniority: breakdown.seniority,
-        trustRepayment: breakdown.repaymentHistory,
-        trustVolume: breakdown.transactionVolume,
-        trustSocial: breakdown.socialNetwork,
-        trustLevelBonus: breakdown.levelBonus,
-        trustScoreUpdatedAt: now,
-      },
-    });
+    await storeScore(tx, userId, { finalScore, base, breakdown }, now);
     if (finalScore === previousScore) return { previousScore, score: finalScore, changed: false };
     const change = finalScore - previousScore;
-    const day = dayOf(now);
-    const existing = await tx.trustScoreHistory.findUnique({ where: { userId_day: { userId, day } } });
-    await tx.trustScoreHistory.upsert({
-      where: { userId_day: { userId, day } },
-      create: { userId, day, score: finalScore, change, reason },
-      update: { score: finalScore, change: (existing?.change ?? 0) + change, reason },
-    });
+    await addToDayOfHistory(tx, userId, dayOf(now), { score: finalScore, change, reason });
     const data = { userId, previousScore, newScore: finalScore, change, reason, timestamp: now.toISOString() };
     const key = `${userId}:${now.getTime()}:${previousScore}:${finalScore}:${randomUUID()}`;
     await recordEvents(tx, [
@@ -185,9 +152,7 @@ export function createTrustScoreService({ db, clock, users }: TrustScoreServiceD
         await addModifier(tx, userId, { type: "default", reason: "loan defaulted", sourceId, appliedAt: at }, now);
         return;
       case "repaid": {
-        const wasLate = await tx.trustScoreModifier.findUnique({
-          where: { userId_type_sourceId: { userId, type: "late_payment", sourceId } },
-        });
+        const wasLate = await modifierOf(tx, userId, "late_payment", sourceId);
         if (wasLate || at > loan.dueDate) {
           await addInputs(tx, userId, { volumeMicro: loan.totalPaid }, "late repayment", now);
           if (!wasLate) await late("late repayment");
@@ -241,12 +206,7 @@ export function createTrustScoreService({ db, clock, users }: TrustScoreServiceD
       let updated = 0;
       let cursor: string | undefined;
       for (;;) {
-        const batch = await prisma.user.findMany({
-          where: { deletedAt: null, trustSeniority: { lt: 12 }, ...(cursor ? { id: { gt: cursor } } : {}) },
-          select: { id: true, createdAt: true, trustSeniority: true },
-          orderBy: { id: "asc" },
-          take: SENIORITY_BATCH,
-        });
+        const batch = await usersBelowSeniorityCap(prisma, cursor, SENIORITY_BATCH);
         if (batch.length === 0) return updated;
         cursor = batch.at(-1)!.id;
         for (const user of batch) {

@@ -1,9 +1,11 @@
 // A user's Trust Score as the database holds it: the input counters (TrustScoreInput), the
-// modifiers in the order they apply, the components on the user row, the day of a history row.
-// The recompute (service.ts) and the reads (reads.ts) both start from here.
+// modifiers in the order they apply, the components on the user row, the day of a history row,
+// shaped from what repo.ts reads. The recompute (service.ts) and the reads (reads.ts) both start
+// from here.
 import type { Tx } from "../db.js";
 import type { UserRecord } from "../users/repo.js";
 import { levelIndexFor } from "../xp/levels.js";
+import { modifierRowsInApplyOrder, trustInputsRowOf } from "./repo.js";
 import type { Breakdown, ModifierType, TrustInputs } from "./rules.js";
 
 /** The day of a history row (UTC). */
@@ -22,7 +24,7 @@ export function breakdownOf(user: UserRecord): Breakdown {
 
 /** What the rules compute a score from: the user's counters, account age and XP level. */
 export async function loadInputs(tx: Tx, user: Pick<UserRecord, "id" | "createdAt" | "xp">): Promise<TrustInputs> {
-  const row = await tx.trustScoreInput.findUnique({ where: { userId: user.id } });
+  const row = await trustInputsRowOf(tx, user.id);
   return {
     createdAt: user.createdAt,
     levelIndex: levelIndexFor(user.xp),
@@ -34,7 +36,7 @@ export async function loadInputs(tx: Tx, user: Pick<UserRecord, "id" | "createdA
 
 /** A user's modifiers in the order they apply (appliedAt, then id). */
 export const activeModifiers = async (tx: Tx, userId: string) =>
-  (await tx.trustScoreModifier.findMany({ where: { userId }, orderBy: [{ appliedAt: "asc" }, { id: "asc" }] })).map((row) => ({
+  (await modifierRowsInApplyOrder(tx, userId)).map((row) => ({
     ...row,
     type: row.type as ModifierType,
   }));

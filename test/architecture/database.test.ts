@@ -17,9 +17,6 @@ const STORES = ["domain/jobs/queue.ts", "domain/events/consumer.ts", "domain/eve
 const PENDING = [
   "domain/transactions/sender.ts",
   "domain/transactions/user-transactions.ts",
-  "domain/trust-score/reads.ts",
-  "domain/trust-score/service.ts",
-  "domain/trust-score/stored.ts",
   "domain/users/erase.ts",
 ];
 

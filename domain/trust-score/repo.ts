@@ -1,0 +1,129 @@
+// The Trust Score's tables: the input counters (TrustScoreInput), the modifiers
+// (TrustScoreModifier), the daily history (TrustScoreHistory) and the score's columns on the user
+// row. Writes join the caller's transaction (`tx`); stored.ts shapes what the recompute reads.
+import { randomUUID } from "node:crypto";
+import type { Tx } from "../db.js";
+import type { Breakdown, ModifierType } from "./rules.js";
+
+/** A user's input counters (null: none recorded yet). */
+export function trustInputsRowOf(tx: Tx, userId: string) {
+  return tx.trustScoreInput.findUnique({ where: { userId } });
+}
+
+/** Adds to a user's counters (negative deltas allowed), creating the row clamped at 0 when there is none. */
+export async function addToTrustInputs(
+  tx: Tx,
+  userId: string,
+  delta: { onTimeRepayments?: number; volumeMicro?: bigint; activeGuardians?: number },
+  now: Date,
+) {
+  await tx.trustScoreInput.upsert({
+    where: { userId },
+    create: {
+      userId,
+      onTimeRepayments: Math.max(0, delta.onTimeRepayments ?? 0),
+      totalVolumeMicro: delta.volumeMicro && delta.volumeMicro > 0n ? delta.volumeMicro : 0n,
+      activeGuardians: Math.max(0, delta.activeGuardians ?? 0),
+      updatedAt: now,
+    },
+    update: {
+      onTimeRepayments: { increment: delta.onTimeRepayments ?? 0 },
+      totalVolumeMicro: { increment: delta.volumeMicro ?? 0n },
+      activeGuardians: { increment: delta.activeGuardians ?? 0 },
+      updatedAt: now,
+    },
+  });
+}
+
+/** Sets a user's count of active guardians. */
+export async function storeActiveGuardians(tx: Tx, userId: string, activeGuardians: number, now: Date) {
+  await tx.trustScoreInput.upsert({
+    where: { userId },
+    create: { userId, activeGuardians, updatedAt: now },
+    update: { activeGuardians, updatedAt: now },
+  });
+}
+
+/** Records a modifier unless the user already has one of that type for that source. */
+export async function recordModifierOnce(
+  tx: Tx,
+  userId: string,
+  modifier: { type: ModifierType; reason: string; sourceId: string; appliedAt: Date; expiresAt: Date | null },
+) {
+  await tx.trustScoreModifier.createMany({
+    data: [
+      {
+        id: `mod_${randomUUID().replaceAll("-", "")}`,
+        userId,
+        type: modifier.type,
+        reason: modifier.reason,
+        sourceId: modifier.sourceId,
+        appliedAt: modifier.appliedAt,
+        expiresAt: modifier.expiresAt,
+      },
+    ],
+    skipDuplicates: true,
+  });
+}
+
+/** The user's modifier of that type for that source, if recorded. */
+export function modifierOf(tx: Tx, userId: string, type: ModifierType, sourceId: string) {
+  return tx.trustScoreModifier.findUnique({ where: { userId_type_sourceId: { userId, type, sourceId } } });
+}
+
+/** A user's modifiers in the order they apply (appliedAt, then id), as stored. */
+export function modifierRowsInApplyOrder(tx: Tx, userId: string) {
+  return tx.trustScoreModifier.findMany({ where: { userId }, orderBy: [{ appliedAt: "asc" }, { id: "asc" }] });
+}
+
+/** The user row the recompute starts from, read in its transaction (not the cache). */
+export function userRowOf(tx: Tx, userId: string) {
+  return tx.user.findUnique({ where: { id: userId } });
+}
+
+/** Persists a recomputed score on the user row: the final score, the base and the five components. */
+export async function storeScore(tx: Tx, userId: string, score: { finalScore: number; base: number; breakdown: Breakdown }, now: Date) {
+  const { finalScore, base, breakdown } = score;
+  await tx.user.update({
+    where: { id: userId },
+    data: {
+      trustScore: finalScore,
+      trustBaseScore: base,
+      trustSeniority: breakdown.seniority,
+      trustRepayment: breakdown.repaymentHistory,
+      trustVolume: breakdown.transactionVolume,
+      trustSocial: breakdown.socialNetwork,
+      trustLevelBonus: breakdown.levelBonus,
+      trustScoreUpdatedAt: now,
+    },
+  });
+}
+
+/** Writes a score change into the user's history row of `day`: the day's last score and reason, its change added to the day's. */
+export async function addToDayOfHistory(tx: Tx, userId: string, day: string, entry: { score: number; change: number; reason: string }) {
+  const { score, change, reason } = entry;
+  const existing = await tx.trustScoreHistory.findUnique({ where: { userId_day: { userId, day } } });
+  await tx.trustScoreHistory.upsert({
+    where: { userId_day: { userId, day } },
+    create: { userId, day, score, change, reason },
+    update: { score, change: (existing?.change ?? 0) + change, reason },
+  });
+}
+
+/** A user's history rows, oldest day first, from `since` (a day) when given. */
+export function historyRowsSince(db: Tx, userId: string, since: string | undefined) {
+  return db.trustScoreHistory.findMany({
+    where: { userId, ...(since ? { day: { gte: since } } : {}) },
+    orderBy: { day: "asc" },
+  });
+}
+
+/** The next page (by id, after `cursor`) of live users whose seniority component is below its cap of 12. */
+export function usersBelowSeniorityCap(db: Tx, cursor: string | undefined, take: number) {
+  return db.user.findMany({
+    where: { deletedAt: null, trustSeniority: { lt: 12 }, ...(cursor ? { id: { gt: cursor } } : {}) },
+    select: { id: true, createdAt: true, trustSeniority: true },
+    orderBy: { id: "asc" },
+    take,
+  });
+}
