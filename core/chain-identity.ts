@@ -1,3 +1,4 @@
+import { Prisma } from "../generated/prisma/client.js";
 import type { Database } from "./db.js";
 import type { Deployment } from "./deployments.js";
 import type { Logger } from "./logger.js";
@@ -71,13 +72,11 @@ export async function ensureChainIdentity(
     }
     options.logger.warn("embedded chain starts empty at every start: resetting the chain-derived data of the local database");
     await db.prisma.$transaction([
-      ...CHAIN_DERIVED_TABLES.map((table) => db.prisma.$executeRawUnsafe(`DELETE FROM "${table}"`)),
+      ...CHAIN_DERIVED_TABLES.map((table) => db.prisma.$executeRaw(Prisma.sql`DELETE FROM ${Prisma.raw(`"${table}"`)}`)),
       // Events of the old chain's facts; the domains' own events (XP, Trust Score) stay.
-      db.prisma.$executeRawUnsafe(`DELETE FROM "DomainEvent" WHERE "chainId" IS NOT NULL`),
+      db.prisma.$executeRaw`DELETE FROM "DomainEvent" WHERE "chainId" IS NOT NULL`,
       // Chain event ids are derived from tx hashes, which a new development chain can repeat.
-      db.prisma.$executeRawUnsafe(
-        `DELETE FROM "ConsumedEvent" c WHERE NOT EXISTS (SELECT 1 FROM "DomainEvent" d WHERE d."id" = c."eventId")`,
-      ),
+      db.prisma.$executeRaw`DELETE FROM "ConsumedEvent" c WHERE NOT EXISTS (SELECT 1 FROM "DomainEvent" d WHERE d."id" = c."eventId")`,
     ]);
   }
   const identity = { chainId: deployment.chainId, genesisHash: deployment.genesisHash, contracts };

@@ -1,4 +1,4 @@
-import type { Database } from "./db.js";
+import { type Database, rawTxOf } from "./db.js";
 
 // Units of time in milliseconds, defined once (they are units, not tuning).
 export const HOUR_MS = 3_600_000;
@@ -51,9 +51,10 @@ export async function createSharedClock(
   options: { refreshMs?: number; base?: () => number; onError?: (error: unknown) => void } = {},
 ): Promise<SharedClock> {
   const base = options.base ?? Date.now;
+  const plain = rawTxOf(db.sql.query);
   const read = async () => {
-    const { rows } = await db.sql.query<{ offsetMs: string }>(`SELECT "offsetMs"::text AS "offsetMs" FROM "ServiceClock" WHERE "id" = 1`);
-    return rows[0] ? Number(rows[0].offsetMs) : 0;
+    const [row] = await plain.$queryRaw<{ offsetMs: bigint }[]>`SELECT "offsetMs" FROM "ServiceClock" WHERE "id" = 1`;
+    return row ? Number(row.offsetMs) : 0;
   };
   let offsetMs = await read();
   const refresh = setInterval(() => {
@@ -70,13 +71,11 @@ export async function createSharedClock(
     nowSeconds: () => Math.floor((base() + offsetMs) / 1000),
     offsetSeconds: () => offsetMs / 1000,
     advance: async (seconds) => {
-      const { rows } = await db.sql.query<{ offsetMs: string }>(
-        `INSERT INTO "ServiceClock" ("id", "offsetMs", "updatedAt") VALUES (1, $1, now())
-         ON CONFLICT ("id") DO UPDATE SET "offsetMs" = "ServiceClock"."offsetMs" + EXCLUDED."offsetMs", "updatedAt" = now()
-         RETURNING "offsetMs"::text AS "offsetMs"`,
-        [String(Math.round(seconds * 1000))],
-      );
-      offsetMs = Math.max(offsetMs, Number(rows[0]!.offsetMs));
+      const [row] = await plain.$queryRaw<{ offsetMs: bigint }[]>`
+        INSERT INTO "ServiceClock" ("id", "offsetMs", "updatedAt") VALUES (1, ${BigInt(Math.round(seconds * 1000))}, now())
+        ON CONFLICT ("id") DO UPDATE SET "offsetMs" = "ServiceClock"."offsetMs" + EXCLUDED."offsetMs", "updatedAt" = now()
+        RETURNING "offsetMs"`;
+      offsetMs = Math.max(offsetMs, Number(row!.offsetMs));
     },
     stop: () => clearInterval(refresh),
   };

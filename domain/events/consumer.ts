@@ -13,10 +13,10 @@
 // and no other consumer takes them. A fact back after a rollback takes a new xid and seq: above
 // every cursor again.
 
-import { epochMs } from "../../core/db.js";
 import type { Logger } from "../../core/logger.js";
 import { jsonForPostgres } from "../../core/text.js";
-import { type Db, type RawTx, rawTxOf, type Tx } from "../db.js";
+import { Prisma } from "../../generated/prisma/client.js";
+import { type Db, plainTransaction, type RawTx, rawTxOf, type Tx } from "../db.js";
 import type { JobQueue } from "../jobs/queue.js";
 import type { JobKind } from "../jobs/runner.js";
 import { decodeEventData, type EventData, type EventType } from "./catalogue.js";
@@ -89,12 +89,7 @@ class ApplyFailed extends Error {
   }
 }
 
-type EventRow = Omit<ConsumedEvent, "seq" | "createdAt" | "chainId" | "data"> & {
-  seq: string;
-  createdAt: number;
-  chainId: number | null;
-  data: unknown;
-};
+type EventRow = Omit<ConsumedEvent, "data"> & { data: unknown };
 
 export interface TakeResult {
   /** Events this call applied (those taken before are skipped). */
@@ -105,22 +100,14 @@ export interface TakeResult {
 
 export function createOutbox({ db, jobs, logger }: { db: Db; jobs: Pick<JobQueue, "enqueue" | "wake">; logger: Pick<Logger, "warn"> }) {
   const inTransaction = <R>(sql: boolean, work: (tx: RawTx) => Promise<R>): Promise<R> =>
-    sql ? db.sql.transaction((query) => work(rawTxOf(query))) : db.prisma.$transaction((tx) => work(tx));
+    sql ? plainTransaction(db, work) : db.prisma.$transaction((tx) => work(tx));
 
   /** The events decoded by the catalogue; one whose stored data no longer matches it is taken without effect, and said. */
   function decoded<T extends EventType>(consumer: OutboxConsumer<T>, rows: EventRow[]): ConsumedEvent<T>[] {
     return rows.flatMap((row) => {
       try {
         const data = !consumer.dataFor || consumer.dataFor.includes(row.type as T) ? decodeEventData(row.type, row.data) : undefined;
-        return [
-          {
-            ...row,
-            seq: BigInt(row.seq),
-            createdAt: new Date(Number(row.createdAt)),
-            chainId: row.chainId === null ? null : Number(row.chainId),
-            data,
-          } as ConsumedEvent<T>,
-        ];
+        return [{ ...row, data } as ConsumedEvent<T>];
       } catch (error) {
         logger.warn(
           { consumer: consumer.name, eventId: row.id, type: row.type, error: (error as Error).message },
@@ -137,28 +124,22 @@ export function createOutbox({ db, jobs, logger }: { db: Db; jobs: Pick<JobQueue
     ids: readonly string[],
     now: Date,
   ): Promise<ConsumedEvent<T>[]> {
-    const params: unknown[] = [consumer.name, ids, now.toISOString(), consumer.types];
-    let data = `d."data"`;
-    if (consumer.dataFor) {
-      params.push(consumer.dataFor);
-      data = `CASE WHEN d."type" = ANY($5::text[]) THEN d."data" END`;
-    }
+    const data = consumer.dataFor
+      ? Prisma.sql`CASE WHEN d."type" = ANY(${consumer.dataFor}::text[]) THEN d."data" END`
+      : Prisma.sql`d."data"`;
     return inTransaction(consumer.applySql !== undefined, async (tx) => {
       // One statement marks what no one took yet and reads it: a page run twice, or beside an API
       // write that took its own event, applies each event once.
-      const rows = await tx.$queryRawUnsafe<EventRow[]>(
-        `WITH marked AS (
-           INSERT INTO "ConsumedEvent" ("consumer", "eventId", "consumedAt")
-           SELECT $1, d."id", $3::timestamp(3) FROM "DomainEvent" d
-             WHERE d."id" = ANY($2::uuid[]) AND d."type" = ANY($4::text[]) AND d."revertedAt" IS NULL
-           ON CONFLICT DO NOTHING RETURNING "eventId")
-         SELECT d."id"::text AS "id", d."seq"::text AS "seq", d."type", d."userId",
-             (u."id" IS NOT NULL AND u."deletedAt" IS NULL) AS "userActive", d."chainId",
-             ${epochMs(`d."createdAt"`)} AS "createdAt", ${data} AS "data"
-           FROM marked m JOIN "DomainEvent" d ON d."id" = m."eventId" LEFT JOIN "User" u ON u."id" = d."userId"
-           ORDER BY d."xid", d."seq"`,
-        ...params,
-      );
+      const rows = await tx.$queryRaw<EventRow[]>`
+        WITH marked AS (
+          INSERT INTO "ConsumedEvent" ("consumer", "eventId", "consumedAt")
+          SELECT ${consumer.name}, d."id", ${now.toISOString()}::timestamp(3) FROM "DomainEvent" d
+            WHERE d."id" = ANY(${ids}::uuid[]) AND d."type" = ANY(${consumer.types}::text[]) AND d."revertedAt" IS NULL
+          ON CONFLICT DO NOTHING RETURNING "eventId")
+        SELECT d."id", d."seq", d."type", d."userId", (u."id" IS NOT NULL AND u."deletedAt" IS NULL) AS "userActive", d."chainId",
+            d."createdAt", ${data} AS "data"
+          FROM marked m JOIN "DomainEvent" d ON d."id" = m."eventId" LEFT JOIN "User" u ON u."id" = d."userId"
+          ORDER BY d."xid", d."seq"`;
       const events = decoded(consumer, rows);
       try {
         if (events.length > 0) {
@@ -214,27 +195,20 @@ export function createOutbox({ db, jobs, logger }: { db: Db; jobs: Pick<JobQueue
     const pageSize = consumer.pageSize ?? DEFAULT_PAGE_SIZE;
     const pages: string[][] = [];
     for (;;) {
-      const page = await db.sql.transaction(async (query) => {
-        await query(`INSERT INTO "ConsumerCursor" ("consumer", "updatedAt") VALUES ($1, $2::timestamp(3)) ON CONFLICT DO NOTHING`, [
-          consumer.name,
-          now.toISOString(),
-        ]);
-        const { rows: held } = await query<{ xid: string; seq: string }>(
-          `SELECT "xid"::text AS "xid", "seq"::text AS "seq" FROM "ConsumerCursor" WHERE "consumer" = $1 FOR UPDATE SKIP LOCKED`,
-          [consumer.name],
-        );
-        const cursor = held[0];
+      const page = await plainTransaction(db, async (tx) => {
+        const at = now.toISOString();
+        await tx.$executeRaw`INSERT INTO "ConsumerCursor" ("consumer", "updatedAt") VALUES (${consumer.name}, ${at}::timestamp(3)) ON CONFLICT DO NOTHING`;
+        const [cursor] = await tx.$queryRaw<{ xid: bigint; seq: bigint }[]>`
+          SELECT "xid", "seq" FROM "ConsumerCursor" WHERE "consumer" = ${consumer.name} FOR UPDATE SKIP LOCKED`;
         if (!cursor) return [];
         // Only transactions that ended: every event below the snapshot's xmin is visible, and no
         // transaction below it can write again.
-        const { rows } = await query<{ id: string; xid: string; seq: string }>(
-          `SELECT d."id"::text AS "id", d."xid"::text AS "xid", d."seq"::text AS "seq" FROM "DomainEvent" d
-             WHERE d."type" = ANY($1::text[]) AND d."revertedAt" IS NULL
-               AND d."xid" >= $2::bigint AND (d."xid", d."seq") > ($2::bigint, $3::bigint)
-               AND d."xid" < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
-             ORDER BY d."xid", d."seq" LIMIT $4::int`,
-          [consumer.types, cursor.xid, cursor.seq, pageSize],
-        );
+        const rows = await tx.$queryRaw<{ id: string; xid: bigint; seq: bigint }[]>`
+          SELECT d."id", d."xid", d."seq" FROM "DomainEvent" d
+            WHERE d."type" = ANY(${consumer.types}::text[]) AND d."revertedAt" IS NULL
+              AND d."xid" >= ${cursor.xid}::bigint AND (d."xid", d."seq") > (${cursor.xid}::bigint, ${cursor.seq}::bigint)
+              AND d."xid" < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+            ORDER BY d."xid", d."seq" LIMIT ${pageSize}::int`;
         if (rows.length === 0) return rows;
         const last = rows[rows.length - 1]!;
         await jobs.enqueue<PagePayload>(
@@ -245,12 +219,11 @@ export function createOutbox({ db, jobs, logger }: { db: Db; jobs: Pick<JobQueue
             dedupeKey: `outbox:${consumer.name}:${rows[0]!.seq}`,
             concurrency: { key: pageJobKind(consumer.name), limit: consumer.concurrency ?? 1 },
           },
-          rawTxOf(query),
+          tx,
         );
-        await query(
-          `UPDATE "ConsumerCursor" SET "xid" = $2::bigint, "seq" = $3::bigint, "updatedAt" = $4::timestamp(3) WHERE "consumer" = $1`,
-          [consumer.name, last.xid, last.seq, now.toISOString()],
-        );
+        await tx.$executeRaw`
+          UPDATE "ConsumerCursor" SET "xid" = ${last.xid}::bigint, "seq" = ${last.seq}::bigint, "updatedAt" = ${at}::timestamp(3)
+            WHERE "consumer" = ${consumer.name}`;
         return rows;
       });
       if (page.length > 0) pages.push(page.map((row) => row.id));
@@ -262,15 +235,14 @@ export function createOutbox({ db, jobs, logger }: { db: Db; jobs: Pick<JobQueue
 
   /** The consumers with events above their cursor to produce: one statement for all of them (an idle poll). */
   async function pending(consumers: readonly OutboxConsumer[]): Promise<OutboxConsumer[]> {
-    const { rows } = await db.sql.query<{ consumer: string }>(
-      `SELECT v."consumer" FROM json_to_recordset($1::json) AS v ("consumer" text, "types" text[])
-         LEFT JOIN "ConsumerCursor" c ON c."consumer" = v."consumer"
-         WHERE EXISTS (SELECT 1 FROM "DomainEvent" d
-           WHERE d."type" = ANY(v."types") AND d."revertedAt" IS NULL
-             AND d."xid" >= coalesce(c."xid", 0) AND (d."xid", d."seq") > (coalesce(c."xid", 0), coalesce(c."seq", 0))
-             AND d."xid" < pg_snapshot_xmin(pg_current_snapshot())::text::bigint)`,
-      [jsonForPostgres(consumers.map((consumer) => ({ consumer: consumer.name, types: consumer.types })))],
-    );
+    const wanted = jsonForPostgres(consumers.map((consumer) => ({ consumer: consumer.name, types: consumer.types })));
+    const rows = await rawTxOf(db.sql.query).$queryRaw<{ consumer: string }[]>`
+      SELECT v."consumer" FROM json_to_recordset(${wanted}::json) AS v ("consumer" text, "types" text[])
+        LEFT JOIN "ConsumerCursor" c ON c."consumer" = v."consumer"
+        WHERE EXISTS (SELECT 1 FROM "DomainEvent" d
+          WHERE d."type" = ANY(v."types") AND d."revertedAt" IS NULL
+            AND d."xid" >= coalesce(c."xid", 0) AND (d."xid", d."seq") > (coalesce(c."xid", 0), coalesce(c."seq", 0))
+            AND d."xid" < pg_snapshot_xmin(pg_current_snapshot())::text::bigint)`;
     const names = new Set(rows.map((row) => row.consumer));
     return consumers.filter((consumer) => names.has(consumer.name));
   }

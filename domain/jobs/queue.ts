@@ -17,10 +17,9 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../core/clock.js";
 import { coalesce } from "../../core/coalesce.js";
-import { epochMs } from "../../core/db.js";
 import { isUuid, jsonForPostgres } from "../../core/text.js";
 import { Prisma } from "../../generated/prisma/client.js";
-import type { Db, RawTx } from "../db.js";
+import { type Db, type RawTx, rawTxOf } from "../db.js";
 import { type ProcessPresence, processAlive } from "../processes/presence.js";
 import {
   type ClaimedJob,
@@ -58,7 +57,7 @@ const PRUNE_BATCH = 5_000;
 const CLAIM_WINDOW_MIN = 200;
 const CLAIM_WINDOW_PER_SLOT = 20;
 
-type ClaimedRow = Omit<ClaimedJob, "attempt" | "runAt" | "createdAt"> & { attempts: number; runAt: number; createdAt: number };
+type ClaimedRow = Omit<ClaimedJob, "attempt"> & { attempts: number };
 
 /** A try's end as `finish` writes it: the job's next status (and time, when queued again), the attempt's outcome. */
 interface Finish {
@@ -91,10 +90,9 @@ export function createJobQueue({
    * statements are the workers' hot path, where a raw query through Prisma costs about twice
    * pg's, and more with a large parameter (a fan-out's rows).
    */
-  async function query<Row>(statement: Prisma.Sql, tx?: RawTx): Promise<Row[]> {
-    if (tx !== undefined && tx !== prisma) return tx.$queryRaw<Row[]>(statement);
-    return (await db.sql.query<Row>(statement.text, statement.values)).rows;
-  }
+  const plain = rawTxOf(db.sql.query);
+  const query = <Row>(statement: Prisma.Sql, tx?: RawTx): Promise<Row[]> =>
+    (tx !== undefined && tx !== prisma ? tx : plain).$queryRaw<Row[]>(statement);
   const listeners = new Set<() => void>();
   const wake = () => {
     for (const listener of listeners) listener();
@@ -131,7 +129,7 @@ export function createJobQueue({
           SELECT 1 FROM "Job" a WHERE a."kind" = v."kind" AND a."status" IN ('queued', 'running')))
       -- Without a target: a taken dedupe key (or, never in practice, id) skips the row.
       ON CONFLICT DO NOTHING
-      RETURNING "id"::text AS "id"`,
+      RETURNING "id"`,
       tx,
     );
     // Inside a caller's transaction the rows are invisible until its commit: the caller wakes.
@@ -175,7 +173,7 @@ export function createJobQueue({
         UPDATE "JobAttempt" a SET "finishedAt" = ${now}, "outcome" = v."outcome", "error" = v."error", "durationMs" = v."durationMs"
           FROM v WHERE a."jobId" = v."id" AND a."attempt" = v."attempt" AND v."id" IN (SELECT "id" FROM done)
       )
-      SELECT "id"::text AS "id" FROM done`);
+      SELECT "id" FROM done`);
     const finished = new Set(done.map((row) => row.id));
     return tries.map((entry) => finished.has(entry.job.id));
   });
@@ -253,15 +251,9 @@ export function createJobQueue({
           INSERT INTO "JobAttempt" ("id", "jobId", "attempt", "processId", "startedAt")
           SELECT gen_random_uuid(), "id", "attempts", ${processId}, ${now} FROM claimed
         )
-        SELECT "id"::text AS "id", "kind", "payload", "attempts", "maxAttempts", ${Prisma.raw(epochMs(`"runAt"`))} AS "runAt", "dedupeKey",
-            ${Prisma.raw(epochMs(`"createdAt"`))} AS "createdAt"
+        SELECT "id", "kind", "payload", "attempts", "maxAttempts", "runAt", "dedupeKey", "createdAt"
           FROM claimed ORDER BY "runAt", "id"`);
-      return rows.map(({ attempts, runAt, createdAt, ...row }) => ({
-        ...row,
-        attempt: attempts,
-        runAt: new Date(runAt),
-        createdAt: new Date(createdAt),
-      }));
+      return rows.map(({ attempts, ...row }) => ({ ...row, attempt: attempts }));
     },
 
     succeed: (job, { durationMs }) => finish({ job, status: "succeeded", runAt: null, error: null, outcome: "succeeded", durationMs }),
@@ -302,7 +294,7 @@ export function createJobQueue({
           UPDATE "JobAttempt" a SET "finishedAt" = ${now}, "outcome" = 'crashed', "error" = 'its process died while running it'
             FROM requeued r WHERE a."jobId" = r."id" AND a."attempt" = r."attempts" AND a."finishedAt" IS NULL
         )
-        SELECT "id"::text AS "id", "kind", "attempts", "lockedBy" AS "processId", "status" FROM requeued ORDER BY "id"`;
+        SELECT "id", "kind", "attempts", "lockedBy" AS "processId", "status" FROM requeued ORDER BY "id"`;
       return rows.map(({ attempts, ...row }) => ({ ...row, attempt: attempts }));
     },
 

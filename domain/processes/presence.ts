@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import os from "node:os";
 import type { Logger } from "../../core/logger.js";
 import { Prisma } from "../../generated/prisma/client.js";
-import type { Db } from "../db.js";
+import { type Db, rawTxOf } from "../db.js";
 
 /** How often a process beats: often enough that five missed beats (DEAD_AFTER_S) are 10 s. */
 export const HEARTBEAT_MS = 2_000;
@@ -78,15 +78,14 @@ export function createProcessPresence({ db, kind, logger }: { db: Db; kind: stri
     },
 
     async isAlive(processId) {
-      const { rows } = await db.sql.query<{ alive: boolean }>(`SELECT ${processAliveSql("$1")} AS "alive"`, [processId]);
-      return rows[0]?.alive === true;
+      const [row] = await rawTxOf(db.sql.query).$queryRaw<{ alive: boolean }[]>`
+        SELECT ${processAlive(`v."id"`)} AS "alive" FROM (SELECT ${processId}::text AS "id") v`;
+      return row?.alive === true;
     },
 
     async pruneDead() {
-      const { rowCount } = await db.sql.query(
-        `DELETE FROM "ServiceProcess" WHERE "heartbeatAt" < now() - make_interval(secs => ${PRUNE_DEAD_AFTER_S})`,
-      );
-      return rowCount ?? 0;
+      return rawTxOf(db.sql.query).$executeRaw`
+        DELETE FROM "ServiceProcess" WHERE "heartbeatAt" < now() - make_interval(secs => ${PRUNE_DEAD_AFTER_S}::int)`;
     },
 
     async stop() {

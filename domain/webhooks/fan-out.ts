@@ -46,9 +46,7 @@ export function createWebhookFanOut(deps: WebhookDeliveriesDeps) {
         hook,
         mine: pending.filter(
           ({ event, heardAs }) =>
-            hook.events.includes(heardAs) &&
-            (EVERYONES.includes(heardAs) || hook.userId === event.userId) &&
-            event.seq > BigInt(hook.fromSeq),
+            hook.events.includes(heardAs) && (EVERYONES.includes(heardAs) || hook.userId === event.userId) && event.seq > hook.fromSeq,
         ),
       }))
       .filter(({ mine }) => mine.length > 0);

@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { coalesce } from "../../core/coalesce.js";
-import { epochMs } from "../../core/db.js";
 import { jsonForPostgres } from "../../core/text.js";
-import type { Db, RawTx, Tx } from "../db.js";
+import { type Db, type RawTx, rawTxOf, type Tx } from "../db.js";
 import { type EventType, isEventType } from "../events/catalogue.js";
 import { type DeliveryEvent, isDeliveryEvent, isWebhookEvent, type WebhookEvent } from "./events.js";
 
@@ -87,8 +86,6 @@ interface JobWanted {
   history: boolean;
 }
 
-const dateOf = (ms: number | null) => (ms === null ? null : new Date(Number(ms)));
-
 // The event names and types of the rows read, text columns, are typed here, checked, once.
 
 /**
@@ -114,6 +111,7 @@ const cataloged = <R extends { type: string }>(row: R): Omit<R, "type"> & { type
 
 export function createWebhooksRepo({ db }: { db: Db }) {
   const { prisma } = db;
+  const plain = rawTxOf(db.sql.query);
 
   // The reads of the jobs that start together are three statements at most, on plain SQL (the
   // hot path): their webhooks, their events, and (for later tries and reorg follow-ups only)
@@ -125,70 +123,33 @@ export function createWebhooksRepo({ db }: { db: Db }) {
       job.items.flatMap((item, i) => (job.history || item.attemptedId !== undefined ? [{ key: `${j}:${i}`, job, item }] : [])),
     );
     const [webhooks, events, attempts] = await Promise.all([
-      db.sql.query<
-        Omit<WebhookRow, "events" | "fromSeq" | "previousSecretUntil" | "createdAt" | "updatedAt"> & {
-          events: string[];
-          fromSeq: string;
-          previousSecretUntil: number | null;
-          createdAt: number;
-          updatedAt: number;
-        }
-      >(
-        `SELECT "id"::text AS "id", "userId", "url", "events", "secret", "previousSecret", "status", "fromSeq"::text AS "fromSeq",
-            ${epochMs(`"previousSecretUntil"`)} AS "previousSecretUntil", ${epochMs(`"createdAt"`)} AS "createdAt",
-            ${epochMs(`"updatedAt"`)} AS "updatedAt"
-          FROM "Webhook" WHERE "id" = ANY($1::uuid[])`,
-        [webhookIds],
-      ),
-      db.sql.query<{ id: string; type: string; data: unknown; createdAt: number; revertedAt: number | null }>(
-        `SELECT "id"::text AS "id", "type", "data", ${epochMs(`"createdAt"`)} AS "createdAt", ${epochMs(`"revertedAt"`)} AS "revertedAt"
-          FROM "DomainEvent" WHERE "id" = ANY($1::uuid[])`,
-        [eventIds],
-      ),
+      plain.$queryRaw<(Omit<WebhookRow, "events"> & { events: string[] })[]>`
+        SELECT "id", "userId", "url", "events", "secret", "previousSecret", "status", "fromSeq", "previousSecretUntil", "createdAt", "updatedAt"
+          FROM "Webhook" WHERE "id" = ANY(${webhookIds}::uuid[])`,
+      plain.$queryRaw<{ id: string; type: string; data: unknown; createdAt: Date; revertedAt: Date | null }[]>`
+        SELECT "id", "type", "data", "createdAt", "revertedAt" FROM "DomainEvent" WHERE "id" = ANY(${eventIds}::uuid[])`,
       asked.length === 0
-        ? { rows: [] }
-        : db.sql.query<{ key: string; attempted: boolean; lastAttempt: number; delivered: boolean }>(
-            `SELECT v."key",
+        ? []
+        : plain.$queryRaw<{ key: string; attempted: boolean; lastAttempt: number; delivered: boolean }[]>`
+            SELECT v."key",
                 v."attemptedId" IS NOT NULL
                   AND EXISTS (SELECT 1 FROM "WebhookDelivery" d WHERE d."webhookId" = v."webhookId" AND d."eventId" = v."attemptedId") AS "attempted",
                 CASE WHEN v."history" THEN coalesce((SELECT max(d."attempt") FROM "WebhookDelivery" d
                   WHERE d."webhookId" = v."webhookId" AND d."eventId" = v."payloadId"), 0) ELSE 0 END AS "lastAttempt",
                 v."history" AND EXISTS (SELECT 1 FROM "WebhookDelivery" d WHERE d."webhookId" = v."webhookId"
                   AND d."eventId" = v."payloadId" AND d."status" = 'success' AND d."createdAt" >= v."since") AS "delivered"
-              FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::timestamp(3)[], $6::bool[])
+              FROM unnest(${asked.map((entry) => entry.key)}::text[], ${asked.map((entry) => entry.job.webhookId)}::uuid[],
+                  ${asked.map((entry) => entry.item.attemptedId ?? null)}::text[], ${asked.map((entry) => entry.item.payloadId)}::text[],
+                  ${asked.map((entry) => entry.job.since.toISOString())}::timestamp(3)[], ${asked.map((entry) => entry.job.history)}::bool[])
                 AS v ("key", "webhookId", "attemptedId", "payloadId", "since", "history")`,
-            [
-              asked.map((entry) => entry.key),
-              asked.map((entry) => entry.job.webhookId),
-              asked.map((entry) => entry.item.attemptedId ?? null),
-              asked.map((entry) => entry.item.payloadId),
-              asked.map((entry) => entry.job.since.toISOString()),
-              asked.map((entry) => entry.job.history),
-            ],
-          ),
     ]);
-    const webhookById = new Map(
-      webhooks.rows.map((row): [string, WebhookRow] => [
-        row.id,
-        {
-          ...subscribed(row),
-          fromSeq: BigInt(row.fromSeq),
-          previousSecretUntil: dateOf(row.previousSecretUntil),
-          createdAt: dateOf(row.createdAt)!,
-          updatedAt: dateOf(row.updatedAt)!,
-        },
-      ]),
-    );
+    const webhookById = new Map(webhooks.map((row): [string, WebhookRow] => [row.id, subscribed(row)]));
     // An event whose type is no longer in the catalogue is read as gone: nothing of it can be
     // sent, and it never holds the other items of the jobs read with it.
     const eventById = new Map(
-      events.rows.flatMap((row): [string, AttemptEvent][] =>
-        isEventType(row.type)
-          ? [[row.id, { ...row, type: row.type, createdAt: dateOf(row.createdAt)!, revertedAt: dateOf(row.revertedAt) }]]
-          : [],
-      ),
+      events.flatMap((row): [string, AttemptEvent][] => (isEventType(row.type) ? [[row.id, { ...row, type: row.type }]] : [])),
     );
-    const attemptsByKey = new Map(attempts.rows.map((row) => [row.key, row]));
+    const attemptsByKey = new Map(attempts.map((row) => [row.key, row]));
     return jobs.map((job, j) => ({
       webhook: webhookById.get(job.webhookId) ?? null,
       items: job.items.map((item, i) => {
@@ -207,17 +168,14 @@ export function createWebhooksRepo({ db }: { db: Db }) {
   // element by element in JavaScript; the attempts of a few ms go as one statement.
   const insertDelivery = coalesce(
     async (deliveries: readonly DeliveryRow[]): Promise<DeliveryRow[]> => {
-      await db.sql.query(
-        `INSERT INTO "WebhookDelivery" ("id", "webhookId", "eventId", "event", "attempt", "status", "statusCode", "durationMs", "error", "createdAt")
-         SELECT * FROM json_to_recordset($1::json) AS v ("id" uuid, "webhookId" uuid, "eventId" text, "event" text, "attempt" int,
-           "status" text, "statusCode" int, "durationMs" int, "error" text, "createdAt" timestamp(3))`,
-        // A text value cannot carry U+0000 (an error message quoting a receiver's bytes).
-        [
-          jsonForPostgres(
-            deliveries.map((row) => (row.error?.includes("\u0000") ? { ...row, error: row.error.replaceAll("\u0000", "") } : row)),
-          ),
-        ],
+      // A text value cannot carry U+0000 (an error message quoting a receiver's bytes).
+      const rows = jsonForPostgres(
+        deliveries.map((row) => (row.error?.includes("\u0000") ? { ...row, error: row.error.replaceAll("\u0000", "") } : row)),
       );
+      await plain.$executeRaw`
+        INSERT INTO "WebhookDelivery" ("id", "webhookId", "eventId", "event", "attempt", "status", "statusCode", "durationMs", "error", "createdAt")
+        SELECT * FROM json_to_recordset(${rows}::json) AS v ("id" uuid, "webhookId" uuid, "eventId" text, "event" text, "attempt" int,
+          "status" text, "statusCode" int, "durationMs" int, "error" text, "createdAt" timestamp(3))`;
       return [...deliveries];
     },
     { collectMs: LOG_COLLECT_MS },
@@ -271,7 +229,7 @@ export function createWebhooksRepo({ db }: { db: Db }) {
     async lastDeliveries(webhookIds: string[]): Promise<Map<string, DeliveryRow>> {
       if (webhookIds.length === 0) return new Map();
       const rows = await prisma.$queryRaw<(Omit<DeliveryRow, "event"> & { event: string })[]>`
-        SELECT DISTINCT ON ("webhookId") "id"::text AS "id", "webhookId"::text AS "webhookId", "eventId", "event", "attempt", "status",
+        SELECT DISTINCT ON ("webhookId") "id", "webhookId", "eventId", "event", "attempt", "status",
             "statusCode", "durationMs", "error", "createdAt"
           FROM "WebhookDelivery" WHERE "webhookId" = ANY(${webhookIds}::uuid[])
           ORDER BY "webhookId", "createdAt" DESC, "id" DESC`;
@@ -299,7 +257,7 @@ export function createWebhooksRepo({ db }: { db: Db }) {
       limit: number,
     ): Promise<{ id: string; type: T }[]> {
       const rows = await prisma.$queryRaw<{ id: string; type: string }[]>`
-        SELECT "id"::text AS "id", "type" FROM "DomainEvent"
+        SELECT "id", "type" FROM "DomainEvent"
           WHERE "createdAt" >= ${since.toISOString()}::timestamp(3) AND "type" = ANY(${types}::text[]) AND "revertedAt" IS NULL
             AND "seq" > ${fromSeq}
             AND ("userId" = ${userId} OR "type" = ANY(${everyones}::text[]))
@@ -325,8 +283,8 @@ export function createWebhooksRepo({ db }: { db: Db }) {
     /** The active webhooks subscribed to any of `names`: those of `users`, and everyone's for the `everyones` names. */
     subscribers: async (tx: RawTx, names: WebhookEvent[], users: string[], everyones: WebhookEvent[]) =>
       (
-        await tx.$queryRaw<{ id: string; userId: string; events: string[]; fromSeq: string }[]>`
-          SELECT "id"::text AS "id", "userId", "events", "fromSeq"::text AS "fromSeq" FROM "Webhook"
+        await tx.$queryRaw<{ id: string; userId: string; events: string[]; fromSeq: bigint }[]>`
+          SELECT "id", "userId", "events", "fromSeq" FROM "Webhook"
             WHERE "status" = 'active' AND "events" && ${names}::text[]
               AND ("userId" = ANY(${users}::text[]) OR "events" && ${everyones}::text[])`
       ).map(subscribed),
