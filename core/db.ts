@@ -102,6 +102,10 @@ export function rawTxOf(query: SqlQuery): RawTx {
   return raw as unknown as RawTx;
 }
 
+/** A transaction of the plain driver, its statements as `RawTx`'s. */
+export const plainTransaction = <T>(db: Pick<Database, "sql">, work: (tx: RawTx) => Promise<T>): Promise<T> =>
+  db.sql.transaction((query) => work(rawTxOf(query)));
+
 export interface Database {
   kind: DatabaseKind;
   /** The PostgreSQL server's URL (absent for PGlite), for sessions of their own (advisory locks). */

@@ -316,10 +316,10 @@ async function rebuildState(query: SqlQuery, catalogue: ContractCatalogue, chain
     topic3: string | null;
     data: string;
     source: Source;
-    timestamp: number;
+    timestamp: Date;
   }>(
     `SELECT l."blockNumber", l."logIndex", l."blockHash", l."txHash", l."address", l."topic0", l."topic1", l."topic2", l."topic3",
-            l."data", l."source", EXTRACT(EPOCH FROM b."timestamp")::float8 AS "timestamp"
+            l."data", l."source", b."timestamp"
        FROM "ChainLog" l JOIN "ChainBlock" b ON b."chainId" = l."chainId" AND b."blockNumber" = l."blockNumber"
       WHERE l."chainId" = $1 AND l."status" = 'decoded' AND string_to_array(l."entities", ' ') && $2::text[]
       ORDER BY l."blockNumber", l."logIndex"`,
@@ -341,7 +341,7 @@ async function rebuildState(query: SqlQuery, catalogue: ContractCatalogue, chain
       error: null,
       decoded: catalogue.decode(row.source, { topics, data: row.data }),
       entities: [],
-      timestamp: Math.round(Number(row.timestamp)),
+      timestamp: Math.round(row.timestamp.getTime() / 1000),
     };
   });
   applyLogs(logs, { chainId, state, out: emptyOutput(), emit: false }, () => {});

@@ -25,29 +25,27 @@ export const textOf = <T extends string>(): Field<T> => ({
   decode: (value) => String(value) as T,
 });
 
-/** Read as text: a bigint value would lose precision as a JavaScript number. */
-const bigintAs = (type: "int8" | "numeric"): Field<bigint> => ({
-  type,
+/** A money amount or an id (`BigInt`): the driver reads it as a bigint. */
+export const int8: Field<bigint> = { type: "int8", select: plain, encode: (value) => value.toString(), decode: (value) => value as bigint };
+
+/** A `Decimal(78, 0)`: tmUSDC shares, request ids. Read as its text, which the driver keeps (`core/db.ts`). */
+export const numeric: Field<bigint> = {
+  type: "numeric",
   select: asText,
   encode: (value) => value.toString(),
   decode: (value) => BigInt(String(value)),
-});
-
-/** A money amount or an id (`BigInt`). */
-export const int8 = bigintAs("int8");
-/** A `Decimal(78, 0)`: tmUSDC shares, request ids. */
-export const numeric = bigintAs("numeric");
+};
 
 export const int4: Field<number> = { type: "int4", select: plain, encode: (value) => value, decode: (value) => Number(value) };
 
 export const bool: Field<boolean> = { type: "bool", select: plain, encode: (value) => value, decode: (value) => Boolean(value) };
 
-/** A `DateTime` held as seconds since the epoch; written in UTC (Prisma's convention). */
+/** A `DateTime` held as seconds since the epoch; written in UTC (Prisma's convention), read as a UTC Date. */
 export const seconds: Field<number> = {
   type: "timestamp(3)",
-  select: (column) => `EXTRACT(EPOCH FROM "${column}")::float8 AS "${column}"`,
+  select: plain,
   encode: (value) => timestampLiteral(value),
-  decode: (value) => Math.round(Number(value)),
+  decode: (value) => Math.round((value as Date).getTime() / 1000),
 };
 
 /** Lower-case addresses, space-separated in one text column (the schema's choice, not an array). */

@@ -5,6 +5,7 @@
 // A request's idempotency key is kept on its transaction: a retry finds it and never sends again.
 import { randomUUID } from "node:crypto";
 import { type Interface, isError, type JsonRpcProvider, Transaction, type TransactionReceipt, type Wallet } from "ethers";
+import { coalesce } from "../../core/coalesce.js";
 import type { Logger } from "../../core/logger.js";
 import type { ChainTransaction } from "../../generated/prisma/client.js";
 import type { Db } from "../db.js";
@@ -199,93 +200,70 @@ export function createTransactionSender(deps: SenderDeps) {
   // commit) while the batch before them is being recorded, and their broadcasts queued in nonce
   // order as soon as they are recorded, so the node receives this process's transactions in
   // nonce order (other processes' interleave, and are retried below).
-  type Waiting = Queued & { done(outcome: { recorded: Recorded; sending: Promise<Broadcast> } | Error): void };
-  const waiting: Waiting[] = [];
-  let recording = false;
-  async function flushWaiting() {
-    recording = true;
-    try {
-      while (waiting.length > 0) {
-        const batch = waiting.splice(0, MAX_RECORD_BATCH);
-        const queue = (item: Waiting, one: Recorded) =>
-          item.done({
-            recorded: one,
-            sending: sendRaw(one.rawTx).then(
-              (receipt) => ({ receipt }),
-              (error: Error) => ({ error }),
+  type Queuing = { recorded: Recorded; sending: Promise<Broadcast> };
+  const queue = (one: Recorded): Queuing => ({
+    recorded: one,
+    sending: sendRaw(one.rawTx).then(
+      (receipt) => ({ receipt }),
+      (error: Error) => ({ error }),
+    ),
+  });
+  const recordBatch = coalesce(
+    async (batch: readonly Queued[]): Promise<(Queuing | Error)[]> => {
+      try {
+        return (await recordMany([...batch])).map(queue);
+      } catch (error) {
+        if (batch.length === 1) return [error as Error];
+        // One request's row refused (a duplicate key) must not fail the others: each alone.
+        const outcomes: (Queuing | Error)[] = [];
+        for (const item of batch)
+          outcomes.push(
+            await recordMany([item]).then(
+              ([one]) => queue(one!),
+              (itemError: Error) => itemError,
             ),
-          });
-        try {
-          const recorded = await recordMany(batch);
-          batch.forEach((item, index) => {
-            queue(item, recorded[index]!);
-          });
-        } catch (error) {
-          if (batch.length === 1) {
-            batch[0]!.done(error as Error);
-            continue;
-          }
-          // One request's row refused (a duplicate key) must not fail the others: each alone.
-          for (const item of batch) {
-            try {
-              queue(item, (await recordMany([item]))[0]!);
-            } catch (itemError) {
-              item.done(itemError as Error);
-            }
-          }
-        }
+          );
+        return outcomes;
       }
-    } finally {
-      recording = false;
-    }
-  }
-  const recordAndQueue = (queued: Queued) =>
-    new Promise<{ recorded: Recorded; sending: Promise<Broadcast> }>((resolve, reject) => {
-      waiting.push({ ...queued, done: (outcome) => (outcome instanceof Error ? reject(outcome) : resolve(outcome)) });
-      if (!recording) void flushWaiting();
-    });
+    },
+    { maxBatch: MAX_RECORD_BATCH },
+  );
+  const recordAndQueue = async (queued: Queued): Promise<Queuing> => {
+    const outcome = await recordBatch(queued);
+    if (outcome instanceof Error) throw outcome;
+    return outcome;
+  };
 
   // Signed transactions waiting for the node leave together, as one JSON-RPC batch in nonce
   // order, while the batch before them is in flight: a node takes a batch's calls in order, so
   // the broadcasts of many concurrent requests cost one round trip, not one each. Each broadcast
   // is followed in the batch by a request for its receipt: a node that mines on arrival (Hardhat's
   // automine) answers it at once, and the send needs no further round trip.
-  const outbox: { rawTx: string; txHash: string; done(outcome: Broadcast): void }[] = [];
-  let flushing = false;
-  async function flushOutbox() {
-    flushing = true;
-    try {
-      while (outbox.length > 0) {
-        const batch = outbox.splice(0, MAX_BROADCAST_BATCH);
-        try {
-          const calls = batch.flatMap((item, index) => [
-            { id: 2 * index, jsonrpc: "2.0" as const, method: "eth_sendRawTransaction", params: [item.rawTx] },
-            { id: 2 * index + 1, jsonrpc: "2.0" as const, method: "eth_getTransactionReceipt", params: [item.txHash] },
-          ]);
-          const results = new Map((await provider._send(calls)).map((result) => [result.id, result]));
-          const network = await provider.getNetwork();
-          batch.forEach((item, index) => {
-            const sent = results.get(2 * index);
-            const receipt = results.get(2 * index + 1);
-            if (!sent) item.done({ error: new Error("no answer to eth_sendRawTransaction") });
-            else if ("error" in sent) item.done({ error: new Error(String((sent.error as { message?: string }).message ?? "refused")) });
-            else if (receipt && "result" in receipt && receipt.result) {
-              item.done({ receipt: provider._wrapTransactionReceipt(receipt.result as never, network) });
-            } else item.done({});
-          });
-        } catch (error) {
-          for (const item of batch) item.done({ error: error as Error });
-        }
+  const broadcast = coalesce(
+    async (batch: readonly { rawTx: string; txHash: string }[]): Promise<Broadcast[]> => {
+      try {
+        const calls = batch.flatMap((item, index) => [
+          { id: 2 * index, jsonrpc: "2.0" as const, method: "eth_sendRawTransaction", params: [item.rawTx] },
+          { id: 2 * index + 1, jsonrpc: "2.0" as const, method: "eth_getTransactionReceipt", params: [item.txHash] },
+        ]);
+        const results = new Map((await provider._send(calls)).map((result) => [result.id, result]));
+        const network = await provider.getNetwork();
+        return batch.map((_, index): Broadcast => {
+          const sent = results.get(2 * index);
+          const receipt = results.get(2 * index + 1);
+          if (!sent) return { error: new Error("no answer to eth_sendRawTransaction") };
+          if ("error" in sent) return { error: new Error(String((sent.error as { message?: string }).message ?? "refused")) };
+          if (receipt && "result" in receipt && receipt.result)
+            return { receipt: provider._wrapTransactionReceipt(receipt.result as never, network) };
+          return {};
+        });
+      } catch (error) {
+        return batch.map(() => ({ error: error as Error }));
       }
-    } finally {
-      flushing = false;
-    }
-  }
-  const submit = (rawTx: string) =>
-    new Promise<Broadcast>((done) => {
-      outbox.push({ rawTx, txHash: Transaction.from(rawTx).hash!, done });
-      if (!flushing) void flushOutbox();
-    });
+    },
+    { maxBatch: MAX_BROADCAST_BATCH },
+  );
+  const submit = (rawTx: string) => broadcast({ rawTx, txHash: Transaction.from(rawTx).hash! });
 
   /**
    * The node's eth_sendRawTransaction (batched, see above), and the receipt where the node had it
