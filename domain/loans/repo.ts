@@ -4,12 +4,16 @@
 // the chain alone.
 import { MIRRORED_CHAIN_ID_SQL } from "../../core/chain-identity.js";
 import { usdcNumber } from "../../core/money.js";
+import { Prisma } from "../../generated/prisma/client.js";
 import type { Db, Tx } from "../db.js";
-import { type ProcessPresence, processAlive, processAliveSql } from "../processes/presence.js";
+import { type ProcessPresence, processAlive } from "../processes/presence.js";
 import { loanIdFromRef } from "./ids.js";
 
+/** The chain id the mirror follows, in SQL. */
+const MIRRORED_CHAIN_ID = Prisma.raw(MIRRORED_CHAIN_ID_SQL);
+
 /** The chain's `ref` of a request, computed in SQL: its UUID's 16 bytes, left-aligned in a bytes32 (domain/loans/ids.ts). */
-const REF_OF_REQUEST = `'0x' || replace(r."id"::text, '-', '') || repeat('0', 32)`;
+const REF_OF_REQUEST = Prisma.raw(`'0x' || replace(r."id"::text, '-', '') || repeat('0', 32)`);
 
 /** A chain loan as the mirror has it, by chain and on-chain id, in the caller's transaction. */
 export function chainLoanOf(tx: Tx, chainId: number, loanId: bigint) {
@@ -72,8 +76,8 @@ export interface BorrowerStanding {
   lastDefaultAt: Date | null;
 }
 
-const SELECT_LOANS = `
-  SELECT r."id"::text AS "id", c."ref", r."userId", r."status" AS "requestStatus", c."status" AS "chainStatus",
+const selectLoans = (userId: string, wallet: string) => Prisma.sql`
+  SELECT r."id", c."ref", r."userId", r."status" AS "requestStatus", c."status" AS "chainStatus",
          c."loanId" AS "chainLoanId",
          COALESCE(c."principal", r."amount") AS "amount", COALESCE(c."insuranceFee", r."insuranceFee") AS "insuranceFee",
          COALESCE(c."interest", r."interest") AS "interest", r."interestRateBps",
@@ -82,13 +86,13 @@ const SELECT_LOANS = `
          c."fundedAt", c."dueDate", c."totalPaid", c."remainingBalance", COALESCE(c."fundTxHash", r."fundTxHash") AS "fundTxHash",
          COALESCE(c."extensions", 0) AS "extensions"
     FROM "LoanRequest" r
-    LEFT JOIN "LoanChainState" c ON c."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND c."ref" = ${REF_OF_REQUEST}
-   WHERE r."userId" = $1
+    LEFT JOIN "LoanChainState" c ON c."chainId" = ${MIRRORED_CHAIN_ID} AND c."ref" = ${REF_OF_REQUEST}
+   WHERE r."userId" = ${userId}
   UNION ALL
   SELECT NULL, c."ref", NULL, NULL, c."status", c."loanId", c."principal", c."insuranceFee", c."interest", NULL,
          c."durationDays", NULL, c."fundedAt", NULL, NULL, c."fundedAt", c."dueDate", c."totalPaid", c."remainingBalance", c."fundTxHash", c."extensions"
     FROM "LoanChainState" c
-   WHERE c."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND c."borrower" = $2
+   WHERE c."chainId" = ${MIRRORED_CHAIN_ID} AND c."borrower" = ${wallet}
      AND NOT EXISTS (SELECT 1 FROM "LoanRequest" r WHERE ${REF_OF_REQUEST} = c."ref")`;
 
 /** A loan's states (service-spec part 3). */
@@ -105,30 +109,6 @@ export function loanStatus(row: Pick<LoanRow, "chainStatus" | "requestStatus" | 
   return "pending";
 }
 
-const toRow = (raw: Record<string, unknown>): LoanRow => ({
-  id: raw.id as string | null,
-  ref: raw.ref as string | null,
-  userId: raw.userId as string | null,
-  requestStatus: raw.requestStatus as string | null,
-  chainStatus: raw.chainStatus as string | null,
-  chainLoanId: raw.chainLoanId === null ? null : BigInt(raw.chainLoanId as bigint),
-  amount: BigInt(raw.amount as bigint),
-  insuranceFee: BigInt(raw.insuranceFee as bigint),
-  interest: BigInt(raw.interest as bigint),
-  interestRateBps: raw.interestRateBps === null ? null : Number(raw.interestRateBps),
-  durationDays: Number(raw.durationDays),
-  purpose: raw.purpose as string | null,
-  createdAt: raw.createdAt as Date,
-  expiresAt: raw.expiresAt as Date | null,
-  cancelledAt: raw.cancelledAt as Date | null,
-  fundedAt: raw.fundedAt as Date | null,
-  dueDate: raw.dueDate as Date | null,
-  totalPaid: raw.totalPaid === null ? null : BigInt(raw.totalPaid as bigint),
-  remainingBalance: raw.remainingBalance === null ? null : BigInt(raw.remainingBalance as bigint),
-  fundTxHash: raw.fundTxHash as string | null,
-  extensions: Number(raw.extensions),
-});
-
 /** The API's loan id of a row. */
 export const loanIdOf = (row: Pick<LoanRow, "id" | "ref">) => row.id ?? loanIdFromRef(row.ref!);
 
@@ -137,12 +117,7 @@ export function createLoansRepo({ db, presence }: { db: Db; presence: Pick<Proce
   return {
     /** Every loan of a user (requests and chain loans of their wallet), newest first. */
     async loansOf(userId: string, wallet: string): Promise<LoanRow[]> {
-      const rows = await prisma.$queryRawUnsafe<Record<string, unknown>[]>(
-        `${SELECT_LOANS} ORDER BY "createdAt" DESC, "id" DESC NULLS LAST`,
-        userId,
-        wallet.toLowerCase(),
-      );
-      return rows.map(toRow);
+      return prisma.$queryRaw<LoanRow[]>`${selectLoans(userId, wallet.toLowerCase())} ORDER BY "createdAt" DESC, "id" DESC NULLS LAST`;
     },
 
     /** Locks the borrower's user row for the rest of `tx`: one new request at a time per user, so the loan cap holds. */
@@ -152,25 +127,24 @@ export function createLoansRepo({ db, presence }: { db: Db; presence: Pick<Proce
 
     /** The borrower's open loans (waiting requests and active or overdue chain loans), overdue and last default, at `now`. */
     async standing(tx: Tx, userId: string, wallet: string, now: Date): Promise<BorrowerStanding> {
-      const [row] = await tx.$queryRawUnsafe<{ waiting: number; open: number; overdue: boolean; lastDefaultAt: Date | null }[]>(
-        `SELECT
+      const borrower = wallet.toLowerCase();
+      const at = Prisma.sql`${now.toISOString()}::timestamp(3)`;
+      // The counts are cast to int (count(*) is an int8, read as a bigint) to be added as numbers.
+      const [row] = await tx.$queryRaw<{ waiting: number; open: number; overdue: boolean; lastDefaultAt: Date | null }[]>`
+        SELECT
            (SELECT count(*)::int FROM "LoanRequest" r
-             WHERE r."userId" = $1 AND ((r."status" = 'pending' AND r."expiresAt" > $3::timestamp(3))
+             WHERE r."userId" = ${userId} AND ((r."status" = 'pending' AND r."expiresAt" > ${at})
                -- A payment's loans count while its attempt may still be under way (a dead process's stop counting).
-               OR (r."status" = 'funding' AND (r."paymentId" IS NULL OR ${processAliveSql('r."claimedBy"')}))
+               OR (r."status" = 'funding' AND (r."paymentId" IS NULL OR ${processAlive('r."claimedBy"')}))
                OR (r."status" = 'funded' AND NOT EXISTS (SELECT 1 FROM "LoanChainState" c WHERE c."ref" = ${REF_OF_REQUEST})))) AS "waiting",
            (SELECT count(*)::int FROM "LoanChainState" c
-             WHERE c."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND c."borrower" = $2 AND c."status" IN ('active', 'overdue')) AS "open",
+             WHERE c."chainId" = ${MIRRORED_CHAIN_ID} AND c."borrower" = ${borrower} AND c."status" IN ('active', 'overdue')) AS "open",
            EXISTS (SELECT 1 FROM "LoanChainState" c
-             WHERE c."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND c."borrower" = $2
-               AND (c."status" = 'overdue' OR (c."status" = 'active' AND c."dueDate" < $3::timestamp(3)))) AS "overdue",
+             WHERE c."chainId" = ${MIRRORED_CHAIN_ID} AND c."borrower" = ${borrower}
+               AND (c."status" = 'overdue' OR (c."status" = 'active' AND c."dueDate" < ${at}))) AS "overdue",
            (SELECT max(c."closedAt") FROM "LoanChainState" c
-             WHERE c."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND c."borrower" = $2 AND c."status" = 'defaulted') AS "lastDefaultAt"`,
-        userId,
-        wallet.toLowerCase(),
-        now.toISOString(),
-      );
-      return { openLoans: Number(row!.waiting) + Number(row!.open), overdue: row!.overdue, lastDefaultAt: row!.lastDefaultAt };
+             WHERE c."chainId" = ${MIRRORED_CHAIN_ID} AND c."borrower" = ${borrower} AND c."status" = 'defaulted') AS "lastDefaultAt"`;
+      return { openLoans: row!.waiting + row!.open, overdue: row!.overdue, lastDefaultAt: row!.lastDefaultAt };
     },
 
     insertRequest: (
@@ -217,7 +191,7 @@ export function createLoansRepo({ db, presence }: { db: Db; presence: Pick<Proce
          WHERE "id" = ${loanId}::uuid AND "paymentId" IS NULL
            AND (("status" = 'pending' AND "expiresAt" > ${now.toISOString()}::timestamp(3))
             OR ("status" = 'funding' AND NOT ${processAlive('"claimedBy"')}))
-         RETURNING "id"::text`;
+         RETURNING "id"`;
       return rows.length === 1 ? prisma.loanRequest.findUniqueOrThrow({ where: { id: loanId } }) : null;
     },
 
@@ -235,7 +209,7 @@ export function createLoansRepo({ db, presence }: { db: Db; presence: Pick<Proce
     dueForFunding: (now: Date, createdBefore: Date, limit: number) =>
       // A payment's loans are the payment router's to fund, never the funding job's.
       prisma.$queryRaw<{ id: string }[]>`
-        SELECT "id"::text AS "id" FROM "LoanRequest"
+        SELECT "id" FROM "LoanRequest"
          WHERE "paymentId" IS NULL
            AND (("status" = 'pending' AND "createdAt" <= ${createdBefore.toISOString()}::timestamp(3) AND "expiresAt" > ${now.toISOString()}::timestamp(3))
             OR ("status" = 'funding' AND NOT ${processAlive('"claimedBy"')}))
@@ -259,29 +233,21 @@ export function createLoansRepo({ db, presence }: { db: Db; presence: Pick<Proce
      */
     async settleFinancing(paymentId: string, txHash: string | null, tx: Tx = prisma): Promise<void> {
       if (txHash !== null) {
-        await tx.$executeRawUnsafe(
-          `UPDATE "LoanRequest" r SET "status" = 'funded', "fundTxHash" = $2
-            WHERE r."paymentId" = $1::uuid AND r."status" = 'funding'
-              AND EXISTS (SELECT 1 FROM "LoanChainState" c WHERE c."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND c."ref" = ${REF_OF_REQUEST})`,
-          paymentId,
-          txHash,
-        );
+        await tx.$executeRaw`
+          UPDATE "LoanRequest" r SET "status" = 'funded', "fundTxHash" = ${txHash}
+            WHERE r."paymentId" = ${paymentId}::uuid AND r."status" = 'funding'
+              AND EXISTS (SELECT 1 FROM "LoanChainState" c WHERE c."chainId" = ${MIRRORED_CHAIN_ID} AND c."ref" = ${REF_OF_REQUEST})`;
       }
       await tx.loanRequest.deleteMany({ where: { paymentId, status: "funding" } });
     },
 
     /** Open chain loans past `dueBefore` (to mark overdue, or to default once past the grace), with their borrower's user. */
-    async openLoansDueBefore(dueBefore: Date, limit: number) {
-      const rows = await prisma.$queryRawUnsafe<{ loanId: bigint; ref: string; status: string; dueDate: Date; userId: string | null }[]>(
-        `SELECT c."loanId", c."ref", c."status", c."dueDate", u."id" AS "userId"
+    openLoansDueBefore: (dueBefore: Date, limit: number) =>
+      prisma.$queryRaw<{ loanId: bigint; ref: string; status: string; dueDate: Date; userId: string | null }[]>`
+        SELECT c."loanId", c."ref", c."status", c."dueDate", u."id" AS "userId"
            FROM "LoanChainState" c LEFT JOIN "User" u ON lower(u."walletAddress") = c."borrower"
-          WHERE c."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND c."status" IN ('active', 'overdue') AND c."dueDate" < $1::timestamp(3)
-          ORDER BY c."dueDate" LIMIT $2`,
-        dueBefore.toISOString(),
-        limit,
-      );
-      return rows.map((row) => ({ ...row, loanId: BigInt(row.loanId) }));
-    },
+          WHERE c."chainId" = ${MIRRORED_CHAIN_ID} AND c."status" IN ('active', 'overdue') AND c."dueDate" < ${dueBefore.toISOString()}::timestamp(3)
+          ORDER BY c."dueDate" LIMIT ${limit}`,
   };
 }
 

@@ -5,9 +5,9 @@
 // to another wallet or of another amount does not make it paid. Its status is derived in one
 // place (STATUS_SQL).
 import { MIRRORED_CHAIN_ID_SQL } from "../../core/chain-identity.js";
-import type { Prisma } from "../../generated/prisma/client.js";
+import { Prisma } from "../../generated/prisma/client.js";
 import type { Db, Tx } from "../db.js";
-import { type ProcessPresence, processAliveSql } from "../processes/presence.js";
+import { type ProcessPresence, processAlive } from "../processes/presence.js";
 
 export const PAYMENT_STATUSES = ["pending", "processing", "success", "expired", "cancelled"] as const;
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
@@ -57,28 +57,36 @@ export interface RefundRow {
   madeAt: Date | null;
 }
 
-/** A UUID's on-chain ref (core/refs.ts), in SQL. */
-const refOf = (column: string) => `'0x' || replace(${column}::text, '-', '') || repeat('0', 32)`;
+/** The chain id the mirror follows, in SQL. */
+const MIRRORED_CHAIN_ID = Prisma.raw(MIRRORED_CHAIN_ID_SQL);
+
+/** A UUID's on-chain ref (core/refs.ts), in SQL, of a column (constant text). */
+const refOf = (column: string) => Prisma.raw(`'0x' || replace(${column}::text, '-', '') || repeat('0', 32)`);
 
 /** The router's events of payment `p` (its ref, its merchant's wallet, its amount), of `kind`, as `e`. */
-const OWN_EVENT = (kind: "paid" | "refunded") => `e."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND e."ref" = ${refOf('p."id"')}
+const OWN_EVENT = (kind: "paid" | "refunded") => Prisma.sql`e."chainId" = ${MIRRORED_CHAIN_ID} AND e."ref" = ${refOf('p."id"')}
    AND e."merchant" = (SELECT lower(m."walletAddress") FROM "User" m WHERE m."id" = p."merchantId")
-   AND e."paymentAmount" = p."amount" AND e."kind" = '${kind}'`;
+   AND e."paymentAmount" = p."amount" AND e."kind" = ${Prisma.raw(`'${kind}'`)}`;
 
-/** A payment's status now: paid (the mirror), cancelled, expired, an attempt holding it, or pending. */
-const STATUS_SQL = `CASE WHEN paid."txHash" IS NOT NULL THEN 'success'
+/** A timestamp parameter: the service's timestamps are UTC, without a zone. */
+const at = (date: Date) => Prisma.sql`${date.toISOString()}::timestamp(3)`;
+
+/** A payment's status at `now`: paid (the mirror), cancelled, expired, an attempt holding it, or pending. */
+const STATUS_SQL = (now: Date) => Prisma.sql`CASE WHEN paid."txHash" IS NOT NULL THEN 'success'
                          WHEN p."status" = 'cancelled' THEN 'cancelled'
-                         WHEN p."expiresAt" <= $1::timestamp(3) THEN 'expired'
-                         WHEN p."status" = 'processing' AND ${processAliveSql('p."claimedBy"')} THEN 'processing'
+                         WHEN p."expiresAt" <= ${at(now)} THEN 'expired'
+                         WHEN p."status" = 'processing' AND ${processAlive('p."claimedBy"')} THEN 'processing'
                          ELSE 'pending' END`;
 
-const SELECT_PAYMENTS = `
+/** The payments as they are at `now`, as `payment`, each a PaymentRow. */
+const selectPayments = (now: Date) => Prisma.sql`
   SELECT * FROM (
-    SELECT p."id"::text AS "id", p."merchantId", u."displayName" AS "merchantName", lower(u."walletAddress") AS "merchantWallet",
+    SELECT p."id", p."merchantId", u."displayName" AS "merchantName", lower(u."walletAddress") AS "merchantWallet",
            p."amount", p."currency", p."description", p."methods", p."metadata", p."redirectUrl", p."cancelUrl",
-           p."creditOptions", p."splitOptions", ${STATUS_SQL} AS "status", p."method", p."payerId", p."payerAddress",
+           p."creditOptions", p."splitOptions", ${STATUS_SQL(now)} AS "status", p."method", p."payerId", p."payerAddress",
            p."lastFailure", p."createdAt", p."expiresAt", p."cancelledAt",
            paid."timestamp" AS "paidAt", paid."txHash" AS "paidTxHash", paid."payer" AS "paidPayer", paid."fee",
+           -- sum() of an int8 is a numeric: back to the column's type.
            coalesce((SELECT sum(e."amount") FROM "PaymentChainEvent" e WHERE ${OWN_EVENT("refunded")}), 0)::bigint AS "refunded"
       FROM "Payment" p
       JOIN "User" u ON u."id" = p."merchantId"
@@ -86,30 +94,15 @@ const SELECT_PAYMENTS = `
                           WHERE ${OWN_EVENT("paid")} LIMIT 1) paid ON true
   ) payment`;
 
-const SELECT_REFUNDS = `
-  SELECT r."id"::text AS "id", r."paymentId"::text AS "paymentId", r."amount", r."reason",
+/** The refunds, each a RefundRow. */
+const SELECT_REFUNDS = Prisma.sql`
+  SELECT r."id", r."paymentId", r."amount", r."reason",
          CASE WHEN made."txHash" IS NOT NULL THEN 'succeeded' WHEN r."status" = 'failed' THEN 'failed' ELSE 'pending' END AS "status",
          r."failure", r."createdAt", made."txHash", made."timestamp" AS "madeAt"
     FROM "PaymentRefund" r
     JOIN "Payment" p ON p."id" = r."paymentId"
     LEFT JOIN LATERAL (SELECT e."txHash", e."timestamp" FROM "PaymentChainEvent" e
                         WHERE ${OWN_EVENT("refunded")} AND e."refundRef" = ${refOf('r."id"')} LIMIT 1) made ON true`;
-
-type Raw = Record<string, unknown>;
-const bigintOf = (value: unknown) => BigInt(value as string | number | bigint);
-
-function paymentOf(row: Raw): PaymentRow {
-  return {
-    ...(row as unknown as PaymentRow),
-    amount: bigintOf(row.amount),
-    fee: row.fee === null ? null : bigintOf(row.fee),
-    refunded: bigintOf(row.refunded),
-  };
-}
-
-function refundOf(row: Raw): RefundRow {
-  return { ...(row as unknown as RefundRow), amount: bigintOf(row.amount) };
-}
 
 export interface NewPayment {
   id: string;
@@ -145,25 +138,19 @@ export function createPaymentsRepo({ db, presence }: { db: Db; presence: Pick<Pr
 
     /** One payment as it is now (any merchant's: the caller checks who may see it). */
     async find(id: string, now: Date): Promise<PaymentRow | null> {
-      const rows = await prisma.$queryRawUnsafe<Raw[]>(`${SELECT_PAYMENTS} WHERE "id" = $2`, now.toISOString(), id);
-      return rows[0] ? paymentOf(rows[0]) : null;
+      const [row] = await prisma.$queryRaw<PaymentRow[]>`${selectPayments(now)} WHERE "id" = ${id}::uuid`;
+      return row ?? null;
     },
 
     /** A merchant's payments, newest first, with the total for the filter. */
     async list(merchantId: string, now: Date, filter: { status?: PaymentStatus; limit: number; offset: number }) {
-      const where = `WHERE "merchantId" = $2${filter.status ? ` AND "status" = $3` : ""}`;
-      const params: unknown[] = [now.toISOString(), merchantId, ...(filter.status ? [filter.status] : [])];
+      const where = Prisma.sql`WHERE "merchantId" = ${merchantId}${filter.status ? Prisma.sql` AND "status" = ${filter.status}` : Prisma.empty}`;
       const [rows, counted] = await Promise.all([
-        prisma.$queryRawUnsafe<Raw[]>(
-          `${SELECT_PAYMENTS} ${where} ORDER BY "createdAt" DESC, "id" DESC LIMIT ${filter.limit} OFFSET ${filter.offset}`,
-          ...params,
-        ),
-        prisma.$queryRawUnsafe<{ total: bigint | number }[]>(
-          `SELECT count(*) AS "total" FROM (${SELECT_PAYMENTS} ${where}) listed`,
-          ...params,
-        ),
+        prisma.$queryRaw<PaymentRow[]>`
+          ${selectPayments(now)} ${where} ORDER BY "createdAt" DESC, "id" DESC LIMIT ${filter.limit} OFFSET ${filter.offset}`,
+        prisma.$queryRaw<{ total: bigint }[]>`SELECT count(*) AS "total" FROM (${selectPayments(now)} ${where}) listed`,
       ]);
-      return { rows: rows.map(paymentOf), total: Number(counted[0]?.total ?? 0) };
+      return { rows, total: Number(counted[0]?.total ?? 0) };
     },
 
     /**
@@ -177,18 +164,13 @@ export function createPaymentsRepo({ db, presence }: { db: Db; presence: Pick<Pr
       now: Date,
       tx: Tx = prisma,
     ): Promise<boolean> {
-      const claimed = await tx.$executeRawUnsafe(
-        `UPDATE "Payment" p SET "status" = 'processing', "method" = $3, "payerId" = $4, "payerAddress" = $5, "claimedAt" = $1::timestamp(3), "claimedBy" = $6
-          WHERE p."id" = $2::uuid AND p."expiresAt" > $1::timestamp(3)
-            AND (p."status" = 'open' OR (p."status" = 'processing' AND NOT ${processAliveSql('p."claimedBy"')}))
-            AND NOT EXISTS (SELECT 1 FROM "PaymentChainEvent" e WHERE ${OWN_EVENT("paid")})`,
-        now.toISOString(),
-        id,
-        attempt.method,
-        attempt.payerId,
-        attempt.payerAddress,
-        await presence.id(),
-      );
+      const claimedBy = await presence.id();
+      const claimed = await tx.$executeRaw`
+        UPDATE "Payment" p SET "status" = 'processing', "method" = ${attempt.method}, "payerId" = ${attempt.payerId},
+            "payerAddress" = ${attempt.payerAddress}, "claimedAt" = ${at(now)}, "claimedBy" = ${claimedBy}
+          WHERE p."id" = ${id}::uuid AND p."expiresAt" > ${at(now)}
+            AND (p."status" = 'open' OR (p."status" = 'processing' AND NOT ${processAlive('p."claimedBy"')}))
+            AND NOT EXISTS (SELECT 1 FROM "PaymentChainEvent" e WHERE ${OWN_EVENT("paid")})`;
       return claimed === 1;
     },
 
@@ -207,13 +189,10 @@ export function createPaymentsRepo({ db, presence }: { db: Db; presence: Pick<Pr
 
     /** Cancels an open payment (not one an attempt holds or that was paid); false when it was not open. */
     async cancel(id: string, now: Date): Promise<boolean> {
-      const cancelled = await prisma.$executeRawUnsafe(
-        `UPDATE "Payment" p SET "status" = 'cancelled', "cancelledAt" = $1::timestamp(3)
-          WHERE p."id" = $2::uuid AND p."status" = 'open' AND p."expiresAt" > $1::timestamp(3)
-            AND NOT EXISTS (SELECT 1 FROM "PaymentChainEvent" e WHERE ${OWN_EVENT("paid")})`,
-        now.toISOString(),
-        id,
-      );
+      const cancelled = await prisma.$executeRaw`
+        UPDATE "Payment" p SET "status" = 'cancelled', "cancelledAt" = ${at(now)}
+          WHERE p."id" = ${id}::uuid AND p."status" = 'open' AND p."expiresAt" > ${at(now)}
+            AND NOT EXISTS (SELECT 1 FROM "PaymentChainEvent" e WHERE ${OWN_EVENT("paid")})`;
       return cancelled === 1;
     },
 
@@ -228,17 +207,13 @@ export function createPaymentsRepo({ db, presence }: { db: Db; presence: Pick<Pr
     },
 
     async refund(id: string): Promise<RefundRow | null> {
-      const rows = await prisma.$queryRawUnsafe<Raw[]>(`${SELECT_REFUNDS} WHERE r."id" = $1::uuid`, id);
-      return rows[0] ? refundOf(rows[0]) : null;
+      const [row] = await prisma.$queryRaw<RefundRow[]>`${SELECT_REFUNDS} WHERE r."id" = ${id}::uuid`;
+      return row ?? null;
     },
 
     /** A payment's refunds, oldest first. */
     async refunds(paymentId: string): Promise<RefundRow[]> {
-      const rows = await prisma.$queryRawUnsafe<Raw[]>(
-        `${SELECT_REFUNDS} WHERE r."paymentId" = $1::uuid ORDER BY r."createdAt", r."id"`,
-        paymentId,
-      );
-      return rows.map(refundOf);
+      return prisma.$queryRaw<RefundRow[]>`${SELECT_REFUNDS} WHERE r."paymentId" = ${paymentId}::uuid ORDER BY r."createdAt", r."id"`;
     },
 
     /** The merchant (and its wallet) and metadata of payments, for their events (in the consumer's transaction). */
@@ -266,8 +241,8 @@ export function createPaymentsRepo({ db, presence }: { db: Db; presence: Pick<Pr
     /** Takes a sign-in by its state, once, if it began after `notBefore`; older ones go with it. */
     async takeSignIn(state: string, notBefore: Date) {
       const [taken] = await prisma.$queryRaw<{ paymentId: string; codeVerifier: string; nonce: string }[]>`
-        DELETE FROM "CheckoutSignIn" WHERE "state" = ${state} AND "createdAt" > ${notBefore.toISOString()}::timestamp(3)
-        RETURNING "paymentId"::text AS "paymentId", "codeVerifier", "nonce"`;
+        DELETE FROM "CheckoutSignIn" WHERE "state" = ${state} AND "createdAt" > ${at(notBefore)}
+        RETURNING "paymentId", "codeVerifier", "nonce"`;
       await prisma.checkoutSignIn.deleteMany({ where: { createdAt: { lte: notBefore } } });
       return taken ?? null;
     },

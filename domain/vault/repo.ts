@@ -2,7 +2,14 @@
 // VaultTransaction, VaultPosition and YieldDistribution rows, read-only here.
 import { MIRRORED_CHAIN_ID_SQL } from "../../core/chain-identity.js";
 import { formatUsdc2, rateNumber } from "../../core/money.js";
+import { Prisma } from "../../generated/prisma/client.js";
 import type { Db } from "../db.js";
+
+/** The chain id the mirror follows, in SQL. */
+const MIRRORED_CHAIN_ID = Prisma.raw(MIRRORED_CHAIN_ID_SQL);
+
+// Shares and rates are numeric(78, 0), read as `::text` (Prisma reads a numeric as a Decimal, the
+// plain driver as its text) and turned into bigints here; every other column comes as its type.
 
 /** tmUSDC has 18 decimals, USDC 6: shares / 10^12 are micro-tmUSDC. */
 export const SHARES_PER_MICRO = 10n ** 12n;
@@ -47,12 +54,10 @@ export function createVaultRepo({ db }: { db: Db }) {
     async pageOf(ownerWallet: string, page: { limit: number; offset: number }) {
       const [rows, [{ total }]] = await Promise.all([
         transactionsOf(db, ownerWallet, page),
-        prisma.$queryRawUnsafe<{ total: number }[]>(
-          `SELECT count(*)::int AS "total" FROM "VaultTransaction" WHERE "chainId" = ${MIRRORED_CHAIN_ID_SQL} AND "owner" = $1`,
-          ownerWallet.toLowerCase(),
-        ),
+        prisma.$queryRaw<{ total: number }[]>`
+          SELECT count(*)::int AS "total" FROM "VaultTransaction" WHERE "chainId" = ${MIRRORED_CHAIN_ID} AND "owner" = ${ownerWallet.toLowerCase()}`,
       ]);
-      return { rows: rows.map(transactionView), total: Number(total) };
+      return { rows: rows.map(transactionView), total };
     },
 
     /** The holder's transactions oldest first, with the block order (yield history). */
@@ -60,34 +65,21 @@ export function createVaultRepo({ db }: { db: Db }) {
 
     /** The holder's position and the last distribution it took part in, in one read (one snapshot of the mirror). */
     async positionOf(ownerWallet: string): Promise<PositionRow | null> {
-      const rows = await prisma.$queryRawUnsafe<
-        { shares: string; deposited: bigint; withdrawn: bigint; heldSince: Date | null; lastDistributionAt: Date | null }[]
-      >(
-        `SELECT p."shares"::text AS "shares", p."deposited", p."withdrawn", p."heldSince",
+      const [row] = await prisma.$queryRaw<(Omit<PositionRow, "shares"> & { shares: string })[]>`
+        SELECT p."shares"::text AS "shares", p."deposited", p."withdrawn", p."heldSince",
                 (SELECT max(y."timestamp") FROM "YieldDistribution" y
                   WHERE y."chainId" = p."chainId" AND y."timestamp" >= p."heldSince") AS "lastDistributionAt"
            FROM "VaultPosition" p
-          WHERE p."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND p."owner" = $1`,
-        ownerWallet.toLowerCase(),
-      );
-      const row = rows[0];
-      if (!row) return null;
-      return {
-        shares: BigInt(row.shares),
-        deposited: BigInt(row.deposited),
-        withdrawn: BigInt(row.withdrawn),
-        heldSince: row.heldSince,
-        lastDistributionAt: row.lastDistributionAt,
-      };
+          WHERE p."chainId" = ${MIRRORED_CHAIN_ID} AND p."owner" = ${ownerWallet.toLowerCase()}`;
+      return row ? { ...row, shares: BigInt(row.shares) } : null;
     },
 
     /** The rates after each yield distribution, oldest first. */
     async ratePoints(): Promise<RatePoint[]> {
-      const rows = await prisma.$queryRawUnsafe<{ blockNumber: number; logIndex: number; rate: string; timestamp: Date }[]>(
-        `SELECT "blockNumber", "logIndex", "exchangeRate"::text AS "rate", "timestamp" FROM "YieldDistribution"
-          WHERE "chainId" = ${MIRRORED_CHAIN_ID_SQL} ORDER BY "blockNumber", "logIndex"`,
-      );
-      return rows.map((row) => ({ ...row, blockNumber: Number(row.blockNumber), rate: BigInt(row.rate) }));
+      const rows = await prisma.$queryRaw<(Omit<RatePoint, "rate"> & { rate: string })[]>`
+        SELECT "blockNumber", "logIndex", "exchangeRate"::text AS "rate", "timestamp" FROM "YieldDistribution"
+          WHERE "chainId" = ${MIRRORED_CHAIN_ID} ORDER BY "blockNumber", "logIndex"`;
+      return rows.map((row) => ({ ...row, rate: BigInt(row.rate) }));
     },
   };
 }
@@ -95,26 +87,12 @@ export function createVaultRepo({ db }: { db: Db }) {
 export type VaultRepo = ReturnType<typeof createVaultRepo>;
 
 async function transactionsOf({ prisma }: Db, ownerWallet: string, page?: { limit: number; offset: number }) {
-  const rows = await prisma.$queryRawUnsafe<
-    { txHash: string; logIndex: number; blockNumber: number; type: string; assets: bigint; shares: string; timestamp: Date }[]
-  >(
-    `SELECT "txHash", "logIndex", "blockNumber", "type", "assets", "shares"::text AS "shares", "timestamp"
-       FROM "VaultTransaction" WHERE "chainId" = ${MIRRORED_CHAIN_ID_SQL} AND "owner" = $1
-      ORDER BY "blockNumber" DESC, "logIndex" DESC${page ? " LIMIT $2 OFFSET $3" : ""}`,
-    ownerWallet.toLowerCase(),
-    ...(page ? [page.limit, page.offset] : []),
-  );
-  return rows.map(
-    (row): VaultTransactionRow => ({
-      txHash: row.txHash,
-      logIndex: Number(row.logIndex),
-      blockNumber: Number(row.blockNumber),
-      type: row.type as "deposit" | "withdraw",
-      assets: BigInt(row.assets),
-      shares: BigInt(row.shares),
-      timestamp: row.timestamp,
-    }),
-  );
+  // `type` is a text column of deposit | withdraw (the indexer's).
+  const rows = await prisma.$queryRaw<(Omit<VaultTransactionRow, "shares"> & { shares: string })[]>`
+    SELECT "txHash", "logIndex", "blockNumber", "type", "assets", "shares"::text AS "shares", "timestamp"
+       FROM "VaultTransaction" WHERE "chainId" = ${MIRRORED_CHAIN_ID} AND "owner" = ${ownerWallet.toLowerCase()}
+      ORDER BY "blockNumber" DESC, "logIndex" DESC${page ? Prisma.sql` LIMIT ${page.limit} OFFSET ${page.offset}` : Prisma.empty}`;
+  return rows.map((row): VaultTransactionRow => ({ ...row, shares: BigInt(row.shares) }));
 }
 
 /** The rate of one transaction (USDC per tmUSDC) to 6 decimals, computed in integers. */
