@@ -120,7 +120,7 @@ export function createNotificationsRepo({ db }: { db: Db }) {
           tokens: string[];
         })[]
       >`
-        SELECT n."id"::text AS "id", n."userId", n."type", n."title", n."body", n."data", n."read", n."createdAt",
+        SELECT n."id", n."userId", n."type", n."title", n."body", n."data", n."read", n."createdAt",
                u."id" IS NOT NULL AS "userFound", u."email", u."deletedAt", u."settingsNotifications", u."settingsEmailAlerts",
                coalesce((SELECT array_agg(d."token" ORDER BY d."token") FROM "PushDevice" d WHERE d."userId" = n."userId"), '{}') AS "tokens"
           FROM "Notification" n LEFT JOIN "User" u ON u."id" = n."userId"
@@ -183,7 +183,7 @@ export function createNotificationsRepo({ db }: { db: Db }) {
           FROM json_to_recordset(${json}::json)
             AS r ("id" uuid, "userId" text, "type" text, "title" text, "body" text, "data" jsonb, "createdAt" timestamp(3), "dedupeKey" text)
         ON CONFLICT DO NOTHING
-        RETURNING "id"::text AS "id"`;
+        RETURNING "id"`;
       // Only the ids come back (which rows were new): the rows are what was sent.
       const byId = new Map(rows.map((row) => [row.id, row]));
       return new Map(

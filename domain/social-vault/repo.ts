@@ -2,8 +2,12 @@
 // SocialVaultGuardian). The API writes none of these rows; the indexer is their only writer.
 import { getAddress } from "ethers";
 import { MIRRORED_CHAIN_ID_SQL } from "../../core/chain-identity.js";
+import { Prisma } from "../../generated/prisma/client.js";
 import type { Db, Tx } from "../db.js";
 import { withWallet } from "../users/repo.js";
+
+/** The mirrored chain's id, as a fragment of the statements below (constant SQL text). */
+const MIRRORED_CHAIN_ID = Prisma.raw(MIRRORED_CHAIN_ID_SQL);
 
 export interface GuardianView {
   /** The guardian's user id when the address is a platform user's managed wallet, else the address. */
@@ -24,18 +28,16 @@ const shortAddress = (address: string) => `${address.slice(0, 6)}…${address.sl
  * listed on chain (a submitted removal keeps it listed, and active, until it is accepted).
  */
 export async function guardiansOfOwner(db: Tx, ownerWallet: string, now: Date): Promise<GuardianView[]> {
-  const rows = await db.$queryRawUnsafe<{ guardian: string; activeAt: Date; removalValidAt: Date | null; addedAt: Date | null }[]>(
-    `SELECT g."guardian", g."activeAt", g."removalValidAt",
+  const rows = await db.$queryRaw<{ guardian: string; activeAt: Date; removalValidAt: Date | null; addedAt: Date | null }[]>`
+    SELECT g."guardian", g."activeAt", g."removalValidAt",
             (SELECT min(b."timestamp") FROM "ChainLog" l
                JOIN "ChainBlock" b ON b."chainId" = l."chainId" AND b."blockNumber" = l."blockNumber"
               WHERE l."chainId" = g."chainId" AND l."txHash" = g."addedTxHash" AND l."address" = g."vault"
                 AND l."eventName" = 'SocialVaultGuardianAdded') AS "addedAt"
        FROM "SocialVaultState" s
        JOIN "SocialVaultGuardian" g ON g."chainId" = s."chainId" AND g."vault" = s."address"
-      WHERE s."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND s."owner" = $1 AND NOT g."removed"
-      ORDER BY "addedAt", g."guardian"`,
-    ownerWallet.toLowerCase(),
-  );
+      WHERE s."chainId" = ${MIRRORED_CHAIN_ID} AND s."owner" = ${ownerWallet.toLowerCase()} AND NOT g."removed"
+      ORDER BY "addedAt", g."guardian"`;
   if (rows.length === 0) return [];
   const users = await db.user.findMany({
     where: { walletAddress: { in: rows.map((row) => getAddress(row.guardian)) }, deletedAt: null },
@@ -61,35 +63,30 @@ export async function guardiansOfOwner(db: Tx, ownerWallet: string, now: Date): 
  * so the count is reconciled rather than incremented. `userIds` narrows the check.
  */
 export async function guardianCountDrift(db: Tx, now: Date, userIds?: string[]): Promise<{ userId: string; active: number }[]> {
-  const rows = await db.$queryRawUnsafe<{ userId: string; active: number }[]>(
-    `WITH counted AS (
+  const ids = userIds ?? null;
+  return db.$queryRaw<{ userId: string; active: number }[]>`
+    WITH counted AS (
        SELECT u."id" AS "userId",
-              count(g."guardian") FILTER (WHERE NOT g."removed" AND g."activeAt" <= $1)::int AS "active"
+              count(g."guardian") FILTER (WHERE NOT g."removed" AND g."activeAt" <= ${now})::int AS "active"
          FROM "User" u
-         JOIN "SocialVaultState" s ON s."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND s."owner" = lower(u."walletAddress")
+         JOIN "SocialVaultState" s ON s."chainId" = ${MIRRORED_CHAIN_ID} AND s."owner" = lower(u."walletAddress")
          LEFT JOIN "SocialVaultGuardian" g ON g."chainId" = s."chainId" AND g."vault" = s."address"
-        WHERE u."deletedAt" IS NULL AND ($2::text[] IS NULL OR u."id" = ANY($2::text[]))
+        WHERE u."deletedAt" IS NULL AND (${ids}::text[] IS NULL OR u."id" = ANY(${ids}::text[]))
         GROUP BY u."id"
      )
      SELECT coalesce(c."userId", i."userId") AS "userId", coalesce(c."active", 0) AS "active"
        FROM counted c
        FULL JOIN (SELECT "userId", "activeGuardians" FROM "TrustScoreInput"
-                   WHERE "activeGuardians" > 0 AND ($2::text[] IS NULL OR "userId" = ANY($2::text[]))) i
+                   WHERE "activeGuardians" > 0 AND (${ids}::text[] IS NULL OR "userId" = ANY(${ids}::text[]))) i
          ON i."userId" = c."userId"
       WHERE coalesce(c."active", 0) <> coalesce(i."activeGuardians", 0)
-      ORDER BY 1`,
-    now,
-    userIds ?? null,
-  );
-  return rows.map((row) => ({ userId: row.userId, active: Number(row.active) }));
+      ORDER BY 1`;
 }
 
 /** Whether `address` is a social vault the factory created (the relay forwards users' calls only to those). */
 export async function isSocialVault(db: Pick<Db, "prisma">, address: string): Promise<boolean> {
-  const rows = await db.prisma.$queryRawUnsafe<{ one: number }[]>(
-    `SELECT 1 AS "one" FROM "SocialVaultState" WHERE "chainId" = ${MIRRORED_CHAIN_ID_SQL} AND "address" = $1`,
-    address.toLowerCase(),
-  );
+  const rows = await db.prisma.$queryRaw<{ one: number }[]>`
+    SELECT 1 AS "one" FROM "SocialVaultState" WHERE "chainId" = ${MIRRORED_CHAIN_ID} AND "address" = ${address.toLowerCase()}`;
   return rows.length > 0;
 }
 
@@ -113,51 +110,49 @@ export interface SocialVaultRecord {
   activeGuardians: number;
 }
 
-async function vaultRows(db: Pick<Db, "prisma">, where: string, param: string | string[], now: Date): Promise<SocialVaultRecord[]> {
-  const rows = await db.prisma.$queryRawUnsafe<Record<string, unknown>[]>(
-    `SELECT s."address", s."owner", s."dailyLimit"::text AS "dailyLimit", s."timelockDuration", s."requiredSignatures",
-            s."hasDuressPin", s."locked", s."lockedAt", s."unlockRequestedAt", s."unlockApprovers", s."balance"::text AS "balance",
+/** `where`: a condition on the vault `s`. */
+async function vaultRows(db: Pick<Db, "prisma">, where: Prisma.Sql, now: Date): Promise<SocialVaultRecord[]> {
+  const rows = await db.prisma.$queryRaw<(Omit<SocialVaultRecord, "unlockApprovers"> & { unlockApprovers: string })[]>`
+    SELECT s."address", s."owner", s."dailyLimit", s."timelockDuration", s."requiredSignatures",
+            s."hasDuressPin", s."locked", s."lockedAt", s."unlockRequestedAt", s."unlockApprovers", s."balance",
             s."createdAt", s."createdTxHash",
             (SELECT count(*)::int FROM "SocialVaultGuardian" g
-              WHERE g."chainId" = s."chainId" AND g."vault" = s."address" AND NOT g."removed" AND g."activeAt" <= $2::timestamp(3)) AS "activeGuardians"
+              WHERE g."chainId" = s."chainId" AND g."vault" = s."address" AND NOT g."removed" AND g."activeAt" <= ${now.toISOString()}::timestamp(3)) AS "activeGuardians"
        FROM "SocialVaultState" s
-      WHERE s."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND ${where}`,
-    typeof param === "string" ? param.toLowerCase() : param.map((value) => value.toLowerCase()),
-    now.toISOString(),
-  );
+      WHERE s."chainId" = ${MIRRORED_CHAIN_ID} AND ${where}`;
   return rows.map((row) => ({
-    address: row.address as string,
-    owner: row.owner as string,
-    dailyLimit: BigInt(row.dailyLimit as string),
-    timelockDuration: Number(row.timelockDuration),
-    requiredSignatures: Number(row.requiredSignatures),
-    hasDuressPin: Boolean(row.hasDuressPin),
-    locked: Boolean(row.locked),
-    lockedAt: (row.lockedAt as Date | null) ?? null,
-    unlockRequestedAt: (row.unlockRequestedAt as Date | null) ?? null,
-    unlockApprovers: String(row.unlockApprovers ?? "")
-      .split(" ")
-      .filter(Boolean),
-    balance: BigInt(row.balance as string),
-    createdAt: row.createdAt as Date,
-    createdTxHash: row.createdTxHash as string,
-    activeGuardians: Number(row.activeGuardians),
+    address: row.address,
+    owner: row.owner,
+    dailyLimit: row.dailyLimit,
+    timelockDuration: row.timelockDuration,
+    requiredSignatures: row.requiredSignatures,
+    hasDuressPin: row.hasDuressPin,
+    locked: row.locked,
+    lockedAt: row.lockedAt,
+    unlockRequestedAt: row.unlockRequestedAt,
+    unlockApprovers: row.unlockApprovers.split(" ").filter(Boolean),
+    balance: row.balance,
+    createdAt: row.createdAt,
+    createdTxHash: row.createdTxHash,
+    activeGuardians: row.activeGuardians,
   }));
 }
 
 /** The social vault a wallet owns, as the mirror holds it, with its active guardians at `now`. */
 export async function vaultOfOwner(db: Pick<Db, "prisma">, ownerWallet: string, now: Date): Promise<SocialVaultRecord | null> {
-  return (await vaultRows(db, `s."owner" = $1`, ownerWallet, now))[0] ?? null;
+  return (await vaultRows(db, Prisma.sql`s."owner" = ${ownerWallet.toLowerCase()}`, now))[0] ?? null;
 }
 
 /** The social vault at `address`, as the mirror holds it, or null. */
 export async function vaultAt(db: Pick<Db, "prisma">, address: string, now: Date): Promise<SocialVaultRecord | null> {
-  return (await vaultRows(db, `s."address" = $1`, address, now))[0] ?? null;
+  return (await vaultRows(db, Prisma.sql`s."address" = ${address.toLowerCase()}`, now))[0] ?? null;
 }
 
 /** The social vaults at `addresses` the mirror knows (in no particular order). */
 export async function vaultsAt(db: Pick<Db, "prisma">, addresses: string[], now: Date): Promise<SocialVaultRecord[]> {
-  return addresses.length === 0 ? [] : vaultRows(db, `s."address" = ANY($1::text[])`, addresses, now);
+  return addresses.length === 0
+    ? []
+    : vaultRows(db, Prisma.sql`s."address" = ANY(${addresses.map((address) => address.toLowerCase())}::text[])`, now);
 }
 
 /** A vault a wallet guards, with that guardian's own standing in it. */
@@ -170,25 +165,20 @@ export interface GuardedVault {
 
 /** The vaults that list `guardianWallet` as a guardian (pending, active, or with a submitted removal), oldest first. */
 export async function vaultsGuardedBy(db: Pick<Db, "prisma">, guardianWallet: string): Promise<GuardedVault[]> {
-  return db.prisma.$queryRawUnsafe<GuardedVault[]>(
-    `SELECT g."vault", s."owner", g."activeAt", g."removalValidAt"
+  return db.prisma.$queryRaw<GuardedVault[]>`
+    SELECT g."vault", s."owner", g."activeAt", g."removalValidAt"
        FROM "SocialVaultGuardian" g
        JOIN "SocialVaultState" s ON s."chainId" = g."chainId" AND s."address" = g."vault"
-      WHERE g."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND g."guardian" = $1 AND NOT g."removed"
-      ORDER BY g."activeAt", g."vault"`,
-    guardianWallet.toLowerCase(),
-  );
+      WHERE g."chainId" = ${MIRRORED_CHAIN_ID} AND g."guardian" = ${guardianWallet.toLowerCase()} AND NOT g."removed"
+      ORDER BY g."activeAt", g."vault"`;
 }
 
 /** The guardians of `vault` active at `at` and still listed (the lock's silent alert goes to them). */
 export async function activeGuardiansOf(db: Tx, vault: string, at: Date): Promise<string[]> {
-  const rows = await db.$queryRawUnsafe<{ guardian: string }[]>(
-    `SELECT "guardian" FROM "SocialVaultGuardian"
-      WHERE "chainId" = ${MIRRORED_CHAIN_ID_SQL} AND "vault" = $1 AND NOT "removed" AND "activeAt" <= $2::timestamp(3)
-      ORDER BY "guardian"`,
-    vault.toLowerCase(),
-    at.toISOString(),
-  );
+  const rows = await db.$queryRaw<{ guardian: string }[]>`
+    SELECT "guardian" FROM "SocialVaultGuardian"
+      WHERE "chainId" = ${MIRRORED_CHAIN_ID} AND "vault" = ${vault.toLowerCase()} AND NOT "removed" AND "activeAt" <= ${at.toISOString()}::timestamp(3)
+      ORDER BY "guardian"`;
   return rows.map((row) => row.guardian);
 }
 
@@ -212,52 +202,59 @@ export interface WithdrawalRow {
 
 /** One withdrawal request as the mirror holds it (its vault's owner too), or null. */
 export async function withdrawalOf(db: Pick<Db, "prisma">, vault: string, requestId: bigint): Promise<WithdrawalRow | null> {
-  const rows = await withdrawalRows(db, `w."vault" = $1 AND w."requestId" = $2::numeric`, [vault.toLowerCase(), requestId.toString()]);
+  const rows = await withdrawalRows(
+    db,
+    Prisma.sql`w."vault" = ${vault.toLowerCase()} AND w."requestId" = ${requestId.toString()}::numeric`,
+  );
   return rows[0] ?? null;
 }
 
 /** The open requests (pending, or approved and waiting for the timelock) of `vaults`, oldest first. */
 export async function openWithdrawalsOf(db: Pick<Db, "prisma">, vaults: string[]): Promise<WithdrawalRow[]> {
   if (vaults.length === 0) return [];
-  return withdrawalRows(db, `w."vault" = ANY($1::text[]) AND w."status" = 'pending'`, [vaults.map((vault) => vault.toLowerCase())]);
+  return withdrawalRows(db, Prisma.sql`w."vault" = ANY(${vaults.map((vault) => vault.toLowerCase())}::text[]) AND w."status" = 'pending'`);
 }
 
 /** Every request of `vault`, newest first (at most `limit`). */
 export async function withdrawalHistoryOf(db: Pick<Db, "prisma">, vault: string, limit = 1_000): Promise<WithdrawalRow[]> {
-  return withdrawalRows(db, `w."vault" = $1`, [vault.toLowerCase()], `ORDER BY w."requestedAt" DESC, w."requestId" DESC LIMIT ${limit}`);
+  return withdrawalRows(
+    db,
+    Prisma.sql`w."vault" = ${vault.toLowerCase()}`,
+    Prisma.sql`ORDER BY w."requestedAt" DESC, w."requestId" DESC LIMIT ${limit}::int`,
+  );
 }
 
+/** `where`: a condition on the request `w`; `order`: its ORDER BY (and LIMIT). */
 async function withdrawalRows(
   db: Pick<Db, "prisma">,
-  where: string,
-  params: unknown[],
-  order = `ORDER BY w."vault", w."requestId"`,
+  where: Prisma.Sql,
+  order = Prisma.sql`ORDER BY w."vault", w."requestId"`,
 ): Promise<WithdrawalRow[]> {
-  const rows = await db.prisma.$queryRawUnsafe<Record<string, unknown>[]>(
-    `SELECT w."vault", w."requestId"::text AS "requestId", w."amount", w."recipient", w."executeAfter", w."expiresAt",
+  // requestId is a numeric(78, 0): read as its text, the same whichever runs the statement
+  // (Prisma would read a Decimal, the plain driver a string).
+  const rows = await db.prisma.$queryRaw<(Omit<WithdrawalRow, "requestId" | "approvers"> & { requestId: string; approvers: string })[]>`
+    SELECT w."vault", w."requestId"::text AS "requestId", w."amount", w."recipient", w."executeAfter", w."expiresAt",
             w."requiredApprovals", w."approvals", w."approvers", w."status", w."requestedAt", w."closedAt", w."closedTxHash",
             w."requestTxHash", s."owner"
        FROM "SocialVaultWithdrawal" w
        JOIN "SocialVaultState" s ON s."chainId" = w."chainId" AND s."address" = w."vault"
-      WHERE w."chainId" = ${MIRRORED_CHAIN_ID_SQL} AND ${where}
-      ${order}`,
-    ...params,
-  );
+      WHERE w."chainId" = ${MIRRORED_CHAIN_ID} AND ${where}
+      ${order}`;
   return rows.map((row) => ({
-    vault: row.vault as string,
-    requestId: BigInt(row.requestId as string),
-    amount: BigInt(row.amount as bigint),
-    recipient: getAddress(row.recipient as string),
-    executeAfter: row.executeAfter as Date,
-    expiresAt: row.expiresAt as Date,
-    requiredApprovals: Number(row.requiredApprovals),
-    approvals: Number(row.approvals),
-    approvers: (row.approvers as string).split(" ").filter(Boolean),
-    status: row.status as string,
-    requestedAt: row.requestedAt as Date,
-    requestTxHash: row.requestTxHash as string,
-    closedAt: (row.closedAt as Date | null) ?? null,
-    closedTxHash: (row.closedTxHash as string | null) ?? null,
-    owner: row.owner as string,
+    vault: row.vault,
+    requestId: BigInt(row.requestId),
+    amount: row.amount,
+    recipient: getAddress(row.recipient),
+    executeAfter: row.executeAfter,
+    expiresAt: row.expiresAt,
+    requiredApprovals: row.requiredApprovals,
+    approvals: row.approvals,
+    approvers: row.approvers.split(" ").filter(Boolean),
+    status: row.status,
+    requestedAt: row.requestedAt,
+    requestTxHash: row.requestTxHash,
+    closedAt: row.closedAt,
+    closedTxHash: row.closedTxHash,
+    owner: row.owner,
   }));
 }
