@@ -74,8 +74,8 @@ async function copyRows(client: pg.PoolClient, table: string, columns: string[],
 /**
  * A repository's plain SQL: tagged statements (`tx.$queryRaw\`...\``, fragments with `Prisma.sql`
  * and `Prisma.join`), run by a Prisma transaction or by the plain driver (`rawTxOf`). Both read
- * values alike (an int8 as a bigint, a `timestamp` as a UTC Date: `core/db.ts`), so a statement
- * never defends itself against the one that runs it.
+ * values alike (an int8 as a bigint, a `timestamp` as a UTC Date: `PARSERS`) and send a Date
+ * alike (UTC), so a statement never defends itself against the one that runs it.
  */
 export type RawTx = Pick<Prisma.TransactionClient, "$queryRaw" | "$executeRaw">;
 
@@ -86,17 +86,17 @@ export type RawTx = Pick<Prisma.TransactionClient, "$queryRaw" | "$executeRaw">;
  * inside one (or `plainTransaction`).
  */
 export function rawTxOf(query: SqlQuery): RawTx {
-  const statementOf = (strings: TemplateStringsArray | Prisma.Sql, values: unknown[]) =>
-    strings instanceof Prisma.Sql ? strings : Prisma.sql(strings, ...(values as Prisma.Sql[]));
+  // A Date goes as UTC text, as Prisma sends it (pg would send the process's local time).
+  const run = (strings: TemplateStringsArray | Prisma.Sql, values: unknown[]) => {
+    const statement = strings instanceof Prisma.Sql ? strings : Prisma.sql(strings, ...(values as Prisma.Sql[]));
+    return query(
+      statement.text,
+      statement.values.map((value) => (value instanceof Date ? value.toISOString() : value)),
+    );
+  };
   const raw = {
-    $queryRaw: async (strings: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) => {
-      const statement = statementOf(strings, values);
-      return (await query(statement.text, statement.values)).rows;
-    },
-    $executeRaw: async (strings: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) => {
-      const statement = statementOf(strings, values);
-      return (await query(statement.text, statement.values)).rowCount;
-    },
+    $queryRaw: async (strings: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) => (await run(strings, values)).rows,
+    $executeRaw: async (strings: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) => (await run(strings, values)).rowCount,
   };
   // Awaited like Prisma's, never chained as a PrismaPromise (no $transaction([...]) of them).
   return raw as unknown as RawTx;

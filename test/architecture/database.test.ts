@@ -12,6 +12,8 @@ const FOLDERS = ["domain", "api", "worker"];
 /** A statement: Prisma's model API, its raw queries, or the plain driver. */
 const TOUCHES_TABLES =
   /\.\$queryRaw|\.\$executeRaw|\bsql\.query\(|\bsql\.transaction\(|\b(?:prisma|tx|db)\.[a-z][a-zA-Z]+\s*\.(?:find|create|update|delete|upsert|count|aggregate|groupBy)/;
+/** A statement written as a string: Prisma's unsafe raw API, or the driver's query with text. */
+const STRING_STATEMENT = /\$queryRawUnsafe|\$executeRawUnsafe|\bsql\.query\s*[<(]|\bepochMs\b/;
 const STORES = ["domain/jobs/queue.ts", "domain/events/consumer.ts", "domain/events/outbox.ts", "domain/processes/presence.ts"];
 /** The money path's, which the batched relay rewrites (#34). */
 const PENDING = ["domain/transactions/sender.ts", "domain/transactions/user-transactions.ts"];
@@ -33,6 +35,18 @@ describe("one rule for the database", () => {
   it("tables are touched only in repositories and the machinery's stores (and the files still to move)", () => {
     const outside = touchingTables().filter((file) => !file.endsWith("/repo.ts") && !STORES.includes(file));
     expect(outside.sort()).to.deep.equal([...PENDING].sort());
+  });
+
+  it("inside them, two styles: Prisma's model API and tagged SQL, never a string statement", () => {
+    const stringStatements = [...FOLDERS, "core"]
+      .flatMap((folder) => sourceFiles(path.join(ROOT, folder)))
+      .filter((file) => STRING_STATEMENT.test(readFileSync(file, "utf8")))
+      .map((file) => path.relative(ROOT, file).split(path.sep).join("/"));
+    // The indexer (outside these folders) builds its statements from its table definitions.
+    expect(stringStatements).to.deep.equal([]);
+    for (const sample of [`db.sql.query<Row>("SELECT 1")`, "tx.$queryRawUnsafe(text)", "prisma.$executeRawUnsafe(text)"]) {
+      expect(STRING_STATEMENT.test(sample), sample).to.equal(true);
+    }
   });
 
   it("finds the statements it checks (the scan is not vacuous)", () => {
