@@ -35,8 +35,8 @@ export const CHAIN_DERIVED_TABLES = [
   "Payment",
 ] as const;
 
-/** SQL for the id of the chain this database mirrors (one per database), for reads of the mirror tables. */
-export const MIRRORED_CHAIN_ID_SQL = `(SELECT "chainId" FROM "ChainIdentity" WHERE "id" = 1)`;
+/** The id of the chain this database mirrors (one per database), in a statement reading the mirror tables. */
+export const MIRRORED_CHAIN_ID = Prisma.raw(`(SELECT "chainId" FROM "ChainIdentity" WHERE "id" = 1)`);
 
 /**
  * Key by key (JSONB does not keep the order in which an object's keys were written). A deployment

@@ -2,15 +2,12 @@
 // the chain's loans (LoanChainState, the indexer's, read-only here) by the loan id the chain
 // carries as its ref. A loan funded outside the API (its ref is no request's) still shows, from
 // the chain alone.
-import { MIRRORED_CHAIN_ID_SQL } from "../../core/chain-identity.js";
+import { MIRRORED_CHAIN_ID } from "../../core/chain-identity.js";
 import { usdcNumber } from "../../core/money.js";
 import { Prisma } from "../../generated/prisma/client.js";
 import type { Db, Tx } from "../db.js";
 import { type ProcessPresence, processAlive } from "../processes/presence.js";
 import { loanIdFromRef } from "./ids.js";
-
-/** The chain id the mirror follows, in SQL. */
-const MIRRORED_CHAIN_ID = Prisma.raw(MIRRORED_CHAIN_ID_SQL);
 
 /** The chain's `ref` of a request, computed in SQL: its UUID's 16 bytes, left-aligned in a bytes32 (domain/loans/ids.ts). */
 const REF_OF_REQUEST = Prisma.raw(`'0x' || replace(r."id"::text, '-', '') || repeat('0', 32)`);

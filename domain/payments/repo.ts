@@ -4,7 +4,7 @@
 // amount): only an event of the payment's own terms counts for it (OWN_EVENT), so paying its ref
 // to another wallet or of another amount does not make it paid. Its status is derived in one
 // place (STATUS_SQL).
-import { MIRRORED_CHAIN_ID_SQL } from "../../core/chain-identity.js";
+import { MIRRORED_CHAIN_ID } from "../../core/chain-identity.js";
 import { Prisma } from "../../generated/prisma/client.js";
 import type { Db, Tx } from "../db.js";
 import { type ProcessPresence, processAlive } from "../processes/presence.js";
@@ -56,9 +56,6 @@ export interface RefundRow {
   txHash: string | null;
   madeAt: Date | null;
 }
-
-/** The chain id the mirror follows, in SQL. */
-const MIRRORED_CHAIN_ID = Prisma.raw(MIRRORED_CHAIN_ID_SQL);
 
 /** A UUID's on-chain ref (core/refs.ts), in SQL, of a column (constant text). */
 const refOf = (column: string) => Prisma.raw(`'0x' || replace(${column}::text, '-', '') || repeat('0', 32)`);

@@ -19,14 +19,14 @@ export const DEAD_AFTER_S = 10;
 export const PRUNE_DEAD_AFTER_S = 3_600;
 
 /**
- * SQL that is true while the process named by `processId` (a column, or a `$n` parameter)
- * beats, on the database's clock: the one rule for every hold's staleness. A hold without a
- * process (NULL, or a pruned row) is never alive.
+ * A condition true while the process named by the column `processId` beats, on the database's
+ * clock: the one rule for every hold's staleness. A hold without a process (NULL, or a pruned
+ * row) is never alive.
  */
-export const processAliveSql = (processId: string) =>
-  `EXISTS (SELECT 1 FROM "ServiceProcess" sp WHERE sp."id" = ${processId} AND sp."heartbeatAt" > now() - make_interval(secs => ${DEAD_AFTER_S}))`;
-/** processAliveSql in a Prisma statement. */
-export const processAlive = (processId: string) => Prisma.raw(processAliveSql(processId));
+export const processAlive = (processId: string) =>
+  Prisma.raw(
+    `EXISTS (SELECT 1 FROM "ServiceProcess" sp WHERE sp."id" = ${processId} AND sp."heartbeatAt" > now() - make_interval(secs => ${DEAD_AFTER_S}))`,
+  );
 
 export interface ProcessPresence {
   /** This process's id, once its row is written: what it holds carries it. */

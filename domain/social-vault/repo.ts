@@ -1,13 +1,10 @@
 // Guardians as the chain knows them, read from the indexer's mirror (SocialVaultState,
 // SocialVaultGuardian). The API writes none of these rows; the indexer is their only writer.
 import { getAddress } from "ethers";
-import { MIRRORED_CHAIN_ID_SQL } from "../../core/chain-identity.js";
+import { MIRRORED_CHAIN_ID } from "../../core/chain-identity.js";
 import { Prisma } from "../../generated/prisma/client.js";
 import type { Db, Tx } from "../db.js";
 import { withWallet } from "../users/repo.js";
-
-/** The mirrored chain's id, as a fragment of the statements below (constant SQL text). */
-const MIRRORED_CHAIN_ID = Prisma.raw(MIRRORED_CHAIN_ID_SQL);
 
 export interface GuardianView {
   /** The guardian's user id when the address is a platform user's managed wallet, else the address. */

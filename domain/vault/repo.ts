@@ -1,12 +1,9 @@
 // A holder's staking-vault position and history as the chain knows them: the indexer's
 // VaultTransaction, VaultPosition and YieldDistribution rows, read-only here.
-import { MIRRORED_CHAIN_ID_SQL } from "../../core/chain-identity.js";
+import { MIRRORED_CHAIN_ID } from "../../core/chain-identity.js";
 import { formatUsdc2, rateNumber } from "../../core/money.js";
 import { Prisma } from "../../generated/prisma/client.js";
 import type { Db } from "../db.js";
-
-/** The chain id the mirror follows, in SQL. */
-const MIRRORED_CHAIN_ID = Prisma.raw(MIRRORED_CHAIN_ID_SQL);
 
 // Shares and rates are numeric(78, 0), read as `::text` (Prisma reads a numeric as a Decimal, the
 // plain driver as its text) and turned into bigints here; every other column comes as its type.
