@@ -4,7 +4,7 @@
 import { DAY_MS } from "../../core/clock.js";
 import { usdcNumber } from "../../core/money.js";
 import { domainEvent, recordEvents } from "../events/outbox.js";
-import { TransactionRevertedError } from "../transactions/sender.js";
+import { TransactionRevertedError } from "../transactions/failures.js";
 import { type LoansContext, REMINDER_HOURS } from "./context.js";
 import { loanIdFromRef } from "./ids.js";
 import { remainingBalanceOf } from "./repo.js";

@@ -1,7 +1,40 @@
 // What the transaction sender throws, as the spec's codes: one mapping for every domain that
 // moves money, each adding the meaning of its own contract's reverts.
+import { type Interface, isError } from "ethers";
 import { AppError } from "../errors.js";
-import { TransactionPendingError, TransactionRefusedError, TransactionRevertedError } from "./sender.js";
+
+/** A revert decoded against the platform's ABIs: the custom error's name and arguments. */
+export class TransactionRevertedError extends Error {
+  override name = "TransactionRevertedError";
+  constructor(
+    readonly revert: { name: string; args: unknown[] } | null,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The node refused the signed bytes (recorded as `failed`, its nonce filled): nothing was sent,
+ * and a retry with the same idempotency key gets this again; a new key sends a new transaction.
+ */
+export class TransactionRefusedError extends Error {
+  override name = "TransactionRefusedError";
+}
+
+/** The chain did not settle the transaction in time (it stays recorded; a later start or retry settles it). */
+export class TransactionPendingError extends Error {
+  override name = "TransactionPendingError";
+}
+
+/** A CALL_EXCEPTION decoded against `errors` (null for any other error). */
+export function decodeRevert(errors: Interface, error: unknown): TransactionRevertedError | null {
+  if (!isError(error, "CALL_EXCEPTION")) return null;
+  const data = (error as { data?: string }).data;
+  const parsed = data ? errors.parseError(data) : null;
+  const revert = parsed ? { name: parsed.name, args: [...parsed.args] } : null;
+  return new TransactionRevertedError(revert, revert ? `reverted with ${revert.name}` : (error.shortMessage ?? "reverted"));
+}
 
 type Revert = NonNullable<TransactionRevertedError["revert"]>;
 

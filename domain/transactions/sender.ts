@@ -4,39 +4,14 @@
 // two transactions with one nonce; a restart re-broadcasts what was recorded and settles it.
 // A request's idempotency key is kept on its transaction: a retry finds it and never sends again.
 import { randomUUID } from "node:crypto";
-import { type Interface, isError, type JsonRpcProvider, Transaction, type TransactionReceipt, type Wallet } from "ethers";
+import { type Interface, type JsonRpcProvider, Transaction, type TransactionReceipt, type Wallet } from "ethers";
 import { coalesce } from "../../core/coalesce.js";
 import type { Logger } from "../../core/logger.js";
 import type { ChainTransaction } from "../../generated/prisma/client.js";
 import type { Db } from "../db.js";
 import { keyReused } from "../idempotency/operation-key.js";
-
-/** What a broadcast came to: refused (error), or accepted, with the receipt when the node mined it at once. */
-type Broadcast = { error?: Error; receipt?: TransactionReceipt };
-
-/** A revert decoded against the platform's ABIs: the custom error's name and arguments. */
-export class TransactionRevertedError extends Error {
-  override name = "TransactionRevertedError";
-  constructor(
-    readonly revert: { name: string; args: unknown[] } | null,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/**
- * The node refused the signed bytes (recorded as `failed`, its nonce filled): nothing was sent,
- * and a retry with the same idempotency key gets this again; a new key sends a new transaction.
- */
-export class TransactionRefusedError extends Error {
-  override name = "TransactionRefusedError";
-}
-
-/** The chain did not settle the transaction in time (it stays recorded; a later start or retry settles it). */
-export class TransactionPendingError extends Error {
-  override name = "TransactionPendingError";
-}
+import { decodeRevert, TransactionPendingError, TransactionRefusedError, TransactionRevertedError } from "./failures.js";
+import { type Broadcast, createPayingAccount, type Fees } from "./paying-account.js";
 
 export interface SendRequest {
   purpose: string;
@@ -79,31 +54,12 @@ export interface SenderDeps {
   replayOf?(transaction: { to: string; data: string }): { from: string; to: string; data: string } | null;
 }
 
-/** A CALL_EXCEPTION decoded against `errors` (null for any other error). */
-export function decodeRevert(errors: Interface, error: unknown): TransactionRevertedError | null {
-  if (!isError(error, "CALL_EXCEPTION")) return null;
-  const data = (error as { data?: string }).data;
-  const parsed = data ? errors.parseError(data) : null;
-  const revert = parsed ? { name: parsed.name, args: [...parsed.args] } : null;
-  return new TransactionRevertedError(revert, revert ? `reverted with ${revert.name}` : (error.shortMessage ?? "reverted"));
-}
-
 /** Gas limit headroom over the estimate: state can move between estimate and inclusion. */
 const GAS_HEADROOM_PERCENT = 120n;
-/**
- * How long a broadcast refused for a nonce ahead of the chain is retried: another process's
- * lower nonce is on its way (an automining node such as Hardhat's refuses to queue).
- */
-const NONCE_AHEAD_RETRY_MS = 15_000;
 /** A replacement's fees over the stuck transaction's: geth's minimum bump is 10 %. */
 const REPLACEMENT_BUMP_PERCENT = 125n;
 /** Most transactions recorded in one database transaction. */
 const MAX_RECORD_BATCH = 50;
-/** Most broadcasts in one JSON-RPC batch. */
-const MAX_BROADCAST_BATCH = 50;
-/** How long one reading of the node's fee figures is used. */
-const FEE_CACHE_MS = 2_000;
-
 export function createTransactionSender(deps: SenderDeps) {
   const { db, provider, chainId, account } = deps;
   const sender = account.address.toLowerCase();
@@ -111,45 +67,7 @@ export function createTransactionSender(deps: SenderDeps) {
   const replaceAfterMs = deps.replaceAfterMs ?? 20_000;
 
   const decode = (error: unknown) => decodeRevert(deps.errors, error);
-
-  /**
-   * An EIP-1559 transaction signed with the paying account's key: its bytes and hash. Signed
-   * here rather than by Wallet.signTransaction, which resolves every field and serializes twice.
-   */
-  function sign(fields: {
-    nonce: number;
-    to: string;
-    data?: string;
-    value?: bigint;
-    gasLimit: bigint;
-    maxFeePerGas: bigint;
-    maxPriorityFeePerGas: bigint;
-  }): { rawTx: string; txHash: string } {
-    const transaction = Transaction.from({ type: 2, chainId, ...fields });
-    transaction.signature = account.signingKey.sign(transaction.unsignedHash);
-    return { rawTx: transaction.serialized, txHash: transaction.hash! };
-  }
-
-  type Fees = { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint };
-  let feeCache: { at: number; fees: Promise<Fees> } | undefined;
-  /**
-   * EIP-1559 fees from the node (a legacy gas price as the cap where the node gives no 1559
-   * figures), read at most once per FEE_CACHE_MS: ethers' maxFeePerGas is twice the base fee plus
-   * the tip, room for several blocks of base-fee rises.
-   */
-  function fees(): Promise<Fees> {
-    if (!feeCache || Date.now() - feeCache.at > FEE_CACHE_MS) {
-      const fees = provider.getFeeData().then((data) => ({
-        maxFeePerGas: data.maxFeePerGas ?? data.gasPrice ?? 1_000_000_000n,
-        maxPriorityFeePerGas: data.maxPriorityFeePerGas ?? 0n,
-      }));
-      feeCache = { at: Date.now(), fees };
-      fees.catch(() => {
-        feeCache = undefined;
-      });
-    }
-    return feeCache.fees;
-  }
+  const { sign, fees, sendRaw, fillNonce } = createPayingAccount({ provider, chainId, account, logger: deps.logger });
 
   type Recorded = { rawTx: string; txHash: string; nonce: number };
   type Queued = { request: SendRequest; gasLimit: bigint; fee: Fees };
@@ -233,83 +151,6 @@ export function createTransactionSender(deps: SenderDeps) {
     if (outcome instanceof Error) throw outcome;
     return outcome;
   };
-
-  // Signed transactions waiting for the node leave together, as one JSON-RPC batch in nonce
-  // order, while the batch before them is in flight: a node takes a batch's calls in order, so
-  // the broadcasts of many concurrent requests cost one round trip, not one each. Each broadcast
-  // is followed in the batch by a request for its receipt: a node that mines on arrival (Hardhat's
-  // automine) answers it at once, and the send needs no further round trip.
-  const broadcast = coalesce(
-    async (batch: readonly { rawTx: string; txHash: string }[]): Promise<Broadcast[]> => {
-      try {
-        const calls = batch.flatMap((item, index) => [
-          { id: 2 * index, jsonrpc: "2.0" as const, method: "eth_sendRawTransaction", params: [item.rawTx] },
-          { id: 2 * index + 1, jsonrpc: "2.0" as const, method: "eth_getTransactionReceipt", params: [item.txHash] },
-        ]);
-        const results = new Map((await provider._send(calls)).map((result) => [result.id, result]));
-        const network = await provider.getNetwork();
-        return batch.map((_, index): Broadcast => {
-          const sent = results.get(2 * index);
-          const receipt = results.get(2 * index + 1);
-          if (!sent) return { error: new Error("no answer to eth_sendRawTransaction") };
-          if ("error" in sent) return { error: new Error(String((sent.error as { message?: string }).message ?? "refused")) };
-          if (receipt && "result" in receipt && receipt.result)
-            return { receipt: provider._wrapTransactionReceipt(receipt.result as never, network) };
-          return {};
-        });
-      } catch (error) {
-        return batch.map(() => ({ error: error as Error }));
-      }
-    },
-    { maxBatch: MAX_BROADCAST_BATCH },
-  );
-  const submit = (rawTx: string) => broadcast({ rawTx, txHash: Transaction.from(rawTx).hash! });
-
-  /**
-   * The node's eth_sendRawTransaction (batched, see above), and the receipt where the node had it
-   * at once. "Already known" or a used nonce may mean the bytes went out before: the receipt
-   * decides. A nonce ahead of the chain waits for the lower ones (bounded), then fills a gap
-   * nothing will fill.
-   */
-  async function sendRaw(rawTx: string): Promise<TransactionReceipt | undefined> {
-    let deadline = Date.now() + NONCE_AHEAD_RETRY_MS;
-    let gapFilled = false;
-    for (let wait = 25; ; wait = Math.min(wait * 2, 1_000)) {
-      try {
-        const { error, receipt } = await submit(rawTx);
-        if (error) throw error;
-        return receipt;
-      } catch (error) {
-        const message = String((error as Error).message).toLowerCase();
-        if (/already known|known transaction|nonce too low|nonce has already been used/.test(message)) return undefined;
-        if (!/nonce too high/.test(message)) throw error;
-        if (Date.now() > deadline) {
-          if (gapFilled) throw error;
-          // No lower nonce arrived: a refused transaction whose filler failed too (the account
-          // was out of gas money, say) left a gap. Fill it, then try once more.
-          await fillGapBelow(Transaction.from(rawTx).nonce);
-          gapFilled = true;
-          deadline = Date.now() + 2_000;
-        }
-        await new Promise((resolve) => setTimeout(resolve, wait));
-      }
-    }
-  }
-
-  /** A zero-value transfer to the paying account at `nonce`, so later nonces are not stuck behind it. */
-  async function fillNonce(nonce: number): Promise<void> {
-    const { rawTx } = sign({ nonce, to: account.address, value: 0n, gasLimit: 21_000n, ...(await fees()) });
-    await provider.send("eth_sendRawTransaction", [rawTx]);
-  }
-
-  async function fillGapBelow(nonce: number): Promise<void> {
-    const next = await provider.getTransactionCount(account.address, "pending");
-    if (next >= nonce) return;
-    deps.logger?.warn({ from: next, to: nonce - 1 }, "filling nonces nothing was sent with, so later transactions are not stuck");
-    for (let gap = next; gap < nonce; gap += 1) {
-      await fillNonce(gap).catch((error: Error) => deps.logger?.warn({ nonce: gap, error: error.message }, "could not fill a nonce"));
-    }
-  }
 
   /**
    * Re-signs a transaction that has waited `replaceAfterMs` unmined: same nonce, call and gas

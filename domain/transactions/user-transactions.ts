@@ -22,7 +22,8 @@ import type { ChainTransaction } from "../../generated/prisma/client.js";
 import type { Db } from "../db.js";
 import { AppError } from "../errors.js";
 import { type ProcessPresence, processAlive } from "../processes/presence.js";
-import { decodeRevert, type SentTransaction, type TransactionSender } from "./sender.js";
+import { decodeRevert } from "./failures.js";
+import type { SentTransaction, TransactionSender } from "./sender.js";
 
 /** An EIP-2612 permit signed by the user, in the (deadline, v, r, s) form the contracts take. */
 export interface PermitSignature {

@@ -8,10 +8,11 @@ import { AppError } from "../errors.js";
 import { chainDedupeKey, chainEventId } from "../events/ids.js";
 import type { OperationKey } from "../idempotency/operation-key.js";
 import type { UserRecord } from "../users/repo.js";
+import type { TransactionRevertedError } from "./failures.js";
 import { chainFailure } from "./failures.js";
 import type { MirrorWait } from "./read-your-writes.js";
 import { requireReceiptEvent } from "./receipts.js";
-import type { SentTransaction, TransactionRevertedError } from "./sender.js";
+import type { SentTransaction } from "./sender.js";
 import type { UserCallData, UserTransactions } from "./user-transactions.js";
 
 export type Revert = NonNullable<TransactionRevertedError["revert"]>;
