@@ -32,13 +32,14 @@ const PARSERS: Record<number, (text: string) => unknown> = {
   1184: (text) => new Date(text),
 };
 
-/**
- * Plain SQL beside Prisma, for the indexer's set-based writes (`INSERT ... SELECT FROM unnest(...)`),
- * which Prisma's per-row API would turn into thousands of statements per batch.
- */
 /** Bulk-loads rows into a table with COPY (PostgreSQL): no ON CONFLICT, so only for rows that cannot exist yet. */
 export type CopyRows = (table: string, columns: string[], rows: unknown[][]) => Promise<number>;
 
+/**
+ * The plain driver beside Prisma: the indexer's set-based writes (`INSERT ... SELECT FROM
+ * unnest(...)`, COPY), which Prisma's per-row API would turn into thousands of statements per
+ * batch, and the hot statements of `rawTxOf`.
+ */
 export interface SqlExecutor {
   query: SqlQuery;
   /** `copy` is offered on PostgreSQL; PGlite has no COPY FROM STDIN and callers fall back to INSERT. */
