@@ -1,4 +1,4 @@
-import { type Database, rawTxOf } from "./db.js";
+import type { Database } from "./db.js";
 
 // Units of time in milliseconds, defined once (they are units, not tuning).
 export const HOUR_MS = 3_600_000;
@@ -47,13 +47,12 @@ export const SHARED_CLOCK_REFRESH_MS = 1_000;
  * and each move is one atomic increment, so two processes advancing at once both count.
  */
 export async function createSharedClock(
-  db: Pick<Database, "sql">,
+  db: Pick<Database, "plain">,
   options: { refreshMs?: number; base?: () => number; onError?: (error: unknown) => void } = {},
 ): Promise<SharedClock> {
   const base = options.base ?? Date.now;
-  const plain = rawTxOf(db.sql.query);
   const read = async () => {
-    const [row] = await plain.$queryRaw<{ offsetMs: bigint }[]>`SELECT "offsetMs" FROM "ServiceClock" WHERE "id" = 1`;
+    const [row] = await db.plain.$queryRaw<{ offsetMs: bigint }[]>`SELECT "offsetMs" FROM "ServiceClock" WHERE "id" = 1`;
     return row ? Number(row.offsetMs) : 0;
   };
   let offsetMs = await read();
@@ -71,7 +70,7 @@ export async function createSharedClock(
     nowSeconds: () => Math.floor((base() + offsetMs) / 1000),
     offsetSeconds: () => offsetMs / 1000,
     advance: async (seconds) => {
-      const [row] = await plain.$queryRaw<{ offsetMs: bigint }[]>`
+      const [row] = await db.plain.$queryRaw<{ offsetMs: bigint }[]>`
         INSERT INTO "ServiceClock" ("id", "offsetMs", "updatedAt") VALUES (1, ${BigInt(Math.round(seconds * 1000))}, now())
         ON CONFLICT ("id") DO UPDATE SET "offsetMs" = "ServiceClock"."offsetMs" + EXCLUDED."offsetMs", "updatedAt" = now()
         RETURNING "offsetMs"`;

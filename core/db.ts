@@ -83,8 +83,7 @@ export type RawTx = Pick<Prisma.TransactionClient, "$queryRaw" | "$executeRaw">;
 /**
  * The raw statements on the plain driver, for hot statements with large parameters and results
  * (an outbox page, the queue's claim), where Prisma's client costs about twice the driver's:
- * `rawTxOf(db.sql.query)` outside a transaction, `db.sql.transaction((query) => ... rawTxOf(query))`
- * inside one (or `plainTransaction`).
+ * `db.plain` outside a transaction, `plainTransaction` inside one.
  */
 export function rawTxOf(query: SqlQuery): RawTx {
   // A Date goes as UTC text, as Prisma sends it (pg would send the process's local time).
@@ -113,6 +112,8 @@ export interface Database {
   connectionString?: string;
   prisma: PrismaClient;
   sql: SqlExecutor;
+  /** Tagged statements on the plain driver, outside a transaction (`rawTxOf(sql.query)`). */
+  plain: RawTx;
   /** A migration-aware adapter factory for Prisma's schema engine (migrations, diff). */
   migrationAdapter(): SqlMigrationAwareDriverAdapterFactory;
   /** Cheap liveness probe for /health. */
@@ -128,11 +129,11 @@ export interface DatabaseOptions {
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  if (options.databaseUrl) return openPostgres(options.databaseUrl);
-  return openPglite(options.pgliteDataDir ?? "memory://");
+  const database = options.databaseUrl ? await openPostgres(options.databaseUrl) : await openPglite(options.pgliteDataDir ?? "memory://");
+  return { ...database, plain: rawTxOf(database.sql.query) };
 }
 
-async function openPostgres(connectionString: string): Promise<Database> {
+async function openPostgres(connectionString: string): Promise<Omit<Database, "plain">> {
   const factory = new PrismaPg({ connectionString, connectionTimeoutMillis: 5_000 });
   const prisma = new PrismaClient({ adapter: factory });
   const pool = new pg.Pool({
@@ -146,7 +147,7 @@ async function openPostgres(connectionString: string): Promise<Database> {
   });
   // An idle client that loses its connection must not crash the process; the next query reconnects.
   pool.on("error", () => {});
-  const database: Database = {
+  const database: Omit<Database, "plain"> = {
     kind: "postgres",
     connectionString,
     prisma,
@@ -189,7 +190,7 @@ async function openPostgres(connectionString: string): Promise<Database> {
   return database;
 }
 
-async function openPglite(dataDir: string): Promise<Database> {
+async function openPglite(dataDir: string): Promise<Omit<Database, "plain">> {
   if (!dataDir.startsWith("memory://")) mkdirSync(path.resolve(dataDir), { recursive: true });
   const pglite = await PGlite.create(dataDir);
   const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });

@@ -7,4 +7,4 @@ export { plainTransaction, type RawTx, rawTxOf };
 export type Tx = Prisma.TransactionClient;
 
 /** What repositories and services need of the database: Prisma, and plain SQL for hot set-based statements. */
-export type Db = Pick<Database, "prisma" | "sql">;
+export type Db = Pick<Database, "prisma" | "sql" | "plain">;

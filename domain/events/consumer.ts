@@ -16,7 +16,7 @@
 import type { Logger } from "../../core/logger.js";
 import { jsonForPostgres } from "../../core/text.js";
 import { Prisma } from "../../generated/prisma/client.js";
-import { type Db, plainTransaction, type RawTx, rawTxOf, type Tx } from "../db.js";
+import { type Db, plainTransaction, type RawTx, type Tx } from "../db.js";
 import type { JobQueue } from "../jobs/queue.js";
 import type { JobKind } from "../jobs/runner.js";
 import { decodeEventData, type EventData, type EventType } from "./catalogue.js";
@@ -236,7 +236,7 @@ export function createOutbox({ db, jobs, logger }: { db: Db; jobs: Pick<JobQueue
   /** The consumers with events above their cursor to produce: one statement for all of them (an idle poll). */
   async function pending(consumers: readonly OutboxConsumer[]): Promise<OutboxConsumer[]> {
     const wanted = jsonForPostgres(consumers.map((consumer) => ({ consumer: consumer.name, types: consumer.types })));
-    const rows = await rawTxOf(db.sql.query).$queryRaw<{ consumer: string }[]>`
+    const rows = await db.plain.$queryRaw<{ consumer: string }[]>`
       SELECT v."consumer" FROM json_to_recordset(${wanted}::json) AS v ("consumer" text, "types" text[])
         LEFT JOIN "ConsumerCursor" c ON c."consumer" = v."consumer"
         WHERE EXISTS (SELECT 1 FROM "DomainEvent" d

@@ -19,7 +19,7 @@ import type { Clock } from "../../core/clock.js";
 import { coalesce } from "../../core/coalesce.js";
 import { isUuid, jsonForPostgres } from "../../core/text.js";
 import { Prisma } from "../../generated/prisma/client.js";
-import { type Db, type RawTx, rawTxOf } from "../db.js";
+import type { Db, RawTx } from "../db.js";
 import { type ProcessPresence, processAlive } from "../processes/presence.js";
 import {
   type ClaimedJob,
@@ -90,9 +90,8 @@ export function createJobQueue({
    * statements are the workers' hot path, where a raw query through Prisma costs about twice
    * pg's, and more with a large parameter (a fan-out's rows).
    */
-  const plain = rawTxOf(db.sql.query);
   const query = <Row>(statement: Prisma.Sql, tx?: RawTx): Promise<Row[]> =>
-    (tx !== undefined && tx !== prisma ? tx : plain).$queryRaw<Row[]>(statement);
+    (tx !== undefined && tx !== prisma ? tx : db.plain).$queryRaw<Row[]>(statement);
   const listeners = new Set<() => void>();
   const wake = () => {
     for (const listener of listeners) listener();

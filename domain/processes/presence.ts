@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import os from "node:os";
 import type { Logger } from "../../core/logger.js";
 import { Prisma } from "../../generated/prisma/client.js";
-import { type Db, rawTxOf } from "../db.js";
+import type { Db } from "../db.js";
 
 /** How often a process beats: often enough that five missed beats (DEAD_AFTER_S) are 10 s. */
 export const HEARTBEAT_MS = 2_000;
@@ -78,13 +78,13 @@ export function createProcessPresence({ db, kind, logger }: { db: Db; kind: stri
     },
 
     async isAlive(processId) {
-      const [row] = await rawTxOf(db.sql.query).$queryRaw<{ alive: boolean }[]>`
+      const [row] = await db.plain.$queryRaw<{ alive: boolean }[]>`
         SELECT ${processAlive(`v."id"`)} AS "alive" FROM (SELECT ${processId}::text AS "id") v`;
       return row?.alive === true;
     },
 
     async pruneDead() {
-      return rawTxOf(db.sql.query).$executeRaw`
+      return db.plain.$executeRaw`
         DELETE FROM "ServiceProcess" WHERE "heartbeatAt" < now() - make_interval(secs => ${PRUNE_DEAD_AFTER_S}::int)`;
     },
 

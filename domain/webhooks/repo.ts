@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { coalesce } from "../../core/coalesce.js";
 import { jsonForPostgres } from "../../core/text.js";
-import { type Db, type RawTx, rawTxOf, type Tx } from "../db.js";
+import type { Db, RawTx, Tx } from "../db.js";
 import { type EventType, isEventType } from "../events/catalogue.js";
 import { type DeliveryEvent, isDeliveryEvent, isWebhookEvent, type WebhookEvent } from "./events.js";
 
@@ -111,7 +111,6 @@ const cataloged = <R extends { type: string }>(row: R): Omit<R, "type"> & { type
 
 export function createWebhooksRepo({ db }: { db: Db }) {
   const { prisma } = db;
-  const plain = rawTxOf(db.sql.query);
 
   // The reads of the jobs that start together are three statements at most, on plain SQL (the
   // hot path): their webhooks, their events, and (for later tries and reorg follow-ups only)
@@ -123,14 +122,14 @@ export function createWebhooksRepo({ db }: { db: Db }) {
       job.items.flatMap((item, i) => (job.history || item.attemptedId !== undefined ? [{ key: `${j}:${i}`, job, item }] : [])),
     );
     const [webhooks, events, attempts] = await Promise.all([
-      plain.$queryRaw<(Omit<WebhookRow, "events"> & { events: string[] })[]>`
+      db.plain.$queryRaw<(Omit<WebhookRow, "events"> & { events: string[] })[]>`
         SELECT "id", "userId", "url", "events", "secret", "previousSecret", "status", "fromSeq", "previousSecretUntil", "createdAt", "updatedAt"
           FROM "Webhook" WHERE "id" = ANY(${webhookIds}::uuid[])`,
-      plain.$queryRaw<{ id: string; type: string; data: unknown; createdAt: Date; revertedAt: Date | null }[]>`
+      db.plain.$queryRaw<{ id: string; type: string; data: unknown; createdAt: Date; revertedAt: Date | null }[]>`
         SELECT "id", "type", "data", "createdAt", "revertedAt" FROM "DomainEvent" WHERE "id" = ANY(${eventIds}::uuid[])`,
       asked.length === 0
         ? []
-        : plain.$queryRaw<{ key: string; attempted: boolean; lastAttempt: number; delivered: boolean }[]>`
+        : db.plain.$queryRaw<{ key: string; attempted: boolean; lastAttempt: number; delivered: boolean }[]>`
             SELECT v."key",
                 v."attemptedId" IS NOT NULL
                   AND EXISTS (SELECT 1 FROM "WebhookDelivery" d WHERE d."webhookId" = v."webhookId" AND d."eventId" = v."attemptedId") AS "attempted",
@@ -172,7 +171,7 @@ export function createWebhooksRepo({ db }: { db: Db }) {
       const rows = jsonForPostgres(
         deliveries.map((row) => (row.error?.includes("\u0000") ? { ...row, error: row.error.replaceAll("\u0000", "") } : row)),
       );
-      await plain.$executeRaw`
+      await db.plain.$executeRaw`
         INSERT INTO "WebhookDelivery" ("id", "webhookId", "eventId", "event", "attempt", "status", "statusCode", "durationMs", "error", "createdAt")
         SELECT * FROM json_to_recordset(${rows}::json) AS v ("id" uuid, "webhookId" uuid, "eventId" text, "event" text, "attempt" int,
           "status" text, "statusCode" int, "durationMs" int, "error" text, "createdAt" timestamp(3))`;
