@@ -3,11 +3,13 @@
 // above-limit social-vault withdrawal with two guardian approvals beside a Safe 2-of-3 with a
 // Zodiac Delay queue (153,022 gas measured on this machine for enqueue plus execute), and the cost
 // of the gasless path: a managed wallet's request signed for the ERC-2771 forwarder and relayed,
-// beside the same operation sent directly by a wallet that pays its own gas.
+// beside the same operation sent directly by a wallet that pays its own gas, and the same requests
+// relayed in batches of 1, 10 and 50 with `executeBatch` (scripts/bench/gas-relay.ts).
 // Last line: `ratio: <worst of deposit and redeem, ours / plain>`.
 import { type BaseContract, Signature, type Wallet } from "ethers";
 import { network } from "hardhat";
 import { FORWARD_REQUEST_TYPES, FORWARDER_DOMAIN, PERMIT_TYPES } from "../core/eip712.js";
+import { benchRelayedBatches } from "./bench/gas-relay.js";
 
 const SAFE_WITH_DELAY_GAS = 153_022n;
 const USDC = (amount: number) => BigInt(amount) * 1_000_000n;
@@ -265,4 +267,16 @@ for (const [name, directGas, forwardedGas] of gasless) {
     `${name.padEnd(48)} ${directGas.toString().padStart(8)} ${forwardedGas.toString().padStart(10)} ${`${sign}${overhead}`.padStart(9)}  ${percent}`,
   );
 }
+await benchRelayedBatches({
+  connection: { ethers, networkHelpers },
+  addresses: {
+    usdc: await usdc.getAddress(),
+    vault: await vault.getAddress(),
+    loanBook: await loanBook.getAddress(),
+    forwarder: forwarderAddress,
+  },
+  admin,
+  relayer,
+  direct: (await ethers.getSigners())[10]!,
+});
 console.log(`ratio: ${worst.toFixed(3)}`);
