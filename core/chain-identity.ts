@@ -25,6 +25,7 @@ export const CHAIN_DERIVED_TABLES = [
   "SocialVaultWithdrawal",
   // The service's sent transactions and its accounts' nonces belong to the old chain.
   "ChainTransaction",
+  "RelayedRequest",
   "SenderNonce",
   // Loan requests name the old chain's pool; a funded one's loan is gone with it.
   "LoanRequest",

@@ -15,7 +15,6 @@ import { createCheckout } from "./payments/checkout.js";
 import type { PaymentEvents } from "./payments/events.js";
 import type { PaymentsRepo } from "./payments/repo.js";
 import { createPaymentsService } from "./payments/service.js";
-import type { ProcessPresence } from "./processes/presence.js";
 import type { RewardsConsumer } from "./rewards/consumer.js";
 import { createSandboxService } from "./sandbox/service.js";
 import type { GuardianAlerts } from "./social-vault/alerts.js";
@@ -55,7 +54,6 @@ export interface MoneyServiceDeps {
   clock: Pick<Clock, "now">;
   wallets: Pick<ManagedWallets, "signerOf">;
   logger?: Pick<Logger, "warn" | "info">;
-  presence: ProcessPresence;
   vaultRepo: VaultRepo;
   xpRepo: XpRepo;
   rewards: RewardsConsumer;
@@ -123,7 +121,6 @@ export function createMoneyServices(
     clock,
     wallets,
     logger,
-    presence,
     vaultRepo,
     xpRepo,
     rewards,
@@ -145,6 +142,7 @@ export function createMoneyServices(
     chainId: chain.chainId,
     account: new Wallet(chain.operatorKey, chain.provider),
     errors: platformErrors(),
+    forwarder,
     logger,
     replaceAfterMs: chain.replaceAfterMs,
     replayOf: (transaction) => forwardedCall({ address: forwarder.target as string, iface: forwarder.interface }, transaction),
@@ -155,7 +153,6 @@ export function createMoneyServices(
     provider: chain.provider,
     chainId: chain.chainId,
     sender,
-    presence,
     forwarder,
     usdc,
     signerOf: (index) => wallets.signerOf(index),
@@ -214,5 +211,5 @@ export function createMoneyServices(
     mirror,
     production,
   });
-  return { sender, vault, payer, sandbox, mirror, loanBook, socialVault, payments, checkout };
+  return { sender, relay: transactions, vault, payer, sandbox, mirror, loanBook, socialVault, payments, checkout };
 }

@@ -184,7 +184,6 @@ export function createServices({
         clock,
         wallets,
         logger,
-        presence,
         vaultRepo,
         xpRepo,
         rewards,
@@ -285,6 +284,8 @@ export function createServices({
     checkoutSignIns: paymentsRepo as Pick<typeof paymentsRepo, "startSignIn" | "takeSignIn">,
     /** The one sender of the service's transactions (absent in processes without a chain). */
     sender: onChain?.sender,
+    /** The relay of users' own transactions in batches (absent in processes without a chain). */
+    relay: onChain?.relay,
     /** Writes' wait for the mirror (read-your-writes; attachIndexer joins an indexer of this process). */
     mirror: onChain?.mirror,
     /** Loans for borrowers; funding needs a chain (the job and the sandbox's /dev/loans/{loanId}/fund). */

@@ -29,7 +29,8 @@ export async function apiProcessServices(options: {
     cacheReads: true,
     chain: { provider: chain.provider, chainId: chain.chainId, deployment: options.deployment },
   });
-  await services.sender?.reconcile();
+  // What a stopped process left in flight: its transactions, then the users' requests in them.
+  await services.relay?.reconcile();
   // Logs a warning at start when the paying account is already low.
   await services.payer?.status().catch(() => undefined);
   return services;

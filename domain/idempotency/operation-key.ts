@@ -19,6 +19,9 @@ export interface OperationKey {
  */
 export const serviceKey = () => `request ${randomUUID()}`;
 
+/** Whether `key` is one serviceKey made: no earlier attempt can have used it. */
+export const isServiceKey = (key: string) => key.startsWith("request ");
+
 /** 422: the key names another request (its body or operation differ), however long ago it ran. */
 export const keyReused = () =>
   new AppError("IDEMPOTENCY_KEY_REUSED", "This Idempotency-Key was used with another request; use a new key for a new operation", {

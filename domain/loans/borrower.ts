@@ -159,9 +159,8 @@ export function createBorrowerLoans({
         operation,
         to: loanBook.target as string,
         call: {
-          permit: { spender: loanBook.target as string, value: amount },
-          data: (permit) =>
-            loanBook.interface.encodeFunctionData("repayWithPermit", [chainLoanId, amount, permit.deadline, permit.v, permit.r, permit.s]),
+          pulls: { spender: loanBook.target as string, value: amount },
+          data: loanBook.interface.encodeFunctionData("repay", [chainLoanId, amount]),
         },
         reverts: (revert) => {
           if (revert.name !== "LoanBookLoanNotOpen") return undefined;
@@ -262,7 +261,7 @@ export function createBorrowerLoans({
           ),
         );
       await chain.mirror.untilIndexed(sent.blockNumber);
-      const extended = requireReceiptEvent<{ newDueDate: bigint }>(chain.loanBook, sent.receipt, "LoanExtended").args;
+      const extended = requireReceiptEvent<{ newDueDate: bigint }>(chain.loanBook, sent, "LoanExtended").args;
       return {
         loanId: loanIdOf(row),
         extensionGranted: true,

@@ -252,17 +252,8 @@ export function createCheckout(deps: CheckoutDeps) {
           operation,
           to: routerAddress,
           call: {
-            permit: { spender: routerAddress, value: row.amount },
-            data: (permit) =>
-              router.interface.encodeFunctionData("payWithPermit", [
-                refFromUuid(row.id),
-                getAddress(row.merchantWallet),
-                row.amount,
-                permit.deadline,
-                permit.v,
-                permit.r,
-                permit.s,
-              ]),
+            pulls: { spender: routerAddress, value: row.amount },
+            data: router.interface.encodeFunctionData("pay", [refFromUuid(row.id), getAddress(row.merchantWallet), row.amount]),
           },
           reverts: (revert) =>
             revert.name === "PaymentRouterAlreadyPaid" ? new AppError("ALREADY_PAID", "This payment was paid already") : undefined,

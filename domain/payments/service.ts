@@ -192,18 +192,8 @@ export function createPaymentsService(deps: PaymentsServiceDeps) {
           operation,
           to: routerAddress,
           call: {
-            permit: { spender: routerAddress, value: amount },
-            data: (permit) =>
-              router.interface.encodeFunctionData("refundWithPermit", [
-                refFromUuid(row.id),
-                row.amount,
-                refFromUuid(refundId),
-                amount,
-                permit.deadline,
-                permit.v,
-                permit.r,
-                permit.s,
-              ]),
+            pulls: { spender: routerAddress, value: amount },
+            data: router.interface.encodeFunctionData("refund", [refFromUuid(row.id), row.amount, refFromUuid(refundId), amount]),
           },
           reverts: (revert) => {
             if (revert.name === "PaymentRouterRefundTooLarge") {

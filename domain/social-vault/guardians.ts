@@ -73,7 +73,7 @@ export function createVaultGuardians({ deps, vaultContract, refuseLocked, listed
       const sent = await send(user, "social_vault.add_guardian", operation, vault.address, {
         data: contract.interface.encodeFunctionData("addGuardian", [guardian]),
       });
-      const added = requireReceiptEvent<{ activeAt: bigint }>(contract, sent.receipt, "SocialVaultGuardianAdded").args;
+      const added = requireReceiptEvent<{ activeAt: bigint }>(contract, sent, "SocialVaultGuardianAdded").args;
       const view = (await guardiansOfOwner(deps.db.prisma, user.walletAddress, deps.clock.now())).find(
         (entry) => entry.walletAddress === guardian,
       )!;
@@ -103,7 +103,7 @@ export function createVaultGuardians({ deps, vaultContract, refuseLocked, listed
         },
       );
       // Only an active guardian's removal is submitted (and waits); a pending one is removed at once.
-      const submitted = receiptEvent<{ validAt: bigint }>(contract, sent.receipt, "SocialVaultGuardianRemovalSubmitted");
+      const submitted = receiptEvent<{ validAt: bigint }>(contract, sent, "SocialVaultGuardianRemovalSubmitted");
       const validAt = submitted ? Number(submitted.args.validAt) : null;
       return {
         guardianId: target.id,

@@ -88,16 +88,15 @@ export function createVaultLifecycle({
       };
     },
 
-    /** Deposits `amount` micro-USDC from the user's managed wallet into their vault (a permit, no approval transaction). */
+    /** Deposits `amount` micro-USDC from the user's managed wallet into their vault (the relay's standing allowance: D-86). */
     async deposit(user: UserRecord, amount: bigint, operation: OperationKey) {
       const vault = await ownVault(user);
       refuseLocked(vault);
       checkMinimum(amount, "deposit");
       const contract = vaultContract(vault.address);
       const sent = await send(user, "social_vault.deposit", operation, vault.address, {
-        permit: { spender: vault.address, value: amount },
-        data: (permit) =>
-          contract.interface.encodeFunctionData("depositWithPermit", [amount, permit.deadline, permit.v, permit.r, permit.s]),
+        pulls: { spender: vault.address, value: amount },
+        data: contract.interface.encodeFunctionData("deposit", [amount]),
       });
       const after = (await vaultOfOwner(deps.db, user.walletAddress, deps.clock.now()))!;
       return { amount: formatUsdc2(amount), newBalance: formatUsdc2(after.balance), txHash: sent.txHash };

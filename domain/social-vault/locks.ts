@@ -25,7 +25,7 @@ export function createVaultLocks({ deps, vaultContract, refuseLocked, ownVault, 
       const sent = await send(user, "social_vault.lock", operation, vault.address, {
         data: contract.interface.encodeFunctionData("duressLock", [key]),
       });
-      const { lockedAt } = requireReceiptEvent<{ lockedAt: bigint }>(contract, sent.receipt, "SocialVaultLocked").args;
+      const { lockedAt } = requireReceiptEvent<{ lockedAt: bigint }>(contract, sent, "SocialVaultLocked").args;
       // The alerts' page job records them too; here they exist when the lock answers.
       if (deps.alerts) await deps.alerts.take(deps.clock.now(), deps.userWrite.eventIds(sent, deps.alerts.consumer.types));
       return {
@@ -72,7 +72,7 @@ export function createVaultLocks({ deps, vaultContract, refuseLocked, ownVault, 
       const sent = await send(guardian, "social_vault.approve_unlock", operation, vault.address, {
         data: contract.interface.encodeFunctionData("approveUnlock"),
       });
-      const { totalApprovals } = requireReceiptEvent<{ totalApprovals: bigint }>(contract, sent.receipt, "SocialVaultUnlockApproved").args;
+      const { totalApprovals } = requireReceiptEvent<{ totalApprovals: bigint }>(contract, sent, "SocialVaultUnlockApproved").args;
       return { vaultAddress: vault.address, approvalsReceived: Number(totalApprovals), txHash: sent.txHash };
     },
 

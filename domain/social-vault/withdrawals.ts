@@ -48,7 +48,7 @@ export function createVaultWithdrawals({
       const sent = await send(user, "social_vault.request_withdrawal", operation, vault.address, {
         data: contract.interface.encodeFunctionData("requestWithdrawal", [amount, recipient]),
       });
-      const { id } = requireReceiptEvent<{ id: bigint }>(contract, sent.receipt, "SocialVaultWithdrawalRequested").args;
+      const { id } = requireReceiptEvent<{ id: bigint }>(contract, sent, "SocialVaultWithdrawalRequested").args;
       return withdrawalView((await withdrawalOf(deps.db, vault.address, id))!, deps.clock.now());
     },
 
@@ -147,7 +147,7 @@ export function createVaultWithdrawals({
       const sent = await send(user, "social_vault.withdraw", operation, vault.address, {
         data: contract.interface.encodeFunctionData("withdraw", [amount, recipient]),
       });
-      const withdrawn = requireReceiptEvent<{ remainingDailyLimit: bigint }>(contract, sent.receipt, "SocialVaultWithdrawn").args;
+      const withdrawn = requireReceiptEvent<{ remainingDailyLimit: bigint }>(contract, sent, "SocialVaultWithdrawn").args;
       const after = (await vaultOfOwner(deps.db, user.walletAddress, deps.clock.now()))!;
       return {
         amount: formatUsdc2(amount),

@@ -1,13 +1,20 @@
 // The paying account at the node: it signs the service's transactions, reads the fees, and
-// broadcasts the signed bytes (batched, in nonce order), keeping later nonces from being stuck
-// behind a gap. What is sent, and when, is the sender's (`sender.ts`): it records every
+// broadcasts the signed bytes (several at once, in nonce order), keeping later nonces from being
+// stuck behind a gap. What is sent, and when, is the batcher's (`batcher.ts`): it records every
 // transaction before it reaches this module.
 import { type JsonRpcProvider, Transaction, type TransactionReceipt, type Wallet } from "ethers";
-import { coalesce } from "../../core/coalesce.js";
 import type { Logger } from "../../core/logger.js";
 
 /** What a broadcast came to: refused (error), or accepted, with the receipt when the node mined it at once. */
 export type Broadcast = { error?: Error; receipt?: TransactionReceipt };
+
+/**
+ * The node answered "nonce too low" and knows nothing of these bytes: another transaction took
+ * their nonce (sent with the same key from elsewhere), so they can never be mined.
+ */
+export class NonceTakenError extends Error {
+  override name = "NonceTakenError";
+}
 
 export type Fees = { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint };
 
@@ -16,8 +23,6 @@ export type Fees = { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint };
  * lower nonce is on its way (an automining node such as Hardhat's refuses to queue).
  */
 const NONCE_AHEAD_RETRY_MS = 15_000;
-/** Most broadcasts in one JSON-RPC batch. */
-const MAX_BROADCAST_BATCH = 50;
 /** How long one reading of the node's fee figures is used. */
 const FEE_CACHE_MS = 2_000;
 
@@ -70,65 +75,74 @@ export function createPayingAccount({
     return feeCache.fees;
   }
 
-  // Signed transactions waiting for the node leave together, as one JSON-RPC batch in nonce
-  // order, while the batch before them is in flight: a node takes a batch's calls in order, so
-  // the broadcasts of many concurrent requests cost one round trip, not one each. Each broadcast
-  // is followed in the batch by a request for its receipt: a node that mines on arrival (Hardhat's
-  // automine) answers it at once, and the send needs no further round trip.
-  const broadcast = coalesce(
-    async (batch: readonly { rawTx: string; txHash: string }[]): Promise<Broadcast[]> => {
-      try {
-        const calls = batch.flatMap((item, index) => [
-          { id: 2 * index, jsonrpc: "2.0" as const, method: "eth_sendRawTransaction", params: [item.rawTx] },
-          { id: 2 * index + 1, jsonrpc: "2.0" as const, method: "eth_getTransactionReceipt", params: [item.txHash] },
-        ]);
-        const results = new Map((await provider._send(calls)).map((result) => [result.id, result]));
-        const network = await provider.getNetwork();
-        return batch.map((_, index): Broadcast => {
-          const sent = results.get(2 * index);
-          const receipt = results.get(2 * index + 1);
-          if (!sent) return { error: new Error("no answer to eth_sendRawTransaction") };
-          if ("error" in sent) return { error: new Error(String((sent.error as { message?: string }).message ?? "refused")) };
-          if (receipt && "result" in receipt && receipt.result)
-            return { receipt: provider._wrapTransactionReceipt(receipt.result as never, network) };
-          return {};
-        });
-      } catch (error) {
-        return batch.map(() => ({ error: error as Error }));
-      }
-    },
-    { maxBatch: MAX_BROADCAST_BATCH },
-  );
-  const submit = (rawTx: string) => broadcast({ rawTx, txHash: Transaction.from(rawTx).hash! });
+  /**
+   * Signed transactions in nonce order, as one JSON-RPC batch: a node takes a batch's calls in
+   * order, so many transactions cost one round trip. Each broadcast is followed in the batch by a
+   * request for its receipt: a node that mines on arrival (Hardhat's automine) answers it at once,
+   * and the send needs no further round trip.
+   */
+  async function broadcast(batch: readonly { rawTx: string; txHash: string }[]): Promise<Broadcast[]> {
+    try {
+      const calls = batch.flatMap((item, index) => [
+        { id: 2 * index, jsonrpc: "2.0" as const, method: "eth_sendRawTransaction", params: [item.rawTx] },
+        { id: 2 * index + 1, jsonrpc: "2.0" as const, method: "eth_getTransactionReceipt", params: [item.txHash] },
+      ]);
+      const results = new Map((await provider._send(calls)).map((result) => [result.id, result]));
+      const network = await provider.getNetwork();
+      return batch.map((_, index): Broadcast => {
+        const sent = results.get(2 * index);
+        const receipt = results.get(2 * index + 1);
+        if (!sent) return { error: new Error("no answer to eth_sendRawTransaction") };
+        if ("error" in sent) return { error: new Error(String((sent.error as { message?: string }).message ?? "refused")) };
+        if (receipt && "result" in receipt && receipt.result)
+          return { receipt: provider._wrapTransactionReceipt(receipt.result as never, network) };
+        return {};
+      });
+    } catch (error) {
+      return batch.map(() => ({ error: error as Error }));
+    }
+  }
 
   /**
-   * The node's eth_sendRawTransaction (batched, see above), and the receipt where the node had it
-   * at once. "Already known" or a used nonce may mean the bytes went out before: the receipt
-   * decides. A nonce ahead of the chain waits for the lower ones (bounded), then fills a gap
-   * nothing will fill.
+   * What a refusal of these bytes means: "already known" is sent; a used nonce is sent only if
+   * the node knows the bytes (mined or pending), else another transaction took the nonce
+   * (NonceTakenError); "nonce too high" is for the caller to wait on; anything else is refused.
+   */
+  async function refusal(txHash: string, error: Error): Promise<"sent" | "ahead" | Error> {
+    const message = String(error.message).toLowerCase();
+    if (/already known|known transaction/.test(message)) return "sent";
+    if (/nonce too low|nonce has already been used/.test(message)) {
+      const known = await provider.getTransaction(txHash).catch(() => null);
+      return known ? "sent" : new NonceTakenError(`nonce taken by another transaction: ${error.message.slice(0, 200)}`);
+    }
+    return /nonce too high/.test(message) ? "ahead" : error;
+  }
+
+  /**
+   * Broadcasts the bytes again (or the first time, alone), and the receipt where the node had it
+   * at once (see `refusal`). A nonce ahead of the chain waits for the lower ones (bounded), then
+   * fills a gap nothing will fill.
    */
   async function sendRaw(rawTx: string): Promise<TransactionReceipt | undefined> {
+    const { hash: txHash, nonce } = Transaction.from(rawTx);
     let deadline = Date.now() + NONCE_AHEAD_RETRY_MS;
     let gapFilled = false;
     for (let wait = 25; ; wait = Math.min(wait * 2, 1_000)) {
-      try {
-        const { error, receipt } = await submit(rawTx);
-        if (error) throw error;
-        return receipt;
-      } catch (error) {
-        const message = String((error as Error).message).toLowerCase();
-        if (/already known|known transaction|nonce too low|nonce has already been used/.test(message)) return undefined;
-        if (!/nonce too high/.test(message)) throw error;
-        if (Date.now() > deadline) {
-          if (gapFilled) throw error;
-          // No lower nonce arrived: a refused transaction whose filler failed too (the account
-          // was out of gas money, say) left a gap. Fill it, then try once more.
-          await fillGapBelow(Transaction.from(rawTx).nonce);
-          gapFilled = true;
-          deadline = Date.now() + 2_000;
-        }
-        await new Promise((resolve) => setTimeout(resolve, wait));
+      const [{ error, receipt }] = (await broadcast([{ rawTx, txHash: txHash! }])) as [Broadcast];
+      if (!error) return receipt;
+      const meaning = await refusal(txHash!, error);
+      if (meaning === "sent") return undefined;
+      if (meaning !== "ahead") throw meaning;
+      if (wait === 25) logger?.warn({ txHash, nonce }, "a broadcast reached the node ahead of a lower nonce; trying again");
+      if (Date.now() > deadline) {
+        if (gapFilled) throw error;
+        // No lower nonce arrived: a refused transaction whose filler failed too (the account
+        // was out of gas money, say) left a gap. Fill it, then try once more.
+        await fillGapBelow(nonce);
+        gapFilled = true;
+        deadline = Date.now() + 2_000;
       }
+      await new Promise((resolve) => setTimeout(resolve, wait));
     }
   }
 
@@ -147,7 +161,7 @@ export function createPayingAccount({
     }
   }
 
-  return { sign, fees, sendRaw, fillNonce };
+  return { sign, fees, broadcast, refusal, sendRaw, fillNonce };
 }
 
 export type PayingAccount = ReturnType<typeof createPayingAccount>;

@@ -1,17 +1,17 @@
 // The one module that sends the service's transactions. Every transaction is signed and
-// recorded before it is broadcast (ChainTransaction), with its nonce taken from the database
-// (SenderNonce, a row lock) so that any number of concurrent requests and processes never sign
-// two transactions with one nonce; a restart re-broadcasts what was recorded and settles it.
-// A request's idempotency key is kept on its transaction: a retry finds it and never sends again.
-import { randomUUID } from "node:crypto";
-import { type Interface, type JsonRpcProvider, Transaction, type TransactionReceipt, type Wallet } from "ethers";
-import { coalesce } from "../../core/coalesce.js";
+// recorded before it is broadcast (ChainTransaction), with its nonce taken by the batcher
+// (batcher.ts: SenderNonce, a row lock) so that any number of concurrent requests and processes
+// never sign two transactions with one nonce; a restart re-broadcasts what was recorded and
+// settles it. A request's idempotency key is kept on its transaction: a retry finds it and never
+// sends again.
+import { type Contract, type Interface, type JsonRpcProvider, Transaction, type TransactionReceipt, type Wallet } from "ethers";
 import type { Logger } from "../../core/logger.js";
 import type { ChainTransaction } from "../../generated/prisma/client.js";
 import type { Db } from "../db.js";
 import { keyReused } from "../idempotency/operation-key.js";
+import { BATCH_PURPOSE, type Batched, type BatchItem, createBatcher } from "./batcher.js";
 import { decodeRevert, TransactionPendingError, TransactionRefusedError, TransactionRevertedError } from "./failures.js";
-import { type Broadcast, createPayingAccount, type Fees } from "./paying-account.js";
+import { createPayingAccount, NonceTakenError } from "./paying-account.js";
 
 export interface SendRequest {
   purpose: string;
@@ -24,14 +24,14 @@ export interface SendRequest {
   requestHash?: string;
   /** Skips the gas estimate (the caller simulated the call itself, e.g. a relayed user call). */
   gasLimit?: bigint;
-  /** The caller looked up (userId, idempotencyKey, purpose) itself and found nothing. */
-  isNew?: boolean;
 }
 
 export interface SentTransaction {
   txHash: string;
   blockNumber: number;
   receipt: TransactionReceipt;
+  /** The transaction's logs; for a user's request in a batch, only those its own call emitted. */
+  logs: TransactionReceipt["logs"];
 }
 
 export interface SenderDeps {
@@ -42,6 +42,8 @@ export interface SenderDeps {
   account: Wallet;
   /** Every platform contract's ABI, to decode custom errors. */
   errors: Interface;
+  /** The forwarder users' requests are batched to (`executeBatch`). */
+  forwarder: Contract;
   logger?: Pick<Logger, "warn" | "info">;
   /** How long a send waits for its receipt. */
   receiptTimeoutMs?: number;
@@ -58,8 +60,7 @@ export interface SenderDeps {
 const GAS_HEADROOM_PERCENT = 120n;
 /** A replacement's fees over the stuck transaction's: geth's minimum bump is 10 %. */
 const REPLACEMENT_BUMP_PERCENT = 125n;
-/** Most transactions recorded in one database transaction. */
-const MAX_RECORD_BATCH = 50;
+
 export function createTransactionSender(deps: SenderDeps) {
   const { db, provider, chainId, account } = deps;
   const sender = account.address.toLowerCase();
@@ -67,90 +68,9 @@ export function createTransactionSender(deps: SenderDeps) {
   const replaceAfterMs = deps.replaceAfterMs ?? 20_000;
 
   const decode = (error: unknown) => decodeRevert(deps.errors, error);
-  const { sign, fees, sendRaw, fillNonce } = createPayingAccount({ provider, chainId, account, logger: deps.logger });
-
-  type Recorded = { rawTx: string; txHash: string; nonce: number };
-  type Queued = { request: SendRequest; gasLimit: bigint; fee: Fees };
-
-  /**
-   * Takes the next nonces for `batch` in one locking statement, never behind the chain's own
-   * count (read once per batch: the account may have sent elsewhere, by a script with the same
-   * key, say), signs them and records them, all in one database transaction.
-   */
-  async function recordMany(batch: Queued[]): Promise<Recorded[]> {
-    const onChain = await provider.getTransactionCount(account.address, "pending");
-    const count = batch.length;
-    return db.prisma.$transaction(async (tx) => {
-      const [{ first }] = await tx.$queryRaw<{ first: number }[]>`
-        INSERT INTO "SenderNonce" ("chainId", "address", "nextNonce", "updatedAt")
-        VALUES (${chainId}, ${sender}, ${onChain + count}, now())
-        ON CONFLICT ("chainId", "address") DO UPDATE
-          SET "nextNonce" = GREATEST("SenderNonce"."nextNonce", ${onChain}) + ${count}, "updatedAt" = now()
-        RETURNING "nextNonce" - ${count} AS "first"`;
-      const recorded = batch.map(({ request, gasLimit, fee }, index) => {
-        const nonce = Number(first) + index;
-        return { request, nonce, ...sign({ nonce, to: request.to, data: request.data, gasLimit, ...fee }) };
-      });
-      const now = new Date();
-      await tx.chainTransaction.createMany({
-        data: recorded.map(({ request, rawTx, txHash, nonce }) => ({
-          id: randomUUID(),
-          chainId,
-          purpose: request.purpose,
-          userId: request.userId ?? null,
-          idempotencyKey: request.idempotencyKey ?? null,
-          requestHash: request.requestHash ?? null,
-          sender,
-          nonce,
-          to: request.to.toLowerCase(),
-          data: request.data,
-          rawTx,
-          txHash,
-          status: "signed",
-          createdAt: now,
-        })),
-      });
-      return recorded;
-    });
-  }
-
-  // Requests waiting for a nonce are recorded together (one transaction, one row lock: group
-  // commit) while the batch before them is being recorded, and their broadcasts queued in nonce
-  // order as soon as they are recorded, so the node receives this process's transactions in
-  // nonce order (other processes' interleave, and are retried below).
-  type Queuing = { recorded: Recorded; sending: Promise<Broadcast> };
-  const queue = (one: Recorded): Queuing => ({
-    recorded: one,
-    sending: sendRaw(one.rawTx).then(
-      (receipt) => ({ receipt }),
-      (error: Error) => ({ error }),
-    ),
-  });
-  const recordBatch = coalesce(
-    async (batch: readonly Queued[]): Promise<(Queuing | Error)[]> => {
-      try {
-        return (await recordMany([...batch])).map(queue);
-      } catch (error) {
-        if (batch.length === 1) return [error as Error];
-        // One request's row refused (a duplicate key) must not fail the others: each alone.
-        const outcomes: (Queuing | Error)[] = [];
-        for (const item of batch)
-          outcomes.push(
-            await recordMany([item]).then(
-              ([one]) => queue(one!),
-              (itemError: Error) => itemError,
-            ),
-          );
-        return outcomes;
-      }
-    },
-    { maxBatch: MAX_RECORD_BATCH },
-  );
-  const recordAndQueue = async (queued: Queued): Promise<Queuing> => {
-    const outcome = await recordBatch(queued);
-    if (outcome instanceof Error) throw outcome;
-    return outcome;
-  };
+  const payingAccount = createPayingAccount({ provider, chainId, account, logger: deps.logger });
+  const { sign, sendRaw, fillNonce } = payingAccount;
+  const batcher = createBatcher({ db, provider, chainId, account, payingAccount, forwarder: deps.forwarder, logger: deps.logger });
 
   /**
    * Re-signs a transaction that has waited `replaceAfterMs` unmined: same nonce, call and gas
@@ -212,10 +132,10 @@ export function createTransactionSender(deps: SenderDeps) {
   }
 
   /**
-   * Waits for the receipt (unless the broadcast brought it) and records the outcome; a revert is
-   * replayed to decode its error.
+   * The receipt of a recorded transaction once mined (unless the broadcast brought it), its row
+   * settled `mined` or `reverted`; TransactionPendingError after the receipt wait.
    */
-  async function settle(txHash: string, request: { to: string; data: string }, known?: TransactionReceipt): Promise<SentTransaction> {
+  async function mined(txHash: string, known?: TransactionReceipt): Promise<TransactionReceipt> {
     // A node that mines on arrival has the receipt at once.
     let receipt = known ?? (await provider.getTransactionReceipt(txHash).catch(() => null));
     const row = receipt
@@ -223,14 +143,22 @@ export function createTransactionSender(deps: SenderDeps) {
       : await db.prisma.chainTransaction.findFirst({ where: { OR: [{ txHash }, { previousTxHashes: { has: txHash } }] } });
     if (!receipt && row) receipt = await awaitReceipt(row.id);
     if (!receipt) throw new TransactionPendingError(`transaction ${txHash} is not mined yet`);
-    const where = { OR: [{ txHash }, { previousTxHashes: { has: txHash } }, { txHash: receipt.hash }] };
-    if (receipt.status === 1) {
-      await db.prisma.chainTransaction.updateMany({
-        where,
-        data: { status: "mined", txHash: receipt.hash, blockNumber: receipt.blockNumber, settledAt: new Date() },
-      });
-      return { txHash: receipt.hash, blockNumber: receipt.blockNumber, receipt };
-    }
+    await db.prisma.chainTransaction.updateMany({
+      where: { OR: [{ txHash }, { previousTxHashes: { has: txHash } }, { txHash: receipt.hash }] },
+      data: {
+        status: receipt.status === 1 ? "mined" : "reverted",
+        txHash: receipt.hash,
+        blockNumber: receipt.blockNumber,
+        settledAt: new Date(),
+      },
+    });
+    return receipt;
+  }
+
+  /** `mined`, with a revert replayed to decode its error (thrown, and kept on the row). */
+  async function settle(txHash: string, request: { to: string; data: string }, known?: TransactionReceipt): Promise<SentTransaction> {
+    const receipt = await mined(txHash, known);
+    if (receipt.status === 1) return { txHash: receipt.hash, blockNumber: receipt.blockNumber, receipt, logs: receipt.logs };
     let reverted: TransactionRevertedError | null = null;
     const replay = deps.replayOf?.(request) ?? { from: account.address, to: request.to, data: request.data };
     try {
@@ -239,11 +167,30 @@ export function createTransactionSender(deps: SenderDeps) {
       reverted = decode(error);
     }
     reverted ??= new TransactionRevertedError(null, "reverted");
-    await db.prisma.chainTransaction.updateMany({
-      where,
-      data: { status: "reverted", txHash: receipt.hash, blockNumber: receipt.blockNumber, error: reverted.message, settledAt: new Date() },
-    });
+    await db.prisma.chainTransaction.updateMany({ where: { txHash: receipt.hash }, data: { error: reverted.message } });
     throw reverted;
+  }
+
+  /**
+   * Records bytes the node refused (`failed`) and answers TransactionRefusedError. Their nonce
+   * would block every later one, so a zero-value transfer to ourselves takes it, unless another
+   * transaction already did (NonceTakenError).
+   */
+  async function refused(transaction: Batched["transaction"], error: Error): Promise<TransactionRefusedError> {
+    await db.prisma.chainTransaction.updateMany({
+      where: { id: transaction.id },
+      data: { status: "failed", error: error.message.slice(0, 500), settledAt: new Date() },
+    });
+    deps.logger?.warn(
+      { txHash: transaction.txHash, nonce: transaction.nonce, error: error.message },
+      "transaction refused by the node; filling its nonce",
+    );
+    if (!(error instanceof NonceTakenError)) {
+      await fillNonce(transaction.nonce).catch((fillError: Error) =>
+        deps.logger?.warn({ nonce: transaction.nonce, error: fillError.message }, "could not fill a refused transaction's nonce"),
+      );
+    }
+    return new TransactionRefusedError(`the node refused the transaction: ${error.message.slice(0, 200)}`);
   }
 
   /** The transaction recorded for a request's (userId, idempotencyKey, purpose), if any. */
@@ -251,31 +198,48 @@ export function createTransactionSender(deps: SenderDeps) {
     db.prisma.chainTransaction.findUnique({ where: { userId_idempotencyKey_purpose: key } });
 
   /**
-   * The outcome of a transaction recorded before (a retry, or a restart): bytes never known to
-   * be mined are broadcast again as they are and settled; refused ones can never be mined. A
-   * retry of another request under the row's key (`requestHash` differs) is refused instead.
+   * A recorded transaction's bytes, broadcast again where they were never known to be mined
+   * (the same bytes: a node that has them answers "already known"), and the receipt where the
+   * node mined them at once. Refused ones can never be mined.
+   */
+  async function rebroadcast(row: ChainTransaction): Promise<TransactionReceipt | undefined> {
+    // Its nonce went to a filler transaction, or to another transaction: these bytes can never be mined.
+    if (row.status === "failed") throw new TransactionRefusedError(`the node refused transaction ${row.txHash}`);
+    if (row.status !== "signed" && row.status !== "sent") return undefined;
+    return sendRaw(row.rawTx).catch(async (error: Error) => {
+      throw error instanceof NonceTakenError ? await refused(row, error) : error;
+    });
+  }
+
+  /**
+   * The outcome of a transaction recorded before (a retry, or a restart). A retry of another
+   * request under the row's key (`requestHash` differs) is refused instead.
    */
   async function resume(row: ChainTransaction, requestHash?: string): Promise<SentTransaction> {
     // The key's answer may be long gone (kept 24 hours); the transaction keeps what sent it.
     if (requestHash && row.requestHash && row.requestHash !== requestHash) throw keyReused();
-    // Its nonce went to a filler transaction: these bytes can never be mined.
-    if (row.status === "failed") throw new TransactionRefusedError(`the node refused transaction ${row.txHash}`);
-    const receipt = row.status === "signed" || row.status === "sent" ? await sendRaw(row.rawTx) : undefined;
-    return settle(row.txHash, row, receipt);
+    return settle(row.txHash, row, await rebroadcast(row));
   }
 
   return {
     address: account.address,
     earlier,
     resume,
+    rebroadcast,
+    mined,
+    refused,
+
+    /** Records a user's request (or a call) in the next batch and broadcasts it (batcher.ts). */
+    submit: (item: BatchItem) => batcher.submit(item),
 
     /**
-     * Sends one transaction and returns its receipt. A revert found by the gas estimate is thrown
-     * (decoded) before anything is recorded, so a refused request leaves no state behind. A retry
-     * with the same (userId, idempotencyKey, purpose) settles the transaction recorded first.
+     * Sends one transaction of the service's own and returns its receipt. A revert found by the
+     * gas estimate is thrown (decoded) before anything is recorded, so a refused request leaves
+     * no state behind. A retry with the same (userId, idempotencyKey, purpose) settles the
+     * transaction recorded first.
      */
     async send(request: SendRequest): Promise<SentTransaction> {
-      if (request.userId && request.idempotencyKey && !request.isNew) {
+      if (request.userId && request.idempotencyKey) {
         const row = await earlier({ userId: request.userId, idempotencyKey: request.idempotencyKey, purpose: request.purpose });
         if (row) return resume(row, request.requestHash);
       }
@@ -286,34 +250,18 @@ export function createTransactionSender(deps: SenderDeps) {
       } catch (error) {
         throw decode(error) ?? error;
       }
-      const fee = await fees();
-      const { recorded: signed, sending } = await recordAndQueue({ request, gasLimit, fee });
+      const { transaction, broadcast } = await batcher.submit({ own: { ...request, gasLimit } });
+      if (broadcast.error) throw await refused(transaction, broadcast.error);
       // Left "signed" when the node took it: settle records the outcome next, and a restart
       // broadcasts a signed row again anyway (the node answers "already known").
-      const { error, receipt } = await sending;
-      if (error) {
-        // The node refused the bytes: record it. Its nonce would block every later one, so a
-        // zero-value transfer to ourselves takes it.
-        await db.prisma.chainTransaction.updateMany({
-          where: { txHash: signed.txHash },
-          data: { status: "failed", error: error.message.slice(0, 500), settledAt: new Date() },
-        });
-        deps.logger?.warn(
-          { txHash: signed.txHash, nonce: signed.nonce, error: error.message },
-          "transaction refused by the node; filling its nonce",
-        );
-        await fillNonce(signed.nonce).catch((fillError: Error) =>
-          deps.logger?.warn({ nonce: signed.nonce, error: fillError.message }, "could not fill a refused transaction's nonce"),
-        );
-        throw new TransactionRefusedError(`the node refused the transaction: ${error.message.slice(0, 200)}`);
-      }
-      return settle(signed.txHash, request, receipt);
+      return settle(transaction.txHash, request, broadcast.receipt);
     },
 
     /**
      * Settles what a stopped process left in flight: recorded transactions that were never
-     * broadcast, or whose receipt was never read, are broadcast again (the same bytes) and
-     * settled. Returns how many it settled.
+     * broadcast, or whose receipt was never read, are broadcast again (the same bytes, in nonce
+     * order) and settled. A batch of users' requests is only mined here: its requests are the
+     * relay's to settle (user-transactions.ts). Returns how many it settled.
      */
     async reconcile(): Promise<number> {
       const open = await db.prisma.chainTransaction.findMany({
@@ -323,7 +271,8 @@ export function createTransactionSender(deps: SenderDeps) {
       let settled = 0;
       for (const row of open) {
         try {
-          await resume(row);
+          if (row.purpose === BATCH_PURPOSE) await mined(row.txHash, await rebroadcast(row));
+          else await resume(row);
           settled += 1;
         } catch (error) {
           if (error instanceof TransactionRevertedError) settled += 1;

@@ -1,46 +1,42 @@
-// Users' own transactions, without ETH (docs/decisions.md D-61): the user's managed wallet signs
-// an ERC-2771 ForwardRequest (and, where USDC is pulled, an EIP-2612 permit); the service's
-// paying account sends it to the TrustMintForwarder through the one transaction sender. The
-// contracts see the user's wallet as the caller, exactly as when that wallet calls them itself.
-//
-// The forwarder takes each user's requests in nonce order, so one user's transactions are signed
-// and settled one at a time (a lease shared by every process); different users run in parallel.
-import { randomUUID } from "node:crypto";
+// Users' own transactions, without ETH (docs/decisions.md D-61, D-86): the user's managed wallet
+// signs an ERC-2771 ForwardRequest; the paying account sends it to the TrustMintForwarder in a
+// batch with every other request waiting (`executeBatch`, batcher.ts). The contracts see the
+// user's wallet as the caller, exactly as when that wallet calls them itself. Each request gets
+// its own answer: its own logs of the batch's receipt, or its own revert, decoded. A contract
+// that pulls the wallet's USDC gets a standing allowance once, by an EIP-2612 permit.
 import {
   type Contract,
   type HDNodeWallet,
   type Interface,
   type JsonRpcProvider,
+  type Log,
+  MaxUint256,
   type Signature,
+  type TransactionReceipt,
   type TypedDataDomain,
   TypedDataEncoder,
   type TypedDataField,
 } from "ethers";
+import { coalesce } from "../../core/coalesce.js";
 import { FORWARD_REQUEST_TYPES, FORWARDER_DOMAIN, PERMIT_TYPES } from "../../core/eip712.js";
 import type { Logger } from "../../core/logger.js";
-import type { ChainTransaction } from "../../generated/prisma/client.js";
+import { Prisma, type RelayedRequest } from "../../generated/prisma/client.js";
 import type { Db } from "../db.js";
-import { AppError } from "../errors.js";
-import { type ProcessPresence, processAlive } from "../processes/presence.js";
-import { decodeRevert } from "./failures.js";
+import { isServiceKey, keyReused } from "../idempotency/operation-key.js";
+import type { UserRequest } from "./batcher.js";
+import { decodeRevert, TransactionRefusedError, TransactionRevertedError } from "./failures.js";
+import type { Broadcast } from "./paying-account.js";
 import type { SentTransaction, TransactionSender } from "./sender.js";
 
-/** An EIP-2612 permit signed by the user, in the (deadline, v, r, s) form the contracts take. */
-export interface PermitSignature {
-  deadline: bigint;
-  v: number;
-  r: string;
-  s: string;
+/** The call's data, and, where it pulls USDC from the wallet, who pulls (`spender`) and how much. */
+export interface UserCallData {
+  data: string;
+  pulls?: { spender: string; value: bigint };
 }
-
-/** The call's data, or, where USDC is pulled, a permit for `spender` to take `value` micro-USDC and the data built from it. */
-export type UserCallData =
-  | { data: string; permit?: undefined }
-  | { data: (permit: PermitSignature) => string; permit: { spender: string; value: bigint } };
 
 export type UserCall = UserCallData & {
   user: { id: string; walletIndex: number; walletAddress: string };
-  /** What it does (`vault.deposit`, ...): with the key, a retry finds the transaction sent first. */
+  /** What it does (`vault.deposit`, ...): with the key, a retry finds the request sent first. */
   purpose: string;
   idempotencyKey: string;
   /** The request behind it (domain/idempotency/operation-key.ts): kept with the transaction. */
@@ -52,34 +48,30 @@ export interface UserTransactionDeps {
   db: Db;
   provider: JsonRpcProvider;
   chainId: number;
-  sender: Pick<TransactionSender, "send" | "resume">;
-  /** This process, holder of the leases it takes: a dead holder's lease is taken over at once. */
-  presence: Pick<ProcessPresence, "id">;
+  sender: Pick<TransactionSender, "send" | "submit" | "mined" | "rebroadcast" | "refused" | "resume" | "reconcile">;
   forwarder: Contract;
   usdc: Contract;
   signerOf(walletIndex: number): HDNodeWallet;
   errors: Interface;
   /** The calls users may make through the relay (the platform's contracts and their user functions). */
   isAllowed(to: string, data: string): boolean | Promise<boolean>;
-  logger?: Pick<Logger, "warn">;
-  /** How long a request waits for the user's earlier transaction before answering 503. */
-  leaseWaitMs?: number;
+  logger?: Pick<Logger, "warn" | "info">;
 }
 
-/** What a retry of a request is found by: the transaction recorded under it. */
+/** What a retry of a request is found by: the request recorded under it. */
 type RequestKey = { userId: string; idempotencyKey: string; purpose: string };
+
+/** A request's outcome in its batch: its own logs, or why it did not run. */
+type Outcome =
+  | { status: "executed"; logs: Log[] }
+  | { status: "reverted"; error: TransactionRevertedError }
+  | { status: "skipped" | "failed" };
+type BatchOutcome = { receipt: TransactionReceipt | null; outcomes: Map<string, Outcome> };
 
 /** How long a signed request stays valid on chain: long enough for a slow block, short enough to die if lost. */
 const REQUEST_LIFETIME_S = 3_600n;
-/**
- * A lease outlives the sender's receipt wait (60 s); an expired one belonged to a dead process.
- * A holder whose process stopped beating loses it sooner (domain/processes/presence.ts).
- */
-const LEASE_SECONDS = 120;
 /** Forwarded gas above the direct call's estimate: the forwarder appends 20 bytes and state can move. */
 const FORWARD_GAS_HEADROOM_PERCENT = 125n;
-/** The forwarder's own work (signature, nonce, calldata) on top of the forwarded gas. */
-const FORWARDER_OVERHEAD_GAS = 120_000n;
 
 /**
  * EIP-712 signature by the wallet's key over values that are all literal (no ENS name to
@@ -94,11 +86,14 @@ function signTyped(
   return wallet.signingKey.sign(TypedDataEncoder.hash(domain, types, value));
 }
 
+const sameKey = (a: RequestKey) => (b: RequestKey | { userId: string | null; idempotencyKey: string | null; purpose: string }) =>
+  a.userId === b.userId && a.idempotencyKey === b.idempotencyKey && a.purpose === b.purpose;
+
 export function createUserTransactions(deps: UserTransactionDeps) {
-  const { db, provider, chainId, forwarder, usdc } = deps;
-  const leaseWaitMs = deps.leaseWaitMs ?? 90_000;
+  const { db, provider, chainId, forwarder, usdc, sender } = deps;
+  const forwarderAddress = (forwarder.target as string).toLowerCase();
+  const executed = forwarder.interface.getEvent("ExecutedForwardRequest")!;
   let permitDomain: Promise<{ name: string; version: string }> | undefined;
-  const inProcess = new Map<string, Promise<unknown>>();
 
   /** The token's EIP-712 name and version as it reports them (ERC-5267, else name() and version()). */
   function tokenDomain() {
@@ -116,139 +111,264 @@ export function createUserTransactions(deps: UserTransactionDeps) {
     return permitDomain;
   }
 
+  /** Requests recorded under these keys (and transactions of the single-request relay before D-86), one statement each for all callers. */
+  const findEarlier = coalesce(async (keys: readonly RequestKey[]) => {
+    const where = { OR: keys.map(({ userId, idempotencyKey, purpose }) => ({ userId, idempotencyKey, purpose })) };
+    const [requests, single] = await Promise.all([
+      db.prisma.relayedRequest.findMany({ where }),
+      db.prisma.chainTransaction.findMany({ where }),
+    ]);
+    return keys.map((key) => ({ request: requests.find(sameKey(key)), single: single.find(sameKey(key)) }));
+  });
+
   /**
-   * Takes the user's lease (one conditional upsert), waiting while another holder has it, and
-   * reads, in the same statement, the transaction an earlier attempt of this request recorded:
-   * a retry of that one needs no lease (it sends nothing new), even while a dead process's
-   * lease has not expired yet.
+   * A standing allowance of `spender` over the wallet's USDC, granted once by an EIP-2612 permit
+   * the paying account submits (USDC takes permits from anyone), so that the user's calls pull
+   * with no permit of their own (D-86). Requests of this process for the same wallet and spender
+   * share one grant; a grant another process made first serves as well.
    */
-  async function leaseOrEarlier(key: RequestKey): Promise<{ holder: string | null; earlier: ChainTransaction | null }> {
-    const holder = randomUUID();
-    const processId = await deps.presence.id();
-    const deadline = Date.now() + leaseWaitMs;
-    for (let wait = 5; ; wait = Math.min(wait * 2, 200)) {
-      const [row] = await db.prisma.$queryRaw<(ChainTransaction & { leaseHolder: string | null })[]>`
-        WITH "taken" AS (
-          INSERT INTO "UserTransactionLease" ("userId", "holder", "expiresAt", "processId")
-          VALUES (${key.userId}, ${holder}, now() + make_interval(secs => ${LEASE_SECONDS}), ${processId})
-          ON CONFLICT ("userId") DO UPDATE
-            SET "holder" = EXCLUDED."holder", "expiresAt" = EXCLUDED."expiresAt", "processId" = EXCLUDED."processId"
-            WHERE "UserTransactionLease"."expiresAt" < now()
-              OR ("UserTransactionLease"."processId" IS NOT NULL AND NOT ${processAlive(`"UserTransactionLease"."processId"`)})
-          RETURNING "holder")
-        SELECT (SELECT "holder" FROM "taken") AS "leaseHolder", t.* FROM (SELECT 1) AS "one"
-          LEFT JOIN "ChainTransaction" t
-            ON t."userId" = ${key.userId} AND t."idempotencyKey" = ${key.idempotencyKey} AND t."purpose" = ${key.purpose}`;
-      const taken = row?.leaseHolder === holder ? holder : null;
-      const { leaseHolder: _, ...transaction } = row ?? { leaseHolder: null };
-      const earlier = "id" in transaction && transaction.id ? (transaction as ChainTransaction) : null;
-      if (taken || earlier) return { holder: taken, earlier };
-      if (Date.now() > deadline) {
-        throw new AppError("SERVICE_UNAVAILABLE", "Another transaction of yours is still in flight; retry with the same Idempotency-Key");
-      }
-      await new Promise((resolve) => setTimeout(resolve, wait));
+  const granting = new Map<string, Promise<void>>();
+  async function ensureAllowance(wallet: HDNodeWallet, userId: string, { spender, value }: { spender: string; value: bigint }) {
+    const allowance = () => usdc.allowance(wallet.address, spender, { blockTag: "pending" }) as Promise<bigint>;
+    const [allowed, balance] = await Promise.all([allowance(), usdc.balanceOf(wallet.address, { blockTag: "pending" }) as Promise<bigint>]);
+    if (allowed >= value) return;
+    // An empty wallet can pay nothing: the token's own answer, before anything is granted. (A
+    // call may pull less than `value`, a repayment capped at what is owed, so only 0 is sure.)
+    if (balance === 0n) {
+      throw new TransactionRevertedError(
+        { name: "ERC20InsufficientBalance", args: [wallet.address, 0n, value] },
+        "reverted with ERC20InsufficientBalance",
+      );
     }
+    const key = `${wallet.address}:${spender}`.toLowerCase();
+    let grant = granting.get(key);
+    if (!grant) {
+      grant = (async () => {
+        const [nonce, latest, token] = await Promise.all([
+          usdc.nonces(wallet.address, { blockTag: "pending" }) as Promise<bigint>,
+          provider.getBlock("latest"),
+          tokenDomain(),
+        ]);
+        const deadline = BigInt(latest!.timestamp) + REQUEST_LIFETIME_S;
+        const permit = { owner: wallet.address, spender, value: MaxUint256, nonce, deadline };
+        const { v, r, s } = signTyped(wallet, { ...token, chainId, verifyingContract: usdc.target as string }, PERMIT_TYPES, permit);
+        await sender.send({
+          purpose: "relay.allowance",
+          userId,
+          // One grant per permit nonce: a retry after a crash settles the one recorded.
+          idempotencyKey: `allowance ${spender.toLowerCase()} ${nonce}`,
+          to: usdc.target as string,
+          data: usdc.interface.encodeFunctionData("permit", [wallet.address, spender, MaxUint256, deadline, v, r, s]),
+        });
+      })().finally(() => granting.delete(key));
+      granting.set(key, grant);
+    }
+    // Another process's grant may have taken the permit's nonce: what counts is the allowance.
+    await grant.catch(async (error) => {
+      if ((await allowance()) < value) throw error;
+    });
   }
 
   /**
-   * Runs `work` holding the user's lease: in this process one after another, across processes by
-   * the lease row (a retry of a recorded transaction runs without it). The answer does not wait
-   * for the lease's release; the user's next transaction in this process does.
+   * The user's call made ready for a batch: its data checked against the allow-list and
+   * simulated from the user's own address (a revert is decoded here, before anything is signed
+   * for the batch or recorded), with what the batch needs to sign it with the wallet's nonce.
    */
-  function oneAtATimeFor<T>(key: RequestKey, work: (earlier: ChainTransaction | null) => Promise<T>): Promise<T> {
-    const { userId } = key;
-    const previous = inProcess.get(userId) ?? Promise.resolve();
-    let released: Promise<unknown> = Promise.resolve();
-    const run = previous.then(async () => {
-      const { holder, earlier } = await leaseOrEarlier(key);
-      if (!holder) return work(earlier);
-      try {
-        return await work(earlier);
-      } finally {
-        released = db.prisma.userTransactionLease.deleteMany({ where: { userId, holder } }).catch((error: Error) =>
-          // Expires by itself within LEASE_SECONDS.
-          deps.logger?.warn({ userId, error: error.message }, "could not release a user's transaction lease"),
-        );
-      }
-    });
-    const tail = run.then(
-      () => released,
-      () => released,
-    );
-    inProcess.set(userId, tail);
-    void tail.then(() => {
-      if (inProcess.get(userId) === tail) inProcess.delete(userId);
-    });
-    return run;
-  }
-
-  async function signPermit(
-    wallet: HDNodeWallet,
-    permit: { spender: string; value: bigint; nonce: bigint; deadline: bigint },
-  ): Promise<PermitSignature> {
-    const domain = { ...(await tokenDomain()), chainId, verifyingContract: usdc.target as string };
-    const { spender, value, nonce, deadline } = permit;
-    const { v, r, s } = signTyped(wallet, domain, PERMIT_TYPES, { owner: wallet.address, spender, value, nonce, deadline });
-    return { deadline, v, r, s };
-  }
-
-  async function relay(call: UserCall): Promise<SentTransaction> {
+  async function prepare(call: UserCall): Promise<UserRequest> {
     const wallet = deps.signerOf(call.user.walletIndex);
     if (wallet.address.toLowerCase() !== call.user.walletAddress.toLowerCase()) {
       throw new Error(`managed wallet ${call.user.walletIndex} is not ${call.user.walletAddress}: the seed changed`);
     }
-    // "pending": the user's earlier transaction may be broadcast and not yet mined.
-    const [latest, nonce, permitNonce] = await Promise.all([
-      provider.getBlock("latest"),
-      forwarder.nonces(wallet.address, { blockTag: "pending" }) as Promise<bigint>,
-      call.permit ? (usdc.nonces(wallet.address, { blockTag: "pending" }) as Promise<bigint>) : undefined,
-    ]);
-    const deadline = BigInt(latest!.timestamp) + REQUEST_LIFETIME_S;
-    const data = call.permit ? call.data(await signPermit(wallet, { ...call.permit, nonce: permitNonce!, deadline })) : call.data;
+    const { data } = call;
     if (!(await deps.isAllowed(call.to, data))) throw new Error(`the relay does not forward this call (${call.to}, ${data.slice(0, 10)})`);
-
-    // The user's own call, simulated: a revert is decoded here, before anything is signed or recorded.
-    let gas: bigint;
+    // "pending": the user's earlier transaction may be broadcast and not yet mined.
+    const simulate = () =>
+      Promise.all([
+        provider.getBlock("latest"),
+        forwarder.nonces(wallet.address, { blockTag: "pending" }) as Promise<bigint>,
+        provider.estimateGas({ from: wallet.address, to: call.to, data }).catch((error) => {
+          throw decodeRevert(deps.errors, error) ?? error;
+        }),
+      ]);
+    let simulated: Awaited<ReturnType<typeof simulate>>;
     try {
-      gas = await provider.estimateGas({ from: wallet.address, to: call.to, data });
+      simulated = await simulate();
     } catch (error) {
-      throw decodeRevert(deps.errors, error) ?? error;
+      // The contract's own checks come before its pull, so only a pull it may not make yet is left.
+      const needsAllowance = error instanceof TransactionRevertedError && error.revert?.name === "ERC20InsufficientAllowance";
+      if (!call.pulls || !needsAllowance) throw error;
+      await ensureAllowance(wallet, call.user.id, call.pulls);
+      simulated = await simulate();
     }
-    gas = (gas * FORWARD_GAS_HEADROOM_PERCENT) / 100n;
-    const request = { from: wallet.address, to: call.to, value: 0n, gas, nonce, deadline, data };
-    const signature = signTyped(
-      wallet,
-      { ...FORWARDER_DOMAIN, chainId, verifyingContract: forwarder.target as string },
-      FORWARD_REQUEST_TYPES,
-      request,
-    ).serialized;
-    const { nonce: _signedNonce, ...requestData } = request;
-    return deps.sender.send({
+    const [latest, nonce, estimate] = simulated;
+    const deadline = BigInt(latest!.timestamp) + REQUEST_LIFETIME_S;
+    const gas = (estimate * FORWARD_GAS_HEADROOM_PERCENT) / 100n;
+    const forwarderDomain = { ...FORWARDER_DOMAIN, chainId, verifyingContract: forwarder.target as string };
+    return {
       purpose: call.purpose,
       userId: call.user.id,
       idempotencyKey: call.idempotencyKey,
       requestHash: call.requestHash,
-      to: forwarder.target as string,
-      data: forwarder.interface.encodeFunctionData("execute", [{ ...requestData, signature }]),
-      // The forwarder passes `gas` on and keeps 1/64 of it back (EIP-150).
-      gasLimit: (gas * 64n) / 63n + FORWARDER_OVERHEAD_GAS,
-      // Looked up under the user's lease just before.
-      isNew: true,
+      from: wallet.address.toLowerCase(),
+      to: call.to,
+      chainNonce: nonce,
+      sign(forwarderNonce) {
+        const signed = { from: wallet.address, to: call.to, value: 0n, gas, nonce: forwarderNonce, deadline, data };
+        const signature = signTyped(wallet, forwarderDomain, FORWARD_REQUEST_TYPES, signed).serialized;
+        const { nonce: _signedNonce, ...request } = signed;
+        return { ...request, signature };
+      },
+    };
+  }
+
+  /**
+   * Each request's outcome from its batch's receipt: the forwarder emits
+   * ExecutedForwardRequest(signer, nonce, success) after each request it ran, so a request's own
+   * logs are those since the previous one; a request without the event was skipped (its nonce or
+   * deadline no longer held). A reverted one is replayed after the batch to decode its error.
+   */
+  async function outcomesOf(receipt: TransactionReceipt, requests: RelayedRequest[]): Promise<Map<string, Outcome>> {
+    const ran = new Map<string, { success: boolean; logs: Log[] }>();
+    let since: Log[] = [];
+    for (const log of receipt.logs) {
+      if (log.address.toLowerCase() !== forwarderAddress || log.topics[0] !== executed.topicHash) {
+        since.push(log);
+        continue;
+      }
+      const { signer, nonce, success } = forwarder.interface.decodeEventLog(executed, log.data, log.topics);
+      ran.set(`${(signer as string).toLowerCase()}:${nonce}`, { success: success as boolean, logs: since });
+      since = [];
+    }
+    const outcomes = new Map<string, Outcome>();
+    for (const request of requests) {
+      const run = ran.get(`${request.from}:${request.forwarderNonce}`);
+      if (!run) outcomes.set(request.id, { status: "skipped" });
+      else if (run.success) outcomes.set(request.id, { status: "executed", logs: run.logs });
+      else {
+        let error: TransactionRevertedError | null = null;
+        try {
+          await provider.call({ from: request.from, to: request.to, data: request.data, blockTag: receipt.blockNumber });
+        } catch (replayed) {
+          error = decodeRevert(deps.errors, replayed);
+        }
+        outcomes.set(request.id, { status: "reverted", error: error ?? new TransactionRevertedError(null, "reverted") });
+      }
+    }
+    return outcomes;
+  }
+
+  /**
+   * Settles a batch: its transaction mined (broadcast again first where a restart found it
+   * unsent) or refused, and every request's row with its outcome, in one statement. Several
+   * callers of one batch share one settling.
+   */
+  const settling = new Map<string, Promise<BatchOutcome>>();
+  function settleBatch(transactionId: string, broadcast?: Broadcast): Promise<BatchOutcome> {
+    let settled = settling.get(transactionId);
+    if (!settled) {
+      settled = settle(transactionId, broadcast).finally(() => settling.delete(transactionId));
+      settling.set(transactionId, settled);
+    }
+    return settled;
+  }
+  async function settle(transactionId: string, broadcast?: Broadcast): Promise<BatchOutcome> {
+    const [transaction, requests] = await Promise.all([
+      db.prisma.chainTransaction.findUniqueOrThrow({ where: { id: transactionId } }),
+      db.prisma.relayedRequest.findMany({ where: { transactionId }, orderBy: { position: "asc" } }),
+    ]);
+    let receipt: TransactionReceipt | null = null;
+    try {
+      if (broadcast?.error) throw await sender.refused(transaction, broadcast.error);
+      receipt = await sender.mined(transaction.txHash, broadcast ? broadcast.receipt : await sender.rebroadcast(transaction));
+    } catch (error) {
+      if (!(error instanceof TransactionRefusedError)) throw error; // not mined yet: the requests stay pending
+    }
+    // A batch refused, or reverted as a whole, ran none of its requests: their nonces are unused.
+    const outcomes =
+      receipt?.status === 1
+        ? await outcomesOf(receipt, requests)
+        : new Map(requests.map((request): [string, Outcome] => [request.id, { status: "failed" }]));
+    const rows = requests.map((request) => {
+      const outcome = outcomes.get(request.id)!;
+      return Prisma.sql`(${request.id}, ${outcome.status}, ${outcome.status === "reverted" ? outcome.error.message : null})`;
     });
+    await db.prisma.$executeRaw`
+      UPDATE "RelayedRequest" AS r SET "status" = v."status", "error" = v."error", "settledAt" = now()
+        FROM (VALUES ${Prisma.join(rows)}) AS v("id", "status", "error")
+       WHERE r."id" = v."id" AND r."status" = 'pending'`;
+    return { receipt, outcomes };
+  }
+
+  /** A request's answer from its batch's outcome: its own part of the receipt, or its error. */
+  function answerOf(requestId: string, { receipt, outcomes }: BatchOutcome): SentTransaction {
+    const outcome = outcomes.get(requestId)!;
+    if (outcome.status === "reverted") throw outcome.error;
+    if (outcome.status !== "executed" || !receipt) {
+      throw new TransactionRefusedError(outcome.status === "skipped" ? "the forwarder did not run the request" : "the batch was refused");
+    }
+    return { txHash: receipt.hash, blockNumber: receipt.blockNumber, receipt, logs: outcome.logs };
+  }
+
+  /** The outcome of a request recorded before (a retry): settled from its batch, never sent again. */
+  async function resume(request: RelayedRequest, requestHash?: string): Promise<SentTransaction> {
+    if (requestHash && request.requestHash && request.requestHash !== requestHash) throw keyReused();
+    return answerOf(request.id, await settleBatch(request.transactionId));
+  }
+
+  /** A request's earlier attempt under its key, settled; undefined when there is none. */
+  async function earlier(call: UserCall): Promise<SentTransaction | undefined> {
+    const found = await findEarlier({ userId: call.user.id, idempotencyKey: call.idempotencyKey, purpose: call.purpose });
+    if (found.request) return resume(found.request, call.requestHash);
+    if (found.single) return sender.resume(found.single, call.requestHash);
+    return undefined;
   }
 
   return {
     /**
-     * Sends `call` as the user and returns its receipt. A revert is thrown decoded
-     * (TransactionRevertedError) with nothing recorded when the simulation finds it, or recorded
-     * as reverted when the chain does. A retry with the same (user, key, purpose) returns the
-     * transaction sent first and sends nothing.
+     * Sends `call` as the user, in the next batch, and returns its part of the batch's receipt.
+     * A revert is thrown decoded (TransactionRevertedError) with nothing recorded when the
+     * simulation finds it, or recorded as reverted when the chain does. A retry with the same
+     * (user, key, purpose) returns the request sent first and sends nothing.
      */
     async send(call: UserCall): Promise<SentTransaction> {
-      const key = { userId: call.user.id, idempotencyKey: call.idempotencyKey, purpose: call.purpose };
-      // An earlier attempt with the same key (a retry, or a concurrent request that held the
-      // lease first) is found under the lease and settled, never sent again.
-      return oneAtATimeFor(key, (earlier) => (earlier ? deps.sender.resume(earlier, call.requestHash) : relay(call)));
+      // A key the service made for this request alone has no earlier attempt.
+      const found = isServiceKey(call.idempotencyKey) ? undefined : await earlier(call);
+      if (found) return found;
+      const request = await prepare(call);
+      let batched: Awaited<ReturnType<typeof sender.submit>>;
+      try {
+        batched = await sender.submit({ user: request });
+      } catch (error) {
+        // The same key recorded meanwhile by a concurrent attempt (the unique key refused this one).
+        const concurrent = await earlier(call);
+        if (concurrent) return concurrent;
+        throw error;
+      }
+      return answerOf(batched.request!.id, await settleBatch(batched.transaction.id, batched.broadcast));
+    },
+
+    /**
+     * At start: settles the transactions a stopped process left in flight (sender.reconcile),
+     * then every request still pending in them. Returns how many batches it settled.
+     */
+    async reconcile(): Promise<number> {
+      await sender.reconcile();
+      const open = await db.prisma.relayedRequest.findMany({
+        where: { status: "pending" },
+        distinct: ["transactionId"],
+        select: { transactionId: true },
+      });
+      let settled = 0;
+      for (const { transactionId } of open) {
+        try {
+          await settleBatch(transactionId);
+          settled += 1;
+        } catch (error) {
+          deps.logger?.warn({ transactionId, error: (error as Error).message }, "reconcile: a batch of users' requests not settled");
+        }
+      }
+      if (open.length > 0) deps.logger?.info({ batches: open.length, settled }, "reconciled users' requests left in flight");
+      return settled;
     },
   };
 }

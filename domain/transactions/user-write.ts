@@ -73,7 +73,7 @@ export function createUserWrite(deps: UserWriteDeps) {
      * of the domain event the indexer derived from it as `type` (for the write's rewards).
      */
     eventOf<T>(contract: Contract, sent: SentTransaction, name: string) {
-      const { args, index } = requireReceiptEvent<T>(contract, sent.receipt, name);
+      const { args, index } = requireReceiptEvent<T>(contract, sent, name);
       return { args, eventId: (type: string) => chainEventId(chainDedupeKey(deps.chainId, sent.txHash, index, type)) };
     },
 
@@ -81,10 +81,8 @@ export function createUserWrite(deps: UserWriteDeps) {
      * The ids the outbox can hold for the transaction's facts of these types: one per log and
      * type (ids the indexer recorded no event for are simply not found), for a consumer's `take`.
      */
-    eventIds(sent: Pick<SentTransaction, "txHash" | "receipt">, types: readonly string[]): string[] {
-      return sent.receipt.logs.flatMap((log) =>
-        types.map((type) => chainEventId(chainDedupeKey(deps.chainId, sent.txHash, log.index, type))),
-      );
+    eventIds(sent: Pick<SentTransaction, "txHash" | "logs">, types: readonly string[]): string[] {
+      return sent.logs.flatMap((log) => types.map((type) => chainEventId(chainDedupeKey(deps.chainId, sent.txHash, log.index, type))));
     },
   };
 }

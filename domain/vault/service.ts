@@ -172,13 +172,12 @@ export function createVaultService(deps: VaultServiceDeps) {
       };
     },
 
-    /** Deposits `amount` micro-USDC from the user's wallet (a permit, no approval transaction). */
+    /** Deposits `amount` micro-USDC from the user's wallet (the relay's standing allowance: D-86). */
     async deposit(user: UserRecord, amount: bigint, operation: OperationKey) {
       const wallet = user.walletAddress;
       const done = await write(user, "deposit", operation, "amount", {
-        permit: { spender: vaultAddress, value: amount },
-        data: (permit) =>
-          vault.interface.encodeFunctionData("depositWithPermit", [amount, wallet, permit.deadline, permit.v, permit.r, permit.s]),
+        pulls: { spender: vaultAddress, value: amount },
+        data: vault.interface.encodeFunctionData("deposit", [amount, wallet]),
       });
       return {
         depositAmount: formatUsdc2(done.assets),

@@ -279,6 +279,7 @@ describe(`money sandbox: faucet, transaction sender, Idempotency-Key (${usingPos
       chainId: chain.deployment.chainId,
       account: stranger,
       errors: platformErrors(),
+      forwarder: platformContract(chain.deployment, "forwarder", chain.provider),
     });
     const usdc = platformContract(chain.deployment, "usdc", chain.provider);
     const before = await db.prisma.chainTransaction.count();

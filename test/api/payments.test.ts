@@ -197,8 +197,10 @@ describe(`payments (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
     expect((await balanceOf(merchant.wallet)) - merchantBefore).to.equal(usdc(99));
     expect((await balanceOf(treasury)) - treasuryBefore).to.equal(usdc(1));
     // The payer's own transaction (the relay's), recorded before it was sent; the payer holds no ETH.
-    const tx = await db.prisma.chainTransaction.findFirstOrThrow({ where: { txHash: paid.body.data.txHash } });
-    expect(tx).to.deep.include({ userId: payer.id, purpose: "payment.pay", status: "mined" });
+    const request = await db.prisma.relayedRequest.findFirstOrThrow({ where: { userId: payer.id, purpose: "payment.pay" } });
+    expect(request.status).to.equal("executed");
+    const tx = await db.prisma.chainTransaction.findUniqueOrThrow({ where: { id: request.transactionId } });
+    expect(tx).to.deep.include({ txHash: paid.body.data.txHash, status: "mined" });
     expect(await chain.provider.getBalance(payer.wallet)).to.equal(0n);
     const onChain = await chain.contracts.router.paymentOf(refFromUuid(payment.id), merchant.wallet, usdc(100));
     expect(onChain.payer.toLowerCase()).to.equal(payer.wallet.toLowerCase());
@@ -353,7 +355,7 @@ describe(`payments (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
     expect((await balanceOf(merchant.wallet)) - merchantBefore).to.equal(usdc(40) - usdc(40) / 100n);
     const ref = refFromUuid(payment.id);
     expect(await db.prisma.paymentChainEvent.count({ where: { ref, kind: "paid" } })).to.equal(1);
-    expect(await db.prisma.chainTransaction.count({ where: { userId: payer.id, purpose: "payment.pay" } })).to.equal(1);
+    expect(await db.prisma.relayedRequest.count({ where: { userId: payer.id, purpose: "payment.pay" } })).to.equal(1);
   });
 
   it("refunds from the merchant's wallet, partly then fully, never above the amount; the sums hold on chain", async () => {

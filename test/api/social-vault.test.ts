@@ -150,7 +150,7 @@ describe(`social vault API: create, deposit, instant withdrawals (${usingPostgre
         `a platform contract (${key}): the USDC would be lost`,
       ]),
     ];
-    const recorded = () => db.prisma.chainTransaction.count({ where: { userId: user.id } });
+    const recorded = () => db.prisma.relayedRequest.count({ where: { userId: user.id } });
     const before = await recorded();
     for (const [recipient, reason] of kinds) {
       // An amount each path would take from any other recipient: within today's limit, and above it.
@@ -192,7 +192,7 @@ describe(`social vault API: create, deposit, instant withdrawals (${usingPostgre
     const user = await newUser(300);
     const vaultAddress = (await create(user.token, { dailyLimit: 100 })).body.data.vaultAddress as string;
     const friend = (await newUser()).wallet;
-    const recorded = () => db.prisma.chainTransaction.count({ where: { userId: user.id } });
+    const recorded = () => db.prisma.relayedRequest.count({ where: { userId: user.id } });
     const before = await recorded();
     for (const amount of [0.000001, 0.009999]) {
       for (const [path, body, reason] of [

@@ -59,6 +59,9 @@ describe(`webhooks across a chain reorganisation (${usingPostgres ? "PostgreSQL"
     const { stack, receiver } = running;
     const { api, chain, db } = stack;
     const user = await newTestUser(api, "reorg", 500);
+    // A first deposit, before any subscription, grants the vault its standing allowance (D-86),
+    // so the one below is a single transaction that the reorg removes and brings back.
+    expect((await postWithKey(api, "/v1/vault/deposit", user.token, { amount: 1 })).status).to.equal(200);
     const subscribe = async (path: string, events: string[]) => {
       const created = await api.request("POST", "/v1/webhooks", {
         token: user.token,

@@ -16,7 +16,7 @@ const TOUCHES_TABLES =
 const STRING_STATEMENT = /\$queryRawUnsafe|\$executeRawUnsafe|\bsql\.query\s*[<(]|\bepochMs\b/;
 const STORES = ["domain/jobs/queue.ts", "domain/events/consumer.ts", "domain/events/outbox.ts", "domain/processes/presence.ts"];
 /** The money path's, which the batched relay rewrites (#34). */
-const PENDING = ["domain/transactions/sender.ts", "domain/transactions/user-transactions.ts"];
+const PENDING = ["domain/transactions/batcher.ts", "domain/transactions/sender.ts", "domain/transactions/user-transactions.ts"];
 
 function sourceFiles(folder: string): string[] {
   return readdirSync(folder).flatMap((name) => {

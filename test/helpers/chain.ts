@@ -18,7 +18,7 @@ export interface TestChain {
   provider: JsonRpcProvider;
   embedded: EmbeddedChain;
   deployment: Deployment;
-  contracts: { usdc: Contract; vault: Contract; loanBook: Contract; factory: Contract; router: Contract };
+  contracts: { usdc: Contract; vault: Contract; loanBook: Contract; factory: Contract; router: Contract; forwarder: Contract };
   signer(index: number): Promise<JsonRpcSigner>;
   /** Contract `name` at `address`, connected to `runner`. */
   at(source: [string, string], address: string, runner: JsonRpcSigner): Contract;
@@ -47,6 +47,7 @@ export async function chainHandles(
       loanBook: connect("loanBook", "lending/LoanBook.sol", "LoanBook"),
       factory: connect("socialVaultFactory", "social/SocialVaultFactory.sol", "SocialVaultFactory"),
       router: connect("paymentRouter", "payments/PaymentRouter.sol", "PaymentRouter"),
+      forwarder: connect("forwarder", "metatx/TrustMintForwarder.sol", "TrustMintForwarder"),
     },
     signer: (index) => provider.getSigner(index),
     at: ([file, name], address, runner) => new Contract(address, loadArtifact(file, name).abi as never, runner),

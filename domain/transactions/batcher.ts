@@ -1,0 +1,288 @@
+// The one place that takes the paying account's nonces and orders each user's requests (D-86).
+// Everything that waits to be sent while the batch before it goes out leaves together (group
+// commit, core/coalesce.ts): the users' requests as one `executeBatch` of the forwarder, the
+// service's own calls as transactions of their own. One database transaction takes the nonces,
+// signs, and records every transaction and request before any is broadcast; then they are
+// broadcast in nonce order in one round trip.
+import { randomUUID } from "node:crypto";
+import type { Contract, JsonRpcProvider, Wallet } from "ethers";
+import { coalesce } from "../../core/coalesce.js";
+import type { Logger } from "../../core/logger.js";
+import { Prisma } from "../../generated/prisma/client.js";
+import type { Db } from "../db.js";
+import type { Broadcast, PayingAccount } from "./paying-account.js";
+
+/** A call of the service's own (the sandbox, the loan operator): a transaction of its own. */
+export interface OwnCall {
+  purpose: string;
+  to: string;
+  data: string;
+  userId?: string;
+  idempotencyKey?: string;
+  requestHash?: string;
+  gasLimit: bigint;
+}
+
+/** A signed ForwardRequest in the form `execute` and `executeBatch` take. */
+export interface ForwardRequestData {
+  from: string;
+  to: string;
+  value: bigint;
+  gas: bigint;
+  deadline: bigint;
+  data: string;
+  signature: string;
+}
+
+/** A user's request, simulated, waiting for its nonces: `sign` makes its ForwardRequest with them. */
+export interface UserRequest {
+  purpose: string;
+  userId: string;
+  idempotencyKey: string;
+  requestHash?: string;
+  /** The user's managed wallet. */
+  from: string;
+  to: string;
+  /** The wallet's forwarder nonce on chain when the request was prepared. */
+  chainNonce: bigint;
+  sign(forwarderNonce: bigint): ForwardRequestData;
+}
+
+export type BatchItem = { own: OwnCall } | { user: UserRequest };
+
+/** The paying account's transaction an item went out in, and what its broadcast came to. */
+export interface Batched {
+  transaction: { id: string; txHash: string; nonce: number };
+  broadcast: Broadcast;
+  /** For a user's request: its row. */
+  request?: { id: string; position: number; forwarderNonce: bigint; from: string; to: string; data: string };
+}
+
+/** `ChainTransaction.purpose` of a batch of users' requests. */
+export const BATCH_PURPOSE = "relay.batch";
+
+/** Most items in one batch: the batch transaction stays far below a block's gas limit. */
+const MAX_BATCH = 50;
+/** The forwarder's own work per request (signature, nonce, calldata, event) beside the gas it forwards. */
+const PER_REQUEST_GAS = 60_000n;
+const BATCH_BASE_GAS = 60_000n;
+
+type Signed = { id: string; rawTx: string; txHash: string; nonce: number };
+
+export function createBatcher(deps: {
+  db: Db;
+  provider: JsonRpcProvider;
+  chainId: number;
+  account: Wallet;
+  payingAccount: PayingAccount;
+  forwarder: Contract;
+  logger?: Pick<Logger, "warn"> | undefined;
+}) {
+  const { db, provider, chainId, account, payingAccount, forwarder } = deps;
+  const sender = account.address.toLowerCase();
+
+  /**
+   * Each wallet's last forwarder nonce among its recorded requests that used theirs (pending,
+   * executed or reverted): pending ones are ahead of the chain, and executed ones may be ahead of
+   * a reading taken before they were mined. Read under the SenderNonce lock, so every process
+   * sees the others' recorded requests.
+   */
+  async function lastNoncesOf(tx: Prisma.TransactionClient, wallets: string[]) {
+    const rows = await tx.$queryRaw<{ from: string; nonce: bigint }[]>`
+      SELECT "from", max("forwarderNonce") AS "nonce" FROM "RelayedRequest"
+       WHERE "from" IN (${Prisma.join(wallets)}) AND "status" IN ('pending', 'executed', 'reverted')
+       GROUP BY "from"`;
+    return new Map(rows.map((row) => [row.from, row.nonce]));
+  }
+
+  /** Takes the nonces, signs and records `items` in one database transaction. */
+  async function record(items: readonly BatchItem[]) {
+    const own = items.flatMap((item) => ("own" in item ? [item.own] : []));
+    const users = items.flatMap((item) => ("user" in item ? [item.user] : []));
+    const [onChain, fee] = await Promise.all([provider.getTransactionCount(account.address, "pending"), payingAccount.fees()]);
+    const count = own.length + (users.length > 0 ? 1 : 0);
+    const now = new Date();
+    const recorded = await db.prisma.$transaction(async (tx) => {
+      // The account's nonces, never behind the chain's own count (the key may send elsewhere too).
+      const [{ first }] = await tx.$queryRaw<{ first: number }[]>`
+        INSERT INTO "SenderNonce" ("chainId", "address", "nextNonce", "updatedAt")
+        VALUES (${chainId}, ${sender}, ${onChain + count}, now())
+        ON CONFLICT ("chainId", "address") DO UPDATE
+          SET "nextNonce" = GREATEST("SenderNonce"."nextNonce", ${onChain}) + ${count}, "updatedAt" = now()
+        RETURNING "nextNonce" - ${count} AS "first"`;
+      let nonce = Number(first);
+      const transactions: (Signed & { purpose: string; to: string; data: string; call?: OwnCall })[] = [];
+      const requests: Prisma.RelayedRequestCreateManyInput[] = [];
+      if (users.length > 0) {
+        const last = await lastNoncesOf(tx, [...new Set(users.map((user) => user.from))]);
+        const batchId = randomUUID();
+        // One wallet's requests take consecutive nonces in the order they arrived.
+        const signed = users.map((user, position) => {
+          const recorded = (last.get(user.from) ?? -1n) + 1n;
+          const forwarderNonce = user.chainNonce > recorded ? user.chainNonce : recorded;
+          last.set(user.from, forwarderNonce);
+          const request = user.sign(forwarderNonce);
+          requests.push({
+            id: randomUUID(),
+            transactionId: batchId,
+            position,
+            purpose: user.purpose,
+            userId: user.userId,
+            idempotencyKey: user.idempotencyKey,
+            requestHash: user.requestHash ?? null,
+            from: user.from,
+            to: user.to.toLowerCase(),
+            data: request.data,
+            forwarderNonce,
+            status: "pending",
+            createdAt: now,
+          });
+          return request;
+        });
+        const data = forwarder.interface.encodeFunctionData("executeBatch", [signed, account.address]);
+        // The forwarder passes each request's gas on and keeps 1/64 back (EIP-150).
+        const gasLimit = signed.reduce((sum, request) => sum + (request.gas * 64n) / 63n + PER_REQUEST_GAS, BATCH_BASE_GAS);
+        const to = forwarder.target as string;
+        transactions.push({
+          id: batchId,
+          purpose: BATCH_PURPOSE,
+          to,
+          data,
+          nonce,
+          ...payingAccount.sign({ nonce, to, data, gasLimit, ...fee }),
+        });
+        nonce += 1;
+      }
+      for (const call of own) {
+        const { to, data, gasLimit } = call;
+        transactions.push({
+          id: randomUUID(),
+          purpose: call.purpose,
+          to,
+          data,
+          call,
+          nonce,
+          ...payingAccount.sign({ nonce, to, data, gasLimit, ...fee }),
+        });
+        nonce += 1;
+      }
+      await tx.chainTransaction.createMany({
+        data: transactions.map(({ id, purpose, to, data, call, nonce, rawTx, txHash }) => ({
+          id,
+          chainId,
+          purpose,
+          userId: call?.userId ?? null,
+          idempotencyKey: call?.idempotencyKey ?? null,
+          requestHash: call?.requestHash ?? null,
+          sender,
+          nonce,
+          to: to.toLowerCase(),
+          data,
+          rawTx,
+          txHash,
+          status: "signed",
+          createdAt: now,
+        })),
+      });
+      if (requests.length > 0) await tx.relayedRequest.createMany({ data: requests });
+      return { transactions, requests };
+    });
+    return { ...recorded, onChain };
+  }
+
+  /**
+   * Broadcasts the batch's transactions in nonce order, after any lower nonce another process
+   * recorded and may not have broadcast yet (its bytes are in ChainTransaction): the node sees
+   * every nonce in order, whichever process took it.
+   */
+  async function broadcastInOrder(signed: Signed[], onChain: number): Promise<Broadcast[]> {
+    const first = signed[0]!.nonce;
+    const lower =
+      first > onChain
+        ? await db.prisma.chainTransaction.findMany({
+            where: { chainId, sender, status: "signed", nonce: { gte: onChain, lt: first } },
+            orderBy: { nonce: "asc" },
+            select: { rawTx: true, txHash: true },
+          })
+        : [];
+    const outcomes = (await payingAccount.broadcast([...lower, ...signed])).slice(lower.length);
+    return Promise.all(
+      outcomes.map(async (outcome, index): Promise<Broadcast> => {
+        if (!outcome.error) return outcome;
+        const { rawTx, txHash } = signed[index]!;
+        const meaning = await payingAccount.refusal(txHash, outcome.error);
+        if (meaning === "sent") return {};
+        if (meaning !== "ahead") return { error: meaning };
+        // A lower nonce is still on its way (a gap, or a process that recorded and died): wait for it, bounded.
+        return payingAccount.sendRaw(rawTx).then(
+          (receipt) => (receipt ? { receipt } : {}),
+          (error: Error) => ({ error }),
+        );
+      }),
+    );
+  }
+
+  async function run(items: readonly BatchItem[]): Promise<Batched[]> {
+    const { transactions, requests, onChain } = await record(items);
+    const broadcasts = await broadcastInOrder(transactions, onChain);
+    const byId = new Map(transactions.map((transaction, index) => [transaction.id, { transaction, broadcast: broadcasts[index]! }]));
+    let nextOwn = requests.length > 0 ? 1 : 0; // the batch of users' requests goes first
+    let nextRequest = 0;
+    return items.map((item): Batched => {
+      if ("user" in item) {
+        const request = requests[nextRequest++]!;
+        const { transaction, broadcast } = byId.get(request.transactionId)!;
+        return {
+          transaction: { id: transaction.id, txHash: transaction.txHash, nonce: transaction.nonce },
+          broadcast,
+          request: {
+            id: request.id!,
+            position: request.position,
+            forwarderNonce: request.forwarderNonce as bigint,
+            from: request.from,
+            to: request.to,
+            data: request.data,
+          },
+        };
+      }
+      const index = nextOwn++;
+      const { id, txHash, nonce } = transactions[index]!;
+      return { transaction: { id, txHash, nonce }, broadcast: broadcasts[index]! };
+    });
+  }
+
+  const submitBatch = coalesce(
+    async (batch: readonly BatchItem[]): Promise<(Batched | Error)[]> => {
+      try {
+        return await run(batch);
+      } catch (error) {
+        if (batch.length === 1) return [error as Error];
+        // One item's row refused (a duplicate key) must not fail the others: each alone.
+        const outcomes: (Batched | Error)[] = [];
+        for (const item of batch)
+          outcomes.push(
+            await run([item]).then(
+              ([one]) => one!,
+              (itemError: Error) => itemError,
+            ),
+          );
+        return outcomes;
+      }
+    },
+    { maxBatch: MAX_BATCH },
+  );
+
+  return {
+    /**
+     * Records `item` in the next batch and broadcasts it: resolves once the node has taken it
+     * (or refused it: `broadcast.error`). Throws what recording threw (a duplicate key, say).
+     */
+    async submit(item: BatchItem): Promise<Batched> {
+      const outcome = await submitBatch(item);
+      if (outcome instanceof Error) throw outcome;
+      return outcome;
+    },
+  };
+}
+
+export type Batcher = ReturnType<typeof createBatcher>;
