@@ -22,6 +22,7 @@ import { isSocialVault } from "./social-vault/repo.js";
 import { createSocialVaultService } from "./social-vault/service.js";
 import { createPayerWatch } from "./transactions/payer.js";
 import { createMirrorWait } from "./transactions/read-your-writes.js";
+import { createTransactionsRepo } from "./transactions/repo.js";
 import { createTransactionSender } from "./transactions/sender.js";
 import { createUserTransactions, forwardedCall } from "./transactions/user-transactions.js";
 import { createUserWrite } from "./transactions/user-write.js";
@@ -136,11 +137,13 @@ export function createMoneyServices(
   const forwarder = contract("forwarder");
   const usdc = contract("usdc");
   const stakingVault = contract("stakingVault");
+  const operator = new Wallet(chain.operatorKey, chain.provider);
+  const transactionsRepo = createTransactionsRepo({ db, chainId: chain.chainId, sender: operator.address.toLowerCase() });
   const sender = createTransactionSender({
-    db,
+    repo: transactionsRepo,
     provider: chain.provider,
     chainId: chain.chainId,
-    account: new Wallet(chain.operatorKey, chain.provider),
+    account: operator,
     errors: platformErrors(),
     forwarder,
     logger,
@@ -149,7 +152,7 @@ export function createMoneyServices(
   });
   // One relay of users' own transactions for every domain that moves their money.
   const transactions = createUserTransactions({
-    db,
+    repo: transactionsRepo,
     provider: chain.provider,
     chainId: chain.chainId,
     sender,

@@ -7,10 +7,8 @@
 import { randomUUID } from "node:crypto";
 import type { Contract, JsonRpcProvider, Wallet } from "ethers";
 import { coalesce } from "../../core/coalesce.js";
-import type { Logger } from "../../core/logger.js";
-import { Prisma } from "../../generated/prisma/client.js";
-import type { Db } from "../db.js";
 import type { Broadcast, PayingAccount } from "./paying-account.js";
+import type { NewRequest, NewTransaction, TransactionsRepo } from "./repo.js";
 
 /** A call of the service's own (the sandbox, the loan operator): a transaction of its own. */
 export interface OwnCall {
@@ -54,8 +52,8 @@ export type BatchItem = { own: OwnCall } | { user: UserRequest };
 export interface Batched {
   transaction: { id: string; txHash: string; nonce: number };
   broadcast: Broadcast;
-  /** For a user's request: its row. */
-  request?: { id: string; position: number; forwarderNonce: bigint; from: string; to: string; data: string };
+  /** For a user's request: its row's id. */
+  request?: { id: string };
 }
 
 /** `ChainTransaction.purpose` of a batch of users' requests. */
@@ -70,72 +68,46 @@ const BATCH_BASE_GAS = 60_000n;
 type Signed = { id: string; rawTx: string; txHash: string; nonce: number };
 
 export function createBatcher(deps: {
-  db: Db;
+  repo: TransactionsRepo;
   provider: JsonRpcProvider;
-  chainId: number;
   account: Wallet;
   payingAccount: PayingAccount;
   forwarder: Contract;
-  logger?: Pick<Logger, "warn"> | undefined;
 }) {
-  const { db, provider, chainId, account, payingAccount, forwarder } = deps;
-  const sender = account.address.toLowerCase();
+  const { repo, provider, account, payingAccount, forwarder } = deps;
 
-  /**
-   * Each wallet's last forwarder nonce among its recorded requests that used theirs (pending,
-   * executed or reverted): pending ones are ahead of the chain, and executed ones may be ahead of
-   * a reading taken before they were mined. Read under the SenderNonce lock, so every process
-   * sees the others' recorded requests.
-   */
-  async function lastNoncesOf(tx: Prisma.TransactionClient, wallets: string[]) {
-    const rows = await tx.$queryRaw<{ from: string; nonce: bigint }[]>`
-      SELECT "from", max("forwarderNonce") AS "nonce" FROM "RelayedRequest"
-       WHERE "from" IN (${Prisma.join(wallets)}) AND "status" IN ('pending', 'executed', 'reverted')
-       GROUP BY "from"`;
-    return new Map(rows.map((row) => [row.from, row.nonce]));
-  }
-
-  /** Takes the nonces, signs and records `items` in one database transaction. */
+  /** Takes the nonces, signs and records `items` in one database transaction (repo.recordBatch). */
   async function record(items: readonly BatchItem[]) {
     const own = items.flatMap((item) => ("own" in item ? [item.own] : []));
     const users = items.flatMap((item) => ("user" in item ? [item.user] : []));
     const [onChain, fee] = await Promise.all([provider.getTransactionCount(account.address, "pending"), payingAccount.fees()]);
     const count = own.length + (users.length > 0 ? 1 : 0);
-    const now = new Date();
-    const recorded = await db.prisma.$transaction(async (tx) => {
-      // The account's nonces, never behind the chain's own count (the key may send elsewhere too).
-      const [{ first }] = await tx.$queryRaw<{ first: number }[]>`
-        INSERT INTO "SenderNonce" ("chainId", "address", "nextNonce", "updatedAt")
-        VALUES (${chainId}, ${sender}, ${onChain + count}, now())
-        ON CONFLICT ("chainId", "address") DO UPDATE
-          SET "nextNonce" = GREATEST("SenderNonce"."nextNonce", ${onChain}) + ${count}, "updatedAt" = now()
-        RETURNING "nextNonce" - ${count} AS "first"`;
-      let nonce = Number(first);
-      const transactions: (Signed & { purpose: string; to: string; data: string; call?: OwnCall })[] = [];
-      const requests: Prisma.RelayedRequestCreateManyInput[] = [];
+    const wallets = [...new Set(users.map((user) => user.from))];
+    const recorded = await repo.recordBatch({ onChain, count, wallets }, (first, last) => {
+      let nonce = first;
+      const transactions: (NewTransaction & Signed)[] = [];
+      const requests: NewRequest[] = [];
       if (users.length > 0) {
-        const last = await lastNoncesOf(tx, [...new Set(users.map((user) => user.from))]);
         const batchId = randomUUID();
-        // One wallet's requests take consecutive nonces in the order they arrived.
+        // One wallet's requests take consecutive nonces in the order they arrived, after the chain's and the recorded ones.
         const signed = users.map((user, position) => {
-          const recorded = (last.get(user.from) ?? -1n) + 1n;
-          const forwarderNonce = user.chainNonce > recorded ? user.chainNonce : recorded;
+          const recordedNext = (last.get(user.from) ?? -1n) + 1n;
+          const forwarderNonce = user.chainNonce > recordedNext ? user.chainNonce : recordedNext;
           last.set(user.from, forwarderNonce);
           const request = user.sign(forwarderNonce);
+          const { purpose, userId, idempotencyKey, requestHash, from, to } = user;
           requests.push({
             id: randomUUID(),
             transactionId: batchId,
             position,
-            purpose: user.purpose,
-            userId: user.userId,
-            idempotencyKey: user.idempotencyKey,
-            requestHash: user.requestHash ?? null,
-            from: user.from,
-            to: user.to.toLowerCase(),
+            purpose,
+            userId,
+            idempotencyKey,
+            requestHash,
+            from,
+            to,
             data: request.data,
             forwarderNonce,
-            status: "pending",
-            createdAt: now,
           });
           return request;
         });
@@ -154,37 +126,11 @@ export function createBatcher(deps: {
         nonce += 1;
       }
       for (const call of own) {
-        const { to, data, gasLimit } = call;
-        transactions.push({
-          id: randomUUID(),
-          purpose: call.purpose,
-          to,
-          data,
-          call,
-          nonce,
-          ...payingAccount.sign({ nonce, to, data, gasLimit, ...fee }),
-        });
+        const { to, data, gasLimit, purpose, userId, idempotencyKey, requestHash } = call;
+        const signed = payingAccount.sign({ nonce, to, data, gasLimit, ...fee });
+        transactions.push({ id: randomUUID(), purpose, userId, idempotencyKey, requestHash, to, data, nonce, ...signed });
         nonce += 1;
       }
-      await tx.chainTransaction.createMany({
-        data: transactions.map(({ id, purpose, to, data, call, nonce, rawTx, txHash }) => ({
-          id,
-          chainId,
-          purpose,
-          userId: call?.userId ?? null,
-          idempotencyKey: call?.idempotencyKey ?? null,
-          requestHash: call?.requestHash ?? null,
-          sender,
-          nonce,
-          to: to.toLowerCase(),
-          data,
-          rawTx,
-          txHash,
-          status: "signed",
-          createdAt: now,
-        })),
-      });
-      if (requests.length > 0) await tx.relayedRequest.createMany({ data: requests });
       return { transactions, requests };
     });
     return { ...recorded, onChain };
@@ -197,14 +143,7 @@ export function createBatcher(deps: {
    */
   async function broadcastInOrder(signed: Signed[], onChain: number): Promise<Broadcast[]> {
     const first = signed[0]!.nonce;
-    const lower =
-      first > onChain
-        ? await db.prisma.chainTransaction.findMany({
-            where: { chainId, sender, status: "signed", nonce: { gte: onChain, lt: first } },
-            orderBy: { nonce: "asc" },
-            select: { rawTx: true, txHash: true },
-          })
-        : [];
+    const lower = first > onChain ? await repo.unsentBetween(onChain, first) : [];
     const outcomes = (await payingAccount.broadcast([...lower, ...signed])).slice(lower.length);
     return Promise.all(
       outcomes.map(async (outcome, index): Promise<Broadcast> => {
@@ -225,30 +164,14 @@ export function createBatcher(deps: {
   async function run(items: readonly BatchItem[]): Promise<Batched[]> {
     const { transactions, requests, onChain } = await record(items);
     const broadcasts = await broadcastInOrder(transactions, onChain);
-    const byId = new Map(transactions.map((transaction, index) => [transaction.id, { transaction, broadcast: broadcasts[index]! }]));
-    let nextOwn = requests.length > 0 ? 1 : 0; // the batch of users' requests goes first
-    let nextRequest = 0;
-    return items.map((item): Batched => {
-      if ("user" in item) {
-        const request = requests[nextRequest++]!;
-        const { transaction, broadcast } = byId.get(request.transactionId)!;
-        return {
-          transaction: { id: transaction.id, txHash: transaction.txHash, nonce: transaction.nonce },
-          broadcast,
-          request: {
-            id: request.id!,
-            position: request.position,
-            forwarderNonce: request.forwarderNonce as bigint,
-            from: request.from,
-            to: request.to,
-            data: request.data,
-          },
-        };
-      }
-      const index = nextOwn++;
+    const sent = (index: number) => {
       const { id, txHash, nonce } = transactions[index]!;
       return { transaction: { id, txHash, nonce }, broadcast: broadcasts[index]! };
-    });
+    };
+    // The batch of users' requests is the first transaction; the own calls follow in order.
+    let nextOwn = requests.length > 0 ? 1 : 0;
+    let nextRequest = 0;
+    return items.map((item): Batched => ("user" in item ? { ...sent(0), request: { id: requests[nextRequest++]!.id } } : sent(nextOwn++)));
   }
 
   const submitBatch = coalesce(

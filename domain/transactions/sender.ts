@@ -7,11 +7,11 @@
 import { type Contract, type Interface, type JsonRpcProvider, Transaction, type TransactionReceipt, type Wallet } from "ethers";
 import type { Logger } from "../../core/logger.js";
 import type { ChainTransaction } from "../../generated/prisma/client.js";
-import type { Db } from "../db.js";
 import { keyReused } from "../idempotency/operation-key.js";
 import { BATCH_PURPOSE, type Batched, type BatchItem, createBatcher } from "./batcher.js";
 import { decodeRevert, TransactionPendingError, TransactionRefusedError, TransactionRevertedError } from "./failures.js";
 import { createPayingAccount, NonceTakenError } from "./paying-account.js";
+import type { TransactionsRepo } from "./repo.js";
 
 export interface SendRequest {
   purpose: string;
@@ -35,7 +35,8 @@ export interface SentTransaction {
 }
 
 export interface SenderDeps {
-  db: Db;
+  /** The transactions' records (repo.ts, built for this chain and this account). */
+  repo: TransactionsRepo;
   provider: JsonRpcProvider;
   chainId: number;
   /** The paying account (it holds ETH for gas and the roles its operations need). */
@@ -62,15 +63,14 @@ const GAS_HEADROOM_PERCENT = 120n;
 const REPLACEMENT_BUMP_PERCENT = 125n;
 
 export function createTransactionSender(deps: SenderDeps) {
-  const { db, provider, chainId, account } = deps;
-  const sender = account.address.toLowerCase();
+  const { repo, provider, chainId, account } = deps;
   const receiptTimeoutMs = deps.receiptTimeoutMs ?? 60_000;
   const replaceAfterMs = deps.replaceAfterMs ?? 20_000;
 
   const decode = (error: unknown) => decodeRevert(deps.errors, error);
   const payingAccount = createPayingAccount({ provider, chainId, account, logger: deps.logger });
   const { sign, sendRaw, fillNonce } = payingAccount;
-  const batcher = createBatcher({ db, provider, chainId, account, payingAccount, forwarder: deps.forwarder, logger: deps.logger });
+  const batcher = createBatcher({ repo, provider, account, payingAccount, forwarder: deps.forwarder });
 
   /**
    * Re-signs a transaction that has waited `replaceAfterMs` unmined: same nonce, call and gas
@@ -79,7 +79,7 @@ export function createTransactionSender(deps: SenderDeps) {
    * it. A transaction the node has forgotten (dropped) is broadcast again as it was first.
    */
   async function replace(rowId: string): Promise<void> {
-    const row = await db.prisma.chainTransaction.findUniqueOrThrow({ where: { id: rowId } });
+    const row = await repo.transaction(rowId);
     if (!(await provider.getTransaction(row.txHash).catch(() => null))) {
       deps.logger?.warn({ txHash: row.txHash, nonce: row.nonce }, "a sent transaction was dropped by the node; broadcasting it again");
       await sendRaw(row.rawTx).catch(() => undefined);
@@ -99,10 +99,7 @@ export function createTransactionSender(deps: SenderDeps) {
       maxFeePerGas,
       maxPriorityFeePerGas,
     });
-    await db.prisma.chainTransaction.update({
-      where: { id: row.id },
-      data: { rawTx, txHash, previousTxHashes: { push: row.txHash } },
-    });
+    await repo.replaced(row, rawTx, txHash);
     deps.logger?.warn(
       { nonce: row.nonce, stuck: row.txHash, replacement: txHash, maxFeePerGas: maxFeePerGas.toString() },
       "replaced a stuck transaction with higher fees",
@@ -117,7 +114,7 @@ export function createTransactionSender(deps: SenderDeps) {
     const deadline = Date.now() + receiptTimeoutMs;
     let replaceAt = Date.now() + replaceAfterMs;
     for (let wait = 50; ; wait = Math.min(wait * 2, 1_000)) {
-      const row = await db.prisma.chainTransaction.findUniqueOrThrow({ where: { id: rowId } });
+      const row = await repo.transaction(rowId);
       for (const hash of [row.txHash, ...row.previousTxHashes]) {
         const receipt = await provider.getTransactionReceipt(hash).catch(() => null);
         if (receipt) return receipt;
@@ -138,20 +135,10 @@ export function createTransactionSender(deps: SenderDeps) {
   async function mined(txHash: string, known?: TransactionReceipt): Promise<TransactionReceipt> {
     // A node that mines on arrival has the receipt at once.
     let receipt = known ?? (await provider.getTransactionReceipt(txHash).catch(() => null));
-    const row = receipt
-      ? null
-      : await db.prisma.chainTransaction.findFirst({ where: { OR: [{ txHash }, { previousTxHashes: { has: txHash } }] } });
+    const row = receipt ? null : await repo.transactionByHash(txHash);
     if (!receipt && row) receipt = await awaitReceipt(row.id);
     if (!receipt) throw new TransactionPendingError(`transaction ${txHash} is not mined yet`);
-    await db.prisma.chainTransaction.updateMany({
-      where: { OR: [{ txHash }, { previousTxHashes: { has: txHash } }, { txHash: receipt.hash }] },
-      data: {
-        status: receipt.status === 1 ? "mined" : "reverted",
-        txHash: receipt.hash,
-        blockNumber: receipt.blockNumber,
-        settledAt: new Date(),
-      },
-    });
+    await repo.mined(txHash, receipt);
     return receipt;
   }
 
@@ -167,7 +154,7 @@ export function createTransactionSender(deps: SenderDeps) {
       reverted = decode(error);
     }
     reverted ??= new TransactionRevertedError(null, "reverted");
-    await db.prisma.chainTransaction.updateMany({ where: { txHash: receipt.hash }, data: { error: reverted.message } });
+    await repo.revertedWith(receipt.hash, reverted.message);
     throw reverted;
   }
 
@@ -177,10 +164,7 @@ export function createTransactionSender(deps: SenderDeps) {
    * transaction already did (NonceTakenError).
    */
   async function refused(transaction: Batched["transaction"], error: Error): Promise<TransactionRefusedError> {
-    await db.prisma.chainTransaction.updateMany({
-      where: { id: transaction.id },
-      data: { status: "failed", error: error.message.slice(0, 500), settledAt: new Date() },
-    });
+    await repo.failed(transaction.id, error.message);
     deps.logger?.warn(
       { txHash: transaction.txHash, nonce: transaction.nonce, error: error.message },
       "transaction refused by the node; filling its nonce",
@@ -194,8 +178,7 @@ export function createTransactionSender(deps: SenderDeps) {
   }
 
   /** The transaction recorded for a request's (userId, idempotencyKey, purpose), if any. */
-  const earlier = (key: { userId: string; idempotencyKey: string; purpose: string }) =>
-    db.prisma.chainTransaction.findUnique({ where: { userId_idempotencyKey_purpose: key } });
+  const earlier = repo.transactionFor;
 
   /**
    * A recorded transaction's bytes, broadcast again where they were never known to be mined
@@ -264,10 +247,7 @@ export function createTransactionSender(deps: SenderDeps) {
      * relay's to settle (user-transactions.ts). Returns how many it settled.
      */
     async reconcile(): Promise<number> {
-      const open = await db.prisma.chainTransaction.findMany({
-        where: { chainId, sender, status: { in: ["signed", "sent"] } },
-        orderBy: { nonce: "asc" },
-      });
+      const open = await repo.openTransactions();
       let settled = 0;
       for (const row of open) {
         try {

@@ -20,12 +20,12 @@ import {
 import { coalesce } from "../../core/coalesce.js";
 import { FORWARD_REQUEST_TYPES, FORWARDER_DOMAIN, PERMIT_TYPES } from "../../core/eip712.js";
 import type { Logger } from "../../core/logger.js";
-import { Prisma, type RelayedRequest } from "../../generated/prisma/client.js";
-import type { Db } from "../db.js";
+import type { RelayedRequest } from "../../generated/prisma/client.js";
 import { isServiceKey, keyReused } from "../idempotency/operation-key.js";
 import type { UserRequest } from "./batcher.js";
 import { decodeRevert, TransactionRefusedError, TransactionRevertedError } from "./failures.js";
 import type { Broadcast } from "./paying-account.js";
+import type { RequestKey, TransactionsRepo } from "./repo.js";
 import type { SentTransaction, TransactionSender } from "./sender.js";
 
 /** The call's data, and, where it pulls USDC from the wallet, who pulls (`spender`) and how much. */
@@ -45,7 +45,7 @@ export type UserCall = UserCallData & {
 };
 
 export interface UserTransactionDeps {
-  db: Db;
+  repo: TransactionsRepo;
   provider: JsonRpcProvider;
   chainId: number;
   sender: Pick<TransactionSender, "send" | "submit" | "mined" | "rebroadcast" | "refused" | "resume" | "reconcile">;
@@ -57,9 +57,6 @@ export interface UserTransactionDeps {
   isAllowed(to: string, data: string): boolean | Promise<boolean>;
   logger?: Pick<Logger, "warn" | "info">;
 }
-
-/** What a retry of a request is found by: the request recorded under it. */
-type RequestKey = { userId: string; idempotencyKey: string; purpose: string };
 
 /** A request's outcome in its batch: its own logs, or why it did not run. */
 type Outcome =
@@ -86,11 +83,8 @@ function signTyped(
   return wallet.signingKey.sign(TypedDataEncoder.hash(domain, types, value));
 }
 
-const sameKey = (a: RequestKey) => (b: RequestKey | { userId: string | null; idempotencyKey: string | null; purpose: string }) =>
-  a.userId === b.userId && a.idempotencyKey === b.idempotencyKey && a.purpose === b.purpose;
-
 export function createUserTransactions(deps: UserTransactionDeps) {
-  const { db, provider, chainId, forwarder, usdc, sender } = deps;
+  const { repo, provider, chainId, forwarder, usdc, sender } = deps;
   const forwarderAddress = (forwarder.target as string).toLowerCase();
   const executed = forwarder.interface.getEvent("ExecutedForwardRequest")!;
   let permitDomain: Promise<{ name: string; version: string }> | undefined;
@@ -111,15 +105,8 @@ export function createUserTransactions(deps: UserTransactionDeps) {
     return permitDomain;
   }
 
-  /** Requests recorded under these keys (and transactions of the single-request relay before D-86), one statement each for all callers. */
-  const findEarlier = coalesce(async (keys: readonly RequestKey[]) => {
-    const where = { OR: keys.map(({ userId, idempotencyKey, purpose }) => ({ userId, idempotencyKey, purpose })) };
-    const [requests, single] = await Promise.all([
-      db.prisma.relayedRequest.findMany({ where }),
-      db.prisma.chainTransaction.findMany({ where }),
-    ]);
-    return keys.map((key) => ({ request: requests.find(sameKey(key)), single: single.find(sameKey(key)) }));
-  });
+  /** Requests recorded under these keys (repo.recordedFor), one statement for every caller waiting. */
+  const findEarlier = coalesce((keys: readonly RequestKey[]) => repo.recordedFor(keys));
 
   /**
    * A standing allowance of `spender` over the wallet's USDC, granted once by an EIP-2612 permit
@@ -272,10 +259,7 @@ export function createUserTransactions(deps: UserTransactionDeps) {
     return settled;
   }
   async function settle(transactionId: string, broadcast?: Broadcast): Promise<BatchOutcome> {
-    const [transaction, requests] = await Promise.all([
-      db.prisma.chainTransaction.findUniqueOrThrow({ where: { id: transactionId } }),
-      db.prisma.relayedRequest.findMany({ where: { transactionId }, orderBy: { position: "asc" } }),
-    ]);
+    const [transaction, requests] = await repo.batch(transactionId);
     let receipt: TransactionReceipt | null = null;
     try {
       if (broadcast?.error) throw await sender.refused(transaction, broadcast.error);
@@ -288,14 +272,12 @@ export function createUserTransactions(deps: UserTransactionDeps) {
       receipt?.status === 1
         ? await outcomesOf(receipt, requests)
         : new Map(requests.map((request): [string, Outcome] => [request.id, { status: "failed" }]));
-    const rows = requests.map((request) => {
-      const outcome = outcomes.get(request.id)!;
-      return Prisma.sql`(${request.id}, ${outcome.status}, ${outcome.status === "reverted" ? outcome.error.message : null})`;
-    });
-    await db.prisma.$executeRaw`
-      UPDATE "RelayedRequest" AS r SET "status" = v."status", "error" = v."error", "settledAt" = now()
-        FROM (VALUES ${Prisma.join(rows)}) AS v("id", "status", "error")
-       WHERE r."id" = v."id" AND r."status" = 'pending'`;
+    await repo.settleRequests(
+      requests.map((request) => {
+        const outcome = outcomes.get(request.id)!;
+        return { id: request.id, status: outcome.status, error: outcome.status === "reverted" ? outcome.error.message : null };
+      }),
+    );
     return { receipt, outcomes };
   }
 
@@ -353,13 +335,9 @@ export function createUserTransactions(deps: UserTransactionDeps) {
      */
     async reconcile(): Promise<number> {
       await sender.reconcile();
-      const open = await db.prisma.relayedRequest.findMany({
-        where: { status: "pending" },
-        distinct: ["transactionId"],
-        select: { transactionId: true },
-      });
+      const open = await repo.openBatches();
       let settled = 0;
-      for (const { transactionId } of open) {
+      for (const transactionId of open) {
         try {
           await settleBatch(transactionId);
           settled += 1;

@@ -7,6 +7,7 @@ import { createLogger } from "../../core/logger.js";
 import { platformContract, platformErrors } from "../../core/platform-abi.js";
 import { createProcessPresence } from "../../domain/processes/presence.js";
 import { TransactionRevertedError } from "../../domain/transactions/failures.js";
+import { createTransactionsRepo } from "../../domain/transactions/repo.js";
 import { createTransactionSender } from "../../domain/transactions/sender.js";
 import { deposit } from "../helpers/activity.js";
 import { type ApiResponse, startTestApi, type TestApi } from "../helpers/api.js";
@@ -274,7 +275,7 @@ describe(`money sandbox: faucet, transaction sender, Idempotency-Key (${usingPos
     const stranger = new Wallet(Wallet.createRandom().privateKey, chain.provider);
     await (await (await chain.signer(0)).sendTransaction({ to: stranger.address, value: 10n ** 18n })).wait();
     const sender = createTransactionSender({
-      db,
+      repo: createTransactionsRepo({ db, chainId: chain.deployment.chainId, sender: stranger.address.toLowerCase() }),
       provider: chain.provider,
       chainId: chain.deployment.chainId,
       account: stranger,
