@@ -200,6 +200,93 @@ describe(`money sandbox: faucet, transaction sender, Idempotency-Key (${usingPos
     expect(nonces).to.deep.equal(Array.from({ length: 50 }, (_, i) => nonces[0]! + i));
   });
 
+  it("broadcasts a lower nonce another process recorded but never sent before its own: nothing waits for it, nothing fills it", async () => {
+    // What a process killed between recording and broadcasting leaves, its nonce taken from SenderNonce.
+    const deployer = new Wallet(DEPLOYER_KEY, chain.provider);
+    const usdc = platformContract(chain.deployment, "usdc", chain.provider);
+    const nonce = await chain.provider.getTransactionCount(deployer.address, "pending");
+    const data = usdc.interface.encodeFunctionData("mint", [wallet, 7_000_000n]);
+    const rawTx = await deployer.signTransaction({
+      type: 2,
+      chainId: chain.deployment.chainId,
+      nonce,
+      to: await usdc.getAddress(),
+      data,
+      gasLimit: 200_000n,
+      maxFeePerGas: 10_000_000_000n,
+      maxPriorityFeePerGas: 0n,
+    });
+    const txHash = Transaction.from(rawTx).hash!;
+    const sender = deployer.address.toLowerCase();
+    await db.prisma.chainTransaction.create({
+      data: {
+        id: randomUUID(),
+        chainId: chain.deployment.chainId,
+        purpose: "sandbox.faucet",
+        userId,
+        idempotencyKey: randomUUID(),
+        sender,
+        nonce,
+        to: (await usdc.getAddress()).toLowerCase(),
+        data,
+        rawTx,
+        txHash,
+        status: "signed",
+        createdAt: new Date(),
+      },
+    });
+    await db.prisma.senderNonce.upsert({
+      where: { chainId_address: { chainId: chain.deployment.chainId, address: sender } },
+      create: { chainId: chain.deployment.chainId, address: sender, nextNonce: nonce + 1, updatedAt: new Date() },
+      update: { nextNonce: nonce + 1 },
+    });
+    const before = await balanceOf(wallet);
+    // This process's next transaction takes nonce + 1; the node sees the lower one first, in the same round trip.
+    const next = await faucet({ amount: 3 });
+    expect(next.status, next.text).to.equal(200);
+    expect((await chain.provider.getTransactionReceipt(txHash))?.status, "the left transaction mined, not filled").to.equal(1);
+    expect(await balanceOf(wallet)).to.equal(before + 10_000_000n);
+    // Its row is the dead process's to settle: the next start's reconciliation does.
+    expect(await api.services.sender!.reconcile()).to.equal(1);
+    expect((await db.prisma.chainTransaction.findUniqueOrThrow({ where: { txHash } })).status).to.equal("mined");
+  });
+
+  it("takes recorded bytes whose nonce another transaction used as refused, not as sent: the retry answers at once", async () => {
+    const deployer = new Wallet(DEPLOYER_KEY, chain.provider);
+    const usdc = platformContract(chain.deployment, "usdc", chain.provider);
+    const nonce = await chain.provider.getTransactionCount(deployer.address, "pending");
+    const data = usdc.interface.encodeFunctionData("mint", [wallet, 5_000_000n]);
+    const fields = { type: 2, chainId: chain.deployment.chainId, nonce, to: await usdc.getAddress(), data, gasLimit: 200_000n };
+    const rawTx = await deployer.signTransaction({ ...fields, maxFeePerGas: 10_000_000_000n, maxPriorityFeePerGas: 0n });
+    const txHash = Transaction.from(rawTx).hash!;
+    const key = randomUUID();
+    await db.prisma.chainTransaction.create({
+      data: {
+        id: randomUUID(),
+        chainId: chain.deployment.chainId,
+        purpose: "sandbox.faucet",
+        userId,
+        idempotencyKey: key,
+        sender: deployer.address.toLowerCase(),
+        nonce,
+        to: fields.to.toLowerCase(),
+        data,
+        rawTx,
+        txHash,
+        status: "signed",
+        createdAt: new Date(),
+      },
+    });
+    // The same key sends something else with that nonce first (a script, say).
+    await (await deployer.sendTransaction({ to: deployer.address, value: 0n, nonce })).wait();
+    const before = await balanceOf(wallet);
+    const retry = await faucet({ amount: 5 }, key);
+    expectErrorEnvelope(retry, 503, "SERVICE_UNAVAILABLE");
+    expect(retry.body.error.message).to.match(/new Idempotency-Key/);
+    expect((await db.prisma.chainTransaction.findUniqueOrThrow({ where: { txHash } })).status).to.equal("failed");
+    expect(await balanceOf(wallet)).to.equal(before);
+  });
+
   it("settles at start what a stopped process had signed and recorded but not sent, and a retry then finds it", async () => {
     // The state a process killed between recording and broadcasting leaves: a signed transaction with the next nonce.
     const deployer = new Wallet(DEPLOYER_KEY, chain.provider);

@@ -32,6 +32,11 @@ async function call(base: string, method: string, urlPath: string, options: { to
   return { status: response.status, text, body: text ? JSON.parse(text) : undefined };
 }
 
+function expectInsufficientBalance(answer: { status: number; text: string; body: { error?: { code: string } } }) {
+  expect(answer.status, answer.text).to.equal(400);
+  expect(answer.body.error?.code, answer.text).to.equal("INSUFFICIENT_BALANCE");
+}
+
 if (usingPostgres) {
   describe("vault over several API processes (PostgreSQL)", function () {
     this.timeout(300_000);
@@ -86,113 +91,151 @@ if (usingPostgres) {
       await chain?.close();
     });
 
-    it("a process killed after sending a deposit and before answering: the next start settles it, and the retry with the key sends nothing", async () => {
+    /** Deposits `amount` once with automine on: the vault gets its standing allowance (D-86), so later deposits are single requests. */
+    async function firstDeposit(base: string, user: { token: string }, amount = 1) {
+      const answer = await call(base, "POST", "/v1/vault/deposit", { token: user.token, body: { amount } });
+      expect(answer.status, answer.text).to.equal(200);
+    }
+
+    it("kill -9 with a batch in flight: the next start settles every request, each retry gets its own answer, nothing is sent twice", async () => {
       const first = await startApi();
-      const user = await newUser(first.url, 100);
-      const key = randomUUID();
+      const users = [await newUser(first.url, 100), await newUser(first.url, 100), await newUser(first.url, 100)];
+      for (const user of users) await firstDeposit(first.url, user);
+      const keys = users.map(() => [randomUUID(), randomUUID()]);
       await chain.setAutomine(false);
       try {
-        const answer = call(first.url, "POST", "/v1/vault/deposit", { token: user.token, body: { amount: 40 }, key });
-        answer.catch(() => undefined);
-        const row = await waitFor(
-          () => db.prisma.chainTransaction.findFirst({ where: { userId: user.id, purpose: "vault.deposit" } }),
+        for (const [u, user] of users.entries()) {
+          for (const key of keys[u]!) {
+            call(first.url, "POST", "/v1/vault/deposit", { token: user.token, body: { amount: 10 }, key }).catch(() => undefined);
+          }
+        }
+        const ids = users.map((user) => user.id);
+        const requests = await waitFor(
+          async () => {
+            const rows = await db.prisma.relayedRequest.findMany({ where: { userId: { in: ids }, status: "pending" } });
+            return rows.length === 6 ? rows : undefined;
+          },
           30_000,
-          "the deposit's transaction to be recorded",
+          "the six deposits to be recorded",
         );
-        await waitFor(async () => (await chain.provider.getTransaction(row.txHash)) !== null, 30_000, "the deposit to reach the node");
+        const batches = await db.prisma.chainTransaction.findMany({ where: { id: { in: requests.map((r) => r.transactionId) } } });
+        for (const batch of batches) {
+          await waitFor(async () => (await chain.provider.getTransaction(batch.txHash)) !== null, 30_000, "the batch to reach the node");
+        }
         await first.child.stop("SIGKILL");
-        const left = await db.prisma.chainTransaction.findUniqueOrThrow({ where: { txHash: row.txHash } });
-        expect(left.status, "the killed process never settled it").to.equal("signed");
+        for (const batch of batches) {
+          const left = await db.prisma.chainTransaction.findUniqueOrThrow({ where: { id: batch.id } });
+          expect(left.status, "the killed process never settled it").to.equal("signed");
+        }
         await chain.mine();
       } finally {
         await chain.setAutomine(true);
       }
 
-      // The restart, on the same address.
+      // The restart, on the same address: it settles the batches and every request in them.
       const second = await startApi({ port: first.port });
-      const settled = await db.prisma.chainTransaction.findFirstOrThrow({ where: { userId: user.id, purpose: "vault.deposit" } });
-      expect(settled.status, "reconciled at start").to.equal("mined");
-      expect(second.child.output()).to.match(/reconciled transactions left in flight/);
-
-      // The killed process held the request's Idempotency-Key; it no longer beats, so the retry
-      // takes the key over (no 409 for the hold's 2 minutes) and gets the settled deposit.
-      const retry = await call(second.url, "POST", "/v1/vault/deposit", { token: user.token, body: { amount: 40 }, key });
-      expect(retry.status, retry.text).to.equal(200);
-      expect(retry.body.data.txHash).to.equal(settled.txHash);
-      expect(await db.prisma.chainTransaction.count({ where: { userId: user.id, purpose: "vault.deposit" } })).to.equal(1);
-      const deposits = await chain.contracts.vault.queryFilter(chain.contracts.vault.filters.Deposit!(user.wallet));
-      expect(deposits).to.have.length(1);
-      expect(await chain.contracts.usdc.balanceOf(user.wallet)).to.equal(usdc(60));
+      expect(second.child.output()).to.match(/reconciled users' requests left in flight/);
+      for (const [u, user] of users.entries()) {
+        for (const key of keys[u]!) {
+          const request = await db.prisma.relayedRequest.findUniqueOrThrow({
+            where: { userId_idempotencyKey_purpose: { userId: user.id, idempotencyKey: key, purpose: "vault.deposit" } },
+          });
+          expect(request.status, "reconciled at start").to.equal("executed");
+          const batch = await db.prisma.chainTransaction.findUniqueOrThrow({ where: { id: request.transactionId } });
+          expect(batch.status).to.equal("mined");
+          // The killed process held the key; it no longer beats, so the retry takes it over and gets the settled deposit.
+          const retry = await call(second.url, "POST", "/v1/vault/deposit", { token: user.token, body: { amount: 10 }, key });
+          expect(retry.status, retry.text).to.equal(200);
+          expect(retry.body.data.txHash).to.equal(batch.txHash);
+        }
+        // Counted on chain: the first deposit and the two in flight, each once.
+        const deposits = await chain.contracts.vault.queryFilter(chain.contracts.vault.filters.Deposit!(user.wallet));
+        expect(deposits).to.have.length(3);
+        expect(await chain.contracts.forwarder.nonces(user.wallet)).to.equal(3n);
+        expect(await chain.contracts.usdc.balanceOf(user.wallet)).to.equal(usdc(100 - 1 - 20));
+        expect(await db.prisma.relayedRequest.count({ where: { userId: user.id } })).to.equal(3);
+      }
       await second.child.stop();
     });
 
-    it("a deposit sent WITHOUT a key by a process killed before answering: settled at the next start, nothing sent twice, no orphan, and the user's next write goes at once", async () => {
+    it("a deposit sent WITHOUT a key by a process killed before answering: settled at the next start, nothing sent twice, and the user's next write goes at once", async () => {
       const first = await startApi();
       const user = await newUser(first.url, 100);
+      await firstDeposit(first.url, user);
       await chain.setAutomine(false);
       try {
         const answer = call(first.url, "POST", "/v1/vault/deposit", { token: user.token, body: { amount: 30 } });
         answer.catch(() => undefined);
-        const row = await waitFor(
-          () => db.prisma.chainTransaction.findFirst({ where: { userId: user.id, purpose: "vault.deposit" } }),
+        const request = await waitFor(
+          () => db.prisma.relayedRequest.findFirst({ where: { userId: user.id, status: "pending" } }),
           30_000,
-          "the deposit's transaction to be recorded",
+          "the deposit to be recorded",
         );
-        expect(row.idempotencyKey, "recorded under a key the service made").to.match(/^request /);
-        await waitFor(async () => (await chain.provider.getTransaction(row.txHash)) !== null, 30_000, "the deposit to reach the node");
+        expect(request.idempotencyKey, "recorded under a key the service made").to.match(/^request /);
+        const batch = await db.prisma.chainTransaction.findUniqueOrThrow({ where: { id: request.transactionId } });
+        await waitFor(async () => (await chain.provider.getTransaction(batch.txHash)) !== null, 30_000, "the deposit to reach the node");
         await first.child.stop("SIGKILL");
         await chain.mine();
       } finally {
         await chain.setAutomine(true);
       }
       const second = await startApi({ port: first.port });
-      const rows = await db.prisma.chainTransaction.findMany({ where: { userId: user.id, purpose: "vault.deposit" } });
+      const rows = await db.prisma.relayedRequest.findMany({ where: { userId: user.id, purpose: "vault.deposit" } });
       expect(
         rows.map((r) => r.status),
-        "reconciled at start, one transaction",
-      ).to.deep.equal(["mined"]);
+        "reconciled at start, one request each",
+      ).to.deep.equal(["executed", "executed"]);
       expect(
         await db.prisma.idempotencyRecord.count({ where: { userId: user.id, operation: "POST /v1/vault/deposit" } }),
         "no key, no kept answer",
       ).to.equal(0);
-      // The dead process's lease on the user's transactions is taken over: the next write does not wait for it to expire.
+      // Nothing holds the user's transactions: the next write goes at once.
       const next = await call(second.url, "POST", "/v1/vault/deposit", { token: user.token, body: { amount: 10 } });
       expect(next.status, next.text).to.equal(200);
       const deposits = await chain.contracts.vault.queryFilter(chain.contracts.vault.filters.Deposit!(user.wallet));
-      expect(deposits).to.have.length(2);
-      expect(await chain.contracts.usdc.balanceOf(user.wallet)).to.equal(usdc(60));
+      expect(deposits).to.have.length(3);
+      expect(await chain.contracts.usdc.balanceOf(user.wallet)).to.equal(usdc(100 - 1 - 30 - 10));
       const position = await call(second.url, "GET", "/v1/vault/position", { token: user.token });
-      expect(position.body.data.usdcValue).to.equal("40.00");
+      expect(position.body.data.usdcValue).to.equal("41.00");
       await second.child.stop();
     });
 
-    it("two processes sending at once for the same users: every nonce right, chain = mirror = API", async () => {
+    it("two processes sharing the paying account under load: every request answered, nonces in order, chain = mirror = API", async () => {
       const a = await startApi();
       const b = await startApi({ issuerPort: a.port });
-      const users = [await newUser(a.url, 1_000), await newUser(a.url, 1_000)];
+      const users = await Promise.all(Array.from({ length: 5 }, () => newUser(a.url, 1_000)));
+      // 20 writes per user, half to each process, deposits and (after the first) withdrawals mixed, all at once.
       const requests = users.flatMap((user) =>
-        Array.from({ length: 20 }, (_, i) =>
-          call(i % 2 === 0 ? a.url : b.url, "POST", "/v1/vault/deposit", { token: user.token, body: { amount: 5 }, key: randomUUID() }),
-        ),
+        Array.from({ length: 20 }, (_, i) => {
+          const base = i % 2 === 0 ? a.url : b.url;
+          const [path, body] = i % 4 === 3 ? ["/v1/vault/withdraw", { tmUSDCAmount: 1 }] : ["/v1/vault/deposit", { amount: 5 }];
+          return call(base, "POST", path, { token: user.token, body, key: randomUUID() });
+        }),
       );
       const answers = await Promise.all(requests);
-      for (const answer of answers) expect(answer.status, answer.text).to.equal(200);
-      const rows = await db.prisma.chainTransaction.findMany({
-        where: { purpose: "vault.deposit", userId: { in: users.map((u) => u.id) } },
-      });
-      expect(rows).to.have.length(40);
-      expect(rows.every((row) => row.status === "mined")).to.equal(true);
+      for (const answer of answers) {
+        // A withdrawal simulated before any deposit of its user landed may find nothing to redeem yet.
+        if (answer.status !== 200) expectInsufficientBalance(answer);
+      }
+      expect(answers.filter((answer) => answer.status === 200).length).to.be.at.least(75);
+      const rows = await db.prisma.relayedRequest.findMany({ where: { userId: { in: users.map((u) => u.id) } } });
+      expect(rows).to.have.length(answers.filter((answer) => answer.status === 200).length);
+      expect(rows.every((row) => row.status === "executed")).to.equal(true);
       // Every transaction the paying account ever sent is mined or filled: no nonce used twice, none skipped.
       const payer = await (await chain.signer(0)).getAddress();
       const all = await db.prisma.chainTransaction.findMany({ where: { sender: payer.toLowerCase() }, orderBy: { nonce: "asc" } });
       expect(new Set(all.map((row) => row.nonce)).size).to.equal(all.length);
+      expect(all.every((row) => row.status === "mined")).to.equal(true);
+      // Each process broadcast after the lower nonces the other had recorded: the node never saw one ahead.
+      for (const process of [a, b]) expect(process.child.output()).to.not.match(/ahead of a lower nonce/);
       for (const user of users) {
+        const executed = rows.filter((row) => row.userId === user.id).map((row) => Number(row.forwarderNonce));
+        expect(executed.sort((x, y) => x - y)).to.deep.equal(Array.from({ length: executed.length }, (_, i) => i));
         const onChain = (await chain.contracts.vault.balanceOf(user.wallet)) as bigint;
         const position = await call(a.url, "GET", "/v1/vault/position", { token: user.token });
         expect(position.body.data.tmUSDCBalance).to.equal(formatUsdc2(onChain / SHARES_PER_MICRO));
         const mirrored = await db.prisma.vaultPosition.findFirstOrThrow({ where: { owner: user.wallet.toLowerCase() } });
         expect(BigInt(mirrored.shares.toFixed())).to.equal(onChain);
-        expect(await chain.contracts.usdc.balanceOf(user.wallet)).to.equal(usdc(1_000 - 100));
       }
       await Promise.all([a.child.stop(), b.child.stop()]);
     });
