@@ -7,6 +7,8 @@ import pino from "pino";
 import { loadConfig } from "../../core/config.js";
 import { formatUsdc2, rateNumber } from "../../core/money.js";
 import { managedWalletsFor } from "../../core/wallets.js";
+import { serviceKey } from "../../domain/idempotency/operation-key.js";
+import { withWallet } from "../../domain/users/repo.js";
 import { deposit as directDeposit, fundLoan } from "../helpers/activity.js";
 import { startTestApi, type TestApi } from "../helpers/api.js";
 import { type TestChain, usdc } from "../helpers/chain.js";
@@ -422,6 +424,42 @@ describe(`vault API: deposits, withdrawals, yield, over the relay (${usingPostgr
     expect(await chain.contracts.forwarder.nonces(user.wallet)).to.equal(51n);
     const list = await api.request("GET", "/v1/vault/transactions?limit=100", { token: user.token });
     expect(list.body.pagination.total).to.equal(51);
+  });
+
+  it("answers a request that reverts inside its batch with its own code, and the others of the batch with theirs", async () => {
+    const alice = await newUser(100);
+    const bob = await newUser(100);
+    for (const user of [alice, bob]) expect((await post("/v1/vault/deposit", user.token, { amount: 50 })).status).to.equal(200);
+    const record = async (id: string) => withWallet(await db.prisma.user.findUniqueOrThrow({ where: { id } }));
+    const [aliceRow, bobRow] = [await record(alice.id), await record(bob.id)];
+    // Two withdrawals of 60 % of Alice's tmUSDC, each fine alone, and one of Bob's, started together:
+    // all three pass their simulation and go out in one batch, where Alice's second cannot redeem.
+    const heldBefore = await shares(alice.wallet);
+    const part = ((heldBefore / SHARES_PER_MICRO) * 6n) / 10n;
+    const operation = () => ({ idempotencyKey: serviceKey(), requestHash: randomUUID() });
+    const outcomes = await Promise.allSettled([
+      api.services.vault!.withdraw(aliceRow, part, operation()),
+      api.services.vault!.withdraw(aliceRow, part, operation()),
+      api.services.vault!.withdraw(bobRow, 10_000_000n, operation()),
+    ]);
+    const rows = await db.prisma.relayedRequest.findMany({
+      where: { userId: { in: [alice.id, bob.id] }, purpose: "vault.withdraw" },
+      orderBy: { position: "asc" },
+    });
+    expect(new Set(rows.map((row) => row.transactionId)).size, "one batch").to.equal(1);
+    expect(rows.map((row) => [row.userId, row.status])).to.deep.equal([
+      [alice.id, "executed"],
+      [alice.id, "reverted"],
+      [bob.id, "executed"],
+    ]);
+    const refused = outcomes.filter((outcome) => outcome.status === "rejected");
+    expect(refused).to.have.length(1);
+    expect((refused[0] as PromiseRejectedResult).reason).to.deep.include({ code: "INSUFFICIENT_BALANCE" });
+    const answered = outcomes.flatMap((outcome) => (outcome.status === "fulfilled" ? [outcome.value] : []));
+    const batch = await db.prisma.chainTransaction.findUniqueOrThrow({ where: { id: rows[0]!.transactionId } });
+    expect(answered.map((answer) => answer.txHash)).to.deep.equal([batch.txHash, batch.txHash]);
+    expect(answered.map((answer) => answer.tmUSDCRedeemed)).to.have.members([formatUsdc2(part), "10.00"]);
+    expect(await shares(alice.wallet)).to.equal(heldBefore - part * SHARES_PER_MICRO);
   });
 
   it("replaces a transaction stuck below the base fee with higher fees, and answers with the one mined", async () => {
