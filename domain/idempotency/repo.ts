@@ -1,3 +1,5 @@
+import { coalesce } from "../../core/coalesce.js";
+import { Prisma } from "../../generated/prisma/client.js";
 import type { Db } from "../db.js";
 import type { ProcessPresence } from "../processes/presence.js";
 
@@ -18,8 +20,33 @@ export type IdempotencyStart =
   | { kind: "in_progress"; lockedUntil: Date };
 
 /** The only code that reads and writes IdempotencyRecord. */
+type NewRecord = Prisma.IdempotencyRecordCreateManyInput & { userId: string; key: string };
+
 export function createIdempotencyRepo({ db, presence }: { db: Db; presence: Pick<ProcessPresence, "id" | "isAlive"> }) {
   const { prisma } = db;
+  const keyOf = (record: { userId: string; key: string }) => `${record.userId} ${record.key}`;
+
+  // Concurrent requests' first claims and their answers go as one statement each (group commit).
+  /** Inserts the records whose keys are free; true for each one inserted (the first of a key repeated in the batch). */
+  const claimFirst = coalesce(async (records: readonly NewRecord[]) => {
+    const inserted = await prisma.idempotencyRecord.createManyAndReturn({
+      data: [...records],
+      skipDuplicates: true,
+      select: { userId: true, key: true },
+    });
+    const won = new Set(inserted.map(keyOf));
+    return records.map((record) => won.delete(keyOf(record)));
+  });
+  const completeAll = coalesce(async (answers: readonly { userId: string; key: string; status: number; body: string }[]) => {
+    const rows = answers.map((answer) => Prisma.sql`(${answer.userId}, ${answer.key}, ${answer.status}::int, ${answer.body})`);
+    await prisma.$executeRaw`
+      UPDATE "IdempotencyRecord" AS r
+         SET "status" = 'completed', "responseStatus" = v."status", "responseBody" = v."body"
+        FROM (VALUES ${Prisma.join(rows)}) AS v("userId", "key", "status", "body")
+       WHERE r."userId" = v."userId" AND r."key" = v."key" AND r."status" = 'in_progress'`;
+    return answers.map(() => undefined);
+  });
+
   return {
     /**
      * Claims (user, key) for a request, in one atomic step (a unique key: the first insert wins):
@@ -31,23 +58,18 @@ export function createIdempotencyRepo({ db, presence }: { db: Db; presence: Pick
       const { userId, key, now } = input;
       const holder = await presence.id();
       for (let attempt = 0; attempt < 3; attempt++) {
-        const { count } = await prisma.idempotencyRecord.createMany({
-          data: [
-            {
-              userId,
-              key,
-              operation: input.operation,
-              requestHash: input.requestHash,
-              status: "in_progress",
-              createdAt: now,
-              lockedUntil: new Date(now.getTime() + IDEMPOTENCY_LOCK_MS),
-              expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
-              holder,
-            },
-          ],
-          skipDuplicates: true,
-        });
-        if (count === 1) return { kind: "started" };
+        const fresh: NewRecord = {
+          userId,
+          key,
+          operation: input.operation,
+          requestHash: input.requestHash,
+          status: "in_progress",
+          createdAt: now,
+          lockedUntil: new Date(now.getTime() + IDEMPOTENCY_LOCK_MS),
+          expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
+          holder,
+        };
+        if (await claimFirst(fresh)) return { kind: "started" };
         const record = await prisma.idempotencyRecord.findUnique({ where: { userId_key: { userId, key } } });
         if (!record) continue; // deleted meanwhile: claim again
         if (record.expiresAt <= now) {
@@ -72,11 +94,7 @@ export function createIdempotencyRepo({ db, presence }: { db: Db; presence: Pick
     },
 
     /** Keeps the answer for replays. */
-    complete: (userId: string, key: string, status: number, body: string) =>
-      prisma.idempotencyRecord.updateMany({
-        where: { userId, key, status: "in_progress" },
-        data: { status: "completed", responseStatus: status, responseBody: body },
-      }),
+    complete: (userId: string, key: string, status: number, body: string) => completeAll({ userId, key, status, body }),
 
     /** Frees the key after a failure that a retry should run again (nothing was done). */
     release: (userId: string, key: string) => prisma.idempotencyRecord.deleteMany({ where: { userId, key, status: "in_progress" } }),

@@ -1,6 +1,7 @@
 // The rewards consumers: XP ("rewards") and Trust Score inputs ("trust-score") for the chain
 // facts the indexer recorded, whoever sent the transaction (the API or a wallet calling the
 // contracts directly). Two consumers, so an API write waits for its XP only (D-62).
+import { coalesce } from "../../core/coalesce.js";
 import type { Tx } from "../db.js";
 import type { ConsumedEvent, Outbox, OutboxConsumer } from "../events/consumer.js";
 import { chainLoanOf } from "../loans/repo.js";
@@ -94,6 +95,32 @@ export function createRewardsConsumer(deps: RewardsDeps) {
     },
   };
 
+  /**
+   * Concurrent writes' events taken together: one transaction of the outbox for all of them (each
+   * event's XP is still one statement), at the latest of their times.
+   */
+  const takeXp = coalesce(async (wanted: readonly { now: Date; eventId: string }[]) => {
+    // What an attempt applied counts once it commits (take retries a failed batch event by event).
+    const applied = new Map<string, number>();
+    const earned = new Map<string, number>();
+    const now = new Date(Math.max(...wanted.map((one) => one.now.getTime())));
+    await deps.outbox.take(
+      {
+        ...xpConsumer,
+        async apply(tx, events, at) {
+          for (const event of active(events)) applied.set(event.id, await applyXp(tx, event, event.userId!, at));
+        },
+        afterCommit(events) {
+          common.afterCommit(events);
+          for (const event of events) if (applied.has(event.id)) earned.set(event.id, applied.get(event.id)!);
+        },
+      },
+      wanted.map((one) => one.eventId),
+      now,
+    );
+    return wanted.map((one) => earned.get(one.eventId));
+  });
+
   return {
     /** The two consumers, for the worker's producer and runners: XP ("rewards") and Trust Score inputs ("trust-score"). */
     consumers: [xpConsumer, trustConsumer] as const,
@@ -101,20 +128,7 @@ export function createRewardsConsumer(deps: RewardsDeps) {
      * One event's XP applied at once: an API write answers with it, and the next activity read
      * shows it. The XP it earned, or undefined where it was taken before (by the worker, say).
      */
-    async xpOf(now: Date, eventId: string): Promise<number | undefined> {
-      let earned: number | undefined;
-      await deps.outbox.take(
-        {
-          ...xpConsumer,
-          async apply(tx, events, at) {
-            for (const event of active(events)) earned = await applyXp(tx, event, event.userId!, at);
-          },
-        },
-        [eventId],
-        now,
-      );
-      return earned;
-    },
+    xpOf: (now: Date, eventId: string): Promise<number | undefined> => takeXp({ now, eventId }),
     /** Trust Score inputs of these events applied at once (a repayment's answer carries its Trust Score change). */
     async takeTrust(now: Date, eventIds: readonly string[]): Promise<number> {
       return (await deps.outbox.take(trustConsumer, eventIds, now)).applied;
