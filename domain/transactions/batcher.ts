@@ -41,9 +41,8 @@ export interface UserRequest {
   /** The user's managed wallet. */
   from: string;
   to: string;
-  /** The wallet's forwarder nonce on chain when the request was prepared. */
-  chainNonce: bigint;
-  sign(forwarderNonce: bigint): ForwardRequestData;
+  /** Signs the ForwardRequest with the wallet's nonce and the batch's deadline. */
+  sign(forwarderNonce: bigint, deadline: bigint): ForwardRequestData;
 }
 
 export type BatchItem = { own: OwnCall } | { user: UserRequest };
@@ -59,6 +58,8 @@ export interface Batched {
 /** `ChainTransaction.purpose` of a batch of users' requests. */
 export const BATCH_PURPOSE = "relay.batch";
 
+/** How long a signed request stays valid on chain: long enough for a slow block, short enough to die if lost. */
+export const REQUEST_LIFETIME_S = 3_600n;
 /** Most items in one batch: the batch transaction stays far below a block's gas limit. */
 const MAX_BATCH = 50;
 /** The forwarder's own work per request (signature, nonce, calldata, event) beside the gas it forwards. */
@@ -80,9 +81,18 @@ export function createBatcher(deps: {
   async function record(items: readonly BatchItem[]) {
     const own = items.flatMap((item) => ("own" in item ? [item.own] : []));
     const users = items.flatMap((item) => ("user" in item ? [item.user] : []));
-    const [onChain, fee] = await Promise.all([provider.getTransactionCount(account.address, "pending"), payingAccount.fees()]);
-    const count = own.length + (users.length > 0 ? 1 : 0);
     const wallets = [...new Set(users.map((user) => user.from))];
+    // One round trip: the account's count, the fees, the chain's time and each wallet's forwarder
+    // nonce ("pending": a request of the wallet may be broadcast and not yet mined).
+    const [onChain, fee, latest, chainNonces] = await Promise.all([
+      provider.getTransactionCount(account.address, "pending"),
+      payingAccount.fees(),
+      users.length > 0 ? provider.getBlock("latest") : null,
+      Promise.all(wallets.map((wallet) => forwarder.nonces(wallet, { blockTag: "pending" }) as Promise<bigint>)),
+    ]);
+    const onChainNonce = new Map(wallets.map((wallet, index) => [wallet, chainNonces[index]!]));
+    const deadline = BigInt(latest?.timestamp ?? 0) + REQUEST_LIFETIME_S;
+    const count = own.length + (users.length > 0 ? 1 : 0);
     const recorded = await repo.recordBatch({ onChain, count, wallets }, (first, last) => {
       let nonce = first;
       const transactions: (NewTransaction & Signed)[] = [];
@@ -92,9 +102,10 @@ export function createBatcher(deps: {
         // One wallet's requests take consecutive nonces in the order they arrived, after the chain's and the recorded ones.
         const signed = users.map((user, position) => {
           const recordedNext = (last.get(user.from) ?? -1n) + 1n;
-          const forwarderNonce = user.chainNonce > recordedNext ? user.chainNonce : recordedNext;
+          const chainNext = onChainNonce.get(user.from)!;
+          const forwarderNonce = chainNext > recordedNext ? chainNext : recordedNext;
           last.set(user.from, forwarderNonce);
-          const request = user.sign(forwarderNonce);
+          const request = user.sign(forwarderNonce, deadline);
           const { purpose, userId, idempotencyKey, requestHash, from, to } = user;
           requests.push({
             id: randomUUID(),

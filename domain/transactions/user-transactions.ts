@@ -22,7 +22,7 @@ import { FORWARD_REQUEST_TYPES, FORWARDER_DOMAIN, PERMIT_TYPES } from "../../cor
 import type { Logger } from "../../core/logger.js";
 import type { RelayedRequest } from "../../generated/prisma/client.js";
 import { isServiceKey, keyReused } from "../idempotency/operation-key.js";
-import type { UserRequest } from "./batcher.js";
+import { REQUEST_LIFETIME_S, type UserRequest } from "./batcher.js";
 import { decodeRevert, TransactionRefusedError, TransactionRevertedError } from "./failures.js";
 import type { Broadcast } from "./paying-account.js";
 import type { RequestKey, TransactionsRepo } from "./repo.js";
@@ -65,8 +65,6 @@ type Outcome =
   | { status: "skipped" | "failed" };
 type BatchOutcome = { receipt: TransactionReceipt | null; outcomes: Map<string, Outcome> };
 
-/** How long a signed request stays valid on chain: long enough for a slow block, short enough to die if lost. */
-const REQUEST_LIFETIME_S = 3_600n;
 /** Forwarded gas above the direct call's estimate: the forwarder appends 20 bytes and state can move. */
 const FORWARD_GAS_HEADROOM_PERCENT = 125n;
 
@@ -168,27 +166,20 @@ export function createUserTransactions(deps: UserTransactionDeps) {
     }
     const { data } = call;
     if (!(await deps.isAllowed(call.to, data))) throw new Error(`the relay does not forward this call (${call.to}, ${data.slice(0, 10)})`);
-    // "pending": the user's earlier transaction may be broadcast and not yet mined.
     const simulate = () =>
-      Promise.all([
-        provider.getBlock("latest"),
-        forwarder.nonces(wallet.address, { blockTag: "pending" }) as Promise<bigint>,
-        provider.estimateGas({ from: wallet.address, to: call.to, data }).catch((error) => {
-          throw decodeRevert(deps.errors, error) ?? error;
-        }),
-      ]);
-    let simulated: Awaited<ReturnType<typeof simulate>>;
+      provider.estimateGas({ from: wallet.address, to: call.to, data }).catch((error) => {
+        throw decodeRevert(deps.errors, error) ?? error;
+      });
+    let estimate: bigint;
     try {
-      simulated = await simulate();
+      estimate = await simulate();
     } catch (error) {
       // The contract's own checks come before its pull, so only a pull it may not make yet is left.
       const needsAllowance = error instanceof TransactionRevertedError && error.revert?.name === "ERC20InsufficientAllowance";
       if (!call.pulls || !needsAllowance) throw error;
       await ensureAllowance(wallet, call.user.id, call.pulls);
-      simulated = await simulate();
+      estimate = await simulate();
     }
-    const [latest, nonce, estimate] = simulated;
-    const deadline = BigInt(latest!.timestamp) + REQUEST_LIFETIME_S;
     const gas = (estimate * FORWARD_GAS_HEADROOM_PERCENT) / 100n;
     const forwarderDomain = { ...FORWARDER_DOMAIN, chainId, verifyingContract: forwarder.target as string };
     return {
@@ -198,8 +189,7 @@ export function createUserTransactions(deps: UserTransactionDeps) {
       requestHash: call.requestHash,
       from: wallet.address.toLowerCase(),
       to: call.to,
-      chainNonce: nonce,
-      sign(forwarderNonce) {
+      sign(forwarderNonce, deadline) {
         const signed = { from: wallet.address, to: call.to, value: 0n, gas, nonce: forwarderNonce, deadline, data };
         const signature = signTyped(wallet, forwarderDomain, FORWARD_REQUEST_TYPES, signed).serialized;
         const { nonce: _signedNonce, ...request } = signed;
