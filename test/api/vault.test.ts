@@ -426,6 +426,27 @@ describe(`vault API: deposits, withdrawals, yield, over the relay (${usingPostgr
     expect(list.body.pagination.total).to.equal(51);
   });
 
+  it("keeps chain, mirror and API equal under 50 users' concurrent deposits, then withdrawals, sent in shared batches", async () => {
+    const users = await Promise.all(Array.from({ length: 50 }, () => newUser(40)));
+    const deposits = await Promise.all(users.map((user) => post("/v1/vault/deposit", user.token, { amount: 20 })));
+    for (const answer of deposits) expect(answer.status, answer.text).to.equal(200);
+    const withdrawals = await Promise.all(users.map((user) => post("/v1/vault/withdraw", user.token, { tmUSDCAmount: 5 })));
+    for (const answer of withdrawals) expect(answer.status, answer.text).to.equal(200);
+    const rows = await db.prisma.relayedRequest.findMany({ where: { userId: { in: users.map((user) => user.id) } } });
+    expect(rows).to.have.length(100);
+    expect(rows.every((row) => row.status === "executed")).to.equal(true);
+    const batches = new Set(rows.map((row) => row.transactionId));
+    expect(batches.size, "shared batches").to.be.below(100);
+    for (const user of users) {
+      const held = await shares(user.wallet);
+      const mirrored = await db.prisma.vaultPosition.findFirstOrThrow({ where: { owner: user.wallet.toLowerCase() } });
+      expect(BigInt(mirrored.shares.toFixed())).to.equal(held);
+      const position = (await api.request("GET", "/v1/vault/position", { token: user.token })).body.data;
+      expect(position.tmUSDCBalance).to.equal(formatUsdc2(held / SHARES_PER_MICRO));
+      expect(await usdcOf(user.wallet)).to.equal(usdc(20) + (await withdrawnUsdc(user.wallet)));
+    }
+  });
+
   it("answers a request that reverts inside its batch with its own code, and the others of the batch with theirs", async () => {
     const alice = await newUser(100);
     const bob = await newUser(100);
