@@ -154,7 +154,8 @@ export function createBatcher(deps: {
    */
   async function broadcastInOrder(signed: Signed[], onChain: number): Promise<Broadcast[]> {
     const first = signed[0]!.nonce;
-    const lower = first > onChain ? await repo.unsentBetween(onChain, first) : [];
+    // Best effort: without them, a lower nonce still on its way is waited for (sendRaw).
+    const lower = first > onChain ? await repo.unsentBetween(onChain, first).catch(() => []) : [];
     const outcomes = (await payingAccount.broadcast([...lower, ...signed])).slice(lower.length);
     return Promise.all(
       outcomes.map(async (outcome, index): Promise<Broadcast> => {
@@ -172,6 +173,10 @@ export function createBatcher(deps: {
     );
   }
 
+  /**
+   * Records `items` (throws what recording threw: nothing was recorded), then broadcasts them,
+   * which never throws: once recorded, a batch is never recorded again.
+   */
   async function run(items: readonly BatchItem[]): Promise<Batched[]> {
     const { transactions, requests, onChain } = await record(items);
     const broadcasts = await broadcastInOrder(transactions, onChain);
@@ -191,7 +196,8 @@ export function createBatcher(deps: {
         return await run(batch);
       } catch (error) {
         if (batch.length === 1) return [error as Error];
-        // One item's row refused (a duplicate key) must not fail the others: each alone.
+        // One item's row refused (a duplicate key) must not fail the others: each alone (run
+        // throws only from recording, so nothing of the batch was recorded).
         const outcomes: (Batched | Error)[] = [];
         for (const item of batch)
           outcomes.push(

@@ -5,7 +5,10 @@
 import { type JsonRpcProvider, Transaction, type TransactionReceipt, type Wallet } from "ethers";
 import type { Logger } from "../../core/logger.js";
 
-/** What a broadcast came to: refused (error), or accepted, with the receipt when the node mined it at once. */
+/**
+ * What a broadcast came to: refused by the node (error), or taken (or not answered at all), with
+ * the receipt when the node mined it at once.
+ */
 export type Broadcast = { error?: Error; receipt?: TransactionReceipt };
 
 /**
@@ -99,7 +102,10 @@ export function createPayingAccount({
         return {};
       });
     } catch (error) {
-      return batch.map(() => ({ error: error as Error }));
+      // No answer (the connection failed): the bytes may have reached the node, so they are not
+      // refused. The receipt wait finds them, or broadcasts them again if the node never had them.
+      logger?.warn({ error: (error as Error).message, transactions: batch.length }, "a broadcast got no answer from the node");
+      return batch.map(() => ({}));
     }
   }
 
