@@ -23,7 +23,8 @@ export default defineConfig({
     tests: { mocha: "test/contracts", solidity: "test/contracts" },
   },
   networks: {
-    // `npm run chain` and the embedded chain of `npm start` use this simulated network.
+    // `npm run chain` and the embedded chain of `npm start` use this simulated network (the embedded
+    // chain's copy is EMBEDDED_NETWORK in core/chain.ts; test/core/embedded-chain.test.ts keeps them equal).
     hardhat: {
       type: "edr-simulated",
       chainType: "l1",

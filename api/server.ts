@@ -151,7 +151,7 @@ export async function serveApi(
   deps: Omit<AppDeps, "redis" | "config"> & { config: AppDeps["config"] & { redisUrl?: string; http: { host: string; port: number } } },
   onStop: (stopper: () => void | Promise<void>) => void,
 ) {
-  const redis = deps.config.redisUrl ? connectRedis(deps.config.redisUrl, deps.logger) : undefined;
+  const redis = deps.config.redisUrl ? await connectRedis(deps.config.redisUrl, deps.logger) : undefined;
   // quit() refuses while the connection is still being made (no offline queue): then drop it.
   if (redis)
     onStop(() =>

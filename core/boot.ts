@@ -6,7 +6,7 @@ import { type Config, ConfigError } from "./config.js";
 import { type Database, openDatabase } from "./db.js";
 import { type Deployment, deploymentPath, readDeployment } from "./deployments.js";
 import type { Logger } from "./logger.js";
-import { applyMigrations } from "./migrations.js";
+import { applyMigrations, migrationsCurrent } from "./migrations.js";
 
 export class DatabaseUnavailableError extends Error {
   override name = "DatabaseUnavailableError";
@@ -66,7 +66,7 @@ export async function bootDatabase(config: Config, logger: Logger): Promise<Data
     );
   }
   try {
-    const applied = await applyMigrations(db.migrationAdapter());
+    const applied = (await migrationsCurrent(db.sql.query)) ? [] : await applyMigrations(db.migrationAdapter());
     logger.info({ database: db.kind, applied }, applied.length > 0 ? "migrations applied" : "database schema up to date");
   } catch (error) {
     await db.close().catch(() => {});

@@ -3,6 +3,18 @@ import { Worker } from "node:worker_threads";
 import { JsonRpcProvider, Network } from "ethers";
 import type { ChainThreadMessage } from "./embedded-chain-worker.js";
 
+/**
+ * The embedded chain's network: `networks.hardhat` of hardhat.config.ts, which `npm run chain` and
+ * Hardhat's tests use (test/core/embedded-chain.test.ts checks that the two agree). The chain thread
+ * builds its Hardhat runtime from this alone, without loading the config file and its plugins.
+ */
+export const EMBEDDED_NETWORK = {
+  type: "edr-simulated",
+  chainType: "l1",
+  chainId: 31337,
+  allowUnlimitedContractSize: false,
+} as const;
+
 /** An EIP-1193 provider (what Hardhat's network connection exposes). */
 export interface Eip1193Provider {
   request(args: { method: string; params?: unknown[] | object }): Promise<unknown>;
@@ -119,7 +131,10 @@ async function holdingThread<T>(thread: NonNullable<typeof chainThread>, work: P
 /** The process's one chain thread, started with the first embedded chain; it never keeps the process alive. */
 function theChainThread() {
   if (chainThread) return chainThread;
-  const worker = new Worker(new URL("./embedded-chain-worker.ts", import.meta.url));
+  // The sources under tsx, or the compiled copy that `npm start` runs (dist/, scripts/build.mjs).
+  const worker = new Worker(
+    new URL(import.meta.url.endsWith(".ts") ? "./embedded-chain-worker.ts" : "./embedded-chain-worker.js", import.meta.url),
+  );
   const chains = new Map<number, ChainHandlers>();
   worker.on("message", (message: ChainThreadMessage) => {
     const handlers = chains.get(message.chain);

@@ -4,8 +4,11 @@
 // EDR's native module is loaded once and never unloaded with a thread.
 import type http from "node:http";
 import type { AddressInfo } from "node:net";
+import path from "node:path";
 import { parentPort } from "node:worker_threads";
-import { type Eip1193Provider, serveJsonRpc } from "./chain.js";
+import type { HardhatRuntimeEnvironment } from "hardhat/types/hre";
+import { type Eip1193Provider, EMBEDDED_NETWORK, serveJsonRpc } from "./chain.js";
+import { ROOT } from "./paths.js";
 
 export type ChainThreadRequest =
   | { type: "start"; chain: number; host: string; port: number }
@@ -22,9 +25,30 @@ const port = parentPort!;
 const post = (message: ChainThreadMessage) => port.postMessage(message);
 const chains = new Map<number, { provider: Eip1193Provider; server: http.Server; close(): Promise<void> }>();
 
+let runtime: Promise<HardhatRuntimeEnvironment> | undefined;
+
+/**
+ * Hardhat's runtime with the embedded network alone, made once per thread. Not `import("hardhat")`:
+ * that loads hardhat.config.ts with the toolbox's plugins (ethers, mocha, ignition, typechain...),
+ * and its network manager hands EDR every build info in artifacts/ (20 MB of compiler output, tests
+ * included) to name contracts in stack traces, which took about 150 MB and a second at every start.
+ * Reverts keep their code and data (what ethers and the service decode); a node's message names a
+ * custom error as "unrecognized" instead (`npm run chain` keeps Hardhat's full traces).
+ */
+function hardhatRuntime(): Promise<HardhatRuntimeEnvironment> {
+  runtime ??= import("hardhat/hre").then(({ createHardhatRuntimeEnvironment }) =>
+    createHardhatRuntimeEnvironment(
+      // A folder without build infos (it need not exist): no contract decoder to build.
+      { networks: { hardhat: EMBEDDED_NETWORK }, paths: { artifacts: path.join(ROOT, "cache", "embedded-chain-no-artifacts") } },
+      {},
+      ROOT,
+    ),
+  );
+  return runtime;
+}
+
 async function start(chain: number, host: string, wanted: number) {
-  const { network } = await import("hardhat");
-  const connection = await network.create("hardhat");
+  const connection = await (await hardhatRuntime()).network.create("hardhat");
   const provider = connection.provider as Eip1193Provider;
   try {
     const server = await serveJsonRpc(provider, host, wanted);

@@ -1,14 +1,17 @@
+import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { SqlDriverAdapter, SqlMigrationAwareDriverAdapterFactory } from "@prisma/driver-adapter-utils";
 import { bindMigrationAwareSqlAdapterFactory } from "@prisma/driver-adapter-utils";
-import { type MigrationList, SchemaEngine } from "@prisma/schema-engine-wasm";
+import type { MigrationList, SchemaEngine } from "@prisma/schema-engine-wasm";
+import type { SqlQuery } from "./db.js";
+import { ROOT } from "./paths.js";
 
 // Prisma's schema engine in WebAssembly: `migrate deploy` / `migrate diff`
 // without the native binary the CLI would download. It keeps Prisma's own
 // `_prisma_migrations` table, so `prisma migrate deploy` stays interchangeable.
 
-export const PRISMA_DIR = path.resolve(import.meta.dirname, "..", "prisma");
+export const PRISMA_DIR = path.join(ROOT, "prisma");
 export const SCHEMA_PATH = path.join(PRISMA_DIR, "schema.prisma");
 export const MIGRATIONS_DIR = path.join(PRISMA_DIR, "migrations");
 const NO_FILTERS = { externalTables: [], externalEnums: [] };
@@ -57,7 +60,10 @@ async function withEngine<T>(adapterFactory: SqlMigrationAwareDriverAdapterFacto
     connect: () => track(adapterFactory.connect()),
     connectToShadowDb: () => track(adapterFactory.connectToShadowDb()),
   };
-  const engine = await SchemaEngine.new(
+  // Imported when needed: the module instantiates its WebAssembly as it loads (about 100 MB), and a
+  // start on a current database never needs it (migrationsCurrent).
+  const { SchemaEngine: Engine } = await import("@prisma/schema-engine-wasm");
+  const engine = await Engine.new(
     { datamodels: [["schema.prisma", schema]] },
     () => {}, // engine log lines: not needed, errors arrive as rejections
     bindMigrationAwareSqlAdapterFactory(tracked),
@@ -76,6 +82,34 @@ export async function applyMigrations(adapterFactory: SqlMigrationAwareDriverAda
     const result = await engine.applyMigrations({ migrationsList: readMigrationsList(), filters: NO_FILTERS });
     return result.appliedMigrationNames;
   });
+}
+
+/**
+ * True when the database has applied exactly the migrations of `list`, each finished and unchanged
+ * (Prisma's checksum: the SHA-256 of migration.sql), with no failed or rolled-back attempt: one
+ * SELECT, so a start on a current database skips the schema engine, whose WebAssembly took about
+ * 1.5 s and a few hundred MB to find nothing to apply (D-86). Anything else (a new database, a new
+ * or edited migration, a failed one) is the engine's to apply or to refuse, as before.
+ */
+export async function migrationsCurrent(query: SqlQuery, list: MigrationList = readMigrationsList()): Promise<boolean> {
+  const checksums = new Map(
+    list.migrationDirectories.map(({ path: name, migrationFile: { content } }) => [
+      name,
+      content.tag === "ok" ? createHash("sha256").update(content.value).digest("hex") : undefined,
+    ]),
+  );
+  let applied: { migration_name: string; checksum: string; finished_at: unknown; rolled_back_at: unknown }[];
+  try {
+    applied = (
+      await query<(typeof applied)[number]>(`SELECT migration_name, checksum, finished_at, rolled_back_at FROM "_prisma_migrations"`)
+    ).rows;
+  } catch {
+    return false; // no bookkeeping table yet: a new database
+  }
+  return (
+    applied.length === checksums.size &&
+    applied.every((row) => row.finished_at !== null && row.rolled_back_at === null && checksums.get(row.migration_name) === row.checksum)
+  );
 }
 
 /**

@@ -1,4 +1,4 @@
-import pg from "pg";
+import type pg from "pg";
 import type { Database } from "../core/db.js";
 import type { Logger } from "../core/logger.js";
 import { sleep } from "./rpc.js";
@@ -26,6 +26,7 @@ export async function acquireWriterLock(
 ): Promise<WriterLock | null> {
   const pollMs = options.pollMs ?? 1_000;
   if (!db.connectionString) return acquireInProcess(db, chainId, { ...options, pollMs });
+  const { default: pg } = await import("pg"); // PostgreSQL only: a PGlite process never loads the driver
   let waitingLogged = false;
   while (!options.signal.aborted) {
     const client = new pg.Client({ connectionString: db.connectionString, connectionTimeoutMillis: 5_000 });

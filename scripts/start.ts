@@ -37,19 +37,31 @@ await runUntilSignal(
     const config = loadConfig();
     const logger = createLogger(config.logLevel);
 
-    const chain = await bootChain(config, logger);
-    onStop(() => chain.close());
-    const deployment = await ensureDeployment({
-      provider: chain.provider,
-      deployerPrivateKey: config.chain.deployerPrivateKey,
-      usdcAddress: config.chain.usdcAddress,
-      treasury: config.chain.treasuryAddress,
-      fresh: chain.embedded !== undefined,
-      logger,
+    // The chain, then the contracts, beside the database and its migrations (D-86): the embedded
+    // chain starts in its own thread (about a second) while this one opens the database (mostly
+    // WebAssembly). An external chain answers or fails within milliseconds: the database waits for
+    // it, so a bad CHAIN_RPC_URL stops the start before DATA_DIR is touched.
+    const booted = bootChain(config, logger);
+    const chainAndDeployment = booted.then(async (chain) => {
+      onStop(() => chain.close());
+      const deployment = await ensureDeployment({
+        provider: chain.provider,
+        deployerPrivateKey: config.chain.deployerPrivateKey,
+        usdcAddress: config.chain.usdcAddress,
+        treasury: config.chain.treasuryAddress,
+        fresh: chain.embedded !== undefined,
+        logger,
+      });
+      return { chain, deployment };
     });
-
-    const db = await bootDatabase(config, logger);
-    onStop(() => db.close());
+    const database = (config.chain.mode === "embedded" ? Promise.resolve() : booted).then(() => bootDatabase(config, logger));
+    // Closed once open, even when the chain fails meanwhile: PGlite cut off while it creates its
+    // folder would leave the folder unusable.
+    onStop(async () => (await database.catch(() => undefined))?.close());
+    // The chain's failure is the one reported, as when the two ran one after the other.
+    database.catch(() => {});
+    const { chain, deployment } = await chainAndDeployment;
+    const db = await database;
     await ensureChainIdentity(db, deployment, { embedded: chain.embedded !== undefined, logger });
     // After the identity check: a new embedded chain resets the stored clock offset with it.
     const clock = await bootClock(db, logger, onStop);
@@ -76,7 +88,12 @@ await runUntilSignal(
 
     // `ready:` says what /health says: the indexer beside the API has written its heartbeat.
     await untilHealthy({ db, chain }, logger);
-    console.log(`ready: api=${server.url} rpc=${chain.rpcUrl} chainId=${chain.chainId} database=${db.kind}`);
+    // The figures of D-86: milliseconds since this process started, and its resident memory (worker threads included).
+    const startupMs = Math.round(performance.now());
+    const rssMb = Math.round(process.memoryUsage().rss / 2 ** 20);
+    console.log(
+      `ready: api=${server.url} rpc=${chain.rpcUrl} chainId=${chain.chainId} database=${db.kind} startup_ms=${startupMs} rss_mb=${rssMb}`,
+    );
   },
   isExpectedStartError,
 );

@@ -1,5 +1,6 @@
 import path from "node:path";
 import express, { type Request, type Response, Router } from "express";
+import { ROOT } from "../../core/paths.js";
 import { AppError } from "../../domain/errors.js";
 import type { Checkout } from "../../domain/payments/checkout.js";
 import { languageOf, renderCheckout, renderMessage, renderNotFound } from "./page.js";
@@ -48,7 +49,7 @@ export function checkoutRoutes({
       pageHeaders(res);
       next();
     },
-    express.static(path.join(import.meta.dirname, "assets"), { index: false, maxAge: "1h", fallthrough: false }),
+    express.static(path.join(ROOT, "api", "checkout", "assets"), { index: false, maxAge: "1h", fallthrough: false }),
   );
   if (signIn) {
     router.get("/checkout/callback", async (req: Request, res: Response, next) => {

@@ -3,7 +3,7 @@
 // the code exchange). The verifier, state and nonce wait in CheckoutSignIn (any API process may
 // take the callback); the access token reaches the page in the URL's fragment, which never
 // leaves the browser, and the page sends it as its bearer token like any client.
-import * as oidc from "openid-client";
+import type * as Oidc from "openid-client";
 import type { Clock } from "../../core/clock.js";
 import type { Logger } from "../../core/logger.js";
 import type { PaymentsRepo } from "../../domain/payments/repo.js";
@@ -11,6 +11,9 @@ import type { PaymentsRepo } from "../../domain/payments/repo.js";
 /** How long a payer has between leaving for the identity provider and coming back. */
 const SIGN_IN_TTL_MS = 10 * 60_000;
 const SCOPE = "openid profile email";
+
+/** openid-client, loaded with the first sign-in: a process without OIDC_CLIENT_ID never loads it (D-86). */
+const loadOidc = () => import("openid-client");
 
 export interface CheckoutSignInConfig {
   issuer: string;
@@ -33,16 +36,18 @@ export function createCheckoutSignIn(deps: {
 }) {
   const { config } = deps;
   const redirectUri = `${config.publicBaseUrl}/checkout/callback`;
-  let discovered: Promise<oidc.Configuration> | undefined;
+  let discovered: Promise<Oidc.Configuration> | undefined;
   /** The provider's configuration, read once (and again after a failure). */
   const configuration = () => {
-    discovered ??= oidc
-      .discovery(
-        new URL(config.issuer),
-        config.clientId,
-        config.clientSecret,
-        config.clientSecret === undefined ? oidc.None() : undefined,
-        isLoopbackHttp(config.issuer) ? { execute: [oidc.allowInsecureRequests] } : undefined,
+    discovered ??= loadOidc()
+      .then((oidc) =>
+        oidc.discovery(
+          new URL(config.issuer),
+          config.clientId,
+          config.clientSecret,
+          config.clientSecret === undefined ? oidc.None() : undefined,
+          isLoopbackHttp(config.issuer) ? { execute: [oidc.allowInsecureRequests] } : undefined,
+        ),
       )
       .catch((error: unknown) => {
         discovered = undefined;
@@ -56,6 +61,7 @@ export function createCheckoutSignIn(deps: {
 
     /** Where to send the payer to sign in for `paymentId`. */
     async start(paymentId: string): Promise<string> {
+      const oidc = await loadOidc();
       const codeVerifier = oidc.randomPKCECodeVerifier();
       const state = oidc.randomState();
       const nonce = oidc.randomNonce();
@@ -82,6 +88,7 @@ export function createCheckoutSignIn(deps: {
       if (!state) return null;
       const signIn = await deps.repo.takeSignIn(state, new Date(deps.clock.now().getTime() - SIGN_IN_TTL_MS));
       if (!signIn) return null;
+      const oidc = await loadOidc();
       const tokens = await oidc.authorizationCodeGrant(await configuration(), callbackUrl, {
         pkceCodeVerifier: signIn.codeVerifier,
         expectedState: state,

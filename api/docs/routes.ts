@@ -1,5 +1,6 @@
+import { createRequire } from "node:module";
+import path from "node:path";
 import express, { Router } from "express";
-import { getAbsoluteFSPath } from "swagger-ui-dist";
 import { z } from "zod";
 import { defineRoute, type RouteSpec } from "../http/route.js";
 
@@ -44,6 +45,12 @@ const INIT = `window.ui = SwaggerUIBundle({
 `;
 
 /**
+ * The swagger-ui-dist package's folder, found without loading the package: its main module
+ * evaluates the 3.4 MB Swagger UI bundle, which only browsers run (D-86).
+ */
+const SWAGGER_UI_DIR = path.dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
+
+/**
  * `GET /docs`: Swagger UI served from the swagger-ui-dist package (no CDN, works offline),
  * pointed at /v1/openapi.json by a small script file (no inline script).
  */
@@ -55,6 +62,6 @@ export function docsRoutes(): Router {
   router.get("/docs/init.js", (_req, res) => {
     res.type("application/javascript").send(INIT);
   });
-  router.use("/docs/assets", express.static(getAbsoluteFSPath(), { index: false, maxAge: "1h", fallthrough: true }));
+  router.use("/docs/assets", express.static(SWAGGER_UI_DIR, { index: false, maxAge: "1h", fallthrough: true }));
   return router;
 }

@@ -1,7 +1,7 @@
 import { isIP } from "node:net";
 import type { NextFunction, Request, Response } from "express";
-import { Redis } from "ioredis";
-import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
+import type { Redis } from "ioredis";
+import type { RateLimiterRedis } from "rate-limiter-flexible";
 import type { Clock } from "../../core/clock.js";
 import type { Logger } from "../../core/logger.js";
 import { AppError } from "./errors.js";
@@ -45,10 +45,14 @@ export function memoryCounters(max = MEMORY_COUNTERS_MAX): Counters & { size(): 
   return Object.assign(add, { size: () => entries.size });
 }
 
-/** Counters shared by every API process in Redis (atomic increments with expiry, by rate-limiter-flexible). */
+/**
+ * Counters shared by every API process in Redis (atomic increments with expiry, by
+ * rate-limiter-flexible, loaded with the first count: a process without Redis never loads it).
+ */
 function redisCounters(redis: Redis): Counters {
+  let flexible: Promise<typeof import("rate-limiter-flexible")> | undefined;
   const stores = new Map<number, RateLimiterRedis>();
-  const store = (ttlSeconds: number) => {
+  const store = ({ RateLimiterRedis }: typeof import("rate-limiter-flexible"), ttlSeconds: number) => {
     let limiter = stores.get(ttlSeconds);
     if (!limiter) {
       // Counting only: the limit is applied by the caller, so the store's own never refuses.
@@ -58,11 +62,13 @@ function redisCounters(redis: Redis): Counters {
     return limiter;
   };
   return async (key, by, ttlSeconds) => {
+    flexible ??= import("rate-limiter-flexible");
+    const module = await flexible;
     try {
-      const result = by >= 0 ? await store(ttlSeconds).consume(key, by) : await store(ttlSeconds).reward(key, -by);
+      const result = by >= 0 ? await store(module, ttlSeconds).consume(key, by) : await store(module, ttlSeconds).reward(key, -by);
       return result.consumedPoints;
     } catch (rejection) {
-      if (rejection instanceof RateLimiterRes) return rejection.consumedPoints;
+      if (rejection instanceof module.RateLimiterRes) return rejection.consumedPoints;
       throw rejection;
     }
   };
@@ -205,7 +211,9 @@ export function createRateLimiter(deps: RateLimitDeps) {
 }
 
 /** The Redis client of the shared counters: fails fast instead of queueing while Redis is away. */
-export function connectRedis(url: string, logger: Pick<Logger, "warn">): Redis {
+export async function connectRedis(url: string, logger: Pick<Logger, "warn">): Promise<Redis> {
+  // Loaded only when REDIS_URL is set (about 60 ms and 2 MB at start otherwise; D-86).
+  const { Redis } = await import("ioredis");
   const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2_000 });
   // Without a listener ioredis prints every connection error with its stack on stderr. The
   // limiter keeps counting in memory while Redis is away; one line per change.

@@ -10,7 +10,7 @@
 import dns from "node:dns";
 import net from "node:net";
 import ipaddr from "ipaddr.js";
-import { Agent, buildConnector, type Dispatcher, errors as undiciErrors } from "undici";
+import type { Agent, Dispatcher } from "undici";
 
 /** The receiver's time to answer (service-spec part 8). */
 export const RESPONSE_TIMEOUT_MS = 5_000;
@@ -165,19 +165,24 @@ export function createWebhookEgress({
       return callback(null, addresses[0]!.address, addresses[0]!.family);
     });
   };
-  const connector = buildConnector({ lookup: guardedLookup as never, timeout: timeoutMs });
-  const agent = new Agent({
-    connect: (options, callback) => {
-      const host = options.hostname.replace(/^\[|\]$/g, "");
-      if (net.isIP(host)) {
-        const refused = refusalOf(host);
-        if (refused) return callback(new RefusedAddress(`${host} is a ${refused} address`), null);
-      }
-      connector(options, callback);
-    },
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
-  });
+  // undici is loaded with the first delivery, not with the process (about 100 ms and 6 MB at start; D-86).
+  let loading: Promise<Agent> | undefined;
+  const agentOnce = () =>
+    (loading ??= loadUndici().then(({ Agent, buildConnector }) => {
+      const connector = buildConnector({ lookup: guardedLookup as never, timeout: timeoutMs });
+      return new Agent({
+        connect: (options, callback) => {
+          const host = options.hostname.replace(/^\[|\]$/g, "");
+          if (net.isIP(host)) {
+            const refused = refusalOf(host);
+            if (refused) return callback(new RefusedAddress(`${host} is a ${refused} address`), null);
+          }
+          connector(options, callback);
+        },
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      });
+    }));
 
   // A webhook's URL is judged and parsed once, not at every attempt (its addresses still are, at each connection).
   const targets = new Map<string, { refused: string | null; origin: string; path: string }>();
@@ -194,10 +199,16 @@ export function createWebhookEgress({
   };
 
   return {
-    post(url, body, headers) {
+    async post(url, body, headers) {
       const started = performance.now();
       const target = targetOf(url);
-      if (target.refused) return Promise.resolve({ ok: false, statusCode: 0, durationMs: 0, error: `refused: the URL ${target.refused}` });
+      if (target.refused) return { ok: false, statusCode: 0, durationMs: 0, error: `refused: the URL ${target.refused}` };
+      let agent: Agent;
+      try {
+        agent = await agentOnce();
+      } catch (error) {
+        return { ok: false, statusCode: 0, durationMs: 0, error: describe(error, timeoutMs) };
+      }
       // On undici's dispatch API (no response stream, no AbortSignal and its listeners per
       // request): the attempt ends at the response's head, and its body is read and dropped
       // after it (a slow body must not hold the attempt), under bodyTimeout.
@@ -247,9 +258,14 @@ export function createWebhookEgress({
         }
       });
     },
-    close: () => agent.close(),
+    close: async () => {
+      await (await loading)?.close();
+    },
   };
 }
+
+let undici: typeof import("undici") | undefined;
+const loadUndici = async () => (undici ??= await import("undici"));
 
 function describe(thrown: unknown, timeoutMs: number): string {
   const error = thrown as Error & { code?: string; cause?: unknown };
@@ -259,9 +275,11 @@ function describe(thrown: unknown, timeoutMs: number): string {
   if (
     error instanceof AttemptTimeout ||
     error.name === "TimeoutError" ||
-    error instanceof undiciErrors.HeadersTimeoutError ||
-    error instanceof undiciErrors.BodyTimeoutError ||
-    error instanceof undiciErrors.ConnectTimeoutError
+    // undici's own errors come from a request, which loaded undici first.
+    (undici !== undefined &&
+      (error instanceof undici.errors.HeadersTimeoutError ||
+        error instanceof undici.errors.BodyTimeoutError ||
+        error instanceof undici.errors.ConnectTimeoutError))
   ) {
     return `no answer within ${timeoutMs / 1000} s`;
   }

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { openDatabase } from "../../core/db.js";
-import { applyMigrations, diffMigrationsToSchema, readMigrationsList } from "../../core/migrations.js";
+import { applyMigrations, diffMigrationsToSchema, migrationsCurrent, readMigrationsList } from "../../core/migrations.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
 
 describe(`migrations (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
@@ -44,6 +44,40 @@ describe(`migrations (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () 
 
   it("applies nothing the second time", async () => {
     expect(await applyMigrations(db.migrationAdapter())).to.deep.equal([]);
+  });
+
+  it("tells a current database by one SELECT (npm start then skips the schema engine), and nothing else as current", async () => {
+    const list = readMigrationsList();
+    expect(await migrationsCurrent(db.sql.query, list)).to.equal(true);
+    const [first, ...rest] = list.migrationDirectories;
+    const sql = first!.migrationFile.content.tag === "ok" ? first!.migrationFile.content.value : "";
+    const edited = { ...first!, migrationFile: { path: "migration.sql", content: { tag: "ok" as const, value: `${sql}\n-- edited\n` } } };
+    expect(await migrationsCurrent(db.sql.query, { ...list, migrationDirectories: [edited, ...rest] }), "an edited migration").to.equal(
+      false,
+    );
+    const later = {
+      path: "29991231000000_later",
+      migrationFile: { path: "migration.sql", content: { tag: "ok" as const, value: "SELECT 1" } },
+    };
+    const withLater = { ...list, migrationDirectories: [...list.migrationDirectories, later] };
+    expect(await migrationsCurrent(db.sql.query, withLater), "a new migration").to.equal(false);
+    // A failed attempt (no finished_at) is the engine's to report; rolled back afterwards.
+    await db.sql
+      .transaction(async (query) => {
+        await query(
+          `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, applied_steps_count) VALUES ('failed', 'x', $1, now(), 0)`,
+          [later.path],
+        );
+        expect(await migrationsCurrent(query, withLater), "a failed migration").to.equal(false);
+        throw new Error("rollback");
+      })
+      .catch((error: Error) => expect(error.message).to.equal("rollback"));
+    const empty = await openDatabase({ pgliteDataDir: "memory://" });
+    try {
+      expect(await migrationsCurrent(empty.sql.query, list), "a new database").to.equal(false);
+    } finally {
+      await empty.close();
+    }
   });
 
   it("leaves a working schema behind", async () => {

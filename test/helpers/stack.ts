@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -17,7 +17,19 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** The command of an npm script such as `start` (without its pre-script build, which the test run has done). */
+let built = false;
+/**
+ * `npm start`'s prestart, once per test run: it runs the compiled copy in dist/, which must be
+ * the sources' (a test file run alone after an edit); nothing to do after `npm run build`.
+ */
+function buildIfStale() {
+  if (built) return;
+  const build = spawnSync(process.execPath, ["scripts/build.mjs", "--if-stale"], { cwd: ROOT, encoding: "utf8" });
+  if (build.status !== 0) throw new Error(`node scripts/build.mjs --if-stale failed:\n${build.stdout}${build.stderr}`);
+  built = true;
+}
+
+/** The command of an npm script such as `start` (its pre-script's build: `buildIfStale`). */
 function scriptCommand(script: string): string[] {
   const scripts = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")).scripts as Record<string, string>;
   const [command, ...args] = (scripts[script] ?? "").split(" ");
@@ -39,6 +51,7 @@ export interface StackProcess {
 export function startStack(env: Record<string, string | undefined>, script = "start"): StackProcess {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "stack-"));
   // A path to a .ts file runs that file; anything else names an npm script.
+  if (script === "start") buildIfStale();
   const args = script.endsWith(".ts") ? ["--disable-warning=ExperimentalWarning", "--import", "tsx", script] : scriptCommand(script);
   const child = spawn(process.execPath, args, {
     cwd: ROOT,

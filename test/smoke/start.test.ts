@@ -11,6 +11,16 @@ import { freePort, type StackProcess, startStack } from "../helpers/stack.js";
 
 const STACK_TRACE_LINE = /^\s+at /m;
 
+/**
+ * `npm start`'s ready line: what it names, then its start-up figures (D-86), the milliseconds since
+ * the process started and its resident memory in MB, as whole numbers. Never a timed assertion.
+ */
+function readyLine(line: string): { names: string; startupMs: number; rssMb: number } {
+  const match = /^(ready: .*) startup_ms=(\d+) rss_mb=(\d+)$/.exec(line);
+  expect(match, line).to.not.equal(null);
+  return { names: match![1]!, startupMs: Number(match![2]), rssMb: Number(match![3]) };
+}
+
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
 type Json = any;
 
@@ -32,10 +42,12 @@ describe(`npm start (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
         DATABASE_URL: database?.url ?? "",
         DEPLOYMENTS_DIR: deploymentsDir,
       });
-      const line = await stack.ready();
-      expect(line).to.equal(
+      const line = readyLine(await stack.ready());
+      expect(line.names).to.equal(
         `ready: api=http://127.0.0.1:${port} rpc=http://127.0.0.1:${chainPort} chainId=31337 database=${usingPostgres ? "postgres" : "pglite"}`,
       );
+      expect(line.startupMs).to.be.a("number").and.above(0);
+      expect(line.rssMb).to.be.a("number").and.above(0);
       apiUrl = `http://127.0.0.1:${port}`;
     });
 
@@ -144,7 +156,9 @@ describe(`npm start (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
       chain = await startEmbeddedChain("127.0.0.1", await freePort());
       const port = await freePort();
       stack = startStack({ PORT: String(port), CHAIN_RPC_URL: chain.rpcUrl, DATABASE_URL: "" });
-      expect(await stack.ready()).to.equal(`ready: api=http://127.0.0.1:${port} rpc=${chain.rpcUrl} chainId=31337 database=pglite`);
+      expect(readyLine(await stack.ready()).names).to.equal(
+        `ready: api=http://127.0.0.1:${port} rpc=${chain.rpcUrl} chainId=31337 database=pglite`,
+      );
       expect((await fetch(`http://127.0.0.1:${port}/health`)).status).to.equal(200);
 
       await chain.close();
