@@ -1,3 +1,5 @@
+import { existsSync } from "node:fs";
+import path from "node:path";
 import type { JsonRpcProvider } from "ethers";
 import { ChainUnavailableError, connectRpc, type EmbeddedChain, startEmbeddedChain } from "./chain.js";
 import { ChainMismatchError, ensureChainIdentity } from "./chain-identity.js";
@@ -6,7 +8,7 @@ import { type Config, ConfigError } from "./config.js";
 import { type Database, openDatabase } from "./db.js";
 import { type Deployment, deploymentPath, readDeployment } from "./deployments.js";
 import type { Logger } from "./logger.js";
-import { applyMigrations, migrationsCurrent } from "./migrations.js";
+import { applyMigrations, applyMigrationsInThread, MigrationTargetError, migrationsCurrent } from "./migrations.js";
 
 export class DatabaseUnavailableError extends Error {
   override name = "DatabaseUnavailableError";
@@ -53,25 +55,51 @@ export function redactUrl(url: string): string {
 }
 
 export async function bootDatabase(config: Config, logger: Logger): Promise<Database> {
-  let db: Database;
-  try {
-    db = await openDatabase({ databaseUrl: config.database.url, pgliteDataDir: config.database.pgliteDir });
-  } catch (error) {
+  const target = { databaseUrl: config.database.url, pgliteDataDir: config.database.pgliteDir };
+  const cannotOpen = (error: unknown) => {
     const e = error as { code?: string; message?: string; cause?: { code?: string; message?: string } };
     const reason = e.cause?.message ?? e.message ?? e.code ?? String(error);
-    throw new DatabaseUnavailableError(
+    return new DatabaseUnavailableError(
       config.database.url
         ? `database: cannot connect to DATABASE_URL ${redactUrl(config.database.url)} (${reason.split("\n")[0]})`
         : `database: cannot open the embedded database in ${config.database.pgliteDir} (${reason.split("\n")[0]})`,
     );
-  }
+  };
+  const failed = (error: unknown) =>
+    new DatabaseUnavailableError(`database: migrations failed (${String((error as Error).message).split("\n")[0]})`);
+  const open = () =>
+    openDatabase(target).catch((error: unknown) => {
+      throw cannotOpen(error);
+    });
+  // Pending migrations are applied in a thread of their own (applyMigrationsInThread), except in an
+  // in-memory PGlite, which no other thread can reach. One PGlite at a time opens a folder: a new
+  // folder is created by that thread, and an open one is closed while it works.
+  const inMemory = !target.databaseUrl && target.pgliteDataDir.startsWith("memory://");
+  const inThread = async () => {
+    try {
+      return await applyMigrationsInThread(target);
+    } catch (error) {
+      throw error instanceof MigrationTargetError ? cannotOpen(error) : failed(error);
+    }
+  };
+  let applied: string[] = [];
+  if (!target.databaseUrl && !inMemory && !existsSync(path.join(target.pgliteDataDir, "PG_VERSION"))) applied = await inThread();
+  let db = await open();
+  let current: boolean;
   try {
-    const applied = (await migrationsCurrent(db.sql.query)) ? [] : await applyMigrations(db.migrationAdapter());
-    logger.info({ database: db.kind, applied }, applied.length > 0 ? "migrations applied" : "database schema up to date");
+    current = await migrationsCurrent(db.sql.query);
+    if (!current && inMemory) applied = await applyMigrations(db.migrationAdapter());
+    else if (!current && db.kind === "postgres") applied = await inThread();
   } catch (error) {
     await db.close().catch(() => {});
-    throw new DatabaseUnavailableError(`database: migrations failed (${String((error as Error).message).split("\n")[0]})`);
+    throw error instanceof DatabaseUnavailableError ? error : failed(error);
   }
+  if (!current && db.kind === "pglite" && !inMemory) {
+    await db.close();
+    applied = await inThread();
+    db = await open();
+  }
+  logger.info({ database: db.kind, applied }, applied.length > 0 ? "migrations applied" : "database schema up to date");
   return db;
 }
 

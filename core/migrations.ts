@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { Worker } from "node:worker_threads";
 import type { SqlDriverAdapter, SqlMigrationAwareDriverAdapterFactory } from "@prisma/driver-adapter-utils";
 import { bindMigrationAwareSqlAdapterFactory } from "@prisma/driver-adapter-utils";
 import type { MigrationList, SchemaEngine } from "@prisma/schema-engine-wasm";
@@ -76,11 +77,50 @@ async function withEngine<T>(adapterFactory: SqlMigrationAwareDriverAdapterFacto
   }
 }
 
-/** Applies every migration not yet recorded in `_prisma_migrations`; returns their names. */
-export async function applyMigrations(adapterFactory: SqlMigrationAwareDriverAdapterFactory): Promise<string[]> {
+/** Applies every migration of `list` not yet recorded in `_prisma_migrations`; returns their names. */
+export async function applyMigrations(
+  adapterFactory: SqlMigrationAwareDriverAdapterFactory,
+  list: MigrationList = readMigrationsList(),
+): Promise<string[]> {
   return withEngine(adapterFactory, async (engine) => {
-    const result = await engine.applyMigrations({ migrationsList: readMigrationsList(), filters: NO_FILTERS });
+    const result = await engine.applyMigrations({ migrationsList: list, filters: NO_FILTERS });
     return result.appliedMigrationNames;
+  });
+}
+
+/** Where the migrations' thread connects: PostgreSQL, or a PGlite folder no other PGlite has open. */
+export interface MigrationTarget {
+  databaseUrl?: string | undefined;
+  pgliteDataDir?: string;
+}
+
+export type MigrationThreadAnswer = { applied: string[] } | { error: string; opening: boolean };
+
+/** The migrations' thread could not open the database (its message is the driver's reason). */
+export class MigrationTargetError extends Error {
+  override name = "MigrationTargetError";
+}
+
+/**
+ * applyMigrations in a thread of its own (core/migrations-thread.ts), resolved once the thread has
+ * ended and closed the database. The schema engine's module instantiates its WebAssembly when it
+ * loads and never frees it: applied in this thread, a first start kept a few hundred MB for the
+ * process's life (D-86).
+ */
+export function applyMigrationsInThread(target: MigrationTarget): Promise<string[]> {
+  const file = import.meta.url.endsWith(".ts") ? "./migrations-thread.ts" : "./migrations-thread.js";
+  return new Promise((resolve, reject) => {
+    let answer: MigrationThreadAnswer | undefined;
+    const worker = new Worker(new URL(file, import.meta.url), { workerData: target });
+    worker.on("message", (message: MigrationThreadAnswer) => {
+      answer = message;
+    });
+    worker.on("error", reject);
+    worker.on("exit", (code) => {
+      if (answer && "applied" in answer) resolve(answer.applied);
+      else if (answer) reject(answer.opening ? new MigrationTargetError(answer.error) : new Error(answer.error));
+      else reject(new Error(`the migrations' thread exited with code ${code}`));
+    });
   });
 }
 
