@@ -139,7 +139,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
 
 /**
  * Each driver's modules are loaded by the database that uses them: PGlite's start never loads pg
- * (about 80 ms and 4 MB), PostgreSQL's never loads PGlite (D-86).
+ * (about 80 ms and 4 MB), PostgreSQL's never loads PGlite (D-87).
  */
 async function openPostgres(connectionString: string): Promise<Omit<Database, "plain">> {
   const [{ default: pg }, { PrismaPg }, { from: copyFrom }] = await Promise.all([
@@ -206,7 +206,7 @@ async function openPostgres(connectionString: string): Promise<Omit<Database, "p
 /**
  * PostgreSQL's default shared_buffers (128 MB) became resident memory of the process as soon as
  * PGlite started (its WebAssembly memory); the sandbox's data fits in far less, and its files stay
- * in the OS's cache anyway. 16 MB took about 120 MB off the process (D-86).
+ * in the OS's cache anyway. 16 MB took about 120 MB off the process (D-87).
  */
 const PGLITE_SETTINGS = ["-c", "shared_buffers=16MB"];
 

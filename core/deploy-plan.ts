@@ -14,7 +14,7 @@ import type { Logger } from "./logger.js";
 // What the platform's deployment is (its contracts in order, the roles it grants), and the two
 // ways of sending it: one transaction after the other, each awaited (any chain), or, on a new
 // development chain that mines each transaction as it arrives, signed here and sent in a few
-// round trips (D-86).
+// round trips (D-87).
 
 /** The addresses known so far, by deployment key (`stakingVault`...). */
 export type Addresses = Record<string, string>;

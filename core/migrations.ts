@@ -105,7 +105,7 @@ export class MigrationTargetError extends Error {
  * applyMigrations in a thread of its own (core/migrations-thread.ts), resolved once the thread has
  * ended and closed the database. The schema engine's module instantiates its WebAssembly when it
  * loads and never frees it: applied in this thread, a first start kept a few hundred MB for the
- * process's life (D-86).
+ * process's life (D-87).
  */
 export function applyMigrationsInThread(target: MigrationTarget): Promise<string[]> {
   const file = import.meta.url.endsWith(".ts") ? "./migrations-thread.ts" : "./migrations-thread.js";
@@ -128,7 +128,7 @@ export function applyMigrationsInThread(target: MigrationTarget): Promise<string
  * True when the database has applied exactly the migrations of `list`, each finished and unchanged
  * (Prisma's checksum: the SHA-256 of migration.sql), with no failed or rolled-back attempt: one
  * SELECT, so a start on a current database skips the schema engine, whose WebAssembly took about
- * 1.5 s and a few hundred MB to find nothing to apply (D-86). Anything else (a new database, a new
+ * 1.5 s and a few hundred MB to find nothing to apply (D-87). Anything else (a new database, a new
  * or edited migration, a failed one) is the engine's to apply or to refuse, as before.
  */
 export async function migrationsCurrent(query: SqlQuery, list: MigrationList = readMigrationsList()): Promise<boolean> {

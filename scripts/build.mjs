@@ -1,5 +1,5 @@
 // `npm run build`: the contracts (Hardhat, into artifacts/) and the service's TypeScript compiled to
-// JavaScript (esbuild, into dist/), which `npm start` runs: no TypeScript compiler at start (D-86).
+// JavaScript (esbuild, into dist/), which `npm start` runs: no TypeScript compiler at start (D-87).
 //
 //   node scripts/build.mjs              both, always (Hardhat's own cache skips unchanged contracts)
 //   node scripts/build.mjs --if-stale   each part only when its inputs changed since it was built

@@ -37,7 +37,7 @@ await runUntilSignal(
     const config = loadConfig();
     const logger = createLogger(config.logLevel);
 
-    // The chain, then the contracts, beside the database and its migrations (D-86): the embedded
+    // The chain, then the contracts, beside the database and its migrations (D-87): the embedded
     // chain starts in its own thread (about a second) while this one opens the database (mostly
     // WebAssembly). An external chain answers or fails within milliseconds: the database waits for
     // it, so a bad CHAIN_RPC_URL stops the start before DATA_DIR is touched.
@@ -88,7 +88,7 @@ await runUntilSignal(
 
     // `ready:` says what /health says: the indexer beside the API has written its heartbeat.
     await untilHealthy({ db, chain }, logger);
-    // The figures of D-86: milliseconds since this process started, and its resident memory (worker threads included).
+    // The figures of D-87: milliseconds since this process started, and its resident memory (worker threads included).
     const startupMs = Math.round(performance.now());
     const rssMb = Math.round(process.memoryUsage().rss / 2 ** 20);
     console.log(

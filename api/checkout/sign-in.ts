@@ -12,7 +12,7 @@ import type { PaymentsRepo } from "../../domain/payments/repo.js";
 const SIGN_IN_TTL_MS = 10 * 60_000;
 const SCOPE = "openid profile email";
 
-/** openid-client, loaded with the first sign-in: a process without OIDC_CLIENT_ID never loads it (D-86). */
+/** openid-client, loaded with the first sign-in: a process without OIDC_CLIENT_ID never loads it (D-87). */
 const loadOidc = () => import("openid-client");
 
 export interface CheckoutSignInConfig {

@@ -46,7 +46,7 @@ const INIT = `window.ui = SwaggerUIBundle({
 
 /**
  * The swagger-ui-dist package's folder, found without loading the package: its main module
- * evaluates the 3.4 MB Swagger UI bundle, which only browsers run (D-86).
+ * evaluates the 3.4 MB Swagger UI bundle, which only browsers run (D-87).
  */
 const SWAGGER_UI_DIR = path.dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
 

@@ -212,7 +212,7 @@ export function createRateLimiter(deps: RateLimitDeps) {
 
 /** The Redis client of the shared counters: fails fast instead of queueing while Redis is away. */
 export async function connectRedis(url: string, logger: Pick<Logger, "warn">): Promise<Redis> {
-  // Loaded only when REDIS_URL is set (about 60 ms and 2 MB at start otherwise; D-86).
+  // Loaded only when REDIS_URL is set (about 60 ms and 2 MB at start otherwise; D-87).
   const { Redis } = await import("ioredis");
   const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2_000 });
   // Without a listener ioredis prints every connection error with its stack on stderr. The

@@ -165,7 +165,7 @@ export function createWebhookEgress({
       return callback(null, addresses[0]!.address, addresses[0]!.family);
     });
   };
-  // undici is loaded with the first delivery, not with the process (about 100 ms and 6 MB at start; D-86).
+  // undici is loaded with the first delivery, not with the process (about 100 ms and 6 MB at start; D-87).
   let loading: Promise<Agent> | undefined;
   const agentOnce = () =>
     (loading ??= loadUndici().then(({ Agent, buildConnector }) => {

@@ -9,7 +9,7 @@ import type { Logger } from "../../core/logger.js";
 import { applyMigrations, migrationsCurrent, readMigrationsList } from "../../core/migrations.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
 
-// How a process's start brings its database up to date (D-86): one SELECT when nothing is
+// How a process's start brings its database up to date (D-87): one SELECT when nothing is
 // pending; otherwise the schema engine in a thread of its own, which a PGlite folder is handed to.
 describe(`bootDatabase (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
   this.timeout(60_000);

@@ -12,7 +12,7 @@ import { freePort, type StackProcess, startStack } from "../helpers/stack.js";
 const STACK_TRACE_LINE = /^\s+at /m;
 
 /**
- * `npm start`'s ready line: what it names, then its start-up figures (D-86), the milliseconds since
+ * `npm start`'s ready line: what it names, then its start-up figures (D-87), the milliseconds since
  * the process started and its resident memory in MB, as whole numbers. Never a timed assertion.
  */
 function readyLine(line: string): { names: string; startupMs: number; rssMb: number } {

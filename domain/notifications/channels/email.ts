@@ -26,7 +26,7 @@ const POOL_CONNECTIONS = 4;
 
 export function createEmailSender(options: { smtpUrl: string | undefined; from: string; logger?: Pick<Logger, "info"> }) {
   const { smtpUrl } = options;
-  // nodemailer is loaded with the first e-mail sent, not with the process (about 100 ms and 5 MB at start; D-86).
+  // nodemailer is loaded with the first e-mail sent, not with the process (about 100 ms and 5 MB at start; D-87).
   let transport: Promise<Transporter> | undefined;
   const transportOnce = (url: string) =>
     (transport ??= import("nodemailer").then(({ default: nodemailer }) =>
