@@ -9,17 +9,10 @@ import type { Contract, JsonRpcProvider, Wallet } from "ethers";
 import { coalesce } from "../../core/coalesce.js";
 import type { Broadcast, PayingAccount } from "./paying-account.js";
 import type { NewRequest, NewTransaction, TransactionsRepo } from "./repo.js";
+import type { SendRequest } from "./sender.js";
 
-/** A call of the service's own (the sandbox, the loan operator): a transaction of its own. */
-export interface OwnCall {
-  purpose: string;
-  to: string;
-  data: string;
-  userId?: string;
-  idempotencyKey?: string;
-  requestHash?: string;
-  gasLimit: bigint;
-}
+/** A call of the service's own (the sandbox, the loan operator): a transaction of its own, its gas known. */
+export type OwnCall = SendRequest & { gasLimit: bigint };
 
 /** A signed ForwardRequest in the form `execute` and `executeBatch` take. */
 export interface ForwardRequestData {

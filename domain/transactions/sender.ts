@@ -22,7 +22,7 @@ export interface SendRequest {
   idempotencyKey?: string;
   /** The request that sent it: a retry under the same key with another request is refused (422). */
   requestHash?: string;
-  /** Skips the gas estimate (the caller simulated the call itself, e.g. a relayed user call). */
+  /** Skips the gas estimate (the caller knows the gas the call needs). */
   gasLimit?: bigint;
 }
 

@@ -200,17 +200,21 @@ describe(`money sandbox: faucet, transaction sender, Idempotency-Key (${usingPos
     expect(nonces).to.deep.equal(Array.from({ length: 50 }, (_, i) => nonces[0]! + i));
   });
 
-  it("broadcasts a lower nonce another process recorded but never sent before its own: nothing waits for it, nothing fills it", async () => {
-    // What a process killed between recording and broadcasting leaves, its nonce taken from SenderNonce.
+  /**
+   * What a process killed between recording and broadcasting leaves: a faucet mint of `amount`
+   * micro-USDC signed at the paying account's next nonce and recorded `signed`, never sent.
+   */
+  async function recordUnsentMint(amount: bigint, key: string = randomUUID()) {
     const deployer = new Wallet(DEPLOYER_KEY, chain.provider);
     const usdc = platformContract(chain.deployment, "usdc", chain.provider);
     const nonce = await chain.provider.getTransactionCount(deployer.address, "pending");
-    const data = usdc.interface.encodeFunctionData("mint", [wallet, 7_000_000n]);
+    const to = await usdc.getAddress();
+    const data = usdc.interface.encodeFunctionData("mint", [wallet, amount]);
     const rawTx = await deployer.signTransaction({
       type: 2,
       chainId: chain.deployment.chainId,
       nonce,
-      to: await usdc.getAddress(),
+      to,
       data,
       gasLimit: 200_000n,
       maxFeePerGas: 10_000_000_000n,
@@ -224,10 +228,10 @@ describe(`money sandbox: faucet, transaction sender, Idempotency-Key (${usingPos
         chainId: chain.deployment.chainId,
         purpose: "sandbox.faucet",
         userId,
-        idempotencyKey: randomUUID(),
+        idempotencyKey: key,
         sender,
         nonce,
-        to: (await usdc.getAddress()).toLowerCase(),
+        to: to.toLowerCase(),
         data,
         rawTx,
         txHash,
@@ -235,6 +239,12 @@ describe(`money sandbox: faucet, transaction sender, Idempotency-Key (${usingPos
         createdAt: new Date(),
       },
     });
+    return { deployer, sender, nonce, txHash };
+  }
+
+  it("broadcasts a lower nonce another process recorded but never sent before its own: nothing waits for it, nothing fills it", async () => {
+    // What a process killed between recording and broadcasting leaves, its nonce taken from SenderNonce.
+    const { sender, nonce, txHash } = await recordUnsentMint(7_000_000n);
     await db.prisma.senderNonce.upsert({
       where: { chainId_address: { chainId: chain.deployment.chainId, address: sender } },
       create: { chainId: chain.deployment.chainId, address: sender, nextNonce: nonce + 1, updatedAt: new Date() },
@@ -252,31 +262,8 @@ describe(`money sandbox: faucet, transaction sender, Idempotency-Key (${usingPos
   });
 
   it("takes recorded bytes whose nonce another transaction used as refused, not as sent: the retry answers at once", async () => {
-    const deployer = new Wallet(DEPLOYER_KEY, chain.provider);
-    const usdc = platformContract(chain.deployment, "usdc", chain.provider);
-    const nonce = await chain.provider.getTransactionCount(deployer.address, "pending");
-    const data = usdc.interface.encodeFunctionData("mint", [wallet, 5_000_000n]);
-    const fields = { type: 2, chainId: chain.deployment.chainId, nonce, to: await usdc.getAddress(), data, gasLimit: 200_000n };
-    const rawTx = await deployer.signTransaction({ ...fields, maxFeePerGas: 10_000_000_000n, maxPriorityFeePerGas: 0n });
-    const txHash = Transaction.from(rawTx).hash!;
     const key = randomUUID();
-    await db.prisma.chainTransaction.create({
-      data: {
-        id: randomUUID(),
-        chainId: chain.deployment.chainId,
-        purpose: "sandbox.faucet",
-        userId,
-        idempotencyKey: key,
-        sender: deployer.address.toLowerCase(),
-        nonce,
-        to: fields.to.toLowerCase(),
-        data,
-        rawTx,
-        txHash,
-        status: "signed",
-        createdAt: new Date(),
-      },
-    });
+    const { deployer, nonce, txHash } = await recordUnsentMint(5_000_000n, key);
     // The same key sends something else with that nonce first (a script, say).
     await (await deployer.sendTransaction({ to: deployer.address, value: 0n, nonce })).wait();
     const before = await balanceOf(wallet);
@@ -289,39 +276,8 @@ describe(`money sandbox: faucet, transaction sender, Idempotency-Key (${usingPos
 
   it("settles at start what a stopped process had signed and recorded but not sent, and a retry then finds it", async () => {
     // The state a process killed between recording and broadcasting leaves: a signed transaction with the next nonce.
-    const deployer = new Wallet(DEPLOYER_KEY, chain.provider);
-    const usdc = platformContract(chain.deployment, "usdc", chain.provider);
-    const nonce = await chain.provider.getTransactionCount(deployer.address, "pending");
-    const data = usdc.interface.encodeFunctionData("mint", [wallet, 42_000_000n]);
-    const rawTx = await deployer.signTransaction({
-      type: 2,
-      chainId: chain.deployment.chainId,
-      nonce,
-      to: await usdc.getAddress(),
-      data,
-      gasLimit: 200_000n,
-      maxFeePerGas: 10_000_000_000n,
-      maxPriorityFeePerGas: 0n,
-    });
-    const txHash = Transaction.from(rawTx).hash!;
     const key = randomUUID();
-    await db.prisma.chainTransaction.create({
-      data: {
-        id: randomUUID(),
-        chainId: chain.deployment.chainId,
-        purpose: "sandbox.faucet",
-        userId,
-        idempotencyKey: key,
-        sender: deployer.address.toLowerCase(),
-        nonce,
-        to: (await usdc.getAddress()).toLowerCase(),
-        data,
-        rawTx,
-        txHash,
-        status: "signed",
-        createdAt: new Date(),
-      },
-    });
+    const { txHash } = await recordUnsentMint(42_000_000n, key);
     const before = await balanceOf(wallet);
     expect(await api.services.sender!.reconcile()).to.equal(1);
     expect(await balanceOf(wallet)).to.equal(before + 42_000_000n);
