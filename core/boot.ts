@@ -5,7 +5,7 @@ import { ChainUnavailableError, connectRpc, type EmbeddedChain, startEmbeddedCha
 import { ChainMismatchError, ensureChainIdentity } from "./chain-identity.js";
 import { createSharedClock, type SharedClock } from "./clock.js";
 import { type Config, ConfigError } from "./config.js";
-import { type Database, openDatabase } from "./db.js";
+import { type Database, openDatabase, openFailureReason } from "./db.js";
 import { type Deployment, deploymentPath, readDeployment } from "./deployments.js";
 import type { Logger } from "./logger.js";
 import { applyMigrations, applyMigrationsInThread, MigrationTargetError, migrationsCurrent } from "./migrations.js";
@@ -57,8 +57,7 @@ export function redactUrl(url: string): string {
 export async function bootDatabase(config: Config, logger: Logger): Promise<Database> {
   const target = { databaseUrl: config.database.url, pgliteDataDir: config.database.pgliteDir };
   const cannotOpen = (error: unknown) => {
-    const e = error as { code?: string; message?: string; cause?: { code?: string; message?: string } };
-    const reason = e.cause?.message ?? e.message ?? e.code ?? String(error);
+    const reason = openFailureReason(error);
     return new DatabaseUnavailableError(
       config.database.url
         ? `database: cannot connect to DATABASE_URL ${redactUrl(config.database.url)} (${reason.split("\n")[0]})`

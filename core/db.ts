@@ -132,6 +132,21 @@ export interface DatabaseOptions {
   pgliteDataDir?: string;
 }
 
+/** PGlite's (Emscripten's) errno for "no space left on device". */
+const PGLITE_ENOSPC = 51;
+
+/**
+ * Why a database did not open, in words: the driver's message, or for PGlite's file system errors,
+ * which carry only an errno, what that number means.
+ */
+export function openFailureReason(error: unknown): string {
+  const e = error as { code?: string; message?: string; errno?: number; cause?: { message?: string } } | undefined;
+  if (e?.cause?.message ?? e?.message ?? e?.code) return String(e?.cause?.message ?? e?.message ?? e?.code);
+  if (e?.errno === PGLITE_ENOSPC) return "no space left on the device";
+  if (typeof e?.errno === "number") return `file system error ${e.errno}`;
+  return String(error);
+}
+
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   const database = options.databaseUrl ? await openPostgres(options.databaseUrl) : await openPglite(options.pgliteDataDir ?? "memory://");
   return { ...database, plain: rawTxOf(database.sql.query) };

@@ -2,26 +2,22 @@
 // applies what is pending with Prisma's schema engine, closes the database, and ends. The engine's
 // WebAssembly instance lives as long as its module, which is as long as its thread: here, seconds.
 import { parentPort, workerData } from "node:worker_threads";
-import { type Database, openDatabase } from "./db.js";
+import { type Database, openDatabase, openFailureReason } from "./db.js";
 import { applyMigrations, type MigrationTarget, type MigrationThreadAnswer } from "./migrations.js";
 
 const answer = (message: MigrationThreadAnswer) => parentPort!.postMessage(message);
-const reasonOf = (error: unknown) => {
-  const e = error as { code?: string; message?: string; cause?: { message?: string } };
-  return String(e.cause?.message ?? e.message ?? e.code ?? error);
-};
 
 let db: Database | undefined;
 try {
   db = await openDatabase(workerData as MigrationTarget);
 } catch (error) {
-  answer({ error: reasonOf(error), opening: true });
+  answer({ error: openFailureReason(error), opening: true });
 }
 if (db) {
   try {
     answer({ applied: await applyMigrations(db.migrationAdapter()) });
   } catch (error) {
-    answer({ error: reasonOf(error), opening: false });
+    answer({ error: openFailureReason(error), opening: false });
   } finally {
     await db.close();
   }

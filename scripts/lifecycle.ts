@@ -1,3 +1,5 @@
+import type { Logger } from "../core/logger.js";
+
 type Stopper = () => Promise<void> | void;
 
 /**
@@ -40,4 +42,25 @@ export async function runUntilSignal(
     else console.error(`${name}: failed to start: ${(error as Error)?.stack ?? String(error)}`);
     await stopAll(1);
   }
+}
+
+/**
+ * The start's steps still running, said every 10 s until ready: a slow or stuck start names what
+ * it waits for (a start under load takes several times its usual 2 s, and prints nothing else).
+ */
+export function startSteps(logger: Pick<Logger, "warn">, everyMs = 10_000) {
+  const running = new Set<string>();
+  const timer = setInterval(
+    () => logger.warn({ waitingFor: [...running], seconds: Math.round(performance.now() / 1000) }, "start: still starting"),
+    everyMs,
+  );
+  timer.unref();
+  return {
+    /** `work`, named among the running steps until it settles. */
+    track<T>(step: string, work: Promise<T>): Promise<T> {
+      running.add(step);
+      return work.finally(() => running.delete(step));
+    },
+    done: () => clearInterval(timer),
+  };
 }

@@ -12,7 +12,7 @@ import { attachIndexer } from "../domain/transactions/read-your-writes.js";
 import { createIndexer } from "../indexer/indexer.js";
 import { startPlatformWorkers } from "../worker/jobs.js";
 import { apiProcessServices } from "./api-services.js";
-import { runUntilSignal } from "./lifecycle.js";
+import { runUntilSignal, startSteps } from "./lifecycle.js";
 
 const HEALTH_POLL_MS = 100;
 const HEALTH_WARN_EVERY_MS = 10_000;
@@ -36,25 +36,32 @@ await runUntilSignal(
   async (onStop) => {
     const config = loadConfig();
     const logger = createLogger(config.logLevel);
+    const steps = startSteps(logger);
+    onStop(() => steps.done());
 
     // The chain, then the contracts, beside the database and its migrations (D-87): the embedded
     // chain starts in its own thread (about a second) while this one opens the database (mostly
     // WebAssembly). An external chain answers or fails within milliseconds: the database waits for
     // it, so a bad CHAIN_RPC_URL stops the start before DATA_DIR is touched.
-    const booted = bootChain(config, logger);
+    const booted = steps.track("the chain", bootChain(config, logger));
     const chainAndDeployment = booted.then(async (chain) => {
       onStop(() => chain.close());
-      const deployment = await ensureDeployment({
-        provider: chain.provider,
-        deployerPrivateKey: config.chain.deployerPrivateKey,
-        usdcAddress: config.chain.usdcAddress,
-        treasury: config.chain.treasuryAddress,
-        fresh: chain.embedded !== undefined,
-        logger,
-      });
+      const deployment = await steps.track(
+        "the contracts' deployment",
+        ensureDeployment({
+          provider: chain.provider,
+          deployerPrivateKey: config.chain.deployerPrivateKey,
+          usdcAddress: config.chain.usdcAddress,
+          treasury: config.chain.treasuryAddress,
+          fresh: chain.embedded !== undefined,
+          logger,
+        }),
+      );
       return { chain, deployment };
     });
-    const database = (config.chain.mode === "embedded" ? Promise.resolve() : booted).then(() => bootDatabase(config, logger));
+    const database = (config.chain.mode === "embedded" ? Promise.resolve() : booted).then(() =>
+      steps.track("the database and its migrations", bootDatabase(config, logger)),
+    );
     // Closed once open, even when the chain fails meanwhile: PGlite cut off while it creates its
     // folder would leave the folder unusable.
     onStop(async () => (await database.catch(() => undefined))?.close());
@@ -62,9 +69,9 @@ await runUntilSignal(
     database.catch(() => {});
     const { chain, deployment } = await chainAndDeployment;
     const db = await database;
-    await ensureChainIdentity(db, deployment, { embedded: chain.embedded !== undefined, logger });
+    await steps.track("the chain identity check", ensureChainIdentity(db, deployment, { embedded: chain.embedded !== undefined, logger }));
     // After the identity check: a new embedded chain resets the stored clock offset with it.
-    const clock = await bootClock(db, logger, onStop);
+    const clock = await steps.track("the service clock", bootClock(db, logger, onStop));
 
     const indexer = createIndexer({
       db,
@@ -79,14 +86,18 @@ await runUntilSignal(
     onStop(() => indexer.stop());
 
     // One set of services for the API and the jobs of this process: the API's caches see the jobs' writes.
-    const services = await apiProcessServices({ config, db, clock, logger, chain, deployment, processKind: "start" });
+    const services = await steps.track(
+      "the API's services",
+      apiProcessServices({ config, db, clock, logger, chain, deployment, processKind: "start" }),
+    );
     onStop(() => services.stop());
     if (services.mirror) onStop(attachIndexer(services.mirror, indexer));
-    const { server } = await serveApi({ logger, clock, db, chain, config, services }, onStop);
+    const { server } = await steps.track("the HTTP server", serveApi({ logger, clock, db, chain, config, services }, onStop));
     const workers = startPlatformWorkers({ services, clock, logger });
     onStop(() => workers.stop());
 
     // `ready:` says what /health says: the indexer beside the API has written its heartbeat.
+    steps.done(); // untilHealthy says what still fails
     await untilHealthy({ db, chain }, logger);
     // The figures of D-87: milliseconds since this process started, and its resident memory (worker threads included).
     const startupMs = Math.round(performance.now());

@@ -13,6 +13,8 @@ export interface ServiceProcess {
 }
 
 let started: Promise<{ service: ServiceProcess; database: TestDatabase | undefined }> | undefined;
+/** What the root hook stops, whether or not the start got as far as ready. */
+let cleanup: { stack?: StackProcess; database?: TestDatabase } = {};
 
 /**
  * `npm start` (embedded chain; PGlite, or a fresh PostgreSQL database when DATABASE_URL is set),
@@ -21,6 +23,7 @@ let started: Promise<{ service: ServiceProcess; database: TestDatabase | undefin
 export async function sharedService(): Promise<ServiceProcess> {
   started ??= (async () => {
     const database = process.env.DATABASE_URL ? await createTestDatabase({ migrate: false }) : undefined;
+    cleanup.database = database;
     const [port, chainPort] = [await freePort(), await freePort()];
     const stack = startStack({
       PORT: String(port),
@@ -28,16 +31,18 @@ export async function sharedService(): Promise<ServiceProcess> {
       DATABASE_URL: database?.url ?? "",
       DEPLOYMENTS_DIR: mkdtempSync(path.join(os.tmpdir(), "service-deployments-")),
     });
+    cleanup.stack = stack;
     const line = await stack.ready();
     return { service: { url: `http://127.0.0.1:${port}`, rpcUrl: line.match(/rpc=(\S+)/)![1]!, stack }, database };
   })();
   return (await started).service;
 }
 
-// A root hook: after every test of the run, the shared service (if one started) stops.
+// A root hook: after every test of the run, the shared service stops, also when its start failed
+// (a child left running would hold the test process open).
 after(async () => {
-  if (!started) return;
-  const { service, database } = await started;
-  await service.stack.stop();
+  const { stack, database } = cleanup;
+  cleanup = {};
+  await stack?.stop();
   await database?.destroy();
 });

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -39,12 +39,46 @@ function scriptCommand(script: string): string[] {
 
 export interface StackProcess {
   child: ChildProcess;
+  /** The DATA_DIR this helper made for it (removed when the child exits). */
+  dataDir: string;
   output(): string;
   stderr(): string;
   /** Resolves with the ready line, or rejects with the output when the process exits first. */
   ready(timeoutMs?: number): Promise<string>;
   exited(): Promise<number | null>;
-  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Sends `signal`, then SIGKILL if the child has not exited after `graceMs`. */
+  stop(signal?: NodeJS.Signals, graceMs?: number): Promise<number | null>;
+}
+
+/** Children still running: killed when the test process exits, however it exits. */
+const running = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const child of running) child.kill("SIGKILL");
+});
+
+/** How long a stopped child has to exit on its signal before it is killed (a blocked event loop never runs a SIGTERM handler). */
+const STOP_GRACE_MS = 15_000;
+
+/**
+ * Each thread's native stack (gdb, when the machine has it): what a start that printed nothing
+ * was waiting for. Best effort, bounded, never throws.
+ */
+function threadStacks(pid: number | undefined): string {
+  if (pid === undefined) return "";
+  const gdb = spawnSync("gdb", ["-p", String(pid), "-batch", "-nx", "-ex", "thread apply all bt 12"], {
+    encoding: "utf8",
+    timeout: 30_000,
+  });
+  if (gdb.error || !gdb.stdout) return "";
+  // A line per thread: its name, then its frames' functions, innermost first.
+  const threads: string[] = [];
+  for (const line of gdb.stdout.split("\n")) {
+    const thread = /^Thread \d+ .*?"([^"]*)"/.exec(line);
+    const frame = /^#\d+\s+(?:0x[0-9a-f]+ in )?([^\s(]+)/.exec(line);
+    if (thread) threads.push(`${thread[1]}:`);
+    else if (frame && threads.length > 0) threads[threads.length - 1] += ` ${frame[1]}`;
+  }
+  return `\nthreads of process ${pid} (gdb):\n${threads.join("\n")}`;
 }
 
 /** Runs `npm run <script>` (default `start`), or a `.ts` file, as a child process with `env` added. */
@@ -58,6 +92,7 @@ export function startStack(env: Record<string, string | undefined>, script = "st
     env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  running.add(child);
   let stdout = "";
   let stderr = "";
   child.stdout?.on("data", (chunk) => {
@@ -66,15 +101,38 @@ export function startStack(env: Record<string, string | undefined>, script = "st
   child.stderr?.on("data", (chunk) => {
     stderr += chunk;
   });
-  const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const exit = new Promise<number | null>((resolve) =>
+    child.once("exit", (code) => {
+      running.delete(child);
+      // Its DATA_DIR (a PGlite folder of about 40 MB) goes with it: a run leaves no folder per start behind.
+      rmSync(dataDir, { recursive: true, force: true });
+      resolve(code);
+    }),
+  );
+  const stop = async (signal: NodeJS.Signals = "SIGTERM", graceMs = STOP_GRACE_MS) => {
+    if (child.exitCode !== null || child.signalCode !== null) return exit;
+    child.kill(signal);
+    const grace = setTimeout(() => child.kill("SIGKILL"), graceMs);
+    try {
+      return await exit;
+    } finally {
+      clearTimeout(grace);
+    }
+  };
   return {
     child,
+    dataDir,
     output: () => stdout + stderr,
     stderr: () => stderr,
     exited: () => exit,
+    // A child that is not ready in time is killed: nothing waits on it, and its stacks say where it stood.
     ready: (timeoutMs = 90_000) =>
       new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no ready line within ${timeoutMs} ms:\n${stdout}${stderr}`)), timeoutMs);
+        const timer = setTimeout(() => {
+          const stacks = threadStacks(child.pid);
+          void stop("SIGKILL");
+          reject(new Error(`no ready line within ${timeoutMs} ms:\n${stdout}${stderr}${stacks}`));
+        }, timeoutMs);
         const check = () => {
           const line = stdout.split("\n").find((entry) => entry.startsWith("ready:"));
           if (line) {
@@ -88,9 +146,6 @@ export function startStack(env: Record<string, string | undefined>, script = "st
           reject(new Error(`exited with ${code} before ready:\n${stdout}${stderr}`));
         });
       }),
-    stop: async (signal = "SIGTERM") => {
-      if (child.exitCode === null) child.kill(signal);
-      return exit;
-    },
+    stop,
   };
 }
