@@ -69,7 +69,7 @@ function threadStacks(pid: number | undefined): string {
     encoding: "utf8",
     timeout: 30_000,
   });
-  if (gdb.error || !gdb.stdout) return "";
+  if (gdb.error) return `\n(no thread stacks: ${gdb.error.message})`;
   // A line per thread: its name, then its frames' functions, innermost first.
   const threads: string[] = [];
   for (const line of gdb.stdout.split("\n")) {
@@ -78,6 +78,7 @@ function threadStacks(pid: number | undefined): string {
     if (thread) threads.push(`${thread[1]}:`);
     else if (frame && threads.length > 0) threads[threads.length - 1] += ` ${frame[1]}`;
   }
+  if (threads.length === 0) return `\n(no thread stacks: ${gdb.stderr.trim().split("\n").at(-1) ?? "gdb printed none"})`;
   return `\nthreads of process ${pid} (gdb):\n${threads.join("\n")}`;
 }
 
