@@ -137,7 +137,9 @@ describe(`checkout page in a browser (${usingPostgres ? "PostgreSQL" : "PGlite"}
       await page.click("#sandbox-signin button[type=submit]");
       await page.waitForSelector("#signed-in:not([hidden])");
       if (method === "credit") {
-        await page.waitForFunction(`(document.querySelector('[data-terms="credit"]')?.textContent ?? "").includes("12.60")`);
+        // A locator, not a string predicate: Playwright polls a string with eval in the page, which the
+        // checkout's CSP (script-src 'self') refuses whenever the terms are not there at the first look.
+        await page.locator('[data-terms="credit"]', { hasText: "12.60" }).waitFor();
       }
       await checkState(page, `7-${method}-terms`);
       await Promise.all([page.waitForURL(`${shopBase}/thanks**`), page.click(`button[data-method=${method}]`)]);
