@@ -206,7 +206,7 @@ describe(`Trust Score and user records from chain facts (${usingPostgres ? "Post
     );
     const vaultAddress = (await chain.contracts.factory.getFunction("vaultOf")(await dave.signer.getAddress())) as string;
     const vault = chain.at(["social/SocialVault.sol", "SocialVault"], vaultAddress, dave.signer);
-    await send(vault.getFunction("addGuardian")(await erin.signer.getAddress()));
+    const erinAdded = (await send(vault.getFunction("addGuardian")(await erin.signer.getAddress()))) as { blockNumber: number };
     await send(vault.getFunction("addGuardian")(outsider));
     await settle();
 
@@ -220,7 +220,9 @@ describe(`Trust Score and user records from chain facts (${usingPostgres ? "Post
     ]);
     const erinEntry = listed.body.data.find((g: { id: string }) => g.id === erin.id);
     expect(erinEntry).to.deep.include({ displayName: "erin", walletAddress: await erin.signer.getAddress() });
-    expect(Date.parse(erinEntry.addedAt)).to.be.closeTo(api.clock.now().getTime(), 60_000);
+    // When the chain added her: her GuardianAdded block's time.
+    const addedBlock = await chain.provider.getBlock(erinAdded.blockNumber);
+    expect(erinEntry.addedAt).to.equal(new Date(addedBlock!.timestamp * 1000).toISOString());
     expect((await api.request("GET", "/v1/users/me", { token: dave.token })).body.data.xp).to.equal(60);
     // Erin guards Dave's vault; she owns none, so her own list is empty.
     expect((await api.request("GET", "/v1/users/me/guardians", { token: erin.token })).body.data).to.deep.equal([]);
