@@ -9,7 +9,7 @@ import { isUuid } from "../../core/text.js";
 import { AppError } from "../errors.js";
 import type { WebhookEgress } from "./egress.js";
 import { urlRefusal } from "./egress.js";
-import { type DeliveryEvent, isWebhookEvent, revertedEventOf, type WebhookEvent } from "./events.js";
+import { type DeliveryEvent, isDeliveryEvent, isWebhookEvent, revertedEventOf, type WebhookEvent } from "./events.js";
 import { payloadOfEvent, revertedPayload, type WebhookPayload } from "./payloads.js";
 import type { DeliveryRow, WebhookRow, WebhooksRepo } from "./repo.js";
 import type { SecretBox } from "./secrets.js";
@@ -39,7 +39,8 @@ export interface WebhookView {
 
 export interface DeliveryView {
   id: string;
-  event: DeliveryEvent;
+  /** The name as delivered (a name a later release took off the list stays in the log as it was). */
+  event: string;
   status: DeliveryStatus;
   statusCode: number;
   timestamp: string;
@@ -168,15 +169,18 @@ export function createWebhooksService({
 
   /** The payload of a logged delivery, built again: the event's (a test delivery's again, with its id). */
   async function payloadOf(delivery: DeliveryRow): Promise<WebhookPayload> {
+    // A delivery of a name no longer delivered stays in the log but is not sent again.
+    if (!isDeliveryEvent(delivery.event)) throw unknownEvents([delivery.event]);
+    const name: DeliveryEvent = delivery.event;
     const event = isUuid(delivery.eventId) ? await repo.event(delivery.eventId) : null;
     if (event?.type === "chain.fact_reverted") {
       // A `.reverted` is built from the fact it takes back.
       const fact = await repo.event((event.data as { eventId: string }).eventId);
-      const name = revertedEventOf(delivery.event);
-      if (fact && name) return revertedPayload({ id: event.id, revertedAt: event.createdAt.toISOString() }, fact, name);
+      const factName = revertedEventOf(name);
+      if (fact && factName) return revertedPayload({ id: event.id, revertedAt: event.createdAt.toISOString() }, fact, factName);
     }
-    if (event) return payloadOfEvent(event, delivery.event);
-    return { id: delivery.eventId, event: delivery.event, timestamp: delivery.createdAt.toISOString(), data: TEST_DATA };
+    if (event) return payloadOfEvent(event, name);
+    return { id: delivery.eventId, event: name, timestamp: delivery.createdAt.toISOString(), data: TEST_DATA };
   }
 
   return {

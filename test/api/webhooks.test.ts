@@ -374,6 +374,37 @@ describe(`webhooks (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
     expect(left).to.have.length(1);
     expect(new Date(left[0].timestamp).getTime()).to.equal(now.getTime() - 29 * 86_400_000);
   });
+
+  it("keeps showing a logged delivery whose event name a later release took off the list, and refuses to resend it", async () => {
+    const hook = (await create(alice, { url: `${receiver.base}/retired` })).body.data;
+    const id = randomUUID();
+    const at = api.clock.now();
+    await api.db.prisma.webhookDelivery.create({
+      data: {
+        id,
+        webhookId: hook.id,
+        eventId: randomUUID(),
+        event: "loan.retired_name",
+        attempt: 1,
+        status: "success",
+        statusCode: 200,
+        durationMs: 4,
+        error: null,
+        createdAt: at,
+      },
+    });
+    const log = await api.request("GET", `/v1/webhooks/${hook.id}/deliveries`, { token: alice });
+    expect(log.status, log.text).to.equal(200);
+    expect(log.body.data).to.deep.equal([
+      { id, event: "loan.retired_name", status: "success", statusCode: 200, timestamp: at.toISOString(), duration: 4 },
+    ]);
+    const list = await api.request("GET", "/v1/webhooks", { token: alice });
+    expect(list.status, list.text).to.equal(200);
+    expect(list.body.data.find((entry: { id: string }) => entry.id === hook.id).lastDelivery).to.deep.include({ status: "success" });
+    const resend = await api.request("POST", `/v1/webhooks/${hook.id}/deliveries/${id}/resend`, { token: alice });
+    expectErrorEnvelope(resend, 400, "INVALID_EVENTS");
+    expect(resend.body.error.message).to.include("loan.retired_name");
+  });
 });
 
 describe(`webhooks in production (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
