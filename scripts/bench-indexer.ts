@@ -7,7 +7,6 @@
 // creates its own database there and drops it at the end. BENCH_EVENTS, BENCH_TXS_PER_BLOCK,
 // BENCH_LIVE_BLOCKS change the sizes; BENCH_CPU_PROFILE=<file> writes a CPU profile of the backfill.
 
-import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import inspector from "node:inspector/promises";
 import os from "node:os";
@@ -21,6 +20,7 @@ import { ContractCatalogue, logFilters, platformAddresses, startBlock } from "..
 import { createIndexer } from "../indexer/indexer.js";
 import { createRpc, type LogFilter, type Rpc } from "../indexer/rpc.js";
 import { startTestChain, type TestChain, usdc } from "../test/helpers/chain.js";
+import { freshBenchDatabase } from "./bench/database.js";
 import { generate, platformEvents } from "./bench/indexer-events.js";
 import { covered, instrument, tally } from "./bench/indexer-spans.js";
 
@@ -95,14 +95,9 @@ async function lagOnce(chain: TestChain, watcher: pg.Client, from: string): Prom
 
 // ---------------------------------------------------------------------------------------------
 
-const admin = new pg.Client({ connectionString: SERVER_URL, connectionTimeoutMillis: 5_000 });
-try {
-  await admin.connect();
-} catch (error) {
-  throw new Error(`cannot reach PostgreSQL at ${SERVER_URL} (${(error as Error).message}); set BENCH_DATABASE_URL`);
-}
+// Created before the chain: an unreachable server fails the run at once.
+const benchDatabase = await freshBenchDatabase(SERVER_URL);
 const chain = await startTestChain();
-const dbName = `bench_indexer_${Date.now().toString(36)}_${randomBytes(3).toString("hex")}`;
 let db: Database | undefined;
 let stopIndexer: (() => Promise<void>) | undefined;
 try {
@@ -139,10 +134,7 @@ try {
   line("generated in", `${(generated.ms / 1000).toFixed(1)} s (bulk: ${fmt(txs)} transactions)`);
 
   // (b) Full backfill into a fresh, migrated PostgreSQL database, until the indexer's cursor is at the head.
-  await admin.query(`CREATE DATABASE "${dbName}"`);
-  const url = new URL(SERVER_URL);
-  url.pathname = `/${dbName}`;
-  db = await openDatabase({ databaseUrl: url.toString() });
+  db = await openDatabase({ databaseUrl: benchDatabase.url });
   await applyMigrations(db.migrationAdapter());
   const probe = instrument(db);
   const backfiller = createIndexer({ ...indexerOptions, db: probe.db });
@@ -225,7 +217,7 @@ try {
   stopIndexer = () => follower.stop();
   follower.start();
   await indexedUpTo(follower, head);
-  const watcher = new pg.Client({ connectionString: url.toString() });
+  const watcher = new pg.Client({ connectionString: benchDatabase.url });
   await watcher.connect();
   const accounts = (await chain.provider.send("eth_accounts", [])) as string[];
   await chain.setAutomine(false);
@@ -249,8 +241,7 @@ try {
 } finally {
   await stopIndexer?.();
   await db?.close();
-  await admin.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).catch(() => {});
-  await admin.end();
+  await benchDatabase.drop();
   await chain.close();
   rmSync(deploymentsDir, { recursive: true, force: true });
 }
