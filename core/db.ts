@@ -141,7 +141,8 @@ const PGLITE_ENOSPC = 51;
  */
 export function openFailureReason(error: unknown): string {
   const e = error as { code?: string; message?: string; errno?: number; cause?: { message?: string } } | undefined;
-  if (e?.cause?.message ?? e?.message ?? e?.code) return String(e?.cause?.message ?? e?.message ?? e?.code);
+  const said = e?.cause?.message ?? e?.message ?? e?.code;
+  if (said) return String(said);
   if (e?.errno === PGLITE_ENOSPC) return "no space left on the device";
   if (typeof e?.errno === "number") return `file system error ${e.errno}`;
   return String(error);

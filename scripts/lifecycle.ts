@@ -45,10 +45,10 @@ export async function runUntilSignal(
 }
 
 /**
- * The start's steps still running, said every 10 s until ready: a slow or stuck start names what
- * it waits for (a start under load takes several times its usual 2 s, and prints nothing else).
+ * The start's steps still running, said every `everyMs` until done: a slow or stuck start names
+ * what it waits for (a start under load takes several times its usual 2 s, and prints nothing else).
  */
-export function startSteps(logger: Pick<Logger, "warn">, everyMs = 10_000) {
+export function startSteps(logger: Pick<Logger, "warn">, everyMs: number) {
   const running = new Set<string>();
   const timer = setInterval(
     () => logger.warn({ waitingFor: [...running], seconds: Math.round(performance.now() / 1000) }, "start: still starting"),

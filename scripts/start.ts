@@ -15,17 +15,18 @@ import { apiProcessServices } from "./api-services.js";
 import { runUntilSignal, startSteps } from "./lifecycle.js";
 
 const HEALTH_POLL_MS = 100;
-const HEALTH_WARN_EVERY_MS = 10_000;
+/** How often a start that is not ready yet says what it waits for. */
+const PROGRESS_EVERY_MS = 10_000;
 
 /** Resolves once /health would answer 200; meanwhile says every 10 s what still fails. */
 async function untilHealthy(deps: HealthDeps, logger: Logger): Promise<void> {
-  let warnAt = Date.now() + HEALTH_WARN_EVERY_MS;
+  let warnAt = Date.now() + PROGRESS_EVERY_MS;
   for (;;) {
     const { healthy, body } = await healthReport(deps);
     if (healthy) return;
     if (Date.now() >= warnAt) {
       logger.warn({ failing: body.failing }, "start: waiting for /health to pass before ready");
-      warnAt += HEALTH_WARN_EVERY_MS;
+      warnAt += PROGRESS_EVERY_MS;
     }
     await sleep(HEALTH_POLL_MS);
   }
@@ -36,7 +37,7 @@ await runUntilSignal(
   async (onStop) => {
     const config = loadConfig();
     const logger = createLogger(config.logLevel);
-    const steps = startSteps(logger);
+    const steps = startSteps(logger, PROGRESS_EVERY_MS);
     onStop(() => steps.done());
 
     // The chain, then the contracts, beside the database and its migrations (D-87): the embedded

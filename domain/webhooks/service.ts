@@ -9,7 +9,7 @@ import { isUuid } from "../../core/text.js";
 import { AppError } from "../errors.js";
 import type { WebhookEgress } from "./egress.js";
 import { urlRefusal } from "./egress.js";
-import { type DeliveryEvent, isDeliveryEvent, isWebhookEvent, revertedEventOf, type WebhookEvent } from "./events.js";
+import { isDeliveryEvent, isWebhookEvent, revertedEventOf, type WebhookEvent } from "./events.js";
 import { payloadOfEvent, revertedPayload, type WebhookPayload } from "./payloads.js";
 import type { DeliveryRow, WebhookRow, WebhooksRepo } from "./repo.js";
 import type { SecretBox } from "./secrets.js";
@@ -171,16 +171,15 @@ export function createWebhooksService({
   async function payloadOf(delivery: DeliveryRow): Promise<WebhookPayload> {
     // A delivery of a name no longer delivered stays in the log but is not sent again.
     if (!isDeliveryEvent(delivery.event)) throw unknownEvents([delivery.event]);
-    const name: DeliveryEvent = delivery.event;
     const event = isUuid(delivery.eventId) ? await repo.event(delivery.eventId) : null;
     if (event?.type === "chain.fact_reverted") {
       // A `.reverted` is built from the fact it takes back.
       const fact = await repo.event((event.data as { eventId: string }).eventId);
-      const factName = revertedEventOf(name);
-      if (fact && factName) return revertedPayload({ id: event.id, revertedAt: event.createdAt.toISOString() }, fact, factName);
+      const name = revertedEventOf(delivery.event);
+      if (fact && name) return revertedPayload({ id: event.id, revertedAt: event.createdAt.toISOString() }, fact, name);
     }
-    if (event) return payloadOfEvent(event, name);
-    return { id: delivery.eventId, event: name, timestamp: delivery.createdAt.toISOString(), data: TEST_DATA };
+    if (event) return payloadOfEvent(event, delivery.event);
+    return { id: delivery.eventId, event: delivery.event, timestamp: delivery.createdAt.toISOString(), data: TEST_DATA };
   }
 
   return {

@@ -13,8 +13,6 @@ export interface ServiceProcess {
 }
 
 let started: Promise<{ service: ServiceProcess; database: TestDatabase | undefined }> | undefined;
-/** What the root hook stops, whether or not the start got as far as ready. */
-let cleanup: { stack?: StackProcess; database?: TestDatabase } = {};
 
 /**
  * `npm start` (embedded chain; PGlite, or a fresh PostgreSQL database when DATABASE_URL is set),
@@ -23,7 +21,6 @@ let cleanup: { stack?: StackProcess; database?: TestDatabase } = {};
 export async function sharedService(): Promise<ServiceProcess> {
   started ??= (async () => {
     const database = process.env.DATABASE_URL ? await createTestDatabase({ migrate: false }) : undefined;
-    cleanup.database = database;
     const [port, chainPort] = [await freePort(), await freePort()];
     const stack = startStack({
       PORT: String(port),
@@ -31,18 +28,22 @@ export async function sharedService(): Promise<ServiceProcess> {
       DATABASE_URL: database?.url ?? "",
       DEPLOYMENTS_DIR: mkdtempSync(path.join(os.tmpdir(), "service-deployments-")),
     });
-    cleanup.stack = stack;
-    const line = await stack.ready();
+    // A start that fails leaves nothing behind: ready() has killed a late child, and the database goes.
+    const line = await stack.ready().catch(async (error: unknown) => {
+      await stack.stop();
+      await database?.destroy();
+      throw error;
+    });
     return { service: { url: `http://127.0.0.1:${port}`, rpcUrl: line.match(/rpc=(\S+)/)![1]!, stack }, database };
   })();
   return (await started).service;
 }
 
-// A root hook: after every test of the run, the shared service stops, also when its start failed
-// (a child left running would hold the test process open).
+// A root hook: after every test of the run, the shared service (if one started) stops; a failed
+// start has cleaned up after itself.
 after(async () => {
-  const { stack, database } = cleanup;
-  cleanup = {};
-  await stack?.stop();
-  await database?.destroy();
+  const ran = await started?.catch(() => undefined);
+  if (!ran) return;
+  await ran.service.stack.stop();
+  await ran.database?.destroy();
 });

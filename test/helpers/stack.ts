@@ -50,12 +50,6 @@ export interface StackProcess {
   stop(signal?: NodeJS.Signals, graceMs?: number): Promise<number | null>;
 }
 
-/** Children still running: killed when the test process exits, however it exits. */
-const running = new Set<ChildProcess>();
-process.once("exit", () => {
-  for (const child of running) child.kill("SIGKILL");
-});
-
 /** How long a stopped child has to exit on its signal before it is killed (a blocked event loop never runs a SIGTERM handler). */
 const STOP_GRACE_MS = 15_000;
 
@@ -93,7 +87,6 @@ export function startStack(env: Record<string, string | undefined>, script = "st
     env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
-  running.add(child);
   let stdout = "";
   let stderr = "";
   child.stdout?.on("data", (chunk) => {
@@ -104,7 +97,6 @@ export function startStack(env: Record<string, string | undefined>, script = "st
   });
   const exit = new Promise<number | null>((resolve) =>
     child.once("exit", (code) => {
-      running.delete(child);
       // Its DATA_DIR (a PGlite folder of about 40 MB) goes with it: a run leaves no folder per start behind.
       rmSync(dataDir, { recursive: true, force: true });
       resolve(code);
