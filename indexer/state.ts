@@ -20,6 +20,8 @@ const POSITION = table({
     lastWithdrawAt: nullable(seconds),
     /** When the current holding began: the first receipt of shares since the balance was last 0; null while it is 0. */
     heldSince: nullable(seconds),
+    /** The highest costBasis the position ever had (the most of the owner's own USDC held at once). */
+    peakCostBasis: int8,
     updatedBlock: int4,
   },
 });
@@ -46,6 +48,8 @@ const LOAN = table({
     extensions: int4,
     lastPaymentAt: nullable(seconds),
     closedAt: nullable(seconds),
+    /** Repaid by payers other than the borrower (a refund through the router, a third party). */
+    paidByOthers: int8,
     updatedBlock: int4,
   },
 });

@@ -120,7 +120,7 @@ export function paymentRoutes({ payments, checkout }: { payments: PaymentsServic
       tag: TAG,
       summary: "Pay a payment as the signed-in payer (the hosted checkout posts here)",
       description:
-        "direct: the payer's own transaction through the router (the service pays the gas). credit and split: the lending pool pays the merchant at once and the payer owes the loans (see GET /checkout/{paymentId}/terms); 403 NOT_ELIGIBLE with the reason when the payer may not borrow it. A payment is paid at most once: a second attempt is 409 ALREADY_PAID, one while another is under way 409 PAYMENT_IN_PROGRESS. An expired or cancelled payment is 409. A declined test address is 402 PAYMENT_DECLINED, an insufficient one 400 INSUFFICIENT_BALANCE; both tell the merchant payment.failed and leave the payment open.",
+        "direct: the payer's own transaction through the router (the service pays the gas). credit and split: the lending pool pays the merchant at once and the payer owes the loans (see GET /checkout/{paymentId}/terms); 403 NOT_ELIGIBLE with the reason when the payer may not borrow it. A payment is paid at most once: a second attempt is 409 ALREADY_PAID, one while another is under way 409 PAYMENT_IN_PROGRESS. An expired or cancelled payment is 409. A merchant paying its own payment (the same account, or its wallet) is 403 SELF_PAYMENT. Outside production, a declined test address is 402 PAYMENT_DECLINED, an insufficient one 400 INSUFFICIENT_BALANCE; both tell the merchant payment.failed and leave the payment open. In production payerAddress may only be the payer's own wallet.",
       auth: "user",
       params: paymentIdParams,
       body: payBody,
@@ -132,6 +132,7 @@ export function paymentRoutes({ payments, checkout }: { payments: PaymentsServic
         "PAYMENT_CANCELLED",
         "PAYMENT_IN_PROGRESS",
         "PAYMENT_DECLINED",
+        "SELF_PAYMENT",
         "INSUFFICIENT_BALANCE",
         "NOT_ELIGIBLE",
         "INSUFFICIENT_LIQUIDITY",

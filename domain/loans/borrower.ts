@@ -180,8 +180,8 @@ export function createBorrowerLoans({
         // The repayment's own XP and Trust Score, applied now rather than by the worker's next run.
         const repaid = eventId("loan.repaid");
         const before = await freshUser(db.prisma, user.id);
-        xpEarned = (await chain.rewards.xpOf(deps.clock.now(), repaid)) ?? 0;
-        await chain.rewards.takeTrust(deps.clock.now(), [repaid]);
+        // Its XP comes with its Trust Score verdict: earned only when the repayment counts (D-88).
+        xpEarned = await chain.rewards.takeTrust(deps.clock.now(), [repaid]);
         const after = await freshUser(db.prisma, user.id);
         trustScoreChange = after.trustScore - before.trustScore;
         deps.invalidateUser(user.id);

@@ -56,7 +56,7 @@ export interface LoansServiceDeps {
     mirror: Pick<MirrorWait, "untilIndexed">;
     /** The one path of a user's money write (a repayment is the borrower's; domain/transactions/user-write.ts). */
     userWrite: UserWrite;
-    rewards: Pick<RewardsConsumer, "xpOf" | "takeTrust">;
+    rewards: Pick<RewardsConsumer, "takeTrust">;
   };
   /** LOAN_FUNDING_DELAY_S: how old a request is before the pool funds it by itself. */
   fundingDelaySeconds: number;

@@ -223,7 +223,19 @@ export function createCheckout(deps: CheckoutDeps) {
       }
       const wallet = payer.walletAddress.toLowerCase();
       const payerAddress = (input.payerAddress ?? wallet).toLowerCase();
-      if (payerAddress === DECLINING_ADDRESS || payerAddress === INSUFFICIENT_FUNDS_ADDRESS) {
+      // A merchant paying itself moves money in a circle: no purchase, and no credit to earn from it (D-88).
+      if (payer.id === row.merchantId || wallet === row.merchantWallet || payerAddress === row.merchantWallet) {
+        throw new AppError("SELF_PAYMENT", "A merchant cannot pay its own payment", { field: "payer", reason: "the payment's merchant" });
+      }
+      // The service signs only for the payer's managed wallet: in production the address must be it,
+      // and the sandbox's test addresses are ordinary addresses (run-and-sandbox.md section 4 is test mode).
+      if (deps.production && payerAddress !== wallet) {
+        throw new AppError("VALIDATION_ERROR", "payerAddress must be your own wallet", {
+          field: "payerAddress",
+          reason: "not your wallet",
+        });
+      }
+      if (!deps.production && (payerAddress === DECLINING_ADDRESS || payerAddress === INSUFFICIENT_FUNDS_ADDRESS)) {
         const declined = payerAddress === DECLINING_ADDRESS;
         await recordFailure(row, input.method, declined ? "declined" : "insufficient_funds", false);
         throw declined
@@ -232,13 +244,6 @@ export function createCheckout(deps: CheckoutDeps) {
               field: "payerAddress",
               reason: "insufficient funds",
             });
-      }
-      // The service signs only for the payer's managed wallet: in production the address must be it.
-      if (deps.production && payerAddress !== wallet) {
-        throw new AppError("VALIDATION_ERROR", "payerAddress must be your own wallet", {
-          field: "payerAddress",
-          reason: "not your wallet",
-        });
       }
       if (input.method !== "direct") return payFinanced(payer, row, input.method);
       if (!(await repo.claim(row.id, { method: input.method, payerId: payer.id, payerAddress: wallet }, deps.clock.now()))) {

@@ -6,11 +6,15 @@ import type { Tx } from "../db.js";
 import type { ConsumedEvent, Outbox, OutboxConsumer } from "../events/consumer.js";
 import { chainLoanOf } from "../loans/repo.js";
 import type { TrustScoreService } from "../trust-score/service.js";
+import { heldInVault } from "../vault/repo.js";
 import { XP_FOR } from "../xp/rules.js";
 import type { XpService } from "../xp/service.js";
 
-/** Facts that earn XP (the "rewards" consumer: what a write waits for, D-62). */
-const XP_TYPES = ["vault.deposit", "vault.withdraw", "loan.repaid", "user.guardian_added"] as const;
+/**
+ * Facts that earn XP (the "rewards" consumer: what a write waits for, D-62). A repayment's XP is the
+ * trust-score consumer's: it is earned only when the repayment counts for the score (D-88).
+ */
+const XP_TYPES = ["vault.deposit", "vault.withdraw", "user.guardian_added"] as const;
 /** Facts that move Trust Score inputs (the "trust-score" consumer, applied by the worker). */
 const TRUST_TYPES = ["vault.deposit", "loan.repaid", "loan.overdue", "loan.defaulted", "user.guardian_added"] as const;
 type XpEvent = ConsumedEvent<(typeof XP_TYPES)[number]>;
@@ -18,7 +22,7 @@ type TrustEvent = ConsumedEvent<(typeof TRUST_TYPES)[number]>;
 
 export interface RewardsDeps {
   xp: Pick<XpService, "awardXp">;
-  trust: Pick<TrustScoreService, "addInputs" | "applyLoanOutcome" | "syncActiveGuardiansOf">;
+  trust: Pick<TrustScoreService, "notePeakHeld" | "applyLoanOutcome" | "syncActiveGuardiansOf">;
   invalidateUser(userId: string): void;
   outbox: Pick<Outbox, "take" | "drain">;
 }
@@ -31,41 +35,46 @@ export function createRewardsConsumer(deps: RewardsDeps) {
     const reward = {
       "vault.deposit": XP_FOR.vaultDeposit,
       "vault.withdraw": XP_FOR.vaultWithdraw,
-      "loan.repaid": XP_FOR.loanRepaid,
       "user.guardian_added": XP_FOR.guardianAdded,
     }[event.type];
-    const result = await xp.awardXp(tx, userId, { ...reward, sourceId: event.id }, now);
-    return result.awarded ? reward.xp : 0;
+    return (await xp.awardXp(tx, userId, { ...reward, sourceId: event.id }, now)).earned;
   }
 
-  async function applyTrust(tx: Tx, event: TrustEvent, userId: string, now: Date) {
+  /** Applies the event's Trust Score inputs; answers the XP a repayment earned (0 for the other facts). */
+  async function applyTrust(tx: Tx, event: TrustEvent, userId: string, now: Date): Promise<number> {
     switch (event.type) {
-      case "vault.deposit":
-        // The exact micro-USDC amount, never the two-decimal presentation string.
-        await trust.addInputs(tx, userId, { volumeMicro: event.data.raw.assets }, "vault deposit", now);
-        return;
+      case "vault.deposit": {
+        // Held money, not money moved (D-88): the most of their own USDC the wallet ever held in the
+        // vault at once, from the mirror (at or past this deposit's block: the peak only rises).
+        const { peak } = await heldInVault(tx, event.data.walletAddress, event.chainId ?? undefined);
+        await trust.notePeakHeld(tx, userId, peak, "vault deposit", now);
+        return 0;
+      }
       case "user.guardian_added":
         // Counted from the mirror: a guardian added with a timelock is pending, and only counts once
         // active (the trust-score.guardians job catches that moment).
         await trust.syncActiveGuardiansOf(tx, userId, now);
-        return;
+        return 0;
       case "loan.repaid":
       case "loan.overdue":
       case "loan.defaulted": {
         const loan = event.chainId === null ? null : await chainLoanOf(tx, event.chainId, event.data.raw.chainLoanId);
-        if (!loan) return;
+        if (!loan) return 0;
         const kind = event.type === "loan.repaid" ? "repaid" : event.type === "loan.overdue" ? "overdue" : "defaulted";
-        await trust.applyLoanOutcome(
+        const verdict = await trust.applyLoanOutcome(
           tx,
           userId,
           {
             kind,
-            loan: { chainId: loan.chainId, loanId: loan.loanId, dueDate: loan.dueDate, totalPaid: loan.totalPaid },
+            loan: { chainId: loan.chainId, loanId: loan.loanId, dueDate: loan.dueDate, paidByOthers: loan.paidByOthers },
             at: event.createdAt,
           },
           now,
         );
-        return;
+        // The repayment shows in the activity feed either way; it earns XP only when it counted.
+        if (kind !== "repaid") return 0;
+        const reward = { ...XP_FOR.loanRepaid, xp: verdict.counted ? XP_FOR.loanRepaid.xp : 0, sourceId: event.id };
+        return (await xp.awardXp(tx, userId, reward, now)).earned;
       }
     }
   }
@@ -129,9 +138,30 @@ export function createRewardsConsumer(deps: RewardsDeps) {
      * shows it. The XP it earned, or undefined where it was taken before (by the worker, say).
      */
     xpOf: (now: Date, eventId: string): Promise<number | undefined> => takeXp({ now, eventId }),
-    /** Trust Score inputs of these events applied at once (a repayment's answer carries its Trust Score change). */
+    /**
+     * Trust Score inputs of these events applied at once (a repayment's answer carries its Trust
+     * Score change): answers the XP their repayments earned (0 where the worker took them first).
+     */
     async takeTrust(now: Date, eventIds: readonly string[]): Promise<number> {
-      return (await deps.outbox.take(trustConsumer, eventIds, now)).applied;
+      let earned = 0;
+      let attempt = 0;
+      await deps.outbox.take(
+        {
+          ...trustConsumer,
+          async apply(tx, events, at) {
+            // What an attempt earned counts once it commits (take retries a failed batch event by event).
+            attempt = 0;
+            for (const event of active(events)) attempt += await applyTrust(tx, event, event.userId!, at);
+          },
+          afterCommit(events) {
+            common.afterCommit(events);
+            earned += attempt;
+          },
+        },
+        eventIds,
+        now,
+      );
+      return earned;
     },
     /** What both have pending, taken now rather than by the worker's page jobs (a process without workers: tests). */
     async drain(now: Date): Promise<number> {

@@ -4,6 +4,7 @@ import { getAddress } from "ethers";
 import { MIRRORED_CHAIN_ID } from "../../core/chain-identity.js";
 import { Prisma } from "../../generated/prisma/client.js";
 import type { Db, Tx } from "../db.js";
+import { VOUCHER_MIN_ACCOUNT_DAYS, VOUCHER_MIN_SCORE } from "../trust-score/rules.js";
 import { withWallet } from "../users/repo.js";
 
 export interface GuardianView {
@@ -55,16 +56,23 @@ export async function guardiansOfOwner(db: Tx, ownerWallet: string, now: Date): 
 }
 
 /**
- * Users whose stored count of active guardians (the Trust Score's social input) differs from
- * the mirror at `now`: guardians become active by time, and removals and reorgs take them away,
- * so the count is reconciled rather than incremented. `userIds` narrows the check.
+ * Users whose stored count of guardians that count (the Trust Score's social input) differs from
+ * the mirror at `now`: guardians become active by time, removals and reorgs take them away, and a
+ * voucher's standing changes, so the count is reconciled rather than incremented. A guardian counts
+ * while active and a voucher of standing (D-88): the managed wallet of another live user whose
+ * account is VOUCHER_MIN_ACCOUNT_DAYS old and whose score is at least VOUCHER_MIN_SCORE; any other
+ * address guards the vault but vouches for nothing. `userIds` narrows the check.
  */
 export async function guardianCountDrift(db: Tx, now: Date, userIds?: string[]): Promise<{ userId: string; active: number }[]> {
   const ids = userIds ?? null;
+  const joinedBefore = new Date(now.getTime() - VOUCHER_MIN_ACCOUNT_DAYS * 86_400_000);
   return db.$queryRaw<{ userId: string; active: number }[]>`
     WITH counted AS (
        SELECT u."id" AS "userId",
-              count(g."guardian") FILTER (WHERE NOT g."removed" AND g."activeAt" <= ${now})::int AS "active"
+              count(g."guardian") FILTER (WHERE NOT g."removed" AND g."activeAt" <= ${now} AND EXISTS (
+                SELECT 1 FROM "User" v
+                 WHERE lower(v."walletAddress") = g."guardian" AND v."id" <> u."id" AND v."deletedAt" IS NULL
+                   AND v."createdAt" <= ${joinedBefore} AND v."trustScore" >= ${VOUCHER_MIN_SCORE}))::int AS "active"
          FROM "User" u
          JOIN "SocialVaultState" s ON s."chainId" = ${MIRRORED_CHAIN_ID} AND s."owner" = lower(u."walletAddress")
          LEFT JOIN "SocialVaultGuardian" g ON g."chainId" = s."chainId" AND g."vault" = s."address"

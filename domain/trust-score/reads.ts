@@ -6,11 +6,13 @@ import { type Clock, DAY_MS } from "../../core/clock.js";
 import type { Db } from "../db.js";
 import { AppError } from "../errors.js";
 import type { UserRecord } from "../users/repo.js";
+import { heldInVault } from "../vault/repo.js";
 import { LEVELS } from "../xp/levels.js";
-import { historyRowsSince } from "./repo.js";
+import { historyRowsSince, trustInputsRowOf } from "./repo.js";
 import {
   applyModifiers,
   baseScore,
+  bonusRoomOf,
   borrowingPower,
   computeBreakdown,
   type ModifierType,
@@ -75,7 +77,7 @@ export function createTrustScoreReads({
     async modifiers(caller: UserRecord, userId: string) {
       const user = await readable(caller, userId);
       const rows = await activeModifiers(prisma, user.id);
-      const { finalScore, impacts } = applyModifiers(user.trustBaseScore, rows, clock.now());
+      const { finalScore, impacts } = applyModifiers(user.trustBaseScore, rows, clock.now(), bonusRoomOf(breakdownOf(user)));
       return {
         userId: user.id,
         baseScore: user.trustBaseScore,
@@ -95,9 +97,13 @@ export function createTrustScoreReads({
       const now = clock.now();
       const inputs = await loadInputs(prisma, caller);
       const modifiers = await activeModifiers(prisma, caller.id);
-      // The spec's projection: +2 per on-time repayment (repaymentHistory, within its cap of 40);
-      // the on-time bonus a real repayment may add on top (1 % of the score) is not projected.
-      const score = (i: TrustInputs) => applyModifiers(baseScore(computeBreakdown(i, now)), modifiers, now).finalScore;
+      // The spec's projection: +2 per on-time repayment that counts (repaymentHistory, within its
+      // cap of 40; D-88 counts one a week, so this projects repayments over that many weeks); the
+      // on-time bonus a real repayment may add on top (1 % of the score) is not projected.
+      const score = (i: TrustInputs) => {
+        const breakdown = computeBreakdown(i, now);
+        return applyModifiers(baseScore(breakdown), modifiers, now, bonusRoomOf(breakdown)).finalScore;
+      };
       const currentScore = score(inputs);
       const projected = { ...inputs };
       const totals = { repayment: 0, add_guardian: 0, level_up: 0, deposit: 0 };
@@ -113,8 +119,14 @@ export function createTrustScoreReads({
       if (totals.add_guardian) step("guardian", () => (projected.activeGuardians += totals.add_guardian));
       if (totals.level_up)
         step("levelUp", () => (projected.levelIndex = Math.min(LEVELS.length - 1, projected.levelIndex + totals.level_up)));
-      // A deposit's count is its amount in whole USDC, added to the volume.
-      if (totals.deposit) step("deposit", () => (projected.totalVolumeMicro += BigInt(totals.deposit) * 1_000_000n));
+      // A deposit's count is its amount in whole USDC, added to what the caller holds in the vault:
+      // the volume counts the most ever held at once (D-88), so only what rises above that peak adds.
+      if (totals.deposit) {
+        const { held } = await heldInVault(prisma, caller.walletAddress);
+        const peak = (await trustInputsRowOf(prisma, caller.id))?.peakHeldMicro ?? 0n;
+        const newPeak = held + BigInt(totals.deposit) * 1_000_000n;
+        step("deposit", () => (projected.totalVolumeMicro += newPeak > peak ? newPeak - peak : 0n));
+      }
       const projectedScore = score(projected);
       const componentSum = Object.values(breakdown).reduce((sum, value) => sum + Number(value), 0);
       const viaModifiers = projectedScore - currentScore - componentSum;

@@ -35,6 +35,33 @@ export async function addToTrustInputs(
   });
 }
 
+/**
+ * Counts an on-time repayment made at `at` (block time) if the last one that counted was at least
+ * `paceDays` before it: one conditional update of the user's row, so two repayments applied at
+ * once cannot both count. Returns whether it counted.
+ */
+export async function countRepaymentAtPace(tx: Tx, userId: string, repayment: { at: Date; paceDays: number }, now: Date): Promise<boolean> {
+  await tx.trustScoreInput.createMany({ data: [{ userId, updatedAt: now }], skipDuplicates: true });
+  const lastAllowed = new Date(repayment.at.getTime() - repayment.paceDays * 86_400_000);
+  const counted = await tx.$executeRaw`
+    UPDATE "TrustScoreInput"
+       SET "onTimeRepayments" = "onTimeRepayments" + 1, "lastCountedRepaymentAt" = ${repayment.at.toISOString()}::timestamp(3),
+           "updatedAt" = ${now.toISOString()}::timestamp(3)
+     WHERE "userId" = ${userId}
+       AND ("lastCountedRepaymentAt" IS NULL OR "lastCountedRepaymentAt" <= ${lastAllowed.toISOString()}::timestamp(3))`;
+  return counted === 1;
+}
+
+/** Raises the user's peak of USDC held in the vault to `peak` (never lowers it); whether it rose. */
+export async function raisePeakHeld(tx: Tx, userId: string, peak: bigint, now: Date): Promise<boolean> {
+  await tx.trustScoreInput.createMany({ data: [{ userId, updatedAt: now }], skipDuplicates: true });
+  const raised = await tx.trustScoreInput.updateMany({
+    where: { userId, peakHeldMicro: { lt: peak } },
+    data: { peakHeldMicro: peak, updatedAt: now },
+  });
+  return raised.count === 1;
+}
+
 /** Sets a user's count of active guardians. */
 export async function storeActiveGuardians(tx: Tx, userId: string, activeGuardians: number, now: Date) {
   await tx.trustScoreInput.upsert({

@@ -66,8 +66,11 @@ export function fullMonthsBetween(from: Date, to: Date): number {
   return Math.max(0, months);
 }
 
+/** The most repaymentHistory gives, its on-time bonuses included (service-spec part 2). */
+export const MAX_REPAYMENT_POINTS = 40;
+
 export const seniorityPoints = (createdAt: Date, now: Date) => Math.min(12, fullMonthsBetween(createdAt, now));
-export const repaymentPoints = (onTime: number) => Math.min(40, 2 * Math.max(0, onTime));
+export const repaymentPoints = (onTime: number) => Math.min(MAX_REPAYMENT_POINTS, 2 * Math.max(0, onTime));
 export const socialPoints = (guardians: number) => 5 * Math.min(3, Math.max(0, guardians));
 export const levelBonusPoints = (levelIndex: number) => LEVEL_BONUS[Math.max(0, Math.min(LEVEL_BONUS.length - 1, levelIndex))]!;
 
@@ -101,6 +104,34 @@ export function baseScore(breakdown: Breakdown): number {
   );
 }
 
+/**
+ * What counts as credit behaviour (D-88). A repayment that closes a loan on time counts only when
+ * all of the loan was repaid by the borrower (no refund through the router, no third party paid a
+ * part) and at least REPAYMENT_PACE_DAYS after the last repayment that counted: money moved in a
+ * circle can repeat a repayment as often as it likes, time it cannot buy.
+ */
+export const REPAYMENT_PACE_DAYS = 7;
+
+/** Why a closing on-time repayment does not count (null: it counts). */
+export function repaymentRefusal(repayment: {
+  paidByOthers: bigint;
+  lastCountedAt: Date | null;
+  at: Date;
+}): "paid_by_others" | "pace" | null {
+  if (repayment.paidByOthers > 0n) return "paid_by_others";
+  if (repayment.lastCountedAt && repayment.at.getTime() - repayment.lastCountedAt.getTime() < REPAYMENT_PACE_DAYS * 86_400_000) {
+    return "pace";
+  }
+  return null;
+}
+
+/**
+ * A guardian counts for socialNetwork only as a voucher of some standing (D-88): the managed wallet
+ * of another live user whose account is at least this old and whose score is at least Building's.
+ */
+export const VOUCHER_MIN_ACCOUNT_DAYS = 30;
+export const VOUCHER_MIN_SCORE = 31;
+
 export type ModifierType = "late_payment" | "default" | "on_time_bonus";
 
 /** Percent of the running score each modifier adds (negative: takes). */
@@ -112,21 +143,26 @@ export interface ModifierFact {
   expiresAt: Date | null;
 }
 
+/** Room the on-time bonuses have together: what repaymentHistory leaves of its 40 points. */
+export const bonusRoomOf = (breakdown: Pick<Breakdown, "repaymentHistory">) =>
+  Math.max(0, MAX_REPAYMENT_POINTS - breakdown.repaymentHistory);
+
 /**
  * Applies the active modifiers in the order they happened (appliedAt, then input order) to
  * the running score: each changes it by its percent of the score at that point, rounded half
  * away from zero; a penalty takes at least 1 point while the score is above 0, the on-time
- * bonus has no minimum (1 % of a score below 50 rounds to nothing: the spec's "+1 % of score",
- * so repayments cannot lift a score past repaymentHistory's cap by whole points); the score
- * stays in 0..100. Returns the final score and each modifier's impact in points (0 for an
- * expired one).
+ * bonus has no minimum (1 % of a score below 50 rounds to nothing: the spec's "+1 % of score").
+ * The bonuses together add at most `bonusRoom` points (bonusRoomOf: repayment history with its
+ * bonuses stays within its 40 points, D-88); the score stays in 0..100. Returns the final score
+ * and each modifier's impact in points (0 for an expired one).
  */
-export function applyModifiers<M extends ModifierFact>(base: number, modifiers: M[], now: Date) {
+export function applyModifiers<M extends ModifierFact>(base: number, modifiers: M[], now: Date, bonusRoom: number) {
   let score = clamp(base);
   const ordered = modifiers
     .map((m, index) => ({ m, index }))
     .sort((a, b) => a.m.appliedAt.getTime() - b.m.appliedAt.getTime() || a.index - b.index);
   const impacts = new Map<M, number>();
+  let room = Math.max(0, bonusRoom);
   for (const { m } of ordered) {
     if (m.expiresAt && m.expiresAt <= now) {
       impacts.set(m, 0);
@@ -134,7 +170,8 @@ export function applyModifiers<M extends ModifierFact>(base: number, modifiers: 
     }
     const percent = MODIFIER_PERCENT[m.type];
     const rounded = Math.floor((score * Math.abs(percent) + 50) / 100);
-    const magnitude = score > 0 && percent < 0 ? Math.max(1, rounded) : rounded;
+    const magnitude = score > 0 && percent < 0 ? Math.max(1, rounded) : percent > 0 ? Math.min(rounded, room) : rounded;
+    if (percent > 0) room -= magnitude;
     const next = clamp(score + Math.sign(percent) * magnitude);
     impacts.set(m, next - score);
     score = next;

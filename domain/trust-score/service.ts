@@ -12,7 +12,9 @@ import { createTrustScoreReads } from "./reads.js";
 import {
   addToDayOfHistory,
   addToTrustInputs,
+  countRepaymentAtPace,
   modifierOf,
+  raisePeakHeld,
   recordModifierOnce,
   storeActiveGuardians,
   storeScore,
@@ -20,7 +22,15 @@ import {
   userRowOf,
   usersBelowSeniorityCap,
 } from "./repo.js";
-import { applyModifiers, baseScore, computeBreakdown, type ModifierType } from "./rules.js";
+import {
+  applyModifiers,
+  baseScore,
+  bonusRoomOf,
+  computeBreakdown,
+  type ModifierType,
+  REPAYMENT_PACE_DAYS,
+  repaymentRefusal,
+} from "./rules.js";
 import { activeModifiers, breakdownOf, dayOf, loadInputs } from "./stored.js";
 
 export interface TrustScoreServiceDeps {
@@ -36,9 +46,12 @@ const SENIORITY_BATCH = 500;
 /** What the Trust Score needs to know of a loan's outcome: the mirrored loan and when it happened (block time). */
 export interface LoanOutcome {
   kind: "repaid" | "overdue" | "defaulted";
-  loan: { chainId: number; loanId: bigint; dueDate: Date; totalPaid: bigint };
+  loan: { chainId: number; loanId: bigint; dueDate: Date; paidByOthers: bigint };
   at: Date;
 }
+
+/** Whether a repayment counted for the score (and so earns its XP), and why not when it did not. */
+export type RepaymentVerdict = { counted: true } | { counted: false; reason: "late" | "paid_by_others" | "pace" };
 
 export function createTrustScoreService({ db, clock, users }: TrustScoreServiceDeps) {
   const { prisma } = db;
@@ -104,7 +117,7 @@ export function createTrustScoreService({ db, clock, users }: TrustScoreServiceD
     const user = withWallet(row);
     const breakdown = computeBreakdown(await loadInputs(tx, user), now);
     const base = baseScore(breakdown);
-    const { finalScore } = applyModifiers(base, await activeModifiers(tx, userId), now);
+    const { finalScore } = applyModifiers(base, await activeModifiers(tx, userId), now, bonusRoomOf(breakdown));
     const previousScore = user.trustScore;
     const unchanged =
       finalScore === previousScore &&
@@ -134,35 +147,51 @@ export function createTrustScoreService({ db, clock, users }: TrustScoreServiceD
   }
 
   /**
-   * The Trust Score side of a loan's outcome (docs/decisions.md, "Trust Score inputs from the
-   * chain"): a repayment at or before the due date in force is on time (+1 repayment, an
-   * on_time_bonus, its total paid added to the volume); the first sign of lateness (marked
-   * overdue, or repaid after the due date) costs one late_payment; a default costs a default.
-   * Modifiers are keyed by the loan, so each applies once per loan whatever order the facts come in.
+   * The Trust Score side of a loan's outcome (docs/decisions.md, D-47 and D-88): a repayment at or
+   * before the due date in force counts (+1 repayment and an on_time_bonus) when the borrower
+   * repaid all of it and the last repayment that counted was at least
+   * REPAYMENT_PACE_DAYS before; the first sign of lateness (marked overdue, or repaid after the due
+   * date) costs one late_payment; a default costs a default. Modifiers are keyed by the loan, so
+   * each applies once per loan whatever order the facts come in. Answers a repayment's verdict.
    */
-  async function applyLoanOutcome(tx: Tx, userId: string, outcome: LoanOutcome, now: Date = clock.now()) {
+  async function applyLoanOutcome(tx: Tx, userId: string, outcome: LoanOutcome, now: Date = clock.now()): Promise<RepaymentVerdict> {
     const { loan, at } = outcome;
     const sourceId = `loan:${loan.chainId}:${loan.loanId}`;
     const late = (reason: string) => addModifier(tx, userId, { type: "late_payment", reason, sourceId, appliedAt: at }, now);
     switch (outcome.kind) {
       case "overdue":
         await late("loan overdue");
-        return;
+        return { counted: false, reason: "late" };
       case "defaulted":
         await addModifier(tx, userId, { type: "default", reason: "loan defaulted", sourceId, appliedAt: at }, now);
-        return;
+        return { counted: false, reason: "late" };
       case "repaid": {
         const wasLate = await modifierOf(tx, userId, "late_payment", sourceId);
         if (wasLate || at > loan.dueDate) {
-          await addInputs(tx, userId, { volumeMicro: loan.totalPaid }, "late repayment", now);
           if (!wasLate) await late("late repayment");
-          return;
+          return { counted: false, reason: "late" };
         }
-        await addInputs(tx, userId, { onTimeRepayments: 1, volumeMicro: loan.totalPaid }, "on-time repayment", now);
+        const lastCountedAt = (await trustInputsRowOf(tx, userId))?.lastCountedRepaymentAt ?? null;
+        const refused = repaymentRefusal({ paidByOthers: loan.paidByOthers, lastCountedAt, at });
+        if (refused) return { counted: false, reason: refused };
+        // The pace is checked again in the update itself: two repayments applied at once count once.
+        if (!(await countRepaymentAtPace(tx, userId, { at, paceDays: REPAYMENT_PACE_DAYS }, now))) {
+          return { counted: false, reason: "pace" };
+        }
         await addModifier(tx, userId, { type: "on_time_bonus", reason: "on-time repayment", sourceId, appliedAt: at }, now);
-        return;
+        return { counted: true };
       }
     }
+  }
+
+  /**
+   * The volume's held money (D-88): raises the user's peak of USDC held in the staking vault to the
+   * mirror's `peak` (the most of their own USDC they held there at once), then recomputes. Money
+   * deposited, withdrawn and deposited again does not raise it.
+   */
+  async function notePeakHeld(tx: Tx, userId: string, peak: bigint, reason: string, now: Date = clock.now()) {
+    if (!(await raisePeakHeld(tx, userId, peak, now))) return null;
+    return recomputeTrustScore(tx, userId, reason, now);
   }
 
   return {
@@ -171,6 +200,7 @@ export function createTrustScoreService({ db, clock, users }: TrustScoreServiceD
     addInputs,
     addModifier,
     applyLoanOutcome,
+    notePeakHeld,
 
     /** Brings one user's active-guardian input in line with the chain mirror, inside the caller's transaction. */
     async syncActiveGuardiansOf(tx: Tx, userId: string, now: Date = clock.now()) {

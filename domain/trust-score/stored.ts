@@ -29,7 +29,8 @@ export async function loadInputs(tx: Tx, user: Pick<UserRecord, "id" | "createdA
     createdAt: user.createdAt,
     levelIndex: levelIndexFor(user.xp),
     onTimeRepayments: row?.onTimeRepayments ?? 0,
-    totalVolumeMicro: row?.totalVolumeMicro ?? 0n,
+    // Held money (D-88): the most held in the vault at once, plus the volume counted before D-88.
+    totalVolumeMicro: (row?.totalVolumeMicro ?? 0n) + (row?.peakHeldMicro ?? 0n),
     activeGuardians: row?.activeGuardians ?? 0,
   };
 }

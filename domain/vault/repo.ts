@@ -3,7 +3,7 @@
 import { MIRRORED_CHAIN_ID } from "../../core/chain-identity.js";
 import { formatUsdc2, rateNumber } from "../../core/money.js";
 import { Prisma } from "../../generated/prisma/client.js";
-import type { Db } from "../db.js";
+import type { Db, Tx } from "../db.js";
 
 // Shares and rates are numeric(78, 0), read as `::text` (Prisma reads a numeric as a Decimal, the
 // plain driver as its text) and turned into bigints here; every other column comes as its type.
@@ -82,6 +82,18 @@ export function createVaultRepo({ db }: { db: Db }) {
 }
 
 export type VaultRepo = ReturnType<typeof createVaultRepo>;
+
+/**
+ * What the owner holds of its own USDC in the vault now (cost basis) and the most it ever held at
+ * once (the mirror's peakCostBasis), in micro-USDC, in the caller's transaction; 0 without a position.
+ * `chainId`: a chain fact's own (default: the mirrored chain's).
+ */
+export async function heldInVault(tx: Tx, ownerWallet: string, chainId?: number): Promise<{ held: bigint; peak: bigint }> {
+  const [row] = await tx.$queryRaw<{ held: bigint; peak: bigint }[]>`
+    SELECT "costBasis" AS "held", "peakCostBasis" AS "peak" FROM "VaultPosition"
+     WHERE "chainId" = ${chainId ?? MIRRORED_CHAIN_ID} AND "owner" = ${ownerWallet.toLowerCase()}`;
+  return { held: row?.held ?? 0n, peak: row?.peak ?? 0n };
+}
 
 async function transactionsOf({ prisma }: Db, ownerWallet: string, page?: { limit: number; offset: number }) {
   // `type` is a text column of deposit | withdraw (the indexer's).

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../core/clock.js";
 import { createTtlCache } from "../../core/ttl-cache.js";
-import type { Activity } from "../../generated/prisma/client.js";
+import { type Activity, Prisma } from "../../generated/prisma/client.js";
 import type { Db, Tx } from "../db.js";
 
 export type ActivityRecord = Activity;
@@ -47,29 +47,49 @@ export function createXpRepo({ db, clock }: { db: Db; clock?: Pick<Clock, "now">
      * The XP award's writes and reads in one statement: the activity entry (once per (user, type,
      * sourceId)), the user's XP raised by it, and what the level and badge checks need. The reads
      * see the rows as they were before the statement: `counts` leaves out the entry it inserts.
+     * With `rewardDay`, the entry earns its XP only if no other entry of its type took that day's
+     * one rewarded slot (the unique (userId, type, rewardDay) decides, so concurrent awards cannot
+     * both earn); otherwise it is written with 0 XP.
      */
     async addXpActivity(
       tx: Tx,
-      entry: { userId: string; type: string; description: string; xpEarned: number; sourceId: string; now: Date },
-    ): Promise<{ inserted: boolean; xp: number; counts: Record<string, number>; held: Set<string> }> {
-      const [row] = await tx.$queryRaw<{ inserted: boolean; xp: number; counts: Record<string, number> | null; held: string[] | null }[]>`
-        WITH "entry" AS (
-          INSERT INTO "Activity" ("id", "userId", "type", "description", "xpEarned", "sourceId", "createdAt")
-          VALUES (${newId("act")}, ${entry.userId}, ${entry.type}, ${entry.description}, ${entry.xpEarned}, ${entry.sourceId}, ${entry.now.toISOString()}::timestamp(3))
+      entry: { userId: string; type: string; description: string; xpEarned: number; sourceId: string; now: Date; rewardDay?: string },
+    ): Promise<{ inserted: boolean; xpEarned: number; xp: number; counts: Record<string, number>; held: Set<string> }> {
+      const createdAt = Prisma.sql`${entry.now.toISOString()}::timestamp(3)`;
+      const [row] = await tx.$queryRaw<
+        { inserted: boolean; xpEarned: number | null; xp: number; counts: Record<string, number> | null; held: string[] | null }[]
+      >`
+        WITH "rewarded" AS (
+          INSERT INTO "Activity" ("id", "userId", "type", "description", "xpEarned", "sourceId", "rewardDay", "createdAt")
+          VALUES (${newId("act")}, ${entry.userId}, ${entry.type}, ${entry.description}, ${entry.xpEarned}, ${entry.sourceId}, ${entry.rewardDay ?? null}, ${createdAt})
           ON CONFLICT DO NOTHING
           RETURNING "xpEarned"),
+        "unrewarded" AS (
+          -- The day's slot was taken: the entry still shows, without XP (nothing when the entry itself exists).
+          INSERT INTO "Activity" ("id", "userId", "type", "description", "xpEarned", "sourceId", "createdAt")
+          SELECT ${newId("act")}, ${entry.userId}, ${entry.type}, ${entry.description}, 0, ${entry.sourceId}, ${createdAt}
+           WHERE ${entry.rewardDay ?? null}::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM "rewarded")
+          ON CONFLICT DO NOTHING
+          RETURNING "xpEarned"),
+        "entry" AS (SELECT "xpEarned" FROM "rewarded" UNION ALL SELECT "xpEarned" FROM "unrewarded"),
         "raised" AS (
-          UPDATE "User" SET "xp" = "xp" + ${entry.xpEarned}
+          UPDATE "User" SET "xp" = "xp" + (SELECT "xpEarned" FROM "entry")
           WHERE "id" = ${entry.userId} AND EXISTS (SELECT 1 FROM "entry")
           RETURNING "xp")
-        SELECT EXISTS (SELECT 1 FROM "entry") AS "inserted",
+        SELECT EXISTS (SELECT 1 FROM "entry") AS "inserted", (SELECT "xpEarned" FROM "entry") AS "xpEarned",
           COALESCE((SELECT "xp" FROM "raised"), (SELECT "xp" FROM "User" WHERE "id" = ${entry.userId})) AS "xp",
           (SELECT json_object_agg("type", "n") FROM
             (SELECT "type", count(*)::int AS "n" FROM "Activity" WHERE "userId" = ${entry.userId} GROUP BY "type") AS "c") AS "counts",
           (SELECT array_agg("badgeId") FROM "UserBadge" WHERE "userId" = ${entry.userId}) AS "held"`;
       const counts = { ...(row?.counts ?? {}) };
       if (row?.inserted) counts[entry.type] = (counts[entry.type] ?? 0) + 1;
-      return { inserted: row?.inserted ?? false, xp: Number(row?.xp ?? 0), counts, held: new Set(row?.held ?? []) };
+      return {
+        inserted: row?.inserted ?? false,
+        xpEarned: Number(row?.xpEarned ?? 0),
+        xp: Number(row?.xp ?? 0),
+        counts,
+        held: new Set(row?.held ?? []),
+      };
     },
 
     /** Inserts an activity entry once per (user, type, sourceId); false when it existed. */

@@ -14,11 +14,18 @@ export interface XpAward {
   xp: number;
   /** The domain fact (loan id, tx hash, guardian id): one award per (user, type, sourceId). */
   sourceId: string;
+  /**
+   * Earned at most once per UTC day (of `now`) for this type: a later fact of the same day is
+   * written to the activity feed with 0 XP (D-88: repeating an action in a circle earns nothing).
+   */
+  daily?: boolean;
 }
 
 export interface XpAwardResult {
   /** False when this (user, type, sourceId) was awarded before: nothing changed. */
   awarded: boolean;
+  /** The XP this award earned: its amount, or 0 when it was awarded before or its day's slot was taken. */
+  earned: number;
   xp: number;
   level: string;
   levelsReached: string[];
@@ -66,12 +73,20 @@ export function createXpService(deps: XpServiceDeps) {
       xpEarned: award.xp,
       sourceId: award.sourceId,
       now,
+      ...(award.daily && { rewardDay: now.toISOString().slice(0, 10) }),
     });
     if (!added.inserted) {
-      return { awarded: false, xp: added.xp, level: LEVELS[levelIndexFor(added.xp)]!.name, levelsReached: [], badgesEarned: [] };
+      return {
+        awarded: false,
+        earned: 0,
+        xp: added.xp,
+        level: LEVELS[levelIndexFor(added.xp)]!.name,
+        levelsReached: [],
+        badgesEarned: [],
+      };
     }
     const user = { xp: added.xp };
-    const before = levelIndexFor(user.xp - award.xp);
+    const before = levelIndexFor(user.xp - added.xpEarned);
     const after = levelIndexFor(user.xp);
     const levelsReached = LEVELS.slice(before + 1, after + 1).map((level) => level.name);
     for (const level of levelsReached) {
@@ -123,7 +138,14 @@ export function createXpService(deps: XpServiceDeps) {
     if (levelsReached.length > 0 && deps.onLevelChange) {
       await deps.onLevelChange(tx, userId, `level up to ${levelsReached.at(-1)}`);
     }
-    return { awarded: true, xp: user.xp, level: LEVELS[after]!.name, levelsReached, badgesEarned: earned.map((b) => b.id) };
+    return {
+      awarded: true,
+      earned: added.xpEarned,
+      xp: user.xp,
+      level: LEVELS[after]!.name,
+      levelsReached,
+      badgesEarned: earned.map((b) => b.id),
+    };
   }
 
   return {

@@ -33,6 +33,7 @@ export const loanBookHandlers = handlersOf("loanBook", {
           extensions: 0,
           lastPaymentAt: null,
           closedAt: null,
+          paidByOthers: 0n,
           updatedBlock: log.blockNumber,
         };
         ctx.state.loans.set(key, row);
@@ -50,9 +51,10 @@ export const loanBookHandlers = handlersOf("loanBook", {
   },
   LoanRepaymentMade: {
     entities: loanKey,
-    apply(ctx, { loanId, borrower, amount, remainingBalance, totalPaid, closed }, log) {
+    apply(ctx, { loanId, borrower, payer, amount, remainingBalance, totalPaid, closed }, log) {
       const row = touched(ctx, ctx.state.loans, entity.loan(loanId), log.blockNumber);
       if (row) {
+        if (payer.toLowerCase() !== borrower.toLowerCase()) row.paidByOthers += amount;
         row.totalPaid = totalPaid;
         row.remainingBalance = remainingBalance;
         row.lastPaymentAt = log.timestamp;

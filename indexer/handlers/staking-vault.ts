@@ -23,6 +23,7 @@ function position(ctx: Context, owner: string, block: number): Position | undefi
       lastDepositAt: null,
       lastWithdrawAt: null,
       heldSince: null,
+      peakCostBasis: 0n,
       updatedBlock: block,
     };
     ctx.state.positions.set(key, row);
@@ -81,6 +82,7 @@ export const stakingVaultHandlers = handlersOf("stakingVault", {
       const row = position(ctx, owner, log.blockNumber);
       if (row) {
         row.costBasis += assets;
+        if (row.costBasis > row.peakCostBasis) row.peakCostBasis = row.costBasis;
         row.deposited += assets;
         row.firstDepositAt ??= log.timestamp;
         row.lastDepositAt = log.timestamp;

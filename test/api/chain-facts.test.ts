@@ -104,9 +104,11 @@ describe(`Trust Score and user records from chain facts (${usingPostgres ? "Post
     expect(loan.status).to.equal("repaid");
     const row = await inputs(alice.id);
     expect(row.onTimeRepayments).to.equal(1);
-    expect(row.totalVolumeMicro).to.equal(usdc(10_000) + loan.totalPaid);
+    // The volume is held money (D-88): the 10,000 held in the vault; the repaid loan adds none.
+    expect(row.peakHeldMicro).to.equal(usdc(10_000));
+    expect(row.totalVolumeMicro).to.equal(0n);
 
-    // Volume floor(4 * log10(1 + 10,10x)) = 16, two points for the repayment; the bonus is 1 % of 18, which rounds to 0.
+    // Volume floor(4 * log10(1 + 10,000)) = 16, two points for the repayment; the bonus is 1 % of 18, which rounds to 0.
     const data = await score(alice.token, alice.id);
     expect(data.breakdown).to.deep.equal({ seniority: 0, repaymentHistory: 2, transactionVolume: 16, socialNetwork: 0, levelBonus: 0 });
     expect(data.score).to.equal(18);
@@ -190,16 +192,26 @@ describe(`Trust Score and user records from chain facts (${usingPostgres ? "Post
     expect(loan.status).to.equal("repaid");
     const row = await inputs(carol.id);
     expect(row.onTimeRepayments).to.equal(0);
-    expect(row.totalVolumeMicro).to.equal(usdc(1_000) + loan.totalPaid);
+    // A late repayment adds no volume; what she held in the vault does.
+    expect(row.totalVolumeMicro).to.equal(0n);
+    expect(row.peakHeldMicro).to.equal(usdc(1_000));
+    // Nor XP: the repayment shows in her activity with none.
+    const repaid = await db.prisma.activity.findMany({ where: { userId: carol.id, type: "loan_repaid" } });
+    expect(repaid.map((entry) => entry.xpEarned)).to.deep.equal([0]);
     const mods = await modifiers(carol.token, carol.id);
     expect(mods.modifiers.map((m: { type: string; reason: string }) => [m.type, m.reason])).to.deep.equal([
       ["late_payment", "late repayment"],
     ]);
   });
 
-  it("guardians count once active, leave on removal, and are listed for their owner", async () => {
+  it("guardians count once active and only as vouchers of standing, leave on removal, and are listed for their owner", async () => {
     const dave = await walletUser("dave", 8);
     const erin = await walletUser("erin", 9);
+    // Erin vouches with standing (D-88): an account over 30 days old with a score of at least 31.
+    await db.prisma.user.update({
+      where: { id: erin.id },
+      data: { createdAt: new Date(api.clock.now().getTime() - 40 * DAY_S * 1_000), trustScore: 45 },
+    });
     const outsider = ethers.Wallet.createRandom().address;
     await send(
       (chain.contracts.factory.connect(dave.signer) as Contract).getFunction("createVault")(usdc(100), TIMELOCK_S, 1, ethers.id("pin")),
@@ -223,30 +235,45 @@ describe(`Trust Score and user records from chain facts (${usingPostgres ? "Post
     // When the chain added her: her GuardianAdded block's time.
     const addedBlock = await chain.provider.getBlock(erinAdded.blockNumber);
     expect(erinEntry.addedAt).to.equal(new Date(addedBlock!.timestamp * 1000).toISOString());
-    expect((await api.request("GET", "/v1/users/me", { token: dave.token })).body.data.xp).to.equal(60);
+    // Guardians earn XP once a day (D-88): the second guardian of the day shows with none.
+    expect((await api.request("GET", "/v1/users/me", { token: dave.token })).body.data.xp).to.equal(30);
+    const added = await db.prisma.activity.findMany({ where: { userId: dave.id, type: "guardian_added" }, orderBy: { xpEarned: "desc" } });
+    expect(added.map((entry) => entry.xpEarned)).to.deep.equal([30, 0]);
     // Erin guards Dave's vault; she owns none, so her own list is empty.
     expect((await api.request("GET", "/v1/users/me/guardians", { token: erin.token })).body.data).to.deep.equal([]);
 
     await advance(TIMELOCK_S + CHAIN_AHEAD_S);
     expect(await guardiansJob.run(api.clock.now())).to.deep.equal({ changed: 1 });
     expect(await guardiansJob.run(api.clock.now())).to.deep.equal({ changed: 0 });
-    expect((await inputs(dave.id)).activeGuardians).to.equal(2);
-    expect((await score(dave.token, dave.id)).breakdown.socialNetwork).to.equal(10);
+    // Both are active guardians of the vault; only Erin vouches for Dave's score.
+    expect((await inputs(dave.id)).activeGuardians).to.equal(1);
+    expect((await score(dave.token, dave.id)).breakdown.socialNetwork).to.equal(5);
     listed = await api.request("GET", "/v1/users/me/guardians", { token: dave.token });
     expect(listed.body.data.map((g: { status: string }) => g.status)).to.deep.equal(["active", "active"]);
 
+    // A voucher whose own score falls below Building's vouches no more, and again once it is back.
+    await db.prisma.user.update({ where: { id: erin.id }, data: { trustScore: 30 } });
+    expect(await guardiansJob.run(api.clock.now())).to.deep.equal({ changed: 1 });
+    expect((await score(dave.token, dave.id)).breakdown.socialNetwork).to.equal(0);
+    await db.prisma.user.update({ where: { id: erin.id }, data: { trustScore: 45 } });
+    expect(await guardiansJob.run(api.clock.now())).to.deep.equal({ changed: 1 });
+    expect((await score(dave.token, dave.id)).breakdown.socialNetwork).to.equal(5);
+
     // Removing an active guardian waits for the timelock; it counts until the removal is accepted.
-    await send(vault.getFunction("removeGuardian")(outsider));
+    const erinWallet = await erin.signer.getAddress();
+    await send(vault.getFunction("removeGuardian")(erinWallet));
     await advance(TIMELOCK_S + CHAIN_AHEAD_S);
-    await send(vault.getFunction("acceptGuardianRemoval")(outsider));
+    await waitForHead(db, chain);
+    expect(await guardiansJob.run(api.clock.now())).to.deep.equal({ changed: 0 });
+    await send(vault.getFunction("acceptGuardianRemoval")(erinWallet));
     await waitForHead(db, chain);
     expect(await guardiansJob.run(api.clock.now())).to.deep.equal({ changed: 1 });
-    expect((await inputs(dave.id)).activeGuardians).to.equal(1);
-    expect((await score(dave.token, dave.id)).breakdown.socialNetwork).to.equal(5);
+    expect((await inputs(dave.id)).activeGuardians).to.equal(0);
+    expect((await score(dave.token, dave.id)).breakdown.socialNetwork).to.equal(0);
     const history = await db.prisma.trustScoreHistory.findMany({ where: { userId: dave.id }, orderBy: { day: "asc" } });
     expect(history.at(-1)!.reason).to.equal("guardian removed");
 
     const exported = (await api.request("GET", "/v1/users/me/export", { token: dave.token })).body.data;
-    expect(exported.guardians.map((g: { id: string }) => g.id)).to.deep.equal([erin.id]);
+    expect(exported.guardians.map((g: { id: string }) => g.id)).to.deep.equal([outsider.toLowerCase()]);
   });
 });

@@ -145,4 +145,30 @@ describe(`checkout sign-in with an OpenID Connect provider, in production (${usi
     expectErrorEnvelope(other, 400, "VALIDATION_ERROR");
     expect(other.body.error.details.field).to.equal("payerAddress");
   });
+
+  it("treats the sandbox's test addresses as ordinary addresses in production: no decline, no payment.failed (D-88)", async () => {
+    subject = `merchant-${randomUUID()}`;
+    const merchantToken = await tokenFor(subject);
+    const payment = (await api.request("POST", "/v1/payments", { token: merchantToken, body: { amount: 1 } })).body.data;
+    const payer = await tokenFor(`payer-${randomUUID()}`);
+    for (const payerAddress of ["0x000000000000000000000000000000000000dEc1", "0x00000000000000000000000000000000000f0001"]) {
+      const attempt = await api.request("POST", `/checkout/${payment.id}/pay`, { token: payer, body: { method: "direct", payerAddress } });
+      // Not the payer's wallet: refused as any other address, and the merchant hears nothing.
+      expectErrorEnvelope(attempt, 400, "VALIDATION_ERROR");
+      expect(attempt.body.error.details).to.deep.equal({ field: "payerAddress", reason: "not your wallet" });
+    }
+    expect(
+      await db.prisma.domainEvent.count({ where: { type: "payment.failed", data: { path: ["paymentId"], equals: payment.id } } }),
+    ).to.equal(0);
+    const detail = (await api.request("GET", `/v1/payments/${payment.id}`, { token: merchantToken })).body.data;
+    expect(detail).to.deep.include({ status: "pending", lastFailure: null });
+  });
+
+  it("refuses a merchant paying its own payment (D-88)", async () => {
+    subject = `merchant-${randomUUID()}`;
+    const merchantToken = await tokenFor(subject);
+    const payment = (await api.request("POST", "/v1/payments", { token: merchantToken, body: { amount: 1 } })).body.data;
+    const own = await api.request("POST", `/checkout/${payment.id}/pay`, { token: merchantToken, body: { method: "direct" } });
+    expectErrorEnvelope(own, 403, "SELF_PAYMENT");
+  });
 });

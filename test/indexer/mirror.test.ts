@@ -90,7 +90,7 @@ describe("indexer: mirror", function () {
     try {
       await waitFor(async () => ((await db.prisma.user.findUniqueOrThrow({ where: { id: "user-rewards" } })).xp === 20 ? true : undefined));
       await waitFor(async () =>
-        (await db.prisma.trustScoreInput.findUnique({ where: { userId: "user-rewards" } }))?.totalVolumeMicro === usdc(1_500)
+        (await db.prisma.trustScoreInput.findUnique({ where: { userId: "user-rewards" } }))?.peakHeldMicro === usdc(1_500)
           ? true
           : undefined,
       );
@@ -105,15 +105,14 @@ describe("indexer: mirror", function () {
     const activity = await db.prisma.activity.findMany({ where: { userId: "user-rewards", type: "vault_deposit" } });
     expect(activity).to.have.length(1);
     const inputs = await db.prisma.trustScoreInput.findUniqueOrThrow({ where: { userId: "user-rewards" } });
-    expect(inputs.totalVolumeMicro).to.equal(usdc(1_500));
+    // The volume counts held money: the most the wallet held in the vault at once (D-88).
+    expect(inputs.peakHeldMicro).to.equal(usdc(1_500));
     expect(txHash).to.match(/^0x/);
 
     // Again, and concurrently: nothing is applied twice.
     await Promise.all([services.rewards.drain(new Date()), services.rewards.drain(new Date())]);
     expect((await db.prisma.user.findUniqueOrThrow({ where: { id: "user-rewards" } })).xp).to.equal(20);
-    expect((await db.prisma.trustScoreInput.findUniqueOrThrow({ where: { userId: "user-rewards" } })).totalVolumeMicro).to.equal(
-      usdc(1_500),
-    );
+    expect((await db.prisma.trustScoreInput.findUniqueOrThrow({ where: { userId: "user-rewards" } })).peakHeldMicro).to.equal(usdc(1_500));
   });
 
   it("counts a deposit's volume to the micro-USDC: a sub-cent amount reaches the Trust Score exactly", async () => {
@@ -145,6 +144,6 @@ describe("indexer: mirror", function () {
     expect(events.map((e) => (e.data as { usdcAmount: string }).usdcAmount)).to.deep.equal(["1.00", "1.00"]);
     await services.rewards.drain(new Date());
     const inputs = await db.prisma.trustScoreInput.findUniqueOrThrow({ where: { userId: "user-sub-cent" } });
-    expect(inputs.totalVolumeMicro).to.equal(2_010_000n);
+    expect(inputs.peakHeldMicro).to.equal(2_010_000n);
   });
 });

@@ -1297,7 +1297,7 @@ export interface paths {
         put?: never;
         /**
          * Pay a payment as the signed-in payer (the hosted checkout posts here)
-         * @description direct: the payer's own transaction through the router (the service pays the gas). credit and split: the lending pool pays the merchant at once and the payer owes the loans (see GET /checkout/{paymentId}/terms); 403 NOT_ELIGIBLE with the reason when the payer may not borrow it. A payment is paid at most once: a second attempt is 409 ALREADY_PAID, one while another is under way 409 PAYMENT_IN_PROGRESS. An expired or cancelled payment is 409. A declined test address is 402 PAYMENT_DECLINED, an insufficient one 400 INSUFFICIENT_BALANCE; both tell the merchant payment.failed and leave the payment open.
+         * @description direct: the payer's own transaction through the router (the service pays the gas). credit and split: the lending pool pays the merchant at once and the payer owes the loans (see GET /checkout/{paymentId}/terms); 403 NOT_ELIGIBLE with the reason when the payer may not borrow it. A payment is paid at most once: a second attempt is 409 ALREADY_PAID, one while another is under way 409 PAYMENT_IN_PROGRESS. An expired or cancelled payment is 409. A merchant paying its own payment (the same account, or its wallet) is 403 SELF_PAYMENT. Outside production, a declined test address is 402 PAYMENT_DECLINED, an insufficient one 400 INSUFFICIENT_BALANCE; both tell the merchant payment.failed and leave the payment open. In production payerAddress may only be the payer's own wallet.
          */
         post: operations["payPayment"];
         delete?: never;
@@ -1471,7 +1471,7 @@ export interface components {
             success: false;
             error: {
                 /** @enum {string} */
-                code: "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "PAYLOAD_TOO_LARGE" | "HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "UNSUPPORTED_MEDIA_TYPE" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "INVALID_AMOUNT" | "INVALID_DURATION" | "NOT_ELIGIBLE" | "LOAN_NOT_FOUND" | "ALREADY_REPAID" | "EXTENSION_NOT_ALLOWED" | "SOCIAL_VAULT_EXISTS" | "SOCIAL_VAULT_NOT_FOUND" | "INVALID_GUARDIAN" | "GUARDIAN_EXISTS" | "GUARDIAN_LIMIT_REACHED" | "GUARDIAN_NOT_FOUND" | "WITHDRAWAL_NOT_FOUND" | "NOT_ENOUGH_GUARDIANS" | "WITHDRAWAL_EXPIRED" | "DAILY_LIMIT_EXCEEDED" | "VAULT_LOCKED" | "NOT_GUARDIAN" | "TIMELOCK_ACTIVE" | "INSUFFICIENT_BALANCE" | "AMOUNT_TOO_SMALL" | "INSUFFICIENT_LIQUIDITY" | "VAULT_PAUSED" | "USER_NOT_FOUND" | "SCORE_PRIVATE" | "INVALID_URL" | "INVALID_EVENTS" | "WEBHOOK_NOT_FOUND" | "URL_EXISTS" | "WEBHOOK_LIMIT_REACHED" | "NOTIFICATION_NOT_FOUND" | "INVALID_TOKEN" | "PAYMENT_NOT_FOUND" | "ALREADY_PAID" | "PAYMENT_EXPIRED" | "PAYMENT_CANCELLED" | "PAYMENT_IN_PROGRESS" | "PAYMENT_NOT_PAID" | "PAYMENT_DECLINED" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS";
+                code: "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "PAYLOAD_TOO_LARGE" | "HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "UNSUPPORTED_MEDIA_TYPE" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "INVALID_AMOUNT" | "INVALID_DURATION" | "NOT_ELIGIBLE" | "LOAN_NOT_FOUND" | "ALREADY_REPAID" | "EXTENSION_NOT_ALLOWED" | "SOCIAL_VAULT_EXISTS" | "SOCIAL_VAULT_NOT_FOUND" | "INVALID_GUARDIAN" | "GUARDIAN_EXISTS" | "GUARDIAN_LIMIT_REACHED" | "GUARDIAN_NOT_FOUND" | "WITHDRAWAL_NOT_FOUND" | "NOT_ENOUGH_GUARDIANS" | "WITHDRAWAL_EXPIRED" | "DAILY_LIMIT_EXCEEDED" | "VAULT_LOCKED" | "NOT_GUARDIAN" | "TIMELOCK_ACTIVE" | "INSUFFICIENT_BALANCE" | "AMOUNT_TOO_SMALL" | "INSUFFICIENT_LIQUIDITY" | "VAULT_PAUSED" | "USER_NOT_FOUND" | "SCORE_PRIVATE" | "INVALID_URL" | "INVALID_EVENTS" | "WEBHOOK_NOT_FOUND" | "URL_EXISTS" | "WEBHOOK_LIMIT_REACHED" | "NOTIFICATION_NOT_FOUND" | "INVALID_TOKEN" | "PAYMENT_NOT_FOUND" | "ALREADY_PAID" | "PAYMENT_EXPIRED" | "PAYMENT_CANCELLED" | "PAYMENT_IN_PROGRESS" | "PAYMENT_NOT_PAID" | "PAYMENT_DECLINED" | "SELF_PAYMENT" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS";
                 message: string;
                 details?: {
                     field: string;
@@ -14280,7 +14280,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: FORBIDDEN, NOT_ELIGIBLE */
+            /** @description Error: FORBIDDEN, SELF_PAYMENT, NOT_ELIGIBLE */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
