@@ -104,6 +104,8 @@ export function platformGrants(admin: string): RoleGrant[] {
 export function paymentGrants(admin: string): RoleGrant[] {
   return [
     { ...LOAN_BOOK, role: "OPERATOR_ROLE", to: (at) => at.paymentRouter!, what: "loanBook OPERATOR -> paymentRouter", ifMissing: true },
+    // Merchants' refunds settle the purchase loans through the router alone (D-89): the service's key never holds it.
+    { ...LOAN_BOOK, role: "REFUNDER_ROLE", to: (at) => at.paymentRouter!, what: "loanBook REFUNDER -> paymentRouter", ifMissing: true },
     { ...ROUTER, role: "OPERATOR_ROLE", to: () => admin, what: "paymentRouter OPERATOR -> service", ifMissing: true },
   ];
 }

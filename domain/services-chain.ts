@@ -11,6 +11,7 @@ import { platformContract, platformContractAt, platformErrors } from "../core/pl
 import type { ManagedWallets } from "../core/wallets.js";
 import type { Db } from "./db.js";
 import type { LoanFinancing } from "./loans/financing.js";
+import { createPaymentAttempts } from "./payments/attempts.js";
 import { createCheckout } from "./payments/checkout.js";
 import type { PaymentEvents } from "./payments/events.js";
 import type { PaymentsRepo } from "./payments/repo.js";
@@ -202,6 +203,7 @@ export function createMoneyServices(
     checkoutBase: publicBaseUrl,
     production,
   });
+  const paymentAttempts = createPaymentAttempts({ db, clock, repo: paymentsRepo, financing: loanFinancing, sender, logger });
   const checkout = createCheckout({
     db,
     clock,
@@ -211,8 +213,9 @@ export function createMoneyServices(
     events: paymentEvents,
     financing: loanFinancing,
     sender,
+    attempts: paymentAttempts,
     mirror,
     production,
   });
-  return { sender, relay: transactions, vault, payer, sandbox, mirror, loanBook, socialVault, payments, checkout };
+  return { sender, relay: transactions, vault, payer, sandbox, mirror, loanBook, socialVault, payments, checkout, paymentAttempts };
 }

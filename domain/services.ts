@@ -280,6 +280,8 @@ export function createServices({
     payments: onChain?.payments,
     /** The hosted checkout, the payer's side: what a payment costs them and paying it (absent without a chain). */
     checkout: onChain?.checkout,
+    /** How payers' attempts end: the job that settles attempts on credit that stopped (absent without a chain). */
+    paymentAttempts: onChain?.paymentAttempts,
     /** The hosted checkout's sign-ins under way (api/checkout/sign-in.ts keeps them here). */
     checkoutSignIns: paymentsRepo as Pick<typeof paymentsRepo, "startSignIn" | "takeSignIn">,
     /** The one sender of the service's transactions (absent in processes without a chain). */

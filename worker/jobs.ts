@@ -29,6 +29,7 @@ export interface PlatformJobDeps {
     | "eraseDueAccounts"
     | "loans"
     | "fundsLoans"
+    | "paymentAttempts"
     | "jobs"
     | "presence"
     | "notificationFanout"
@@ -58,6 +59,15 @@ export function createPlatformJobs({ services }: PlatformJobDeps): PeriodicJob[]
             const done = await loans.fundDue(now);
             return { changed: done.funded + done.lapsed, ...done };
           },
+        },
+        {
+          // Every payment ends (D-89): attempts on credit whose hold lapsed (their process stopped,
+          // or their answer never came) fail with payment.failed and their loans cancelled, unless
+          // their transaction was mined (the mirror pays them) or may still be.
+          name: "payments.attempts",
+          intervalMs: 10_000,
+          retryMs: 10_000,
+          run: async () => ({ changed: (await services.paymentAttempts?.settleStale()) ?? 0 }),
         },
         {
           // Due dates on the service clock: a reminder a day before, overdue after the due date,

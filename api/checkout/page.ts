@@ -27,6 +27,7 @@ const TEXT = {
     splitDetail: "No interest: the lending pool pays the merchant now and you repay in installments:",
     installment: "in {days} days",
     yourTerms: "Your terms: interest {interest} USDC, {total} USDC due {due}.",
+    yourInstallments: "Your installments: {list}.",
     notForYou: "Not available to you now ({reason}).",
     total: "Total",
     cancel: "Cancel and return to the merchant",
@@ -62,6 +63,7 @@ const TEXT = {
     splitDetail: "Sin intereses: el fondo de préstamos paga al comercio ahora y tú lo devuelves a plazos:",
     installment: "en {days} días",
     yourTerms: "Tus condiciones: intereses de {interest} USDC, {total} USDC antes del {due}.",
+    yourInstallments: "Tus plazos: {list}.",
     notForYou: "No disponible para ti ahora ({reason}).",
     total: "Total",
     cancel: "Cancelar y volver al comercio",
@@ -185,7 +187,7 @@ ${page.methods.map(method).join("\n")}
 </ul>
 </section>`
 }
-<p id="message" role="status" aria-live="polite" data-paying="${escapeHtml(t.paying)}" data-paid="${escapeHtml(t.paid)}" data-sign-in="${escapeHtml(t.signInNeeded)}" data-your-terms="${escapeHtml(t.yourTerms)}" data-not-for-you="${escapeHtml(t.notForYou)}"></p>
+<p id="message" role="status" aria-live="polite" data-paying="${escapeHtml(t.paying)}" data-paid="${escapeHtml(t.paid)}" data-sign-in="${escapeHtml(t.signInNeeded)}" data-your-terms="${escapeHtml(t.yourTerms)}" data-your-installments="${escapeHtml(t.yourInstallments)}" data-not-for-you="${escapeHtml(t.notForYou)}"></p>
 ${page.cancelUrl && !closed ? `<p class="cancel"><a id="cancel" href="${escapeHtml(page.cancelUrl)}">${escapeHtml(t.cancel)}</a></p>` : ""}
 </main>`;
   return htmlPage(language, `${t.title}: ${page.merchantName}`, body);

@@ -148,6 +148,23 @@ interface ILoanBook {
         uint256 uncovered
     );
 
+    /// @notice A refund of the purchase loan `loanId` paid for took `principalRefunded` off its principal and
+    /// `interestForgiven` (the same share of its interest) off its interest. `toPool` of the refund made good the
+    /// principal the pool still had out (or had written off); `principalReturned` and `interestReturned` went back to
+    /// the borrower, who had paid more than the loan now is. `remainingBalance` is what the borrower still owes;
+    /// `closed` when the refund closed an open loan (status Repaid, owing nothing). The data of `loan.refunded`.
+    event LoanRefunded(
+        uint256 indexed loanId,
+        address indexed borrower,
+        uint256 principalRefunded,
+        uint256 interestForgiven,
+        uint256 toPool,
+        uint256 principalReturned,
+        uint256 interestReturned,
+        uint256 remainingBalance,
+        bool closed
+    );
+
     /// @notice The loan limits were set to `limits`.
     event LoanLimitsUpdated(LoanLimits limits);
 
@@ -201,11 +218,18 @@ interface ILoanBook {
     /// @notice Limits outside the hard bounds.
     error LoanBookInvalidLimits(LoanLimits limits);
 
+    /// @notice A refund of `amount` principal of loan `loanId` is zero or above its principal `principal`.
+    error LoanBookInvalidRefund(uint256 loanId, uint256 amount, uint256 principal);
+
     /* ROLES AND CONSTANTS */
 
     /// @notice The role of the service that funds and extends loans.
     /// @return The role id.
     function OPERATOR_ROLE() external view returns (bytes32);
+
+    /// @notice The role of the payment router, whose merchants' refunds settle the purchase loans they paid for.
+    /// @return The role id.
+    function REFUNDER_ROLE() external view returns (bytes32);
 
     /// @notice The fewest days of interest charged when a loan is paid off early.
     /// @return The number of days.
@@ -318,6 +342,26 @@ interface ILoanBook {
     /// except the grace period, which applies to every open loan.
     /// @param newLimits The new limits.
     function setLimits(LoanLimits calldata newLimits) external;
+
+    /* REFUNDER (the payment router) */
+
+    /// @notice Settles `principalRefund` of loan `loanId` with a merchant's refund of the purchase it paid for, as
+    /// buy-now-pay-later lenders do: the loan's principal falls by `principalRefund` and its interest by the same share
+    /// (a full refund leaves nothing owed, interest included). The pool takes back the principal it still has out, up
+    /// to `principalRefund` (for a defaulted loan: what it wrote off, as a recovery); the borrower gets back what they
+    /// had paid above the reduced loan: the rest of `principalRefund` (left for the caller to send), and interest paid
+    /// above the reduced interest (sent by the vault). An open loan that then owes nothing is closed (Repaid).
+    /// @dev Only REFUNDER_ROLE (the payment router; never the service's own key). Pulls `toPool` USDC from the caller
+    /// into the vault. Emits {LoanRefunded}. A defaulted loan's interest is not reduced: it was written off.
+    /// @param loanId The loan id.
+    /// @param principalRefund The principal the refund takes off: more than 0, at most the loan's principal.
+    /// @return toPool The USDC pulled from the caller into the vault.
+    /// @return principalReturned The USDC of the refund the caller owes the borrower (principal paid above the
+    /// reduced principal).
+    /// @return interestReturned The interest the vault paid back to the borrower.
+    function refundLoan(uint256 loanId, uint256 principalRefund)
+        external
+        returns (uint256 toPool, uint256 principalReturned, uint256 interestReturned);
 
     /* ANYONE */
 

@@ -104,8 +104,10 @@ interface IPaymentRouter {
         uint256[] loanIds
     );
 
-    /// @notice `merchant`'s refund `refundRef` of its payment `ref` on credit went `toLoans` to the payer's loans
-    /// and `toPayer` to the payer (their sum is the refund's amount). Emitted after {PaymentRefunded}.
+    /// @notice `merchant`'s refund `refundRef` of its payment `ref` on credit settled the payer's loans: `toLoans` of
+    /// it went to the pool (the principal it still had out, or had written off) and `toPayer` to the payer (principal
+    /// they had paid above the smaller loans; their sum is the refund's amount; interest paid above the smaller
+    /// interest comes back from the vault, in each loan's `LoanRefunded`). Emitted after {PaymentRefunded}.
     event PaymentRefundApplied(
         bytes32 indexed ref, bytes32 indexed refundRef, address indexed merchant, uint256 toLoans, uint256 toPayer
     );
@@ -257,15 +259,18 @@ interface IPaymentRouter {
 
     /// @notice Refunds `amount` of the caller's payment `ref` of `paymentAmount` to its payer as refund `refundRef`,
     /// pulling it from the caller, its merchant (the merchant bears the fee, as card processors do). For a payment
-    /// on credit the refund first repays what the payer still owes on the payment's loans.
+    /// on credit the refund settles the payment's loans, as buy-now-pay-later lenders do: a full refund leaves the
+    /// payer owing nothing, a partial one reduces each loan's principal and interest pro rata.
     /// @dev Only the payment's merchant finds it ({PaymentRouterNotPaid} for anyone else); each of a merchant's
     /// `refundRef` once ({PaymentRouterRefundExists}), so a retried request never refunds twice; the sum of refunds
     /// never exceeds the amount ({PaymentRouterRefundTooLarge}). A direct payment's refund goes from the merchant to
-    /// the payer. The refund of a payment on credit comes to the router, which applies it to the payment's loans in
-    /// order: each gets `min(left, loanBook.payoffAmount(loanId))` (nothing for a closed or defaulted loan) through
-    /// `loanBook.repay`, so a refund can close a loan early at its payoff; the rest goes to the payer. The router
-    /// approves the loan book exactly each repayment, which pulls all of it, and holds no USDC and no allowance
-    /// afterwards. Emits {PaymentRefunded}, then, on credit, {PaymentRefundApplied}.
+    /// the payer. The refund of a payment on credit comes to the router, which shares it among the payment's loans in
+    /// proportion to their principals and settles each share with `loanBook.refundLoan`: the loan's principal falls by
+    /// the share and its interest pro rata; the pool takes back the principal it still had out (for a defaulted loan,
+    /// what it wrote off, up to the loss), and what the payer had paid above the smaller loan goes back to them (the
+    /// principal from the refund, the interest from the vault). The router approves the loan book exactly each pool
+    /// part and holds no USDC and no allowance afterwards. Emits {PaymentRefunded}, then, on credit,
+    /// {PaymentRefundApplied}.
     /// @param ref The off-chain payment id.
     /// @param paymentAmount The payment's gross amount (with the caller and `ref`, its key).
     /// @param refundRef The off-chain refund id.

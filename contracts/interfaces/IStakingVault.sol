@@ -82,6 +82,14 @@ interface IStakingVault is IERC4626 {
         uint256 exchangeRate
     );
 
+    /// @notice `amount` USDC of defaulted loan `loanId`'s written-off principal came back (a merchant's refund of the
+    /// purchase it paid): it raised the depositors' assets, leaving the share price at `exchangeRate` (WAD).
+    event StakingVaultLossRecovered(uint256 indexed loanId, uint256 amount, uint256 exchangeRate);
+
+    /// @notice `amount` USDC of interest loan `loanId` had paid went back to `to` (a refund made it not owed);
+    /// `reserveShare` of it came out of the insurance reserve, the rest out of the depositors' assets.
+    event StakingVaultInterestReturned(uint256 indexed loanId, address indexed to, uint256 amount, uint256 reserveShare);
+
     /// @notice `distributor` added `amount` USDC of yield; `totalYield` is the yield credited so far and
     /// `exchangeRate` the new USDC per tmUSDC (WAD). The data of the `vault.yield_distributed` webhook.
     event StakingVaultYieldDistributed(
@@ -244,6 +252,24 @@ interface IStakingVault is IERC4626 {
     /// @return covered The part the reserve absorbed.
     /// @return uncovered The part the depositors bear.
     function recordLoss(uint256 loanId, uint256 loss) external returns (uint256 covered, uint256 uncovered);
+
+    /// @notice Records `amount` USDC recovered on defaulted loan `loanId`: it raises the depositors' assets (the
+    /// written-off principal it makes good left {totalBorrowed} at the default).
+    /// @dev Only LENDER_ROLE, allowed while paused. The caller transfers `amount` USDC to the vault in the same
+    /// transaction, as for {recordRepayment}.
+    /// @param loanId The LoanBook's id, for the event.
+    /// @param amount The USDC recovered.
+    function recordRecovery(uint256 loanId, uint256 amount) external;
+
+    /// @notice Pays `amount` USDC of interest loan `loanId` had paid back to `to`: a refund reduced the loan's interest
+    /// below what was paid. The reserve factor's share of it (at most the reserve) comes out of the insurance reserve,
+    /// the rest out of the idle assets and {totalYield}, reversing {recordRepayment}.
+    /// @dev Only LENDER_ROLE, not while paused (USDC leaves the vault). Reverts with
+    /// {StakingVaultInsufficientLiquidity} when the idle USDC cannot pay the depositors' part.
+    /// @param loanId The LoanBook's id, for the event.
+    /// @param to The borrower, who paid the interest.
+    /// @param amount The interest to pay back.
+    function returnInterest(uint256 loanId, address to, uint256 amount) external;
 
     /* YIELD (YIELD_ROLE) */
 

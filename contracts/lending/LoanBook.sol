@@ -36,6 +36,9 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
     bytes32 public constant OPERATOR_ROLE = keccak256("OPERATOR_ROLE");
 
     /// @inheritdoc ILoanBook
+    bytes32 public constant REFUNDER_ROLE = keccak256("REFUNDER_ROLE");
+
+    /// @inheritdoc ILoanBook
     /// @dev Equal to the shortest default term: closing a loan within its first week costs a week's interest.
     uint256 public constant MIN_CHARGED_DAYS = 7;
 
@@ -180,6 +183,56 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
         _setLimits(newLimits);
     }
 
+    /* REFUNDER */
+
+    /// @inheritdoc ILoanBook
+    function refundLoan(uint256 loanId, uint256 principalRefund)
+        external
+        onlyRole(REFUNDER_ROLE)
+        nonReentrant
+        returns (uint256 toPool, uint256 principalReturned, uint256 interestReturned)
+    {
+        // Validate.
+        Loan storage loan = _existingLoan(loanId);
+        uint256 principal = loan.principal;
+        if (principalRefund == 0 || principalRefund > principal) revert LoanBookInvalidRefund(loanId, principalRefund, principal);
+
+        // Effects: the loan shrinks by the refund. What the pool has out (or wrote off) falls by at most the refund;
+        // what the borrower paid above the smaller loan goes back to them.
+        LoanStatus status = loan.status;
+        uint256 newPrincipal = principal - principalRefund;
+        toPool = Math.min(principalRefund, principal - loan.principalRepaid);
+        principalReturned = principalRefund - toPool;
+        // A defaulted loan's interest was written off with it: it stays as it was.
+        uint256 interestForgiven;
+        if (status != LoanStatus.Defaulted) (interestForgiven, interestReturned) = _forgiveInterest(loan, principalRefund, principal);
+        // The casts are safe: both are at most the principal, a uint128.
+        if (loan.principalRepaid > newPrincipal) loan.principalRepaid = uint128(newPrincipal);
+        loan.principal = uint128(newPrincipal);
+        bool closed = _isOpen(status) && _remainingBalance(loan) == 0;
+        if (closed) loan.status = LoanStatus.Repaid;
+
+        emit LoanRefunded(
+            loanId,
+            loan.borrower,
+            principalRefund,
+            interestForgiven,
+            toPool,
+            principalReturned,
+            interestReturned,
+            _remainingBalance(loan),
+            closed
+        );
+
+        // Interactions: the vault's books, the principal back into it, the interest back to the borrower.
+        if (toPool > 0) {
+            if (status == LoanStatus.Defaulted) vault.recordRecovery(loanId, toPool);
+            else vault.recordRepayment(loanId, toPool, 0);
+            _asset.safeTransferFrom(_msgSender(), address(vault), toPool);
+        }
+        if (interestReturned > 0) vault.returnInterest(loanId, loan.borrower, interestReturned);
+    }
+
     /* ANYONE */
 
     /// @inheritdoc ILoanBook
@@ -296,6 +349,22 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
 
         vault.recordRepayment(loanId, principalPart, interestPart);
         _asset.safeTransferFrom(payer, address(vault), paid);
+    }
+
+    /// @dev {refundLoan}'s interest: the same share of it as `principalRefund` of `principal`, rounded down (the pool's
+    /// favour; all of it for a full refund), forgiven; interest paid above what is left goes back.
+    function _forgiveInterest(Loan storage loan, uint256 principalRefund, uint256 principal)
+        private
+        returns (uint256 interestForgiven, uint256 interestReturned)
+    {
+        interestForgiven = Math.mulDiv(loan.interest, principalRefund, principal);
+        uint256 newInterest = loan.interest - interestForgiven;
+        if (loan.interestRepaid > newInterest) {
+            interestReturned = loan.interestRepaid - newInterest;
+            // The cast is safe: newInterest is below the interest, a uint128.
+            loan.interestRepaid = uint128(newInterest);
+        }
+        loan.interest = uint128(newInterest);
     }
 
     function _checkTerms(uint256 principal, uint256 interest, uint256 insuranceFee, uint256 durationDays)

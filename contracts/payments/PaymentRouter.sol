@@ -16,16 +16,17 @@ import {TryPermit} from "../utils/TryPermit.sol";
 /// @title PaymentRouter
 /// @notice Merchants' payments and their refunds: at most one payment per off-chain id and terms, paid directly by
 /// the payer or on credit from the lending pool (one loan, or 2 to 12 installments), the fee to the treasury and the
-/// rest to the merchant in the same call, refunds from the merchant within what was paid, applied first to what the
-/// payer still owes on a payment's loans.
+/// rest to the merchant in the same call, refunds from the merchant within what was paid, which settle a payment's
+/// loans as buy-now-pay-later lenders do (principal and interest reduced pro rata; a full refund leaves nothing owed).
 /// @dev The router never holds USDC or an allowance after a call: a direct payment moves from the payer to the
 /// merchant and the treasury, a direct refund from the merchant to the payer. A payment on credit
 /// ({payWithLoans}, OPERATOR_ROLE: the service) funds one loan per installment with `loanBook.fundLoanFor`, the
 /// payer as the borrower and the router as the recipient, without insurance fee, so the router receives exactly
 /// the amount and passes all of it on to the merchant and the treasury. A refund of it comes from the merchant to
-/// the router, which repays the payment's loans in order up to each one's payoff (approving the loan book exactly
-/// each repayment, which the loan book pulls whole) and sends the rest to the payer. The router must hold the loan
-/// book's OPERATOR_ROLE (granted at deployment); the admin grants this router's OPERATOR_ROLE to the service.
+/// the router, which settles the payment's loans with the loan book's {ILoanBook-refundLoan} in proportion to their
+/// principals (the pool's part pulled into the vault, approved exactly) and sends the payer what they had paid above
+/// the smaller loans. The router must hold the loan book's OPERATOR_ROLE and REFUNDER_ROLE (granted at deployment);
+/// the admin grants this router's OPERATOR_ROLE to the service.
 ///
 /// Fees: {pay} charges `feeBps` (default 1 %, the specification's direct method); a payment on credit charges the
 /// installments' own fees (the service's 2 % for credit, 1.5 % per installment for split), each at most
@@ -283,8 +284,11 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
         }
     }
 
-    /// @dev A refund of `amount` of a payment on credit: first to what `payer` still owes on `loanIds`, in order,
-    /// then the rest to `payer`.
+    /// @dev A refund of `amount` of a payment on credit settles its loans (`loanBook.refundLoan`) in proportion to their
+    /// principals, as buy-now-pay-later lenders do: each loan's principal, and its interest pro rata, fall by its share;
+    /// the pool takes back what it still has out, and the payer gets back what they had paid above the smaller loans
+    /// (the principal here, the interest from the vault). The principals always add up to what is left to refund (each
+    /// refund takes exactly its amount off them), so the shares fit.
     function _refundToLoans(
         bytes32 ref,
         bytes32 refundRef,
@@ -293,30 +297,43 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
         uint256 amount,
         uint256[] memory loanIds
     ) private {
-        // Each loan's share, from the payoffs now: repaying one loan changes no other's payoff, and nothing below
-        // changes a loan before its own repayment, so these are the amounts repaid.
         uint256 count = loanIds.length;
-        uint256[] memory repayments = new uint256[](count);
+        uint256[] memory principals = new uint256[](count);
+        uint256 total;
+        for (uint256 i; i < count; ++i) {
+            principals[i] = loanBook.getLoan(loanIds[i]).principal;
+            total += principals[i];
+        }
+        // Each loan's share: its part of the refund, rounded down; the last takes what is left, within its principal,
+        // and a second pass places what rounding left over (a few micro-units at most).
+        uint256[] memory shares = new uint256[](count);
         uint256 left = amount;
         for (uint256 i; i < count && left > 0; ++i) {
-            // Zero for a closed (repaid or defaulted) loan.
-            uint256 repayment = Math.min(left, loanBook.payoffAmount(loanIds[i]));
-            repayments[i] = repayment;
-            left -= repayment;
+            uint256 share = i == count - 1 ? left : Math.mulDiv(amount, principals[i], total);
+            share = Math.min(share, Math.min(principals[i], left));
+            shares[i] = share;
+            left -= share;
         }
-        emit PaymentRefundApplied(ref, refundRef, merchant, amount - left, left);
-        // Transfers last: the merchant's refund to the router, the loans' shares to the vault through the loan book,
-        // the rest to the payer.
+        for (uint256 i; i < count && left > 0; ++i) {
+            uint256 more = Math.min(left, principals[i] - shares[i]);
+            shares[i] += more;
+            left -= more;
+        }
+        // Transfers and the loan book's settlements: the merchant's refund to the router, each loan's pool part from
+        // the router into the vault (approved exactly, then reset), the payer's part last.
         _asset.safeTransferFrom(merchant, address(this), amount);
+        uint256 toPool;
+        uint256 toPayer;
         for (uint256 i; i < count; ++i) {
-            uint256 repayment = repayments[i];
-            if (repayment == 0) continue;
-            // At most the loan's payoff, so the loan book pulls all of it (closing the loan at the payoff) and no
-            // allowance is left.
-            _asset.forceApprove(address(loanBook), repayment);
-            loanBook.repay(loanIds[i], repayment);
+            if (shares[i] == 0) continue;
+            _asset.forceApprove(address(loanBook), shares[i]);
+            (uint256 pooled, uint256 returned,) = loanBook.refundLoan(loanIds[i], shares[i]);
+            toPool += pooled;
+            toPayer += returned;
         }
-        if (left > 0) _asset.safeTransfer(payer, left);
+        _asset.forceApprove(address(loanBook), 0);
+        emit PaymentRefundApplied(ref, refundRef, merchant, toPool, toPayer);
+        if (toPayer > 0) _asset.safeTransfer(payer, toPayer);
     }
 
     function _setFee(uint256 newFeeBps, address newTreasury) private {

@@ -338,6 +338,37 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         emit StakingVaultLossRecognized(loanId, loss, covered, uncovered, exchangeRate());
     }
 
+    /// @inheritdoc IStakingVault
+    function recordRecovery(uint256 loanId, uint256 amount) external onlyRole(LENDER_ROLE) {
+        // The USDC arrives right after this call (the LoanBook transfers it): the rate the event names counts it.
+        emit StakingVaultLossRecovered(loanId, amount, _exchangeRate(totalAssets() + amount));
+    }
+
+    /// @inheritdoc IStakingVault
+    function returnInterest(uint256 loanId, address to, uint256 amount)
+        external
+        onlyRole(LENDER_ROLE)
+        nonReentrant
+        whenNotPaused
+    {
+        if (to == address(0)) revert StakingVaultZeroAddress();
+        if (amount == 0) revert StakingVaultZeroAmount();
+        // The share the reserve took when the interest was paid, at today's factor (capped at 100 % and at the reserve).
+        uint256 reserve = _insuranceReserve;
+        uint256 reserveShare = Math.min(amount.mulDiv(Math.min(_interestRateModel.reserveFactor(), WAD), WAD), reserve);
+        uint256 fromIdle = amount - reserveShare;
+        uint256 available = _idleAssets();
+        if (fromIdle > available) revert StakingVaultInsufficientLiquidity(fromIdle, available);
+
+        // Cannot underflow: reserveShare <= reserve; the yield credited is floored at zero.
+        _insuranceReserve = uint96(reserve - reserveShare);
+        _totalYield = uint128(uint256(_totalYield).saturatingSub(fromIdle));
+
+        emit StakingVaultInterestReturned(loanId, to, amount, reserveShare);
+
+        IERC20(asset()).safeTransfer(to, amount);
+    }
+
     /* YIELD */
 
     /// @inheritdoc IStakingVault

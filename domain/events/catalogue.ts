@@ -86,6 +86,20 @@ export const EVENT_CATALOGUE = {
     }),
     raw: z.object({ amount: integerAmount, interest: integerAmount, insuranceFee: integerAmount }),
   }),
+  "loan.refused": defineEvent({
+    source: "service",
+    description:
+      "The pool refused a pending request when it came to fund it, because the borrower's terms got worse meanwhile (reason: the restriction codes, TERMS_ABOVE_TIER or RATE_ROSE); the request is cancelled.",
+    data: z.object({
+      loanId: z.string(),
+      userId: z.string(),
+      amount: z.number(),
+      duration: z.number().int(),
+      reason: z.string(),
+      why: z.string(),
+      cancelledAt: isoTime,
+    }),
+  }),
   "loan.due_reminder": defineEvent({
     source: "service",
     description: "A loan falls due within a day (for the notifications: loan_due_reminder).",
@@ -116,6 +130,28 @@ export const EVENT_CATALOGUE = {
     description: "The repayment that closed a loan.",
     data: z.object({ loanId: z.string(), totalPaid: z.number(), txHash }),
     raw: chainLoan.extend({ totalPaid: integerAmount }),
+  }),
+  "loan.refunded": defineEvent({
+    source: "chain",
+    description:
+      "A merchant's refund of the purchase a loan paid for settled part or all of it (D-89): its principal fell by amount and its interest by interestForgiven; returned went back to the borrower; closed when it left nothing owed.",
+    data: z.object({
+      loanId: z.string(),
+      amount: z.number(),
+      interestForgiven: z.number(),
+      returned: z.number(),
+      remainingBalance: z.number(),
+      closed: z.boolean(),
+      txHash,
+    }),
+    raw: chainLoan.extend({
+      principalRefunded: integerAmount,
+      interestForgiven: integerAmount,
+      toPool: integerAmount,
+      principalReturned: integerAmount,
+      interestReturned: integerAmount,
+      remainingBalance: integerAmount,
+    }),
   }),
   "loan.overdue": defineEvent({
     source: "chain",
@@ -262,14 +298,14 @@ export const EVENT_CATALOGUE = {
   "payment.failed": defineEvent({
     source: "service",
     description:
-      "An attempt to pay a merchant's payment failed (reason declined or insufficient_funds); the payment stays open for another attempt.",
+      "An attempt to pay a merchant's payment failed: declined or insufficient_funds (the sandbox's test addresses, an empty wallet), not_eligible (the payer may not borrow it), insufficient_liquidity (the pool), refused (the chain refused its transaction) or interrupted (it stopped before its transaction went out); its reserved loans are cancelled, and the payment stays open for another attempt.",
     data: z.object({
       type: z.literal("payment.failed"),
       paymentId: z.string(),
       amount: z.number(),
       currency: z.literal("USDC"),
       method: z.string(),
-      reason: z.enum(["declined", "insufficient_funds", "not_eligible", "insufficient_liquidity"]),
+      reason: z.enum(["declined", "insufficient_funds", "not_eligible", "insufficient_liquidity", "refused", "interrupted"]),
       metadata: z.record(z.string(), z.unknown()),
       failedAt: isoTime,
     }),
@@ -285,6 +321,8 @@ export const EVENT_CATALOGUE = {
       refundedAmount: z.number(),
       fullyRefunded: z.boolean(),
       reason: z.string(),
+      /** Who paid (told of the refund); absent in events recorded before D-89. */
+      payerId: z.string().nullable().optional(),
       currency: z.literal("USDC"),
       metadata: z.record(z.string(), z.unknown()),
       txHash,

@@ -153,6 +153,8 @@ export function createBorrowerLoans({
       checkPayment(row, amount);
       const chain = chainOrFail();
       const loanBook = chain.loanBook;
+      // The score before the repayment went out: the worker may apply its fact before this answer does.
+      const before = await freshUser(db.prisma, user.id);
       const sent = await chain.userWrite.send({
         user,
         purpose: "loan.repay",
@@ -179,7 +181,6 @@ export function createBorrowerLoans({
       if (sent.indexed && payment.closed) {
         // The repayment's own XP and Trust Score, applied now rather than by the worker's next run.
         const repaid = eventId("loan.repaid");
-        const before = await freshUser(db.prisma, user.id);
         // Its XP comes with its Trust Score verdict: earned only when the repayment counts (D-88).
         xpEarned = await chain.rewards.takeTrust(deps.clock.now(), [repaid]);
         const after = await freshUser(db.prisma, user.id);

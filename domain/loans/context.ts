@@ -11,21 +11,22 @@ import { TransactionRevertedError } from "../transactions/failures.js";
 import type { MirrorWait } from "../transactions/read-your-writes.js";
 import type { TransactionSender } from "../transactions/sender.js";
 import type { UserWrite } from "../transactions/user-write.js";
-import type { Tier } from "../trust-score/rules.js";
-import type { UserRecord } from "../users/repo.js";
+import { type Tier, tierFor } from "../trust-score/rules.js";
+import { freshUser, type UserRecord } from "../users/repo.js";
 import type { XpService } from "../xp/service.js";
 import { eligibilityOf } from "./eligibility.js";
 import { refFromLoanId } from "./ids.js";
 import { type BorrowerStanding, type LoanRow, type LoanStatus, type LoansRepo, loanIdOf, loanStatus } from "./repo.js";
+import { loanTerms, MIN_LOAN_MICRO, MIN_TERM_DAYS } from "./terms.js";
 
 export { MAX_ACTIVE_LOANS, RECENT_DEFAULT_DAYS } from "./eligibility.js";
 /** How long a request waits for funding before it lapses (becomes cancelled). */
 export const REQUEST_LIFETIME_HOURS = 72;
 /** The shortest and longest terms (the spec's 7 to 90 days; the tier caps the longest further). */
-export const MIN_DURATION_DAYS = 7;
+export const MIN_DURATION_DAYS = MIN_TERM_DAYS;
+/** The spec's longest term, days (Elite's maxDuration; the LoanBook's maxDurationDays). */
 export const MAX_DURATION_DAYS = 90;
-/** The smallest loan: below it the fee and interest round to nothing worth a transaction. */
-export const MIN_LOAN_MICRO = 1_000_000n;
+export { MIN_LOAN_MICRO };
 /**
  * The smallest repayment, 0.01 USDC (the smallest amount the API shows with two decimals): less is
  * a transaction the service pays gas for that moves nothing visible. Paying the whole remaining
@@ -52,7 +53,7 @@ export interface LoansServiceDeps {
   chain?: {
     chainId: number;
     loanBook: Contract;
-    sender: Pick<TransactionSender, "send">;
+    sender: Pick<TransactionSender, "send" | "earlier">;
     mirror: Pick<MirrorWait, "untilIndexed">;
     /** The one path of a user's money write (a repayment is the borrower's; domain/transactions/user-write.ts). */
     userWrite: UserWrite;
@@ -166,13 +167,55 @@ export function loansContext(deps: LoansServiceDeps) {
   }
 
   /**
-   * Funds a claimed request through the sender as the pool's operator (`fundLoan`), then waits
-   * for the mirror. A refusal the pool can outgrow (liquidity, pause) gives the claim back.
+   * The terms a claimed request is funded at (D-89): the borrower's at the moment of funding, not
+   * the request's. Refused when a restriction now stands in the way (an overdue loan, a recent
+   * default, a score below LOAN_MIN_SCORE), when the amount or the term is above the borrower's
+   * tier now, or when the tier's rate is now higher (the borrower did not agree to it); re-priced
+   * at the tier's rate when it is now lower (in the borrower's favour).
    */
-  async function fundClaimed(loanId: string): Promise<"funded" | "waiting"> {
+  async function termsAtFunding(
+    request: NonNullable<Awaited<ReturnType<LoansRepo["request"]>>>,
+    now: Date,
+  ): Promise<{ refused: string; why: string } | { rateBps: number; interest: bigint }> {
+    const borrower = await freshUser(db.prisma, request.userId);
+    const standing = await repo.standing(db.prisma, borrower.id, borrower.walletAddress, now);
+    const blocking = eligibilityFrom(borrower, standing, now).restrictions.filter((code) => code !== "MAX_LOANS_REACHED");
+    const tier = tierFor(borrower.trustScore);
+    if (borrower.deletedAt) return { refused: "ACCOUNT_DELETED", why: "the account was deleted" };
+    if (blocking.length > 0) return { refused: blocking.join(","), why: `not eligible now (${blocking.join(", ")})` };
+    if (request.amount > BigInt(tier.maxAmount) * 1_000_000n || request.durationDays > tier.maxDuration) {
+      return {
+        refused: "TERMS_ABOVE_TIER",
+        why: `your ${tier.tier} tier now lends up to ${tier.maxAmount} USDC for ${tier.maxDuration} days`,
+      };
+    }
+    if (tier.interestRateBps > request.interestRateBps) {
+      return { refused: "RATE_ROSE", why: `your ${tier.tier} tier's rate is now ${tier.interestRateBps / 100} %` };
+    }
+    return { rateBps: tier.interestRateBps, interest: loanTerms(request.amount, tier.interestRateBps).interest };
+  }
+
+  /**
+   * Funds a claimed request through the sender as the pool's operator (`fundLoan`) at the
+   * borrower's terms now (termsAtFunding: re-priced, or refused and cancelled with `loan.refused`
+   * to the borrower), then waits for the mirror. A refusal the pool can outgrow (liquidity, pause)
+   * gives the claim back.
+   */
+  async function fundClaimed(loanId: string): Promise<"funded" | "waiting" | { refused: string; why: string }> {
     const chain = deps.chain;
     if (!chain) throw new Error("this process has no chain to fund loans on");
-    const request = (await repo.request(loanId))!;
+    const now = deps.clock.now();
+    let request = (await repo.request(loanId))!;
+    // A request funded before (its transaction recorded) is settled as it was sent, never re-priced.
+    if (!(await chain.sender.earlier({ userId: request.userId, idempotencyKey: loanId, purpose: "loan.fund" }))) {
+      const terms = await termsAtFunding(request, now);
+      if ("refused" in terms) {
+        await repo.refuse(loanId, { reason: terms.refused, why: terms.why }, now);
+        deps.invalidateUser(request.userId);
+        return terms;
+      }
+      if (terms.rateBps !== request.interestRateBps) request = await repo.reprice(loanId, terms);
+    }
     try {
       const sent = await chain.sender.send({
         purpose: "loan.fund",

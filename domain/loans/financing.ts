@@ -79,7 +79,10 @@ export function createLoanFinancing(deps: { db: Db; repo: LoansRepo; clock: Pick
     },
 
     /** The payment's transaction settled its loans: funded by `txHash`, or none (cancelled). */
-    settle: (paymentId: string, txHash: string | null, tx?: Tx) => repo.settleFinancing(paymentId, txHash, tx),
+    settle: (paymentId: string, txHash: string | null, tx?: Tx) => repo.settleFinancing(paymentId, txHash, tx, deps.clock.now()),
+
+    /** The ids of the loans an attempt at `paymentId` reserved and that are not settled yet. */
+    reserved: (paymentId: string) => repo.reservedFor(paymentId),
   };
 }
 

@@ -26,8 +26,15 @@ export function createLoanFunding({ deps, db, repo, detailView, rowOf, fundClaim
             reason: status,
           });
         }
-        if ((await fundClaimed(id)) === "waiting") {
+        const outcome = await fundClaimed(id);
+        if (outcome === "waiting") {
           throw new AppError("INSUFFICIENT_LIQUIDITY", "The pool cannot fund this loan now (liquidity or pause); it stays pending");
+        }
+        if (outcome !== "funded") {
+          throw new AppError("NOT_ELIGIBLE", `The pool refused this loan at funding: ${outcome.why}; the request is cancelled`, {
+            field: "eligibility",
+            reason: outcome.refused,
+          });
         }
       }
       const owner = await freshUser(db.prisma, request.userId);
@@ -42,12 +49,16 @@ export function createLoanFunding({ deps, db, repo, detailView, rowOf, fundClaim
       const lapsed = await repo.lapse(now);
       const due = await repo.dueForFunding(now, new Date(now.getTime() - deps.fundingDelaySeconds * 1_000), 20);
       let funded = 0;
+      let refused = 0;
       for (const { id } of due) {
         if (!(await repo.claim(id, now))) continue;
-        if ((await fundClaimed(id)) === "funded") funded += 1;
-        else break; // the pool is short now: later, smaller requests wait their turn
+        const outcome = await fundClaimed(id);
+        // The pool short now: later, smaller requests wait their turn.
+        if (outcome === "waiting") break;
+        if (outcome === "funded") funded += 1;
+        else refused += 1;
       }
-      return { lapsed, funded, waiting: due.length - funded };
+      return { lapsed: lapsed + refused, funded, refused, waiting: due.length - funded - refused };
     },
   };
 }

@@ -6,7 +6,8 @@ import { MIRRORED_CHAIN_ID } from "../../core/chain-identity.js";
 import { usdcNumber } from "../../core/money.js";
 import { Prisma } from "../../generated/prisma/client.js";
 import type { Db, Tx } from "../db.js";
-import { type ProcessPresence, processAlive } from "../processes/presence.js";
+import { domainEvent, recordEvents } from "../events/outbox.js";
+import { attemptHolds, type ProcessPresence, processAlive } from "../processes/presence.js";
 import { loanIdFromRef } from "./ids.js";
 
 /** The chain's `ref` of a request, computed in SQL: its UUID's 16 bytes, left-aligned in a bytes32 (domain/loans/ids.ts). */
@@ -131,8 +132,9 @@ export function createLoansRepo({ db, presence }: { db: Db; presence: Pick<Proce
         SELECT
            (SELECT count(*)::int FROM "LoanRequest" r
              WHERE r."userId" = ${userId} AND ((r."status" = 'pending' AND r."expiresAt" > ${at})
-               -- A payment's loans count while its attempt may still be under way (a dead process's stop counting).
-               OR (r."status" = 'funding' AND (r."paymentId" IS NULL OR ${processAlive('r."claimedBy"')}))
+               -- A payment's loans count while its attempt holds the payment (D-89: its process beats, its time is not up).
+               OR (r."status" = 'funding' AND (r."paymentId" IS NULL
+                   OR EXISTS (SELECT 1 FROM "Payment" p WHERE p."id" = r."paymentId" AND ${attemptHolds("p")})))
                OR (r."status" = 'funded' AND NOT EXISTS (SELECT 1 FROM "LoanChainState" c WHERE c."ref" = ${REF_OF_REQUEST})))) AS "waiting",
            (SELECT count(*)::int FROM "LoanChainState" c
              WHERE c."chainId" = ${MIRRORED_CHAIN_ID} AND c."borrower" = ${borrower} AND c."status" IN ('active', 'overdue')) AS "open",
@@ -199,6 +201,43 @@ export function createLoansRepo({ db, presence }: { db: Db; presence: Pick<Proce
         data: { status: "pending", claimedAt: null, claimedBy: null },
       }),
 
+    /**
+     * Refuses a claimed request at funding (D-89: the borrower's terms got worse): cancelled, with
+     * `loan.refused` to the borrower, in one transaction. False when it was not claimed any more.
+     */
+    async refuse(loanId: string, refusal: { reason: string; why: string }, now: Date): Promise<boolean> {
+      return prisma.$transaction(async (tx) => {
+        const { count } = await tx.loanRequest.updateMany({
+          where: { id: loanId, status: "funding" },
+          data: { status: "cancelled", cancelReason: "not_eligible", cancelledAt: now, claimedAt: null, claimedBy: null },
+        });
+        if (count === 0) return false;
+        const request = await tx.loanRequest.findUniqueOrThrow({ where: { id: loanId } });
+        await recordEvents(tx, [
+          domainEvent({
+            type: "loan.refused",
+            userId: request.userId,
+            data: {
+              loanId,
+              userId: request.userId,
+              amount: usdcNumber(request.amount),
+              duration: request.durationDays,
+              reason: refusal.reason,
+              why: refusal.why,
+              cancelledAt: now.toISOString(),
+            },
+            dedupeKey: `loan.refused:${loanId}`,
+            now,
+          }),
+        ]);
+        return true;
+      });
+    },
+
+    /** Re-prices a claimed request at `rateBps` (a lower rate than it was asked at: D-89); answers the request. */
+    reprice: (loanId: string, terms: { rateBps: number; interest: bigint }) =>
+      prisma.loanRequest.update({ where: { id: loanId }, data: { interest: terms.interest, interestRateBps: terms.rateBps } }),
+
     markFunded: (loanId: string, txHash: string) =>
       prisma.loanRequest.updateMany({ where: { id: loanId, status: "funding" }, data: { status: "funded", fundTxHash: txHash } }),
 
@@ -225,18 +264,25 @@ export function createLoansRepo({ db, presence }: { db: Db; presence: Pick<Proce
 
     /**
      * Settles a payment's waiting loans once its transaction is known: those the mirror has were
-     * funded by `txHash`; the others (an attempt that never went out, or was refused) never were
-     * loans, and go.
+     * funded by `txHash`; the others (an attempt that never went out, or was refused) are cancelled
+     * (reason `payment_failed`): they never were loans, and the payer's eligibility is as before.
      */
-    async settleFinancing(paymentId: string, txHash: string | null, tx: Tx = prisma): Promise<void> {
+    async settleFinancing(paymentId: string, txHash: string | null, tx: Tx = prisma, now: Date = new Date()): Promise<void> {
       if (txHash !== null) {
         await tx.$executeRaw`
           UPDATE "LoanRequest" r SET "status" = 'funded', "fundTxHash" = ${txHash}
             WHERE r."paymentId" = ${paymentId}::uuid AND r."status" = 'funding'
               AND EXISTS (SELECT 1 FROM "LoanChainState" c WHERE c."chainId" = ${MIRRORED_CHAIN_ID} AND c."ref" = ${REF_OF_REQUEST})`;
       }
-      await tx.loanRequest.deleteMany({ where: { paymentId, status: "funding" } });
+      await tx.loanRequest.updateMany({
+        where: { paymentId, status: "funding" },
+        data: { status: "cancelled", cancelReason: "payment_failed", cancelledAt: now },
+      });
     },
+
+    /** The ids of a payment's loans its attempt reserved (status `funding`). */
+    reservedFor: async (paymentId: string): Promise<string[]> =>
+      (await prisma.loanRequest.findMany({ where: { paymentId, status: "funding" }, select: { id: true } })).map((row) => row.id),
 
     /** Open chain loans past `dueBefore` (to mark overdue, or to default once past the grace), with their borrower's user. */
     openLoansDueBefore: (dueBefore: Date, limit: number) =>

@@ -8,6 +8,10 @@ export const INSURANCE_FEE_BPS = 1_000n;
 const BPS = 10_000n;
 /** Fewest days a loan is charged for, as the LoanBook's MIN_CHARGED_DAYS. */
 export const MIN_CHARGED_DAYS = 7;
+/** The shortest loan term, days (the spec's 7 to 90, the LoanBook's minDurationDays). */
+export const MIN_TERM_DAYS = 7;
+/** The smallest loan, P2P or purchase: below it the fee and interest round to nothing worth a transaction. */
+export const MIN_LOAN_MICRO = 1_000_000n;
 
 const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b;
 

@@ -29,6 +29,8 @@ export const NOTIFIABLE_EVENT_TYPES = [
   "user.badge_earned",
   "webhook.failing",
   "payment.success",
+  "payment.refunded",
+  "loan.refused",
 ] as const satisfies readonly EventType[];
 
 /** What the mapping needs to know besides the event. */
@@ -100,6 +102,8 @@ export const TYPE_RULES: Record<NotificationType, Rules> = {
   badge_earned: { group: null, silent: false, urgent: false },
   webhook_failing: { group: null, silent: false, urgent: false },
   payment_receipt: { group: null, silent: false, urgent: false },
+  loan_refused: { group: null, silent: false, urgent: false },
+  payment_refunded: { group: null, silent: false, urgent: false },
 };
 
 function item(
@@ -236,6 +240,23 @@ export function notificationsFor(event: NotifiableEvent, context: EventContext):
         { paymentId: data.paymentId, txHash: data.txHash },
         { amount: microOfNumber(data.amount), merchant, description: data.description || "-", paidAt: data.paidAt },
       );
+    }
+    case "payment.refunded": {
+      // The payer is told of every refund (the event is the merchant's: its webhooks hear it).
+      const { data } = event;
+      if (!data.payerId) return [];
+      const merchant = (event.userId && context.displayNameOf(event.userId)) ?? "the merchant";
+      return item(
+        id,
+        data.payerId,
+        "payment_refunded",
+        { paymentId: data.paymentId, refundId: data.refundId, txHash: data.txHash },
+        { amount: microOfNumber(data.amount), merchant, refundedAt: data.refundedAt },
+      );
+    }
+    case "loan.refused": {
+      const { data } = event;
+      return item(id, data.userId, "loan_refused", { loanId: data.loanId }, { amount: microOfNumber(data.amount), why: data.why });
     }
     default:
       return [];

@@ -105,6 +105,20 @@ export const TEMPLATES: Record<TemplateKey, Record<Language, Text>> = {
     en: { title: "Payment receipt", body: "You paid {amount:usdc} to {merchant} on {paidAt:datetime} ({description})." },
     es: { title: "Recibo de pago", body: "Pagaste {amount:usdc} a {merchant} el {paidAt:datetime} ({description})." },
   },
+  loan_refused: {
+    en: { title: "Loan not funded", body: "Your request for {amount:usdc} was not funded and is cancelled: {why}." },
+    es: { title: "Préstamo no financiado", body: "Tu solicitud de {amount:usdc} no se financió y queda cancelada: {why}." },
+  },
+  payment_refunded: {
+    en: {
+      title: "Refund received",
+      body: "{merchant} refunded {amount:usdc} of your purchase on {refundedAt:datetime}: it first reduces what you owe on its loans, the rest reaches your wallet.",
+    },
+    es: {
+      title: "Reembolso recibido",
+      body: "{merchant} reembolsó {amount:usdc} de tu compra el {refundedAt:datetime}: primero reduce lo que debes por sus préstamos y el resto llega a tu billetera.",
+    },
+  },
   test: {
     en: { title: "Test notification", body: "If you can read this, {channel} notifications reach you." },
     es: { title: "Notificación de prueba", body: "Si puedes leer esto, las notificaciones por {channel} te llegan." },

@@ -1,9 +1,11 @@
 // The words of the notifications domain, shared by its rules, its service and the API schemas.
 
 /**
- * The 13 notification types of service-spec part 2, in its order, and two extensions:
- * `webhook_failing` (one of your webhooks stopped receiving; D-77) and `payment_receipt` (you paid
- * a merchant; D-81). A row's `type` is always one of them.
+ * The 13 notification types of service-spec part 2, in its order, and four extensions:
+ * `webhook_failing` (one of your webhooks stopped receiving; D-77), `payment_receipt` (you paid
+ * a merchant; D-81), `loan_refused` (the pool refused your request at funding: your terms got
+ * worse; D-89) and `payment_refunded` (a merchant refunded your purchase; D-89). A row's `type` is
+ * always one of them.
  */
 export const NOTIFICATION_TYPES = [
   "loan_created",
@@ -21,6 +23,8 @@ export const NOTIFICATION_TYPES = [
   "badge_earned",
   "webhook_failing",
   "payment_receipt",
+  "loan_refused",
+  "payment_refunded",
 ] as const;
 export type NotificationType = (typeof NOTIFICATION_TYPES)[number];
 

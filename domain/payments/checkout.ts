@@ -1,9 +1,8 @@
 // Merchants' payments, the payer's side (D-81): what the hosted checkout shows of a payment, the
-// signed-in payer's terms of each method, and the payment itself (run-and-sandbox.md section 4):
+// signed-in payer's terms of each method, and the payment itself (the sandbox's test mode aside):
 // direct (the payer's own transaction through the router), or on credit and in installments (the
 // router's payWithLoans, sent by the service: the pool lends, the payer owes). A payment is held
-// for one attempt at a time and the router pays it at most once.
-import { randomUUID } from "node:crypto";
+// for one attempt at a time and the router pays it at most once; every attempt ends (D-89).
 import { type Contract, getAddress } from "ethers";
 import type { Clock } from "../../core/clock.js";
 import { usdcNumber } from "../../core/money.js";
@@ -11,20 +10,19 @@ import { refFromUuid } from "../../core/refs.js";
 import { isUuid } from "../../core/text.js";
 import type { Db } from "../db.js";
 import { AppError } from "../errors.js";
-import { domainEvent, recordEvents } from "../events/outbox.js";
 import type { OperationKey } from "../idempotency/operation-key.js";
 import type { LoanFinancing } from "../loans/financing.js";
-import { chainFailure } from "../transactions/failures.js";
+import { chainFailure, TransactionRefusedError, TransactionRevertedError } from "../transactions/failures.js";
 import type { MirrorWait } from "../transactions/read-your-writes.js";
 import type { TransactionSender } from "../transactions/sender.js";
 import type { UserWrite } from "../transactions/user-write.js";
 import type { UserRecord } from "../users/repo.js";
+import { attemptKeyOf, FINANCE_PURPOSE, type PaymentAttempts } from "./attempts.js";
 import type { PaymentEvents } from "./events.js";
 import { type FinancingPlan, type Frequency, loanCountOf, planOf, splitSchedule } from "./financing.js";
 import type { PaymentRow, PaymentsRepo } from "./repo.js";
 import {
   DECLINING_ADDRESS,
-  type FailureReason,
   FEE_BPS,
   feeOf,
   INSUFFICIENT_FUNDS_ADDRESS,
@@ -39,6 +37,16 @@ function financedRevert(revert: { name: string; args: unknown[] }): AppError | u
   switch (revert.name) {
     case "PaymentRouterAlreadyPaid":
       return new AppError("ALREADY_PAID", "This payment was paid already");
+    case "LoanBookInvalidPrincipal":
+      return new AppError("INVALID_AMOUNT", "The lending pool does not lend this amount", {
+        field: "amount",
+        reason: "outside the loan book's limits",
+      });
+    case "LoanBookInvalidDuration":
+      return new AppError("INVALID_DURATION", "The lending pool does not lend for this term", {
+        field: "method",
+        reason: "outside the loan book's terms",
+      });
     case "StakingVaultInsufficientLiquidity":
       return new AppError("INSUFFICIENT_LIQUIDITY", "The lending pool cannot fund this payment now; pay directly or try later", {
         field: "method",
@@ -64,6 +72,8 @@ export interface CheckoutDeps {
   financing: Pick<LoanFinancing, "eligibility" | "reserve" | "settle">;
   /** The service's own sender: the router's OPERATOR_ROLE pays a payment on credit. */
   sender: Pick<TransactionSender, "send">;
+  /** How an attempt fails: said to the merchant, its loans cancelled, in one transaction. */
+  attempts: Pick<PaymentAttempts, "fail">;
   mirror: Pick<MirrorWait, "untilIndexed">;
   production: boolean;
 }
@@ -73,34 +83,6 @@ export function createCheckout(deps: CheckoutDeps) {
   const routerAddress = router.target as string;
 
   const anyPayment = async (id: string) => requirePayment(isUuid(id) ? await repo.find(id, deps.clock.now()) : null);
-
-  /** A failed attempt: said on the payment and as `payment.failed` to the merchant, the payment open for another. */
-  async function recordFailure(row: PaymentRow, method: string, reason: FailureReason, held: boolean) {
-    const now = deps.clock.now();
-    const failure = { reason, method, at: now.toISOString() };
-    await deps.db.prisma.$transaction(async (tx) => {
-      if (held) await repo.release(tx, row.id, failure);
-      else await repo.recordFailure(tx, row.id, failure);
-      await recordEvents(tx, [
-        domainEvent({
-          type: "payment.failed",
-          userId: row.merchantId,
-          data: {
-            type: "payment.failed",
-            paymentId: row.id,
-            amount: usdcNumber(row.amount),
-            currency: "USDC",
-            method,
-            reason,
-            metadata: row.metadata,
-            failedAt: failure.at,
-          },
-          dedupeKey: `payment-failed:${row.id}:${randomUUID()}`,
-          now,
-        }),
-      ]);
-    });
-  }
 
   /** The payer's plan for a payment on credit or in installments, at their tier now; NOT_ELIGIBLE otherwise. */
   async function planFor(payer: UserRecord, row: PaymentRow, method: "credit" | "split"): Promise<FinancingPlan> {
@@ -122,7 +104,7 @@ export function createCheckout(deps: CheckoutDeps) {
     try {
       plan = await planFor(payer, row, method);
     } catch (error) {
-      if (error instanceof AppError && error.code === "NOT_ELIGIBLE") await recordFailure(row, method, "not_eligible", false);
+      if (error instanceof AppError && error.code === "NOT_ELIGIBLE") await deps.attempts.fail(row, method, "not_eligible", false);
       throw error;
     }
     const wallet = payer.walletAddress.toLowerCase();
@@ -134,35 +116,37 @@ export function createCheckout(deps: CheckoutDeps) {
         return true;
       })
       .catch(async (error: unknown) => {
-        if (error instanceof AppError && error.code === "NOT_ELIGIBLE") await recordFailure(row, method, "not_eligible", false);
+        if (error instanceof AppError && error.code === "NOT_ELIGIBLE") await deps.attempts.fail(row, method, "not_eligible", false);
         throw error;
       });
     if (!held) throw payRefusal(await anyPayment(row.id)) ?? new AppError("PAYMENT_IN_PROGRESS", "Try again in a moment", undefined, 5);
     let sent: Awaited<ReturnType<TransactionSender["send"]>>;
     try {
-      sent = await deps.sender
-        .send({
-          purpose: "payment.finance",
-          userId: payer.id,
-          // This attempt's: its loans are new, so a later attempt is a transaction of its own.
-          idempotencyKey: `payment:${row.id}:${plan.loans[0]!.id}`,
-          to: routerAddress,
-          data: router.interface.encodeFunctionData("payWithLoans", [
-            refFromUuid(row.id),
-            getAddress(row.merchantWallet),
-            getAddress(wallet),
-            plan.loans.map((loan) => [refFromUuid(loan.id), loan.principal, loan.interest, loan.fee, loan.durationDays]),
-          ]),
-        })
-        .catch((error) => chainFailure(error, financedRevert));
+      sent = await deps.sender.send({
+        purpose: FINANCE_PURPOSE,
+        userId: payer.id,
+        // This attempt's: its loans are new, so a later attempt is a transaction of its own.
+        idempotencyKey: attemptKeyOf(
+          row.id,
+          plan.loans.map((loan) => loan.id),
+        ),
+        to: routerAddress,
+        data: router.interface.encodeFunctionData("payWithLoans", [
+          refFromUuid(row.id),
+          getAddress(row.merchantWallet),
+          getAddress(wallet),
+          plan.loans.map((loan) => [refFromUuid(loan.id), loan.principal, loan.interest, loan.fee, loan.durationDays]),
+        ]),
+      });
     } catch (error) {
-      // Refused before anything moved: the loans are cancelled and the hold goes back (a shortfall of the pool's is the merchant's payment.failed).
-      if (error instanceof AppError && error.code !== "SERVICE_UNAVAILABLE") {
-        await deps.financing.settle(row.id, null);
-        if (error.code === "INSUFFICIENT_LIQUIDITY") await recordFailure(row, method, "insufficient_liquidity", true);
-        else await deps.db.prisma.$transaction((tx) => repo.release(tx, row.id, null));
+      // Refused (by the simulation, the chain or the node): nothing moved and nothing can. The attempt
+      // fails at once, its loans cancelled with it (D-89). An answer that did not come (pending) leaves
+      // the attempt to end by itself: its hold lapses, and attempts.ts settles it from the chain.
+      if (error instanceof TransactionRevertedError || error instanceof TransactionRefusedError) {
+        const short = error instanceof TransactionRevertedError && error.revert?.name === "StakingVaultInsufficientLiquidity";
+        await deps.attempts.fail(row, method, short ? "insufficient_liquidity" : "refused", true);
       }
-      throw error;
+      return chainFailure(error, financedRevert);
     }
     await deps.mirror.untilIndexed(sent.blockNumber);
     await deps.financing.settle(row.id, sent.txHash);
@@ -200,7 +184,7 @@ export function createCheckout(deps: CheckoutDeps) {
         redirectUrl: row.redirectUrl,
         cancelUrl: row.cancelUrl,
         schedule: row.methods.includes("split")
-          ? splitSchedule(row.amount, row.splitOptions as { installments?: number; frequency?: Frequency } | null)
+          ? splitSchedule(row.amount, row.splitOptions as { installments?: number; frequency?: Frequency } | null)!
           : [],
       };
     },
@@ -237,7 +221,7 @@ export function createCheckout(deps: CheckoutDeps) {
       }
       if (!deps.production && (payerAddress === DECLINING_ADDRESS || payerAddress === INSUFFICIENT_FUNDS_ADDRESS)) {
         const declined = payerAddress === DECLINING_ADDRESS;
-        await recordFailure(row, input.method, declined ? "declined" : "insufficient_funds", false);
+        await deps.attempts.fail(row, input.method, declined ? "declined" : "insufficient_funds", false);
         throw declined
           ? new AppError("PAYMENT_DECLINED", "The payment was declined (test address)", { field: "payerAddress", reason: "declined" })
           : new AppError("INSUFFICIENT_BALANCE", "Not enough USDC to pay (test address)", {
@@ -266,7 +250,7 @@ export function createCheckout(deps: CheckoutDeps) {
       } catch (error) {
         // Refused before anything moved: the hold goes back (and a wallet short of USDC is the merchant's payment.failed).
         if (error instanceof AppError && error.code !== "SERVICE_UNAVAILABLE") {
-          if (error.code === "INSUFFICIENT_BALANCE") await recordFailure(row, input.method, "insufficient_funds", true);
+          if (error.code === "INSUFFICIENT_BALANCE") await deps.attempts.fail(row, input.method, "insufficient_funds", true);
           else await deps.db.prisma.$transaction((tx) => repo.release(tx, row.id, null));
         }
         throw error;
@@ -296,8 +280,8 @@ export function createCheckout(deps: CheckoutDeps) {
         try {
           return { plan: await planFor(payer, row, method), reason: null };
         } catch (error) {
-          if (error instanceof AppError && error.code === "NOT_ELIGIBLE")
-            return { plan: null, reason: error.details?.reason ?? "NOT_ELIGIBLE" };
+          if (error instanceof AppError && (error.code === "NOT_ELIGIBLE" || error.code === "INVALID_AMOUNT"))
+            return { plan: null, reason: error.details?.reason ?? error.code };
           throw error;
         }
       };

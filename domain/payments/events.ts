@@ -71,6 +71,7 @@ export function createPaymentEvents({
           refundedAmount: usdcNumber(data.raw.totalRefunded),
           fullyRefunded: data.raw.totalRefunded >= payment.amount,
           reason,
+          payerId: payment.payerId,
           currency: "USDC",
           metadata,
           txHash: data.txHash,

@@ -7,9 +7,9 @@
 import { MIRRORED_CHAIN_ID } from "../../core/chain-identity.js";
 import { Prisma } from "../../generated/prisma/client.js";
 import type { Db, Tx } from "../db.js";
-import { type ProcessPresence, processAlive } from "../processes/presence.js";
+import { attemptHolds, HOLD_UNTIL, type ProcessPresence } from "../processes/presence.js";
 
-export const PAYMENT_STATUSES = ["pending", "processing", "success", "expired", "cancelled"] as const;
+export const PAYMENT_STATUSES = ["pending", "processing", "success", "failed", "expired", "cancelled"] as const;
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 export const REFUND_STATUSES = ["pending", "succeeded", "failed"] as const;
 export type RefundStatus = (typeof REFUND_STATUSES)[number];
@@ -68,11 +68,23 @@ const OWN_EVENT = (kind: "paid" | "refunded") => Prisma.sql`e."chainId" = ${MIRR
 /** A timestamp parameter: the service's timestamps are UTC, without a zone. */
 const at = (date: Date) => Prisma.sql`${date.toISOString()}::timestamp(3)`;
 
-/** A payment's status at `now`: paid (the mirror), cancelled, expired, an attempt holding it, or pending. */
+/**
+ * Whether an attempt holds payment `p`: its process beats and its `heldUntil` (ATTEMPT_HOLD_MAX_S
+ * after the claim, real time) has not passed. An attempt that outlived it holds nothing (D-89): no
+ * payment stays `processing` for longer, whatever happened to the attempt.
+ */
+const HELD = attemptHolds("p");
+
+/**
+ * A payment's status at `now`: paid (the mirror), cancelled, expired, an attempt holding it, its
+ * last attempt failed (the merchant was sent payment.failed; another attempt may still pay it), or
+ * pending.
+ */
 const STATUS_SQL = (now: Date) => Prisma.sql`CASE WHEN paid."txHash" IS NOT NULL THEN 'success'
                          WHEN p."status" = 'cancelled' THEN 'cancelled'
                          WHEN p."expiresAt" <= ${at(now)} THEN 'expired'
-                         WHEN p."status" = 'processing' AND ${processAlive('p."claimedBy"')} THEN 'processing'
+                         WHEN ${HELD} THEN 'processing'
+                         WHEN p."lastFailure" IS NOT NULL THEN 'failed'
                          ELSE 'pending' END`;
 
 /** The payments as they are at `now`, as `payment`, each a PaymentRow. */
@@ -164,19 +176,34 @@ export function createPaymentsRepo({ db, presence }: { db: Db; presence: Pick<Pr
       const claimedBy = await presence.id();
       const claimed = await tx.$executeRaw`
         UPDATE "Payment" p SET "status" = 'processing', "method" = ${attempt.method}, "payerId" = ${attempt.payerId},
-            "payerAddress" = ${attempt.payerAddress}, "claimedAt" = ${at(now)}, "claimedBy" = ${claimedBy}
+            "payerAddress" = ${attempt.payerAddress}, "claimedAt" = ${at(now)}, "claimedBy" = ${claimedBy}, "heldUntil" = ${HOLD_UNTIL}
           WHERE p."id" = ${id}::uuid AND p."expiresAt" > ${at(now)}
-            AND (p."status" = 'open' OR (p."status" = 'processing' AND NOT ${processAlive('p."claimedBy"')}))
+            AND (p."status" = 'open' OR (p."status" = 'processing' AND NOT ${HELD}))
             AND NOT EXISTS (SELECT 1 FROM "PaymentChainEvent" e WHERE ${OWN_EVENT("paid")})`;
       return claimed === 1;
     },
 
-    /** Gives an attempt's hold back (it failed before anything moved), saying why; in the caller's transaction. */
-    async release(tx: Tx, id: string, failure: { reason: string; method: string; at: string } | null): Promise<void> {
-      await tx.payment.updateMany({
+    /**
+     * Attempts on credit or in installments that hold their payment no more (their process stopped
+     * beating, or their heldUntil passed) and whose payment is not paid: attempts.ts ends them.
+     */
+    staleFinancedAttempts: () =>
+      prisma.$queryRaw<(Pick<PaymentRow, "id" | "merchantId" | "amount" | "metadata" | "payerId"> & { method: string })[]>`
+        SELECT p."id", p."merchantId", p."amount", p."metadata", p."payerId", p."method" FROM "Payment" p
+         WHERE p."status" = 'processing' AND p."method" IN ('credit', 'split') AND NOT ${HELD}
+           AND NOT EXISTS (SELECT 1 FROM "PaymentChainEvent" e WHERE ${OWN_EVENT("paid")})
+         ORDER BY p."claimedAt" LIMIT 100`,
+
+    /**
+     * Gives an attempt's hold back (it failed before anything moved), saying why; in the caller's
+     * transaction. False when the payment was not held (another run ended the attempt first).
+     */
+    async release(tx: Tx, id: string, failure: { reason: string; method: string; at: string } | null): Promise<boolean> {
+      const { count } = await tx.payment.updateMany({
         where: { id, status: "processing" },
-        data: { status: "open", claimedAt: null, claimedBy: null, ...(failure ? { lastFailure: json(failure) } : {}) },
+        data: { status: "open", claimedAt: null, claimedBy: null, heldUntil: null, ...(failure ? { lastFailure: json(failure) } : {}) },
       });
+      return count === 1;
     },
 
     /** Records a failed attempt on an open payment (a test address's decline), in the caller's transaction. */
@@ -220,6 +247,7 @@ export function createPaymentsRepo({ db, presence }: { db: Db; presence: Pick<Pr
         select: {
           id: true,
           merchantId: true,
+          payerId: true,
           method: true,
           description: true,
           metadata: true,

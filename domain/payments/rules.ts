@@ -2,6 +2,7 @@
 // (checkout.ts) share: the methods and their fees, the checkout's bounds, the sandbox's test
 // addresses, the redirects, and why a payment cannot be paid now.
 import { AppError } from "../errors.js";
+import type { EventData } from "../events/catalogue.js";
 import { splitSchedule } from "./financing.js";
 import type { PaymentRow } from "./repo.js";
 
@@ -17,8 +18,8 @@ export const METADATA_MAX_BYTES = 4_096;
 /** run-and-sandbox.md section 4: payers at these addresses always fail, outside the real flow. */
 export const DECLINING_ADDRESS = "0x000000000000000000000000000000000000dec1";
 export const INSUFFICIENT_FUNDS_ADDRESS = "0x00000000000000000000000000000000000f0001";
-/** Why an attempt failed, in `payment.failed`: the test addresses, an empty wallet, the payer's eligibility, the pool's liquidity. */
-export type FailureReason = "declined" | "insufficient_funds" | "not_eligible" | "insufficient_liquidity";
+/** Why an attempt failed, in `payment.failed` (the catalogue's reasons, D-89). */
+export type FailureReason = EventData<"payment.failed">["reason"];
 
 /** A fee in micro-USDC: the basis points of `amount`, rounded down as the router does (the merchant's favour). */
 export const feeOf = (amount: bigint, method: PaymentMethod) => (amount * FEE_BPS[method]) / 10_000n;
@@ -26,7 +27,8 @@ export const feeOf = (amount: bigint, method: PaymentMethod) => (amount * FEE_BP
 /** The fee a method takes from a payment: split's is each installment's, rounded down one by one. */
 export function methodFee(amount: bigint, method: PaymentMethod, splitOptions: { installments?: number } | null): bigint {
   if (method !== "split") return feeOf(amount, method);
-  return splitSchedule(amount, splitOptions).reduce((sum, part) => sum + feeOf(part.amount, "split"), 0n);
+  // Without a tier's term the plan always has a schedule: its own period.
+  return splitSchedule(amount, splitOptions)!.reduce((sum, part) => sum + feeOf(part.amount, "split"), 0n);
 }
 
 /** Why a redirect URL is refused, or null: https, or http on loopback outside production (no user name, no fragment). */

@@ -14,6 +14,7 @@ import type { OperationKey } from "../idempotency/operation-key.js";
 import type { UserWrite } from "../transactions/user-write.js";
 import type { UserRecord } from "../users/repo.js";
 import type { PaymentEvents } from "./events.js";
+import { financingRefusal } from "./financing.js";
 import type { PaymentRow, PaymentStatus, PaymentsRepo, RefundRow } from "./repo.js";
 import { methodFee, type PaymentMethod, payRefusal, redirectRefusal, requirePayment } from "./rules.js";
 
@@ -118,6 +119,13 @@ export function createPaymentsService(deps: PaymentsServiceDeps) {
         const url = input[field];
         const refused = url === undefined ? null : redirectRefusal(url, deps.production);
         if (refused) throw new AppError("VALIDATION_ERROR", `${field} ${refused}`, { field, reason: refused });
+      }
+      // A method no payer could use is refused now, not at the checkout (D-89).
+      for (const method of ["credit", "split"] as const) {
+        const tooSmall = input.paymentMethods.includes(method)
+          ? financingRefusal(method, input.amount, input.splitOptions as { installments?: number } | null)
+          : null;
+        if (tooSmall) throw new AppError("VALIDATION_ERROR", `paymentMethods: ${tooSmall}`, { field: "paymentMethods", reason: tooSmall });
       }
       const now = deps.clock.now();
       const id = randomUUID();

@@ -15,6 +15,24 @@ export const HEARTBEAT_MS = 2_000;
 /** Five missed beats: a busy event loop or a slow statement never looks like a death. */
 export const DEAD_AFTER_S = 10;
 
+/**
+ * The longest a payer's attempt holds a payment, even while its process beats: longer than an
+ * attempt takes (its transaction's answer waits 60 s at most, the mirror 10 s), so a hold that
+ * outlives it is one whose attempt stopped answering (D-89). Real time too: `heldUntil` is set
+ * on the database's clock.
+ */
+export const ATTEMPT_HOLD_MAX_S = 120;
+
+/**
+ * A condition true while the attempt holding the row `alias` (status `processing`, `claimedBy`,
+ * `heldUntil`) holds it: its process beats and its time is not up, both on the database's clock.
+ */
+export const attemptHolds = (alias: string) =>
+  Prisma.raw(`(${alias}."status" = 'processing' AND ${alias}."heldUntil" > now() AND ${processAlive(`${alias}."claimedBy"`).sql})`);
+
+/** What an attempt's claim sets `heldUntil` to: ATTEMPT_HOLD_MAX_S from now on the database's clock. */
+export const HOLD_UNTIL = Prisma.raw(`now() + make_interval(secs => ${ATTEMPT_HOLD_MAX_S})`);
+
 /** Rows of processes dead this long are pruned (`pruneDead`): a dead row says no more than a missing one. */
 export const PRUNE_DEAD_AFTER_S = 3_600;
 

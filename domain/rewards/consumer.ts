@@ -16,13 +16,13 @@ import type { XpService } from "../xp/service.js";
  */
 const XP_TYPES = ["vault.deposit", "vault.withdraw", "user.guardian_added"] as const;
 /** Facts that move Trust Score inputs (the "trust-score" consumer, applied by the worker). */
-const TRUST_TYPES = ["vault.deposit", "loan.repaid", "loan.overdue", "loan.defaulted", "user.guardian_added"] as const;
+const TRUST_TYPES = ["vault.deposit", "loan.repaid", "loan.refunded", "loan.overdue", "loan.defaulted", "user.guardian_added"] as const;
 type XpEvent = ConsumedEvent<(typeof XP_TYPES)[number]>;
 type TrustEvent = ConsumedEvent<(typeof TRUST_TYPES)[number]>;
 
 export interface RewardsDeps {
-  xp: Pick<XpService, "awardXp">;
-  trust: Pick<TrustScoreService, "notePeakHeld" | "applyLoanOutcome" | "syncActiveGuardiansOf">;
+  xp: Pick<XpService, "awardXp" | "earnedBy">;
+  trust: Pick<TrustScoreService, "notePeakHeld" | "applyLoanOutcome" | "revokeRepayment" | "syncActiveGuardiansOf">;
   invalidateUser(userId: string): void;
   outbox: Pick<Outbox, "take" | "drain">;
 }
@@ -54,6 +54,11 @@ export function createRewardsConsumer(deps: RewardsDeps) {
         // Counted from the mirror: a guardian added with a timelock is pending, and only counts once
         // active (the trust-score.guardians job catches that moment).
         await trust.syncActiveGuardiansOf(tx, userId, now);
+        return 0;
+      case "loan.refunded":
+        // A refund after the borrower's own repayment: money that came back is not their repayment (D-88).
+        if (event.chainId !== null)
+          await trust.revokeRepayment(tx, userId, { chainId: event.chainId, loanId: event.data.raw.chainLoanId }, now);
         return 0;
       case "loan.repaid":
       case "loan.overdue":
@@ -140,12 +145,12 @@ export function createRewardsConsumer(deps: RewardsDeps) {
     xpOf: (now: Date, eventId: string): Promise<number | undefined> => takeXp({ now, eventId }),
     /**
      * Trust Score inputs of these events applied at once (a repayment's answer carries its Trust
-     * Score change): answers the XP their repayments earned (0 where the worker took them first).
+     * Score change): answers the XP their repayments earned (whoever applied them).
      */
     async takeTrust(now: Date, eventIds: readonly string[]): Promise<number> {
       let earned = 0;
       let attempt = 0;
-      await deps.outbox.take(
+      const result = await deps.outbox.take(
         {
           ...trustConsumer,
           async apply(tx, events, at) {
@@ -161,6 +166,8 @@ export function createRewardsConsumer(deps: RewardsDeps) {
         eventIds,
         now,
       );
+      // Taken before (by the worker): what the events' repayments earned then.
+      if (result.applied < eventIds.length) earned = await deps.xp.earnedBy(eventIds);
       return earned;
     },
     /** What both have pending, taken now rather than by the worker's page jobs (a process without workers: tests). */

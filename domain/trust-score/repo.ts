@@ -98,6 +98,11 @@ export function modifierOf(tx: Tx, userId: string, type: ModifierType, sourceId:
   return tx.trustScoreModifier.findUnique({ where: { userId_type_sourceId: { userId, type, sourceId } } });
 }
 
+/** Removes a modifier (a repayment taken back: D-88). */
+export async function deleteModifier(tx: Tx, id: string) {
+  await tx.trustScoreModifier.deleteMany({ where: { id } });
+}
+
 /** A user's modifiers in the order they apply (appliedAt, then id), as stored. */
 export function modifierRowsInApplyOrder(tx: Tx, userId: string) {
   return tx.trustScoreModifier.findMany({ where: { userId }, orderBy: [{ appliedAt: "asc" }, { id: "asc" }] });

@@ -13,6 +13,7 @@ import {
   addToDayOfHistory,
   addToTrustInputs,
   countRepaymentAtPace,
+  deleteModifier,
   modifierOf,
   raisePeakHeld,
   recordModifierOnce,
@@ -185,6 +186,19 @@ export function createTrustScoreService({ db, clock, users }: TrustScoreServiceD
   }
 
   /**
+   * A refund settled a loan whose repayment had counted (D-88: money that comes back through a
+   * refund is not the borrower's repayment): the repayment and its on_time_bonus are taken back.
+   * The pace is kept (the next repayment still waits its 7 days). Nothing when it had not counted.
+   */
+  async function revokeRepayment(tx: Tx, userId: string, loan: { chainId: number; loanId: bigint }, now: Date = clock.now()) {
+    const bonus = await modifierOf(tx, userId, "on_time_bonus", `loan:${loan.chainId}:${loan.loanId}`);
+    if (!bonus) return null;
+    await deleteModifier(tx, bonus.id);
+    await addToTrustInputs(tx, userId, { onTimeRepayments: -1 }, now);
+    return recomputeTrustScore(tx, userId, "purchase refunded", now);
+  }
+
+  /**
    * The volume's held money (D-88): raises the user's peak of USDC held in the staking vault to the
    * mirror's `peak` (the most of their own USDC they held there at once), then recomputes. Money
    * deposited, withdrawn and deposited again does not raise it.
@@ -200,6 +214,7 @@ export function createTrustScoreService({ db, clock, users }: TrustScoreServiceD
     addInputs,
     addModifier,
     applyLoanOutcome,
+    revokeRepayment,
     notePeakHeld,
 
     /** Brings one user's active-guardian input in line with the chain mirror, inside the caller's transaction. */

@@ -43,6 +43,12 @@ export function createXpRepo({ db, clock }: { db: Db; clock?: Pick<Clock, "now">
       return result._sum.xpEarned ?? 0;
     },
 
+    /** The XP these facts (sourceIds) earned, 0 when they earned none. */
+    async xpEarnedBy(sourceIds: readonly string[]): Promise<number> {
+      const result = await prisma.activity.aggregate({ where: { sourceId: { in: [...sourceIds] } }, _sum: { xpEarned: true } });
+      return result._sum.xpEarned ?? 0;
+    },
+
     /**
      * The XP award's writes and reads in one statement: the activity entry (once per (user, type,
      * sourceId)), the user's XP raised by it, and what the level and badge checks need. The reads

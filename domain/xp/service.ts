@@ -159,6 +159,9 @@ export function createXpService(deps: XpServiceDeps) {
       }
     },
 
+    /** The XP the facts of these sources earned, summed (an activity entry's sourceId is its fact's event id). */
+    earnedBy: (sourceIds: readonly string[]) => repo.xpEarnedBy(sourceIds),
+
     /** Badge ids of a user, oldest first (the public profile lists them). */
     badgeIdsOf: async (userId: string) => (await repo.badgesOf(userId)).map((badge) => badge.badgeId),
 

@@ -82,6 +82,39 @@ export const loanBookHandlers = handlersOf("loanBook", {
       }
     },
   },
+  LoanRefunded: {
+    entities: loanKey,
+    apply(
+      ctx,
+      { loanId, borrower, principalRefunded, interestForgiven, toPool, principalReturned, interestReturned, remainingBalance, closed },
+      log,
+    ) {
+      const row = touched(ctx, ctx.state.loans, entity.loan(loanId), log.blockNumber);
+      if (row) {
+        // The loan shrinks (D-89); what came back to the borrower is no longer paid; a refund is not their repayment.
+        row.principal -= principalRefunded;
+        row.interest -= interestForgiven;
+        row.totalPaid -= principalReturned + interestReturned;
+        row.remainingBalance = remainingBalance;
+        row.paidByOthers += principalRefunded;
+        if (closed) {
+          row.status = "repaid";
+          row.closedAt = log.timestamp;
+        }
+      }
+      const base = loanEventBase(row ?? ctx.state.loans.get(entity.loan(loanId)), loanId);
+      event(ctx, log, "loan.refunded", borrower, () => ({
+        ...base,
+        amount: usdcNumber(principalRefunded),
+        interestForgiven: usdcNumber(interestForgiven),
+        returned: usdcNumber(principalReturned + interestReturned),
+        remainingBalance: usdcNumber(remainingBalance),
+        closed,
+        txHash: log.txHash,
+        raw: { chainLoanId: loanId, principalRefunded, interestForgiven, toPool, principalReturned, interestReturned, remainingBalance },
+      }));
+    },
+  },
   LoanExtended: {
     entities: loanKey,
     apply(ctx, { loanId, extraDays, additionalInterest, newDueDate }, log) {

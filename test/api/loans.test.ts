@@ -267,6 +267,40 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
     expect(list.body.pagination).to.deep.equal({ total: 1, limit: 20, offset: 0, hasMore: false });
   });
 
+  it("funds a request at the borrower's terms at funding: refused and cancelled (loan.refused) when they got worse, re-priced when better", async () => {
+    const setScore = async (user: { id: string }, trustScore: number) => {
+      await db.prisma.user.update({ where: { id: user.id }, data: { trustScore } });
+      api.services.invalidateUser(user.id);
+    };
+    // An Elite request (500 USDC, 90 days, 1 %) whose borrower fell to Trusted meanwhile: refused, not funded in full.
+    const elite = await newBorrower(90);
+    const big = (await ask(elite.token, { amount: 500, duration: 90 })).body.data;
+    await setScore(elite, 80);
+    const refused = await api.request("POST", `/dev/loans/${big.id}/fund`);
+    expectErrorEnvelope(refused, 403, "NOT_ELIGIBLE");
+    expect(refused.body.error.details).to.deep.equal({ field: "eligibility", reason: "TERMS_ABOVE_TIER" });
+    expect((await api.request("GET", `/v1/loans/${big.id}`, { token: elite.token })).body.data.status).to.equal("cancelled");
+    expect(await db.prisma.chainTransaction.count({ where: { purpose: "loan.fund", idempotencyKey: big.id } })).to.equal(0);
+    const told = await db.prisma.domainEvent.findFirstOrThrow({ where: { type: "loan.refused", userId: elite.id } });
+    expect(told.data).to.deep.include({ loanId: big.id, reason: "TERMS_ABOVE_TIER", amount: 500 });
+    // Within the tier still, but at a higher rate than the borrower agreed to: refused too.
+    const building = await newBorrower(40);
+    const dearer = (await ask(building.token, { amount: 20, duration: 7 })).body.data;
+    expect(dearer.interestRate).to.equal(0.04);
+    await setScore(building, 20);
+    const rateRose = await api.request("POST", `/dev/loans/${dearer.id}/fund`);
+    expectErrorEnvelope(rateRose, 403, "NOT_ELIGIBLE");
+    expect(rateRose.body.error.details.reason).to.equal("RATE_ROSE");
+    // A score that rose meanwhile: funded at the lower rate, in the borrower's favour.
+    const riser = await newBorrower(10);
+    const cheaper = (await ask(riser.token, { amount: 20, duration: 7 })).body.data;
+    expect(cheaper).to.deep.include({ interestRate: 0.05, totalRepayment: 21 });
+    await setScore(riser, 40);
+    const funded = await api.request("POST", `/dev/loans/${cheaper.id}/fund`);
+    expect(funded.status, funded.text).to.equal(200);
+    expect(funded.body.data).to.deep.include({ status: "active", interestRate: 0.04, totalRepayment: 20.8, remainingBalance: 20.8 });
+  });
+
   it("is funded by the pool's job once LOAN_FUNDING_DELAY_S old, and not before", async () => {
     const user = await newBorrower(30);
     const created = (await ask(user.token, { amount: 20, duration: 7 })).body.data;
@@ -446,6 +480,9 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
       user.token = await api.token(user.subject, { expiresIn: 86_400 });
     };
     await advance(6 * 86_400 + 3_600); // within a day of the due date
+    // A second request, made before the first loan is overdue and funded after: refused then (D-89).
+    const second = (await ask(user.token, { amount: 10, duration: 7 })).body.data;
+    expect(second.status).to.equal("pending");
     const reminded = await api.services.loans.runDueDates(api.clock.now());
     expect(reminded.reminded).to.be.at.least(1);
     await api.services.loans.runDueDates(api.clock.now());
@@ -460,6 +497,10 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
     expect((overdueEvent.data as { daysOverdue: number }).daysOverdue).to.equal(1);
     const eligibility = (await api.request("GET", "/v1/loans/eligibility", { token: user.token })).body.data;
     expect(eligibility.restrictions).to.include("OVERDUE_LOAN");
+    const refused = await api.request("POST", `/dev/loans/${second.id}/fund`);
+    expectErrorEnvelope(refused, 403, "NOT_ELIGIBLE");
+    expect(refused.body.error.details.reason).to.equal("OVERDUE_LOAN");
+    expect((await api.request("GET", `/v1/loans/${second.id}`, { token: user.token })).body.data.status).to.equal("cancelled");
 
     await advance(8 * 86_400); // past the LoanBook's 7 days of grace
     const late = await api.services.loans.runDueDates(api.clock.now());

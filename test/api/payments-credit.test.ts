@@ -53,6 +53,13 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     return { ...merchant, create };
   }
   const pay = (token: string, id: string, method: string) => api.request("POST", `/checkout/${id}/pay`, { token, body: { method } });
+  /** A payer whose Trust Score is `score` (set directly: the score's own rules are tested elsewhere). */
+  async function payerWithScore(prefix: string, score: number, funds = 0) {
+    const payer = await newTestUser(api, prefix, funds);
+    await db.prisma.user.update({ where: { id: payer.id }, data: { trustScore: score } });
+    api.services.invalidateUser(payer.id);
+    return payer;
+  }
   const balanceOf = async (address: string) => (await chain.contracts.usdc.balanceOf(address)) as bigint;
   const loansOf = async (token: string): Promise<Loan[]> => (await api.request("GET", "/v1/loans?limit=100", { token })).body.data;
 
@@ -124,7 +131,8 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     expect(terms.credit).to.deep.include({ eligible: false, reason: "INTEREST_ABOVE_OFFER", totalRepayment: null });
     const failed = await db.prisma.domainEvent.findMany({ where: { type: "payment.failed", userId: merchant.id } });
     expect(failed.map((event) => (event.data as { reason: string }).reason)).to.deep.equal(["not_eligible", "not_eligible"]);
-    expect((await api.request("GET", `/v1/payments/${big.id}`, { token: merchant.token })).body.data.status).to.equal("pending");
+    // Its last attempt failed (the merchant was told); another payer or method may still pay it.
+    expect((await api.request("GET", `/v1/payments/${big.id}`, { token: merchant.token })).body.data.status).to.equal("failed");
     expect(await loansOf(payer.token)).to.deep.equal([]);
     expect(await db.prisma.loanRequest.count({ where: { paymentId: { in: [big.id, cheap.id] } } })).to.equal(0);
   });
@@ -138,7 +146,8 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     });
     // 4.166666 per part, the first taking the rest: 4.166668; fees 62,500 + 62,499 + 62,499.
     expect(payment.fees.split).to.deep.equal({ fee: 0.187498, net: 12.312502 });
-    const payer = await newTestUser(api, "split-payer");
+    // Tier Established (30 days at most): three weekly installments fit.
+    const payer = await payerWithScore("split-payer", 55);
     const terms = (await api.request("GET", `/checkout/${payment.id}/terms`, { token: payer.token })).body.data;
     expect(terms.split.eligible).to.equal(true);
     expect(terms.split.installments.map((part: { amount: number }) => part.amount)).to.deep.equal([4.166668, 4.166666, 4.166666]);
@@ -194,7 +203,7 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     expect(await loansOf(other.token)).to.have.length(1);
   });
 
-  it("refunds a payment on credit to the payer's loan first, the rest to the payer", async () => {
+  it("refunds a payment on credit as BNPL lenders do: principal and interest pro rata, a full refund leaves nothing owed and gives back what the payer paid, the payer told each time", async () => {
     const merchant = await newMerchant();
     const payer = await newTestUser(api, "refunded-credit-payer");
     const payment = await merchant.create({ amount: 10, paymentMethods: ["credit"] });
@@ -208,19 +217,210 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     const first = await refund(4);
     expect(first.status, first.text).to.equal(201);
     expect(first.body.data).to.deep.include({ amount: 4, status: "succeeded" });
-    // Owed 10.50 (5 % for the week): 4 of it repaid by the merchant's refund, nothing to the payer's wallet.
+    // 10 at 0.50 of interest became 6 at 0.30: 6.30 owed, nothing to the payer's wallet.
     let loan = (await api.request("GET", `/v1/loans/${loanId}`, { token: payer.token })).body.data;
-    expect(loan.remainingBalance).to.equal(6.5);
+    expect(loan).to.deep.include({ status: "active", amount: 6, totalRepayment: 6.3, remainingBalance: 6.3 });
     expect(await balanceOf(payer.wallet)).to.equal(0n);
-    // The payer repays 3 themselves (3.50 left); the rest of the amount, 6, closes the loan and 2.50 reaches the payer.
+    // The payer repays 3 themselves (0.30 of interest, 2.70 of principal); the other 6 refunded close the loan, and what
+    // the payer had paid comes back: 2.70 of principal from the refund, 0.30 of interest from the pool.
     await postWithKey(api, "/dev/faucet", payer.token, { amount: 3 });
     expect((await postWithKey(api, `/v1/loans/${loanId}/repay`, payer.token, { amount: 3 })).status).to.equal(200);
     expect((await refund(6)).status).to.equal(201);
     loan = (await api.request("GET", `/v1/loans/${loanId}`, { token: payer.token })).body.data;
-    expect(loan).to.deep.include({ status: "repaid", remainingBalance: 0 });
-    expect(await balanceOf(payer.wallet)).to.equal(2_500_000n);
+    expect(loan).to.deep.include({ status: "repaid", remainingBalance: 0, amountPaid: 0 });
+    expect(await balanceOf(payer.wallet)).to.equal(3_000_000n);
     expectErrorEnvelope(await refund(0.01), 400, "INVALID_AMOUNT");
     const detail = (await api.request("GET", `/v1/payments/${payment.id}`, { token: merchant.token })).body.data;
     expect(detail.amountRefunded).to.equal(10);
+    // The payer is told of each refund; the repayment a refund made possible earned no score.
+    await waitFor(
+      async () => (await api.request("GET", "/v1/notifications?type=payment_refunded", { token: payer.token })).body.data.length === 2,
+      20_000,
+      "the payer's two refund notifications",
+    );
+    expect((await api.request("GET", `/v1/trust-score/${payer.id}`, { token: payer.token })).body.data.breakdown.repaymentHistory).to.equal(
+      0,
+    );
+  });
+
+  it("closes a fully refunded purchase at once, interest included, and a refund after a default goes to the pool first", async () => {
+    const merchant = await newMerchant();
+    const payer = await payerWithScore("fully-refunded-payer", 55);
+    await postWithKey(api, "/dev/faucet", merchant.token, { amount: 5 });
+    const full = await merchant.create({ amount: 15, paymentMethods: ["credit"] });
+    const paid = await pay(payer.token, full.id, "credit");
+    expect(paid.status, paid.text).to.equal(200);
+    expect(
+      (await api.request("POST", `/v1/payments/${full.id}/refunds`, { token: merchant.token, body: { amount: 15, reason: "x" } })).status,
+    ).to.equal(201);
+    // Before (#41): 15 of a 15.45 payoff repaid, the loan open for the interest, overdue a week later.
+    const loan = (await api.request("GET", `/v1/loans/${paid.body.data.loans[0].loanId}`, { token: payer.token })).body.data;
+    expect(loan).to.deep.include({ status: "repaid", remainingBalance: 0 });
+    expect((await api.request("GET", "/v1/loans/eligibility", { token: payer.token })).body.data).to.deep.include({ currentLoans: 0 });
+
+    // A payer that defaults, then has the purchase refunded: the pool's loss is made good, the payer gets nothing.
+    const defaulter = await newTestUser(api, "refund-defaulter");
+    const later = await merchant.create({ amount: 5, paymentMethods: ["credit"] });
+    const bought = await pay(defaulter.token, later.id, "credit");
+    expect(bought.status, bought.text).to.equal(200);
+    const assetsBefore = (await chain.contracts.vault.totalAssets()) as bigint;
+    expect((await api.request("POST", "/dev/time/advance", { body: { seconds: 15 * 86_400 } })).status).to.equal(200);
+    await waitFor(
+      async () =>
+        (await api.request("GET", `/v1/loans/${bought.body.data.loans[0].loanId}`, { token: await api.token(defaulter.subject) })).body.data
+          .status === "defaulted",
+      20_000,
+      "the loan defaulted",
+    );
+    const afterDefault = (await chain.contracts.vault.totalAssets()) as bigint;
+    const refunded = await api.request("POST", `/v1/payments/${later.id}/refunds`, {
+      token: await api.token(merchant.subject),
+      body: { amount: 5, reason: "returned late" },
+    });
+    expect(refunded.status, refunded.text).to.equal(201);
+    expect(await balanceOf(defaulter.wallet)).to.equal(0n);
+    expect(((await chain.contracts.vault.totalAssets()) as bigint) - afterDefault).to.equal(5_000_000n);
+    expect(afterDefault).to.be.below(assetsBefore);
+  });
+
+  it("keeps a split plan within the payer's tier: refused for tier New before anything is held, shortened to fit tier Established", async () => {
+    const merchant = await newMerchant();
+    const monthly = await merchant.create({
+      amount: 12,
+      paymentMethods: ["split"],
+      splitOptions: { installments: 3, frequency: "monthly" },
+    });
+    // Tier New lends for 7 days at most: three installments a week apart cannot fit (before: 30, 60 and 90 days at 0 %).
+    const newcomer = await newTestUser(api, "split-newcomer");
+    const shown = (await api.request("GET", `/checkout/${monthly.id}/terms`, { token: newcomer.token })).body.data;
+    expect(shown.split).to.deep.equal({ eligible: false, reason: "DURATION_ABOVE_TIER", installments: [] });
+    const refused = await pay(newcomer.token, monthly.id, "split");
+    expectErrorEnvelope(refused, 403, "NOT_ELIGIBLE");
+    expect(refused.body.error.details).to.deep.equal({ field: "eligibility", reason: "DURATION_ABOVE_TIER" });
+    expect(await db.prisma.loanRequest.count({ where: { userId: newcomer.id } })).to.equal(0);
+    expect((await api.request("GET", "/v1/loans/eligibility", { token: newcomer.token })).body.data.currentLoans).to.equal(0);
+    // Tier Established lends for 30 days: the three installments fall due 10, 20 and 30 days on, as the checkout shows.
+    const established = await payerWithScore("split-established", 55);
+    const terms = (await api.request("GET", `/checkout/${monthly.id}/terms`, { token: established.token })).body.data;
+    const days = (iso: string) => Math.round((Date.parse(iso) - api.clock.now().getTime()) / 86_400_000);
+    expect(terms.split.installments.map((part: { dueDate: string }) => days(part.dueDate))).to.deep.equal([10, 20, 30]);
+    const paid = await pay(established.token, monthly.id, "split");
+    expect(paid.status, paid.text).to.equal(200);
+    expect(paid.body.data.loans.map((loan: { durationDays: number }) => loan.durationDays)).to.deep.equal([10, 20, 30]);
+  });
+
+  it("refuses at creation a credit or split payment whose loans would be below the smallest loan (1 USDC), never a 503 later", async () => {
+    const merchant = await newMerchant();
+    for (const body of [
+      { amount: 0.000002, paymentMethods: ["split"] },
+      { amount: 2.5, paymentMethods: ["direct", "split"], splitOptions: { installments: 3 } },
+      { amount: 0.5, paymentMethods: ["credit"] },
+    ]) {
+      const created = await api.request("POST", "/v1/payments", { token: merchant.token, body: { description: "tiny", ...body } });
+      expectErrorEnvelope(created, 400, "VALIDATION_ERROR");
+      expect(created.body.error.details.field).to.equal("paymentMethods");
+    }
+    // Directly, any amount goes.
+    expect((await api.request("POST", "/v1/payments", { token: merchant.token, body: { amount: 0.000002 } })).status).to.equal(201);
+  });
+
+  it("ends a payment whose transaction the chain refuses: failed, payment.failed (refused) to the merchant, its loans cancelled, the payer's eligibility as before", async () => {
+    const merchant = await newMerchant();
+    const payer = await payerWithScore("refused-payer", 55);
+    const payment = await merchant.create({ amount: 12, paymentMethods: ["split"], metadata: { orderId: "R-1" } });
+    const vault = chain.contracts.vault;
+    await (await vault.getFunction("pause")()).wait();
+    let refused: Awaited<ReturnType<typeof pay>>;
+    try {
+      refused = await pay(payer.token, payment.id, "split");
+    } finally {
+      await (await vault.getFunction("unpause")()).wait();
+    }
+    expectErrorEnvelope(refused, 503, "VAULT_PAUSED");
+    const detail = (await api.request("GET", `/v1/payments/${payment.id}`, { token: merchant.token })).body.data;
+    expect(detail.status).to.equal("failed");
+    expect(detail.lastFailure).to.deep.include({ reason: "refused", method: "split" });
+    const failed = await db.prisma.domainEvent.findMany({ where: { type: "payment.failed", userId: merchant.id } });
+    expect(failed.map((event) => (event.data as { reason: string; metadata: object }).reason)).to.deep.equal(["refused"]);
+    // Its three loans were cancelled with it: the payer may borrow as before.
+    const loans = await loansOf(payer.token);
+    expect(loans.map((loan) => loan.status)).to.deep.equal(["cancelled", "cancelled", "cancelled"]);
+    expect((await api.request("GET", "/v1/loans/eligibility", { token: payer.token })).body.data).to.deep.include({
+      currentLoans: 0,
+      eligible: true,
+    });
+    // The merchant may cancel it; or the payer may pay it again.
+    const again = await pay(payer.token, payment.id, "split");
+    expect(again.status, again.text).to.equal(200);
+    expect((await api.request("GET", `/v1/payments/${payment.id}`, { token: merchant.token })).body.data.status).to.equal("success");
+  });
+
+  it("ends an attempt that stopped between holding the payment and sending its transaction: no processing past its process, payment.failed (interrupted), loans cancelled", async () => {
+    const merchant = await newMerchant();
+    const payer = await payerWithScore("crashed-payer", 55);
+    const payment = await merchant.create({ amount: 9, paymentMethods: ["credit"], metadata: { orderId: "C-1" } });
+    // What a process that died right after the hold and the reservation leaves: the payment held
+    // by it, its loan reserved (the same rows the attempt writes), no transaction recorded.
+    const dead = randomUUID();
+    const now = api.clock.now();
+    const held = {
+      method: "credit",
+      payerId: payer.id,
+      payerAddress: payer.wallet.toLowerCase(),
+      claimedAt: now,
+      claimedBy: dead,
+      heldUntil: new Date(Date.now() + 60_000),
+    };
+    await db.prisma.payment.update({ where: { id: payment.id }, data: { status: "processing", ...held } });
+    const loanId = randomUUID();
+    await db.prisma.loanRequest.create({
+      data: {
+        id: loanId,
+        userId: payer.id,
+        borrower: payer.wallet.toLowerCase(),
+        chainId: chain.deployment.chainId,
+        amount: 9_000_000n,
+        insuranceFee: 0n,
+        interest: 270_000n,
+        interestRateBps: 300,
+        durationDays: 30,
+        purpose: "Payment to Bike Shop",
+        status: "funding",
+        createdAt: now,
+        expiresAt: now,
+        claimedAt: now,
+        claimedBy: dead,
+        paymentId: payment.id,
+      },
+    });
+    // Its process does not beat: the payment is not processing, and the loan does not count.
+    expect((await api.request("GET", `/v1/payments/${payment.id}`, { token: merchant.token })).body.data.status).to.equal("pending");
+    expect((await api.request("GET", "/v1/loans/eligibility", { token: payer.token })).body.data.currentLoans).to.equal(0);
+    // The worker's job ends it: failed, said to the merchant, the loan cancelled.
+    await waitFor(
+      async () => (await api.request("GET", `/v1/payments/${payment.id}`, { token: merchant.token })).body.data.status === "failed",
+      20_000,
+      "the attempt ended",
+    );
+    const detail = (await api.request("GET", `/v1/payments/${payment.id}`, { token: merchant.token })).body.data;
+    expect(detail.lastFailure).to.deep.include({ reason: "interrupted", method: "credit" });
+    const failed = await db.prisma.domainEvent.findMany({ where: { type: "payment.failed", userId: merchant.id } });
+    expect(failed.map((event) => (event.data as { reason: string }).reason)).to.deep.equal(["interrupted"]);
+    expect((await db.prisma.loanRequest.findUniqueOrThrow({ where: { id: loanId } })).status).to.equal("cancelled");
+    // A hold whose time is up (real time, ATTEMPT_HOLD_MAX_S) while its process still beats ends the same way (the answer never came).
+    const other = await merchant.create({ amount: 9, paymentMethods: ["credit"] });
+    const presence = (await db.prisma.serviceProcess.findFirstOrThrow({ orderBy: { heartbeatAt: "desc" } })).id;
+    await db.prisma.payment.update({ where: { id: other.id }, data: { status: "processing", ...held, claimedBy: presence } });
+    expect((await api.request("GET", `/v1/payments/${other.id}`, { token: merchant.token })).body.data.status).to.equal("processing");
+    // The sandbox's clock moves nothing of a hold: an hour later on it, the live attempt still holds the payment.
+    expect((await api.request("POST", "/dev/time/advance", { body: { seconds: 3_600 } })).status).to.equal(200);
+    expect((await api.request("GET", `/v1/payments/${other.id}`, { token: merchant.token })).body.data.status).to.equal("processing");
+    await db.prisma.payment.update({ where: { id: other.id }, data: { heldUntil: new Date(Date.now() - 1_000) } });
+    expect((await api.request("GET", `/v1/payments/${other.id}`, { token: merchant.token })).body.data.status).to.equal("pending");
+    expect(await api.services.paymentAttempts!.settleStale()).to.equal(1);
+    expect((await api.request("GET", `/v1/payments/${other.id}`, { token: merchant.token })).body.data.status).to.equal("failed");
+    // Paid afterwards by a real attempt.
+    await postWithKey(api, "/dev/faucet", payer.token, { amount: 1 });
+    expect((await pay(payer.token, payment.id, "credit")).status).to.equal(200);
   });
 });

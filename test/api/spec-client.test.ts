@@ -255,7 +255,8 @@ describe(`a client that knows only the spec moves money (${usingPostgres ? "Post
     const rest = partial.remainingBalance as number;
     const full = (await ok("POST", `/v1/loans/${created.id}/repay`, { token: borrower.token, body: { amount: rest } })).data;
     expectShape("POST /v1/loans/{loanId}/repay (full)", full, repayShape);
-    expect(full).to.deep.include({ status: "repaid", remainingBalance: 0 });
+    // Part 2's visible rule: +2 for an on-time repayment (D-88 keeps it for a borrower's own money).
+    expect(full).to.deep.include({ status: "repaid", remainingBalance: 0, trustScoreChange: 2 });
   });
 
   it("the social vault: creation, deposit, instant withdrawal, a guardian, a request, its approval and execution, the lock", async () => {

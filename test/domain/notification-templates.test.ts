@@ -36,8 +36,8 @@ const signature = (key: TemplateKey, language: (typeof LANGUAGES)[number]) =>
     .sort();
 
 describe("notification templates", () => {
-  it("has a template for each of the 13 types, the webhook_failing and payment_receipt extensions (and the test notification), nothing else", () => {
-    expect(NOTIFICATION_TYPES).to.have.length(15);
+  it("has a template for each of the 13 types, the four extensions (and the test notification), nothing else", () => {
+    expect(NOTIFICATION_TYPES).to.have.length(17);
     expect(Object.keys(TEMPLATES).sort()).to.deep.equal([...NOTIFICATION_TYPES, "test", "weekly_summary"].sort());
   });
 
@@ -201,6 +201,38 @@ const EVENTS: NotifiableEvent[] = [
       paidAt: AT,
     },
   }),
+  // The merchant's refund: the payer (the guardian here) is told.
+  ev({
+    type: "payment.refunded",
+    userId: OWNER,
+    data: {
+      type: "payment.refunded",
+      paymentId: "pay-1",
+      refundId: "ref-1",
+      amount: 5,
+      refundedAmount: 5,
+      fullyRefunded: false,
+      reason: "returned",
+      payerId: GUARDIAN,
+      currency: "USDC",
+      metadata: { orderId: "A-17" },
+      txHash: `0x${"cd".repeat(32)}`,
+      refundedAt: AT,
+    },
+  }),
+  ev({
+    type: "loan.refused",
+    userId: OWNER,
+    data: {
+      loanId: "loan-2",
+      userId: OWNER,
+      amount: 500,
+      duration: 90,
+      reason: "OVERDUE_LOAN",
+      why: "not eligible now (OVERDUE_LOAN)",
+      cancelledAt: AT,
+    },
+  }),
 ];
 
 const only = (items: NotificationItem[]) => items.map(({ userId, type }) => `${type}->${userId}`);
@@ -215,6 +247,19 @@ describe("notifications from domain events", () => {
     expect(text.body).to.include("25.50 USDC").and.include("Olivia").and.include("Two espressos");
     const noPayer = ev({ type: "payment.success", userId: OWNER, data: { ...(paid.data as object), payerId: null } });
     expect(notificationsFor(noPayer, context)).to.deep.equal([]);
+  });
+
+  it("tells the payer of a refund, naming the merchant, and a borrower of a request refused at funding", () => {
+    const refunded = notificationsFor(EVENTS.find((event) => event.type === "payment.refunded")!, context);
+    expect(only(refunded)).to.deep.equal([`payment_refunded->${GUARDIAN}`]);
+    expect(render("payment_refunded", refunded[0]!.values, { language: "en" }).body)
+      .to.include("5.00 USDC")
+      .and.include("Olivia");
+    const refused = notificationsFor(EVENTS.find((event) => event.type === "loan.refused")!, context);
+    expect(only(refused)).to.deep.equal([`loan_refused->${OWNER}`]);
+    expect(render("loan_refused", refused[0]!.values, { language: "en" }).body)
+      .to.include("500.00 USDC")
+      .and.include("OVERDUE_LOAN");
   });
 
   it("makes every notification type from some event, and each item renders in both languages", () => {

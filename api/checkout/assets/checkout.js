@@ -57,6 +57,10 @@
           .replace("{interest}", terms.interest.toFixed(2))
           .replace("{total}", terms.totalRepayment.toFixed(2))
           .replace("{due}", terms.dueDate.slice(0, 10));
+      } else if (method === "split") {
+        // The payer's own schedule: within their tier's longest term, it may be shorter than the plan shown above.
+        const list = terms.installments.map((part) => `${part.totalRepayment.toFixed(2)} USDC ${part.dueDate.slice(0, 10)}`);
+        element.textContent = message.dataset.yourInstallments.replace("{list}", list.join(", "));
       }
     }
   };

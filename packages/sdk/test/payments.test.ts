@@ -53,12 +53,12 @@ describe("@trustmint/sdk/payments: a merchant takes and refunds a payment", func
     expect(page.status).to.equal(200);
     expect(page.headers.get("content-type")).to.match(/^text\/html/);
 
-    // The payer's side: the split option's two weekly installments, then a direct payment.
+    // The payer's side: their own terms. A new payer (tier New: 7 days at most) may take the credit option within
+    // a week, not two weekly installments, which would run to 14 days; then a direct payment.
     const terms = await payer.client.payments.terms(payment.id);
     expect(terms.direct).to.deep.equal({ total: 15 });
-    const installments = terms.split!.installments;
-    expect(installments.map((entry) => entry.amount)).to.deep.equal([7.5, 7.5]);
-    expect(Date.parse(installments[1]!.dueDate) - Date.parse(installments[0]!.dueDate)).to.equal(7 * 86_400_000);
+    expect(terms.credit).to.deep.include({ eligible: true, interestRate: 0.05 });
+    expect(terms.split).to.deep.equal({ eligible: false, reason: "DURATION_ABOVE_TIER", installments: [] });
     const paid = await payer.client.payments.pay(payment.id, { method: "direct" });
     expect(paid).to.include({ status: "success", method: "direct", fee: 0.15, net: 14.85 });
     expect((await payments.getPayment(payment.id)).txHash).to.equal(paid.txHash);

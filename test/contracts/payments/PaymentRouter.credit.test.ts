@@ -1,7 +1,8 @@
 // The payment router's payments on credit: the operator pays a merchant from the lending pool in one loan (credit)
 // or 2 to 12 (split) that the payer owes; the merchant receives the amount less the installments' fees, the treasury
-// the fees, the router nothing. Refunds of such payments repay what the payer still owes on the loans first, in
-// order, and send the payer the rest. Direct payments and their refunds: PaymentRouter.test.ts.
+// the fees, the router nothing. Refunds of such payments settle the loans as buy-now-pay-later lenders do: each loan's
+// principal and interest fall pro rata, the pool takes back what it has out (or wrote off), and the payer gets back
+// what they paid above the smaller loans. Direct payments and their refunds: PaymentRouter.test.ts.
 import { expect } from "chai";
 import type { ContractTransactionResponse } from "ethers";
 import { network } from "hardhat";
@@ -414,115 +415,117 @@ describe("PaymentRouter payments on credit", () => {
   });
 
   describe("refunds of payments on credit", () => {
-    it("a partial refund goes to the first loan and lowers its payoff; nothing reaches the payer", async () => {
+    it("a full refund of a fresh credit payment closes the loan: the payer owes nothing, interest included, and the pool has its principal back", async () => {
+      const f = await networkHelpers.loadFixture(withCredit);
+      const { router, book, vault, usdc, admin, payer, merchant, fundedAt } = f;
+      await usdc.connect(admin).mint(merchant.address, USDC(2)); // the fee it bears
+      await time.setNextBlockTimestamp(fundedAt + DAY);
+      const changes = await balanceChanges(usdc, [merchant, payer, vault, router], async () => {
+        await expect(router.connect(merchant).refund(REF, AMOUNT, REFUND_REF, AMOUNT))
+          .to.emit(router, "PaymentRefundApplied")
+          .withArgs(REF, REFUND_REF, merchant.address, AMOUNT, 0n)
+          .and.to.emit(book, "LoanRefunded")
+          .withArgs(1n, payer.address, AMOUNT, USDC(3), AMOUNT, 0n, 0n, 0n, true);
+      });
+      expect(changes).to.deep.equal([-AMOUNT, 0n, AMOUNT, 0n]);
+      // Before (#41): the refund repaid 100 of a 100.7 payoff and left the loan open for the interest.
+      expect((await book.getLoan(1n)).status).to.equal(BigInt(Status.Repaid));
+      expect([await book.payoffAmount(1n), await book.remainingBalance(1n)]).to.deep.equal([0n, 0n]);
+      expect(await vault.totalBorrowed()).to.equal(0n);
+      expect(await routerAllowance(f)).to.equal(0n);
+    });
+
+    it("a partial refund reduces the loan's principal and interest pro rata; nothing reaches the payer", async () => {
       const f = await networkHelpers.loadFixture(withCredit);
       const { router, book, vault, usdc, payer, merchant, fundedAt } = f;
       const routerAddress = await router.getAddress();
-      await time.setNextBlockTimestamp(fundedAt + 3 * DAY); // 7 days charged: 0.7 USDC of interest earned
+      await time.setNextBlockTimestamp(fundedAt + 3 * DAY);
       const changes = await balanceChanges(usdc, [merchant, payer, vault, router], async () => {
         await expect(router.connect(merchant).refund(REF, AMOUNT, REFUND_REF, USDC(40)))
           .to.emit(router, "PaymentRefunded")
           .withArgs(REF, REFUND_REF, merchant.address, payer.address, AMOUNT, USDC(40), USDC(40))
           .and.to.emit(router, "PaymentRefundApplied")
           .withArgs(REF, REFUND_REF, merchant.address, USDC(40), 0n)
-          .and.to.emit(book, "LoanRepaymentMade")
-          .withArgs(1n, payer.address, routerAddress, USDC(40), 700_000n, USDC(39) + 300_000n, USDC(63), USDC(40), false)
+          .and.to.emit(book, "LoanRefunded")
+          .withArgs(1n, payer.address, USDC(40), 1_200_000n, USDC(40), 0n, 0n, USDC(61) + 800_000n, false)
           .and.to.emit(usdc, "Transfer")
           .withArgs(merchant.address, routerAddress, USDC(40))
           .and.to.emit(usdc, "Transfer")
           .withArgs(routerAddress, await vault.getAddress(), USDC(40));
       });
       expect(changes).to.deep.equal([-USDC(40), 0n, USDC(40), 0n]);
-      expect(await book.payoffAmount(1n)).to.equal(USDC(60) + 700_000n);
-      expect((await book.getLoan(1n)).status).to.equal(BigInt(Status.Active));
+      // 60 USDC at 1.8 USDC for the 30 days: 7 days charged so far, 0.42 USDC.
+      const loan = await book.getLoan(1n);
+      expect([loan.principal, loan.interest, loan.status]).to.deep.equal([USDC(60), 1_800_000n, BigInt(Status.Active)]);
+      expect(await book.payoffAmount(1n)).to.equal(USDC(60) + 420_000n);
       expect((await router.paymentOf(REF, merchant.address, AMOUNT)).refunded).to.equal(USDC(40));
       expect(await routerAllowance(f)).to.equal(0n);
     });
 
-    it("a full refund of a fresh credit payment repays the amount and leaves the earned interest owed by the payer", async () => {
-      const f = await networkHelpers.loadFixture(withCredit);
-      const { router, book, usdc, admin, payer, merchant, fundedAt } = f;
-      await usdc.connect(admin).mint(merchant.address, USDC(2)); // the fee it bears
-      await time.setNextBlockTimestamp(fundedAt + DAY);
-      const changes = await balanceChanges(usdc, [merchant, payer, router], async () => {
-        await expect(router.connect(merchant).refund(REF, AMOUNT, REFUND_REF, AMOUNT))
-          .to.emit(router, "PaymentRefundApplied")
-          .withArgs(REF, REFUND_REF, merchant.address, AMOUNT, 0n);
-      });
-      expect(changes).to.deep.equal([-AMOUNT, 0n, 0n]);
-      // The payoff was 100.7 USDC: the refund of 100 leaves 0.7 USDC of earned interest, and the loan open.
-      expect(await book.payoffAmount(1n)).to.equal(700_000n);
-      expect((await book.getLoan(1n)).status).to.equal(BigInt(Status.Active));
-      expect(await routerAllowance(f)).to.equal(0n);
-    });
-
-    it("after the payer repaid part, a refund closes the loan at its payoff and the rest reaches the payer", async () => {
+    it("after the payer repaid part, a refund gives back what they paid above the smaller loan: principal from the refund, interest from the vault", async () => {
       const f = await networkHelpers.loadFixture(withCredit);
       const { router, book, vault, usdc, payer, merchant, fundedAt } = f;
       await approveBook(f);
       await time.setNextBlockTimestamp(fundedAt + 10 * DAY); // 1 USDC of interest earned
       await book.connect(payer).repay(1n, USDC(51)); // 1 interest, 50 principal
       await time.setNextBlockTimestamp(fundedAt + 10 * DAY + 100);
-      // Day 11 started: 1.1 USDC earned, 0.1 due; the payoff is 50.1 USDC.
+      // 70 of 100 refunded: the loan is now 30 at 0.9 interest, which the payer paid over (50 and 1): the pool takes
+      // back its 50 out, the payer gets 20 of principal and 0.1 of interest.
       const changes = await balanceChanges(usdc, [merchant, payer, vault, router], async () => {
         await expect(router.connect(merchant).refund(REF, AMOUNT, REFUND_REF, USDC(70)))
           .to.emit(router, "PaymentRefundApplied")
-          .withArgs(REF, REFUND_REF, merchant.address, USDC(50) + 100_000n, USDC(19) + 900_000n)
-          .and.to.emit(book, "LoanRepaymentMade")
-          .withArgs(1n, payer.address, await router.getAddress(), USDC(50) + 100_000n, 100_000n, USDC(50), 0n, USDC(101) + 100_000n, true);
+          .withArgs(REF, REFUND_REF, merchant.address, USDC(50), USDC(20))
+          .and.to.emit(book, "LoanRefunded")
+          .withArgs(1n, payer.address, USDC(70), 2_100_000n, USDC(50), USDC(20), 100_000n, 0n, true)
+          .and.to.emit(vault, "StakingVaultInterestReturned");
       });
-      expect(changes).to.deep.equal([-USDC(70), USDC(19) + 900_000n, USDC(50) + 100_000n, 0n]);
+      expect(changes).to.deep.equal([-USDC(70), USDC(20) + 100_000n, USDC(50) - 100_000n, 0n]);
       expect((await book.getLoan(1n)).status).to.equal(BigInt(Status.Repaid));
+      expect(await vault.totalBorrowed()).to.equal(0n);
       expect(await routerAllowance(f)).to.equal(0n);
     });
 
-    it("refunds of a split payment close its loans in order, and the rest reaches the payer", async () => {
+    it("shares a split payment's refunds in proportion to its loans' principals; two that add up to the amount leave the payer owing and out of pocket nothing", async () => {
       const f = await networkHelpers.loadFixture(withSplit);
       const { router, book, vault, usdc, admin, payer, merchant, fundedAt } = f;
       await approveBook(f);
       await time.setNextBlockTimestamp(fundedAt + 2 * DAY);
-      // Payoffs at the 7-day minimum: 40.28, 30.105 and 30.07 USDC. The payer repays 20 USDC of the third loan itself.
-      expect(await Promise.all([1n, 2n, 3n].map((id) => book.payoffAmount(id)))).to.deep.equal([
-        USDC(40) + 280_000n,
-        USDC(30) + 105_000n,
-        USDC(30) + 70_000n,
-      ]);
+      // The payer repays 20 USDC of the third loan itself: 0.07 of interest (7 of 90 days), 19.93 of principal.
       await book.connect(payer).repay(3n, USDC(20));
-      expect(await book.payoffAmount(3n)).to.equal(USDC(10) + 70_000n);
-      const paidBefore = await paidOn(f, [1n, 2n, 3n]);
 
-      // 60 USDC: the first loan's payoff closes it, the second gets the other 19.72 USDC and stays open.
+      // 60 USDC: 24, 18 and 18 (in proportion to 40, 30 and 30). The third loan had 10.07 out: the pool takes
+      // that, and 7.93 of what the payer paid on it comes back.
       let changes = await balanceChanges(usdc, [merchant, payer, vault, router], async () => {
         await expect(router.connect(merchant).refund(REF, AMOUNT, REFUND_REF, USDC(60)))
           .to.emit(router, "PaymentRefundApplied")
-          .withArgs(REF, REFUND_REF, merchant.address, USDC(60), 0n);
+          .withArgs(REF, REFUND_REF, merchant.address, USDC(52) + 70_000n, USDC(7) + 930_000n);
       });
-      expect(changes).to.deep.equal([-USDC(60), 0n, USDC(60), 0n]);
-      let paid = await paidOn(f, [1n, 2n, 3n]);
-      expect(paid.map((p, i) => p - paidBefore[i]!)).to.deep.equal([USDC(40) + 280_000n, USDC(19) + 720_000n, 0n]);
-      expect(await Promise.all([1n, 2n, 3n].map(async (id) => (await book.getLoan(id)).status))).to.deep.equal([
-        BigInt(Status.Repaid),
-        BigInt(Status.Active),
-        BigInt(Status.Active),
+      expect(changes).to.deep.equal([-USDC(60), USDC(7) + 930_000n, USDC(52) + 70_000n, 0n]);
+      const loans = async () => Promise.all([1n, 2n, 3n].map((id) => book.getLoan(id)));
+      expect((await loans()).map((loan) => [loan.principal, loan.interest])).to.deep.equal([
+        [USDC(16), 480_000n],
+        [USDC(12), 360_000n],
+        [USDC(12), 360_000n],
       ]);
+      expect(await book.remainingBalance(3n)).to.equal(290_000n);
 
-      // The other 40 USDC: the second loan's 10.385 and the third's 10.07 close them, 19.545 reach the payer.
+      // The other 40 USDC (16, 12 and 12) close every loan: the third's 12 of principal and 0.07 of interest go back.
       await usdc.connect(admin).mint(merchant.address, USDC(2)); // the fee it bears
       changes = await balanceChanges(usdc, [merchant, payer, vault, router], async () => {
         await expect(router.connect(merchant).refund(REF, AMOUNT, ethers.id("refund-2"), USDC(40)))
           .to.emit(router, "PaymentRefunded")
           .withArgs(REF, ethers.id("refund-2"), merchant.address, payer.address, AMOUNT, USDC(40), AMOUNT)
           .and.to.emit(router, "PaymentRefundApplied")
-          .withArgs(REF, ethers.id("refund-2"), merchant.address, USDC(20) + 455_000n, USDC(19) + 545_000n);
+          .withArgs(REF, ethers.id("refund-2"), merchant.address, USDC(28), USDC(12));
       });
-      expect(changes).to.deep.equal([-USDC(40), USDC(19) + 545_000n, USDC(20) + 455_000n, 0n]);
-      paid = await paidOn(f, [1n, 2n, 3n]);
-      expect(paid.map((p, i) => p - paidBefore[i]!)).to.deep.equal([USDC(40) + 280_000n, USDC(30) + 105_000n, USDC(10) + 70_000n]);
-      expect(await Promise.all([1n, 2n, 3n].map(async (id) => (await book.getLoan(id)).status))).to.deep.equal([
+      expect(changes).to.deep.equal([-USDC(40), USDC(12) + 70_000n, USDC(28) - 70_000n, 0n]);
+      expect((await loans()).map((loan) => loan.status)).to.deep.equal([
         BigInt(Status.Repaid),
         BigInt(Status.Repaid),
         BigInt(Status.Repaid),
       ]);
+      expect(await Promise.all([1n, 2n, 3n].map((id) => book.remainingBalance(id)))).to.deep.equal([0n, 0n, 0n]);
+      // The payer paid 20 and got 7.93 + 12.07 back; the pool has its 100 back and no interest.
       expect(await vault.totalBorrowed()).to.equal(0n);
       expect(await routerAllowance(f)).to.equal(0n);
       expect(await usdc.balanceOf(await router.getAddress())).to.equal(0n);
@@ -532,56 +535,48 @@ describe("PaymentRouter payments on credit", () => {
         .withArgs(REF, 1n, 0n);
     });
 
-    it("skips a loan the payer repaid and a defaulted loan, and applies the refund to the next ones", async () => {
-      const f = await networkHelpers.loadFixture(withSplit);
-      const { router, book, vault, usdc, payer, merchant, stranger, fundedAt } = f;
+    it("a refund of a defaulted purchase loan goes to the pool up to what it wrote off, even when the payer forced the default; only the rest reaches the payer", async () => {
+      const f = await networkHelpers.loadFixture(withCredit);
+      const { router, book, vault, usdc, admin, payer, merchant, fundedAt } = f;
       await approveBook(f);
       await time.setNextBlockTimestamp(fundedAt + 2 * DAY);
-      await book.connect(payer).repay(2n, ethers.MaxUint256); // the second loan, paid off: 30.105 USDC
-      // The first loan defaults 7 days after its due date (30 days).
+      await book.connect(payer).repay(1n, USDC(30) + 700_000n); // 0.7 of interest, 30 of principal
+      // The payer itself marks the loan defaulted once it may, just before the merchant's refund.
       await time.increaseTo(fundedAt + 37 * DAY + 1);
-      await book.connect(stranger).markDefaulted(1n);
-      expect([await book.payoffAmount(1n), await book.payoffAmount(2n)]).to.deep.equal([0n, 0n]);
-      const thirdPayoff = await book.payoffAmount(3n); // 38 of 90 days charged: 30.38 USDC
-      expect(thirdPayoff).to.equal(USDC(30) + 380_000n);
-      const paidBefore = await paidOn(f, [1n, 2n, 3n]);
-
+      await book.connect(payer).markDefaulted(1n);
+      const assets = await vault.totalAssets();
+      await usdc.connect(admin).mint(merchant.address, USDC(2));
       const changes = await balanceChanges(usdc, [merchant, payer, vault, router], async () => {
-        await expect(router.connect(merchant).refund(REF, AMOUNT, REFUND_REF, USDC(50)))
+        await expect(router.connect(merchant).refund(REF, AMOUNT, REFUND_REF, AMOUNT))
           .to.emit(router, "PaymentRefundApplied")
-          .withArgs(REF, REFUND_REF, merchant.address, thirdPayoff, USDC(50) - thirdPayoff);
+          .withArgs(REF, REFUND_REF, merchant.address, USDC(70), USDC(30))
+          .and.to.emit(book, "LoanRefunded")
+          .withArgs(1n, payer.address, AMOUNT, 0n, USDC(70), USDC(30), 0n, 0n, false)
+          .and.to.emit(vault, "StakingVaultLossRecovered");
       });
-      expect(changes).to.deep.equal([-USDC(50), USDC(50) - thirdPayoff, thirdPayoff, 0n]);
-      const paidAfter = await paidOn(f, [1n, 2n, 3n]);
-      expect(paidAfter.map((p, i) => p - paidBefore[i]!)).to.deep.equal([0n, 0n, thirdPayoff]);
+      // Before (#41): the whole 100 went to the defaulted payer. Now the pool's 70 of loss is made good first.
+      expect(changes).to.deep.equal([-AMOUNT, USDC(30), USDC(70), 0n]);
+      expect(await vault.totalAssets()).to.equal(assets + USDC(70));
       expect((await book.getLoan(1n)).status).to.equal(BigInt(Status.Defaulted));
-      expect((await book.getLoan(3n)).status).to.equal(BigInt(Status.Repaid));
-      // The loan book saw one repayment only, the third loan's.
-      const again = await networkHelpers.loadFixture(withSplit);
-      await approveBook(again);
-      await time.setNextBlockTimestamp(again.fundedAt + 2 * DAY);
-      await again.book.connect(again.payer).repay(2n, ethers.MaxUint256);
-      await time.increaseTo(again.fundedAt + 37 * DAY + 1);
-      await again.book.markDefaulted(1n);
-      expect(await eventNames(again, again.router.connect(again.merchant).refund(REF, AMOUNT, REFUND_REF, USDC(50)))).to.deep.equal([
-        "PaymentRefunded",
-        "PaymentRefundApplied",
-        "LoanRepaymentMade",
-      ]);
+      expect(await routerAllowance(f)).to.equal(0n);
     });
 
-    it("when every loan is closed, the whole refund reaches the payer", async () => {
+    it("when the payer repaid everything, a full refund returns all they paid: the principal from the refund, the interest from the vault", async () => {
       const f = await networkHelpers.loadFixture(withCredit);
-      const { router, book, vault, usdc, payer, merchant } = f;
+      const { router, book, vault, usdc, admin, payer, merchant, fundedAt } = f;
       await approveBook(f);
-      await book.connect(payer).repay(1n, ethers.MaxUint256);
+      await time.setNextBlockTimestamp(fundedAt + DAY);
+      await book.connect(payer).repay(1n, ethers.MaxUint256); // 100.7: a week's interest
+      await usdc.connect(admin).mint(merchant.address, USDC(2));
       const changes = await balanceChanges(usdc, [merchant, payer, vault, router], async () => {
-        await expect(router.connect(merchant).refund(REF, AMOUNT, REFUND_REF, USDC(30)))
+        await expect(router.connect(merchant).refund(REF, AMOUNT, REFUND_REF, AMOUNT))
           .to.emit(router, "PaymentRefundApplied")
-          .withArgs(REF, REFUND_REF, merchant.address, 0n, USDC(30))
+          .withArgs(REF, REFUND_REF, merchant.address, 0n, AMOUNT)
+          .and.to.emit(book, "LoanRefunded")
+          .withArgs(1n, payer.address, AMOUNT, USDC(3), 0n, AMOUNT, 700_000n, 0n, false)
           .and.not.to.emit(book, "LoanRepaymentMade");
       });
-      expect(changes).to.deep.equal([-USDC(30), USDC(30), 0n, 0n]);
+      expect(changes).to.deep.equal([-AMOUNT, AMOUNT + 700_000n, -700_000n, 0n]);
       expect(await routerAllowance(f)).to.equal(0n);
     });
 
@@ -600,6 +595,16 @@ describe("PaymentRouter payments on credit", () => {
       expect(await routerAllowance(f)).to.equal(0n);
     });
 
+    it("settles purchase loans only through the router: the service's operator key cannot call refundLoan", async () => {
+      const f = await networkHelpers.loadFixture(withCredit);
+      const { book, operator, admin } = f;
+      for (const caller of [operator, admin]) {
+        await expect(book.connect(caller).refundLoan(1n, USDC(1)))
+          .to.be.revertedWithCustomError(book, "AccessControlUnauthorizedAccount")
+          .withArgs(caller.address, await book.REFUNDER_ROLE());
+      }
+    });
+
     it("keeps the checks of a direct refund: only the merchant, each refund ref once, within the amount, from its balance", async () => {
       const f = await networkHelpers.loadFixture(withCredit);
       const { router, book, usdc, payer, merchant, operator, stranger } = f;
@@ -615,12 +620,12 @@ describe("PaymentRouter payments on credit", () => {
       await expect(router.connect(merchant).refund(REF, AMOUNT, REFUND_REF, AMOUNT))
         .to.be.revertedWithCustomError(usdc, "ERC20InsufficientBalance")
         .withArgs(merchant.address, USDC(98), AMOUNT);
-      expect(await paidOn(f, [1n])).to.deep.equal([0n]);
+      expect((await book.getLoan(1n)).principal).to.equal(AMOUNT);
       await router.connect(merchant).refund(REF, AMOUNT, REFUND_REF, USDC(10));
       await expect(router.connect(merchant).refund(REF, AMOUNT, REFUND_REF, USDC(10)))
         .to.be.revertedWithCustomError(router, "PaymentRouterRefundExists")
         .withArgs(merchant.address, REFUND_REF);
-      expect(await paidOn(f, [1n])).to.deep.equal([USDC(10)]);
+      expect((await book.getLoan(1n)).principal).to.equal(USDC(90));
       expect(await book.loanCount()).to.equal(1n);
     });
 

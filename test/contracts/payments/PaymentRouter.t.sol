@@ -51,6 +51,7 @@ contract PaymentRouterTest is LendingSetup {
         _deploy();
         router = new PaymentRouter(usdc, book, address(this), TREASURY, address(forwarder));
         book.grantRole(book.OPERATOR_ROLE(), address(router));
+        book.grantRole(book.REFUNDER_ROLE(), address(router));
         router.grantRole(router.OPERATOR_ROLE(), address(this));
         _depositAs(DEPOSITOR, POOL);
         vm.prank(PAYER);
@@ -373,10 +374,11 @@ contract PaymentRouterTest is LendingSetup {
         _checkLoans(router.loansOf(REF, MERCHANT, amount), list);
     }
 
-    /// A refund of a payment on credit, at any time, after any repayment by the payer and with any loan defaulted:
-    /// each loan in order gets min(what is left, its payoff) (a closed one nothing, one paid off is closed), the payer
-    /// gets the rest, the vault gets exactly the loans' share, and the router keeps no USDC and no allowance.
-    function testFuzz_creditRefundRepaysTheLoansFirst(
+    /// A refund of a payment on credit, at any time, after any repayment by the payer and with any loan defaulted
+    /// (D-89): the loans' principals fall by exactly the refund, in proportion to them; the refund splits exactly
+    /// between the pool and the payer; the pool takes back at most what it had out (or wrote off); the payer gets back
+    /// only what they had paid above the smaller loans; the router keeps no USDC and no allowance.
+    function testFuzz_creditRefundSettlesTheLoans(
         uint256 count,
         uint256 amount,
         uint256 repaidSeed,
@@ -390,31 +392,52 @@ contract PaymentRouterTest is LendingSetup {
 
         refundAmount = bound(refundAmount, 1, amount);
         usdc.mint(MERCHANT, refundAmount); // beyond the net amount it received, whatever the fee
-        uint256[] memory payoffs = new uint256[](count);
-        uint256[] memory paidBefore = new uint256[](count);
-        for (uint256 i; i < count; ++i) {
-            payoffs[i] = book.payoffAmount(ids[i]);
-            paidBefore[i] = _paidOn(ids[i]);
-        }
+        LoanSums memory before = _sums(ids);
+        assertEq(before.principals, amount, "the principals add up to what is left to refund");
         uint256 vaultBefore = usdc.balanceOf(address(vault));
+        uint256 merchantBefore = usdc.balanceOf(MERCHANT);
 
         vm.prank(MERCHANT);
         router.refund(REF, amount, keccak256("refund-1"), refundAmount);
 
-        uint256 left = refundAmount;
-        for (uint256 i; i < count; ++i) {
-            uint256 share = Math.min(left, payoffs[i]);
-            assertEq(_paidOn(ids[i]) - paidBefore[i], share, "each loan gets min(left, payoff), in order");
-            if (share > 0 && share == payoffs[i]) {
-                assertTrue(book.getLoan(ids[i]).status == ILoanBook.LoanStatus.Repaid, "a loan paid off is closed");
-            }
-            left -= share;
-        }
-        assertEq(usdc.balanceOf(PAYER), left, "the payer gets the rest");
-        assertEq(usdc.balanceOf(address(vault)) - vaultBefore, refundAmount - left, "the vault gets the loans' share");
+        LoanSums memory sums = _sums(ids);
+        assertEq(before.principals - sums.principals, refundAmount, "the loans shrink by exactly the refund");
+        uint256 payerGot = usdc.balanceOf(PAYER);
+        assertEq(merchantBefore - usdc.balanceOf(MERCHANT), refundAmount, "the merchant paid the refund");
+        assertEq(before.paid - sums.paid, payerGot, "the payer got back exactly what the loans no longer count as paid");
+        // The refund, and the interest the vault paid back, went to the vault and the payer and nowhere else.
+        assertEq(usdc.balanceOf(address(vault)) + payerGot, vaultBefore + refundAmount, "the refund splits between pool and payer");
+        // The pool's part is what its claim on the loans fell by: never more than the refund.
+        assertLe(before.outstanding - sums.outstanding, refundAmount, "the pool's part is within the refund");
+        assertEq(vault.totalBorrowed(), sums.openOutstanding, "the vault's principal out is the open loans'");
+        assertEq(sums.overpaid, 0, "no loan paid above itself");
         assertEq(router.paymentOf(REF, MERCHANT, amount).refunded, refundAmount, "refund recorded");
         assertEq(usdc.balanceOf(address(router)), 0, "the router holds no USDC");
         assertEq(usdc.allowance(address(router), address(book)), 0, "the router leaves no allowance");
+    }
+
+    struct LoanSums {
+        uint256 principals;
+        uint256 paid;
+        uint256 outstanding;
+        uint256 openOutstanding;
+        uint256 overpaid;
+    }
+
+    /// @dev The loans' principals, what was paid on them, the principal out on them (all, and the open ones'), and
+    /// how many are paid above principal and interest.
+    function _sums(uint256[] memory ids) internal view returns (LoanSums memory sums) {
+        for (uint256 i; i < ids.length; ++i) {
+            ILoanBook.Loan memory loan = book.getLoan(ids[i]);
+            uint256 paid = uint256(loan.principalRepaid) + loan.interestRepaid;
+            sums.principals += loan.principal;
+            sums.paid += paid;
+            sums.outstanding += loan.principal - loan.principalRepaid;
+            if (loan.status == ILoanBook.LoanStatus.Active || loan.status == ILoanBook.LoanStatus.Overdue) {
+                sums.openOutstanding += loan.principal - loan.principalRepaid;
+            }
+            if (paid > uint256(loan.principal) + loan.interest) ++sums.overpaid;
+        }
     }
 
     /// @dev PAYER buys REF of `amount` from MERCHANT on credit in `count` installments (5 % interest, 1.5 % fee, 30
@@ -505,8 +528,9 @@ contract PaymentRouterTest is LendingSetup {
 /// withdrawals, loans and repayments, so shortfalls happen. The model predicts each call's exact error (the router's,
 /// then the loan book's and the vault's, installment by installment): a wrong one counts in `ghostWrongOutcomes`.
 /// Payers repay their loans in part or whole, time passes and loans default, so that refunds meet open, partly
-/// repaid, closed and defaulted loans; each refund of a payment on credit must repay each loan exactly
-/// `min(left, payoff)` in order and send the rest to the payer, else it counts in `ghostWrongApplications`.
+/// repaid, closed and defaulted loans; each refund of a payment on credit must settle each loan exactly as the model
+/// plans it (shares in proportion to the principals, the pool's outstanding principal first, interest pro rata, the
+/// rest back to the payer: D-89), else it counts in `ghostWrongApplications`.
 /// The handler keeps its own clock (`currentTime`), as the lending handler does.
 contract PaymentHandler is TestBase {
     MockUSDC internal immutable usdc;
@@ -542,13 +566,23 @@ contract PaymentHandler is TestBase {
         IPaymentRouter.PaymentMethod method;
     }
 
-    /// @dev A refund of a payment on credit as the model plans it: each loan's share and payoff, and its payments so far.
+    /// @dev A refund of a payment on credit as the model plans it (D-89): each loan's share (in proportion to the
+    /// principals), what of it goes to the pool and back to the payer, the interest the vault pays back, whether it
+    /// closes the loan; each loan's principal and payments before it.
     struct Application {
         uint256[] loanIds;
-        uint256[] planned;
-        uint256[] payoffs;
+        uint256[] shares;
+        uint256[] toPool;
+        uint256[] returned;
+        uint256[] interestBack;
+        bool[] closes;
+        bool[] wasClosed;
+        uint256[] principalBefore;
         uint256[] repaidBefore;
         uint256 toLoans;
+        uint256 toPayer;
+        uint256 interestBackTotal;
+        bool feasible; // the vault's idle USDC pays the interest back, loan by loan
     }
 
     /// @dev A loan the router funded, as the model expects the loan book to hold it.
@@ -592,7 +626,7 @@ contract PaymentHandler is TestBase {
     uint256 public creditRefunds;
     uint256 public refundsReachingThePayer; // refunds on credit with something left for the payer
     uint256 public loansClosedByRefunds;
-    uint256 public refundsSkippingClosedLoans; // refunds on credit that met a repaid or defaulted loan
+    uint256 public refundsMeetingClosedLoans; // refunds on credit that met a repaid or defaulted loan
     uint256 public payerRepayments;
     uint256 public defaults;
 
@@ -884,8 +918,9 @@ contract PaymentHandler is TestBase {
         bytes32[] memory before = _records();
         bool[4] memory madeBefore = _refundMade(refundRef);
 
-        // On credit: what each of the payment's loans must get, from the payoffs now.
+        // On credit: how the refund settles each of the payment's loans, from the loans now.
         Application memory plan = _plan(_loanIdsOf[key], amount);
+        valid = valid && (plan.loanIds.length == 0 || plan.feasible);
 
         vm.prank(caller);
         try router.refund(t.ref, t.amount, refundRef, amount) {
@@ -893,8 +928,13 @@ contract PaymentHandler is TestBase {
             m.refunded += amount;
             refundUsed[caller][refundRef] = true;
             expectedBalance[caller] -= amount;
-            expectedBalance[m.payer] += amount - plan.toLoans;
-            expectedBalance[address(vault)] += plan.toLoans;
+            if (plan.loanIds.length == 0) {
+                expectedBalance[m.payer] += amount;
+            } else {
+                expectedBalance[m.payer] += plan.toPayer + plan.interestBackTotal;
+                expectedBalance[address(vault)] += plan.toLoans;
+                expectedBalance[address(vault)] -= plan.interestBackTotal;
+            }
             ++refunds;
             if (shared) ++sharedRefundRefs;
             if (plan.loanIds.length > 0) _checkApplication(plan, amount);
@@ -1020,18 +1060,66 @@ contract PaymentHandler is TestBase {
         return bytes4(0);
     }
 
-    /// @dev What a refund of `amount` must give each of `loanIds` (in order, up to each payoff now), with their payoffs
-    /// and what they were paid before it.
+    /// @dev How a refund of `amount` settles `loanIds` (D-89), modelled independently of the router and the loan book:
+    /// shares in proportion to the principals now (rounded down, the last taking what is left within its principal, a
+    /// second pass placing the rest); each share takes the pool's outstanding principal first (a defaulted loan's
+    /// written-off principal alike) and gives the payer the rest; an open or repaid loan's interest falls pro rata,
+    /// and the interest paid above it comes back from the vault, which must have the idle USDC for it.
     function _plan(uint256[] memory loanIds, uint256 amount) internal view returns (Application memory a) {
+        uint256 n = loanIds.length;
         a.loanIds = loanIds;
-        a.planned = new uint256[](loanIds.length);
-        a.payoffs = new uint256[](loanIds.length);
-        for (uint256 k; k < loanIds.length; ++k) {
-            a.payoffs[k] = book.payoffAmount(loanIds[k]);
-            a.planned[k] = Math.min(amount - a.toLoans, a.payoffs[k]);
-            a.toLoans += a.planned[k];
-        }
+        a.shares = new uint256[](n);
+        a.toPool = new uint256[](n);
+        a.returned = new uint256[](n);
+        a.interestBack = new uint256[](n);
+        a.closes = new bool[](n);
+        a.wasClosed = new bool[](n);
+        a.principalBefore = new uint256[](n);
         a.repaidBefore = _repaid(loanIds);
+        a.feasible = true;
+        if (n == 0) return a;
+        uint256 total;
+        for (uint256 k; k < n; ++k) {
+            a.principalBefore[k] = book.getLoan(loanIds[k]).principal;
+            total += a.principalBefore[k];
+        }
+        uint256 left = amount;
+        for (uint256 k; k < n && left > 0; ++k) {
+            uint256 share = k == n - 1 ? left : amount * a.principalBefore[k] / total;
+            share = Math.min(share, Math.min(a.principalBefore[k], left));
+            a.shares[k] = share;
+            left -= share;
+        }
+        for (uint256 k; k < n && left > 0; ++k) {
+            uint256 more = Math.min(left, a.principalBefore[k] - a.shares[k]);
+            a.shares[k] += more;
+            left -= more;
+        }
+        uint256 idle = vault.idleAssets();
+        for (uint256 k; k < n; ++k) {
+            ILoanBook.Loan memory loan = book.getLoan(loanIds[k]);
+            bool open = loan.status == ILoanBook.LoanStatus.Active || loan.status == ILoanBook.LoanStatus.Overdue;
+            a.wasClosed[k] = !open;
+            uint256 share = a.shares[k];
+            if (share == 0) continue;
+            uint256 newPrincipal = loan.principal - share;
+            a.toPool[k] = Math.min(share, loan.principal - loan.principalRepaid);
+            a.returned[k] = share - a.toPool[k];
+            uint256 newInterest = loan.interest;
+            if (loan.status != ILoanBook.LoanStatus.Defaulted) {
+                newInterest = loan.interest - loan.interest * share / loan.principal;
+                if (loan.interestRepaid > newInterest) a.interestBack[k] = loan.interestRepaid - newInterest;
+            }
+            uint256 principalRepaid = Math.min(loan.principalRepaid, newPrincipal);
+            uint256 interestRepaid = Math.min(loan.interestRepaid, newInterest);
+            a.closes[k] = open && newPrincipal - principalRepaid + newInterest - interestRepaid == 0;
+            idle += a.toPool[k];
+            if (a.interestBack[k] > idle) a.feasible = false;
+            else idle -= a.interestBack[k];
+            a.toLoans += a.toPool[k];
+            a.toPayer += a.returned[k];
+            a.interestBackTotal += a.interestBack[k];
+        }
     }
 
     /// @dev What each loan has been paid so far (principal and interest).
@@ -1043,26 +1131,28 @@ contract PaymentHandler is TestBase {
         }
     }
 
-    /// @dev Each loan got exactly its planned share, one given its whole payoff is closed and the others stayed open
-    /// (or closed, if they were); counts the paths met.
+    /// @dev Each loan shrank by exactly its planned share, what it was paid fell by exactly what went back to the
+    /// payer, and the loans planned to close closed (the others kept their state); keeps the model's loans in step and
+    /// counts the paths met.
     function _checkApplication(Application memory a, uint256 amount) internal {
         uint256[] memory repaidAfter = _repaid(a.loanIds);
-        bool skipped;
+        bool metClosed;
         for (uint256 k; k < a.loanIds.length; ++k) {
-            ILoanBook.LoanStatus status = book.getLoan(a.loanIds[k]).status;
-            if (repaidAfter[k] - a.repaidBefore[k] != a.planned[k]) ++ghostWrongApplications;
-            bool closedNow = status == ILoanBook.LoanStatus.Repaid || status == ILoanBook.LoanStatus.Defaulted;
-            if (a.payoffs[k] == 0) {
-                skipped = true;
-                if (!closedNow) ++ghostWrongApplications;
-            } else if ((a.planned[k] == a.payoffs[k]) != closedNow) {
-                ++ghostWrongApplications;
-            }
-            if (a.planned[k] > 0 && a.planned[k] == a.payoffs[k]) ++loansClosedByRefunds;
+            ILoanBook.Loan memory loan = book.getLoan(a.loanIds[k]);
+            if (loan.principal != a.principalBefore[k] - a.shares[k]) ++ghostWrongApplications;
+            if (a.repaidBefore[k] - repaidAfter[k] != a.returned[k] + a.interestBack[k]) ++ghostWrongApplications;
+            bool closedNow = loan.status == ILoanBook.LoanStatus.Repaid || loan.status == ILoanBook.LoanStatus.Defaulted;
+            if (closedNow != (a.wasClosed[k] || a.closes[k])) ++ghostWrongApplications;
+            if (a.closes[k]) ++loansClosedByRefunds;
+            if (a.wasClosed[k]) metClosed = true;
+            LoanModel storage model = _loans[a.loanIds[k] - 1];
+            model.principal = loan.principal;
+            model.interest = loan.interest;
         }
         ++creditRefunds;
-        if (amount > a.toLoans) ++refundsReachingThePayer;
-        if (skipped) ++refundsSkippingClosedLoans;
+        if (a.toPayer + a.interestBackTotal > 0) ++refundsReachingThePayer;
+        if (metClosed) ++refundsMeetingClosedLoans;
+        if (amount != a.toLoans + a.toPayer) ++ghostWrongApplications;
     }
 
     /// @dev The payments watched for foreign changes: the real ones (by ref), then every one paid so far.
@@ -1130,6 +1220,7 @@ contract PaymentRouterInvariantsTest is LendingSetup {
         handler = new PaymentHandler(usdc, router, book, vault);
         usdc.grantRole(usdc.FAUCET_ROLE(), address(handler));
         book.grantRole(book.OPERATOR_ROLE(), address(router));
+        book.grantRole(book.REFUNDER_ROLE(), address(router));
         router.grantRole(router.OPERATOR_ROLE(), address(handler));
         router.grantRole(router.DEFAULT_ADMIN_ROLE(), address(handler));
         router.renounceRole(router.DEFAULT_ADMIN_ROLE(), address(this));
@@ -1227,12 +1318,12 @@ contract PaymentRouterInvariantsTest is LendingSetup {
         assertEq(handler.ghostForeignChanges(), 0, "a call changed a payment or a refund ref it does not own");
     }
 
-    /// @dev Every refund of a payment on credit repaid each of its loans exactly min(left, payoff), in order, closing
+    /// @dev Every refund of a payment on credit settled each of its loans exactly as the model planned (D-89), closing
     /// those it paid off and skipping closed ones, and sent the payer exactly the rest (the balances: above).
     /// forge-config: default.invariant.runs = 128
     /// forge-config: default.invariant.depth = 100
-    function invariant_refundsRepayTheLoansFirst() public view {
-        assertEq(handler.ghostWrongApplications(), 0, "a refund went elsewhere than the loans first, then the payer");
+    function invariant_refundsSettleTheLoansAsModelled() public view {
+        assertEq(handler.ghostWrongApplications(), 0, "a refund settled a loan otherwise than the model");
     }
 
     /// @dev The loan book holds exactly the router's loans as the model funded them (the payer as the borrower, the
@@ -1309,14 +1400,14 @@ contract PaymentRouterInvariantsTest is LendingSetup {
         invariant_eachPaymentKeyPaidAtMostOnce();
         invariant_everyOutcomeIsTheModels();
         invariant_paymentsChangeOnlyThroughTheirOwnTerms();
-        invariant_refundsRepayTheLoansFirst();
+        invariant_refundsSettleTheLoansAsModelled();
         invariant_loansAndTheVaultAgree();
     }
 
     /// The handler's model and detectors on a scripted run of payments on credit: a credit payment and a split one, a
-    /// shortfall of liquidity, a partial repayment by the payer, a partial refund (all to the first loan), a full one
-    /// (closing the loans in order, the rest to the payer), a default and a refund that skips the defaulted loan, and
-    /// payments of paid terms by the other method, refused.
+    /// shortfall of liquidity, a partial repayment by the payer, a partial refund (the loan shrinks pro rata), a full
+    /// one (closing the loans; what the payer had paid comes back, interest included), a default and a refund of the
+    /// defaulted loan (to the pool, which wrote it off), and payments of paid terms by the other method, refused.
     function test_handlerScriptedCredit() public {
         // Ref 2's merchant is actor 2 (0xA3), ref 3's actor 3 (0xA4). Mode 3 keeps the merchant and takes the amount.
         handler.payWithLoans(0, 2, 3, 0, 300e6, _shape(1, 500, 200, 30)); // 0xA1 on credit: loan 1
@@ -1326,10 +1417,10 @@ contract PaymentRouterInvariantsTest is LendingSetup {
         handler.deposit(10_000e6);
         handler.passTime(10 days);
         handler.payerRepays(1, 100e6); // 0xA2 repays 100 USDC of loan 2
-        handler.refund(1, 1, 1, 50e6, true); // 0xA3 refunds 50 USDC: all to loan 1
-        handler.refund(1, 9, 2, 900e6, true); // 0xA4 refunds it all: loans 2-4 closed, the rest to 0xA2
-        handler.markDefaulted(0); // loan 1, past its grace period
-        handler.refund(1, 1, 3, 100e6, true); // 0xA3 again: loan 1 skipped, all to 0xA1
+        handler.refund(1, 1, 1, 50e6, true); // 0xA3 refunds 50 USDC: loan 1 is now 250 at 12.5 interest
+        handler.refund(1, 9, 2, 900e6, true); // 0xA4 refunds it all: loans 2-4 closed, 0xA2's 98.5 + 1.5 back
+        handler.markDefaulted(0); // loan 1, past its grace period: 250 written off
+        handler.refund(1, 1, 3, 100e6, true); // 0xA3 again: all 100 to the pool, a recovery of loan 1
         handler.pay(0, 1, 0, 0, 0, true); // ref 1's real payment, direct
         handler.payAPaidKey(0, 1); // the split payment's terms, directly: refused
         handler.payWithLoans(0, 0, 1 + 5 * 2, 0, 0, _shape(1, 0, 0, 7)); // the direct payment's terms on credit: refused
@@ -1343,8 +1434,8 @@ contract PaymentRouterInvariantsTest is LendingSetup {
         assertEq(handler.defaults(), 1, "one default");
         assertEq(handler.creditRefunds(), 3, "three refunds on credit");
         assertEq(handler.loansClosedByRefunds(), 3, "the full refund closed the split payment's three loans");
-        assertEq(handler.refundsReachingThePayer(), 2, "the full refund and the one after the default reached the payer");
-        assertEq(handler.refundsSkippingClosedLoans(), 1, "the defaulted loan skipped");
+        assertEq(handler.refundsReachingThePayer(), 1, "the full refund gave the payer back what it had paid");
+        assertEq(handler.refundsMeetingClosedLoans(), 1, "the refund of the defaulted loan");
 
         PaymentHandler.Terms memory credit = handler.paidTermsAt(0);
         PaymentHandler.Terms memory split = handler.paidTermsAt(1);
@@ -1353,8 +1444,9 @@ contract PaymentRouterInvariantsTest is LendingSetup {
         assertEq(router.paymentOf(credit.ref, credit.merchant, credit.amount).refunded, 150e6, "two refunds");
         assertEq(router.paymentOf(split.ref, split.merchant, split.amount).refunded, 900e6, "refunded in full");
         assertTrue(book.getLoan(1).status == ILoanBook.LoanStatus.Defaulted, "loan 1 defaulted");
-        // Loan 1 kept the first refund's 50 USDC, the second went to its payer.
-        assertEq(uint256(book.getLoan(1).principalRepaid) + book.getLoan(1).interestRepaid, 50e6, "loan 1 got 50 USDC");
+        // Loan 1 shrank by both refunds; the pool's claim on it (its written-off 250) by the second's 100.
+        assertEq(book.getLoan(1).principal, 150e6, "loan 1 is 150 of principal");
+        assertEq(book.getLoan(1).principalRepaid, 0, "none of it repaid: 150 still written off");
         for (uint256 id = 2; id <= 4; ++id) {
             assertTrue(book.getLoan(id).status == ILoanBook.LoanStatus.Repaid, "split loans closed");
         }
@@ -1366,7 +1458,7 @@ contract PaymentRouterInvariantsTest is LendingSetup {
         invariant_eachPaymentKeyPaidAtMostOnce();
         invariant_everyOutcomeIsTheModels();
         invariant_paymentsChangeOnlyThroughTheirOwnTerms();
-        invariant_refundsRepayTheLoansFirst();
+        invariant_refundsSettleTheLoansAsModelled();
         invariant_loansAndTheVaultAgree();
     }
 

@@ -56,6 +56,7 @@ export async function deployPayments(ethers: HardhatEthers) {
   await vault.grantRole(await vault.LENDER_ROLE(), await book.getAddress());
   await vault.grantRole(await vault.PAUSER_ROLE(), admin.address);
   await book.grantRole(await book.OPERATOR_ROLE(), routerAddress);
+  await book.grantRole(await book.REFUNDER_ROLE(), routerAddress);
   await router.grantRole(await router.OPERATOR_ROLE(), operator!.address);
 
   await usdc.mint(depositor!.address, POOL);

@@ -1836,7 +1836,7 @@ export interface components {
                 currency: "USDC";
                 method: string;
                 /** @enum {string} */
-                reason: "declined" | "insufficient_funds" | "not_eligible" | "insufficient_liquidity";
+                reason: "declined" | "insufficient_funds" | "not_eligible" | "insufficient_liquidity" | "refused" | "interrupted";
                 metadata: {
                     [key: string]: unknown;
                 };
@@ -1863,6 +1863,7 @@ export interface components {
                 refundedAmount: number;
                 fullyRefunded: boolean;
                 reason: string;
+                payerId?: string | null;
                 /** @enum {string} */
                 currency: "USDC";
                 metadata: {
@@ -2401,7 +2402,7 @@ export interface components {
                     currency: "USDC";
                     method: string;
                     /** @enum {string} */
-                    reason: "declined" | "insufficient_funds" | "not_eligible" | "insufficient_liquidity";
+                    reason: "declined" | "insufficient_funds" | "not_eligible" | "insufficient_liquidity" | "refused" | "interrupted";
                     metadata: {
                         [key: string]: unknown;
                     };
@@ -2437,6 +2438,7 @@ export interface components {
                     refundedAmount: number;
                     fullyRefunded: boolean;
                     reason: string;
+                    payerId?: string | null;
                     /** @enum {string} */
                     currency: "USDC";
                     metadata: {
@@ -5876,7 +5878,7 @@ export interface operations {
                 /** @description true: only unread notifications; false: only read ones; absent: all */
                 unread?: "true" | "false";
                 /** @description only notifications of this type */
-                type?: "loan_created" | "loan_funded" | "loan_due_reminder" | "loan_overdue" | "loan_repaid" | "guardian_request" | "guardian_accepted" | "withdrawal_requested" | "withdrawal_approval_needed" | "vault_locked" | "trust_score_updated" | "level_up" | "badge_earned" | "webhook_failing" | "payment_receipt";
+                type?: "loan_created" | "loan_funded" | "loan_due_reminder" | "loan_overdue" | "loan_repaid" | "guardian_request" | "guardian_accepted" | "withdrawal_requested" | "withdrawal_approval_needed" | "vault_locked" | "trust_score_updated" | "level_up" | "badge_earned" | "webhook_failing" | "payment_receipt" | "loan_refused" | "payment_refunded";
             };
             header?: never;
             path?: never;
@@ -5900,10 +5902,10 @@ export interface operations {
                         data: {
                             id: string;
                             /**
-                             * @description part 2's 13 types, and the extensions webhook_failing (one of your webhooks stopped receiving) and payment_receipt (you paid a merchant)
+                             * @description part 2's 13 types, and the extensions webhook_failing (one of your webhooks stopped receiving), payment_receipt (you paid a merchant), loan_refused (the pool refused your request at funding) and payment_refunded (a merchant refunded your purchase)
                              * @enum {string}
                              */
-                            type: "loan_created" | "loan_funded" | "loan_due_reminder" | "loan_overdue" | "loan_repaid" | "guardian_request" | "guardian_accepted" | "withdrawal_requested" | "withdrawal_approval_needed" | "vault_locked" | "trust_score_updated" | "level_up" | "badge_earned" | "webhook_failing" | "payment_receipt";
+                            type: "loan_created" | "loan_funded" | "loan_due_reminder" | "loan_overdue" | "loan_repaid" | "guardian_request" | "guardian_accepted" | "withdrawal_requested" | "withdrawal_approval_needed" | "vault_locked" | "trust_score_updated" | "level_up" | "badge_earned" | "webhook_failing" | "payment_receipt" | "loan_refused" | "payment_refunded";
                             /** @description in the user's language (settings.language; English where no translation exists) */
                             title: string;
                             body: string;
@@ -12884,7 +12886,7 @@ export interface operations {
                 limit?: number;
                 offset?: number;
                 /** @description only payments of this status (for example success) */
-                status?: "pending" | "processing" | "success" | "expired" | "cancelled";
+                status?: "pending" | "processing" | "success" | "failed" | "expired" | "cancelled";
             };
             header?: never;
             path?: never;
@@ -12911,7 +12913,7 @@ export interface operations {
                              * @description pending (open for payment), processing (a payer's attempt under way), success (paid: the mirror has its transaction), expired (not paid by expiresAt), cancelled (by the merchant)
                              * @enum {string}
                              */
-                            status: "pending" | "processing" | "success" | "expired" | "cancelled";
+                            status: "pending" | "processing" | "success" | "failed" | "expired" | "cancelled";
                             /** @description the gross amount, USDC */
                             amount: number;
                             /** @enum {string} */
@@ -13124,7 +13126,7 @@ export interface operations {
                              * @description pending (open for payment), processing (a payer's attempt under way), success (paid: the mirror has its transaction), expired (not paid by expiresAt), cancelled (by the merchant)
                              * @enum {string}
                              */
-                            status: "pending" | "processing" | "success" | "expired" | "cancelled";
+                            status: "pending" | "processing" | "success" | "failed" | "expired" | "cancelled";
                             /** @description the gross amount, USDC */
                             amount: number;
                             /** @enum {string} */
@@ -13333,7 +13335,7 @@ export interface operations {
                              * @description pending (open for payment), processing (a payer's attempt under way), success (paid: the mirror has its transaction), expired (not paid by expiresAt), cancelled (by the merchant)
                              * @enum {string}
                              */
-                            status: "pending" | "processing" | "success" | "expired" | "cancelled";
+                            status: "pending" | "processing" | "success" | "failed" | "expired" | "cancelled";
                             /** @description the gross amount, USDC */
                             amount: number;
                             /** @enum {string} */
@@ -13525,7 +13527,7 @@ export interface operations {
                              * @description pending (open for payment), processing (a payer's attempt under way), success (paid: the mirror has its transaction), expired (not paid by expiresAt), cancelled (by the merchant)
                              * @enum {string}
                              */
-                            status: "pending" | "processing" | "success" | "expired" | "cancelled";
+                            status: "pending" | "processing" | "success" | "failed" | "expired" | "cancelled";
                             /** @description the gross amount, USDC */
                             amount: number;
                             /** @enum {string} */

@@ -5,6 +5,9 @@ ALTER TABLE "Activity" ADD COLUMN     "rewardDay" TEXT;
 ALTER TABLE "LoanChainState" ADD COLUMN     "paidByOthers" BIGINT NOT NULL DEFAULT 0;
 
 -- AlterTable
+ALTER TABLE "Payment" ADD COLUMN     "heldUntil" TIMESTAMP(3);
+
+-- AlterTable
 ALTER TABLE "TrustScoreInput" ADD COLUMN     "lastCountedRepaymentAt" TIMESTAMP(3),
 ADD COLUMN     "peakHeldMicro" BIGINT NOT NULL DEFAULT 0;
 
