@@ -352,7 +352,8 @@ interface ILoanBook {
     /// had paid above the reduced loan: the rest of `principalRefund` (left for the caller to send), and interest paid
     /// above the reduced interest (sent by the vault). An open loan that then owes nothing is closed (Repaid).
     /// @dev Only REFUNDER_ROLE (the payment router; never the service's own key). Pulls `toPool` USDC from the caller
-    /// into the vault. Emits {LoanRefunded}. A defaulted loan's interest is not reduced: it was written off.
+    /// into the vault. Emits {LoanRefunded}. A defaulted loan is settled the same way; the pool's part of its refund is
+    /// a recovery of what it wrote off (the vault's `recordRecovery`), and it stays Defaulted.
     /// @param loanId The loan id.
     /// @param principalRefund The principal the refund takes off: more than 0, at most the loan's principal.
     /// @return toPool The USDC pulled from the caller into the vault.

@@ -83,8 +83,9 @@ interface IStakingVault is IERC4626 {
     );
 
     /// @notice `amount` USDC of defaulted loan `loanId`'s written-off principal came back (a merchant's refund of the
-    /// purchase it paid): it raised the depositors' assets, leaving the share price at `exchangeRate` (WAD).
-    event StakingVaultLossRecovered(uint256 indexed loanId, uint256 amount, uint256 exchangeRate);
+    /// purchase it paid): `toReserve` of it refilled the insurance reserve (its share of what it covered), the rest
+    /// raised the depositors' assets, leaving the share price at `exchangeRate` (WAD).
+    event StakingVaultLossRecovered(uint256 indexed loanId, uint256 amount, uint256 toReserve, uint256 exchangeRate);
 
     /// @notice `amount` USDC of interest loan `loanId` had paid went back to `to` (a refund made it not owed);
     /// `reserveShare` of it came out of the insurance reserve, the rest out of the depositors' assets.
@@ -127,6 +128,9 @@ interface IStakingVault is IERC4626 {
 
     /// @notice A repayment or loss of `amount` principal exceeds the principal out on loans.
     error StakingVaultExceedsBorrowed(uint256 amount, uint256 totalBorrowed);
+
+    /// @notice A recovery of `amount` on loan `loanId` is above the `outstanding` loss it wrote off and has not recovered.
+    error StakingVaultExceedsLoss(uint256 loanId, uint256 amount, uint256 outstanding);
 
     /// @notice Yield cannot be distributed while no tmUSDC exists.
     error StakingVaultNoShares();
@@ -253,10 +257,10 @@ interface IStakingVault is IERC4626 {
     /// @return uncovered The part the depositors bear.
     function recordLoss(uint256 loanId, uint256 loss) external returns (uint256 covered, uint256 uncovered);
 
-    /// @notice Records `amount` USDC recovered on defaulted loan `loanId`: it raises the depositors' assets (the
-    /// written-off principal it makes good left {totalBorrowed} at the default).
+    /// @notice Records `amount` USDC recovered on defaulted loan `loanId`, making good each party that bore its loss in
+    /// its share of what is still lost: the insurance reserve (what it covered) and the depositors (the rest).
     /// @dev Only LENDER_ROLE, allowed while paused. The caller transfers `amount` USDC to the vault in the same
-    /// transaction, as for {recordRepayment}.
+    /// transaction, as for {recordRepayment}. Reverts with {StakingVaultExceedsLoss} above what is still lost.
     /// @param loanId The LoanBook's id, for the event.
     /// @param amount The USDC recovered.
     function recordRecovery(uint256 loanId, uint256 amount) external;

@@ -203,9 +203,9 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
         uint256 newPrincipal = principal - principalRefund;
         toPool = Math.min(principalRefund, principal - loan.principalRepaid);
         principalReturned = principalRefund - toPool;
-        // A defaulted loan's interest was written off with it: it stays as it was.
+        // Interest pro rata for every loan, a defaulted one too: a refunded purchase's interest is owed by no one.
         uint256 interestForgiven;
-        if (status != LoanStatus.Defaulted) (interestForgiven, interestReturned) = _forgiveInterest(loan, principalRefund, principal);
+        (interestForgiven, interestReturned) = _forgiveInterest(loan, principalRefund, principal);
         // The casts are safe: both are at most the principal, a uint128.
         if (loan.principalRepaid > newPrincipal) loan.principalRepaid = uint128(newPrincipal);
         loan.principal = uint128(newPrincipal);

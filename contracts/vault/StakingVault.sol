@@ -75,6 +75,14 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     uint128 private _totalYield;
     IInterestRateModel private _interestRateModel;
 
+    /// @dev A defaulted loan's loss not yet recovered: the reserve's part and the depositors' ({recordRecovery}).
+    struct Loss {
+        uint128 covered;
+        uint128 uncovered;
+    }
+
+    mapping(uint256 loanId => Loss) private _lossOf;
+
     /// @param usdc The asset (6-decimal USDC; any ERC-20 with at most 18 decimals works).
     /// @param model The interest rate model.
     /// @param admin Receives DEFAULT_ADMIN_ROLE; grants the other roles after deployment.
@@ -334,14 +342,28 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         // Cannot underflow: loss <= borrowed and covered <= reserve. The covered USDC turns from reserve into idle.
         _totalBorrowed = uint96(borrowed - loss);
         _insuranceReserve = uint96(reserve - covered);
+        // Kept for a recovery, which makes each good in its share; both fit 128 bits (at most the borrowed uint96).
+        _lossOf[loanId] = Loss(uint128(covered), uint128(uncovered));
 
         emit StakingVaultLossRecognized(loanId, loss, covered, uncovered, exchangeRate());
     }
 
     /// @inheritdoc IStakingVault
     function recordRecovery(uint256 loanId, uint256 amount) external onlyRole(LENDER_ROLE) {
+        Loss storage loss = _lossOf[loanId];
+        uint256 covered = loss.covered;
+        uint256 outstanding = covered + loss.uncovered;
+        if (amount > outstanding) revert StakingVaultExceedsLoss(loanId, amount, outstanding);
+        // Each party that bore the loss is made good in its share of it (the depositors' favour when rounding).
+        uint256 toReserve = amount.mulDiv(covered, outstanding);
+        // Cannot underflow: toReserve <= covered and amount - toReserve <= uncovered; the reserve stays within uint96
+        // as every USDC the vault holds does.
+        loss.covered = uint128(covered - toReserve);
+        loss.uncovered = uint128(outstanding - covered - (amount - toReserve));
+        _insuranceReserve = (_insuranceReserve + toReserve).toUint96();
+
         // The USDC arrives right after this call (the LoanBook transfers it): the rate the event names counts it.
-        emit StakingVaultLossRecovered(loanId, amount, _exchangeRate(totalAssets() + amount));
+        emit StakingVaultLossRecovered(loanId, amount, toReserve, _exchangeRate(totalAssets() + amount - toReserve));
     }
 
     /// @inheritdoc IStakingVault

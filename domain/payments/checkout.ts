@@ -59,6 +59,13 @@ function financedRevert(revert: { name: string; args: unknown[] }): AppError | u
   }
 }
 
+/** A merchant paying itself moves money in a circle: no purchase, and no credit to earn from it (D-88). */
+function refuseSelfPayment(payer: UserRecord, row: PaymentRow, payerAddress: string) {
+  if (payer.id === row.merchantId || payer.walletAddress.toLowerCase() === row.merchantWallet || payerAddress === row.merchantWallet) {
+    throw new AppError("SELF_PAYMENT", "A merchant cannot pay its own payment", { field: "payer", reason: "the payment's merchant" });
+  }
+}
+
 export interface CheckoutDeps {
   db: Db;
   clock: Pick<Clock, "now">;
@@ -75,6 +82,8 @@ export interface CheckoutDeps {
   /** How an attempt fails: said to the merchant, its loans cancelled, in one transaction. */
   attempts: Pick<PaymentAttempts, "fail">;
   mirror: Pick<MirrorWait, "untilIndexed">;
+  /** The lending pool: the USDC it could lend now (the staking vault's idle assets). */
+  pool: { idleAssets(): Promise<bigint> };
   production: boolean;
 }
 
@@ -207,10 +216,7 @@ export function createCheckout(deps: CheckoutDeps) {
       }
       const wallet = payer.walletAddress.toLowerCase();
       const payerAddress = (input.payerAddress ?? wallet).toLowerCase();
-      // A merchant paying itself moves money in a circle: no purchase, and no credit to earn from it (D-88).
-      if (payer.id === row.merchantId || wallet === row.merchantWallet || payerAddress === row.merchantWallet) {
-        throw new AppError("SELF_PAYMENT", "A merchant cannot pay its own payment", { field: "payer", reason: "the payment's merchant" });
-      }
+      refuseSelfPayment(payer, row, payerAddress);
       // The service signs only for the payer's managed wallet: in production the address must be it,
       // and the sandbox's test addresses are ordinary addresses (run-and-sandbox.md section 4 is test mode).
       if (deps.production && payerAddress !== wallet) {
@@ -271,14 +277,24 @@ export function createCheckout(deps: CheckoutDeps) {
       };
     },
 
-    /** What each of the payment's methods would cost the signed-in payer now (the checkout shows it before they choose). */
+    /**
+     * What each of the payment's methods would cost the signed-in payer now (the checkout shows it
+     * before they choose): only what they could pay. A payment that cannot be paid now (paid,
+     * expired, cancelled) or by them (its merchant) is refused as `pay` refuses it; credit and
+     * split are not eligible when the payer may not borrow it or the pool cannot lend it now.
+     */
     async terms(payer: UserRecord, id: string) {
       const row = await anyPayment(id);
+      const refused = row.status === "processing" ? null : payRefusal(row);
+      if (refused) throw refused;
+      refuseSelfPayment(payer, row, payer.walletAddress.toLowerCase());
       const now = deps.clock.now().getTime();
       const dueDate = (days: number) => new Date(now + days * 86_400_000).toISOString();
+      const idle = row.methods.some((method) => method !== "direct") ? await deps.pool.idleAssets() : 0n;
       const quote = async (method: "credit" | "split") => {
         try {
-          return { plan: await planFor(payer, row, method), reason: null };
+          const plan = await planFor(payer, row, method);
+          return idle < row.amount ? { plan: null, reason: "INSUFFICIENT_LIQUIDITY" } : { plan, reason: null };
         } catch (error) {
           if (error instanceof AppError && (error.code === "NOT_ELIGIBLE" || error.code === "INVALID_AMOUNT"))
             return { plan: null, reason: error.details?.reason ?? error.code };

@@ -95,12 +95,14 @@ export const loanBookHandlers = handlersOf("loanBook", {
         row.principal -= principalRefunded;
         row.interest -= interestForgiven;
         row.totalPaid -= principalReturned + interestReturned;
-        row.remainingBalance = remainingBalance;
         row.paidByOthers += principalRefunded;
         if (closed) {
           row.status = "repaid";
           row.closedAt = log.timestamp;
         }
+        // A written-off loan owes what its smaller terms leave unpaid (the chain's balance of a closed loan is 0).
+        const unpaid = row.principal + row.interest - row.totalPaid;
+        row.remainingBalance = row.status === "defaulted" ? (unpaid > 0n ? unpaid : 0n) : remainingBalance;
       }
       const base = loanEventBase(row ?? ctx.state.loans.get(entity.loan(loanId)), loanId);
       event(ctx, log, "loan.refunded", borrower, () => ({

@@ -24,13 +24,14 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
   let db: TestDatabase;
   let api: TestApi;
   let workers: Workers;
+  let depositor: Awaited<ReturnType<typeof newTestUser>>;
 
   before(async () => {
     stack = await startMoneyStack();
     ({ chain, db, api } = stack);
     workers = startPlatformWorkers({ services: api.services, clock: api.clock, logger: createLogger("silent"), tickMs: 100 });
     // The pool's liquidity: a depositor's 2,000 USDC in the staking vault.
-    const depositor = await newTestUser(api, "depositor", 2_000);
+    depositor = await newTestUser(api, "depositor", 2_000);
     expect((await postWithKey(api, "/v1/vault/deposit", depositor.token, { amount: 2_000 })).status).to.equal(200);
   });
   after(async () => {
@@ -272,15 +273,46 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
       20_000,
       "the loan defaulted",
     );
-    const afterDefault = (await chain.contracts.vault.totalAssets()) as bigint;
-    const refunded = await api.request("POST", `/v1/payments/${later.id}/refunds`, {
-      token: await api.token(merchant.subject),
-      body: { amount: 5, reason: "returned late" },
-    });
-    expect(refunded.status, refunded.text).to.equal(201);
+    // What the pool holds for its depositors and in its insurance reserve: a recovery makes both good, each in its share.
+    const pool = async () =>
+      ((await chain.contracts.vault.totalAssets()) as bigint) + ((await chain.contracts.vault.insuranceReserve()) as bigint);
+    const afterDefault = await pool();
+    const merchantToken = await api.token(merchant.subject);
+    const refundLater = (amount: number) =>
+      api.request("POST", `/v1/payments/${later.id}/refunds`, { token: merchantToken, body: { amount, reason: "returned late" } });
+    expect((await refundLater(2)).status).to.equal(201);
+    // The written-off loan shrinks pro rata (3 at 0.15 of interest), and still shows what its smaller terms leave unpaid.
+    const defaulterToken = await api.token(defaulter.subject);
+    const written = (await api.request("GET", `/v1/loans/${bought.body.data.loans[0].loanId}`, { token: defaulterToken })).body.data;
+    expect(written).to.deep.include({ status: "defaulted", amount: 3, totalRepayment: 3.15, remainingBalance: 3.15 });
+    expect((await refundLater(3)).status).to.equal(201);
     expect(await balanceOf(defaulter.wallet)).to.equal(0n);
-    expect(((await chain.contracts.vault.totalAssets()) as bigint) - afterDefault).to.equal(5_000_000n);
+    expect((await pool()) - afterDefault).to.equal(5_000_000n);
     expect(afterDefault).to.be.below(assetsBefore);
+  });
+
+  it("shows a payer only the terms they can take: refuses a closed payment or the merchant's own, and credit the pool cannot lend now", async () => {
+    const merchant = await newMerchant();
+    const payer = await payerWithScore("terms-payer", 90); // Elite: up to 500 USDC
+    const termsOf = (token: string, id: string) => api.request("GET", `/checkout/${id}/terms`, { token });
+    const cancelled = await merchant.create({ amount: 5, paymentMethods: ["credit"] });
+    expect((await api.request("POST", `/v1/payments/${cancelled.id}/cancel`, { token: merchant.token })).status).to.equal(200);
+    expectErrorEnvelope(await termsOf(payer.token, cancelled.id), 409, "PAYMENT_CANCELLED");
+    const open = await merchant.create({ amount: 400, paymentMethods: ["direct", "credit"] });
+    expectErrorEnvelope(await termsOf(merchant.token, open.id), 403, "SELF_PAYMENT");
+    expect((await termsOf(payer.token, open.id)).body.data.credit).to.deep.include({ eligible: true });
+    // The depositor takes most of the pool's liquidity out: 400 USDC cannot be lent now, and the terms say so.
+    const position = (await api.request("GET", "/v1/vault/position", { token: depositor.token })).body.data;
+    const withdrawn = await postWithKey(api, "/v1/vault/withdraw", depositor.token, { tmUSDCAmount: Number(position.tmUSDCBalance) - 100 });
+    expect(withdrawn.status, withdrawn.text).to.equal(200);
+    try {
+      const short = (await termsOf(payer.token, open.id)).body.data;
+      expect(short.credit).to.deep.include({ eligible: false, reason: "INSUFFICIENT_LIQUIDITY" });
+      expect(short.direct).to.deep.equal({ total: 400 });
+    } finally {
+      const back = await postWithKey(api, "/v1/vault/deposit", depositor.token, { amount: Number(withdrawn.body.data.usdcReceived) });
+      expect(back.status, back.text).to.equal(200);
+    }
   });
 
   it("keeps a split plan within the payer's tier: refused for tier New before anything is held, shortened to fit tier Established", async () => {

@@ -23,6 +23,9 @@ describe("@trustmint/sdk/payments: a merchant takes and refunds a payment", func
     receiver = await startWebhookReceiver();
     merchant = await signIn(baseUrl, "sdk-merchant");
     payer = await signIn(baseUrl, "sdk-payer", { funds: 40 });
+    // The lending pool's liquidity, which the payer's credit terms need.
+    const depositor = await signIn(baseUrl, "sdk-depositor", { funds: 100 });
+    await depositor.client.vault.deposit({ amount: 100 });
     await merchant.client.sandbox.setPlan(merchant.id, { plan: "pro" });
     const { key } = await merchant.client.apiKeys.create({ name: "shop server" });
     payments = createPayments({ baseUrl, apiKey: key });

@@ -122,16 +122,38 @@ contract LoanBookRefundTest is LendingSetup {
         vm.warp(block.timestamp + 15 days);
         book.markDefaulted(c.loanId);
         uint256 loss = before.principal - before.principalRepaid;
-        uint256 assets = vault.totalAssets();
+        uint256 held = usdc.balanceOf(address(vault));
         uint256 refund = bound(refundSeed, 1, c.principal);
 
         (uint256 toPool, uint256 principalReturned, uint256 interestReturned) = _refund(c.loanId, refund);
 
         assertEq(toPool, Math.min(refund, loss), "the pool first, up to what it wrote off");
         assertEq(principalReturned, refund - toPool, "the rest to the borrower");
-        assertEq(interestReturned, 0, "a defaulted loan's interest stays as it was");
-        assertEq(vault.totalAssets(), assets + toPool, "the recovery raises the depositors' assets");
+        uint256 interestLeft = c.interest - Math.mulDiv(c.interest, refund, c.principal);
+        assertEq(interestReturned, before.interestRepaid > interestLeft ? before.interestRepaid - interestLeft : 0, "interest pro rata");
+        assertEq(usdc.balanceOf(address(vault)), held + toPool - interestReturned, "the vault's USDC");
         assertTrue(book.getLoan(c.loanId).status == ILoanBook.LoanStatus.Defaulted, "still defaulted");
+    }
+
+    /// The review's case (#41): a purchase loan insured by the reserve defaults; its full refund makes the reserve and
+    /// the depositors good each in its share, so both end exactly where they were before the default, neither better.
+    function testFuzz_aFullRecoveryRestoresTheReserveAndTheDepositorsExactly(uint256 principal, uint256 feeBps, uint256 reserveSeed)
+        public
+    {
+        // A reserve beside the loan's own fee, from an earlier insured loan that defaulted fully covered or not.
+        uint256 p = bound(principal, 1 * USDC, 500 * USDC);
+        book.fundLoan(keccak256("earlier"), address(0xE), bound(reserveSeed, 1 * USDC, 500 * USDC), 0, bound(reserveSeed, 1 * USDC, 500 * USDC) / 10, 7);
+        uint256 loanId = book.fundLoan(keccak256("insured"), BORROWER, p, p / 20, p * bound(feeBps, 0, 2_000) / 10_000, 7);
+        uint256 reserveBefore = vault.insuranceReserve();
+        uint256 assetsBefore = vault.totalAssets();
+        vm.warp(block.timestamp + 15 days);
+        book.markDefaulted(loanId);
+        assertLe(vault.totalAssets(), assetsBefore, "the default lowered the depositors' assets (or the reserve covered it all)");
+
+        _refund(loanId, p);
+
+        assertEq(vault.insuranceReserve(), reserveBefore, "the reserve got back exactly what it covered");
+        assertEq(vault.totalAssets(), assetsBefore, "the depositors got back exactly what they bore");
     }
 
     function test_onlyTheRefunderSettlesLoansWithRefunds() public {

@@ -551,12 +551,13 @@ describe("PaymentRouter payments on credit", () => {
           .to.emit(router, "PaymentRefundApplied")
           .withArgs(REF, REFUND_REF, merchant.address, USDC(70), USDC(30))
           .and.to.emit(book, "LoanRefunded")
-          .withArgs(1n, payer.address, AMOUNT, 0n, USDC(70), USDC(30), 0n, 0n, false)
+          .withArgs(1n, payer.address, AMOUNT, USDC(3), USDC(70), USDC(30), 700_000n, 0n, false)
           .and.to.emit(vault, "StakingVaultLossRecovered");
       });
-      // Before (#41): the whole 100 went to the defaulted payer. Now the pool's 70 of loss is made good first.
-      expect(changes).to.deep.equal([-AMOUNT, USDC(30), USDC(70), 0n]);
-      expect(await vault.totalAssets()).to.equal(assets + USDC(70));
+      // Before (#41): the whole 100 went to the defaulted payer. Now the pool's 70 of loss is made good first, and
+      // the payer gets back only what it paid (30 of principal, 0.7 of interest: a refunded purchase owes none).
+      expect(changes).to.deep.equal([-AMOUNT, USDC(30) + 700_000n, USDC(70) - 700_000n, 0n]);
+      expect(await vault.totalAssets()).to.equal(assets + USDC(70) - 700_000n);
       expect((await book.getLoan(1n)).status).to.equal(BigInt(Status.Defaulted));
       expect(await routerAllowance(f)).to.equal(0n);
     });

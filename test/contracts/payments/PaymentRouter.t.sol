@@ -1063,8 +1063,8 @@ contract PaymentHandler is TestBase {
     /// @dev How a refund of `amount` settles `loanIds` (D-89), modelled independently of the router and the loan book:
     /// shares in proportion to the principals now (rounded down, the last taking what is left within its principal, a
     /// second pass placing the rest); each share takes the pool's outstanding principal first (a defaulted loan's
-    /// written-off principal alike) and gives the payer the rest; an open or repaid loan's interest falls pro rata,
-    /// and the interest paid above it comes back from the vault, which must have the idle USDC for it.
+    /// written-off principal alike) and gives the payer the rest; every loan's interest falls pro rata, and the
+    /// interest paid above it comes back from the vault, which must have the idle USDC for it.
     function _plan(uint256[] memory loanIds, uint256 amount) internal view returns (Application memory a) {
         uint256 n = loanIds.length;
         a.loanIds = loanIds;
@@ -1105,11 +1105,8 @@ contract PaymentHandler is TestBase {
             uint256 newPrincipal = loan.principal - share;
             a.toPool[k] = Math.min(share, loan.principal - loan.principalRepaid);
             a.returned[k] = share - a.toPool[k];
-            uint256 newInterest = loan.interest;
-            if (loan.status != ILoanBook.LoanStatus.Defaulted) {
-                newInterest = loan.interest - loan.interest * share / loan.principal;
-                if (loan.interestRepaid > newInterest) a.interestBack[k] = loan.interestRepaid - newInterest;
-            }
+            uint256 newInterest = loan.interest - loan.interest * share / loan.principal;
+            if (loan.interestRepaid > newInterest) a.interestBack[k] = loan.interestRepaid - newInterest;
             uint256 principalRepaid = Math.min(loan.principalRepaid, newPrincipal);
             uint256 interestRepaid = Math.min(loan.interestRepaid, newInterest);
             a.closes[k] = open && newPrincipal - principalRepaid + newInterest - interestRepaid == 0;

@@ -1275,7 +1275,7 @@ export interface paths {
         };
         /**
          * What each of the payment's methods costs you, the signed-in payer, now (the hosted checkout shows it)
-         * @description credit: one loan at your Trust Score tier's rate for the tier's longest term (or the merchant's shorter one); split: installments without interest, one per week (or the merchant's frequency). Each is a loan of yours and counts toward your open loans. Not eligible: the reason (a restriction code, AMOUNT_ABOVE_TIER, INTEREST_ABOVE_OFFER).
+         * @description credit: one loan at your Trust Score tier's rate for the tier's longest term (or the merchant's shorter one); split: installments without interest, one per week (or the merchant's frequency), closer together when your tier's longest term is shorter. Each is a loan of yours and counts toward your open loans. Not eligible: the reason (a restriction code, AMOUNT_ABOVE_TIER, INTEREST_ABOVE_OFFER, DURATION_ABOVE_TIER, AMOUNT_BELOW_LOAN_MINIMUM, INSUFFICIENT_LIQUIDITY). A payment you cannot pay is refused as paying it would be: paid, expired or cancelled (409), or your own (403 SELF_PAYMENT).
          */
         get: operations["getPaymentTerms"];
         put?: never;
@@ -14116,7 +14116,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: FORBIDDEN */
+            /** @description Error: FORBIDDEN, SELF_PAYMENT */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -14131,6 +14131,19 @@ export interface operations {
             };
             /** @description Error: PAYMENT_NOT_FOUND */
             404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: ALREADY_PAID, PAYMENT_EXPIRED, PAYMENT_CANCELLED */
+            409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
