@@ -30,6 +30,7 @@ export interface PlatformJobDeps {
     | "loans"
     | "fundsLoans"
     | "paymentAttempts"
+    | "relay"
     | "jobs"
     | "presence"
     | "notificationFanout"
@@ -59,6 +60,14 @@ export function createPlatformJobs({ services }: PlatformJobDeps): PeriodicJob[]
             const done = await loans.fundDue(now);
             return { changed: done.funded + done.lapsed, ...done };
           },
+        },
+        {
+          // What a reorganisation removed of the service's transactions is broadcast again and
+          // settled anew (D-90): one count read and one query when there is nothing to do.
+          name: "relay.restore",
+          intervalMs: 5_000,
+          retryMs: 5_000,
+          run: async () => ({ changed: (await services.relay?.restore()) ?? 0 }),
         },
         {
           // Every payment ends (D-89): attempts on credit whose hold lapsed (their process stopped,

@@ -16,6 +16,9 @@ import {
   planBody,
   planParams,
   planResponse,
+  reorgBody,
+  reorgResponse,
+  snapshotResponse,
   tokenBody,
   tokenResponse,
   yieldBody,
@@ -144,6 +147,61 @@ export function devRoutes({ identity, clock, chain, users, sandbox, loans }: Dev
         const ahead = Number(BigInt(head.timestamp)) - Math.floor(clock.now().getTime() / 1_000) - body.seconds;
         await clock.advance(body.seconds + Math.max(0, ahead));
         return { data: { now: clock.now().toISOString() } };
+      },
+    }),
+    defineRoute({
+      method: "post",
+      path: "/dev/chain/snapshot",
+      operationId: "devChainSnapshot",
+      tag: TAG,
+      summary: "Mark the chain's head as the fork point of a reorganisation to come (POST /dev/chain/reorg)",
+      description:
+        "The embedded chain, or a Hardhat node: evm_snapshot. What happens after it (your app's writes, the service's) is what a reorganisation to this snapshot removes.",
+      auth: "none",
+      response: snapshotResponse,
+      errors: ["SERVICE_UNAVAILABLE"],
+      handler: async () => {
+        try {
+          const snapshotId = (await chain.provider.send("evm_snapshot", [])) as string;
+          const head = (await chain.provider.send("eth_blockNumber", [])) as string;
+          return { data: { snapshotId, blockNumber: Number(BigInt(head)) } };
+        } catch {
+          throw new AppError("SERVICE_UNAVAILABLE", "This chain takes no snapshots (only the embedded chain and Hardhat nodes do)");
+        }
+      },
+    }),
+    defineRoute({
+      method: "post",
+      path: "/dev/chain/reorg",
+      operationId: "devChainReorg",
+      tag: TAG,
+      summary: "Reorganise the chain: drop every block since a snapshot and mine a longer branch of empty blocks in their place",
+      description:
+        "What a deeper reorganisation of a real chain does, on the sandbox's chain (evm_revert, then evm_mine past the old head), so that an app can test its handling of `<event>.reverted` webhooks and of facts that come back: the service's own transactions the reorganisation removed are broadcast again as they were (D-90), and their facts come back under their original ids. 400 VALIDATION_ERROR for a snapshot that is unknown or used.",
+      auth: "none",
+      body: reorgBody,
+      response: reorgResponse,
+      errors: ["VALIDATION_ERROR", "SERVICE_UNAVAILABLE"],
+      handler: async ({ body }) => {
+        const blockNumber = async () => Number(BigInt((await chain.provider.send("eth_blockNumber", [])) as string));
+        let before: number;
+        let reverted: boolean;
+        try {
+          before = await blockNumber();
+          reverted = (await chain.provider.send("evm_revert", [body.snapshotId])) as boolean;
+        } catch {
+          throw new AppError("SERVICE_UNAVAILABLE", "This chain cannot be reorganised (only the embedded chain and Hardhat nodes can)");
+        }
+        if (!reverted) {
+          throw new AppError("VALIDATION_ERROR", "No such snapshot (a snapshot is used once)", {
+            field: "snapshotId",
+            reason: "unknown or used",
+          });
+        }
+        const forkBlock = await blockNumber();
+        // One block more than the old branch had, plus what was asked: the new branch replaces it.
+        for (let mined = 0; mined < before - forkBlock + body.extraBlocks; mined += 1) await chain.provider.send("evm_mine", []);
+        return { data: { forkBlock, removedBlocks: before - forkBlock, head: await blockNumber() } };
       },
     }),
     defineRoute({

@@ -34,6 +34,26 @@ export const advanceBody = z.strictObject({
 });
 export const advanceResponse = z.object({ now: z.string() });
 
+export const snapshotResponse = z.object({
+  snapshotId: z.string().describe("give it to POST /dev/chain/reorg; a snapshot is used once"),
+  blockNumber: z.number().int().describe("the chain's head when it was taken: the fork point of a reorg to it"),
+});
+export const reorgBody = z.strictObject({
+  snapshotId: z.string().min(1).max(66).describe("from POST /dev/chain/snapshot"),
+  extraBlocks: z
+    .number()
+    .int()
+    .min(1)
+    .max(100)
+    .default(1)
+    .describe("empty blocks the new branch has beyond the old head (it must be longer to replace it), 1 to 100; default 1"),
+});
+export const reorgResponse = z.object({
+  forkBlock: z.number().int().describe("the last block both branches share"),
+  removedBlocks: z.number().int().describe("blocks of the old branch the reorganisation dropped"),
+  head: z.number().int().describe("the new branch's head"),
+});
+
 export const planParams = z.object({ userId: z.string().min(1).max(64) });
 export const planBody = z.strictObject({ plan: z.enum(["free", "pro", "enterprise"]) });
 export const planResponse = z.object({ userId: z.string(), plan: z.enum(["free", "pro", "enterprise"]) });

@@ -141,14 +141,19 @@ export function createBatcher(deps: {
   }
 
   /**
-   * Broadcasts the batch's transactions in nonce order, after any lower nonce another process
-   * recorded and may not have broadcast yet (its bytes are in ChainTransaction): the node sees
-   * every nonce in order, whichever process took it.
+   * Broadcasts the batch's transactions in nonce order, after any lower nonce the chain does not
+   * hold: one another process recorded and may not have broadcast yet, or one a reorganisation
+   * removed (opened again, to be settled once mined again: D-90). Their bytes are in
+   * ChainTransaction: the node sees every nonce in order, whichever process took it, and no gap
+   * is filled while the transaction that held the nonce can still be sent.
    */
   async function broadcastInOrder(signed: Signed[], onChain: number): Promise<Broadcast[]> {
     const first = signed[0]!.nonce;
     // Best effort: without them, a lower nonce still on its way is waited for (sendRaw).
-    const lower = first > onChain ? await repo.unsentBetween(onChain, first).catch(() => []) : [];
+    const lower = first > onChain ? await repo.notHeldBetween(onChain, first).catch(() => []) : [];
+    await repo
+      .reopen(lower.filter((row) => row.status === "mined" || row.status === "reverted").map((row) => row.id))
+      .catch(() => undefined);
     const outcomes = (await payingAccount.broadcast([...lower, ...signed])).slice(lower.length);
     return Promise.all(
       outcomes.map(async (outcome, index): Promise<Broadcast> => {

@@ -108,13 +108,42 @@ export function createTransactionsRepo({ db, chainId, sender }: { db: Pick<Db, "
       });
     },
 
-    /** Transactions recorded with a nonce in [from, to) and not known to be sent: another process's, maybe not broadcast yet. */
-    unsentBetween: (from: number, to: number) =>
+    /**
+     * Transactions recorded with a nonce at or above `from` (below `to`) that the chain does not
+     * hold, `from` being the account's count on chain: another process's not broadcast yet
+     * (`signed`), or ones a reorganisation removed (recorded `mined` or `reverted`, their nonce
+     * free again). Refused bytes (`failed`) had their nonce filled and are never sent again.
+     */
+    notHeldBetween: (from: number, to?: number) =>
       prisma.chainTransaction.findMany({
-        where: { chainId, sender, status: "signed", nonce: { gte: from, lt: to } },
+        where: {
+          chainId,
+          sender,
+          status: { in: ["signed", "sent", "mined", "reverted"] },
+          nonce: { gte: from, ...(to !== undefined && { lt: to }) },
+        },
         orderBy: { nonce: "asc" },
-        select: { rawTx: true, txHash: true },
+        select: { id: true, rawTx: true, txHash: true, status: true },
       }),
+
+    /**
+     * Transactions a reorganisation removed, open again (D-90): `signed` (to be settled when mined
+     * again), and their batches' requests `pending`, so that every settling path takes them up.
+     * One database transaction; rows that are not settled any more are left as they are.
+     */
+    async reopen(ids: readonly string[]): Promise<void> {
+      if (ids.length === 0) return;
+      await prisma.$transaction([
+        prisma.chainTransaction.updateMany({
+          where: { id: { in: [...ids] }, status: { in: ["mined", "reverted"] } },
+          data: { status: "signed", blockNumber: null, settledAt: null, error: null },
+        }),
+        prisma.relayedRequest.updateMany({
+          where: { transactionId: { in: [...ids] }, status: { in: ["executed", "reverted", "skipped"] } },
+          data: { status: "pending", error: null, settledAt: null },
+        }),
+      ]);
+    },
 
     transaction: (id: string) => prisma.chainTransaction.findUniqueOrThrow({ where: { id } }),
     transactionByHash: (txHash: string) => prisma.chainTransaction.findFirst({ where: byHash(txHash) }),

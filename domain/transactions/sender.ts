@@ -129,6 +129,27 @@ export function createTransactionSender(deps: SenderDeps) {
   }
 
   /**
+   * Brings back what a reorganisation removed (D-90): the transactions recorded as mined (or
+   * reverted) whose nonce the chain's count no longer covers are opened again and broadcast as
+   * they were, the same bytes, with every other recorded nonce above the count, in order. Their
+   * requests keep their forwarder nonces, so the wallets' next requests sign where the chain will
+   * be. Answers how many were removed (0: nothing to do, nothing sent).
+   */
+  async function restoreRemoved(): Promise<number> {
+    const onChain = await provider.getTransactionCount(account.address, "pending");
+    const notHeld = await repo.notHeldBetween(onChain);
+    const removed = notHeld.filter((row) => row.status === "mined" || row.status === "reverted");
+    if (removed.length === 0) return 0;
+    deps.logger?.warn(
+      { removed: removed.map((row) => row.txHash), from: onChain },
+      "a reorganisation removed transactions the service sent; broadcasting them again",
+    );
+    await repo.reopen(removed.map((row) => row.id));
+    await payingAccount.broadcast(notHeld);
+    return removed.length;
+  }
+
+  /**
    * The receipt of a recorded transaction once mined (unless the broadcast brought it), its row
    * settled `mined` or `reverted`; TransactionPendingError after the receipt wait.
    */
@@ -136,6 +157,8 @@ export function createTransactionSender(deps: SenderDeps) {
     // A node that mines on arrival has the receipt at once.
     let receipt = known ?? (await provider.getTransactionReceipt(txHash).catch(() => null));
     const row = receipt ? null : await repo.transactionByHash(txHash);
+    // Settled once, and the chain no longer has it: a reorganisation removed it; it comes back at once.
+    if (!receipt && (row?.status === "mined" || row?.status === "reverted")) await restoreRemoved();
     if (!receipt && row) receipt = await awaitReceipt(row.id);
     if (!receipt) throw new TransactionPendingError(`transaction ${txHash} is not mined yet`);
     await repo.mined(txHash, receipt);
@@ -262,6 +285,8 @@ export function createTransactionSender(deps: SenderDeps) {
       if (open.length > 0) deps.logger?.info({ open: open.length, settled }, "reconciled transactions left in flight");
       return settled;
     },
+
+    restoreRemoved,
 
     /** The paying account's balance of the chain's gas token (/health warns when it runs low). */
     balance: () => provider.getBalance(account.address),

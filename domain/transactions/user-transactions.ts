@@ -48,7 +48,7 @@ export interface UserTransactionDeps {
   repo: TransactionsRepo;
   provider: JsonRpcProvider;
   chainId: number;
-  sender: Pick<TransactionSender, "send" | "submit" | "mined" | "rebroadcast" | "refused" | "resume" | "reconcile">;
+  sender: Pick<TransactionSender, "send" | "submit" | "mined" | "rebroadcast" | "refused" | "resume" | "reconcile" | "restoreRemoved">;
   forwarder: Contract;
   usdc: Contract;
   signerOf(walletIndex: number): HDNodeWallet;
@@ -295,6 +295,26 @@ export function createUserTransactions(deps: UserTransactionDeps) {
     return undefined;
   }
 
+  /**
+   * At start: settles the transactions a stopped process left in flight (sender.reconcile),
+   * then every request still pending in them. Returns how many batches it settled.
+   */
+  async function reconcile(): Promise<number> {
+    await sender.reconcile();
+    const open = await repo.openBatches();
+    let settled = 0;
+    for (const transactionId of open) {
+      try {
+        await settleBatch(transactionId);
+        settled += 1;
+      } catch (error) {
+        deps.logger?.warn({ transactionId, error: (error as Error).message }, "reconcile: a batch of users' requests not settled");
+      }
+    }
+    if (open.length > 0) deps.logger?.info({ batches: open.length, settled }, "reconciled users' requests left in flight");
+    return settled;
+  }
+
   return {
     /**
      * Sends `call` as the user, in the next batch, and returns its part of the batch's receipt.
@@ -320,24 +340,17 @@ export function createUserTransactions(deps: UserTransactionDeps) {
     },
 
     /**
-     * At start: settles the transactions a stopped process left in flight (sender.reconcile),
-     * then every request still pending in them. Returns how many batches it settled.
+     * After a reorganisation (the job `relay.restore`, every few seconds): what it removed of the
+     * service's transactions is broadcast again and settled anew, each request from its batch's new
+     * receipt (D-90). Answers how many transactions were removed.
      */
-    async reconcile(): Promise<number> {
-      await sender.reconcile();
-      const open = await repo.openBatches();
-      let settled = 0;
-      for (const transactionId of open) {
-        try {
-          await settleBatch(transactionId);
-          settled += 1;
-        } catch (error) {
-          deps.logger?.warn({ transactionId, error: (error as Error).message }, "reconcile: a batch of users' requests not settled");
-        }
-      }
-      if (open.length > 0) deps.logger?.info({ batches: open.length, settled }, "reconciled users' requests left in flight");
-      return settled;
+    async restore(): Promise<number> {
+      const removed = await sender.restoreRemoved();
+      if (removed > 0) await reconcile();
+      return removed;
     },
+
+    reconcile,
   };
 }
 

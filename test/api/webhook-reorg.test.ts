@@ -6,7 +6,7 @@
 // once its block has that many blocks on top.
 import { verify as verifyGithubStyle } from "@octokit/webhooks-methods";
 import { expect } from "chai";
-import { Transaction } from "ethers";
+import { type Contract, Transaction } from "ethers";
 import { createLogger } from "../../core/logger.js";
 import { REORG_FOLLOW_UP_DELAY_MS } from "../../domain/webhooks/deliveries.js";
 import { startPlatformWorkers } from "../../worker/jobs.js";
@@ -15,7 +15,7 @@ import { deposit, distributeYield } from "../helpers/activity.js";
 import { usdc } from "../helpers/chain.js";
 import { usingPostgres } from "../helpers/database.js";
 import { waitForHead } from "../helpers/mirror.js";
-import { type MoneyStack, newTestUser, postWithKey, startMoneyStack } from "../helpers/money-stack.js";
+import { type MoneyStack, newTestUser, startMoneyStack } from "../helpers/money-stack.js";
 import { sleep, until } from "../helpers/waiting.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../helpers/webhook-receiver.js";
 
@@ -58,10 +58,20 @@ describe(`webhooks across a chain reorganisation (${usingPostgres ? "PostgreSQL"
   it("sends <event>.reverted with the original payload after a reorg removes a delivered deposit, and the fact again when it comes back", async () => {
     const { stack, receiver } = running;
     const { api, chain, db } = stack;
-    const user = await newTestUser(api, "reorg", 500);
-    // A first deposit, before any subscription, grants the vault its standing allowance (D-86),
-    // so the one below is a single transaction that the reorg removes and brings back.
-    expect((await postWithKey(api, "/v1/vault/deposit", user.token, { amount: 1 })).status).to.equal(200);
+    // A wallet calling the vault itself (the service's own transactions a reorg removes come back by
+    // themselves, D-90: this test brings the fact back by hand). Its USDC and approval come before the fork.
+    const signer = await chain.signer(9);
+    const wallet = await signer.getAddress();
+    const now = api.clock.now();
+    const subject = `reorg-${crypto.randomUUID()}`;
+    const owner = await db.prisma.user.create({
+      data: { id: `user-${subject}`, subject, displayName: "reorg", walletAddress: wallet, createdAt: now, updatedAt: now },
+    });
+    const user = { id: owner.id, token: await api.token(subject) };
+    await (await chain.contracts.usdc.getFunction("mint")(wallet, usdc(100))).wait();
+    await (
+      await (chain.contracts.usdc.connect(signer) as Contract).getFunction("approve")(await chain.contracts.vault.getAddress(), usdc(100))
+    ).wait();
     const subscribe = async (path: string, events: string[]) => {
       const created = await api.request("POST", "/v1/webhooks", {
         token: user.token,
@@ -74,10 +84,10 @@ describe(`webhooks across a chain reorganisation (${usingPostgres ? "PostgreSQL"
     await waitForHead(db, chain);
     const fork = await chain.snapshot();
 
-    const deposited = await postWithKey(api, "/v1/vault/deposit", user.token, { amount: 100 });
-    expect(deposited.status, deposited.text).to.equal(200);
-    const { txHash } = deposited.body.data as { txHash: string };
-    // The relayer's signed transaction, to send again in the new branch.
+    const sent = await (chain.contracts.vault.connect(signer) as Contract).getFunction("deposit")(usdc(100), wallet);
+    await sent.wait();
+    const txHash = sent.hash as string;
+    // The wallet's signed transaction, to send again in the new branch.
     const signed = Transaction.from((await chain.provider.getTransaction(txHash))!).serialized;
     await until(() => receiver.of("/deposits").length === 1, "the deposit's delivery");
     const [original] = bodies("/deposits");

@@ -1,0 +1,102 @@
+// The relay across a reorganisation (#42, D-90), on the embedded chain with evm_snapshot and
+// evm_revert as a testnet developer uses them: the service's transactions the reorganisation
+// removed (a user's first deposit, with the permit that granted the vault its allowance) are
+// broadcast again as they were, their facts come back under their ids, and the user's next
+// write signs at the nonce the chain expects instead of being skipped for good.
+import { expect } from "chai";
+import { createLogger } from "../../core/logger.js";
+import { startPlatformWorkers } from "../../worker/jobs.js";
+import type { Workers } from "../../worker/scheduler.js";
+import type { TestApi } from "../helpers/api.js";
+import type { TestChain } from "../helpers/chain.js";
+import { type TestDatabase, usingPostgres } from "../helpers/database.js";
+import { expectErrorEnvelope } from "../helpers/envelope.js";
+import { waitFor, waitForHead } from "../helpers/mirror.js";
+import { type MoneyStack, newTestUser, postWithKey, startMoneyStack } from "../helpers/money-stack.js";
+
+describe(`the relay across a reorganisation (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
+  this.timeout(180_000);
+  let stack: MoneyStack | undefined;
+  let chain: TestChain;
+  let db: TestDatabase;
+  let api: TestApi;
+  let workers: Workers;
+
+  before(async () => {
+    stack = await startMoneyStack();
+    ({ chain, db, api } = stack);
+    workers = startPlatformWorkers({ services: api.services, clock: api.clock, logger: createLogger("silent"), tickMs: 100 });
+  });
+  after(async () => {
+    await workers?.stop();
+    await stack?.close();
+  });
+
+  const sharesOf = async (wallet: string) => (await chain.contracts.vault.balanceOf(wallet)) as bigint;
+  const positionOf = async (token: string) => (await api.request("GET", "/v1/vault/position", { token })).body.data.usdcValue as string;
+
+  it("brings back a user's removed deposit and its permit, and the user's next write goes through", async () => {
+    const user = await newTestUser(api, "reorged", 50);
+    // The sandbox's reorganisation, as an app developer drives it: a fork point, then the reorganisation.
+    const fork = await api.request("POST", "/dev/chain/snapshot");
+    expect(fork.status, fork.text).to.equal(200);
+    const key = crypto.randomUUID();
+    const first = await postWithKey(api, "/v1/vault/deposit", user.token, { amount: 20 }, key);
+    expect(first.status, first.text).to.equal(200);
+    const removedTx = first.body.data.txHash as string;
+    expect(await sharesOf(user.wallet)).to.be.above(0n);
+    // The permit that granted the vault its allowance and the batch: both dropped.
+    const reorg = await api.request("POST", "/dev/chain/reorg", { body: { snapshotId: fork.body.data.snapshotId } });
+    expect(reorg.status, reorg.text).to.equal(200);
+    expect(reorg.body.data).to.deep.include({ forkBlock: fork.body.data.blockNumber, removedBlocks: 2 });
+    expect(reorg.body.data.head).to.equal(fork.body.data.blockNumber + 3);
+    expectErrorEnvelope(
+      await api.request("POST", "/dev/chain/reorg", { body: { snapshotId: fork.body.data.snapshotId } }),
+      400,
+      "VALIDATION_ERROR",
+    );
+
+    // The job broadcasts the removed permit and batch again, as they were: the deposit is back.
+    await waitFor(async () => ((await sharesOf(user.wallet)) > 0n ? true : undefined), 30_000, "the removed deposit back on chain");
+    const again = await chain.provider.getTransactionReceipt(removedTx);
+    expect(again?.status, "the same transaction, mined again").to.equal(1);
+    await waitForHead(db, chain);
+    await waitFor(async () => ((await positionOf(user.token)) === "20.00" ? true : undefined), 20_000, "the mirror follows");
+
+    // Before (#42): this deposit was signed at forwarder nonce 1 while the chain was back at 0,
+    // skipped by the forwarder and answered 503, and so was every later one.
+    const next = await postWithKey(api, "/v1/vault/deposit", user.token, { amount: 10 });
+    expect(next.status, next.text).to.equal(200);
+    expect(await positionOf(user.token)).to.equal("30.00");
+    const onChain = (await chain.contracts.vault.convertToAssets(await sharesOf(user.wallet))) as bigint;
+    expect(onChain).to.equal(30_000_000n);
+    // The first request's key replays its answer, whose transaction the chain holds again.
+    const replay = await postWithKey(api, "/v1/vault/deposit", user.token, { amount: 20 }, key);
+    expect(replay.status).to.equal(200);
+    expect(replay.body.data.txHash).to.equal(removedTx);
+    // No nonce of the paying account was filled with an empty transfer: nothing waited on a gap.
+    const requests = await db.prisma.relayedRequest.findMany({ where: { userId: user.id }, orderBy: { forwarderNonce: "asc" } });
+    expect(requests.map((request) => [request.forwarderNonce, request.status])).to.deep.equal([
+      [0n, "executed"],
+      [1n, "executed"],
+    ]);
+  });
+
+  it("lets the first write after a reorganisation bring the removed transactions back itself, before the job does", async () => {
+    await workers.stop();
+    try {
+      const user = await newTestUser(api, "reorged-writer", 50);
+      const fork = await chain.snapshot();
+      expect((await postWithKey(api, "/v1/vault/deposit", user.token, { amount: 20 })).status).to.equal(200);
+      await chain.revert(fork);
+      await chain.mine(3);
+      // No job runs: the next write's batch broadcasts the lower, removed nonces first, then its own.
+      const next = await postWithKey(api, "/v1/vault/deposit", user.token, { amount: 5 });
+      expect(next.status, next.text).to.equal(200);
+      const onChain = (await chain.contracts.vault.convertToAssets(await sharesOf(user.wallet))) as bigint;
+      expect(onChain).to.equal(25_000_000n);
+    } finally {
+      workers = startPlatformWorkers({ services: api.services, clock: api.clock, logger: createLogger("silent"), tickMs: 100 });
+    }
+  });
+});
