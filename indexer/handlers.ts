@@ -1,3 +1,4 @@
+import { ordinalsOf } from "../domain/events/ids.js";
 import type { ContractCatalogue, Decoded, PlatformAddresses, Source } from "./contracts.js";
 import type { Context, EventArgsOf, EventHandlers, IndexedLog } from "./handlers/context.js";
 import { loanBookHandlers } from "./handlers/loan-book.js";
@@ -66,8 +67,10 @@ export function decodeLogs(
       classifier.socialVaults.add(`0x${log.topics[2].slice(26)}`.toLowerCase());
     }
   }
+  // Counted over every fetched log, before any is dropped, as a receipt counts them.
+  const ordinals = ordinalsOf(raw);
   const logs: IndexedLog[] = [];
-  for (const log of raw) {
+  for (const [i, log] of raw.entries()) {
     const source = classify(log, classifier);
     if (source === null) continue;
     const blockNumber = Number.parseInt(log.blockNumber, 16);
@@ -85,6 +88,7 @@ export function decodeLogs(
     const indexed: IndexedLog = {
       blockNumber,
       logIndex: Number.parseInt(log.logIndex, 16),
+      ordinal: ordinals[i]!,
       blockHash: log.blockHash,
       txHash: log.transactionHash,
       address: log.address.toLowerCase(),

@@ -86,6 +86,7 @@ export async function commitBatch(db: Database, batch: Batch): Promise<{ events:
       [
         col("blockNumber", "int4"),
         col("logIndex", "int4"),
+        col("ordinal", "int4"),
         col("blockHash", "text"),
         col("txHash", "text"),
         col("address", "text"),
@@ -103,6 +104,7 @@ export async function commitBatch(db: Database, batch: Batch): Promise<{ events:
       batch.logs.map((l) => [
         l.blockNumber,
         l.logIndex,
+        l.ordinal,
         l.blockHash,
         l.txHash,
         l.address,
@@ -125,6 +127,7 @@ export async function commitBatch(db: Database, batch: Batch): Promise<{ events:
       "VaultTransaction",
       [
         ...logRef,
+        col("ordinal", "int4"),
         col("type", "text"),
         col("owner", "text"),
         col("sender", "text"),
@@ -307,6 +310,7 @@ async function rebuildState(query: SqlQuery, catalogue: ContractCatalogue, chain
   const { rows } = await query<{
     blockNumber: number;
     logIndex: number;
+    ordinal: number;
     blockHash: string;
     txHash: string;
     address: string;
@@ -318,7 +322,7 @@ async function rebuildState(query: SqlQuery, catalogue: ContractCatalogue, chain
     source: Source;
     timestamp: Date;
   }>(
-    `SELECT l."blockNumber", l."logIndex", l."blockHash", l."txHash", l."address", l."topic0", l."topic1", l."topic2", l."topic3",
+    `SELECT l."blockNumber", l."logIndex", l."ordinal", l."blockHash", l."txHash", l."address", l."topic0", l."topic1", l."topic2", l."topic3",
             l."data", l."source", b."timestamp"
        FROM "ChainLog" l JOIN "ChainBlock" b ON b."chainId" = l."chainId" AND b."blockNumber" = l."blockNumber"
       WHERE l."chainId" = $1 AND l."status" = 'decoded' AND string_to_array(l."entities", ' ') && $2::text[]
@@ -331,6 +335,7 @@ async function rebuildState(query: SqlQuery, catalogue: ContractCatalogue, chain
     return {
       blockNumber: Number(row.blockNumber),
       logIndex: Number(row.logIndex),
+      ordinal: Number(row.ordinal),
       blockHash: row.blockHash,
       txHash: row.txHash,
       address: row.address,

@@ -120,7 +120,11 @@ export const transactionsQuery = z.object({
   offset: queryInteger({ min: 0, max: 1_000_000, default: 0 }),
 });
 export const vaultTransaction = z.object({
-  id: z.string().describe("<txHash>-<logIndex>"),
+  id: z
+    .string()
+    .describe(
+      "<txHash>-<type>-<n>: the transaction and the place of this deposit or withdrawal among its own of that type; kept when a reorganisation moves the transaction",
+    ),
   type: z.enum(["deposit", "withdraw"]),
   usdcAmount: usdc2("USDC in or out"),
   tmUSDCAmount: usdc2("tmUSDC received or redeemed"),

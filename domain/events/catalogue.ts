@@ -242,7 +242,7 @@ export const EVENT_CATALOGUE = {
   "chain.fact_restored": defineEvent({
     source: "chain",
     description:
-      "A reverted chain fact came back in the new branch (the same transaction and log): its event is no longer reverted. revertEventId is the chain.fact_reverted it undoes.",
+      "A reverted chain fact came back in the new branch (the same transaction, and the same place among its logs): its event is no longer reverted. revertEventId is the chain.fact_reverted it undoes.",
     data: z.object({ eventId: z.guid(), type: z.string(), revertEventId: z.guid() }),
   }),
   "payment.paid": defineEvent({

@@ -5,7 +5,7 @@
 import type { Contract } from "ethers";
 import { formatUsdc2 } from "../../core/money.js";
 import { AppError } from "../errors.js";
-import { chainDedupeKey, chainEventId } from "../events/ids.js";
+import { chainDedupeKey, chainEventId, ordinalsOf } from "../events/ids.js";
 import type { OperationKey } from "../idempotency/operation-key.js";
 import type { UserRecord } from "../users/repo.js";
 import type { TransactionRevertedError } from "./failures.js";
@@ -52,6 +52,23 @@ function sharedRevert(revert: Revert, field: string): AppError | undefined {
   return undefined;
 }
 
+/**
+ * The outbox id of each of the transaction's facts of `type` its `logs` (by log index) hold: counted
+ * over the whole receipt, as the indexer counts them (D-91), since a request in a batch has only
+ * its own logs.
+ */
+function factIds(chainId: number, sent: Pick<SentTransaction, "txHash" | "receipt">, indexes: readonly number[], type: string): string[] {
+  const all = sent.receipt.logs;
+  const ordinals = ordinalsOf(all);
+  return indexes.map((index) => {
+    const at = all.findIndex((log) => log.index === index);
+    const log = all[at]!;
+    return chainEventId(
+      chainDedupeKey(chainId, { txHash: sent.txHash, address: log.address, topic0: log.topics[0] ?? "", ordinal: ordinals[at]! }, type),
+    );
+  });
+}
+
 export function createUserWrite(deps: UserWriteDeps) {
   return {
     /** Sends the write as the user and answers after its receipt and the mirror (see the file's head). */
@@ -74,15 +91,16 @@ export function createUserWrite(deps: UserWriteDeps) {
      */
     eventOf<T>(contract: Contract, sent: SentTransaction, name: string) {
       const { args, index } = requireReceiptEvent<T>(contract, sent, name);
-      return { args, eventId: (type: string) => chainEventId(chainDedupeKey(deps.chainId, sent.txHash, index, type)) };
+      return { args, eventId: (type: string) => factIds(deps.chainId, sent, [index], type)[0]! };
     },
 
     /**
      * The ids the outbox can hold for the transaction's facts of these types: one per log and
      * type (ids the indexer recorded no event for are simply not found), for a consumer's `take`.
      */
-    eventIds(sent: Pick<SentTransaction, "txHash" | "logs">, types: readonly string[]): string[] {
-      return sent.logs.flatMap((log) => types.map((type) => chainEventId(chainDedupeKey(deps.chainId, sent.txHash, log.index, type))));
+    eventIds(sent: Pick<SentTransaction, "txHash" | "logs" | "receipt">, types: readonly string[]): string[] {
+      const indexes = sent.logs.map((log) => log.index);
+      return types.flatMap((type) => factIds(deps.chainId, sent, indexes, type));
     },
   };
 }

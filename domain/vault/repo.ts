@@ -16,6 +16,8 @@ export const RATE_SCALE = 10n ** 30n;
 export interface VaultTransactionRow {
   txHash: string;
   logIndex: number;
+  /** Its place among the transaction's vault events of its type (D-91). */
+  ordinal: number;
   blockNumber: number;
   type: "deposit" | "withdraw";
   assets: bigint;
@@ -44,7 +46,7 @@ export interface RatePoint {
 export function createVaultRepo({ db }: { db: Db }) {
   const { prisma } = db;
   return {
-    /** Newest first; `id` is `<txHash>-<logIndex>`, unique on the chain. */
+    /** Newest first; `id` is `<txHash>-<type>-<ordinal>`, unique on the chain and kept across reorganisations (D-91). */
     historyOf: async (ownerWallet: string) => (await transactionsOf(db, ownerWallet)).map(transactionView),
 
     /** One page of the holder's transactions (newest first) and how many there are. */
@@ -98,7 +100,7 @@ export async function heldInVault(tx: Tx, ownerWallet: string, chainId?: number)
 async function transactionsOf({ prisma }: Db, ownerWallet: string, page?: { limit: number; offset: number }) {
   // `type` is a text column of deposit | withdraw (the indexer's).
   const rows = await prisma.$queryRaw<(Omit<VaultTransactionRow, "shares"> & { shares: string })[]>`
-    SELECT "txHash", "logIndex", "blockNumber", "type", "assets", "shares"::text AS "shares", "timestamp"
+    SELECT "txHash", "logIndex", "ordinal", "blockNumber", "type", "assets", "shares"::text AS "shares", "timestamp"
        FROM "VaultTransaction" WHERE "chainId" = ${MIRRORED_CHAIN_ID} AND "owner" = ${ownerWallet.toLowerCase()}
       ORDER BY "blockNumber" DESC, "logIndex" DESC${page ? Prisma.sql` LIMIT ${page.limit} OFFSET ${page.offset}` : Prisma.empty}`;
   return rows.map((row): VaultTransactionRow => ({ ...row, shares: BigInt(row.shares) }));
@@ -113,7 +115,7 @@ function transactionRate(assets: bigint, shares: bigint): number {
 /** The spec's Vault transaction. */
 function transactionView(row: VaultTransactionRow) {
   return {
-    id: `${row.txHash}-${row.logIndex}`,
+    id: `${row.txHash}-${row.type}-${row.ordinal}`,
     type: row.type,
     usdcAmount: formatUsdc2(row.assets),
     tmUSDCAmount: formatUsdc2(row.shares / SHARES_PER_MICRO),

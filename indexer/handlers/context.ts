@@ -14,6 +14,8 @@ import type { StateStore } from "../state.js";
 export interface IndexedLog {
   blockNumber: number;
   logIndex: number;
+  /** Its place among the transaction's logs of the same contract and topic: with the hash, the fact's identity (D-91). */
+  ordinal: number;
   blockHash: string;
   txHash: string;
   address: string;
@@ -129,7 +131,11 @@ export function event<T extends EventType>(
     wallet,
     wallets,
     data,
-    dedupeKey: chainDedupeKey(ctx.chainId, log.txHash, log.logIndex, type),
+    dedupeKey: chainDedupeKey(
+      ctx.chainId,
+      { txHash: log.txHash, address: log.address, topic0: log.topics[0] ?? "", ordinal: log.ordinal },
+      type,
+    ),
     blockNumber: log.blockNumber,
     timestamp: log.timestamp,
   });

@@ -99,4 +99,65 @@ describe(`the relay across a reorganisation (${usingPostgres ? "PostgreSQL" : "P
       workers = startPlatformWorkers({ services: api.services, clock: api.clock, logger: createLogger("silent"), tickMs: 100 });
     }
   });
+
+  it("keeps a fact that comes back behind another log as the same fact: one event under its id, nothing given twice (D-91)", async () => {
+    await workers.stop();
+    try {
+      const user = await newTestUser(api, "moved", 50);
+      const outsider = await chain.signer(7);
+      await (await chain.contracts.usdc.mint(await outsider.getAddress(), 1_000_000n)).wait();
+      const fork = await chain.snapshot();
+      const deposit = await postWithKey(api, "/v1/vault/deposit", user.token, { amount: 20 });
+      expect(deposit.status, deposit.text).to.equal(200);
+      const txHash = deposit.body.data.txHash as string;
+      const before = await chain.provider.getTransactionReceipt(txHash);
+      const factsOf = async () =>
+        db.prisma.domainEvent.findMany({
+          where: { data: { path: ["txHash"], equals: txHash }, revertedAt: null },
+          select: { id: true, type: true },
+          orderBy: { id: "asc" },
+        });
+      const facts = await waitFor(async () => ((await factsOf()).length > 0 ? factsOf() : undefined), 20_000, "the deposit's facts");
+      // What the user sees of the deposit; its time is the new block's.
+      const seen = async () => ({
+        transactions: (await api.request("GET", "/v1/vault/transactions", { token: user.token })).body.data.map(
+          ({ timestamp: _, ...rest }: Record<string, unknown>) => rest,
+        ),
+        activity: (await api.request("GET", "/v1/users/me/activity", { token: user.token })).body.data,
+        xp: (await api.request("GET", `/v1/users/${user.id}/xp`, { token: user.token })).body.data,
+        notifications: (await api.request("GET", "/v1/notifications", { token: user.token })).body.data,
+      });
+      const shown = await seen();
+      expect(shown.transactions).to.have.length(1);
+
+      // The reorganisation removes the permit and the batch; the mirror marks their facts reverted.
+      await chain.revert(fork);
+      await chain.mine(3);
+      await waitFor(async () => ((await factsOf()).length === 0 ? true : undefined), 20_000, "the facts reverted");
+
+      // They come back in one block behind another wallet's USDC transfer, paid a higher tip.
+      await chain.setAutomine(false);
+      const restoring = api.services.relay!.restore();
+      await waitFor(async () => ((await chain.provider.getTransaction(txHash)) ? true : undefined), 20_000, "the batch broadcast again");
+      const other = chain.contracts.usdc.connect(outsider) as typeof chain.contracts.usdc;
+      await other.transfer(user.wallet, 1n, { maxPriorityFeePerGas: 10n ** 11n, maxFeePerGas: 10n ** 12n });
+      await chain.mine(1);
+      await chain.setAutomine(true);
+      await restoring;
+      const after = await chain.provider.getTransactionReceipt(txHash);
+      expect(after?.blockNumber, "in another block").to.not.equal(before?.blockNumber);
+      expect(after!.logs.map((log) => log.index)).to.not.deep.equal(before!.logs.map((log) => log.index));
+      await waitForHead(db, chain);
+
+      // Before (#42) the facts came back under new ids as new facts: events, activity and
+      // notifications twice, and the transaction listed twice under a new id.
+      expect(
+        await waitFor(async () => ((await factsOf()).length === facts.length ? factsOf() : undefined), 20_000, "the facts back"),
+      ).to.deep.equal(facts);
+      expect(await seen()).to.deep.equal(shown);
+    } finally {
+      await chain.setAutomine(true);
+      workers = startPlatformWorkers({ services: api.services, clock: api.clock, logger: createLogger("silent"), tickMs: 100 });
+    }
+  });
 });

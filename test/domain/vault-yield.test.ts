@@ -12,6 +12,7 @@ const day = (n: number, hour = 12) => new Date(Date.UTC(2026, 10, n, hour));
 const tx = (type: "deposit" | "withdraw", block: number, assets: bigint, shares: bigint, at: Date): VaultTransactionRow => ({
   txHash: `0x${block.toString(16).padStart(64, "0")}`,
   logIndex: 0,
+  ordinal: 0,
   blockNumber: block,
   type,
   assets,

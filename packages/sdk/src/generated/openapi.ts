@@ -9607,7 +9607,7 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: {
-                            /** @description <txHash>-<logIndex> */
+                            /** @description <txHash>-<type>-<n>: the transaction and the place of this deposit or withdrawal among its own of that type; kept when a reorganisation moves the transaction */
                             id: string;
                             /** @enum {string} */
                             type: "deposit" | "withdraw";
