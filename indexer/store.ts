@@ -195,8 +195,7 @@ async function insertEvents(query: SqlQuery, chainId: number, out: BatchOutput, 
   }
   const users = await usersByWallet(query, wallets);
   const userOf = (wallet: string) => users.get(wallet.toLowerCase()) ?? null;
-  // An event can already exist only if a consumer took it before a rollback and its log came back:
-  // then insert with a conflict check, else bulk-load.
+  // An event exists already only if a consumer took it before a rollback and it came back: then upsert, else bulk-load.
   const keys = out.events.map((e) => e.dedupeKey);
   const { rows: existing } = copy
     ? await query(`SELECT 1 FROM "DomainEvent" WHERE "dedupeKey" = ANY($1::text[]) LIMIT 1`, [keys])
@@ -237,9 +236,8 @@ async function insertEvents(query: SqlQuery, chainId: number, out: BatchOutput, 
     ]),
     existing.length === 0 && copy
       ? { constants: CHAIN(chainId), copy }
-      : // A fact that comes back after a rollback is no longer reverted, and pending again for the
-        // consumers that had not taken it: a new seq and this transaction's id put it after where
-        // they read on from and above their cursors (domain/events/consumer.ts).
+      : // A fact back after a rollback is no longer reverted, and pending again for the consumers that had not
+        // taken it: a new seq and xid put it above their cursors (domain/events/consumer.ts).
         {
           constants: CHAIN(chainId),
           onConflict: `ON CONFLICT ("dedupeKey") DO UPDATE SET "revertedAt" = NULL,

@@ -20,7 +20,7 @@ UPDATE "VaultTransaction" v SET "ordinal" = o."n"
           FROM "VaultTransaction") o
  WHERE v."chainId" = o."chainId" AND v."blockNumber" = o."blockNumber" AND v."logIndex" = o."logIndex" AND o."n" <> 0;
 
--- The chain facts' dedupe keys, from `chain:<chain>:<tx>:<logIndex>:<type>` to their place; their
+-- The chain facts' dedupe keys, from `chain:<chain>:<tx>:<logIndex>:<type>` to their place: their
 -- ids stay, so a fact that comes back keeps the id its receivers know.
 UPDATE "DomainEvent" d
    SET "dedupeKey" = 'chain:' || l."chainId"::text || ':' || lower(l."txHash") || ':' || lower(l."address") || ':'
