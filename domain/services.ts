@@ -229,7 +229,21 @@ export function createServices({
 
   return {
     /** First answers of writes per (user, Idempotency-Key). */
-    idempotency: createIdempotencyRepo({ db, presence }),
+    idempotency: createIdempotencyRepo({
+      db,
+      presence,
+      // Without the chain's answer (a node down) the kept answer stands, as it did before the reorg.
+      followChain: onChain
+        ? () =>
+            onChain.relay.restore().then(
+              (removed) => removed > 0,
+              (error: Error) => {
+                logger?.warn({ error: error.message }, "could not check the chain before a replay");
+                return false;
+              },
+            )
+        : undefined,
+    }),
     /** This process's heartbeat (stop it when the process stops, so what it held is free at once). */
     presence,
     /** Ends what the services hold open: the SMTP connections, then this process's heartbeat (its held work is taken over at once). */

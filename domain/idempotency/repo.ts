@@ -19,10 +19,38 @@ export type IdempotencyStart =
   | { kind: "mismatch" }
   | { kind: "in_progress"; lockedUntil: Date };
 
-/** The only code that reads and writes IdempotencyRecord. */
+/** This file is the only code that reads and writes IdempotencyRecord. */
 type NewRecord = Prisma.IdempotencyRecordCreateManyInput & { userId: string; key: string };
 
-export function createIdempotencyRepo({ db, presence }: { db: Db; presence: Pick<ProcessPresence, "id" | "isAlive"> }) {
+/**
+ * Forgets the kept answers of the keys under which these transactions, or the users' requests
+ * they carry, were sent (D-92): a reorganisation removed them, so an answer naming them may no
+ * longer be true. A statement for the caller's database transaction (the transactions repo's
+ * `reopen`); the next request with such a key runs again and answers from the chain's outcome.
+ */
+export const forgetAnswersOf = (prisma: Db["prisma"], transactionIds: readonly string[]) =>
+  prisma.$executeRaw`
+    DELETE FROM "IdempotencyRecord" r
+     USING (SELECT "userId", "idempotencyKey" FROM "ChainTransaction"
+             WHERE "id" = ANY(${[...transactionIds]}::text[]) AND "userId" IS NOT NULL AND "idempotencyKey" IS NOT NULL
+            UNION
+            SELECT "userId", "idempotencyKey" FROM "RelayedRequest" WHERE "transactionId" = ANY(${[...transactionIds]}::text[])) k
+     WHERE r."userId" = k."userId" AND r."key" = k."idempotencyKey" AND r."status" = 'completed'`;
+
+export function createIdempotencyRepo({
+  db,
+  presence,
+  followChain,
+}: {
+  db: Db;
+  presence: Pick<ProcessPresence, "id" | "isAlive">;
+  /**
+   * Brings the relay up to the chain before a kept answer is replayed: what a reorganisation
+   * removed is reopened and its keys' answers forgotten (`forgetAnswersOf`), so the replay runs
+   * again instead of naming a transaction the chain no longer holds (D-92). True when it did.
+   */
+  followChain?: () => Promise<boolean>;
+}) {
   const { prisma } = db;
   const keyOf = (record: { userId: string; key: string }) => `${record.userId} ${record.key}`;
 
@@ -78,7 +106,10 @@ export function createIdempotencyRepo({ db, presence }: { db: Db; presence: Pick
           continue;
         }
         if (record.operation !== input.operation || record.requestHash !== input.requestHash) return { kind: "mismatch" };
-        if (record.status === "completed") return { kind: "replay", status: record.responseStatus!, body: record.responseBody! };
+        if (record.status === "completed") {
+          if (attempt === 0 && followChain && (await followChain())) continue;
+          return { kind: "replay", status: record.responseStatus!, body: record.responseBody! };
+        }
         const busy = { kind: "in_progress", lockedUntil: record.lockedUntil } as const;
         // A record without a holder (written before processes beat) has only its time.
         const holderLive = !record.holder || record.holder === holder || (await presence.isAlive(record.holder));

@@ -3,6 +3,7 @@
 // service reads of the indexer's own state (its cursor, for the writes' wait on the mirror).
 import { type ChainTransaction, Prisma, type RelayedRequest } from "../../generated/prisma/client.js";
 import type { Db } from "../db.js";
+import { forgetAnswersOf } from "../idempotency/repo.js";
 
 /** A transaction signed for the paying account, as recorded before its broadcast. */
 export interface NewTransaction {
@@ -128,12 +129,14 @@ export function createTransactionsRepo({ db, chainId, sender }: { db: Pick<Db, "
 
     /**
      * Transactions a reorganisation removed, open again (D-90): `signed` (to be settled when mined
-     * again), and their batches' requests `pending`, so that every settling path takes them up.
-     * One database transaction; rows that are not settled any more are left as they are.
+     * again), and their batches' requests `pending`, so that every settling path takes them up;
+     * the answers kept for their keys forgotten (D-92). One database transaction; rows that are
+     * not settled any more are left as they are.
      */
     async reopen(ids: readonly string[]): Promise<void> {
       if (ids.length === 0) return;
       await prisma.$transaction([
+        forgetAnswersOf(prisma, ids),
         prisma.chainTransaction.updateMany({
           where: { id: { in: [...ids] }, status: { in: ["mined", "reverted"] } },
           data: { status: "signed", blockNumber: null, settledAt: null, error: null },
@@ -186,6 +189,16 @@ export function createTransactionsRepo({ db, chainId, sender }: { db: Pick<Db, "
       ]);
       return keys.map((key) => ({ request: requests.find(sameKey(key)), single: single.find(sameKey(key)) }));
     },
+
+    /**
+     * Gives up the key of a request that did nothing on chain (skipped, or its batch refused), so a
+     * retry under the key records a new request (D-92). The key is kept readable, with a space no
+     * client key has.
+     */
+    releaseKey: (requestId: string) =>
+      prisma.$executeRaw`
+        UPDATE "RelayedRequest" SET "idempotencyKey" = "idempotencyKey" || ' superseded ' || "id"
+         WHERE "id" = ${requestId} AND "status" IN ('skipped', 'failed')`,
 
     /** A batch's transaction and its requests in their order. */
     batch: (transactionId: string) =>

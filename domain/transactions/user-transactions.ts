@@ -58,6 +58,9 @@ export interface UserTransactionDeps {
   logger?: Pick<Logger, "warn" | "info">;
 }
 
+/** The statuses of a request that did nothing on chain (its forwarder nonce unused). */
+const DID_NOTHING = new Set(["skipped", "failed"]);
+
 /** A request's outcome in its batch: its own logs, or why it did not run. */
 type Outcome =
   | { status: "executed"; logs: Log[] }
@@ -140,8 +143,9 @@ export function createUserTransactions(deps: UserTransactionDeps) {
         await sender.send({
           purpose: "relay.allowance",
           userId,
-          // One grant per permit nonce: a retry after a crash settles the one recorded.
-          idempotencyKey: `allowance ${spender.toLowerCase()} ${nonce}`,
+          // One grant per permit nonce and deadline: concurrent grants share one; a permit whose
+          // deadline passed while a reorganisation held it back (D-92) leaves room for a new one.
+          idempotencyKey: `allowance ${spender.toLowerCase()} ${nonce} ${deadline}`,
           to: usdc.target as string,
           data: usdc.interface.encodeFunctionData("permit", [wallet.address, spender, MaxUint256, deadline, v, r, s]),
         });
@@ -290,6 +294,14 @@ export function createUserTransactions(deps: UserTransactionDeps) {
   /** A request's earlier attempt under its key, settled; undefined when there is none. */
   async function earlier(call: UserCall): Promise<SentTransaction | undefined> {
     const found = await findEarlier({ userId: call.user.id, idempotencyKey: call.idempotencyKey, purpose: call.purpose });
+    if (found.request && DID_NOTHING.has(found.request.status)) {
+      if (call.requestHash && found.request.requestHash && found.request.requestHash !== call.requestHash) throw keyReused();
+      // Skipped by the forwarder or in a refused batch (a reorganisation can leave a request so,
+      // D-92): nothing of it holds, so its key runs again. The new request signs at its nonce,
+      // which the chain never used: at most one of the two can ever run.
+      await repo.releaseKey(found.request.id);
+      return undefined;
+    }
     if (found.request) return resume(found.request, call.requestHash);
     if (found.single) return sender.resume(found.single, call.requestHash);
     return undefined;

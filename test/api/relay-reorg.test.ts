@@ -160,4 +160,66 @@ describe(`the relay across a reorganisation (${usingPostgres ? "PostgreSQL" : "P
       workers = startPlatformWorkers({ services: api.services, clock: api.clock, logger: createLogger("silent"), tickMs: 100 });
     }
   });
+
+  describe("replays tell the truth (D-92)", () => {
+    // No job runs: the replay alone must find out what the chain holds.
+    beforeEach(async () => workers.stop());
+    afterEach(() => {
+      workers = startPlatformWorkers({ services: api.services, clock: api.clock, logger: createLogger("silent"), tickMs: 100 });
+    });
+    const heldOf = async (wallet: string) => (await chain.contracts.vault.convertToAssets(await sharesOf(wallet))) as bigint;
+
+    it("runs a key whose deposit a reorganisation removed again: the same transaction, back on chain, not a memory of it", async () => {
+      const user = await newTestUser(api, "replayed", 50);
+      const fork = await chain.snapshot();
+      const key = crypto.randomUUID();
+      const first = await postWithKey(api, "/v1/vault/deposit", user.token, { amount: 20 }, key);
+      expect(first.status, first.text).to.equal(200);
+      await chain.revert(fork);
+      await chain.mine(3);
+      expect(await heldOf(user.wallet)).to.equal(0n);
+
+      // Before (#42): 200 Idempotent-Replayed with the removed txHash and newBalance "20.00"; the chain held 0.
+      const replay = await postWithKey(api, "/v1/vault/deposit", user.token, { amount: 20 }, key);
+      expect(replay.status, replay.text).to.equal(200);
+      expect(replay.body.data.txHash).to.equal(first.body.data.txHash);
+      expect((await chain.provider.getTransactionReceipt(replay.body.data.txHash))?.status, "held by the chain").to.equal(1);
+      expect(await heldOf(user.wallet)).to.equal(20_000_000n);
+      expect(replay.body.data.newBalance).to.equal("20.00");
+      // Once more: the answer kept again, and the chain's.
+      const again = await postWithKey(api, "/v1/vault/deposit", user.token, { amount: 20 }, key);
+      expect(again.headers.get("idempotent-replayed")).to.equal("true");
+      expect(again.body).to.deep.equal(replay.body);
+      expect(await heldOf(user.wallet)).to.equal(20_000_000n);
+    });
+
+    it("runs it anew when the removed request can no longer run (its deadline passed): once, under the same key", async () => {
+      const user = await newTestUser(api, "expired", 50);
+      const fork = await chain.snapshot();
+      const key = crypto.randomUUID();
+      const first = await postWithKey(api, "/v1/vault/deposit", user.token, { amount: 20 }, key);
+      expect(first.status, first.text).to.equal(200);
+      await chain.revert(fork);
+      // The new branch is more than an hour later: the removed permit and request are past their deadlines.
+      await chain.provider.send("evm_increaseTime", [3_700]);
+      await chain.mine(1);
+
+      const replay = await postWithKey(api, "/v1/vault/deposit", user.token, { amount: 20 }, key);
+      expect(replay.status, replay.text).to.equal(200);
+      expect(replay.body.data.txHash, "a new transaction").to.not.equal(first.body.data.txHash);
+      expect((await chain.provider.getTransactionReceipt(replay.body.data.txHash))?.status).to.equal(1);
+      expect(await heldOf(user.wallet), "deposited once").to.equal(20_000_000n);
+      expect(replay.body.data.newBalance).to.equal("20.00");
+      const requests = await db.prisma.relayedRequest.findMany({ where: { userId: user.id }, orderBy: { createdAt: "asc" } });
+      expect(requests.map((request) => [request.forwarderNonce, request.status])).to.deep.equal([
+        [0n, "skipped"],
+        [0n, "executed"],
+      ]);
+      // The key now answers with the new transaction, and the user's next write goes through.
+      const again = await postWithKey(api, "/v1/vault/deposit", user.token, { amount: 20 }, key);
+      expect(again.body.data.txHash).to.equal(replay.body.data.txHash);
+      expect((await postWithKey(api, "/v1/vault/deposit", user.token, { amount: 5 })).status).to.equal(200);
+      expect(await heldOf(user.wallet)).to.equal(25_000_000n);
+    });
+  });
 });
