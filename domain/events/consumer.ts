@@ -66,9 +66,20 @@ export interface OutboxConsumer<T extends EventType = EventType> {
    * large parameters and results (webhooks), where Prisma's client costs about twice the driver's.
    */
   applySql?(tx: RawTx, events: ConsumedEvent<T>[], now: Date): Promise<void>;
-  /** After the commit of events it applied (dropping a cache, waking this process's runners). */
+  /**
+   * Takes back what `apply` did for facts a reorganisation removed, in the transaction that takes
+   * their `chain.fact_reverted` (D-94). The engine gives it only the facts this consumer applied
+   * and that are still reverted, and forgets that it took them: a fact that comes back is applied
+   * again, once.
+   */
+  revert?(tx: Tx, facts: ConsumedEvent<T>[], now: Date): Promise<void>;
+  /** After the commit of events it applied or reverted (dropping a cache, waking this process's runners). */
   afterCommit?(events: ConsumedEvent<T>[]): void;
 }
+
+/** The types a consumer takes: its own, and the reverts of chain facts when it takes those back. */
+const typesOf = (consumer: OutboxConsumer): readonly string[] =>
+  consumer.revert ? [...consumer.types, "chain.fact_reverted"] : consumer.types;
 
 /** A page job's payload: the events' ids, in the outbox's order. */
 export interface PagePayload {
@@ -118,12 +129,34 @@ export function createOutbox({ db, jobs, logger }: { db: Db; jobs: Pick<JobQueue
     });
   }
 
-  /** Marks the events of `ids` not taken yet and applies them, in one transaction; answers them. */
+  /**
+   * The facts named by these `chain.fact_reverted` events that the consumer took and that are
+   * still reverted, read in the statement that forgets it took them (a fact back meanwhile keeps
+   * its marker: nothing to take back, nothing to take again).
+   */
+  async function forgetReverted<T extends EventType>(tx: RawTx, consumer: OutboxConsumer<T>, revertIds: readonly string[]) {
+    const rows = await tx.$queryRaw<EventRow[]>`
+      WITH undone AS (
+        DELETE FROM "ConsumedEvent" c USING "DomainEvent" r, "DomainEvent" d
+         WHERE r."id" = ANY(${revertIds}::uuid[]) AND d."id" = (r."data"->>'eventId')::uuid AND d."revertedAt" IS NOT NULL
+           AND c."consumer" = ${consumer.name} AND c."eventId" = d."id"
+        RETURNING c."eventId")
+      SELECT d."id", d."seq", d."type", d."userId", (u."id" IS NOT NULL AND u."deletedAt" IS NULL) AS "userActive", d."chainId",
+          d."createdAt", d."data"
+        FROM undone m JOIN "DomainEvent" d ON d."id" = m."eventId" LEFT JOIN "User" u ON u."id" = d."userId"
+        ORDER BY d."xid", d."seq"`;
+    return decoded({ ...consumer, dataFor: undefined }, rows);
+  }
+
+  /**
+   * Marks the events of `ids` not taken yet and applies them (the reverts among them: takes back
+   * their facts), in one transaction; answers the events applied and the facts taken back.
+   */
   async function applyMarked<T extends EventType>(
     consumer: OutboxConsumer<T>,
     ids: readonly string[],
     now: Date,
-  ): Promise<ConsumedEvent<T>[]> {
+  ): Promise<{ events: ConsumedEvent<T>[]; reverted: ConsumedEvent<T>[] }> {
     const data = consumer.dataFor
       ? Prisma.sql`CASE WHEN d."type" = ANY(${consumer.dataFor}::text[]) THEN d."data" END`
       : Prisma.sql`d."data"`;
@@ -134,22 +167,34 @@ export function createOutbox({ db, jobs, logger }: { db: Db; jobs: Pick<JobQueue
         WITH marked AS (
           INSERT INTO "ConsumedEvent" ("consumer", "eventId", "consumedAt")
           SELECT ${consumer.name}, d."id", ${now.toISOString()}::timestamp(3) FROM "DomainEvent" d
-            WHERE d."id" = ANY(${ids}::uuid[]) AND d."type" = ANY(${consumer.types}::text[]) AND d."revertedAt" IS NULL
+            WHERE d."id" = ANY(${ids}::uuid[]) AND d."type" = ANY(${typesOf(consumer)}::text[]) AND d."revertedAt" IS NULL
           ON CONFLICT DO NOTHING RETURNING "eventId")
         SELECT d."id", d."seq", d."type", d."userId", (u."id" IS NOT NULL AND u."deletedAt" IS NULL) AS "userActive", d."chainId",
             d."createdAt", ${data} AS "data"
           FROM marked m JOIN "DomainEvent" d ON d."id" = m."eventId" LEFT JOIN "User" u ON u."id" = d."userId"
           ORDER BY d."xid", d."seq"`;
-      const events = decoded(consumer, rows);
+      const taken = decoded(consumer, rows);
+      // Only a consumer that takes facts back reads reverts this way (webhooks apply theirs as events).
+      const reverts = consumer.revert ? taken.filter((event) => (event.type as EventType) === "chain.fact_reverted") : [];
+      const events = reverts.length === 0 ? taken : taken.filter((event) => !reverts.includes(event));
+      const reverted =
+        reverts.length === 0
+          ? []
+          : await forgetReverted(
+              tx,
+              consumer,
+              reverts.map((event) => event.id),
+            );
       try {
         if (events.length > 0) {
           if (consumer.applySql) await consumer.applySql(tx, events, now);
           else await consumer.apply!(tx as Tx, events, now);
         }
+        if (reverted.length > 0) await consumer.revert!(tx as Tx, reverted, now);
       } catch (error) {
-        throw new ApplyFailed(error, events);
+        throw new ApplyFailed(error, [...events, ...reverted]);
       }
-      return events;
+      return { events, reverted };
     });
   }
 
@@ -163,9 +208,9 @@ export function createOutbox({ db, jobs, logger }: { db: Db; jobs: Pick<JobQueue
     /** Applies a batch; answers its failure, if its apply threw. */
     const attempt = async (batch: readonly string[]): Promise<ApplyFailed | undefined> => {
       try {
-        const events = await applyMarked(consumer, batch, now);
+        const { events, reverted } = await applyMarked(consumer, batch, now);
         result.applied += events.length;
-        if (events.length > 0) consumer.afterCommit?.(events);
+        if (events.length + reverted.length > 0) consumer.afterCommit?.([...events, ...reverted]);
         return undefined;
       } catch (thrown) {
         if (thrown instanceof ApplyFailed) return thrown;
@@ -205,7 +250,7 @@ export function createOutbox({ db, jobs, logger }: { db: Db; jobs: Pick<JobQueue
         // transaction below it can write again.
         const rows = await tx.$queryRaw<{ id: string; xid: bigint; seq: bigint }[]>`
           SELECT d."id", d."xid", d."seq" FROM "DomainEvent" d
-            WHERE d."type" = ANY(${consumer.types}::text[]) AND d."revertedAt" IS NULL
+            WHERE d."type" = ANY(${typesOf(consumer)}::text[]) AND d."revertedAt" IS NULL
               AND d."xid" >= ${cursor.xid}::bigint AND (d."xid", d."seq") > (${cursor.xid}::bigint, ${cursor.seq}::bigint)
               AND d."xid" < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
             ORDER BY d."xid", d."seq" LIMIT ${pageSize}::int`;
@@ -235,7 +280,7 @@ export function createOutbox({ db, jobs, logger }: { db: Db; jobs: Pick<JobQueue
 
   /** The consumers with events above their cursor to produce: one statement for all of them (an idle poll). */
   async function pending(consumers: readonly OutboxConsumer[]): Promise<OutboxConsumer[]> {
-    const wanted = jsonForPostgres(consumers.map((consumer) => ({ consumer: consumer.name, types: consumer.types })));
+    const wanted = jsonForPostgres(consumers.map((consumer) => ({ consumer: consumer.name, types: typesOf(consumer) })));
     const rows = await db.plain.$queryRaw<{ consumer: string }[]>`
       SELECT v."consumer" FROM json_to_recordset(${wanted}::json) AS v ("consumer" text, "types" text[])
         LEFT JOIN "ConsumerCursor" c ON c."consumer" = v."consumer"

@@ -21,8 +21,11 @@ type XpEvent = ConsumedEvent<(typeof XP_TYPES)[number]>;
 type TrustEvent = ConsumedEvent<(typeof TRUST_TYPES)[number]>;
 
 export interface RewardsDeps {
-  xp: Pick<XpService, "awardXp" | "earnedBy">;
-  trust: Pick<TrustScoreService, "notePeakHeld" | "applyLoanOutcome" | "revokeRepayment" | "syncActiveGuardiansOf">;
+  xp: Pick<XpService, "awardXp" | "revokeXp" | "earnedBy">;
+  trust: Pick<
+    TrustScoreService,
+    "notePeakHeld" | "lowerPeakHeld" | "applyLoanOutcome" | "revertLoanOutcome" | "revokeRepayment" | "syncActiveGuardiansOf"
+  >;
   invalidateUser(userId: string): void;
   outbox: Pick<Outbox, "take" | "drain">;
 }
@@ -84,6 +87,33 @@ export function createRewardsConsumer(deps: RewardsDeps) {
     }
   }
 
+  /**
+   * Takes back the Trust Score inputs (and a repayment's XP) of a fact a reorganisation removed
+   * (D-94), from the mirror as the rollback left it. A refund's revocation is not given back.
+   */
+  async function revertTrust(tx: Tx, event: TrustEvent, userId: string, now: Date): Promise<void> {
+    switch (event.type) {
+      case "vault.deposit": {
+        const { peak } = await heldInVault(tx, event.data.walletAddress, event.chainId ?? undefined);
+        await trust.lowerPeakHeld(tx, userId, peak, now);
+        return;
+      }
+      case "user.guardian_added":
+        await trust.syncActiveGuardiansOf(tx, userId, now);
+        return;
+      case "loan.refunded":
+        return;
+      case "loan.repaid":
+      case "loan.overdue":
+      case "loan.defaulted": {
+        if (event.chainId === null) return;
+        const kind = event.type === "loan.repaid" ? "repaid" : event.type === "loan.overdue" ? "overdue" : "defaulted";
+        await trust.revertLoanOutcome(tx, userId, { kind, loan: { chainId: event.chainId, loanId: event.data.raw.chainLoanId } }, now);
+        if (kind === "repaid") await xp.revokeXp(tx, userId, [event.id]);
+      }
+    }
+  }
+
   const active = <E extends XpEvent | TrustEvent>(events: E[]) => events.filter((event) => event.userId && event.userActive);
   const common = {
     concurrency: 1,
@@ -99,6 +129,9 @@ export function createRewardsConsumer(deps: RewardsDeps) {
     async apply(tx, events, now) {
       for (const event of active(events)) await applyXp(tx, event, event.userId!, now);
     },
+    async revert(tx, facts) {
+      for (const fact of active(facts)) await xp.revokeXp(tx, fact.userId!, [fact.id]);
+    },
   };
   const trustConsumer: OutboxConsumer<TrustEvent["type"]> = {
     name: "trust-score",
@@ -106,6 +139,9 @@ export function createRewardsConsumer(deps: RewardsDeps) {
     ...common,
     async apply(tx, events, now) {
       for (const event of active(events)) await applyTrust(tx, event, event.userId!, now);
+    },
+    async revert(tx, facts, now) {
+      for (const fact of active(facts)) await revertTrust(tx, fact, fact.userId!, now);
     },
   };
 

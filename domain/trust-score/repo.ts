@@ -62,6 +62,27 @@ export async function raisePeakHeld(tx: Tx, userId: string, peak: bigint, now: D
   return raised.count === 1;
 }
 
+/** Lowers the user's peak held to `peak` (D-94: the deposit that raised it was removed by a reorganisation); whether it fell. */
+export async function lowerPeakHeld(tx: Tx, userId: string, peak: bigint, now: Date): Promise<boolean> {
+  const lowered = await tx.trustScoreInput.updateMany({
+    where: { userId, peakHeldMicro: { gt: peak } },
+    data: { peakHeldMicro: peak, updatedAt: now },
+  });
+  return lowered.count === 1;
+}
+
+/**
+ * Takes one counted repayment back (D-94): the count falls by one and the pace restarts from the
+ * latest repayment still counted (its on_time_bonus), so a repayment that comes back counts again.
+ */
+export async function uncountRepayment(tx: Tx, userId: string, now: Date) {
+  await tx.$executeRaw`
+    UPDATE "TrustScoreInput"
+       SET "onTimeRepayments" = GREATEST(0, "onTimeRepayments" - 1), "updatedAt" = ${now.toISOString()}::timestamp(3),
+           "lastCountedRepaymentAt" = (SELECT max("appliedAt") FROM "TrustScoreModifier" WHERE "userId" = ${userId} AND "type" = 'on_time_bonus')
+     WHERE "userId" = ${userId}`;
+}
+
 /** Sets a user's count of active guardians. */
 export async function storeActiveGuardians(tx: Tx, userId: string, activeGuardians: number, now: Date) {
   await tx.trustScoreInput.upsert({

@@ -14,12 +14,14 @@ import {
   addToTrustInputs,
   countRepaymentAtPace,
   deleteModifier,
+  lowerPeakHeld,
   modifierOf,
   raisePeakHeld,
   recordModifierOnce,
   storeActiveGuardians,
   storeScore,
   trustInputsRowOf,
+  uncountRepayment,
   userRowOf,
   usersBelowSeniorityCap,
 } from "./repo.js";
@@ -40,6 +42,9 @@ export interface TrustScoreServiceDeps {
   /** Cached user rows (the score is persisted on the user). */
   users: { findById(id: string): Promise<UserRecord | null>; invalidate(id: string): void };
 }
+
+/** The reason of a score change that a chain reorganisation caused (D-94). */
+const REORGANISATION = "chain reorganisation";
 
 /** Users per batch of the seniority job. */
 const SENIORITY_BATCH = 500;
@@ -208,8 +213,41 @@ export function createTrustScoreService({ db, clock, users }: TrustScoreServiceD
     return recomputeTrustScore(tx, userId, reason, now);
   }
 
+  /**
+   * Takes back what a loan fact a reorganisation removed gave the score (D-94): a repayment's count
+   * and on_time_bonus (the pace restarting from the repayment still counted before it) or its
+   * late_payment, an overdue's late_payment, a default. Modifiers are keyed by the loan: if the
+   * fact comes back, applying it again gives them again, once.
+   */
+  async function revertLoanOutcome(
+    tx: Tx,
+    userId: string,
+    outcome: Omit<LoanOutcome, "at" | "loan"> & { loan: { chainId: number; loanId: bigint } },
+    now: Date = clock.now(),
+  ) {
+    const sourceId = `loan:${outcome.loan.chainId}:${outcome.loan.loanId}`;
+    const drop = async (type: ModifierType, reason?: string) => {
+      const modifier = await modifierOf(tx, userId, type, sourceId);
+      if (!modifier || (reason && modifier.reason !== reason)) return false;
+      await deleteModifier(tx, modifier.id);
+      return true;
+    };
+    if (outcome.kind === "repaid") {
+      if (await drop("on_time_bonus")) await uncountRepayment(tx, userId, now);
+      await drop("late_payment", "late repayment");
+    } else if (outcome.kind === "overdue") await drop("late_payment", "loan overdue");
+    else await drop("default");
+    return recomputeTrustScore(tx, userId, REORGANISATION, now);
+  }
+
   return {
     ...createTrustScoreReads({ db, clock, users }),
+    revertLoanOutcome,
+    /** The peak held falls back to the mirror's (D-94: the deposit that raised it was removed), then the score is recomputed. */
+    async lowerPeakHeld(tx: Tx, userId: string, peak: bigint, now: Date = clock.now()) {
+      if (!(await lowerPeakHeld(tx, userId, peak, now))) return null;
+      return recomputeTrustScore(tx, userId, REORGANISATION, now);
+    },
     recomputeTrustScore,
     addInputs,
     addModifier,

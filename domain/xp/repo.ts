@@ -120,6 +120,49 @@ export function createXpRepo({ db, clock }: { db: Db; clock?: Pick<Clock, "now">
       return count === 1;
     },
 
+    /**
+     * Takes back the activity entries of these facts (sourceIds) and the XP they earned, in one
+     * statement: answers how many entries went, the XP lost, the user's XP after, and the counts
+     * by type and badges held, as the level and badge checks need them (counts without the entries).
+     */
+    async removeXpActivities(tx: Tx, userId: string, sourceIds: readonly string[]) {
+      const [row] = await tx.$queryRaw<
+        {
+          removed: number;
+          lost: number;
+          xp: number;
+          counts: Record<string, number> | null;
+          gone: Record<string, number> | null;
+          held: string[] | null;
+        }[]
+      >`
+        WITH "removed" AS (
+          DELETE FROM "Activity" WHERE "userId" = ${userId} AND "sourceId" = ANY(${[...sourceIds]}::text[]) RETURNING "xpEarned", "type"),
+        "lowered" AS (
+          UPDATE "User" SET "xp" = GREATEST(0, "xp" - (SELECT sum("xpEarned") FROM "removed"))
+          WHERE "id" = ${userId} AND EXISTS (SELECT 1 FROM "removed")
+          RETURNING "xp")
+        SELECT (SELECT count(*) FROM "removed")::int AS "removed", COALESCE((SELECT sum("xpEarned") FROM "removed"), 0)::int AS "lost",
+          COALESCE((SELECT "xp" FROM "lowered"), (SELECT "xp" FROM "User" WHERE "id" = ${userId})) AS "xp",
+          (SELECT json_object_agg("type", "n") FROM
+            (SELECT "type", count(*)::int AS "n" FROM "Activity" WHERE "userId" = ${userId} GROUP BY "type") AS "c") AS "counts",
+          (SELECT json_object_agg("type", "n") FROM (SELECT "type", count(*)::int AS "n" FROM "removed" GROUP BY "type") AS "r") AS "gone",
+          (SELECT array_agg("badgeId") FROM "UserBadge" WHERE "userId" = ${userId}) AS "held"`;
+      // The statement's reads see the table before its delete: the removed entries leave the counts here.
+      const counts = { ...(row?.counts ?? {}) };
+      for (const [type, n] of Object.entries(row?.gone ?? {})) {
+        counts[type] = (counts[type] ?? 0) - n;
+      }
+      return { removed: row?.removed ?? 0, lost: Number(row?.lost ?? 0), xp: Number(row?.xp ?? 0), counts, held: new Set(row?.held ?? []) };
+    },
+
+    /** Removes the entries of these sources (a level no longer reached), so reaching it again writes them anew. */
+    removeActivities: (tx: Tx, userId: string, sourceIds: readonly string[]) =>
+      tx.activity.deleteMany({ where: { userId, sourceId: { in: [...sourceIds] } } }),
+
+    revokeBadges: (tx: Tx, userId: string, badgeIds: readonly string[]) =>
+      tx.userBadge.deleteMany({ where: { userId, badgeId: { in: [...badgeIds] } } }),
+
     grantBadges: (tx: Tx, userId: string, badgeIds: string[], now: Date) =>
       tx.userBadge.createMany({ data: badgeIds.map((badgeId) => ({ userId, badgeId, earnedAt: now })), skipDuplicates: true }),
 

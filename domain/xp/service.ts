@@ -148,8 +148,37 @@ export function createXpService(deps: XpServiceDeps) {
     };
   }
 
+  /**
+   * Takes back what awards for these facts gave (D-94: a reorganisation removed them), inside the
+   * caller's transaction: their activity entries and XP, the levels no longer reached (their
+   * level_up entries go, so reaching one again writes it anew) and the badges no longer earned.
+   * Answers the XP taken back. An award of the same fact later gives it all again, once.
+   */
+  async function revokeXp(tx: Tx, userId: string, sourceIds: readonly string[]): Promise<number> {
+    const removed = await repo.removeXpActivities(tx, userId, sourceIds);
+    if (removed.removed === 0) return 0;
+    const before = levelIndexFor(removed.xp + removed.lost);
+    const after = levelIndexFor(removed.xp);
+    if (after < before) {
+      const lost = LEVELS.slice(after + 1, before + 1).map((level) => `level:${level.name}`);
+      await repo.removeActivities(tx, userId, lost);
+      removed.counts.level_up = Math.max(0, (removed.counts.level_up ?? 0) - lost.length);
+    }
+    const unearned = BADGES.filter((badge) => removed.held.has(badge.id) && !badge.earned({ counts: removed.counts, levelIndex: after }));
+    if (unearned.length > 0) {
+      await repo.revokeBadges(
+        tx,
+        userId,
+        unearned.map((badge) => badge.id),
+      );
+    }
+    if (after < before && deps.onLevelChange) await deps.onLevelChange(tx, userId, `level back to ${LEVELS[after]!.name}`);
+    return removed.lost;
+  }
+
   return {
     awardXp,
+    revokeXp,
     /** awardXp in its own transaction, then the user cache dropped. */
     async award(userId: string, award: XpAward): Promise<XpAwardResult> {
       try {

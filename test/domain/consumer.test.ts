@@ -212,6 +212,54 @@ describe(`outbox consumers on the job queue (${usingPostgres ? "PostgreSQL" : "P
     expect(levels).to.deep.equal(["h1", "h0"]);
   });
 
+  it("takes back a fact a reorganisation removed, once, and applies it again if it comes back; not when it was back first (D-94)", async () => {
+    const outbox = createOutbox({ db, jobs: queue, logger });
+    const levels: string[] = [];
+    const undone: string[] = [];
+    const consumer = levelsConsumer(levels, {
+      revert: async (_tx: Tx, facts: LevelUp[]) => {
+        undone.push(...facts.map((fact) => fact.data.level));
+      },
+    });
+    await record("r", 2);
+    expect(await outbox.drain(consumer, NOW)).to.equal(2);
+    const fact = await idOf("r", 0);
+    // What the indexer's rollback writes: the fact marked reverted, and its chain.fact_reverted (indexer/store.ts).
+    const revert = async (generation: number) => {
+      await db.prisma.domainEvent.update({ where: { id: fact }, data: { revertedAt: NOW } });
+      await db.prisma.$transaction((tx) =>
+        recordEvents(tx, [
+          domainEvent({
+            type: "chain.fact_reverted",
+            userId: "consumer-user",
+            data: { eventId: fact, type: "user.level_up" },
+            dedupeKey: `consumer-test:reverted:${generation}`,
+            now: NOW,
+          }),
+        ]),
+      );
+    };
+    const comeBack = () => db.prisma.$executeRaw`
+      UPDATE "DomainEvent" SET "revertedAt" = NULL, "seq" = nextval(pg_get_serial_sequence('"DomainEvent"', 'seq')),
+          "xid" = pg_current_xact_id()::text::bigint
+        WHERE "id" = ${fact}::uuid`;
+    await revert(1);
+    await outbox.drain(consumer, NOW);
+    expect(undone).to.deep.equal(["r0"]);
+    expect(await db.prisma.consumedEvent.count({ where: { consumer: "notifications", eventId: fact } })).to.equal(0);
+    // Back: applied again, once.
+    await comeBack();
+    await outbox.drain(consumer, NOW);
+    await outbox.drain(consumer, NOW);
+    expect(levels).to.deep.equal(["r0", "r1", "r0"]);
+    // Reverted again, but back before the consumer reads the revert: nothing to take back, nothing to apply again.
+    await revert(2);
+    await comeBack();
+    await outbox.drain(consumer, NOW);
+    expect(undone).to.deep.equal(["r0"]);
+    expect(levels).to.deep.equal(["r0", "r1", "r0"]);
+  });
+
   // PGlite has one connection: no other session can hold a transaction open beside the producer's.
   if (usingPostgres) {
     it("never moves the cursor past a transaction still running: its event is produced once it commits", async () => {

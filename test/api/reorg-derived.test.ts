@@ -1,0 +1,131 @@
+// What a chain fact gave follows the chain (#42 item 4, D-94): when a reorganisation removes a
+// deposit or a repayment for good, its XP, activity, level, badges and Trust Score inputs are
+// taken back, and the history says why; when the fact comes back, they are given again, once.
+// The worker's jobs are stopped so that the test drives each step: the outbox's consumers are
+// drained and the relay restores at the moments the test chooses.
+import { expect } from "chai";
+import type { TestApi } from "../helpers/api.js";
+import type { TestChain } from "../helpers/chain.js";
+import { type TestDatabase, usingPostgres } from "../helpers/database.js";
+import { waitForHead } from "../helpers/mirror.js";
+import { type MoneyStack, newTestUser, postWithKey, startMoneyStack } from "../helpers/money-stack.js";
+
+type User = Awaited<ReturnType<typeof newTestUser>>;
+
+describe(`what a removed fact gave follows the chain (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
+  this.timeout(180_000);
+  let stack: MoneyStack | undefined;
+  let chain: TestChain;
+  let db: TestDatabase;
+  let api: TestApi;
+
+  before(async () => {
+    stack = await startMoneyStack();
+    ({ chain, db, api } = stack);
+    // The pool's liquidity, for the loans.
+    const depositor = await newTestUser(api, "depositor", 500);
+    expect((await postWithKey(api, "/v1/vault/deposit", depositor.token, { amount: 500 })).status).to.equal(200);
+  });
+  after(async () => stack?.close());
+
+  /** The mirror at the head, and every consumer of the outbox drained, as the worker would. */
+  async function settle(...users: User[]) {
+    await waitForHead(db, chain);
+    const { outbox, outboxConsumers } = api.services;
+    for (const consumer of outboxConsumers) await outbox.drain(consumer, api.clock.now());
+    for (const user of users) api.services.invalidateUser(user.id);
+  }
+  const ok = async (method: string, path: string, token: string, body?: unknown) => {
+    const answer = method === "POST" ? await postWithKey(api, path, token, body ?? {}) : await api.request(method, path, { token, body });
+    expect(answer.status, `${method} ${path}: ${answer.text}`).to.be.oneOf([200, 201]);
+    return answer.body.data;
+  };
+  /** What the user sees of their standing. */
+  async function standing(user: User) {
+    await settle(user);
+    const me = await ok("GET", "/v1/users/me", user.token);
+    const score = await ok("GET", `/v1/trust-score/${user.id}`, user.token);
+    const xp = await ok("GET", `/v1/users/${user.id}/xp`, user.token);
+    const activity = (await ok("GET", "/v1/users/me/activity?limit=50", user.token)) as { type: string; xpEarned: number }[];
+    return {
+      xp: me.xp as number,
+      level: xp.level as string,
+      badges: (xp.badges as { id: string }[]).map((badge) => badge.id),
+      score: score.score as number,
+      breakdown: score.breakdown as Record<string, number>,
+      activity: activity.map((entry) => `${entry.type}:${entry.xpEarned}`),
+    };
+  }
+  /** Removes every block since `fork` for good: the new branch is an hour later, past the removed requests' deadlines. */
+  async function reorganiseForGood(fork: string) {
+    await chain.revert(fork);
+    await chain.provider.send("evm_increaseTime", [3_700]);
+    await chain.mine(1);
+    await waitForHead(db, chain);
+    // The relay broadcasts them again: the permit reverts and the forwarder skips the request.
+    expect(await api.services.relay!.restore()).to.be.above(0);
+  }
+
+  it("takes back a removed deposit's XP, activity, badge and volume, and the score's history says why", async () => {
+    const user = await newTestUser(api, "undone", 50);
+    const before = await standing(user);
+    const fork = await chain.snapshot();
+    await ok("POST", "/v1/vault/deposit", user.token, { amount: 20 });
+    const deposited = await standing(user);
+    expect(deposited.xp).to.equal(20);
+    expect(deposited.badges).to.include("first_deposit");
+    expect(deposited.activity).to.include("vault_deposit:20");
+    expect(deposited.breakdown.transactionVolume).to.be.above(0);
+
+    await reorganiseForGood(fork);
+    expect((await chain.contracts.vault.balanceOf(user.wallet)) as bigint, "the chain holds no deposit").to.equal(0n);
+    // Before (#42): XP 20, the badge, the activity entry and the volume stayed.
+    expect(await standing(user)).to.deep.equal(before);
+    expect((await db.prisma.trustScoreInput.findUnique({ where: { userId: user.id } }))?.peakHeldMicro ?? 0n).to.equal(0n);
+    const reasons = (await db.prisma.domainEvent.findMany({ where: { userId: user.id, type: "trust_score.updated" } })).map(
+      (event) => (event.data as { reason: string; change: number }).reason,
+    );
+    expect(reasons).to.include("chain reorganisation");
+
+    // The user deposits again: the day's XP and the badge are earned again.
+    await ok("POST", "/v1/vault/deposit", user.token, { amount: 20 });
+    expect(await standing(user)).to.deep.include({ xp: 20, badges: ["first_deposit"] });
+  });
+
+  it("gives a deposit's XP and badge again, once, when the removed deposit comes back after they were taken back", async () => {
+    const user = await newTestUser(api, "redone", 50);
+    const fork = await chain.snapshot();
+    await ok("POST", "/v1/vault/deposit", user.token, { amount: 20 });
+    const deposited = await standing(user);
+    await chain.revert(fork);
+    await chain.mine(3);
+    // Taken back while the deposit is gone...
+    expect(await standing(user)).to.deep.include({ xp: 0, badges: [], activity: [] });
+    // ...and given again, once, when the relay brings the same transaction back.
+    await api.services.relay!.restore();
+    expect(await standing(user)).to.deep.equal(deposited);
+    expect(await standing(user)).to.deep.equal(deposited);
+  });
+
+  it("takes back a removed on-time repayment's +2, bonus and XP; the loan is active again and its next repayment counts", async () => {
+    const borrower = await newTestUser(api, "repaid-undone", 30);
+    const loan = await ok("POST", "/v1/loans", borrower.token, { amount: 20, duration: 7 });
+    await ok("POST", `/dev/loans/${loan.id}/fund`, borrower.token);
+    const before = await standing(borrower);
+    const { remainingBalance } = await ok("GET", `/v1/loans/${loan.id}`, borrower.token);
+    const fork = await chain.snapshot();
+    const repaid = await ok("POST", `/v1/loans/${loan.id}/repay`, borrower.token, { amount: remainingBalance });
+    expect(repaid).to.deep.include({ status: "repaid", trustScoreChange: 2, xpEarned: 50 });
+    expect((await standing(borrower)).breakdown.repaymentHistory).to.equal(2);
+
+    await reorganiseForGood(fork);
+    // Before (#42): the +2, its on_time_bonus and the 50 XP stayed for a repayment the chain does not hold.
+    expect(await standing(borrower)).to.deep.equal(before);
+    expect((await ok("GET", `/v1/loans/${loan.id}`, borrower.token)).status).to.equal("active");
+    expect(await db.prisma.trustScoreModifier.count({ where: { userId: borrower.id, type: "on_time_bonus" } })).to.equal(0);
+
+    // Repaid again (on time, the same day): it counts, as the first one did.
+    const again = await ok("POST", `/v1/loans/${loan.id}/repay`, borrower.token, { amount: remainingBalance });
+    expect(again).to.deep.include({ status: "repaid", trustScoreChange: 2, xpEarned: 50 });
+  });
+});
