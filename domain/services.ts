@@ -17,6 +17,7 @@ import { createOutbox, type OutboxConsumer } from "./events/consumer.js";
 import { createIdempotencyRepo } from "./idempotency/repo.js";
 import { createJobQueue } from "./jobs/queue.js";
 import { createLoanFinancing } from "./loans/financing.js";
+import { createLoansReorgConsumer } from "./loans/reorg.js";
 import { createLoansRepo } from "./loans/repo.js";
 import { createLoansService } from "./loans/service.js";
 import { createEmailSender } from "./notifications/channels/email.js";
@@ -263,6 +264,7 @@ export function createServices({
       paymentEvents.consumer,
       notificationFanout.consumer,
       webhookDeliveries.consumer,
+      createLoansReorgConsumer({ repo: loansRepo, invalidateUser }),
     ] as readonly OutboxConsumer[],
     users,
     apiKeys,

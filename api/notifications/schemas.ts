@@ -32,7 +32,7 @@ export const notification = z.object({
   type: z
     .enum(NOTIFICATION_TYPES)
     .describe(
-      "part 2's 13 types, and the extensions webhook_failing (one of your webhooks stopped receiving), payment_receipt (you paid a merchant), loan_refused (the pool refused your request at funding) and payment_refunded (a merchant refunded your purchase)",
+      "part 2's 13 types, and the extensions webhook_failing (one of your webhooks stopped receiving), payment_receipt (you paid a merchant), loan_refused (the pool refused your request at funding), payment_refunded (a merchant refunded your purchase) and transaction_reverted (a chain reorganisation removed what an earlier notification announced: data.notificationId names it, data.revertedType is its type)",
     ),
   title: z.string().describe("in the user's language (settings.language; English where no translation exists)"),
   body: z.string(),

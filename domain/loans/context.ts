@@ -7,7 +7,7 @@ import { usdcNumber } from "../../core/money.js";
 import type { Db } from "../db.js";
 import { AppError } from "../errors.js";
 import type { RewardsConsumer } from "../rewards/consumer.js";
-import { TransactionRevertedError } from "../transactions/failures.js";
+import { TransactionRefusedError, TransactionRevertedError } from "../transactions/failures.js";
 import type { MirrorWait } from "../transactions/read-your-writes.js";
 import type { TransactionSender } from "../transactions/sender.js";
 import type { UserWrite } from "../transactions/user-write.js";
@@ -53,7 +53,7 @@ export interface LoansServiceDeps {
   chain?: {
     chainId: number;
     loanBook: Contract;
-    sender: Pick<TransactionSender, "send" | "earlier">;
+    sender: Pick<TransactionSender, "send" | "earlier" | "releaseKey">;
     mirror: Pick<MirrorWait, "untilIndexed">;
     /** The one path of a user's money write (a repayment is the borrower's; domain/transactions/user-write.ts). */
     userWrite: UserWrite;
@@ -201,13 +201,18 @@ export function loansContext(deps: LoansServiceDeps) {
    * to the borrower), then waits for the mirror. A refusal the pool can outgrow (liquidity, pause)
    * gives the claim back.
    */
-  async function fundClaimed(loanId: string): Promise<"funded" | "waiting" | { refused: string; why: string }> {
+  async function fundClaimed(loanId: string, resumed = false): Promise<"funded" | "waiting" | { refused: string; why: string }> {
     const chain = deps.chain;
     if (!chain) throw new Error("this process has no chain to fund loans on");
     const now = deps.clock.now();
     let request = (await repo.request(loanId))!;
-    // A request funded before (its transaction recorded) is settled as it was sent, never re-priced.
-    if (!(await chain.sender.earlier({ userId: request.userId, idempotencyKey: loanId, purpose: "loan.fund" }))) {
+    // A request funded before (its transaction recorded) is settled as it was sent, never re-priced;
+    // unless that transaction did nothing (a reorganisation removed it and it reverted when broadcast
+    // again, D-94): the request is funded anew. The chain funds a loan's ref once, so only one can.
+    const recorded = await chain.sender.earlier({ userId: request.userId, idempotencyKey: loanId, purpose: "loan.fund" });
+    const didNothing = recorded && (recorded.status === "reverted" || recorded.status === "failed");
+    if (didNothing) await chain.sender.releaseKey(recorded);
+    if (!recorded || didNothing) {
       const terms = await termsAtFunding(request, now);
       if ("refused" in terms) {
         await repo.refuse(loanId, { reason: terms.refused, why: terms.why }, now);
@@ -240,6 +245,8 @@ export function loansContext(deps: LoansServiceDeps) {
         await repo.markFunded(loanId, request.fundTxHash ?? "");
         return "funded";
       }
+      // The recorded funding found gone for good (its nonce taken in a new branch): funded anew, once.
+      if (error instanceof TransactionRefusedError && recorded && !didNothing && !resumed) return fundClaimed(loanId, true);
       await repo.release(loanId);
       if (error instanceof TransactionRevertedError) {
         deps.logger?.info({ loanId, revert: error.revert?.name ?? error.message }, "the pool cannot fund this loan now; it waits");

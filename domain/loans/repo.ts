@@ -238,6 +238,16 @@ export function createLoansRepo({ db, presence }: { db: Db; presence: Pick<Proce
     reprice: (loanId: string, terms: { rateBps: number; interest: bigint }) =>
       prisma.loanRequest.update({ where: { id: loanId }, data: { interest: terms.interest, interestRateBps: terms.rateBps } }),
 
+    /**
+     * A funded request whose funding a reorganisation removed is pending again (D-94), in the
+     * caller's transaction: the funding job (or the sandbox) funds it anew, or its borrower cancels it.
+     */
+    unfund: (tx: Tx, loanIds: readonly string[]) =>
+      tx.loanRequest.updateMany({
+        where: { id: { in: [...loanIds] }, status: "funded", paymentId: null },
+        data: { status: "pending", fundTxHash: null, claimedAt: null, claimedBy: null },
+      }),
+
     markFunded: (loanId: string, txHash: string) =>
       prisma.loanRequest.updateMany({ where: { id: loanId, status: "funding" }, data: { status: "funded", fundTxHash: txHash } }),
 

@@ -26,7 +26,7 @@ export const FANOUT_ROWS_IN_FLIGHT = FANOUT_CONCURRENCY * PAGE_SIZE * 2;
 
 export function createNotificationFanout(deps: {
   db: Db;
-  notifications: Pick<NotificationsService, "itemsFor" | "notify" | "notifyMany">;
+  notifications: Pick<NotificationsService, "itemsFor" | "notify" | "notifyMany" | "retract">;
   jobs: Pick<JobQueue, "enqueue" | "enqueueMany" | "wake">;
   repo: Pick<NotificationsRepo, "weeklySummaryRecipients">;
   /** The wallets of a vault's guardians active at an instant (domain/social-vault/repo.ts). */
@@ -69,6 +69,11 @@ export function createNotificationFanout(deps: {
           items.filter((item) => !isLater(item)),
           now,
         );
+      },
+      // A fact a reorganisation removed: what it announced is corrected (D-94); a scheduled item not yet due is left to `stillTrue`.
+      async revert(tx, facts, now) {
+        const items = await deps.notifications.itemsFor(tx, facts);
+        await deps.notifications.retract(tx, items, now);
       },
       // The deliveries were enqueued inside the page's transaction: this process's runners run them now.
       afterCommit: () => deps.jobs.wake(),

@@ -104,6 +104,8 @@ export const TYPE_RULES: Record<NotificationType, Rules> = {
   payment_receipt: { group: null, silent: false, urgent: false },
   loan_refused: { group: null, silent: false, urgent: false },
   payment_refunded: { group: null, silent: false, urgent: false },
+  // A correction keeps the group and silence of what it corrects (notifications/service.ts, `retract`).
+  transaction_reverted: { group: null, silent: false, urgent: false },
 };
 
 function item(

@@ -194,6 +194,17 @@ export function createNotificationsRepo({ db }: { db: Db }) {
       );
     },
 
+    /**
+     * Gives up the dedupe keys of the rows written under `keys` (D-94: a reorganisation removed
+     * what they announced), so the fact announces itself again if it comes back; the rows stay in
+     * the feed. Answers them.
+     */
+    releaseKeys: (tx: Tx, keys: readonly string[]) =>
+      tx.$queryRaw<{ id: string; userId: string; type: string; title: string; data: Record<string, unknown> }[]>`
+        UPDATE "Notification" SET "dedupeKey" = "dedupeKey" || ' reverted ' || "id"::text
+         WHERE "dedupeKey" = ANY(${[...keys]}::text[])
+        RETURNING "id"::text, "userId", "type", "title", "data"`,
+
     /** A page of the user's feed, newest first (ties: the later write first), with the filter's total and the user's unread count. */
     async list(userId: string, filter: ListFilter): Promise<{ rows: NotificationRow[]; total: number; unreadCount: number }> {
       const where = feedOf(userId, filter);

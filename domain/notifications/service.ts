@@ -188,9 +188,36 @@ export function createNotificationsService({ db, clock, repo, users, activeGuard
     });
   }
 
+  /**
+   * Corrects what these items announced (D-94: a reorganisation removed their facts): each row
+   * written for them gets a `transaction_reverted` naming it, and gives up its dedupe key, so the
+   * fact, if it comes back, is announced again. Items never written are passed over.
+   */
+  async function retract(tx: Tx, items: NotificationItem[], now: Date = clock.now()) {
+    const keyOf = (item: { sourceId: string | null; userId: string; type: string }) => `${item.sourceId}:${item.userId}:${item.type}`;
+    const byKey = new Map(items.filter((item) => item.sourceId !== null).map((item) => [keyOf(item), item]));
+    if (byKey.size === 0) return [];
+    const released = await repo.releaseKeys(tx, [...byKey.keys()]);
+    const corrections = released.map((row): NotificationItem => {
+      const item = [...byKey.values()].find((one) => one.userId === row.userId && one.type === row.type)!;
+      return {
+        userId: row.userId,
+        type: "transaction_reverted",
+        data: { notificationId: row.id, revertedType: row.type, ...item.data },
+        values: { title: row.title },
+        group: item.group,
+        silent: item.silent,
+        urgent: false,
+        sourceId: `reverted:${row.id}`,
+      };
+    });
+    return notifyMany(tx, corrections, now);
+  }
+
   return {
     notify,
     notifyMany,
+    retract,
 
     /**
      * The notifications of outbox events (the fan-out calls it for a page of events, then

@@ -109,6 +109,16 @@ export const TEMPLATES: Record<TemplateKey, Record<Language, Text>> = {
     en: { title: "Loan not funded", body: "Your request for {amount:usdc} was not funded and is cancelled: {why}." },
     es: { title: "Préstamo no financiado", body: "Tu solicitud de {amount:usdc} no se financió y queda cancelada: {why}." },
   },
+  transaction_reverted: {
+    en: {
+      title: "Transaction reversed",
+      body: "“{title}” no longer holds: a chain reorganisation removed its transaction. If it comes back, you will be told again.",
+    },
+    es: {
+      title: "Transacción revertida",
+      body: "«{title}» ya no es válido: una reorganización de la cadena eliminó su transacción. Si vuelve, te avisaremos de nuevo.",
+    },
+  },
   payment_refunded: {
     en: {
       title: "Refund received",

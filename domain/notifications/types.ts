@@ -1,11 +1,12 @@
 // The words of the notifications domain, shared by its rules, its service and the API schemas.
 
 /**
- * The 13 notification types of service-spec part 2, in its order, and four extensions:
+ * The 13 notification types of service-spec part 2, in its order, and five extensions:
  * `webhook_failing` (one of your webhooks stopped receiving; D-77), `payment_receipt` (you paid
  * a merchant; D-81), `loan_refused` (the pool refused your request at funding: your terms got
- * worse; D-89) and `payment_refunded` (a merchant refunded your purchase; D-89). A row's `type` is
- * always one of them.
+ * worse; D-89), `payment_refunded` (a merchant refunded your purchase; D-89) and
+ * `transaction_reverted` (a chain reorganisation removed what an earlier notification announced;
+ * D-94). A row's `type` is always one of them.
  */
 export const NOTIFICATION_TYPES = [
   "loan_created",
@@ -25,6 +26,7 @@ export const NOTIFICATION_TYPES = [
   "payment_receipt",
   "loan_refused",
   "payment_refunded",
+  "transaction_reverted",
 ] as const;
 export type NotificationType = (typeof NOTIFICATION_TYPES)[number];
 

@@ -200,6 +200,16 @@ export function createTransactionsRepo({ db, chainId, sender }: { db: Pick<Db, "
         UPDATE "RelayedRequest" SET "idempotencyKey" = "idempotencyKey" || ' superseded ' || "id"
          WHERE "id" = ${requestId} AND "status" IN ('skipped', 'failed')`,
 
+    /**
+     * Gives up the key of a transaction of the service's own that did nothing (reverted, or
+     * refused by the node), so that the operation can be sent anew under it (D-94: a loan's funding
+     * that a reorganisation removed and that reverted when broadcast again).
+     */
+    releaseTransactionKey: (id: string) =>
+      prisma.$executeRaw`
+        UPDATE "ChainTransaction" SET "idempotencyKey" = "idempotencyKey" || ' superseded ' || "id"
+         WHERE "id" = ${id} AND "status" IN ('reverted', 'failed')`,
+
     /** A batch's transaction and its requests in their order. */
     batch: (transactionId: string) =>
       Promise.all([

@@ -158,7 +158,18 @@ export function createTransactionSender(deps: SenderDeps) {
     let receipt = known ?? (await provider.getTransactionReceipt(txHash).catch(() => null));
     const row = receipt ? null : await repo.transactionByHash(txHash);
     // Settled once, and the chain no longer has it: a reorganisation removed it; it comes back at once.
-    if (!receipt && (row?.status === "mined" || row?.status === "reverted")) await restoreRemoved();
+    if (!receipt && (row?.status === "mined" || row?.status === "reverted")) {
+      await restoreRemoved();
+      // Not reopened: the chain's count is past its nonce, which another transaction of this account
+      // holds in the new branch (D-94). These bytes can never be mined: refused, nothing filled.
+      const after = await repo.transactionByHash(txHash);
+      const settled = after?.status === "mined" || after?.status === "reverted";
+      if (settled && !(await provider.getTransactionReceipt(txHash))) {
+        if ((await provider.getTransactionCount(account.address, "latest")) > Number(after.nonce)) {
+          throw await refused(after, new NonceTakenError(`nonce ${after.nonce} is held by another transaction after a reorganisation`));
+        }
+      }
+    }
     if (!receipt && row) receipt = await awaitReceipt(row.id);
     if (!receipt) throw new TransactionPendingError(`transaction ${txHash} is not mined yet`);
     await repo.mined(txHash, receipt);
@@ -230,6 +241,8 @@ export function createTransactionSender(deps: SenderDeps) {
   return {
     address: account.address,
     earlier,
+    /** Frees the key of a recorded transaction that did nothing (reverted or refused): the next `send` under it is sent anew. */
+    releaseKey: async (row: ChainTransaction) => (await repo.releaseTransactionKey(row.id)) === 1,
     resume,
     rebroadcast,
     mined,

@@ -540,15 +540,15 @@ describe(`notifications (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
     const envelope = list.responses["200"].content["application/json"].schema;
     expect(envelope.required).to.include.members(["success", "data", "pagination", "unreadCount", "meta"]);
     expect(envelope.properties.unreadCount.type).to.equal("integer");
-    // Part 2's 13 types and the four extensions.
+    // Part 2's 13 types and the five extensions.
     expect(envelope.properties.data.items.properties.type.enum)
-      .to.have.length(17)
+      .to.have.length(18)
       .and.include("webhook_failing")
       .and.include("payment_receipt");
     const limit = list.parameters.find((parameter: Json) => parameter.name === "limit");
     expect(limit.schema).to.include({ type: "integer", maximum: 100, default: 20 });
     const type = list.parameters.find((parameter: Json) => parameter.name === "type");
-    expect(type.schema.enum).to.have.length(17);
+    expect(type.schema.enum).to.have.length(18);
 
     const removed = doc.paths["/v1/notifications/{notifId}"].delete.responses["200"].content["application/json"].schema;
     expect(removed.required).to.include("message").and.not.include("data");

@@ -117,6 +117,12 @@ describe(`what a removed fact gave follows the chain (${usingPostgres ? "Postgre
     const repaid = await ok("POST", `/v1/loans/${loan.id}/repay`, borrower.token, { amount: remainingBalance });
     expect(repaid).to.deep.include({ status: "repaid", trustScoreChange: 2, xpEarned: 50 });
     expect((await standing(borrower)).breakdown.repaymentHistory).to.equal(2);
+    const feed = async () =>
+      (
+        (await ok("GET", "/v1/notifications?limit=50", borrower.token)) as { id: string; type: string; data: Record<string, unknown> }[]
+      ).filter((row) => row.type === "loan_repaid" || row.type === "transaction_reverted");
+    const [announced] = await feed();
+    expect(announced?.type).to.equal("loan_repaid");
 
     await reorganiseForGood(fork);
     // Before (#42): the +2, its on_time_bonus and the 50 XP stayed for a repayment the chain does not hold.
@@ -124,8 +130,67 @@ describe(`what a removed fact gave follows the chain (${usingPostgres ? "Postgre
     expect((await ok("GET", `/v1/loans/${loan.id}`, borrower.token)).status).to.equal("active");
     expect(await db.prisma.trustScoreModifier.count({ where: { userId: borrower.id, type: "on_time_bonus" } })).to.equal(0);
 
-    // Repaid again (on time, the same day): it counts, as the first one did.
+    // The repayment's notification is corrected, not deleted. Before (#42): no correction.
+    const corrected = await feed();
+    expect(corrected.map((row) => row.type)).to.deep.equal(["transaction_reverted", "loan_repaid"]);
+    expect(corrected[0]!.data).to.deep.include({ notificationId: announced!.id, revertedType: "loan_repaid", loanId: loan.id });
+
+    // Repaid again (on time, the same day): it counts, as the first one did, and is announced again.
     const again = await ok("POST", `/v1/loans/${loan.id}/repay`, borrower.token, { amount: remainingBalance });
     expect(again).to.deep.include({ status: "repaid", trustScoreChange: 2, xpEarned: 50 });
+    expect((await standing(borrower)).breakdown.repaymentHistory).to.equal(2);
+    expect((await feed()).map((row) => row.type)).to.deep.equal(["loan_repaid", "transaction_reverted", "loan_repaid"]);
+  });
+
+  it("puts a loan whose funding was removed back to pending: cancellable, funded anew by the sandbox (or the job), never stuck", async () => {
+    const borrower = await newTestUser(api, "unfunded", 5);
+    const loan = await ok("POST", "/v1/loans", borrower.token, { amount: 20, duration: 7 });
+    const fork = await chain.snapshot();
+    const funded = await ok("POST", `/dev/loans/${loan.id}/fund`, borrower.token);
+    expect(funded.status).to.equal("active");
+    const fundingOf = async (id: string) => (await db.prisma.loanRequest.findUniqueOrThrow({ where: { id } })).fundTxHash;
+    const firstFunding = await fundingOf(loan.id);
+    await settle(borrower);
+    // The new branch: the pool paused before the funding is broadcast again, so it reverts there.
+    await chain.revert(fork);
+    await (await chain.contracts.vault.getFunction("pause")()).wait();
+    try {
+      await chain.mine(2);
+      await waitForHead(db, chain);
+      await api.services.relay!.restore();
+      await settle(borrower);
+      // Before (#42): pending for ever, counted in currentLoans; the sandbox's fund answered 200 pending and did nothing.
+      const detail = await ok("GET", `/v1/loans/${loan.id}`, borrower.token);
+      expect(detail.status).to.equal("pending");
+      const refused = await postWithKey(api, `/dev/loans/${loan.id}/fund`, borrower.token, {});
+      expect(refused.status, refused.text).to.equal(400);
+      expect(refused.body.error.code).to.equal("INSUFFICIENT_LIQUIDITY");
+    } finally {
+      await (await chain.contracts.vault.getFunction("unpause")()).wait();
+    }
+    const again = await ok("POST", `/dev/loans/${loan.id}/fund`, borrower.token);
+    expect(again.status).to.equal("active");
+    expect(await fundingOf(loan.id), "a new funding")
+      .to.match(/^0x/)
+      .and.not.equal(firstFunding);
+    expect((await chain.contracts.usdc.balanceOf(borrower.wallet)) as bigint).to.be.above(5_000_000n);
+    // A second request, its funding removed the same way, is the borrower's to cancel.
+    const other = await ok("POST", "/v1/loans", borrower.token, { amount: 20, duration: 7 });
+    const fork2 = await chain.snapshot();
+    await ok("POST", `/dev/loans/${other.id}/fund`, borrower.token);
+    await settle(borrower);
+    await chain.revert(fork2);
+    await (await chain.contracts.vault.getFunction("pause")()).wait();
+    try {
+      await chain.mine(2);
+      await waitForHead(db, chain);
+      await api.services.relay!.restore();
+      await settle(borrower);
+    } finally {
+      await (await chain.contracts.vault.getFunction("unpause")()).wait();
+    }
+    const cancelled = await postWithKey(api, `/v1/loans/${other.id}/cancel`, borrower.token, {});
+    expect(cancelled.status, cancelled.text).to.equal(200);
+    expect((await ok("GET", `/v1/loans/${other.id}`, borrower.token)).status).to.equal("cancelled");
   });
 });

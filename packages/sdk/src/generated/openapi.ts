@@ -5918,7 +5918,7 @@ export interface operations {
                 /** @description true: only unread notifications; false: only read ones; absent: all */
                 unread?: "true" | "false";
                 /** @description only notifications of this type */
-                type?: "loan_created" | "loan_funded" | "loan_due_reminder" | "loan_overdue" | "loan_repaid" | "guardian_request" | "guardian_accepted" | "withdrawal_requested" | "withdrawal_approval_needed" | "vault_locked" | "trust_score_updated" | "level_up" | "badge_earned" | "webhook_failing" | "payment_receipt" | "loan_refused" | "payment_refunded";
+                type?: "loan_created" | "loan_funded" | "loan_due_reminder" | "loan_overdue" | "loan_repaid" | "guardian_request" | "guardian_accepted" | "withdrawal_requested" | "withdrawal_approval_needed" | "vault_locked" | "trust_score_updated" | "level_up" | "badge_earned" | "webhook_failing" | "payment_receipt" | "loan_refused" | "payment_refunded" | "transaction_reverted";
             };
             header?: never;
             path?: never;
@@ -5942,10 +5942,10 @@ export interface operations {
                         data: {
                             id: string;
                             /**
-                             * @description part 2's 13 types, and the extensions webhook_failing (one of your webhooks stopped receiving), payment_receipt (you paid a merchant), loan_refused (the pool refused your request at funding) and payment_refunded (a merchant refunded your purchase)
+                             * @description part 2's 13 types, and the extensions webhook_failing (one of your webhooks stopped receiving), payment_receipt (you paid a merchant), loan_refused (the pool refused your request at funding), payment_refunded (a merchant refunded your purchase) and transaction_reverted (a chain reorganisation removed what an earlier notification announced: data.notificationId names it, data.revertedType is its type)
                              * @enum {string}
                              */
-                            type: "loan_created" | "loan_funded" | "loan_due_reminder" | "loan_overdue" | "loan_repaid" | "guardian_request" | "guardian_accepted" | "withdrawal_requested" | "withdrawal_approval_needed" | "vault_locked" | "trust_score_updated" | "level_up" | "badge_earned" | "webhook_failing" | "payment_receipt" | "loan_refused" | "payment_refunded";
+                            type: "loan_created" | "loan_funded" | "loan_due_reminder" | "loan_overdue" | "loan_repaid" | "guardian_request" | "guardian_accepted" | "withdrawal_requested" | "withdrawal_approval_needed" | "vault_locked" | "trust_score_updated" | "level_up" | "badge_earned" | "webhook_failing" | "payment_receipt" | "loan_refused" | "payment_refunded" | "transaction_reverted";
                             /** @description in the user's language (settings.language; English where no translation exists) */
                             title: string;
                             body: string;
