@@ -228,6 +228,14 @@ export function createTransactionsRepo({ db, chainId, sender }: { db: Pick<Db, "
     },
 
     /** The batches with requests still pending (what a stopped process left in flight). */
+    /** Batches with requests still pending whose transaction's nonce is below `nonce` (mined, or gone for good). */
+    async openBatchesBelow(nonce: number): Promise<string[]> {
+      const rows = await prisma.$queryRaw<{ transactionId: string }[]>`
+        SELECT DISTINCT r."transactionId" FROM "RelayedRequest" r JOIN "ChainTransaction" t ON t."id" = r."transactionId"
+         WHERE r."status" = 'pending' AND t."chainId" = ${chainId} AND t."sender" = ${sender} AND t."nonce" < ${nonce}`;
+      return rows.map((row) => row.transactionId);
+    },
+
     async openBatches(): Promise<string[]> {
       const rows = await prisma.relayedRequest.findMany({
         where: { status: "pending" },

@@ -48,7 +48,10 @@ export interface UserTransactionDeps {
   repo: TransactionsRepo;
   provider: JsonRpcProvider;
   chainId: number;
-  sender: Pick<TransactionSender, "send" | "submit" | "mined" | "rebroadcast" | "refused" | "resume" | "reconcile" | "restoreRemoved">;
+  sender: Pick<
+    TransactionSender,
+    "send" | "submit" | "mined" | "rebroadcast" | "refused" | "resume" | "reconcile" | "restoreRemoved" | "address"
+  >;
   forwarder: Contract;
   usdc: Contract;
   signerOf(walletIndex: number): HDNodeWallet;
@@ -354,11 +357,21 @@ export function createUserTransactions(deps: UserTransactionDeps) {
     /**
      * After a reorganisation (the job `relay.restore`, every few seconds): what it removed of the
      * service's transactions is broadcast again and settled anew, each request from its batch's new
-     * receipt (D-90). Answers how many transactions were removed.
+     * receipt (D-90), as are the removed batches a later batch broadcast again. Answers how many
+     * transactions were removed.
      */
     async restore(): Promise<number> {
       const removed = await sender.restoreRemoved();
-      if (removed > 0) await reconcile();
+      if (removed > 0) {
+        await reconcile();
+        return removed;
+      }
+      // Removed batches another batch broadcast again (batcher.ts) are mined and still open: settled here.
+      for (const transactionId of await repo.openBatchesBelow(await provider.getTransactionCount(sender.address, "latest"))) {
+        await settleBatch(transactionId).catch((error: Error) =>
+          deps.logger?.warn({ transactionId, error: error.message }, "restore: a batch broadcast again not settled"),
+        );
+      }
       return removed;
     },
 
