@@ -11,6 +11,11 @@ export interface FetchedRange {
   fetchMs: number;
 }
 
+/** The chain changed under a read (a block or a log of it replaced): the range is read again. */
+export class ChainMovedError extends Error {
+  override name = "ChainMovedError";
+}
+
 /** Block headers asked for in one JSON-RPC batch: a node answers 500 at once well within its request limits. */
 const HEADERS_PER_CALL = 500;
 

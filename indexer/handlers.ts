@@ -48,6 +48,19 @@ function watchedTransfer(decoded: Decoded, classifier: Classifier): boolean {
   return watched(from) || watched(to);
 }
 
+/** The social vaults the factory created in `raw` that the classifier does not know yet (lower-case). */
+export function createdVaults(raw: RpcLog[], catalogue: ContractCatalogue, classifier: Classifier): string[] {
+  const created = catalogue.topicOf("socialVaultFactory", "SocialVaultCreated");
+  const vaults = new Set<string>();
+  for (const log of raw) {
+    if (log.topics[0] === created && log.address.toLowerCase() === classifier.addresses.socialVaultFactory && log.topics[2]) {
+      const vault = `0x${log.topics[2].slice(26)}`.toLowerCase();
+      if (!classifier.socialVaults.has(vault)) vaults.add(vault);
+    }
+  }
+  return [...vaults];
+}
+
 /**
  * Turns raw logs (sorted by block and index) into indexed logs: source, decoded event, the
  * entities it changes. Social vault clones created inside the batch are recognised for the
@@ -61,12 +74,7 @@ export function decodeLogs(
 ): IndexedLog[] {
   // A clone's initializer logs come before the factory's SocialVaultCreated of the same
   // transaction: know every vault created in this range before classifying.
-  const created = catalogue.topicOf("socialVaultFactory", "SocialVaultCreated");
-  for (const log of raw) {
-    if (log.topics[0] === created && log.address.toLowerCase() === classifier.addresses.socialVaultFactory && log.topics[2]) {
-      classifier.socialVaults.add(`0x${log.topics[2].slice(26)}`.toLowerCase());
-    }
-  }
+  for (const vault of createdVaults(raw, catalogue, classifier)) classifier.socialVaults.add(vault);
   // Counted over every fetched log, before any is dropped, as a receipt counts them.
   const ordinals = ordinalsOf(raw);
   const logs: IndexedLog[] = [];

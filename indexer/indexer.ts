@@ -3,8 +3,9 @@ import type { Deployment } from "../core/deployments.js";
 import type { Logger } from "../core/logger.js";
 import { managedWalletsSince } from "../domain/users/wallet-directory.js";
 import { ContractCatalogue, logFilters, platformAddresses, startBlock } from "./contracts.js";
-import { type FetchedRange, fetchRange } from "./fetch.js";
-import { applyLogs, type Classifier, decodeLogs, emptyOutput } from "./handlers.js";
+import { ChainMovedError, type FetchedRange, fetchRange } from "./fetch.js";
+import { applyLogs, type Classifier, decodeLogs, emptyOutput, type IndexedLog } from "./handlers.js";
+import { learnAddresses, mirroredWalletIndex } from "./history.js";
 import { Idle } from "./idle.js";
 import { acquireWriterLock } from "./lock.js";
 import { findFork, ReorgStreak } from "./reorg.js";
@@ -27,10 +28,6 @@ export interface IndexerOptions {
   targetLogsPerRange?: number;
   /** How often progress is logged during a backfill. */
   progressEveryMs?: number;
-}
-
-class ChainMovedError extends Error {
-  override name = "ChainMovedError";
 }
 
 /** Folded rows kept in memory between batches before the cache is dropped. */
@@ -62,18 +59,19 @@ export function createIndexer(options: IndexerOptions) {
     for (const listener of indexedListeners) listener(block);
   }
 
+  /**
+   * The social vaults the mirror holds, and the managed wallets whose history it holds: those up to
+   * the stored wallet index, asked of the users domain (wallet indexes only grow). A batch learns
+   * the others with their history (D-93).
+   */
+  let walletIndex = -1;
   async function loadClassifier(): Promise<Classifier> {
     const { rows } = await db.sql.query<{ address: string }>(`SELECT "address" FROM "SocialVaultState" WHERE "chainId" = $1`, [chainId]);
-    return { addresses, socialVaults: new Set(rows.map((row) => row.address)), wallets: new Set() };
+    walletIndex = await mirroredWalletIndex(db.sql.query, chainId);
+    const { wallets } = await managedWalletsSince(db.sql.query, -1, { through: walletIndex });
+    return { addresses, socialVaults: new Set(rows.map((row) => row.address)), wallets: new Set(wallets) };
   }
-
-  /** Adds the managed wallets created since the last call, asked of the users domain (wallet indexes only grow). */
-  let walletIndex = -1;
-  async function refreshWallets(classifier: Classifier): Promise<void> {
-    const { wallets, lastIndex } = await managedWalletsSince(db.sql.query, walletIndex);
-    for (const wallet of wallets) classifier.wallets.add(wallet);
-    walletIndex = lastIndex;
-  }
+  const learning = { query: db.sql.query, rpc, catalogue, logger, firstBlock, chunk: options.maxBlockRange };
 
   async function follow(signal: AbortSignal): Promise<void> {
     const classifier = await loadClassifier();
@@ -115,8 +113,7 @@ export function createIndexer(options: IndexerOptions) {
         result = await rollbackTo(db, catalogue, chainId, from, fork);
         cursor = fork;
         markIndexed(fork.blockNumber);
-        const reloaded = await loadClassifier();
-        classifier.socialVaults = reloaded.socialVaults;
+        Object.assign(classifier, await loadClassifier());
       }
       await streak.rolledBack(reason, from, fork, unchanged, result, headBlock, signal);
     };
@@ -136,7 +133,7 @@ export function createIndexer(options: IndexerOptions) {
           await sleep(1_000, signal);
           cursor = await readCursor(db.sql.query, chainId);
           markIndexed(cursor?.blockNumber ?? -1);
-          classifier.socialVaults = (await loadClassifier()).socialVaults;
+          Object.assign(classifier, await loadClassifier());
           continue;
         }
         if (streak.passedBy(indexedBlock)) await streak.end("indexed past the block it had reached", cursor?.blockNumber);
@@ -231,23 +228,27 @@ export function createIndexer(options: IndexerOptions) {
               throw new ChainMovedError(`log of block ${Number.parseInt(log.blockNumber, 16)} is from a replaced block`);
             }
           }
-          await refreshWallets(classifier);
+          // Wallets created and vaults this range creates, with their USDC transfers below the range.
+          const learned = await learnAddresses(learning, classifier, { raw: logs, cursor, walletIndex }, signal);
+          for (const wallet of learned.wallets) classifier.wallets.add(wallet);
           const timestampOf = (n: number) => headers.get(n)!.timestamp;
           const indexed = decodeLogs(logs, catalogue, classifier, timestampOf);
           const keys = new Set<string>();
-          for (const log of indexed) {
+          for (const log of [...learned.logs, ...indexed]) {
             for (const key of log.entities) keys.add(key);
             // Social-vault events name the vault's owner: its row is read even when unchanged.
             if (log.source === "socialVault") keys.add(entity.socialVault(log.address));
           }
           await state.load(db.sql.query, chainId, keys);
           const out = emptyOutput();
-          applyLogs(indexed, { chainId, state, out, emit: true }, (log, error) => {
+          const history = emptyOutput();
+          const failed = (log: IndexedLog, error: Error) =>
             logger.error(
               { block: log.blockNumber, logIndex: log.logIndex, event: log.decoded?.name, error: error.message },
               "log could not be applied; recorded as malformed and skipped",
             );
-          });
+          applyLogs(learned.logs, { chainId, state, out: history, emit: true }, failed);
+          applyLogs(indexed, { chainId, state, out, emit: true }, failed);
           for (const log of indexed) {
             if (log.status !== "decoded")
               logger.warn(
@@ -255,17 +256,21 @@ export function createIndexer(options: IndexerOptions) {
                 "unknown or malformed log recorded and skipped",
               );
           }
-          const blocks = [...new Set([...indexed.map((l) => l.blockNumber), to])].map((n) => headers.get(n)!);
+          const numbers = new Set([...learned.logs.map((l) => l.blockNumber), ...indexed.map((l) => l.blockNumber), to]);
+          const blocks = [...numbers].map((n) => headers.get(n) ?? learned.headers.get(n)!);
           const next: Cursor = { blockNumber: to, blockHash: end.hash };
-          const batch = { chainId, from: cursor, to: next, blocks, logs: indexed, state: state.takeChanges(), out };
+          // The history's transfers are mirrored; its outbox events, if a handler gave any, are not (D-93).
+          const past = { logs: learned.logs, transfers: history.usdcTransfers };
+          const batch = { chainId, from: cursor, to: next, blocks, logs: indexed, history: past, state: state.takeChanges(), out };
           await drain();
           if (writeFailed) continue;
-          writing = commitBatch(db, batch).then(
+          writing = commitBatch(db, { ...batch, walletIndex: learned.walletIndex }).then(
             () => markIndexed(to),
             (error: Error) => {
               writeFailed = error;
             },
           );
+          walletIndex = learned.walletIndex;
           cursor = next;
           backfillStart.logs += indexed.length;
           progress.logs += indexed.length;

@@ -171,6 +171,8 @@ export class StateStore {
   readonly vaults = new Map<string, SocialVaultRow>();
   readonly guardians = new Map<string, GuardianRow>();
   readonly withdrawals = new Map<string, WithdrawalRow>();
+  /** USDC a social vault's address received before its row exists (its creation takes it). Never written. */
+  readonly early = new Map<string, bigint>();
   private readonly dirty = new Set<string>();
   /** Keys whose row is in memory or known to be absent from the database. */
   private readonly known = new Set<string>();

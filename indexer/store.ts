@@ -4,6 +4,7 @@ import { chainEventId } from "../domain/events/ids.js";
 import { usersByWallet } from "../domain/users/wallet-directory.js";
 import type { ContractCatalogue, Source } from "./contracts.js";
 import { applyLogs, type BatchOutput, emptyOutput, type IndexedLog } from "./handlers.js";
+import { CHAIN_LOG_COLUMNS, chainLogRow, type History, USDC_TRANSFER_COLUMNS, writeHistory } from "./history.js";
 import type { RpcBlock } from "./rpc.js";
 import { col, insertRows, timestampLiteral } from "./sql.js";
 import { type StateChanges, StateStore } from "./state.js";
@@ -32,18 +33,20 @@ export async function readCursor(query: SqlQuery, chainId: number): Promise<Curs
 }
 
 /** Moves the cursor from `expected` to `next`, or throws if another writer moved it first. */
-async function moveCursor(query: SqlQuery, chainId: number, expected: Cursor | null, next: Cursor): Promise<void> {
+async function moveCursor(query: SqlQuery, chainId: number, expected: Cursor | null, next: Cursor, walletIndex?: number): Promise<void> {
   const now = new Date().toISOString();
+  // A rollback keeps the wallet index: what is known of a wallet's history below the fork stays true.
   const result = expected
     ? await query(
-        `UPDATE "IndexerCursor" SET "blockNumber" = $2, "blockHash" = $3, "updatedAt" = $4::timestamp(3), "heartbeatAt" = $4::timestamp(3)
+        `UPDATE "IndexerCursor" SET "blockNumber" = $2, "blockHash" = $3, "updatedAt" = $4::timestamp(3), "heartbeatAt" = $4::timestamp(3),
+           "walletIndex" = COALESCE($7::int4, "walletIndex")
          WHERE "chainId" = $1 AND "blockNumber" = $5 AND "blockHash" = $6`,
-        [chainId, next.blockNumber, next.blockHash, now, expected.blockNumber, expected.blockHash],
+        [chainId, next.blockNumber, next.blockHash, now, expected.blockNumber, expected.blockHash, walletIndex ?? null],
       )
     : await query(
-        `INSERT INTO "IndexerCursor" ("chainId", "blockNumber", "blockHash", "updatedAt", "heartbeatAt")
-         VALUES ($1, $2, $3, $4::timestamp(3), $4::timestamp(3)) ON CONFLICT DO NOTHING`,
-        [chainId, next.blockNumber, next.blockHash, now],
+        `INSERT INTO "IndexerCursor" ("chainId", "blockNumber", "blockHash", "updatedAt", "heartbeatAt", "walletIndex")
+         VALUES ($1, $2, $3, $4::timestamp(3), $4::timestamp(3), $5) ON CONFLICT DO NOTHING`,
+        [chainId, next.blockNumber, next.blockHash, now, walletIndex ?? null],
       );
   if (result.rowCount !== 1) throw new CursorMovedError(`indexer cursor of chain ${chainId} was moved by another writer`);
 }
@@ -54,6 +57,10 @@ export interface Batch {
   to: Cursor;
   blocks: RpcBlock[];
   logs: IndexedLog[];
+  /** USDC transfers at or below `from` of the addresses this batch learned (D-93). */
+  history: History;
+  /** The highest managed wallet index known to this batch: their history is mirrored with it. */
+  walletIndex: number;
   state: StateChanges;
   out: BatchOutput;
 }
@@ -68,7 +75,7 @@ export async function commitBatch(db: Database, batch: Batch): Promise<{ events:
   return db.sql.transaction(async (query, copy) => {
     // The cursor move comes first: past it, no row of this range can exist (a rollback removed
     // everything above the fork, and only the cursor's holder writes), so COPY needs no conflict check.
-    await moveCursor(query, chainId, batch.from, batch.to);
+    await moveCursor(query, chainId, batch.from, batch.to, batch.walletIndex);
     const fresh = { constants: CHAIN(chainId), copy };
     await insertRows(
       query,
@@ -80,47 +87,7 @@ export async function commitBatch(db: Database, batch: Batch): Promise<{ events:
         onConflict: `ON CONFLICT ("chainId", "blockNumber") DO UPDATE SET "blockHash" = EXCLUDED."blockHash", "parentHash" = EXCLUDED."parentHash", "timestamp" = EXCLUDED."timestamp"`,
       },
     );
-    await insertRows(
-      query,
-      "ChainLog",
-      [
-        col("blockNumber", "int4"),
-        col("logIndex", "int4"),
-        col("ordinal", "int4"),
-        col("blockHash", "text"),
-        col("txHash", "text"),
-        col("address", "text"),
-        col("topic0", "text"),
-        col("topic1", "text"),
-        col("topic2", "text"),
-        col("topic3", "text"),
-        col("data", "text"),
-        col("source", "text"),
-        col("eventName", "text"),
-        col("status", "text"),
-        col("error", "text"),
-        col("entities", "text"),
-      ],
-      batch.logs.map((l) => [
-        l.blockNumber,
-        l.logIndex,
-        l.ordinal,
-        l.blockHash,
-        l.txHash,
-        l.address,
-        l.topics[0],
-        l.topics[1],
-        l.topics[2],
-        l.topics[3],
-        l.data,
-        l.source,
-        l.decoded?.name ?? null,
-        l.status,
-        l.error,
-        l.entities.join(" "),
-      ]),
-      fresh,
-    );
+    await insertRows(query, "ChainLog", CHAIN_LOG_COLUMNS, batch.logs.map(chainLogRow), fresh);
     const logRef = [col("blockNumber", "int4"), col("logIndex", "int4"), col("txHash", "text")];
     await insertRows(
       query,
@@ -153,13 +120,8 @@ export async function commitBatch(db: Database, batch: Batch): Promise<{ events:
       batch.out.yieldDistributions,
       fresh,
     );
-    await insertRows(
-      query,
-      "UsdcTransfer",
-      [...logRef, col("from", "text"), col("to", "text"), col("amount", "int8"), col("timestamp", "timestamp(3)")],
-      batch.out.usdcTransfers,
-      fresh,
-    );
+    await insertRows(query, "UsdcTransfer", USDC_TRANSFER_COLUMNS, batch.out.usdcTransfers, fresh);
+    await writeHistory(query, chainId, batch.history);
     await insertRows(
       query,
       "PaymentChainEvent",
@@ -318,10 +280,11 @@ async function rebuildState(query: SqlQuery, catalogue: ContractCatalogue, chain
     topic3: string | null;
     data: string;
     source: Source;
+    entities: string;
     timestamp: Date;
   }>(
     `SELECT l."blockNumber", l."logIndex", l."ordinal", l."blockHash", l."txHash", l."address", l."topic0", l."topic1", l."topic2", l."topic3",
-            l."data", l."source", b."timestamp"
+            l."data", l."source", l."entities", b."timestamp"
        FROM "ChainLog" l JOIN "ChainBlock" b ON b."chainId" = l."chainId" AND b."blockNumber" = l."blockNumber"
       WHERE l."chainId" = $1 AND l."status" = 'decoded' AND string_to_array(l."entities", ' ') && $2::text[]
       ORDER BY l."blockNumber", l."logIndex"`,
@@ -343,7 +306,7 @@ async function rebuildState(query: SqlQuery, catalogue: ContractCatalogue, chain
       status: "decoded",
       error: null,
       decoded: catalogue.decode(row.source, { topics, data: row.data }),
-      entities: [],
+      entities: row.entities.split(" "),
       timestamp: Math.round(row.timestamp.getTime() / 1000),
     };
   });

@@ -17,13 +17,18 @@ export async function usersByWallet(query: SqlQuery, wallets: Iterable<string>):
 
 /**
  * Managed wallets created after `afterIndex` (wallet indexes only grow), lower-case, with the
- * highest index seen: a caller polls with the last index to learn new wallets.
+ * highest index seen: a caller polls with the last index to learn new wallets. `through` stops at
+ * an index, `limit` takes the first wallets only (the rest come at the next call).
  */
-export async function managedWalletsSince(query: SqlQuery, afterIndex: number): Promise<{ wallets: string[]; lastIndex: number }> {
+export async function managedWalletsSince(
+  query: SqlQuery,
+  afterIndex: number,
+  { through, limit }: { through?: number; limit?: number } = {},
+): Promise<{ wallets: string[]; lastIndex: number }> {
   const { rows } = await query<{ wallet: string; walletIndex: number }>(
     `SELECT lower("walletAddress") AS "wallet", "walletIndex" FROM "User"
-      WHERE "walletIndex" > $1 AND "walletAddress" IS NOT NULL ORDER BY "walletIndex"`,
-    [afterIndex],
+      WHERE "walletIndex" > $1 AND "walletIndex" <= $2 AND "walletAddress" IS NOT NULL ORDER BY "walletIndex" LIMIT $3`,
+    [afterIndex, through ?? 2_147_483_647, limit ?? null],
   );
   return {
     wallets: rows.map((row) => row.wallet),

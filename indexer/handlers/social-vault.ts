@@ -17,6 +17,9 @@ export const socialVaultFactoryHandlers = handlersOf("socialVaultFactory", {
       const key = entity.socialVault(vault);
       if (!ctx.state.inScope(key)) return;
       const existing = ctx.state.vaults.get(key);
+      // USDC sent to the address before its creation is its balance from the start (D-93).
+      const early = ctx.state.early.get(key) ?? 0n;
+      ctx.state.early.delete(key);
       ctx.state.vaults.set(key, {
         address: vault,
         owner,
@@ -28,8 +31,7 @@ export const socialVaultFactoryHandlers = handlersOf("socialVaultFactory", {
         lockedAt: null,
         unlockRequestedAt: null,
         unlockApprovers: [],
-        // USDC sent to the address before its creation is still its balance.
-        balance: existing?.balance ?? 0n,
+        balance: (existing?.balance ?? 0n) + early,
         createdAt: log.timestamp,
         createdTxHash: log.txHash,
         updatedBlock: log.blockNumber,
