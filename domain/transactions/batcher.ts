@@ -150,7 +150,11 @@ export function createBatcher(deps: {
   async function broadcastInOrder(signed: Signed[], onChain: number): Promise<Broadcast[]> {
     const first = signed[0]!.nonce;
     // Best effort: without them, a lower nonce still on its way is waited for (sendRaw).
-    const lower = first > onChain ? await repo.notHeldBetween(onChain, first).catch(() => []) : [];
+    const recorded = first > onChain ? await repo.notHeldBetween(onChain, first).catch(() => []) : [];
+    // Another process's lower nonces are sent again only where the chain does not hold them now: the
+    // count read before recording may have moved on since (#42: 389 broadcasts for 303 mined).
+    const held = recorded.length > 0 ? await provider.getTransactionCount(account.address, "pending").catch(() => onChain) : onChain;
+    const lower = recorded.filter((row) => Number(row.nonce) >= held);
     await repo
       .reopen(lower.filter((row) => row.status === "mined" || row.status === "reverted").map((row) => row.id))
       .catch(() => undefined);

@@ -124,7 +124,7 @@ export function createTransactionsRepo({ db, chainId, sender }: { db: Pick<Db, "
           nonce: { gte: from, ...(to !== undefined && { lt: to }) },
         },
         orderBy: { nonce: "asc" },
-        select: { id: true, rawTx: true, txHash: true, status: true },
+        select: { id: true, nonce: true, rawTx: true, txHash: true, status: true },
       }),
 
     /**
