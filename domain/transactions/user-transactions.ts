@@ -50,7 +50,17 @@ export interface UserTransactionDeps {
   chainId: number;
   sender: Pick<
     TransactionSender,
-    "send" | "submit" | "mined" | "rebroadcast" | "refused" | "resume" | "reconcile" | "restoreRemoved" | "address"
+    | "send"
+    | "submit"
+    | "mined"
+    | "rebroadcast"
+    | "refused"
+    | "resume"
+    | "reconcile"
+    | "restoreRemoved"
+    | "address"
+    | "earlier"
+    | "releaseKey"
   >;
   forwarder: Contract;
   usdc: Contract;
@@ -143,12 +153,13 @@ export function createUserTransactions(deps: UserTransactionDeps) {
         const deadline = BigInt(latest!.timestamp) + REQUEST_LIFETIME_S;
         const permit = { owner: wallet.address, spender, value: MaxUint256, nonce, deadline };
         const { v, r, s } = signTyped(wallet, { ...token, chainId, verifyingContract: usdc.target as string }, PERMIT_TYPES, permit);
+        // One grant per permit nonce: a retry after a crash, or another process, settles the one recorded,
+        // unless it did nothing (its deadline passed while a reorganisation held it back, D-92): then anew.
+        const grantKey = { userId, idempotencyKey: `allowance ${spender.toLowerCase()} ${nonce}`, purpose: "relay.allowance" };
+        const recorded = await sender.earlier(grantKey);
+        if (recorded && (recorded.status === "reverted" || recorded.status === "failed")) await sender.releaseKey(recorded);
         await sender.send({
-          purpose: "relay.allowance",
-          userId,
-          // One grant per permit nonce and deadline: concurrent grants share one; a permit whose
-          // deadline passed while a reorganisation held it back (D-92) leaves room for a new one.
-          idempotencyKey: `allowance ${spender.toLowerCase()} ${nonce} ${deadline}`,
+          ...grantKey,
           to: usdc.target as string,
           data: usdc.interface.encodeFunctionData("permit", [wallet.address, spender, MaxUint256, deadline, v, r, s]),
         });
