@@ -48,20 +48,8 @@ export interface UserTransactionDeps {
   repo: TransactionsRepo;
   provider: JsonRpcProvider;
   chainId: number;
-  sender: Pick<
-    TransactionSender,
-    | "send"
-    | "submit"
-    | "mined"
-    | "rebroadcast"
-    | "refused"
-    | "resume"
-    | "reconcile"
-    | "restoreRemoved"
-    | "address"
-    | "earlier"
-    | "releaseKey"
-  >;
+  /** The one transaction sender: the relay's batches go out through it. */
+  sender: TransactionSender;
   forwarder: Contract;
   usdc: Contract;
   signerOf(walletIndex: number): HDNodeWallet;
