@@ -151,23 +151,28 @@ describe(`what a removed fact gave follows the chain (${usingPostgres ? "Postgre
     const fundingOf = async (id: string) => (await db.prisma.loanRequest.findUniqueOrThrow({ where: { id } })).fundTxHash;
     const firstFunding = await fundingOf(loan.id);
     await settle(borrower);
-    // The new branch: the pool paused before the funding is broadcast again, so it reverts there.
-    await chain.revert(fork);
-    await (await chain.contracts.vault.getFunction("pause")()).wait();
-    try {
-      await chain.mine(2);
-      await waitForHead(db, chain);
-      await api.services.relay!.restore();
-      await settle(borrower);
+    /** A new branch from `at` where the pool is paused before the funding is broadcast again, so it reverts there; `then` runs while paused. */
+    const removeFunding = async (at: string, then: () => Promise<void> = async () => {}) => {
+      await chain.revert(at);
+      await (await chain.contracts.vault.getFunction("pause")()).wait();
+      try {
+        await chain.mine(2);
+        await waitForHead(db, chain);
+        await api.services.relay!.restore();
+        await settle(borrower);
+        await then();
+      } finally {
+        await (await chain.contracts.vault.getFunction("unpause")()).wait();
+      }
+    };
+    await removeFunding(fork, async () => {
       // Before (#42): pending for ever, counted in currentLoans; the sandbox's fund answered 200 pending and did nothing.
       const detail = await ok("GET", `/v1/loans/${loan.id}`, borrower.token);
       expect(detail.status).to.equal("pending");
       const refused = await postWithKey(api, `/dev/loans/${loan.id}/fund`, borrower.token, {});
       expect(refused.status, refused.text).to.equal(400);
       expect(refused.body.error.code).to.equal("INSUFFICIENT_LIQUIDITY");
-    } finally {
-      await (await chain.contracts.vault.getFunction("unpause")()).wait();
-    }
+    });
     const again = await ok("POST", `/dev/loans/${loan.id}/fund`, borrower.token);
     expect(again.status).to.equal("active");
     expect(await fundingOf(loan.id), "a new funding")
@@ -179,16 +184,7 @@ describe(`what a removed fact gave follows the chain (${usingPostgres ? "Postgre
     const fork2 = await chain.snapshot();
     await ok("POST", `/dev/loans/${other.id}/fund`, borrower.token);
     await settle(borrower);
-    await chain.revert(fork2);
-    await (await chain.contracts.vault.getFunction("pause")()).wait();
-    try {
-      await chain.mine(2);
-      await waitForHead(db, chain);
-      await api.services.relay!.restore();
-      await settle(borrower);
-    } finally {
-      await (await chain.contracts.vault.getFunction("unpause")()).wait();
-    }
+    await removeFunding(fork2);
     const cancelled = await postWithKey(api, `/v1/loans/${other.id}/cancel`, borrower.token, {});
     expect(cancelled.status, cancelled.text).to.equal(200);
     expect((await ok("GET", `/v1/loans/${other.id}`, borrower.token)).status).to.equal("cancelled");
