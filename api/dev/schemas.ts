@@ -77,6 +77,10 @@ export const yieldBody = z.strictObject({
 });
 export const yieldResponse = z.object({
   totalYield: z.string().describe("all yield distributed so far, two decimals"),
-  newExchangeRate: z.number().describe("USDC per tmUSDC after the distribution"),
+  newExchangeRate: z
+    .number()
+    .describe(
+      "USDC per tmUSDC right after the distribution; the yield unlocks over the vault's period (7 days), raising the rate as it does",
+    ),
   txHash: z.string(),
 });

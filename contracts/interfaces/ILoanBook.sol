@@ -200,6 +200,9 @@ interface ILoanBook {
     /// @notice Loan `loanId` is `status`, not Active.
     error LoanBookLoanNotActive(uint256 loanId, LoanStatus status);
 
+    /// @notice Loan `loanId` is `status`, not Overdue: only an impaired loan can default.
+    error LoanBookLoanNotOverdue(uint256 loanId, LoanStatus status);
+
     /// @notice A repayment of zero.
     error LoanBookZeroRepayment(uint256 loanId);
 
@@ -396,12 +399,15 @@ interface ILoanBook {
         external
         returns (uint256 paid);
 
-    /// @notice Marks Active loan `loanId` overdue once its due date has passed.
+    /// @notice Marks Active loan `loanId` overdue once its due date has passed, and impairs it in the vault: its
+    /// expected loss leaves the share price now, before any default can be predicted from the chain.
+    /// @dev Anyone may call it, as for {markDefaulted}.
     /// @param loanId The loan id.
     function markOverdue(uint256 loanId) external;
 
-    /// @notice Marks open loan `loanId` defaulted once more than `gracePeriodDays` have passed since its due date,
-    /// writing off its outstanding principal in the vault (the insurance reserve covers part of the loss).
+    /// @notice Marks Overdue loan `loanId` defaulted once more than `gracePeriodDays` have passed since its due date,
+    /// writing off its outstanding principal in the vault (the insurance reserve covers part of the loss). A loan
+    /// must be marked overdue (impaired) first: {LoanBookLoanNotOverdue} otherwise.
     /// @dev Anyone may call it: the condition is objective, and a keeper need not be trusted.
     /// @param loanId The loan id.
     function markDefaulted(uint256 loanId) external;

@@ -10,9 +10,14 @@ import {IInterestRateModel} from "./IInterestRateModel.sol";
 /// @dev Money values are in the asset's units (USDC micro-units, 6 decimals); tmUSDC has 18 decimals.
 /// Rates and fractions in views are WAD-scaled (1e18 = 100 %); policy parameters are basis points (10_000 = 100 %).
 ///
-/// Accounting: `totalAssets = idle + totalBorrowed`, where `idle` is the vault's USDC balance minus the insurance
-/// reserve, which the vault holds but which does not belong to depositors. The share price only falls when a
-/// default's loss exceeds what the insurance reserve covers, and then {StakingVaultLossRecognized} records it.
+/// Accounting: `totalAssets = idle + totalBorrowed - unrealizedLosses - lockedProfit`, where `idle` is the vault's
+/// USDC balance minus the insurance reserve, which the vault holds but which does not belong to depositors.
+/// - Gains unlock over time (Yearn V3's profit unlocking): distributed yield, the depositors' share of loan interest,
+///   recoveries and released impairments are locked when they arrive and enter the share price linearly over
+///   {profitUnlockPeriod}, so a deposit held across a gain earns only what unlocks while it is held.
+/// - Known losses come first (Maple's impairment): a loan past due is impaired ({impairLoan}), its expected loss
+///   (the principal out minus the reserve's expected cover) taken from the share price at once, so leaving before
+///   its default does not move the loss onto those who stay. A loss is first absorbed by the profit still locked.
 ///
 /// Error mapping for the API: {StakingVaultDepositTooSmall} -> AMOUNT_TOO_SMALL,
 /// {StakingVaultInsufficientLiquidity} -> INSUFFICIENT_LIQUIDITY, `EnforcedPause` -> VAULT_PAUSED,
@@ -25,11 +30,12 @@ interface IStakingVault is IERC4626 {
     /* TYPES */
 
     /// @notice Everything `GET /vault/status` shows, read in one call.
-    /// @param totalAssets The depositors' assets: idle + totalBorrowed (the API's `totalDeposits`).
+    /// @param totalAssets The depositors' assets: idle + totalBorrowed - unrealizedLosses - lockedProfit (the API's
+    /// `totalDeposits`).
     /// @param idleAssets USDC available for withdrawals and new loans.
     /// @param totalBorrowed Principal out on loans.
     /// @param insuranceReserve USDC held for covering defaults; not part of `totalAssets`.
-    /// @param utilization totalBorrowed / totalAssets (WAD).
+    /// @param utilization totalBorrowed / (idle + totalBorrowed) (WAD).
     /// @param borrowRate The model's annual borrow rate at `utilization` (WAD).
     /// @param supplyRate The model's annual supply rate at `utilization` (WAD; the API's `currentAPY`).
     /// @param exchangeRate USDC per whole tmUSDC (WAD; 1e18 = 1 USDC per tmUSDC).
@@ -63,7 +69,7 @@ interface IStakingVault is IERC4626 {
     );
 
     /// @notice Loan `loanId` repaid `principal` and `interest`; `reserveShare` of the interest went to the insurance
-    /// reserve, the rest raised the depositors' assets.
+    /// reserve, the rest (with any impairment the principal releases) was locked for the depositors.
     event StakingVaultRepaymentRecorded(
         uint256 indexed loanId,
         uint256 principal,
@@ -84,7 +90,7 @@ interface IStakingVault is IERC4626 {
 
     /// @notice `amount` USDC of defaulted loan `loanId`'s written-off principal came back (a merchant's refund of the
     /// purchase it paid): `toReserve` of it refilled the insurance reserve (its share of what it covered), the rest
-    /// raised the depositors' assets, leaving the share price at `exchangeRate` (WAD).
+    /// was locked for the depositors, leaving the share price at `exchangeRate` (WAD).
     event StakingVaultLossRecovered(uint256 indexed loanId, uint256 amount, uint256 toReserve, uint256 exchangeRate);
 
     /// @notice `amount` USDC of interest loan `loanId` had paid went back to `to` (a refund made it not owed);
@@ -92,13 +98,30 @@ interface IStakingVault is IERC4626 {
     event StakingVaultInterestReturned(uint256 indexed loanId, address indexed to, uint256 amount, uint256 reserveShare);
 
     /// @notice `distributor` added `amount` USDC of yield; `totalYield` is the yield credited so far and
-    /// `exchangeRate` the new USDC per tmUSDC (WAD). The data of the `vault.yield_distributed` webhook.
+    /// `exchangeRate` the USDC per tmUSDC (WAD) right after it. The yield is locked and unlocks over
+    /// {profitUnlockPeriod}, so the rate rises from here. The data of the `vault.yield_distributed` webhook.
     event StakingVaultYieldDistributed(
         address indexed distributor,
         uint256 amount,
         uint256 totalYield,
         uint256 exchangeRate
     );
+
+    /// @notice Loan `loanId`, past due, was impaired: of its `principal` out, `expectedLoss` (the principal minus the
+    /// insurance reserve's expected `cover`) left the share price, leaving it at `exchangeRate` (WAD).
+    event StakingVaultLoanImpaired(
+        uint256 indexed loanId,
+        uint256 principal,
+        uint256 expectedLoss,
+        uint256 cover,
+        uint256 exchangeRate
+    );
+
+    /// @notice `gain` USDC was locked: with what was still locked, `locked` unlocks linearly until `unlockEnd`.
+    event StakingVaultProfitLocked(uint256 gain, uint256 locked, uint256 unlockEnd);
+
+    /// @notice The time a new gain takes to unlock was set to `period` seconds.
+    event StakingVaultProfitUnlockPeriodUpdated(uint256 period);
 
     /// @notice The minimum deposit was set to `minDeposit` (asset units).
     event StakingVaultMinDepositUpdated(uint256 minDeposit);
@@ -141,6 +164,12 @@ interface IStakingVault is IERC4626 {
     /// @notice An insurance coverage above 100 %.
     error StakingVaultCoverageTooHigh(uint256 coverageBps, uint256 max);
 
+    /// @notice A profit unlock period above the ceiling.
+    error StakingVaultUnlockPeriodTooLong(uint256 period, uint256 max);
+
+    /// @notice Loan `loanId` is already impaired.
+    error StakingVaultAlreadyImpaired(uint256 loanId);
+
     /// @notice The asset has more than 18 decimals.
     error StakingVaultUnsupportedAsset(uint8 decimals);
 
@@ -161,6 +190,10 @@ interface IStakingVault is IERC4626 {
     /// @notice The ceiling of the minimum deposit.
     /// @return The ceiling in asset units (1,000 USDC).
     function MAX_MIN_DEPOSIT() external view returns (uint256);
+
+    /// @notice The ceiling of the profit unlock period.
+    /// @return The ceiling in seconds (30 days).
+    function MAX_PROFIT_UNLOCK_PERIOD() external view returns (uint256);
 
     /* DEPOSITS */
 
@@ -207,6 +240,29 @@ interface IStakingVault is IERC4626 {
     /// @return The exchange rate (WAD).
     function exchangeRate() external view returns (uint256);
 
+    /// @notice Gains not yet in the share price: they unlock linearly until {fullProfitUnlockDate}.
+    /// @return The amount in asset units, as of now.
+    function lockedProfit() external view returns (uint256);
+
+    /// @notice When the profit locked now has fully unlocked (in the past when nothing is locked).
+    /// @return A Unix timestamp.
+    function fullProfitUnlockDate() external view returns (uint256);
+
+    /// @notice The time a new gain takes to unlock (Yearn V3's `profitMaxUnlockTime`).
+    /// @return The period in seconds.
+    function profitUnlockPeriod() external view returns (uint256);
+
+    /// @notice The expected losses of impaired loans, already out of {totalAssets}.
+    /// @return The amount in asset units.
+    function unrealizedLosses() external view returns (uint256);
+
+    /// @notice What impaired loan `loanId` still carries of its impairment (zeros when it is not impaired).
+    /// @param loanId The LoanBook's id.
+    /// @return principal The principal still out.
+    /// @return expectedLoss Its expected loss, out of {totalAssets}.
+    /// @return cover The reserve's cover it counts on, fixed when it was impaired.
+    function impairmentOf(uint256 loanId) external view returns (uint256 principal, uint256 expectedLoss, uint256 cover);
+
     /// @notice Yield credited to depositors so far: distributed yield plus their share of loan interest.
     /// @return The amount in asset units.
     function totalYield() external view returns (uint256);
@@ -239,7 +295,8 @@ interface IStakingVault is IERC4626 {
     function lend(uint256 loanId, address borrower, uint256 principal, uint256 insuranceFee) external;
 
     /// @notice Records a repayment of loan `loanId`: `principal` leaves {totalBorrowed}; `interest` minus the reserve
-    /// factor's share raises the depositors' assets and {totalYield}.
+    /// factor's share is locked for the depositors (see {lockedProfit}) and counted in {totalYield}. On an impaired loan
+    /// the repaid principal releases its share of the impairment, locked too.
     /// @dev Only LENDER_ROLE, allowed while paused. The caller transfers `principal + interest` USDC to the vault in
     /// the same transaction (the LoanBook does it right after this call); the vault trusts its lender for this as it
     /// trusts it with {lend}.
@@ -248,8 +305,19 @@ interface IStakingVault is IERC4626 {
     /// @param interest The interest paid.
     function recordRepayment(uint256 loanId, uint256 principal, uint256 interest) external;
 
-    /// @notice Writes off `loss` principal of defaulted loan `loanId`: the insurance reserve covers
-    /// `loss * insuranceCoverageBps / 10_000`, capped by its balance; the uncovered rest lowers {totalAssets}.
+    /// @notice Impairs loan `loanId`, past due with `principal` out: the expected loss, `principal` minus the reserve's
+    /// expected cover (`principal * insuranceCoverageBps / 10_000`, capped by the reserve not counted on by other
+    /// impaired loans), leaves {totalAssets} now; the profit still locked absorbs it first.
+    /// @dev Only LENDER_ROLE, allowed while paused. Repayments release the impairment in proportion to the principal
+    /// they repay (the release is a gain, locked like any other); {recordLoss} replaces it with the realized loss.
+    /// @param loanId The LoanBook's id.
+    /// @param principal The principal still out on the loan.
+    /// @return expectedLoss The part taken from the share price.
+    function impairLoan(uint256 loanId, uint256 principal) external returns (uint256 expectedLoss);
+
+    /// @notice Writes off `loss` principal of defaulted loan `loanId`: the insurance reserve covers the cover fixed
+    /// when the loan was impaired (`loss * insuranceCoverageBps / 10_000` for a loan never impaired), capped by its
+    /// balance; the uncovered rest replaces the impairment's expected loss in {totalAssets}.
     /// @dev Only LENDER_ROLE, allowed while paused. No USDC moves: covered funds change from reserve to idle.
     /// @param loanId The LoanBook's id, for the event.
     /// @param loss The outstanding principal written off.
@@ -277,12 +345,17 @@ interface IStakingVault is IERC4626 {
 
     /* YIELD (YIELD_ROLE) */
 
-    /// @notice Pulls `amount` USDC from the caller and adds it to the depositors' assets, raising the exchange rate.
+    /// @notice Pulls `amount` USDC from the caller and locks it for the depositors: it raises the exchange rate
+    /// linearly over {profitUnlockPeriod}.
     /// @dev Only YIELD_ROLE; needs an allowance; reverts while no tmUSDC exists. Allowed while paused.
     /// @param amount The yield in asset units.
     function distributeYield(uint256 amount) external;
 
     /* ADMIN */
+
+    /// @notice Sets the time a new gain takes to unlock; what is locked keeps its schedule. Only the default admin.
+    /// @param newPeriod The period in seconds, at most {MAX_PROFIT_UNLOCK_PERIOD} (zero: gains count at once).
+    function setProfitUnlockPeriod(uint256 newPeriod) external;
 
     /// @notice Sets the minimum deposit. Only the default admin; at most {MAX_MIN_DEPOSIT}.
     /// @param newMinDeposit The new minimum in asset units (zero disables it).

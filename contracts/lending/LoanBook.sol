@@ -252,7 +252,7 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
     }
 
     /// @inheritdoc ILoanBook
-    function markOverdue(uint256 loanId) external {
+    function markOverdue(uint256 loanId) external nonReentrant {
         Loan storage loan = _existingLoan(loanId);
         if (loan.status != LoanStatus.Active) revert LoanBookLoanNotActive(loanId, loan.status);
         if (block.timestamp <= loan.dueDate) revert LoanBookNotYetDue(loanId, loan.dueDate);
@@ -260,12 +260,18 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
         loan.status = LoanStatus.Overdue;
 
         emit LoanMarkedOverdue(loanId, loan.borrower, loan.dueDate);
+
+        // The vault takes the expected loss into its share price now, before a default anyone can predict.
+        vault.impairLoan(loanId, loan.principal - loan.principalRepaid);
     }
 
     /// @inheritdoc ILoanBook
     function markDefaulted(uint256 loanId) external nonReentrant {
         Loan storage loan = _existingLoan(loanId);
-        if (!_isOpen(loan.status)) revert LoanBookLoanNotOpen(loanId, loan.status);
+        if (loan.status != LoanStatus.Overdue) {
+            if (loan.status == LoanStatus.Active) revert LoanBookLoanNotOverdue(loanId, loan.status);
+            revert LoanBookLoanNotOpen(loanId, loan.status);
+        }
         uint256 defaultableAfter = uint256(loan.dueDate) + uint256(_limits.gracePeriodDays) * 1 days;
         if (block.timestamp <= defaultableAfter) revert LoanBookGracePeriodNotOver(loanId, defaultableAfter);
 

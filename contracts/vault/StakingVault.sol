@@ -36,6 +36,11 @@ import {TryPermit} from "../utils/TryPermit.sol";
 ///
 /// Rounding always favours the vault (OpenZeppelin's conversions); {maxRedeem} rounds the liquidity limit down.
 ///
+/// Fair exits (docs/decisions.md D-95): every gain is locked and unlocks linearly over {profitUnlockPeriod} (Yearn
+/// V3's profit unlocking, with its weighted end when gains overlap), and a loan past due is impaired before it can
+/// default (Maple's `impairLoan`), so neither a deposit timed before a gain nor an exit timed before a known loss
+/// moves value between depositors.
+///
 /// Meta-transactions: the vault trusts one ERC-2771 forwarder (fixed at construction), and every actor is read with
 /// `_msgSender()` (OpenZeppelin's ERC20, ERC4626, AccessControl and Pausable already do), so a request the user signed
 /// and a relayer submitted through the forwarder takes the same path and emits the same events as the user's own call.
@@ -57,19 +62,33 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     /// @inheritdoc IStakingVault
     uint256 public constant MAX_MIN_DEPOSIT = 1_000e6;
 
+    /// @inheritdoc IStakingVault
+    uint256 public constant MAX_PROFIT_UNLOCK_PERIOD = 30 days;
+
     uint256 internal constant WAD = 1e18;
     uint256 internal constant BPS = 10_000;
 
     /// @dev 1 USDC and 80 % (the product reference's insurance cover).
     uint256 internal constant DEFAULT_MIN_DEPOSIT = 1e6;
     uint256 internal constant DEFAULT_INSURANCE_COVERAGE_BPS = 8_000;
+    uint256 internal constant DEFAULT_PROFIT_UNLOCK_PERIOD = 7 days;
 
     uint8 private immutable _DECIMALS_OFFSET;
 
-    // Deposit and redeem read these three together, so they share one slot: uint96 holds 7.9e22 USDC.
+    // Deposit and redeem read these together, so they share one slot: uint96 holds 7.9e22 USDC; the minimum is at most
+    // MAX_MIN_DEPOSIT and the period at most MAX_PROFIT_UNLOCK_PERIOD.
     uint96 private _totalBorrowed;
     uint96 private _insuranceReserve;
-    uint64 private _minDeposit;
+    uint32 private _minDeposit;
+    uint32 private _profitUnlockPeriod;
+
+    // Every conversion reads these too, so they share the second slot: `_lockedProfit` was locked at `_lockedAt` and
+    // unlocks linearly until `_unlockEnd`; `_unrealizedLosses` are the impaired loans' expected losses (uint80 holds
+    // 1.2e18 USDC).
+    uint96 private _lockedProfit;
+    uint40 private _lockedAt;
+    uint40 private _unlockEnd;
+    uint80 private _unrealizedLosses;
 
     uint16 private _insuranceCoverageBps;
     uint128 private _totalYield;
@@ -82,6 +101,18 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     }
 
     mapping(uint256 loanId => Loss) private _lossOf;
+
+    // The reserve cover the impaired loans count on.
+    uint96 private _impairedCover;
+
+    /// @dev An impaired loan's principal still out and the part of its expected loss and cover that principal carries.
+    struct Impairment {
+        uint96 principal;
+        uint80 loss;
+        uint80 cover;
+    }
+
+    mapping(uint256 loanId => Impairment) private _impairmentOf;
 
     /// @param usdc The asset (6-decimal USDC; any ERC-20 with at most 18 decimals works).
     /// @param model The interest rate model.
@@ -101,9 +132,10 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         _DECIMALS_OFFSET = 18 - assetDecimals;
 
         _grantRole(DEFAULT_ADMIN_ROLE, admin);
-        _minDeposit = uint64(DEFAULT_MIN_DEPOSIT);
+        _minDeposit = uint32(DEFAULT_MIN_DEPOSIT);
         _insuranceCoverageBps = uint16(DEFAULT_INSURANCE_COVERAGE_BPS);
         _interestRateModel = model;
+        _profitUnlockPeriod = uint32(DEFAULT_PROFIT_UNLOCK_PERIOD);
     }
 
     /* ERC-4626 ENTRY POINTS */
@@ -181,9 +213,10 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     /* ERC-4626 VIEWS */
 
     /// @inheritdoc IERC4626
-    /// @dev Idle USDC (balance minus the insurance reserve) plus the principal out on loans.
+    /// @dev Idle USDC (balance minus the insurance reserve) plus the principal out on loans, less the impaired loans'
+    /// expected losses and the profit still locked.
     function totalAssets() public view override(ERC4626, IERC4626) returns (uint256) {
-        return _idleAssets() + _totalBorrowed;
+        return _totalAssets(_idleAssets() + _totalBorrowed);
     }
 
     /// @inheritdoc IERC4626
@@ -236,12 +269,39 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
 
     /// @inheritdoc IStakingVault
     function utilization() public view returns (uint256) {
-        return _utilization(_totalBorrowed, totalAssets());
+        uint256 borrowed = _totalBorrowed;
+        return _utilization(borrowed, _idleAssets() + borrowed);
     }
 
     /// @inheritdoc IStakingVault
     function exchangeRate() public view returns (uint256) {
         return _exchangeRate(totalAssets());
+    }
+
+    /// @inheritdoc IStakingVault
+    function lockedProfit() external view returns (uint256) {
+        return _lockedProfitNow();
+    }
+
+    /// @inheritdoc IStakingVault
+    function fullProfitUnlockDate() external view returns (uint256) {
+        return _unlockEnd;
+    }
+
+    /// @inheritdoc IStakingVault
+    function profitUnlockPeriod() external view returns (uint256) {
+        return _profitUnlockPeriod;
+    }
+
+    /// @inheritdoc IStakingVault
+    function unrealizedLosses() external view returns (uint256) {
+        return _unrealizedLosses;
+    }
+
+    /// @inheritdoc IStakingVault
+    function impairmentOf(uint256 loanId) external view returns (uint256 principal, uint256 expectedLoss, uint256 cover) {
+        Impairment memory impairment = _impairmentOf[loanId];
+        return (impairment.principal, impairment.loss, impairment.cover);
     }
 
     /// @inheritdoc IStakingVault
@@ -268,8 +328,8 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     function vaultStatus() external view returns (VaultStatus memory status) {
         uint256 idle = _idleAssets();
         uint256 borrowed = _totalBorrowed;
-        uint256 assets = idle + borrowed;
-        uint256 util = _utilization(borrowed, assets);
+        uint256 assets = _totalAssets(idle + borrowed);
+        uint256 util = _utilization(borrowed, idle + borrowed);
         status = VaultStatus({
             totalAssets: assets,
             idleAssets: idle,
@@ -317,14 +377,42 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         if (principal > borrowed) revert StakingVaultExceedsBorrowed(principal, borrowed);
         // Capped at 100 % so that no model, however configured, can make repayments revert below.
         uint256 reserveShare = interest.mulDiv(Math.min(_interestRateModel.reserveFactor(), WAD), WAD);
+        uint256 released = _releaseImpairment(loanId, principal);
 
         // Cannot underflow: checked above, and reserveShare <= interest.
         uint256 newTotalBorrowed = borrowed - principal;
         _totalBorrowed = uint96(newTotalBorrowed);
         _insuranceReserve = (_insuranceReserve + reserveShare).toUint96();
         _totalYield = (_totalYield + interest - reserveShare).toUint128();
+        _lockGain(interest - reserveShare + released);
 
         emit StakingVaultRepaymentRecorded(loanId, principal, interest, reserveShare, newTotalBorrowed);
+    }
+
+    /// @inheritdoc IStakingVault
+    function impairLoan(uint256 loanId, uint256 principal)
+        external
+        onlyRole(LENDER_ROLE)
+        returns (uint256 expectedLoss)
+    {
+        uint256 borrowed = _totalBorrowed;
+        if (principal > borrowed) revert StakingVaultExceedsBorrowed(principal, borrowed);
+        Impairment storage impairment = _impairmentOf[loanId];
+        if (impairment.principal != 0) revert StakingVaultAlreadyImpaired(loanId);
+        // The cover the reserve can still give, after what the other impaired loans count on.
+        uint256 cover =
+            Math.min(principal.mulDiv(_insuranceCoverageBps, BPS), uint256(_insuranceReserve).saturatingSub(_impairedCover));
+        expectedLoss = principal - cover;
+
+        // The casts are safe: both are at most the principal, which is at most the borrowed uint96, as are the sums.
+        impairment.principal = uint96(principal);
+        impairment.loss = expectedLoss.toUint80();
+        impairment.cover = cover.toUint80();
+        _unrealizedLosses = (_unrealizedLosses + expectedLoss).toUint80();
+        _impairedCover = (_impairedCover + cover).toUint96();
+        _absorbLoss(expectedLoss);
+
+        emit StakingVaultLoanImpaired(loanId, principal, expectedLoss, cover, exchangeRate());
     }
 
     /// @inheritdoc IStakingVault
@@ -336,14 +424,23 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         uint256 borrowed = _totalBorrowed;
         if (loss > borrowed) revert StakingVaultExceedsBorrowed(loss, borrowed);
         uint256 reserve = _insuranceReserve;
-        covered = Math.min(loss.mulDiv(_insuranceCoverageBps, BPS), reserve);
+        // An impaired loan's cover was fixed when it was impaired (a later coverage change is not retroactive), and
+        // its expected loss was out of the share price already: only a shortfall of the reserve moves it now.
+        Impairment memory impairment = _impairmentOf[loanId];
+        bool impaired = impairment.principal != 0;
+        covered = Math.min(impaired ? impairment.cover : loss.mulDiv(_insuranceCoverageBps, BPS), reserve);
         uncovered = loss - covered;
+        delete _impairmentOf[loanId];
+        _unrealizedLosses -= impairment.loss;
+        _impairedCover -= impairment.cover;
 
         // Cannot underflow: loss <= borrowed and covered <= reserve. The covered USDC turns from reserve into idle.
         _totalBorrowed = uint96(borrowed - loss);
         _insuranceReserve = uint96(reserve - covered);
         // Kept for a recovery, which makes each good in its share; both fit 128 bits (at most the borrowed uint96).
         _lossOf[loanId] = Loss(uint128(covered), uint128(uncovered));
+        if (uncovered > impairment.loss) _absorbLoss(uncovered - impairment.loss);
+        else _lockGain(impairment.loss - uncovered);
 
         emit StakingVaultLossRecognized(loanId, loss, covered, uncovered, exchangeRate());
     }
@@ -361,6 +458,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         loss.covered = uint128(covered - toReserve);
         loss.uncovered = uint128(outstanding - covered - (amount - toReserve));
         _insuranceReserve = (_insuranceReserve + toReserve).toUint96();
+        _lockGain(amount - toReserve);
 
         // The USDC arrives right after this call (the LoanBook transfers it): the rate the event names counts it.
         emit StakingVaultLossRecovered(loanId, amount, toReserve, _exchangeRate(totalAssets() + amount - toReserve));
@@ -385,6 +483,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         // Cannot underflow: reserveShare <= reserve; the yield credited is floored at zero.
         _insuranceReserve = uint96(reserve - reserveShare);
         _totalYield = uint128(uint256(_totalYield).saturatingSub(fromIdle));
+        _absorbLoss(fromIdle);
 
         emit StakingVaultInterestReturned(loanId, to, amount, reserveShare);
 
@@ -400,6 +499,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
 
         uint256 newTotalYield = _totalYield + amount;
         _totalYield = newTotalYield.toUint128();
+        _lockGain(amount);
 
         // The rate once the transfer below has landed.
         emit StakingVaultYieldDistributed(_msgSender(), amount, newTotalYield, _exchangeRate(totalAssets() + amount));
@@ -410,10 +510,18 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     /* ADMIN */
 
     /// @inheritdoc IStakingVault
+    function setProfitUnlockPeriod(uint256 newPeriod) external onlyRole(DEFAULT_ADMIN_ROLE) {
+        if (newPeriod > MAX_PROFIT_UNLOCK_PERIOD) revert StakingVaultUnlockPeriodTooLong(newPeriod, MAX_PROFIT_UNLOCK_PERIOD);
+        // Cannot overflow: at most MAX_PROFIT_UNLOCK_PERIOD.
+        _profitUnlockPeriod = uint32(newPeriod);
+        emit StakingVaultProfitUnlockPeriodUpdated(newPeriod);
+    }
+
+    /// @inheritdoc IStakingVault
     function setMinDeposit(uint256 newMinDeposit) external onlyRole(DEFAULT_ADMIN_ROLE) {
         if (newMinDeposit > MAX_MIN_DEPOSIT) revert StakingVaultMinDepositTooHigh(newMinDeposit, MAX_MIN_DEPOSIT);
         // Cannot overflow: at most MAX_MIN_DEPOSIT.
-        _minDeposit = uint64(newMinDeposit);
+        _minDeposit = uint32(newMinDeposit);
         emit StakingVaultMinDepositUpdated(newMinDeposit);
     }
 
@@ -485,6 +593,63 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     /// USDC kept in the vault, and withdrawals and loans only take idle USDC); the floor at zero is defensive.
     function _idleAssets() internal view returns (uint256) {
         return IERC20(asset()).balanceOf(address(this)).saturatingSub(_insuranceReserve);
+    }
+
+    /// @dev The depositors' assets out of `grossAssets` (idle + borrowed). The floor at zero is defensive: the losses
+    /// and the lock are parts of what the vault holds or has lent.
+    function _totalAssets(uint256 grossAssets) internal view returns (uint256) {
+        return grossAssets.saturatingSub(_unrealizedLosses + _lockedProfitNow());
+    }
+
+    /// @dev The profit still locked: what was locked at `_lockedAt`, less its linear unlock since (rounded up, in the
+    /// favour of the depositors who stay).
+    function _lockedProfitNow() internal view returns (uint256) {
+        uint256 end = _unlockEnd;
+        if (block.timestamp >= end) return 0;
+        // Cannot underflow: _lockedAt <= block.timestamp < end.
+        return uint256(_lockedProfit).mulDiv(end - block.timestamp, end - _lockedAt, Math.Rounding.Ceil);
+    }
+
+    /// @dev Locks `gain` (already in the vault's balance or books) so that it unlocks over the period: Yearn V3's
+    /// weighted end, the new gain over the whole period and what was locked over its remaining time.
+    function _lockGain(uint256 gain) internal {
+        uint256 period = _profitUnlockPeriod;
+        if (gain == 0 || period == 0) return;
+        uint256 locked = _lockedProfitNow();
+        uint256 remaining = uint256(_unlockEnd).saturatingSub(block.timestamp);
+        uint256 newLocked = locked + gain;
+        uint256 unlockEnd = block.timestamp + (locked * remaining + gain * period) / newLocked;
+        _lockedProfit = newLocked.toUint96();
+        _lockedAt = uint40(block.timestamp);
+        // The cast is safe: at most now + MAX_PROFIT_UNLOCK_PERIOD.
+        _unlockEnd = uint40(unlockEnd);
+        emit StakingVaultProfitLocked(gain, newLocked, unlockEnd);
+    }
+
+    /// @dev A loss of `loss` is first taken from the profit still locked (Yearn V3), the rest from the share price.
+    function _absorbLoss(uint256 loss) internal {
+        uint256 locked = _lockedProfitNow();
+        if (loss == 0 || locked == 0) return;
+        // Cannot overflow: below the locked uint96; the end stays, so what is left unlocks by the same date.
+        _lockedProfit = uint96(locked - Math.min(locked, loss));
+        _lockedAt = uint40(block.timestamp);
+    }
+
+    /// @dev A repayment of `principal` on impaired loan `loanId` releases the impairment in proportion (all of it with
+    /// the last of the principal); returns the expected loss released, a gain for the depositors.
+    function _releaseImpairment(uint256 loanId, uint256 principal) internal returns (uint256 released) {
+        Impairment storage impairment = _impairmentOf[loanId];
+        uint256 impaired = impairment.principal;
+        if (impaired == 0 || principal == 0) return 0;
+        uint256 part = Math.min(principal, impaired);
+        released = uint256(impairment.loss).mulDiv(part, impaired);
+        uint256 coverReleased = uint256(impairment.cover).mulDiv(part, impaired);
+        // The casts are safe: each part is at most the stored value it is taken from.
+        impairment.principal = uint96(impaired - part);
+        impairment.loss -= uint80(released);
+        impairment.cover -= uint80(coverReleased);
+        _unrealizedLosses -= uint80(released);
+        _impairedCover -= uint96(coverReleased);
     }
 
     /// @dev USDC per whole tmUSDC (WAD), for `assets` depositors' assets: convertToAssets(1e18 shares) / 1e6, kept

@@ -48,19 +48,24 @@ export function createLoanDueDates({ db, repo, chainOrFail }: LoansContext) {
       let defaulted = 0;
       for (const loan of await repo.openLoansDueBefore(now, 200)) {
         const pastGrace = loan.dueDate.getTime() + graceDays * DAY_MS < now.getTime();
-        const action = pastGrace ? "markDefaulted" : loan.status === "active" ? "markOverdue" : null;
-        if (!action) continue;
+        // Overdue first, even past the grace period: only an impaired loan can default (D-95).
+        const actions = [
+          ...(loan.status === "active" ? (["markOverdue"] as const) : []),
+          ...(pastGrace ? (["markDefaulted"] as const) : []),
+        ];
         try {
-          await chain.sender.send({
-            purpose: pastGrace ? "loan.default" : "loan.overdue",
-            // Keyed by the loan: a repeated or concurrent run finds the transaction sent first.
-            userId: loan.userId ?? "pool",
-            idempotencyKey: `${chain.chainId}:${loan.loanId}`,
-            to: chain.loanBook.target as string,
-            data: chain.loanBook.interface.encodeFunctionData(action, [loan.loanId]),
-          });
-          if (pastGrace) defaulted += 1;
-          else overdue += 1;
+          for (const action of actions) {
+            await chain.sender.send({
+              purpose: action === "markDefaulted" ? "loan.default" : "loan.overdue",
+              // Keyed by the loan and the step: a repeated or concurrent run finds the transaction sent first.
+              userId: loan.userId ?? "pool",
+              idempotencyKey: `${chain.chainId}:${loan.loanId}:${action}`,
+              to: chain.loanBook.target as string,
+              data: chain.loanBook.interface.encodeFunctionData(action, [loan.loanId]),
+            });
+            if (action === "markDefaulted") defaulted += 1;
+            else overdue += 1;
+          }
         } catch (error) {
           // Not due yet by the chain's clock, or repaid meanwhile: the next run looks again.
           if (!(error instanceof TransactionRevertedError)) throw error;

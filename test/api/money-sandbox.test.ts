@@ -356,11 +356,15 @@ describe(`money sandbox: faucet, transaction sender, Idempotency-Key (${usingPos
     expect(first.status, first.text).to.equal(200);
     const rate = (await chain.contracts.vault.exchangeRate()) as bigint;
     expect(first.body.data).to.deep.include({ totalYield: "10.00", newExchangeRate: Number(formatUnits(rate, 18)) });
-    expect(first.body.data.newExchangeRate).to.be.above(1);
     expect(await yieldTransactions()).to.equal(3); // mint, approve, distribute
     const retry = await yieldOf(10, key);
     expect(retry.text).to.equal(first.text);
     expect((await chain.contracts.vault.totalYield()) as bigint).to.equal(usdc(10));
     expect(await yieldTransactions()).to.equal(3);
+
+    // The yield is locked and unlocks over the vault's period (D-95): the rate rises with the clock.
+    expect((await chain.contracts.vault.lockedProfit()) as bigint).to.be.above(0n);
+    expect((await api.request("POST", "/dev/time/advance", { body: { seconds: 7 * 86_400 } })).status).to.equal(200);
+    expect((await api.request("GET", "/v1/vault/status")).body.data.exchangeRate).to.be.above(first.body.data.newExchangeRate);
   });
 });

@@ -108,7 +108,10 @@ contract LoanBookTest is LendingSetup {
         assertEq(book.remainingBalance(loanId), 0, "nothing remains");
         assertEq(book.payoffAmount(loanId), 0, "no payoff for a closed loan");
         assertEq(vault.totalBorrowed(), 0, "vault principal back");
-        assertEq(vault.totalAssets(), assetsBefore + interestDue, "interest raised the vault's assets");
+        assertEq(vault.totalAssets(), assetsBefore, "the interest is locked: the price does not jump");
+        assertEq(vault.lockedProfit(), interestDue, "all of it");
+        vm.warp(block.timestamp + vault.profitUnlockPeriod());
+        assertEq(vault.totalAssets(), assetsBefore + interestDue, "interest raised the vault's assets as it unlocked");
         assertEq(usdc.balanceOf(address(book)), 0, "the book holds no USDC");
     }
 
@@ -169,16 +172,24 @@ contract LoanBookTest is LendingSetup {
         uint256 loss = t.principal - loan.principalRepaid;
         uint256 reserve = vault.insuranceReserve();
         uint256 expectedCovered = Math.min(loss * vault.insuranceCoverageBps() / 10_000, reserve);
+
+        // Impaired when past due: the expected loss leaves the depositors' assets, first from the profit still locked.
+        vm.warp(uint256(loan.dueDate) + 1);
         uint256 assetsBefore = vault.totalAssets();
-        (uint256 num0, uint256 den0) = _price();
+        uint256 locked = vault.lockedProfit();
+        book.markOverdue(loanId);
+        uint256 uncovered = loss - expectedCovered;
+        assertEq(vault.unrealizedLosses(), uncovered, "the expected loss is the uncovered part");
+        assertEq(vault.totalAssets(), assetsBefore + Math.min(locked, uncovered) - uncovered, "depositors bear it now");
 
         vm.warp(uint256(loan.dueDate) + 7 days + 1);
+        (uint256 num0, uint256 den0) = _price();
         book.markDefaulted(loanId);
 
         assertEq(vault.insuranceReserve(), reserve - expectedCovered, "reserve pays the covered part");
-        assertEq(vault.totalAssets(), assetsBefore - (loss - expectedCovered), "depositors bear the uncovered part");
         assertEq(vault.totalBorrowed(), 0, "principal written off");
+        assertEq(vault.unrealizedLosses(), 0, "the impairment became the loss");
         (uint256 num1, uint256 den1) = _price();
-        if (loss == expectedCovered) assertEq(num1 * den0, num0 * den1, "a covered default leaves the price");
+        assertEq(num1 * den0, num0 * den1, "the default itself leaves the price");
     }
 }

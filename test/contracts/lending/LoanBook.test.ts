@@ -251,7 +251,7 @@ describe("LoanBook", () => {
         .to.emit(book, "LoanMarkedOverdue")
         .withArgs(1n, borrower.address, fundedAt + 30 * DAY);
       await time.increaseTo(fundedAt + 37 * DAY + 1);
-      // No reserve (no insurance fee): the depositors bear the 200 USDC of principal outstanding.
+      // No reserve (no insurance fee): the depositors bore the 200 USDC of principal outstanding when it was impaired.
       await expect(book.connect(stranger).markDefaulted(1n))
         .to.emit(book, "LoanDefaulted")
         .withArgs(1n, borrower.address, USDC(200), 0n, USDC(200));
@@ -370,6 +370,9 @@ describe("LoanBook", () => {
       expect(loan.status).to.equal(BigInt(Status.Active));
       expect([loan.principalRepaid, loan.interestRepaid]).to.deep.equal([USDC(94), USDC(11)]);
       expect(await vault.totalBorrowed()).to.equal(USDC(206));
+      // The interest is locked, and unlocks over the vault's period (D-95).
+      expect((await vault.totalAssets()) + (await vault.lockedProfit())).to.equal(USDC(10_011));
+      await time.increase(7 * DAY);
       expect(await vault.totalAssets()).to.equal(USDC(10_011));
     });
 
@@ -383,8 +386,10 @@ describe("LoanBook", () => {
       expect(before - (await usdc.balanceOf(borrower.address))).to.equal(USDC(330));
       expect((await book.getLoan(1n)).status).to.equal(BigInt(Status.Repaid));
       expect(await vault.totalBorrowed()).to.equal(0n);
-      expect(await vault.totalAssets()).to.equal(USDC(10_030));
+      expect((await vault.totalAssets()) + (await vault.lockedProfit())).to.equal(USDC(10_030));
       expect(await vault.totalYield()).to.equal(USDC(30));
+      await time.increase(7 * DAY);
+      expect(await vault.totalAssets()).to.equal(USDC(10_030));
     });
 
     it("charges only the pro-rated interest (at least 7 days) on an early payoff", async () => {
@@ -549,8 +554,14 @@ describe("LoanBook", () => {
     it("writes off the outstanding principal after the grace period and emits LoanDefaulted", async () => {
       const { book, vault, borrower, stranger, dueDate } = await networkHelpers.loadFixture(withLoan);
       await book.connect(borrower).repay(1n, USDC(107)); // 7 interest, 100 principal at the 7-day minimum
+      await time.setNextBlockTimestamp(dueDate + 1);
+      // Impaired first: 200 out; 80 % = 160, capped by the reserve of 30; expected loss 170, out of the price now.
+      await expect(book.connect(stranger).markOverdue(1n))
+        .to.emit(vault, "StakingVaultLoanImpaired")
+        .withArgs(1n, USDC(200), USDC(170), USDC(30), (v: bigint) => v < WAD);
+      const impairedRate = await vault.exchangeRate();
       await time.setNextBlockTimestamp(dueDate + 7 * DAY + 1);
-      // Loss 200; 80 % = 160, capped by the reserve of 30; uncovered 170.
+      // Loss 200; the cover fixed at impairment, 30; uncovered 170, which the impairment took already.
       await expect(book.connect(stranger).markDefaulted(1n))
         .to.emit(book, "LoanDefaulted")
         .withArgs(1n, borrower.address, USDC(200), USDC(30), USDC(170))
@@ -559,6 +570,8 @@ describe("LoanBook", () => {
       expect((await book.getLoan(1n)).status).to.equal(BigInt(Status.Defaulted));
       expect(await vault.totalBorrowed()).to.equal(0n);
       expect(await vault.totalAssets()).to.equal(USDC(10_007) - USDC(170));
+      expect(await vault.exchangeRate()).to.equal(impairedRate);
+      expect(await vault.unrealizedLosses()).to.equal(0n);
     });
 
     it("covers 80 % of the loss when the reserve suffices", async () => {
@@ -574,6 +587,10 @@ describe("LoanBook", () => {
     it("reverts within the grace period, for a closed loan, or an unknown loan", async () => {
       const { book, borrower, dueDate } = await networkHelpers.loadFixture(withLoan);
       const defaultableAfter = dueDate + 7 * DAY;
+      await time.increaseTo(dueDate + 1);
+      // Only an impaired (overdue) loan can default.
+      await expect(book.markDefaulted(1n)).to.be.revertedWithCustomError(book, "LoanBookLoanNotOverdue").withArgs(1n, Status.Active);
+      await book.markOverdue(1n);
       await time.setNextBlockTimestamp(defaultableAfter);
       await expect(book.markDefaulted(1n)).to.be.revertedWithCustomError(book, "LoanBookGracePeriodNotOver").withArgs(1n, defaultableAfter);
       await time.increaseTo(defaultableAfter + 1);
@@ -609,6 +626,8 @@ describe("LoanBook", () => {
     it("applies a new grace period to open loans", async () => {
       const { book, dueDate } = await networkHelpers.loadFixture(withLoan);
       await book.setLimits(next);
+      await time.setNextBlockTimestamp(dueDate + 1);
+      await book.markOverdue(1n);
       await time.setNextBlockTimestamp(dueDate + 7 * DAY + 1);
       await expect(book.markDefaulted(1n))
         .to.be.revertedWithCustomError(book, "LoanBookGracePeriodNotOver")

@@ -120,6 +120,7 @@ contract LoanBookRefundTest is LendingSetup {
         ILoanBook.Loan memory before = book.getLoan(c.loanId);
         if (before.status != ILoanBook.LoanStatus.Active) return; // paid off at once: nothing defaults
         vm.warp(block.timestamp + 15 days);
+        book.markOverdue(c.loanId);
         book.markDefaulted(c.loanId);
         uint256 loss = before.principal - before.principalRepaid;
         uint256 held = usdc.balanceOf(address(vault));
@@ -147,10 +148,13 @@ contract LoanBookRefundTest is LendingSetup {
         uint256 reserveBefore = vault.insuranceReserve();
         uint256 assetsBefore = vault.totalAssets();
         vm.warp(block.timestamp + 15 days);
+        book.markOverdue(loanId);
         book.markDefaulted(loanId);
         assertLe(vault.totalAssets(), assetsBefore, "the default lowered the depositors' assets (or the reserve covered it all)");
 
         _refund(loanId, p);
+        // The depositors' recovery unlocks like any gain.
+        vm.warp(block.timestamp + vault.profitUnlockPeriod());
 
         assertEq(vault.insuranceReserve(), reserveBefore, "the reserve got back exactly what it covered");
         assertEq(vault.totalAssets(), assetsBefore, "the depositors got back exactly what they bore");

@@ -15,6 +15,7 @@ interface Vm {
     function expectRevert(bytes calldata revertData) external;
     function expectEmit(bool checkTopic1, bool checkTopic2, bool checkTopic3, bool checkData) external;
     function expectEmit() external;
+    function expectEmit(address emitter) external;
     function deal(address account, uint256 newBalance) external;
     function label(address account, string calldata newLabel) external;
     function addr(uint256 privateKey) external pure returns (address);
@@ -49,6 +50,19 @@ abstract contract TestBase {
 
     function assertGe(uint256 left, uint256 right, string memory what) internal pure {
         if (left < right) revert AssertionFailed(what, left, right);
+    }
+
+    function assertGt(uint256 left, uint256 right, string memory what) internal pure {
+        if (left <= right) revert AssertionFailed(what, left, right);
+    }
+
+    function assertLt(uint256 left, uint256 right, string memory what) internal pure {
+        if (left >= right) revert AssertionFailed(what, left, right);
+    }
+
+    /// @dev |left - right| <= maxDelta.
+    function assertApproxEqAbs(uint256 left, uint256 right, uint256 maxDelta, string memory what) internal pure {
+        if ((left > right ? left - right : right - left) > maxDelta) revert AssertionFailed(what, left, right);
     }
 
     function assertTrue(bool condition, string memory what) internal pure {

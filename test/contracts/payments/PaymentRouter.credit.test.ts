@@ -543,6 +543,7 @@ describe("PaymentRouter payments on credit", () => {
       await book.connect(payer).repay(1n, USDC(30) + 700_000n); // 0.7 of interest, 30 of principal
       // The payer itself marks the loan defaulted once it may, just before the merchant's refund.
       await time.increaseTo(fundedAt + 37 * DAY + 1);
+      await book.connect(payer).markOverdue(1n);
       await book.connect(payer).markDefaulted(1n);
       const assets = await vault.totalAssets();
       await usdc.connect(admin).mint(merchant.address, USDC(2));
@@ -557,6 +558,9 @@ describe("PaymentRouter payments on credit", () => {
       // Before (#41): the whole 100 went to the defaulted payer. Now the pool's 70 of loss is made good first, and
       // the payer gets back only what it paid (30 of principal, 0.7 of interest: a refunded purchase owes none).
       expect(changes).to.deep.equal([-AMOUNT, USDC(30) + 700_000n, USDC(70) - 700_000n, 0n]);
+      // The recovery is locked (D-95): the interest returned comes out of it, and the rest unlocks over the period.
+      expect(await vault.totalAssets()).to.equal(assets);
+      await time.increase(7 * DAY);
       expect(await vault.totalAssets()).to.equal(assets + USDC(70) - 700_000n);
       expect((await book.getLoan(1n)).status).to.equal(BigInt(Status.Defaulted));
       expect(await routerAllowance(f)).to.equal(0n);

@@ -466,6 +466,7 @@ contract PaymentRouterTest is LendingSetup {
         vm.warp(block.timestamp + bound(elapsed[1], 0, 40 days));
         uint256 defaulted = ids[defaultSeed % count];
         if (block.timestamp > book.getLoan(defaulted).dueDate + 7 days && book.payoffAmount(defaulted) > 0) {
+            if (book.getLoan(defaulted).status == ILoanBook.LoanStatus.Active) book.markOverdue(defaulted);
             book.markDefaulted(defaulted);
         }
     }
@@ -759,6 +760,7 @@ contract PaymentHandler is TestBase {
             currentTime = defaultableAfter + 1;
             vm.warp(currentTime);
         }
+        if (loan.status == ILoanBook.LoanStatus.Active) book.markOverdue(loanId);
         book.markDefaulted(loanId);
         ++defaults;
     }
@@ -1325,7 +1327,8 @@ contract PaymentRouterInvariantsTest is LendingSetup {
 
     /// @dev The loan book holds exactly the router's loans as the model funded them (the payer as the borrower, the
     /// installments' terms, no insurance fee), never repaid beyond their terms; and the vault's accounting holds:
-    /// totalAssets = idle + borrowed, borrowed = the open loans' principal, no reserve, every share covered, and the
+    /// totalAssets + unrealized losses + locked profit = idle + borrowed, borrowed = the open loans' principal, no
+    /// reserve, every share covered, and the
     /// loan book holds no USDC.
     /// forge-config: default.invariant.runs = 128
     /// forge-config: default.invariant.depth = 100
@@ -1352,7 +1355,11 @@ contract PaymentRouterInvariantsTest is LendingSetup {
         uint256 held = usdc.balanceOf(address(vault));
         assertEq(vault.insuranceReserve(), 0, "no reserve: no insurance fee, no reserve factor");
         assertEq(vault.totalBorrowed(), outstanding, "totalBorrowed = open loans' principal");
-        assertEq(vault.totalAssets(), held + vault.totalBorrowed(), "totalAssets = idle + borrowed");
+        assertEq(
+            vault.totalAssets() + vault.unrealizedLosses() + vault.lockedProfit(),
+            held + vault.totalBorrowed(),
+            "totalAssets + unrealized losses + locked profit = idle + borrowed"
+        );
         assertLe(vault.convertToAssets(vault.totalSupply()), vault.totalAssets(), "shares covered by assets");
         assertEq(usdc.balanceOf(address(book)), 0, "the loan book holds no USDC");
     }

@@ -31,6 +31,7 @@ contract StakingVaultTest is LendingSetup {
             book.fundLoan(keccak256("loan"), BORROWER, principal, principal / 20, principal / 10, 30);
             if (defaulted) {
                 vm.warp(block.timestamp + 38 days);
+                book.markOverdue(1);
                 book.markDefaulted(1);
             }
         }

@@ -288,15 +288,19 @@ describe("StakingVault", () => {
       return f;
     }
 
-    it("lowers totalBorrowed, credits the interest and emits StakingVaultRepaymentRecorded", async () => {
+    it("lowers totalBorrowed, locks the interest and emits StakingVaultRepaymentRecorded", async () => {
       const { vault, usdc, lender } = await networkHelpers.loadFixture(withLenderLoan);
       await expect(vault.connect(lender).recordRepayment(1n, USDC(200), USDC(10)))
         .to.emit(vault, "StakingVaultRepaymentRecorded")
-        .withArgs(1n, USDC(200), USDC(10), 0n, USDC(300));
+        .withArgs(1n, USDC(200), USDC(10), 0n, USDC(300))
+        .and.to.emit(vault, "StakingVaultProfitLocked")
+        .withArgs(USDC(10), USDC(10), (end: bigint) => end > 0n);
       await usdc.connect(lender).transfer(await vault.getAddress(), USDC(210));
       expect(await vault.totalBorrowed()).to.equal(USDC(300));
-      expect(await vault.totalAssets()).to.equal(USDC(1_010));
+      expect((await vault.totalAssets()) + (await vault.lockedProfit())).to.equal(USDC(1_010));
       expect(await vault.totalYield()).to.equal(USDC(10));
+      await networkHelpers.time.increase(7 * DAY);
+      expect(await vault.totalAssets()).to.equal(USDC(1_010));
     });
 
     it("routes the reserve factor's share of the interest to the insurance reserve", async () => {
@@ -308,6 +312,8 @@ describe("StakingVault", () => {
       await usdc.connect(lender).transfer(await vault.getAddress(), USDC(10));
       expect(await vault.insuranceReserve()).to.equal(USDC(51));
       expect(await vault.totalYield()).to.equal(USDC(9));
+      expect((await vault.totalAssets()) + (await vault.lockedProfit())).to.equal(USDC(1_009));
+      await networkHelpers.time.increase(7 * DAY);
       expect(await vault.totalAssets()).to.equal(USDC(1_009));
     });
 
@@ -368,15 +374,17 @@ describe("StakingVault", () => {
   });
 
   describe("distributeYield", () => {
-    it("pulls the yield, raises the exchange rate and emits StakingVaultYieldDistributed", async () => {
+    it("pulls the yield, locks it, raises the exchange rate over the period and emits StakingVaultYieldDistributed", async () => {
       const { vault, usdc, alice, yielder } = await networkHelpers.loadFixture(deploy);
       await vault.connect(alice).deposit(USDC(1_000), alice.address);
       const supply = await vault.totalSupply();
       await expect(vault.connect(yielder).distributeYield(USDC(50)))
         .to.emit(vault, "StakingVaultYieldDistributed")
-        .withArgs(yielder.address, USDC(50), USDC(50), rate(USDC(1_050), supply))
+        .withArgs(yielder.address, USDC(50), USDC(50), rate(USDC(1_000), supply))
         .and.to.emit(usdc, "Transfer")
         .withArgs(yielder.address, await vault.getAddress(), USDC(50));
+      expect(await vault.exchangeRate()).to.equal(rate(USDC(1_000), supply));
+      await networkHelpers.time.increase(7 * DAY);
       expect(await vault.exchangeRate()).to.equal(rate(USDC(1_050), supply));
       expect(await vault.totalYield()).to.equal(USDC(50));
       expect(await vault.previewRedeem(await vault.balanceOf(alice.address))).to.equal(USDC(1_050) - 1n);
@@ -463,7 +471,9 @@ describe("StakingVault", () => {
       const { vault, book, pauser, borrower } = await networkHelpers.loadFixture(withLoan);
       await vault.connect(pauser).pause();
       await expect(book.connect(borrower).repay(1n, USDC(100))).to.emit(vault, "StakingVaultRepaymentRecorded");
-      await networkHelpers.time.increase(38 * DAY);
+      await networkHelpers.time.increase(31 * DAY);
+      await expect(book.markOverdue(1n)).to.emit(vault, "StakingVaultLoanImpaired");
+      await networkHelpers.time.increase(7 * DAY);
       await expect(book.markDefaulted(1n)).to.emit(vault, "StakingVaultLossRecognized");
     });
   });
@@ -488,16 +498,21 @@ describe("StakingVault", () => {
   });
 
   describe("share price", () => {
-    it("rises with loan interest and falls only by an uncovered default loss", async () => {
+    it("rises with loan interest as it unlocks and falls only by a known loss, when the loan is impaired", async () => {
       const { vault, book, operator, borrower } = await networkHelpers.loadFixture(withLoan);
       const supply = await vault.totalSupply();
       await networkHelpers.time.increase(30 * DAY);
       await book.connect(borrower).repay(1n, ethers.MaxUint256); // 400 + 20 interest
+      await networkHelpers.time.increase(7 * DAY);
       expect(await vault.exchangeRate()).to.equal(rate(USDC(1_020), supply));
 
       await book.connect(operator).fundLoan(ethers.id("loan-2"), borrower.address, USDC(100), 0n, 0n, 7);
-      await networkHelpers.time.increase(15 * DAY);
-      // 80 % of the 100 loss is 80, capped at the reserve of 40 (loan 1's fee); uncovered 60.
+      await networkHelpers.time.increase(8 * DAY);
+      // 80 % of the 100 out is 80, capped at the reserve of 40 (loan 1's fee); expected loss 60.
+      await expect(book.markOverdue(2n))
+        .to.emit(vault, "StakingVaultLoanImpaired")
+        .withArgs(2n, USDC(100), USDC(60), USDC(40), rate(USDC(960), supply));
+      await networkHelpers.time.increase(7 * DAY);
       await expect(book.markDefaulted(2n))
         .to.emit(vault, "StakingVaultLossRecognized")
         .withArgs(2n, USDC(100), USDC(40), USDC(60), rate(USDC(960), supply));

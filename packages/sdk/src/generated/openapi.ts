@@ -14666,7 +14666,7 @@ export interface operations {
                         data: {
                             /** @description all yield distributed so far, two decimals */
                             totalYield: string;
-                            /** @description USDC per tmUSDC after the distribution */
+                            /** @description USDC per tmUSDC right after the distribution; the yield unlocks over the vault's period (7 days), raising the rate as it does */
                             newExchangeRate: number;
                             txHash: string;
                         };

@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {ILoanBook} from "../../../contracts/interfaces/ILoanBook.sol";
+import {IStakingVault} from "../../../contracts/interfaces/IStakingVault.sol";
+import {LendingSetup} from "../lending/LendingSetup.sol";
+
+/// The review's attacks on the depositors (issue "The pool's depositors are safe on chain", D-95): a deposit timed
+/// around a gain, a borrower's deposit timed around its own repayment, and an exit timed before a known default.
+/// Each failed on the vault that counted gains when paid and losses when defaulted.
+contract FairExitsTest is LendingSetup {
+    address internal constant STAYER = address(0x5747);
+    address internal constant ATTACKER = address(0xBAD);
+    address internal constant BORROWER = address(0xB0AA0);
+    address internal constant LEAVER = address(0x1EA7E);
+
+    uint256 internal constant BLOCK = 12 seconds;
+    uint256 internal constant UNLOCK = 7 days;
+
+    function setUp() public {
+        _deploy();
+    }
+
+    /// @dev What `shares` redeem for, as the vault would pay them now.
+    function _valueOf(address owner) internal view returns (uint256) {
+        return vault.previewRedeem(vault.balanceOf(owner));
+    }
+
+    function _redeemAll(address owner) internal returns (uint256) {
+        uint256 shares = vault.balanceOf(owner);
+        vm.prank(owner);
+        return vault.redeem(shares, owner, owner);
+    }
+
+    function _fund(bytes32 ref, address borrower, uint256 principal, uint256 interest) internal returns (uint256) {
+        return book.fundLoan(ref, borrower, principal, interest, principal / 10, 30);
+    }
+
+    function _repayAs(address payer, uint256 loanId) internal {
+        uint256 amount = book.remainingBalance(loanId);
+        usdc.mint(payer, amount);
+        vm.startPrank(payer);
+        usdc.approve(address(book), amount);
+        book.repay(loanId, amount);
+        vm.stopPrank();
+    }
+
+    /// The review's case: 100,000 USDC deposited, 1,000,000 deposited for one block across a 10,000 USDC
+    /// distribution took 9,091 of it. Now it takes one block's unlock of its share.
+    function test_aDepositForOneBlockAcrossAYieldDistributionEarnsOneBlock() public {
+        _depositAs(STAYER, 100_000 * USDC);
+        uint256 deposited = 1_000_000 * USDC;
+        _depositAs(ATTACKER, deposited);
+
+        usdc.mint(address(this), 10_000 * USDC);
+        vault.distributeYield(10_000 * USDC);
+        vm.warp(block.timestamp + BLOCK);
+        uint256 gain = _redeemAll(ATTACKER) - deposited;
+
+        // Its share (10/11) of one block of a 7-day unlock: 0.18 USDC.
+        assertLe(gain, 10_000 * USDC * BLOCK / UNLOCK, "one block's worth at most");
+        assertGt(gain, 0, "but the block's worth");
+    }
+
+    /// A batch of repayments is a gain like a distribution: a deposit held across it for one block earns one block.
+    function test_aDepositForOneBlockAcrossRepaymentsEarnsOneBlock() public {
+        _depositAs(STAYER, 100_000 * USDC);
+        uint256[] memory loans = new uint256[](10);
+        for (uint256 i; i < loans.length; ++i) {
+            loans[i] = _fund(keccak256(abi.encode("loan", i)), BORROWER, 500 * USDC, 100 * USDC);
+        }
+        vm.warp(block.timestamp + 30 days);
+
+        uint256 deposited = 1_000_000 * USDC;
+        _depositAs(ATTACKER, deposited);
+        for (uint256 i; i < loans.length; ++i) {
+            _repayAs(BORROWER, loans[i]);
+        }
+        vm.warp(block.timestamp + BLOCK);
+        uint256 gain = _redeemAll(ATTACKER) - deposited;
+
+        assertLe(gain, 1_000 * USDC * BLOCK / UNLOCK, "one block's worth of the interest at most");
+    }
+
+    /// A borrower who deposits just before repaying took back about 99 % of its own interest; now one block's worth.
+    function test_aBorrowerCannotTakeBackItsOwnInterest() public {
+        _depositAs(STAYER, 10_000 * USDC);
+        uint256 loanId = _fund("own interest", BORROWER, 500 * USDC, 100 * USDC);
+        vm.warp(block.timestamp + 30 days);
+
+        uint256 deposited = 1_000_000 * USDC;
+        _depositAs(BORROWER, deposited);
+        _repayAs(BORROWER, loanId);
+        vm.warp(block.timestamp + BLOCK);
+        uint256 gain = _redeemAll(BORROWER) - deposited;
+
+        assertLe(gain, 100 * USDC * BLOCK / UNLOCK, "one block of its own interest at most");
+        // The stayer receives the interest as it unlocks.
+        vm.warp(block.timestamp + UNLOCK);
+        assertGt(_valueOf(STAYER), 10_000 * USDC + 90 * USDC, "the depositors who lent receive it");
+    }
+
+    /// A depositor who watched the chain left at par before a default anyone could predict, and those who stayed
+    /// took the whole loss. The loan is impaired when marked overdue: leaving after that leaves at the impaired price.
+    function test_leavingBeforeAPredictableDefaultDoesNotMoveTheLoss() public {
+        _depositAs(STAYER, 1_000 * USDC);
+        _depositAs(LEAVER, 1_000 * USDC);
+        uint256 loanId = _fund("will default", BORROWER, 500 * USDC, 10 * USDC);
+        ILoanBook.Loan memory loan = book.getLoan(loanId);
+
+        vm.warp(uint256(loan.dueDate) + 1);
+        book.markOverdue(loanId);
+        uint256 left = _redeemAll(LEAVER);
+
+        vm.warp(uint256(loan.dueDate) + 7 days + 1);
+        book.markDefaulted(loanId);
+        uint256 stayed = _valueOf(STAYER);
+
+        assertLt(left, 1_000 * USDC, "the leaver bore its share of the loss");
+        assertApproxEqAbs(stayed, left, 1, "the stayer bears no more than the leaver");
+    }
+
+    /// Default is the end of an impairment, never a surprise: a loan not marked overdue cannot default.
+    function test_aLoanMustBeImpairedBeforeItDefaults() public {
+        _depositAs(STAYER, 1_000 * USDC);
+        uint256 loanId = _fund("not impaired", BORROWER, 500 * USDC, 10 * USDC);
+        vm.warp(uint256(book.getLoan(loanId).dueDate) + 7 days + 1);
+
+        vm.expectRevert(
+            abi.encodeWithSelector(ILoanBook.LoanBookLoanNotOverdue.selector, loanId, ILoanBook.LoanStatus.Active)
+        );
+        book.markDefaulted(loanId);
+    }
+
+    /* UNLOCKING */
+
+    function test_aGainUnlocksLinearlyOverThePeriod() public {
+        _depositAs(STAYER, 1_000 * USDC);
+        usdc.mint(address(this), 70 * USDC);
+        vault.distributeYield(70 * USDC);
+        assertEq(vault.totalAssets(), 1_000 * USDC, "nothing unlocked at once");
+        assertEq(vault.lockedProfit(), 70 * USDC);
+        assertEq(vault.fullProfitUnlockDate(), block.timestamp + UNLOCK);
+
+        vm.warp(block.timestamp + 1 days);
+        assertEq(vault.totalAssets(), 1_010 * USDC, "a seventh after a day");
+        vm.warp(block.timestamp + 6 days);
+        assertEq(vault.totalAssets(), 1_070 * USDC, "all of it after the period");
+        assertEq(vault.lockedProfit(), 0);
+    }
+
+    /// Yearn V3's weighted end: what was locked keeps its pace, the new gain takes the whole period.
+    function test_aNewGainExtendsTheUnlockByItsWeight() public {
+        _depositAs(STAYER, 1_000 * USDC);
+        usdc.mint(address(this), 200 * USDC);
+        vault.distributeYield(100 * USDC);
+        uint256 start = block.timestamp;
+        vm.warp(start + UNLOCK / 2);
+        vault.distributeYield(50 * USDC);
+
+        // 50 left over 3.5 days and 50 new over 7 days: 100 over 5.25 days.
+        assertEq(vault.lockedProfit(), 100 * USDC);
+        assertEq(vault.fullProfitUnlockDate(), start + UNLOCK / 2 + (UNLOCK / 2 * 50 + UNLOCK * 50) / 100);
+        vm.warp(vault.fullProfitUnlockDate());
+        assertEq(vault.totalAssets(), 1_150 * USDC);
+    }
+
+    function test_aZeroPeriodCountsGainsAtOnce() public {
+        _depositAs(STAYER, 1_000 * USDC);
+        vault.setProfitUnlockPeriod(0);
+        usdc.mint(address(this), 10 * USDC);
+        vault.distributeYield(10 * USDC);
+        assertEq(vault.totalAssets(), 1_010 * USDC);
+    }
+
+    function test_thePeriodIsBoundedAndOnlyTheAdminSetsIt() public {
+        vm.expectRevert(
+            abi.encodeWithSelector(IStakingVault.StakingVaultUnlockPeriodTooLong.selector, 31 days, 30 days)
+        );
+        vault.setProfitUnlockPeriod(31 days);
+
+        vm.prank(STAYER);
+        vm.expectRevert();
+        vault.setProfitUnlockPeriod(1 days);
+
+        vm.expectEmit(address(vault));
+        emit IStakingVault.StakingVaultProfitUnlockPeriodUpdated(1 days);
+        vault.setProfitUnlockPeriod(1 days);
+        assertEq(vault.profitUnlockPeriod(), 1 days);
+    }
+
+    /// A loss is taken from the profit still locked first (Yearn V3); the price falls only by the rest.
+    function test_aLossIsAbsorbedByTheLockedProfitFirst() public {
+        _depositAs(STAYER, 1_000 * USDC);
+        uint256 loanId = _fund("absorbed", BORROWER, 100 * USDC, 0);
+        ILoanBook.Loan memory loan = book.getLoan(loanId);
+        vm.warp(uint256(loan.dueDate) + 1);
+        usdc.mint(address(this), 500 * USDC);
+        vault.distributeYield(500 * USDC);
+        uint256 assetsBefore = vault.totalAssets();
+
+        book.markOverdue(loanId);
+        (uint256 principal, uint256 expectedLoss,) = vault.impairmentOf(loanId);
+        assertEq(principal, 100 * USDC);
+        // The reserve holds the 10 USDC fee: it covers 10 of the 100, the rest is the expected loss.
+        assertEq(expectedLoss, 90 * USDC);
+        assertEq(vault.totalAssets(), assetsBefore, "the locked profit absorbed it");
+        assertEq(vault.lockedProfit(), 410 * USDC);
+    }
+
+    /* IMPAIRMENT */
+
+    /// An overdue loan repaid late releases its impairment; the release is locked, so a deposit made while the loan
+    /// was impaired (the borrower's second account) earns only what unlocks while it is held.
+    function test_aLateRepaymentReleasesTheImpairmentAsALockedGain() public {
+        _depositAs(STAYER, 1_000 * USDC);
+        uint256 loanId = _fund("late", BORROWER, 500 * USDC, 50 * USDC);
+        vm.warp(uint256(book.getLoan(loanId).dueDate) + 1);
+        book.markOverdue(loanId);
+        assertEq(vault.unrealizedLosses(), 450 * USDC, "500 out, the 50 fee in the reserve covers 50");
+
+        uint256 deposited = 100_000 * USDC;
+        _depositAs(ATTACKER, deposited);
+        _repayAs(BORROWER, loanId);
+        assertEq(vault.unrealizedLosses(), 0, "released");
+        (uint256 principal,,) = vault.impairmentOf(loanId);
+        assertEq(principal, 0);
+        vm.warp(block.timestamp + BLOCK);
+        uint256 gain = _redeemAll(ATTACKER) - deposited;
+        assertLe(gain, 500 * USDC * BLOCK / UNLOCK, "one block of the release and interest at most");
+    }
+
+    /// A partial repayment releases the impairment in proportion to the principal it repays.
+    function test_aPartialRepaymentReleasesItsShare() public {
+        _depositAs(STAYER, 1_000 * USDC);
+        uint256 loanId = _fund("partial", BORROWER, 500 * USDC, 0);
+        vm.warp(uint256(book.getLoan(loanId).dueDate) + 1);
+        book.markOverdue(loanId);
+        usdc.mint(BORROWER, 100 * USDC);
+        vm.startPrank(BORROWER);
+        usdc.approve(address(book), 100 * USDC);
+        book.repay(loanId, 100 * USDC);
+        vm.stopPrank();
+
+        (uint256 principal, uint256 expectedLoss, uint256 cover) = vault.impairmentOf(loanId);
+        assertEq(principal, 400 * USDC);
+        assertEq(expectedLoss, 360 * USDC, "four fifths of 450");
+        assertEq(cover, 40 * USDC, "four fifths of 50");
+        assertEq(vault.unrealizedLosses(), 360 * USDC);
+    }
+
+    /// The cover is fixed when the loan is impaired: a later change of the coverage moves nothing at default.
+    function test_theCoverIsFixedWhenTheLoanIsImpaired() public {
+        _depositAs(STAYER, 1_000 * USDC);
+        uint256 loanId = _fund("cover", BORROWER, 100 * USDC, 0);
+        vm.warp(uint256(book.getLoan(loanId).dueDate) + 1);
+        book.markOverdue(loanId);
+        uint256 rate = vault.exchangeRate();
+
+        vault.setInsuranceCoverage(0);
+        vm.warp(block.timestamp + 7 days);
+        book.markDefaulted(loanId);
+        assertEq(vault.exchangeRate(), rate, "the default moved nothing");
+        assertEq(vault.insuranceReserve(), 0, "the 10 USDC cover fixed at impairment was paid");
+        assertEq(vault.unrealizedLosses(), 0);
+    }
+
+    /// Two impaired loans never count on the same reserve.
+    function test_impairedLoansDoNotShareACover() public {
+        _depositAs(STAYER, 2_000 * USDC);
+        uint256 first = book.fundLoan("first", BORROWER, 100 * USDC, 0, 20 * USDC, 30);
+        uint256 second = book.fundLoan("second", BORROWER, 100 * USDC, 0, 0, 30);
+        vm.warp(uint256(book.getLoan(second).dueDate) + 1);
+        book.markOverdue(first);
+        book.markOverdue(second);
+        (,, uint256 firstCover) = vault.impairmentOf(first);
+        (,, uint256 secondCover) = vault.impairmentOf(second);
+        assertEq(firstCover + secondCover, 20 * USDC, "the 20 USDC reserve, once");
+        assertEq(vault.unrealizedLosses(), 180 * USDC);
+    }
+
+    function test_onlyTheLenderImpairsAndOnlyOnce() public {
+        vm.prank(STAYER);
+        vm.expectRevert();
+        vault.impairLoan(1, 0);
+
+        _depositAs(STAYER, 1_000 * USDC);
+        uint256 loanId = _fund("once", BORROWER, 100 * USDC, 0);
+        vm.warp(uint256(book.getLoan(loanId).dueDate) + 1);
+        book.markOverdue(loanId);
+        vm.prank(address(book));
+        vm.expectRevert(abi.encodeWithSelector(IStakingVault.StakingVaultAlreadyImpaired.selector, loanId));
+        vault.impairLoan(loanId, 100 * USDC);
+    }
+}
