@@ -10,8 +10,12 @@ import {IInterestRateModel} from "./IInterestRateModel.sol";
 /// @dev Money values are in the asset's units (USDC micro-units, 6 decimals); tmUSDC has 18 decimals.
 /// Rates and fractions in views are WAD-scaled (1e18 = 100 %); policy parameters are basis points (10_000 = 100 %).
 ///
-/// Accounting: `totalAssets = idle + totalBorrowed - unrealizedLosses - lockedProfit`, where `idle` is the vault's
-/// USDC balance minus the insurance reserve, which the vault holds but which does not belong to depositors.
+/// Accounting: `totalAssets = idle + totalBorrowed + accruedInterest - unrealizedLosses - lockedProfit`, where `idle`
+/// is the vault's USDC balance minus the insurance reserve, which the vault holds but which does not belong to
+/// depositors.
+/// - Interest accrues (Morpho's per-second accrual): the depositors' part of a performing loan's interest enters
+///   {accruedInterest} linearly from funding to the due date; a payment settles it, and pays ahead of it at most by
+///   the schedule's rounding and the loan book's minimum charge (a gain, locked).
 /// - Gains unlock over time (Yearn V3's profit unlocking): distributed yield, the depositors' share of loan interest,
 ///   recoveries and released impairments are locked when they arrive and enter the share price linearly over
 ///   {profitUnlockPeriod}, so a deposit held across a gain earns only what unlocks while it is held.
@@ -116,6 +120,10 @@ interface IStakingVault is IERC4626 {
         uint256 cover,
         uint256 exchangeRate
     );
+
+    /// @notice Loan `loanId`'s schedule now earns `interest` from its funding until `dueDate`: what it had earned by
+    /// now changed by `earnedChange` (a gain is locked, a loss taken from the locked profit first).
+    event StakingVaultInterestRescheduled(uint256 indexed loanId, uint256 interest, uint256 dueDate, int256 earnedChange);
 
     /// @notice `gain` USDC was locked: with what was still locked, `locked` unlocks linearly until `unlockEnd`.
     event StakingVaultProfitLocked(uint256 gain, uint256 locked, uint256 unlockEnd);
@@ -252,6 +260,12 @@ interface IStakingVault is IERC4626 {
     /// @return The period in seconds.
     function profitUnlockPeriod() external view returns (uint256);
 
+    /// @notice The depositors' interest the loans' schedules earned and the loans did not pay yet, part of
+    /// {totalAssets}: negative while, taken together, they paid ahead of their schedules (that cash is not counted
+    /// until it is earned).
+    /// @return The amount in asset units, as of now, rounded down.
+    function accruedInterest() external view returns (int256);
+
     /// @notice The expected losses of impaired loans, already out of {totalAssets}.
     /// @return The amount in asset units.
     function unrealizedLosses() external view returns (uint256);
@@ -286,30 +300,54 @@ interface IStakingVault is IERC4626 {
     /* LENDING (LENDER_ROLE) */
 
     /// @notice Funds loan `loanId`: `principal` leaves the idle assets, `borrower` receives
-    /// `principal - insuranceFee` and `insuranceFee` is added to the insurance reserve.
-    /// @dev Only LENDER_ROLE, not while paused. `totalAssets` is unchanged.
+    /// `principal - insuranceFee` and `insuranceFee` is added to the insurance reserve. The depositors' part of
+    /// `interest` (less the model's reserve factor, fixed now for this loan) accrues into {totalAssets} linearly, per
+    /// second, until `dueDate`.
+    /// @dev Only LENDER_ROLE, not while paused. `totalAssets` is unchanged at once.
     /// @param loanId The LoanBook's id, for the event.
     /// @param borrower The receiver of the net amount.
     /// @param principal The principal lent.
     /// @param insuranceFee The fee kept for the insurance reserve; must be below `principal`.
-    function lend(uint256 loanId, address borrower, uint256 principal, uint256 insuranceFee) external;
+    /// @param interest The loan's interest (flat, owed by `dueDate`).
+    /// @param dueDate When the interest is fully earned (Unix seconds).
+    function lend(
+        uint256 loanId,
+        address borrower,
+        uint256 principal,
+        uint256 insuranceFee,
+        uint256 interest,
+        uint256 dueDate
+    ) external;
 
-    /// @notice Records a repayment of loan `loanId`: `principal` leaves {totalBorrowed}; `interest` minus the reserve
-    /// factor's share is locked for the depositors (see {lockedProfit}) and counted in {totalYield}. On an impaired loan
-    /// the repaid principal releases its share of the impairment, locked too.
-    /// @dev Only LENDER_ROLE, allowed while paused. The caller transfers `principal + interest` USDC to the vault in
-    /// the same transaction (the LoanBook does it right after this call); the vault trusts its lender for this as it
-    /// trusts it with {lend}.
+    /// @notice Records a repayment of loan `loanId`: `principal` leaves {totalBorrowed}; `interest` minus the loan's
+    /// reserve factor's share settles the interest its schedule earned (or pays ahead of it), and is counted in
+    /// {totalYield}. A loan that `closes` ends its schedule: what it paid above what it earned is locked for the
+    /// depositors (see {lockedProfit}). On an impaired loan the interest, and the impairment the repaid principal
+    /// releases, are locked.
+    /// @dev Only LENDER_ROLE, allowed while paused; no model call. The caller transfers `principal + interest` USDC
+    /// to the vault in the same transaction (the LoanBook does it right after this call); the vault trusts its lender
+    /// for this as it trusts it with {lend}.
     /// @param loanId The LoanBook's id, for the event.
     /// @param principal The principal repaid.
     /// @param interest The interest paid.
-    function recordRepayment(uint256 loanId, uint256 principal, uint256 interest) external;
+    /// @param closes Whether the loan is closed by it (the loan book's payoff, or a refund).
+    function recordRepayment(uint256 loanId, uint256 principal, uint256 interest, bool closes) external;
+
+    /// @notice Puts loan `loanId`'s schedule on its new line: its whole `interest` earned from its funding until
+    /// `dueDate`, as the loan book charges it after an extension or a refund. The change in what it has earned by
+    /// now is a gain (locked) or a loss (taken from the locked profit first).
+    /// @dev Only LENDER_ROLE. Nothing for an ended schedule.
+    /// @param loanId The LoanBook's id.
+    /// @param interest The loan's whole interest now.
+    /// @param dueDate Its due date.
+    function rescheduleInterest(uint256 loanId, uint256 interest, uint256 dueDate) external;
 
     /// @notice Impairs loan `loanId`, past due with `principal` out: the expected loss, `principal` minus the reserve's
     /// expected cover (`principal * insuranceCoverageBps / 10_000`, capped by the reserve not counted on by other
     /// impaired loans), leaves {totalAssets} now; the profit still locked absorbs it first.
-    /// @dev Only LENDER_ROLE, allowed while paused. Repayments release the impairment in proportion to the principal
-    /// they repay (the release is a gain, locked like any other); {recordLoss} replaces it with the realized loss.
+    /// @dev Only LENDER_ROLE, allowed while paused. The loan's booked and unpaid interest is written off with it, and
+    /// nothing more accrues (a late payment of interest is a gain, locked). Repayments release the impairment in
+    /// proportion to the principal they repay (the release is a gain, locked like any other); {recordLoss} replaces it with the realized loss.
     /// @param loanId The LoanBook's id.
     /// @param principal The principal still out on the loan.
     /// @return expectedLoss The part taken from the share price.

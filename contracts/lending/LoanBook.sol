@@ -176,6 +176,8 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
         loan.interest = uint128(newInterest);
 
         emit LoanExtended(loanId, loan.borrower, extraDays, additionalInterest, newDueDate);
+
+        vault.rescheduleInterest(loanId, newInterest, newDueDate);
     }
 
     /// @inheritdoc ILoanBook
@@ -225,10 +227,14 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
         );
 
         // Interactions: the vault's books, the principal back into it, the interest back to the borrower.
+        // The schedule follows the smaller interest; the pool's principal comes back, closing the loan if it is all.
+        if (status != LoanStatus.Defaulted) vault.rescheduleInterest(loanId, loan.interest, loan.dueDate);
         if (toPool > 0) {
             if (status == LoanStatus.Defaulted) vault.recordRecovery(loanId, toPool);
-            else vault.recordRepayment(loanId, toPool, 0);
+            else vault.recordRepayment(loanId, toPool, 0, closed);
             _asset.safeTransferFrom(_msgSender(), address(vault), toPool);
+        } else if (closed) {
+            vault.recordRepayment(loanId, 0, 0, true);
         }
         if (interestReturned > 0) vault.returnInterest(loanId, loan.borrower, interestReturned);
     }
@@ -311,8 +317,8 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
             loanId, ref, borrower, recipient, principal, principal - insuranceFee, interest, insuranceFee, durationDays, dueDate
         );
 
-        // The vault checks its liquidity and pause, and pays the recipient.
-        vault.lend(loanId, recipient, principal, insuranceFee);
+        // The vault checks its liquidity and pause, pays the recipient and accrues the interest until the due date.
+        vault.lend(loanId, recipient, principal, insuranceFee, interest, dueDate);
     }
 
     /// @dev {repay} for `payer` (the caller): records the payment, then pulls it from `payer` into the vault.
@@ -353,7 +359,7 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
             closed
         );
 
-        vault.recordRepayment(loanId, principalPart, interestPart);
+        vault.recordRepayment(loanId, principalPart, interestPart, closed);
         _asset.safeTransferFrom(payer, address(vault), paid);
     }
 

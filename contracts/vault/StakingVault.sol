@@ -47,6 +47,7 @@ import {TryPermit} from "../utils/TryPermit.sol";
 contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransient, ERC2771Context, IStakingVault {
     using Math for uint256;
     using SafeCast for uint256;
+    using SafeCast for int256;
     using SafeERC20 for IERC20;
     using TryPermit for IERC20;
 
@@ -72,6 +73,9 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     uint256 internal constant DEFAULT_MIN_DEPOSIT = 1e6;
     uint256 internal constant DEFAULT_INSURANCE_COVERAGE_BPS = 8_000;
     uint256 internal constant DEFAULT_PROFIT_UNLOCK_PERIOD = 7 days;
+
+    /// @dev Interest rates are booked per second scaled by 1e12: exact to 1e-12 micro-USDC a second.
+    uint256 internal constant ACCRUAL_SCALE = 1e12;
 
     uint8 private immutable _DECIMALS_OFFSET;
 
@@ -102,8 +106,32 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
 
     mapping(uint256 loanId => Loss) private _lossOf;
 
+    // The third slot every conversion reads: the depositors' interest earned on the loans' schedules less what they
+    // paid of it, as of `_bookedAt` (scaled by ACCRUAL_SCALE; negative while loans have paid ahead of their
+    // schedules), growing at `_accrualRate`, the sum of the rates of the schedules still running.
+    int112 private _booked;
+    uint40 private _bookedAt;
+    uint104 private _accrualRate;
+
     // The reserve cover the impaired loans count on.
     uint96 private _impairedCover;
+
+    /// @dev A loan's interest schedule, the loan book's own line: the depositors' part of its interest is earned at
+    /// `rate` (scaled, a second) from `from` (its funding) until `until` (its due date), and `paid` of it was paid.
+    /// `accruing` says whether `rate` is in the sum (it leaves it when the schedule is touched after `until`, and when
+    /// it ends). `reserveFactor` (WAD) is the model's at funding: the reserve's part of the interest is never booked,
+    /// and a later change of the factor does not touch the loan. `from` is zero only for a loan never lent.
+    struct Accrual {
+        uint104 rate;
+        uint40 from;
+        uint40 until;
+        uint64 reserveFactor;
+        bool accruing;
+        uint96 paid;
+        bool ended;
+    }
+
+    mapping(uint256 loanId => Accrual) private _accrualOf;
 
     /// @dev An impaired loan's principal still out and the part of its expected loss and cover that principal carries.
     struct Impairment {
@@ -294,6 +322,11 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     }
 
     /// @inheritdoc IStakingVault
+    function accruedInterest() external view returns (int256) {
+        return _bookedAssets();
+    }
+
+    /// @inheritdoc IStakingVault
     function unrealizedLosses() external view returns (uint256) {
         return _unrealizedLosses;
     }
@@ -348,7 +381,14 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     /* LENDING */
 
     /// @inheritdoc IStakingVault
-    function lend(uint256 loanId, address borrower, uint256 principal, uint256 insuranceFee)
+    function lend(
+        uint256 loanId,
+        address borrower,
+        uint256 principal,
+        uint256 insuranceFee,
+        uint256 interest,
+        uint256 dueDate
+    )
         external
         onlyRole(LENDER_ROLE)
         nonReentrant
@@ -364,6 +404,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         uint256 newTotalBorrowed = _totalBorrowed + principal;
         _totalBorrowed = newTotalBorrowed.toUint96();
         _insuranceReserve = (_insuranceReserve + insuranceFee).toUint96();
+        _startAccrual(loanId, interest, dueDate);
 
         emit StakingVaultFundsLent(loanId, borrower, principal, insuranceFee, newTotalBorrowed);
 
@@ -372,11 +413,14 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     }
 
     /// @inheritdoc IStakingVault
-    function recordRepayment(uint256 loanId, uint256 principal, uint256 interest) external onlyRole(LENDER_ROLE) {
+    function recordRepayment(uint256 loanId, uint256 principal, uint256 interest, bool closes)
+        external
+        onlyRole(LENDER_ROLE)
+    {
         uint256 borrowed = _totalBorrowed;
         if (principal > borrowed) revert StakingVaultExceedsBorrowed(principal, borrowed);
-        // Capped at 100 % so that no model, however configured, can make repayments revert below.
-        uint256 reserveShare = interest.mulDiv(Math.min(_interestRateModel.reserveFactor(), WAD), WAD);
+        // The loan's own factor, fixed when it was funded: no model call, so no model can block a repayment.
+        uint256 reserveShare = interest.mulDiv(_reserveFactorOf(loanId), WAD);
         uint256 released = _releaseImpairment(loanId, principal);
 
         // Cannot underflow: checked above, and reserveShare <= interest.
@@ -384,9 +428,17 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         _totalBorrowed = uint96(newTotalBorrowed);
         _insuranceReserve = (_insuranceReserve + reserveShare).toUint96();
         _totalYield = (_totalYield + interest - reserveShare).toUint128();
-        _lockGain(interest - reserveShare + released);
+        // The interest settles what its schedule earned (or pays ahead of it); a loan that closes ends its schedule.
+        _payAccrual(loanId, interest - reserveShare);
+        if (closes) _endAccrual(loanId);
+        _lockGain(released);
 
         emit StakingVaultRepaymentRecorded(loanId, principal, interest, reserveShare, newTotalBorrowed);
+    }
+
+    /// @inheritdoc IStakingVault
+    function rescheduleInterest(uint256 loanId, uint256 interest, uint256 dueDate) external onlyRole(LENDER_ROLE) {
+        _rescheduleAccrual(loanId, interest, dueDate);
     }
 
     /// @inheritdoc IStakingVault
@@ -411,6 +463,8 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         _unrealizedLosses = (_unrealizedLosses + expectedLoss).toUint80();
         _impairedCover = (_impairedCover + cover).toUint96();
         _absorbLoss(expectedLoss);
+        // Its interest is no longer counted on: what was earned and unpaid is written off, and nothing more accrues.
+        _endAccrual(loanId);
 
         emit StakingVaultLoanImpaired(loanId, principal, expectedLoss, cover, exchangeRate());
     }
@@ -473,9 +527,9 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     {
         if (to == address(0)) revert StakingVaultZeroAddress();
         if (amount == 0) revert StakingVaultZeroAmount();
-        // The share the reserve took when the interest was paid, at today's factor (capped at 100 % and at the reserve).
+        // The share the reserve took when the interest was paid, at the loan's factor (capped at the reserve).
         uint256 reserve = _insuranceReserve;
-        uint256 reserveShare = Math.min(amount.mulDiv(Math.min(_interestRateModel.reserveFactor(), WAD), WAD), reserve);
+        uint256 reserveShare = Math.min(amount.mulDiv(_reserveFactorOf(loanId), WAD), reserve);
         uint256 fromIdle = amount - reserveShare;
         uint256 available = _idleAssets();
         if (fromIdle > available) revert StakingVaultInsufficientLiquidity(fromIdle, available);
@@ -483,7 +537,8 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         // Cannot underflow: reserveShare <= reserve; the yield credited is floored at zero.
         _insuranceReserve = uint96(reserve - reserveShare);
         _totalYield = uint128(uint256(_totalYield).saturatingSub(fromIdle));
-        _absorbLoss(fromIdle);
+        // Interest of a running schedule is unpaid again (its earned part stays counted); of an ended one, a loss.
+        _unpayAccrual(loanId, fromIdle);
 
         emit StakingVaultInterestReturned(loanId, to, amount, reserveShare);
 
@@ -598,7 +653,138 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     /// @dev The depositors' assets out of `grossAssets` (idle + borrowed). The floor at zero is defensive: the losses
     /// and the lock are parts of what the vault holds or has lent.
     function _totalAssets(uint256 grossAssets) internal view returns (uint256) {
-        return grossAssets.saturatingSub(_unrealizedLosses + _lockedProfitNow());
+        int256 assets = int256(grossAssets) + _bookedAssets() - int256(uint256(_unrealizedLosses) + _lockedProfitNow());
+        return assets > 0 ? uint256(assets) : 0;
+    }
+
+    /// @dev The booked interest in asset units, rounded down (towards minus infinity, so that a payment of whole units
+    /// moves it by exactly as many), as every conversion counts it.
+    function _bookedAssets() internal view returns (int256 assets) {
+        int256 booked = _bookedNow();
+        assets = booked / int256(ACCRUAL_SCALE);
+        if (booked < 0 && booked % int256(ACCRUAL_SCALE) != 0) assets -= 1;
+    }
+
+    /// @dev The depositors' interest earned on the loans' schedules less what they paid of it, by now (scaled).
+    function _bookedNow() internal view returns (int256) {
+        return int256(_booked) + int256(uint256(_accrualRate) * (block.timestamp - _bookedAt));
+    }
+
+    /// @dev The loan's reserve factor (WAD), fixed at funding; the model's, capped at 100 %, for a loan never lent.
+    function _reserveFactorOf(uint256 loanId) internal view returns (uint256) {
+        Accrual storage accrual = _accrualOf[loanId];
+        if (accrual.from != 0) return accrual.reserveFactor;
+        return Math.min(_interestRateModel.reserveFactor(), WAD);
+    }
+
+    /// @dev The depositors' part (after the loan's reserve factor) of `interest`, as a rate from `from` to `until`.
+    function _rateOf(uint256 interest, uint256 reserveFactor, uint256 from, uint256 until) internal pure returns (uint256) {
+        if (until <= from) return 0;
+        return (interest - interest.mulDiv(reserveFactor, WAD)) * ACCRUAL_SCALE / (until - from);
+    }
+
+    /// @dev Starts the schedule of a loan funded now: its depositors' interest is earned linearly until `dueDate`.
+    function _startAccrual(uint256 loanId, uint256 interest, uint256 dueDate) internal {
+        uint256 reserveFactor = Math.min(_interestRateModel.reserveFactor(), WAD);
+        dueDate = Math.max(dueDate, block.timestamp);
+        uint256 rate = _rateOf(interest, reserveFactor, block.timestamp, dueDate);
+        _setBooked(_bookedNow(), _accrualRate + rate);
+        // The casts are safe: the factor is at most WAD, the timestamps fit 40 bits, and the rate is within the sum's.
+        _accrualOf[loanId] = Accrual({
+            rate: uint104(rate),
+            from: uint40(block.timestamp),
+            until: uint40(dueDate),
+            reserveFactor: uint64(reserveFactor),
+            accruing: rate != 0,
+            paid: 0,
+            ended: false
+        });
+    }
+
+    /// @dev `paid` of the loan's depositors' interest arrived: it settles what the schedule earned, or pays ahead of
+    /// it. The booked sum falls by exactly what the cash adds, so the share price does not move. A loan without a
+    /// running schedule (never lent, or ended: an impaired loan paying late) gives a gain, locked.
+    function _payAccrual(uint256 loanId, uint256 paid) internal {
+        if (paid == 0) return;
+        Accrual storage accrual = _accrualOf[loanId];
+        if (accrual.from == 0 || accrual.ended) {
+            _lockGain(paid);
+            return;
+        }
+        _setBooked(_bookedNow() - int256(paid * ACCRUAL_SCALE), _accrualRate);
+        accrual.paid = (accrual.paid + paid).toUint96();
+    }
+
+    /// @dev `returned` of the depositors' interest the loan paid went back to the borrower: unpaid again on a running
+    /// schedule (what it earned stays counted), a loss on an ended one.
+    function _unpayAccrual(uint256 loanId, uint256 returned) internal {
+        Accrual storage accrual = _accrualOf[loanId];
+        if (accrual.from == 0 || accrual.ended) {
+            _absorbLoss(returned);
+            return;
+        }
+        uint256 unpaid = Math.min(returned, accrual.paid);
+        _setBooked(_bookedNow() + int256(unpaid * ACCRUAL_SCALE), _accrualRate);
+        accrual.paid -= uint96(unpaid);
+        _absorbLoss(returned - unpaid);
+    }
+
+    /// @dev Puts the loan's schedule on its new line: `interest` (its whole interest now) earned from its funding until
+    /// `dueDate`, as the loan book charges it after an extension or a refund. The change in what it has earned by now
+    /// moves the depositors' assets: a gain (locked) or a loss (absorbed).
+    function _rescheduleAccrual(uint256 loanId, uint256 interest, uint256 dueDate) internal {
+        Accrual memory accrual = _accrualOf[loanId];
+        if (accrual.from == 0 || accrual.ended) return;
+        int256 before = _bookedAssets();
+        (int256 booked, uint256 sumRate) = _dropFromSum(accrual);
+        uint256 rate = _rateOf(interest, accrual.reserveFactor, accrual.from, dueDate);
+        // What the old line earned by now is replaced by what the new one did.
+        booked += int256(rate * (Math.min(block.timestamp, dueDate) - accrual.from));
+        bool accruing = block.timestamp < dueDate && rate != 0;
+        _setBooked(booked, accruing ? sumRate + rate : sumRate);
+        // The casts are safe: the rate is within the sum's, and a due date fits 40 bits.
+        Accrual storage stored = _accrualOf[loanId];
+        stored.rate = uint104(rate);
+        stored.until = uint40(dueDate);
+        stored.accruing = accruing;
+        emit StakingVaultInterestRescheduled(loanId, interest, dueDate, _moveAssets(before));
+    }
+
+    /// @dev Ends the loan's schedule (it closed, or it is impaired): what it paid above what it earned is a gain
+    /// (locked: the loan book's minimum charge and whole days), what it earned and did not pay a loss (written off).
+    function _endAccrual(uint256 loanId) internal {
+        Accrual memory accrual = _accrualOf[loanId];
+        if (accrual.from == 0 || accrual.ended) return;
+        int256 before = _bookedAssets();
+        (int256 booked, uint256 sumRate) = _dropFromSum(accrual);
+        // Its earned-less-paid leaves the sum; the cash it paid stays: the difference is the gain or the loss.
+        _setBooked(booked + int256(uint256(accrual.paid) * ACCRUAL_SCALE), sumRate);
+        _accrualOf[loanId].accruing = false;
+        _accrualOf[loanId].ended = true;
+        _moveAssets(before);
+    }
+
+    /// @dev The booked sum now and the sum of rates, without what the loan earned and its rate (its `paid` stays):
+    /// the sum counted `rate * (now - from)` while it accrued, `rate * (until - from)` once it stopped.
+    function _dropFromSum(Accrual memory accrual) internal view returns (int256 booked, uint256 sumRate) {
+        booked = _bookedNow();
+        sumRate = _accrualRate;
+        uint256 counted = accrual.accruing ? block.timestamp - accrual.from : accrual.until - accrual.from;
+        booked -= int256(uint256(accrual.rate) * counted);
+        if (accrual.accruing) sumRate -= accrual.rate;
+    }
+
+    function _setBooked(int256 booked, uint256 sumRate) internal {
+        _booked = booked.toInt112();
+        _bookedAt = uint40(block.timestamp);
+        _accrualRate = sumRate.toUint104();
+    }
+
+    /// @dev Locks the rise (or absorbs the fall) of the booked interest since `before`, in asset units; returns it.
+    function _moveAssets(int256 before) internal returns (int256 change) {
+        change = _bookedAssets() - before;
+        if (change > 0) _lockGain(uint256(change));
+        else _absorbLoss(uint256(-change));
     }
 
     /// @dev The profit still locked: what was locked at `_lockedAt`, less its linear unlock since (rounded up, in the

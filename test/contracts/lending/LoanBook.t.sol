@@ -96,6 +96,7 @@ contract LoanBookTest is LendingSetup {
         vm.warp(block.timestamp + bound(elapsed, 0, 120 days));
         uint256 payoff = book.payoffAmount(loanId);
         uint256 assetsBefore = vault.totalAssets();
+        uint256 accrued = uint256(vault.accruedInterest()); // no payment yet: not ahead of its schedule
         uint256 interestDue = payoff - t.principal;
 
         usdc.mint(address(this), payoff);
@@ -108,10 +109,19 @@ contract LoanBookTest is LendingSetup {
         assertEq(book.remainingBalance(loanId), 0, "nothing remains");
         assertEq(book.payoffAmount(loanId), 0, "no payoff for a closed loan");
         assertEq(vault.totalBorrowed(), 0, "vault principal back");
-        assertEq(vault.totalAssets(), assetsBefore, "the interest is locked: the price does not jump");
-        assertEq(vault.lockedProfit(), interestDue, "all of it");
+        assertEq(vault.accruedInterest(), int256(0), "nothing booked on a closed loan");
+        uint256 assetsAfter = vault.totalAssets();
+        uint256 locked = vault.lockedProfit();
+        if (block.timestamp <= loan.dueDate) {
+            // Within the term: the interest had accrued (D-96), what was charged above it is locked (D-95).
+            assertEq(assetsAfter, assetsBefore, "the price does not jump");
+            assertEq(locked, interestDue - Math.min(interestDue, accrued), "what was paid ahead of the schedule is locked");
+        } else {
+            // Past its due date, not marked overdue: what the sum booked past it is given back.
+            assertLe(assetsAfter, assetsBefore, "the price never jumps up");
+        }
         vm.warp(block.timestamp + vault.profitUnlockPeriod());
-        assertEq(vault.totalAssets(), assetsBefore + interestDue, "interest raised the vault's assets as it unlocked");
+        assertEq(vault.totalAssets(), assetsAfter + locked, "the locked interest unlocked");
         assertEq(usdc.balanceOf(address(book)), 0, "the book holds no USDC");
     }
 
@@ -177,10 +187,14 @@ contract LoanBookTest is LendingSetup {
         vm.warp(uint256(loan.dueDate) + 1);
         uint256 assetsBefore = vault.totalAssets();
         uint256 locked = vault.lockedProfit();
+        int256 accrued = vault.accruedInterest();
         book.markOverdue(loanId);
         uint256 uncovered = loss - expectedCovered;
         assertEq(vault.unrealizedLosses(), uncovered, "the expected loss is the uncovered part");
-        assertEq(vault.totalAssets(), assetsBefore + Math.min(locked, uncovered) - uncovered, "depositors bear it now");
+        assertEq(vault.accruedInterest(), int256(0), "its earned interest written off");
+        // What it earned and did not pay is written off; what it paid ahead of its schedule is a gain, locked.
+        uint256 lost = uncovered + (accrued > 0 ? uint256(accrued) : 0);
+        assertEq(vault.totalAssets(), assetsBefore + Math.min(locked, lost) - lost, "depositors bear it now");
 
         vm.warp(uint256(loan.dueDate) + 7 days + 1);
         (uint256 num0, uint256 den0) = _price();

@@ -31,9 +31,14 @@ abstract contract TestBase {
     error AssertionFailed(string what, uint256 left, uint256 right);
     error AssertionFailedAddress(string what, address left, address right);
     error AssertionFailedBool(string what);
+    error AssertionFailedInt(string what, int256 left, int256 right);
 
     function assertEq(uint256 left, uint256 right, string memory what) internal pure {
         if (left != right) revert AssertionFailed(what, left, right);
+    }
+
+    function assertEq(int256 left, int256 right, string memory what) internal pure {
+        if (left != right) revert AssertionFailedInt(what, left, right);
     }
 
     function assertEq(uint256 left, uint256 right) internal pure {

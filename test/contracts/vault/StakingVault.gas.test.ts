@@ -8,8 +8,8 @@ type Sent = Promise<{ wait(): Promise<{ gasUsed: bigint } | null> }>;
 const gas = async (tx: Sent) => (await (await tx).wait())!.gasUsed;
 
 // Gas of deposit and redeem against OpenZeppelin's plain ERC4626 (`PlainERC4626`) in the same state; the target is at
-// most 1.20x (1.15x before D-95: every conversion now reads the profit lock and the impairments, one more storage slot,
-// about 4,000 gas). Both vaults already hold a first depositor's USDC, as a live vault does. Printed for the docs.
+// most 1.25x (1.15x before D-95 and D-96: every conversion now reads the profit lock and the impairments, and the
+// interest accrued on the loans, two more storage slots, about 7,000 gas). Both vaults already hold a first depositor's USDC, as a live vault does. Printed for the docs.
 describe("StakingVault gas vs PlainERC4626", () => {
   async function deploy() {
     const f = await deployLending(ethers);
@@ -20,7 +20,7 @@ describe("StakingVault gas vs PlainERC4626", () => {
     return { ...f, plain };
   }
 
-  it("keeps deposit and redeem within 1.20x of the plain vault", async () => {
+  it("keeps deposit and redeem within 1.25x of the plain vault", async () => {
     const { vault, plain, alice } = await networkHelpers.loadFixture(deploy);
     const rows = new Map<string, { plain: number; staking: number; ratio: string }>();
     const put = (op: string, which: "plain" | "staking", g: bigint) => {
@@ -43,7 +43,7 @@ describe("StakingVault gas vs PlainERC4626", () => {
     console.table(Object.fromEntries(rows));
     for (const op of ["deposit (new holder)", "deposit (existing holder)", "redeem (part)", "redeem (all)"]) {
       const row = rows.get(op)!;
-      expect(row.staking / row.plain, op).to.be.at.most(1.2);
+      expect(row.staking / row.plain, op).to.be.at.most(1.25);
     }
   });
 });

@@ -21,6 +21,14 @@ describe("StakingVault", () => {
     return f;
   }
 
+  /** The same principal out without interest: the share price holds still from block to block (no accrual). */
+  async function withPrincipalOut() {
+    const f = await deployLending(ethers);
+    await f.vault.connect(f.alice).deposit(USDC(1_000), f.alice.address);
+    await f.book.connect(f.operator).fundLoan(ethers.id("loan-1"), f.borrower.address, USDC(400), 0n, USDC(40), 30);
+    return f;
+  }
+
   describe("constructor", () => {
     it("sets the share token, asset, defaults and admin", async () => {
       const { vault, usdc, model, admin } = await networkHelpers.loadFixture(deploy);
@@ -130,7 +138,7 @@ describe("StakingVault", () => {
 
   describe("withdraw", () => {
     it("burns previewWithdraw shares and emits Withdraw", async () => {
-      const { vault, usdc, alice, bob } = await networkHelpers.loadFixture(withLoan);
+      const { vault, usdc, alice, bob } = await networkHelpers.loadFixture(withPrincipalOut);
       const shares = await vault.previewWithdraw(USDC(100));
       await expect(vault.connect(alice).withdraw(USDC(100), bob.address, alice.address))
         .to.emit(vault, "Withdraw")
@@ -140,7 +148,7 @@ describe("StakingVault", () => {
     });
 
     it("lets an approved spender withdraw and refuses one without allowance", async () => {
-      const { vault, alice, bob } = await networkHelpers.loadFixture(withLoan);
+      const { vault, alice, bob } = await networkHelpers.loadFixture(withPrincipalOut);
       const shares = await vault.previewWithdraw(USDC(100));
       await expect(vault.connect(bob).withdraw(USDC(100), bob.address, alice.address))
         .to.be.revertedWithCustomError(vault, "ERC20InsufficientAllowance")
@@ -152,14 +160,14 @@ describe("StakingVault", () => {
     });
 
     it("reverts above the owner's assets with ERC4626ExceededMaxWithdraw (INSUFFICIENT_BALANCE)", async () => {
-      const { vault, alice } = await networkHelpers.loadFixture(withLoan);
+      const { vault, alice } = await networkHelpers.loadFixture(withPrincipalOut);
       await expect(vault.connect(alice).withdraw(USDC(1_001), alice.address, alice.address))
         .to.be.revertedWithCustomError(vault, "ERC4626ExceededMaxWithdraw")
         .withArgs(alice.address, USDC(1_001), USDC(1_000));
     });
 
     it("reverts above the idle USDC with StakingVaultInsufficientLiquidity (INSUFFICIENT_LIQUIDITY)", async () => {
-      const { vault, alice } = await networkHelpers.loadFixture(withLoan);
+      const { vault, alice } = await networkHelpers.loadFixture(withPrincipalOut);
       await expect(vault.connect(alice).withdraw(USDC(700), alice.address, alice.address))
         .to.be.revertedWithCustomError(vault, "StakingVaultInsufficientLiquidity")
         .withArgs(USDC(700), USDC(600));
@@ -167,7 +175,7 @@ describe("StakingVault", () => {
     });
 
     it("reverts with EnforcedPause while paused", async () => {
-      const { vault, pauser, alice } = await networkHelpers.loadFixture(withLoan);
+      const { vault, pauser, alice } = await networkHelpers.loadFixture(withPrincipalOut);
       await vault.connect(pauser).pause();
       await expect(vault.connect(alice).withdraw(USDC(1), alice.address, alice.address)).to.be.revertedWithCustomError(
         vault,
@@ -178,7 +186,7 @@ describe("StakingVault", () => {
 
   describe("redeem", () => {
     it("pays previewRedeem and emits Withdraw", async () => {
-      const { vault, alice } = await networkHelpers.loadFixture(withLoan);
+      const { vault, alice } = await networkHelpers.loadFixture(withPrincipalOut);
       const shares = SHARES(USDC(250));
       const assets = await vault.previewRedeem(shares);
       expect(assets).to.equal(USDC(250));
@@ -188,7 +196,7 @@ describe("StakingVault", () => {
     });
 
     it("reverts above the owner's shares with ERC4626ExceededMaxRedeem (INSUFFICIENT_BALANCE)", async () => {
-      const { vault, alice } = await networkHelpers.loadFixture(withLoan);
+      const { vault, alice } = await networkHelpers.loadFixture(withPrincipalOut);
       const balance = await vault.balanceOf(alice.address);
       await expect(vault.connect(alice).redeem(balance + 1n, alice.address, alice.address))
         .to.be.revertedWithCustomError(vault, "ERC4626ExceededMaxRedeem")
@@ -196,14 +204,14 @@ describe("StakingVault", () => {
     });
 
     it("reverts above the idle USDC with StakingVaultInsufficientLiquidity", async () => {
-      const { vault, alice } = await networkHelpers.loadFixture(withLoan);
+      const { vault, alice } = await networkHelpers.loadFixture(withPrincipalOut);
       await expect(vault.connect(alice).redeem(SHARES(USDC(700)), alice.address, alice.address))
         .to.be.revertedWithCustomError(vault, "StakingVaultInsufficientLiquidity")
         .withArgs(USDC(700), USDC(600));
     });
 
     it("reverts with EnforcedPause while paused", async () => {
-      const { vault, pauser, alice } = await networkHelpers.loadFixture(withLoan);
+      const { vault, pauser, alice } = await networkHelpers.loadFixture(withPrincipalOut);
       await vault.connect(pauser).pause();
       await expect(vault.connect(alice).redeem(1n, alice.address, alice.address)).to.be.revertedWithCustomError(vault, "EnforcedPause");
     });
@@ -211,7 +219,7 @@ describe("StakingVault", () => {
 
   describe("max* views", () => {
     it("cap withdrawals by the idle USDC", async () => {
-      const { vault, alice, bob } = await networkHelpers.loadFixture(withLoan);
+      const { vault, alice, bob } = await networkHelpers.loadFixture(withPrincipalOut);
       expect(await vault.maxWithdraw(alice.address)).to.equal(USDC(600));
       expect(await vault.maxRedeem(alice.address)).to.equal(SHARES(USDC(600)));
       expect(await vault.maxWithdraw(bob.address)).to.equal(0n);
@@ -220,7 +228,7 @@ describe("StakingVault", () => {
     });
 
     it("return zero while paused", async () => {
-      const { vault, pauser, alice } = await networkHelpers.loadFixture(withLoan);
+      const { vault, pauser, alice } = await networkHelpers.loadFixture(withPrincipalOut);
       await vault.connect(pauser).pause();
       for (const f of [vault.maxDeposit, vault.maxMint, vault.maxWithdraw, vault.maxRedeem]) {
         expect(await f(alice.address)).to.equal(0n);
@@ -239,7 +247,7 @@ describe("StakingVault", () => {
     it("pays the borrower the net amount, keeps the fee as reserve and emits StakingVaultFundsLent", async () => {
       const { vault, usdc, lender, borrower } = await networkHelpers.loadFixture(withLender);
       const before = await usdc.balanceOf(borrower.address);
-      await expect(vault.connect(lender).lend(7n, borrower.address, USDC(300), USDC(30)))
+      await expect(vault.connect(lender).lend(7n, borrower.address, USDC(300), USDC(30), 0n, 0n))
         .to.emit(vault, "StakingVaultFundsLent")
         .withArgs(7n, borrower.address, USDC(300), USDC(30), USDC(300));
       expect((await usdc.balanceOf(borrower.address)) - before).to.equal(USDC(270));
@@ -252,22 +260,25 @@ describe("StakingVault", () => {
 
     it("reverts for a caller without LENDER_ROLE", async () => {
       const { vault, stranger, borrower } = await networkHelpers.loadFixture(withLender);
-      await expect(vault.connect(stranger).lend(1n, borrower.address, USDC(1), 0n))
+      await expect(vault.connect(stranger).lend(1n, borrower.address, USDC(1), 0n, 0n, 0n))
         .to.be.revertedWithCustomError(vault, "AccessControlUnauthorizedAccount")
         .withArgs(stranger.address, await vault.LENDER_ROLE());
     });
 
     it("reverts on a zero borrower, zero principal, a fee not below the principal, or too little liquidity", async () => {
       const { vault, lender, borrower } = await networkHelpers.loadFixture(withLender);
-      await expect(vault.connect(lender).lend(1n, ethers.ZeroAddress, USDC(1), 0n)).to.be.revertedWithCustomError(
+      await expect(vault.connect(lender).lend(1n, ethers.ZeroAddress, USDC(1), 0n, 0n, 0n)).to.be.revertedWithCustomError(
         vault,
         "StakingVaultZeroAddress",
       );
-      await expect(vault.connect(lender).lend(1n, borrower.address, 0n, 0n)).to.be.revertedWithCustomError(vault, "StakingVaultZeroAmount");
-      await expect(vault.connect(lender).lend(1n, borrower.address, USDC(1), USDC(1)))
+      await expect(vault.connect(lender).lend(1n, borrower.address, 0n, 0n, 0n, 0n)).to.be.revertedWithCustomError(
+        vault,
+        "StakingVaultZeroAmount",
+      );
+      await expect(vault.connect(lender).lend(1n, borrower.address, USDC(1), USDC(1), 0n, 0n))
         .to.be.revertedWithCustomError(vault, "StakingVaultInvalidInsuranceFee")
         .withArgs(USDC(1), USDC(1));
-      await expect(vault.connect(lender).lend(1n, borrower.address, USDC(1_001), 0n))
+      await expect(vault.connect(lender).lend(1n, borrower.address, USDC(1_001), 0n, 0n, 0n))
         .to.be.revertedWithCustomError(vault, "StakingVaultInsufficientLiquidity")
         .withArgs(USDC(1_001), USDC(1_000));
     });
@@ -275,7 +286,10 @@ describe("StakingVault", () => {
     it("reverts with EnforcedPause while paused", async () => {
       const { vault, pauser, lender, borrower } = await networkHelpers.loadFixture(withLender);
       await vault.connect(pauser).pause();
-      await expect(vault.connect(lender).lend(1n, borrower.address, USDC(1), 0n)).to.be.revertedWithCustomError(vault, "EnforcedPause");
+      await expect(vault.connect(lender).lend(1n, borrower.address, USDC(1), 0n, 0n, 0n)).to.be.revertedWithCustomError(
+        vault,
+        "EnforcedPause",
+      );
     });
   });
 
@@ -284,13 +298,13 @@ describe("StakingVault", () => {
       const f = await deployLending(ethers);
       await f.vault.grantRole(await f.vault.LENDER_ROLE(), f.lender.address);
       await f.vault.connect(f.alice).deposit(USDC(1_000), f.alice.address);
-      await f.vault.connect(f.lender).lend(1n, f.borrower.address, USDC(500), USDC(50));
+      await f.vault.connect(f.lender).lend(1n, f.borrower.address, USDC(500), USDC(50), 0n, 0n);
       return f;
     }
 
     it("lowers totalBorrowed, locks the interest and emits StakingVaultRepaymentRecorded", async () => {
       const { vault, usdc, lender } = await networkHelpers.loadFixture(withLenderLoan);
-      await expect(vault.connect(lender).recordRepayment(1n, USDC(200), USDC(10)))
+      await expect(vault.connect(lender).recordRepayment(1n, USDC(200), USDC(10), true)) // the schedule (none: lent without interest) ends
         .to.emit(vault, "StakingVaultRepaymentRecorded")
         .withArgs(1n, USDC(200), USDC(10), 0n, USDC(300))
         .and.to.emit(vault, "StakingVaultProfitLocked")
@@ -303,10 +317,14 @@ describe("StakingVault", () => {
       expect(await vault.totalAssets()).to.equal(USDC(1_010));
     });
 
-    it("routes the reserve factor's share of the interest to the insurance reserve", async () => {
-      const { vault, model, usdc, lender } = await networkHelpers.loadFixture(withLenderLoan);
+    it("routes the loan's reserve factor's share of the interest to the insurance reserve, the factor of its funding", async () => {
+      const { vault, model, usdc, alice, borrower, lender } = await networkHelpers.loadFixture(deploy);
+      await vault.grantRole(await vault.LENDER_ROLE(), lender.address);
+      await vault.connect(alice).deposit(USDC(1_000), alice.address);
       await model.setReserveFactor(WAD / 10n);
-      await expect(vault.connect(lender).recordRepayment(1n, 0n, USDC(10)))
+      await vault.connect(lender).lend(1n, borrower.address, USDC(500), USDC(50), 0n, 0n);
+      await model.setReserveFactor(WAD / 2n); // not retroactive (D-96)
+      await expect(vault.connect(lender).recordRepayment(1n, 0n, USDC(10), true))
         .to.emit(vault, "StakingVaultRepaymentRecorded")
         .withArgs(1n, 0n, USDC(10), USDC(1), USDC(500));
       await usdc.connect(lender).transfer(await vault.getAddress(), USDC(10));
@@ -319,10 +337,10 @@ describe("StakingVault", () => {
 
     it("reverts when the principal exceeds totalBorrowed, or for a caller without LENDER_ROLE", async () => {
       const { vault, lender, stranger } = await networkHelpers.loadFixture(withLenderLoan);
-      await expect(vault.connect(lender).recordRepayment(1n, USDC(501), 0n))
+      await expect(vault.connect(lender).recordRepayment(1n, USDC(501), 0n, false))
         .to.be.revertedWithCustomError(vault, "StakingVaultExceedsBorrowed")
         .withArgs(USDC(501), USDC(500));
-      await expect(vault.connect(stranger).recordRepayment(1n, 0n, 0n))
+      await expect(vault.connect(stranger).recordRepayment(1n, 0n, 0n, false))
         .to.be.revertedWithCustomError(vault, "AccessControlUnauthorizedAccount")
         .withArgs(stranger.address, await vault.LENDER_ROLE());
     });
@@ -334,8 +352,8 @@ describe("StakingVault", () => {
       await f.vault.grantRole(await f.vault.LENDER_ROLE(), f.lender.address);
       await f.vault.connect(f.alice).deposit(USDC(1_000), f.alice.address);
       // Reserve 100 from a 500 loan's fee; a second loan of 200 without fee.
-      await f.vault.connect(f.lender).lend(1n, f.borrower.address, USDC(500), USDC(100));
-      await f.vault.connect(f.lender).lend(2n, f.borrower.address, USDC(200), 0n);
+      await f.vault.connect(f.lender).lend(1n, f.borrower.address, USDC(500), USDC(100), 0n, 0n);
+      await f.vault.connect(f.lender).lend(2n, f.borrower.address, USDC(200), 0n, 0n, 0n);
       return f;
     }
 
