@@ -12,7 +12,7 @@ import type { TestApi } from "../helpers/api.js";
 import type { TestChain } from "../helpers/chain.js";
 import { type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { expectErrorEnvelope } from "../helpers/envelope.js";
-import { waitForHead } from "../helpers/mirror.js";
+import { waitFor, waitForHead } from "../helpers/mirror.js";
 import { type MoneyStack, newTestUser, postWithKey, startMoneyStack } from "../helpers/money-stack.js";
 
 const DAY_S = 86_400;
@@ -181,9 +181,10 @@ describe(`credit that cannot be gamed (${usingPostgres ? "PostgreSQL" : "PGlite"
     expect(repaid).to.deep.include({ status: "repaid", trustScoreChange: 2 });
     const refunded = await postWithKey(api, `/v1/payments/${bought.id}/refunds`, merchant.token, { amount: 15, reason: "returned" });
     expect(refunded.status, refunded.text).to.equal(201);
-    // The payer has all 20 USDC back (15.75 repaid, 15 + 0.75 returned) and no repayment to show for it.
+    // The payer has all 20 USDC back (15.75 repaid, 15 + 0.75 returned) and no repayment to show for it: the
+    // refund's event reaches the Trust Score's consumer on the job queue, after the answer.
     expect(await usdcOf(payer)).to.equal(20);
-    expect((await scoreOf(payer)).breakdown.repaymentHistory).to.equal(0);
+    await waitFor(async () => (await scoreOf(payer)).breakdown.repaymentHistory === 0, 20_000, "the repayment's credit taken back");
     expect(await db.prisma.trustScoreModifier.count({ where: { userId: payer.id, type: "on_time_bonus" } })).to.equal(0);
   });
 
