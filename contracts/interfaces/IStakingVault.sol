@@ -41,7 +41,8 @@ interface IStakingVault is IERC4626 {
     /// @param insuranceReserve USDC held for covering defaults; not part of `totalAssets`.
     /// @param utilization totalBorrowed / (idle + totalBorrowed) (WAD).
     /// @param borrowRate The model's annual borrow rate at `utilization` (WAD).
-    /// @param supplyRate The model's annual supply rate at `utilization` (WAD; the API's `currentAPY`).
+    /// @param supplyRate What the depositors earn now, a year at this pace (WAD; the API's `currentAPY`): the loans'
+    /// interest accruing and the profit unlocking, per second, over `totalAssets`. The model's curve is the model's.
     /// @param exchangeRate USDC per whole tmUSDC (WAD; 1e18 = 1 USDC per tmUSDC).
     /// @param totalSupply tmUSDC in circulation (18 decimals).
     /// @param totalYield Yield credited to depositors so far: distributed yield plus their share of loan interest.

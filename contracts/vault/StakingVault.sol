@@ -370,7 +370,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
             insuranceReserve: _insuranceReserve,
             utilization: util,
             borrowRate: _interestRateModel.borrowRate(util),
-            supplyRate: _interestRateModel.supplyRate(util),
+            supplyRate: _earningRate(assets),
             exchangeRate: _exchangeRate(assets),
             totalSupply: totalSupply(),
             totalYield: _totalYield,
@@ -648,6 +648,16 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     /// USDC kept in the vault, and withdrawals and loans only take idle USDC); the floor at zero is defensive.
     function _idleAssets() internal view returns (uint256) {
         return IERC20(asset()).balanceOf(address(this)).saturatingSub(_insuranceReserve);
+    }
+
+    /// @dev What the depositors earn now, a year at this pace over `assets` (WAD): the loans' interest accruing and the
+    /// profit unlocking, per second. Not the model's curve: a loan at 0 % counts in the utilization and earns nothing.
+    function _earningRate(uint256 assets) internal view returns (uint256) {
+        if (assets == 0) return 0;
+        uint256 perYear = uint256(_accrualRate) * 365 days / ACCRUAL_SCALE;
+        uint256 end = _unlockEnd;
+        if (end > block.timestamp) perYear += _lockedProfitNow().mulDiv(365 days, end - block.timestamp);
+        return perYear.mulDiv(WAD, assets);
     }
 
     /// @dev The depositors' assets out of `grossAssets` (idle + borrowed). The floor at zero is defensive: the losses
