@@ -338,6 +338,12 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     }
 
     /// @inheritdoc IStakingVault
+    function reserveSurplus() public view returns (uint256) {
+        uint256 needed = uint256(_totalBorrowed).mulDiv(_insuranceCoverageBps, BPS, Math.Rounding.Ceil) + _impairedCover;
+        return uint256(_insuranceReserve).saturatingSub(needed);
+    }
+
+    /// @inheritdoc IStakingVault
     function totalYield() external view returns (uint256) {
         return _totalYield;
     }
@@ -563,6 +569,21 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     }
 
     /* ADMIN */
+
+    /// @inheritdoc IStakingVault
+    function releaseReserveSurplus(address to, uint256 amount) external onlyRole(DEFAULT_ADMIN_ROLE) nonReentrant {
+        if (to == address(0)) revert StakingVaultZeroAddress();
+        if (amount == 0) revert StakingVaultZeroAmount();
+        uint256 surplus = reserveSurplus();
+        if (amount > surplus) revert StakingVaultExceedsReserveSurplus(amount, surplus);
+
+        // Cannot underflow: the surplus is part of the reserve. Idle (balance less reserve) does not change.
+        _insuranceReserve -= uint96(amount);
+
+        emit StakingVaultReserveSurplusReleased(to, amount);
+
+        IERC20(asset()).safeTransfer(to, amount);
+    }
 
     /// @inheritdoc IStakingVault
     function setProfitUnlockPeriod(uint256 newPeriod) external onlyRole(DEFAULT_ADMIN_ROLE) {
