@@ -41,7 +41,8 @@ interface IStakingVault is IERC4626 {
     /// @param insuranceReserve USDC held for covering defaults; not part of `totalAssets`.
     /// @param utilization totalBorrowed / (idle + totalBorrowed) (WAD).
     /// @param borrowRate The model's annual borrow rate at `utilization` (WAD).
-    /// @param supplyRate The model's annual supply rate at `utilization` (WAD; the API's `currentAPY`).
+    /// @param supplyRate What the depositors earn now, a year at this pace (WAD; the API's `currentAPY`): the loans'
+    /// interest accruing and the profit unlocking, per second, over `totalAssets`. The model's curve is the model's.
     /// @param exchangeRate USDC per whole tmUSDC (WAD; 1e18 = 1 USDC per tmUSDC).
     /// @param totalSupply tmUSDC in circulation (18 decimals).
     /// @param totalYield Yield credited to depositors so far: distributed yield plus their share of loan interest.
@@ -131,6 +132,9 @@ interface IStakingVault is IERC4626 {
     /// @notice The time a new gain takes to unlock was set to `period` seconds.
     event StakingVaultProfitUnlockPeriodUpdated(uint256 period);
 
+    /// @notice `amount` USDC of the insurance reserve's surplus went to `to` (the treasury).
+    event StakingVaultReserveSurplusReleased(address indexed to, uint256 amount);
+
     /// @notice The minimum deposit was set to `minDeposit` (asset units).
     event StakingVaultMinDepositUpdated(uint256 minDeposit);
 
@@ -171,6 +175,9 @@ interface IStakingVault is IERC4626 {
 
     /// @notice An insurance coverage above 100 %.
     error StakingVaultCoverageTooHigh(uint256 coverageBps, uint256 max);
+
+    /// @notice A release of `amount` from the insurance reserve is above its `surplus`.
+    error StakingVaultExceedsReserveSurplus(uint256 amount, uint256 surplus);
 
     /// @notice A profit unlock period above the ceiling.
     error StakingVaultUnlockPeriodTooLong(uint256 period, uint256 max);
@@ -276,6 +283,11 @@ interface IStakingVault is IERC4626 {
     /// @return expectedLoss Its expected loss, out of {totalAssets}.
     /// @return cover The reserve's cover it counts on, fixed when it was impaired.
     function impairmentOf(uint256 loanId) external view returns (uint256 principal, uint256 expectedLoss, uint256 cover);
+
+    /// @notice What the insurance reserve holds above what covers the loans out: the coverage of every principal out
+    /// (`totalBorrowed * insuranceCoverageBps / 10_000`, rounded up) plus the covers the impaired loans count on.
+    /// @return The amount in asset units.
+    function reserveSurplus() external view returns (uint256);
 
     /// @notice Yield credited to depositors so far: distributed yield plus their share of loan interest.
     /// @return The amount in asset units.
@@ -390,6 +402,13 @@ interface IStakingVault is IERC4626 {
     function distributeYield(uint256 amount) external;
 
     /* ADMIN */
+
+    /// @notice Sends `amount` of the insurance reserve's surplus ({reserveSurplus}) to `to`, the treasury. Only the
+    /// default admin (the timelock in a deployment: a change anyone can see coming); the reserve never falls below what
+    /// covers the loans out, and the depositors' assets do not move.
+    /// @param to The receiver.
+    /// @param amount The USDC to send, at most {reserveSurplus}.
+    function releaseReserveSurplus(address to, uint256 amount) external;
 
     /// @notice Sets the time a new gain takes to unlock; what is locked keeps its schedule. Only the default admin.
     /// @param newPeriod The period in seconds, at most {MAX_PROFIT_UNLOCK_PERIOD} (zero: gains count at once).

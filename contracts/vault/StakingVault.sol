@@ -338,6 +338,12 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     }
 
     /// @inheritdoc IStakingVault
+    function reserveSurplus() public view returns (uint256) {
+        uint256 needed = uint256(_totalBorrowed).mulDiv(_insuranceCoverageBps, BPS, Math.Rounding.Ceil) + _impairedCover;
+        return uint256(_insuranceReserve).saturatingSub(needed);
+    }
+
+    /// @inheritdoc IStakingVault
     function totalYield() external view returns (uint256) {
         return _totalYield;
     }
@@ -370,7 +376,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
             insuranceReserve: _insuranceReserve,
             utilization: util,
             borrowRate: _interestRateModel.borrowRate(util),
-            supplyRate: _interestRateModel.supplyRate(util),
+            supplyRate: _earningRate(assets),
             exchangeRate: _exchangeRate(assets),
             totalSupply: totalSupply(),
             totalYield: _totalYield,
@@ -565,6 +571,21 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     /* ADMIN */
 
     /// @inheritdoc IStakingVault
+    function releaseReserveSurplus(address to, uint256 amount) external onlyRole(DEFAULT_ADMIN_ROLE) nonReentrant {
+        if (to == address(0)) revert StakingVaultZeroAddress();
+        if (amount == 0) revert StakingVaultZeroAmount();
+        uint256 surplus = reserveSurplus();
+        if (amount > surplus) revert StakingVaultExceedsReserveSurplus(amount, surplus);
+
+        // Cannot underflow: the surplus is part of the reserve. Idle (balance less reserve) does not change.
+        _insuranceReserve -= uint96(amount);
+
+        emit StakingVaultReserveSurplusReleased(to, amount);
+
+        IERC20(asset()).safeTransfer(to, amount);
+    }
+
+    /// @inheritdoc IStakingVault
     function setProfitUnlockPeriod(uint256 newPeriod) external onlyRole(DEFAULT_ADMIN_ROLE) {
         if (newPeriod > MAX_PROFIT_UNLOCK_PERIOD) revert StakingVaultUnlockPeriodTooLong(newPeriod, MAX_PROFIT_UNLOCK_PERIOD);
         // Cannot overflow: at most MAX_PROFIT_UNLOCK_PERIOD.
@@ -648,6 +669,16 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     /// USDC kept in the vault, and withdrawals and loans only take idle USDC); the floor at zero is defensive.
     function _idleAssets() internal view returns (uint256) {
         return IERC20(asset()).balanceOf(address(this)).saturatingSub(_insuranceReserve);
+    }
+
+    /// @dev What the depositors earn now, a year at this pace over `assets` (WAD): the loans' interest accruing and the
+    /// profit unlocking, per second. Not the model's curve: a loan at 0 % counts in the utilization and earns nothing.
+    function _earningRate(uint256 assets) internal view returns (uint256) {
+        if (assets == 0) return 0;
+        uint256 perYear = uint256(_accrualRate) * 365 days / ACCRUAL_SCALE;
+        uint256 end = _unlockEnd;
+        if (end > block.timestamp) perYear += _lockedProfitNow().mulDiv(365 days, end - block.timestamp);
+        return perYear.mulDiv(WAD, assets);
     }
 
     /// @dev The depositors' assets out of `grossAssets` (idle + borrowed). The floor at zero is defensive: the losses

@@ -136,11 +136,15 @@ export function createVaultService(deps: VaultServiceDeps) {
     async rates() {
       const [status, modelAddress] = await Promise.all([vault.vaultStatus(), vault.interestRateModel()]);
       const model = platformContractAt("interestRateModel", modelAddress, deps.provider);
-      const points = (await model.ratePoints()) as { utilization: bigint; borrowRate: bigint; supplyRate: bigint }[];
+      const [points, modelSupplyRate] = await Promise.all([
+        model.ratePoints() as Promise<{ utilization: bigint; borrowRate: bigint; supplyRate: bigint }[]>,
+        // The curve's point at today's utilization (the status's `currentAPY` is what depositors earn now).
+        model.supplyRate(status.utilization) as Promise<bigint>,
+      ]);
       return {
         utilization: rateNumber(status.utilization),
         borrowRate: rateNumber(status.borrowRate),
-        supplyAPY: rateNumber(status.supplyRate),
+        supplyAPY: rateNumber(modelSupplyRate),
         model: points.map((point) => ({
           utilization: rateNumber(point.utilization),
           borrowRate: rateNumber(point.borrowRate),

@@ -36,6 +36,8 @@ contract LendingHandler is TestBase {
     uint256 public ghostCovered;
     uint256 public ghostUncovered;
     uint256 public ghostYield;
+    uint256 public ghostReleased;
+    bool public releaseBelowCover;
     uint256 public defaults;
     uint256 public loansForAnotherRecipient;
     bool public priceDroppedWithoutLoss;
@@ -258,6 +260,17 @@ contract LendingHandler is TestBase {
         vault.setProfitUnlockPeriod(bound(unlockPeriod, 0, 30 days));
     }
 
+    /// @dev The admin (the timelock) sends part of the reserve's surplus to the treasury (D-98).
+    function releaseSurplus(uint256 amount) external step {
+        uint256 surplus = vault.reserveSurplus();
+        if (surplus == 0) return;
+        amount = bound(amount, 1, surplus);
+        vault.releaseReserveSurplus(STRANGER, amount);
+        ghostReleased += amount;
+        uint256 cover = Math.mulDiv(vault.totalBorrowed(), vault.insuranceCoverageBps(), 10_000);
+        if (vault.insuranceReserve() < cover) releaseBelowCover = true;
+    }
+
     function togglePause() external step {
         if (vault.paused()) vault.unpause();
         else vault.pause();
@@ -265,7 +278,7 @@ contract LendingHandler is TestBase {
 
     /// @dev A stranger tries one role-gated action; any success is recorded.
     function unauthorizedCall(uint256 which) external step {
-        bytes[13] memory calls = [
+        bytes[14] memory calls = [
             abi.encodeCall(vault.lend, (1, STRANGER, 1 * USDC, 0, 0, block.timestamp + 7 days)),
             abi.encodeCall(vault.recordRepayment, (1, 0, 1, false)),
             abi.encodeCall(vault.recordLoss, (1, 0)),
@@ -274,14 +287,15 @@ contract LendingHandler is TestBase {
             abi.encodeCall(vault.setMinDeposit, (0)),
             abi.encodeCall(vault.impairLoan, (1, 0)),
             abi.encodeCall(vault.setProfitUnlockPeriod, (0)),
+            abi.encodeCall(vault.releaseReserveSurplus, (STRANGER, 1)),
             abi.encodeCall(book.fundLoan, (keccak256("stranger"), STRANGER, 1 * USDC, 0, 0, 7)),
             abi.encodeCall(book.extend, (1, 1, 0)),
             abi.encodeCall(book.setLimits, (book.limits())),
             abi.encodeCall(book.fundLoanFor, (keccak256("stranger for"), STRANGER, STRANGER, 1 * USDC, 0, 0, 7)),
             abi.encodeCall(model.setReserveFactor, (0))
         ];
-        which = bound(which, 0, 12);
-        address target = which < 8 ? address(vault) : which < 12 ? address(book) : address(model);
+        which = bound(which, 0, 13);
+        address target = which < 9 ? address(vault) : which < 13 ? address(book) : address(model);
         vm.prank(STRANGER);
         (bool success,) = target.call(calls[which]);
         if (success) unauthorizedSucceeded = true;
@@ -402,9 +416,10 @@ contract LendingInvariantsTest is LendingSetup {
         assertEq(vault.unrealizedLosses(), expectedLosses, "unrealized losses = the impaired loans' expected losses");
         assertEq(
             reserve,
-            handler.ghostFees() + handler.ghostReserveShares() - handler.ghostCovered(),
-            "reserve = fees + interest share - covered losses"
+            handler.ghostFees() + handler.ghostReserveShares() - handler.ghostCovered() - handler.ghostReleased(),
+            "reserve = fees + interest share - covered losses - released surplus"
         );
+        assertTrue(!handler.releaseBelowCover(), "a release left the reserve below the loans' cover");
         assertEq(vault.totalYield(), handler.ghostYield(), "total yield = distributed + depositors' interest");
         assertEq(usdc.balanceOf(address(book)), 0, "the loan book holds no USDC");
         assertTrue(!handler.netAmountMismatch(), "a loan's recipient received other than the net amount");

@@ -133,4 +133,20 @@ contract AccrualTest is LendingSetup {
         assertEq(vault.insuranceReserve() - reserveBefore, 3 * USDC, "10 % of 30, the factor at funding");
         assertApproxEqAbs(vault.totalAssets(), 10_027 * USDC, 1, "the depositors' 27 accrued");
     }
+
+    /// The APY shown is what the depositors earn (#43, item 3): a loan at 0 % raised the model's figure with the
+    /// utilization and earned nothing.
+    function test_theApyShownIsWhatDepositorsEarn() public {
+        book.fundLoan("zero", BORROWER, 500 * USDC, 0, 0, 30);
+        assertEq(vault.vaultStatus().supplyRate, 0, "a loan at 0 % earns nothing, whatever the utilization");
+
+        book.fundLoan("paying", BORROWER, 500 * USDC, 30 * USDC, 0, 30);
+        // 30 USDC over 30 days on 10,000: 365 USDC a year, 3.65 %.
+        assertApproxEqAbs(vault.vaultStatus().supplyRate, 0.0365e18, 1e12, "the interest accruing, a year at this pace");
+
+        usdc.mint(address(this), 70 * USDC);
+        vault.distributeYield(70 * USDC);
+        // And the profit unlocking: 70 over 7 days on 10,000, 3,650 a year, 36.5 % more while it lasts.
+        assertApproxEqAbs(vault.vaultStatus().supplyRate, 0.4015e18, 1e12, "and the profit unlocking");
+    }
 }

@@ -507,7 +507,9 @@ describe("StakingVault", () => {
       expect(s.insuranceReserve).to.equal(USDC(40));
       expect(s.utilization).to.equal(util);
       expect(s.borrowRate).to.equal(await model.borrowRate(util));
-      expect(s.supplyRate).to.equal(await model.supplyRate(util));
+      // What the depositors earn (D-97): loan 1's 20 USDC over 30 days, a year at this pace, over the 1,000.
+      const perYear = (((USDC(20) * 10n ** 12n) / BigInt(30 * DAY)) * BigInt(365 * DAY)) / 10n ** 12n;
+      expect(s.supplyRate).to.equal((perYear * WAD) / USDC(1_000));
       expect(s.exchangeRate).to.equal(WAD);
       expect(s.totalSupply).to.equal(SHARES(USDC(1_000)));
       expect(s.totalYield).to.equal(0n);
