@@ -14,9 +14,9 @@ import {IInterestRateModel} from "./IInterestRateModel.sol";
 /// is the vault's USDC balance minus the insurance reserve, which the vault holds but which does not belong to
 /// depositors.
 /// - Interest accrues (Morpho's per-second accrual): the depositors' part of a performing loan's interest enters
-///   {accruedInterest} linearly from funding to the due date; a payment settles it, and pays ahead of it at most by
-///   the schedule's rounding and the loan book's minimum charge (a gain, locked).
-/// - Gains unlock over time (Yearn V3's profit unlocking): distributed yield, the depositors' share of loan interest,
+///   {accruedInterest} linearly from funding to the due date; a payment settles it or pays ahead of it (the loan
+///   book's minimum charge and whole days), which is a gain when the loan closes.
+/// - Gains unlock over time (Yearn V3's profit unlocking): distributed yield, interest paid ahead of its schedule,
 ///   recoveries and released impairments are locked when they arrive and enter the share price linearly over
 ///   {profitUnlockPeriod}, so a deposit held across a gain earns only what unlocks while it is held.
 /// - Known losses come first (Maple's impairment): a loan past due is impaired ({impairLoan}), its expected loss

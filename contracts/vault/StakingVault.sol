@@ -118,8 +118,8 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
 
     /// @dev A loan's interest schedule, the loan book's own line: the depositors' part of its interest is earned at
     /// `rate` (scaled, a second) from `from` (its funding) until `until` (its due date), and `paid` of it was paid.
-    /// `accruing` says whether `rate` is in the sum (it leaves it when the schedule is touched after `until`, and when
-    /// it ends). `reserveFactor` (WAD) is the model's at funding: the reserve's part of the interest is never booked,
+    /// `accruing` says whether `rate` is in the sum (it leaves it when the schedule ends, or is put on a due date
+    /// already past; until then the sum runs on past `until`, and the next touch gives that back). `reserveFactor` (WAD) is the model's at funding: the reserve's part of the interest is never booked,
     /// and a later change of the factor does not touch the loan. `from` is zero only for a loan never lent.
     struct Accrual {
         uint104 rate;
@@ -462,7 +462,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
             Math.min(principal.mulDiv(_insuranceCoverageBps, BPS), uint256(_insuranceReserve).saturatingSub(_impairedCover));
         expectedLoss = principal - cover;
 
-        // The casts are safe: both are at most the principal, which is at most the borrowed uint96, as are the sums.
+        // The cast is safe: the principal is at most the borrowed uint96.
         impairment.principal = uint96(principal);
         impairment.loss = expectedLoss.toUint80();
         impairment.cover = cover.toUint80();

@@ -49,10 +49,9 @@ export function createLoanDueDates({ db, repo, chainOrFail }: LoansContext) {
       for (const loan of await repo.openLoansDueBefore(now, 200)) {
         const pastGrace = loan.dueDate.getTime() + graceDays * DAY_MS < now.getTime();
         // Overdue first, even past the grace period: only an impaired loan can default (D-95).
-        const actions = [
-          ...(loan.status === "active" ? (["markOverdue"] as const) : []),
-          ...(pastGrace ? (["markDefaulted"] as const) : []),
-        ];
+        const actions: ("markOverdue" | "markDefaulted")[] = [];
+        if (loan.status === "active") actions.push("markOverdue");
+        if (pastGrace) actions.push("markDefaulted");
         try {
           for (const action of actions) {
             await chain.sender.send({
