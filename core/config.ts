@@ -63,6 +63,15 @@ const envSchema = z.object({
   TREASURY_ADDRESS: optionalString.refine((value) => value === undefined || /^0x[0-9a-fA-F]{40}$/.test(value), {
     message: "must be a 0x-prefixed 20-byte address",
   }),
+  ADMIN_ADDRESS: optionalString.refine((value) => value === undefined || /^0x[0-9a-fA-F]{40}$/.test(value), {
+    message: "must be a 0x-prefixed 20-byte address (the timelock's admin: a multisig)",
+  }),
+  ADMIN_TIMELOCK_DELAY: z.coerce
+    .number({ error: "must be a whole number of seconds from 0 to 2592000 (30 days)" })
+    .int("must be a whole number of seconds from 0 to 2592000 (30 days)")
+    .min(0, "must be a whole number of seconds from 0 to 2592000 (30 days)")
+    .max(30 * 24 * 3600, "must be a whole number of seconds from 0 to 2592000 (30 days)")
+    .default(2 * 24 * 3600),
   DATABASE_URL: optionalString.refine((value) => value === undefined || /^postgres(ql)?:\/\/.+/.test(value), {
     message: "must be a postgresql:// connection URL",
   }),
@@ -181,6 +190,9 @@ export interface Config {
     usdcAddress: string | undefined;
     /** Where payment fees go; undefined outside production means the deployer's address. */
     treasuryAddress: string | undefined;
+    /** The timelock's admin (ADMIN_ADDRESS): deploying in production needs it; elsewhere the deployer. */
+    adminAddress: string | undefined;
+    timelockDelaySeconds: number;
     confirmations: number;
     /** Below this the paying account is reported low (/health and a warning). */
     payerLowBalanceWei: bigint;
@@ -271,6 +283,11 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     if (missing.length > 0) {
       throw new ConfigError(`config: NODE_ENV=production needs ${missing.join(", ")} (the embedded defaults are for development only)`);
     }
+    if (env.ADMIN_TIMELOCK_DELAY < 24 * 3600) {
+      throw new ConfigError(
+        "config: NODE_ENV=production needs ADMIN_TIMELOCK_DELAY of at least 86400 (a day for depositors to see a change coming)",
+      );
+    }
   }
 
   // The development identity provider's key set is fetched from this process itself (every
@@ -294,6 +311,8 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
       deployerPrivateKey: env.DEPLOYER_PRIVATE_KEY ?? HARDHAT_DEV_DEPLOYER_KEY,
       usdcAddress: env.USDC_ADDRESS,
       treasuryAddress: env.TREASURY_ADDRESS,
+      adminAddress: env.ADMIN_ADDRESS,
+      timelockDelaySeconds: env.ADMIN_TIMELOCK_DELAY,
       confirmations: env.CONFIRMATIONS,
       payerLowBalanceWei: env.PAYER_LOW_BALANCE_WEI,
       replaceAfterMs: env.TX_REPLACE_AFTER_MS,

@@ -37,8 +37,16 @@ export interface RoleGrant {
   name: string;
   role: string;
   to(at: Addresses): string;
-  /** Sent only when the role is not held yet: granted once, a role held is left. */
-  ifMissing?: boolean;
+  /** The deployer gives the role up instead (`renounceRole`): its admin roles, once the timelock holds them. */
+  renounce?: boolean;
+}
+
+/** The timelock that administers the platform (contracts/governance/PlatformTimelock.sol). */
+export interface TimelockTerms {
+  /** Its proposer, canceller and executor: a multisig in production, the deployer on a development chain. */
+  admin: string;
+  /** Seconds between scheduling a change and executing it. */
+  delaySeconds: number;
 }
 
 /** The platform's contracts, in the order they are deployed. */
@@ -46,10 +54,13 @@ export function platformContracts({
   admin,
   treasury,
   usdc,
+  timelock,
 }: {
+  /** The deployer: the admin until the grants hand each contract to the timelock. */
   admin: string;
   treasury: string;
   usdc?: string | undefined;
+  timelock: TimelockTerms;
 }): ContractStep[] {
   return [
     // The ERC-2771 forwarder first: the platform contracts fix the address they trust at construction, so the
@@ -76,37 +87,48 @@ export function platformContracts({
       name: "PaymentRouter",
       args: (at) => [at.usdc, at.loanBook, admin, treasury, at.forwarder],
     },
+    {
+      key: "timelock",
+      source: "governance/PlatformTimelock.sol",
+      name: "PlatformTimelock",
+      args: () => [timelock.delaySeconds, timelock.admin],
+    },
   ];
 }
 
+const MODEL = { contract: "interestRateModel", source: "vault/InterestRateModel.sol", name: "InterestRateModel" };
 const VAULT = { contract: "stakingVault", source: "vault/StakingVault.sol", name: "StakingVault" };
 const LOAN_BOOK = { contract: "loanBook", source: "lending/LoanBook.sol", name: "LoanBook" };
 const ROUTER = { contract: "paymentRouter", source: "payments/PaymentRouter.sol", name: "PaymentRouter" };
 
 /**
- * Roles (docs/contracts-lending.md): the loan book draws from the vault; the service's signer (the
- * deployer here) operates loans, distributes yield and may pause; then the payment roles.
+ * Roles (contracts/README.md): the loan book draws from the vault and the payment router from the
+ * loan book; the service's online key (the deployer) only operates: it funds loans within the
+ * book's limits, distributes yield, pauses, and pays purchases on credit. Then every contract's
+ * admin role goes to the timelock and the deployer gives its own up, so no key the service holds
+ * can change a parameter, grant a role or move the pool's idle USDC (D-100).
  */
-export function platformGrants(admin: string): RoleGrant[] {
+export function platformGrants(deployer: string): RoleGrant[] {
+  const toTimelock = (contract: typeof VAULT): RoleGrant[] => [
+    { ...contract, role: "DEFAULT_ADMIN_ROLE", to: (at) => at.timelock!, what: `${contract.contract} admin -> timelock` },
+    {
+      ...contract,
+      role: "DEFAULT_ADMIN_ROLE",
+      to: () => deployer,
+      renounce: true,
+      what: `${contract.contract} admin renounced by the deployer`,
+    },
+  ];
   return [
     { ...VAULT, role: "LENDER_ROLE", to: (at) => at.loanBook!, what: "vault LENDER -> loanBook" },
-    { ...VAULT, role: "YIELD_ROLE", to: () => admin, what: "vault YIELD -> service" },
-    { ...VAULT, role: "PAUSER_ROLE", to: () => admin, what: "vault PAUSER -> service" },
-    { ...LOAN_BOOK, role: "OPERATOR_ROLE", to: () => admin, what: "loanBook OPERATOR -> service" },
-    ...paymentGrants(admin),
-  ];
-}
-
-/**
- * The payment router funds payments on credit from the loan book (its OPERATOR_ROLE there), and
- * the service's signer pays them (the router's OPERATOR_ROLE). Also checked on a recorded deployment.
- */
-export function paymentGrants(admin: string): RoleGrant[] {
-  return [
-    { ...LOAN_BOOK, role: "OPERATOR_ROLE", to: (at) => at.paymentRouter!, what: "loanBook OPERATOR -> paymentRouter", ifMissing: true },
+    { ...VAULT, role: "YIELD_ROLE", to: () => deployer, what: "vault YIELD -> service" },
+    { ...VAULT, role: "PAUSER_ROLE", to: () => deployer, what: "vault PAUSER -> service" },
+    { ...LOAN_BOOK, role: "OPERATOR_ROLE", to: () => deployer, what: "loanBook OPERATOR -> service" },
+    { ...LOAN_BOOK, role: "OPERATOR_ROLE", to: (at) => at.paymentRouter!, what: "loanBook OPERATOR -> paymentRouter" },
     // Merchants' refunds settle the purchase loans through the router alone (D-89): the service's key never holds it.
-    { ...LOAN_BOOK, role: "REFUNDER_ROLE", to: (at) => at.paymentRouter!, what: "loanBook REFUNDER -> paymentRouter", ifMissing: true },
-    { ...ROUTER, role: "OPERATOR_ROLE", to: () => admin, what: "paymentRouter OPERATOR -> service", ifMissing: true },
+    { ...LOAN_BOOK, role: "REFUNDER_ROLE", to: (at) => at.paymentRouter!, what: "loanBook REFUNDER -> paymentRouter" },
+    { ...ROUTER, role: "OPERATOR_ROLE", to: () => deployer, what: "paymentRouter OPERATOR -> service" },
+    ...[MODEL, VAULT, LOAN_BOOK, ROUTER].flatMap(toTimelock),
   ];
 }
 
@@ -128,13 +150,14 @@ export async function deployAndWait(deployer: Signer, step: ContractStep, at: Ad
   return { address, blockNumber: receipt.blockNumber };
 }
 
+const callOf = (grant: RoleGrant) => (grant.renounce ? "renounceRole" : "grantRole");
+
 /** Grants the roles one after the other, each awaited. */
 export async function grantOneByOne(deployer: Signer, grants: RoleGrant[], at: Addresses, logger?: Logger): Promise<void> {
   for (const grant of grants) {
     const contract = contractOf(grant, at, deployer);
     const role = (await contract.getFunction(grant.role)()) as string;
-    if (grant.ifMissing && ((await contract.getFunction("hasRole")(role, grant.to(at))) as boolean)) continue;
-    await (await contract.getFunction("grantRole")(role, grant.to(at))).wait();
+    await (await contract.getFunction(callOf(grant))(role, grant.to(at))).wait();
     logger?.debug({ step: grant.what }, "wired");
   }
 }
@@ -197,22 +220,15 @@ export async function deployInBatches(
     if (index !== -1) logger?.info({ contract: step.name, address: at[step.key] }, "deployed");
   }
 
-  // The roles' ids and, for the grants made once, whether they are held: one batch of calls.
+  // The roles' ids: one batch of calls.
   const roles = (await Promise.all(grants.map((grant) => contractOf(grant, at, provider).getFunction(grant.role)()))) as string[];
-  const held = await Promise.all(
-    grants.map((grant, i) =>
-      grant.ifMissing ? (contractOf(grant, at, provider).getFunction("hasRole")(roles[i], grant.to(at)) as Promise<boolean>) : false,
-    ),
-  );
-  const granting = grants.flatMap((grant, i) => (held[i] ? [] : [{ grant, role: roles[i]! }]));
   const raws: string[] = [];
-  for (const { grant, role } of granting) {
-    raws.push(
-      await sign(at[grant.contract]!, contractOf(grant, at, provider).interface.encodeFunctionData("grantRole", [role, grant.to(at)])),
-    );
+  for (const [i, grant] of grants.entries()) {
+    const data = contractOf(grant, at, provider).interface.encodeFunctionData(callOf(grant), [roles[i], grant.to(at)]);
+    raws.push(await sign(at[grant.contract]!, data));
   }
   await sendInOrder(provider, raws);
-  for (const { grant } of granting) logger?.debug({ step: grant.what }, "wired");
+  for (const grant of grants) logger?.debug({ step: grant.what }, "wired");
   return contracts;
 }
 

@@ -2,15 +2,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { Contract, type JsonRpcProvider, NonceManager, Wallet } from "ethers";
 import { loadArtifact } from "./artifacts.js";
-import {
-  type Addresses,
-  deployAndWait,
-  deployInBatches,
-  grantOneByOne,
-  paymentGrants,
-  platformContracts,
-  platformGrants,
-} from "./deploy-plan.js";
+import { ConfigError } from "./config.js";
+import { type Addresses, deployAndWait, deployInBatches, grantOneByOne, platformContracts, platformGrants } from "./deploy-plan.js";
 import type { Logger } from "./logger.js";
 import { ROOT } from "./paths.js";
 
@@ -44,9 +37,13 @@ export function readDeployment(chainId: number): Deployment | undefined {
   return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Deployment) : undefined;
 }
 
-/** A recorded deployment is reused only on the same chain (genesis) and while its code is still there. */
-async function isLive(provider: JsonRpcProvider, deployment: Deployment, genesisHash: string): Promise<boolean> {
+/**
+ * A recorded deployment is reused only on the same chain (genesis), while its code is still there,
+ * and when it has every contract this version deploys (one of an earlier version is deployed anew).
+ */
+async function isLive(provider: JsonRpcProvider, deployment: Deployment, genesisHash: string, keys: string[]): Promise<boolean> {
   if (deployment.genesisHash !== genesisHash) return false;
+  if (keys.some((key) => !deployment.contracts[key])) return false;
   for (const contract of Object.values(deployment.contracts)) {
     if ((await provider.getCode(contract.address)) === "0x") return false;
   }
@@ -65,8 +62,17 @@ export interface DeployOptions {
   fresh?: boolean;
   /** Where payment fees go (TREASURY_ADDRESS); the deployer's address when absent. */
   treasury?: string | undefined;
+  /** The timelock's proposer and executor (ADMIN_ADDRESS); the deployer's address when absent. */
+  admin?: string | undefined;
+  /** The timelock's delay in seconds (ADMIN_TIMELOCK_DELAY); two days when absent. */
+  timelockDelaySeconds?: number | undefined;
+  /** Refuse to deploy without `admin` (production: the online key must not administer the pool). */
+  requireAdmin?: boolean;
   logger?: Logger;
 }
+
+/** The timelock's delay when none is configured: two days, time for depositors to see a change and leave. */
+export const DEFAULT_TIMELOCK_DELAY_SECONDS = 2 * 24 * 3600;
 
 export async function ensureDeployment(options: DeployOptions): Promise<Deployment> {
   const { provider, logger } = options;
@@ -77,13 +83,33 @@ export async function ensureDeployment(options: DeployOptions): Promise<Deployme
   const wallet = new Wallet(options.deployerPrivateKey, provider);
   const deployer = new NonceManager(wallet);
   const treasury = options.treasury ?? wallet.address;
+  const timelock = {
+    admin: options.admin ?? wallet.address,
+    delaySeconds: options.timelockDelaySeconds ?? DEFAULT_TIMELOCK_DELAY_SECONDS,
+  };
+  const steps = platformContracts({ admin: wallet.address, treasury, usdc: options.usdcAddress, timelock });
   const recorded = readDeployment(chainId);
-  if (!options.fresh && recorded && (await isLive(provider, recorded, genesis.hash))) {
+  const keys = steps.map((step) => step.key);
+  if (!options.fresh && recorded && (await isLive(provider, recorded, genesis.hash, keys))) {
     logger?.info({ chainId, file: deploymentPath(chainId) }, "using recorded deployment");
-    return upgradeDeployment(recorded, { deployer, treasury, logger });
+    await warnOfOtherTreasury(provider, recorded, treasury, logger);
+    return recorded;
+  }
+  if (recorded && !options.fresh && recorded.genesisHash === genesis.hash) {
+    logger?.warn({ chainId, file: deploymentPath(chainId) }, "recorded deployment is gone or of an earlier version: deploying anew");
+  }
+  if (options.requireAdmin && !options.admin) {
+    throw new ConfigError(
+      "config: NODE_ENV=production needs ADMIN_ADDRESS to deploy (the timelock's admin: a multisig, not the service's key)",
+    );
+  }
+  if (!options.fresh && timelock.admin.toLowerCase() === wallet.address.toLowerCase()) {
+    logger?.warn(
+      { admin: timelock.admin },
+      "the timelock's admin is the deployer's key: set ADMIN_ADDRESS to a multisig for anything but a development chain",
+    );
   }
 
-  const steps = platformContracts({ admin: wallet.address, treasury, usdc: options.usdcAddress });
   const grants = platformGrants(wallet.address);
   let contracts: Record<string, DeployedContract> = {};
   if (options.fresh) {
@@ -110,32 +136,19 @@ export async function ensureDeployment(options: DeployOptions): Promise<Deployme
 }
 
 /**
- * A recorded deployment brought up to this version: a contract later versions added (the payment
- * router) is deployed beside the others and recorded, and the router's treasury follows
- * TREASURY_ADDRESS. The contracts deployed before keep their addresses and their state.
+ * The router's treasury is an admin setting: it changes through the timelock (`setFee`), never
+ * from the online key. A TREASURY_ADDRESS that differs from it is reported, not applied.
  */
-async function upgradeDeployment(
-  recorded: Deployment,
-  { deployer, treasury, logger }: { deployer: NonceManager; treasury: string; logger?: Logger | undefined },
-): Promise<Deployment> {
-  const contracts = { ...recorded.contracts };
-  const admin = await deployer.getAddress();
-  const at: Addresses = Object.fromEntries(Object.entries(contracts).map(([key, contract]) => [key, contract.address]));
-  if (!contracts.paymentRouter) {
-    const step = platformContracts({ admin, treasury }).find((candidate) => candidate.key === "paymentRouter")!;
-    contracts.paymentRouter = await deployAndWait(deployer, step, at, logger);
-    at.paymentRouter = contracts.paymentRouter.address;
-  }
-  await grantOneByOne(deployer, paymentGrants(admin), at, logger);
-  const router = new Contract(at.paymentRouter!, loadArtifact("payments/PaymentRouter.sol", "PaymentRouter").abi as never, deployer);
-  if (((await router.getFunction("treasury")()) as string).toLowerCase() !== treasury.toLowerCase()) {
-    const fee = (await router.getFunction("feeBps")()) as bigint;
-    await (await router.getFunction("setFee")(fee, treasury)).wait();
-    logger?.debug({ step: "paymentRouter treasury" }, "wired");
-    logger?.info({ treasury }, "payment fees go to the configured treasury");
-  }
-  if (Object.keys(contracts).length === Object.keys(recorded.contracts).length) return recorded;
-  const upgraded = { ...recorded, contracts };
-  writeFileSync(deploymentPath(recorded.chainId), `${JSON.stringify(upgraded, null, 2)}\n`);
-  return upgraded;
+async function warnOfOtherTreasury(provider: JsonRpcProvider, recorded: Deployment, treasury: string, logger?: Logger): Promise<void> {
+  const router = new Contract(
+    recorded.contracts.paymentRouter!.address,
+    loadArtifact("payments/PaymentRouter.sol", "PaymentRouter").abi as never,
+    provider,
+  );
+  const current = (await router.getFunction("treasury")()) as string;
+  if (current.toLowerCase() === treasury.toLowerCase()) return;
+  logger?.warn(
+    { treasury: current, configured: treasury, timelock: recorded.contracts.timelock!.address },
+    "TREASURY_ADDRESS differs from the payment router's treasury: fees keep going to the router's until the timelock runs setFee",
+  );
 }

@@ -17,6 +17,9 @@ try {
     deployerPrivateKey: config.chain.deployerPrivateKey,
     usdcAddress: config.chain.usdcAddress,
     treasury: config.chain.treasuryAddress,
+    admin: config.chain.adminAddress,
+    timelockDelaySeconds: config.chain.timelockDelaySeconds,
+    requireAdmin: config.isProduction,
     logger,
   });
   provider.destroy();

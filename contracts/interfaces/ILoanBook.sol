@@ -47,6 +47,7 @@ interface ILoanBook {
     /// @param interestRepaid Interest paid so far.
     /// @param insuranceFee The fee taken from the principal for the insurance reserve.
     /// @param status The loan's status.
+    /// @param gracePeriodDays The limits' grace period when the loan was funded: a later change does not touch it.
     /// @param ref The off-chain loan id.
     struct Loan {
         address borrower;
@@ -59,6 +60,7 @@ interface ILoanBook {
         uint128 interestRepaid;
         uint128 insuranceFee;
         LoanStatus status;
+        uint16 gracePeriodDays;
         bytes32 ref;
     }
 
@@ -405,7 +407,8 @@ interface ILoanBook {
     /// @param loanId The loan id.
     function markOverdue(uint256 loanId) external;
 
-    /// @notice Marks Overdue loan `loanId` defaulted once more than `gracePeriodDays` have passed since its due date,
+    /// @notice Marks Overdue loan `loanId` defaulted once more than its own `gracePeriodDays` (the limits' at funding)
+    /// have passed since its due date,
     /// writing off its outstanding principal in the vault (the insurance reserve covers part of the loss). A loan
     /// must be marked overdue (impaired) first: {LoanBookLoanNotOverdue} otherwise.
     /// @dev Anyone may call it: the condition is objective, and a keeper need not be trusted.

@@ -284,8 +284,9 @@ interface IStakingVault is IERC4626 {
     /// @return cover The reserve's cover it counts on, fixed when it was impaired.
     function impairmentOf(uint256 loanId) external view returns (uint256 principal, uint256 expectedLoss, uint256 cover);
 
-    /// @notice What the insurance reserve holds above what covers the loans out: the coverage of every principal out
-    /// (`totalBorrowed * insuranceCoverageBps / 10_000`, rounded up) plus the covers the impaired loans count on.
+    /// @notice What the insurance reserve holds above what covers the loans out: each performing loan's principal out
+    /// times its own coverage (the {insuranceCoverageBps} when it was funded), over 10_000 and rounded up, plus the
+    /// covers the impaired loans count on.
     /// @return The amount in asset units.
     function reserveSurplus() external view returns (uint256);
 
@@ -418,7 +419,8 @@ interface IStakingVault is IERC4626 {
     /// @param newMinDeposit The new minimum in asset units (zero disables it).
     function setMinDeposit(uint256 newMinDeposit) external;
 
-    /// @notice Sets the share of a default's loss the insurance reserve covers. Only the default admin.
+    /// @notice Sets the share of a default's loss the insurance reserve covers, for the loans funded from now on: a
+    /// loan keeps the coverage it was funded with. Only the default admin.
     /// @param newCoverageBps The new share in basis points, at most 10_000.
     function setInsuranceCoverage(uint256 newCoverageBps) external;
 

@@ -278,7 +278,7 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
             if (loan.status == LoanStatus.Active) revert LoanBookLoanNotOverdue(loanId, loan.status);
             revert LoanBookLoanNotOpen(loanId, loan.status);
         }
-        uint256 defaultableAfter = uint256(loan.dueDate) + uint256(_limits.gracePeriodDays) * 1 days;
+        uint256 defaultableAfter = uint256(loan.dueDate) + uint256(loan.gracePeriodDays) * 1 days;
         if (block.timestamp <= defaultableAfter) revert LoanBookGracePeriodNotOver(loanId, defaultableAfter);
 
         loan.status = LoanStatus.Defaulted;
@@ -418,6 +418,8 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
             interestRepaid: 0,
             insuranceFee: uint128(insuranceFee),
             status: LoanStatus.Active,
+            // A later change of the limits is never retroactive.
+            gracePeriodDays: _limits.gracePeriodDays,
             ref: ref
         });
     }

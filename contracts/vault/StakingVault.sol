@@ -96,6 +96,9 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
 
     uint16 private _insuranceCoverageBps;
     uint128 private _totalYield;
+    // The principal out of the loans not impaired, each times its own coverage (basis points, fixed at funding): the
+    // reserve that covers them is this over BPS (uint112 holds 2^96 times 10,000).
+    uint112 private _coveredPrincipal;
     IInterestRateModel private _interestRateModel;
 
     /// @dev A defaulted loan's loss not yet recovered: the reserve's part and the depositors' ({recordRecovery}).
@@ -119,13 +122,16 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     /// @dev A loan's interest schedule, the loan book's own line: the depositors' part of its interest is earned at
     /// `rate` (scaled, a second) from `from` (its funding) until `until` (its due date), and `paid` of it was paid.
     /// `accruing` says whether `rate` is in the sum (it leaves it when the schedule ends, or is put on a due date
-    /// already past; until then the sum runs on past `until`, and the next touch gives that back). `reserveFactor` (WAD) is the model's at funding: the reserve's part of the interest is never booked,
-    /// and a later change of the factor does not touch the loan. `from` is zero only for a loan never lent.
+    /// already past; until then the sum runs on past `until`, and the next touch gives that back). `reserveFactor`
+    /// (WAD) is the model's at funding: the reserve's part of the interest is never booked, and a later change of the
+    /// factor does not touch the loan; `coverageBps` is the insurance coverage at funding, kept the same way. `from`
+    /// is zero only for a loan never lent.
     struct Accrual {
-        uint104 rate;
+        uint88 rate;
         uint40 from;
         uint40 until;
         uint64 reserveFactor;
+        uint16 coverageBps;
         bool accruing;
         uint96 paid;
         bool ended;
@@ -339,7 +345,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
 
     /// @inheritdoc IStakingVault
     function reserveSurplus() public view returns (uint256) {
-        uint256 needed = uint256(_totalBorrowed).mulDiv(_insuranceCoverageBps, BPS, Math.Rounding.Ceil) + _impairedCover;
+        uint256 needed = Math.ceilDiv(_coveredPrincipal, BPS) + _impairedCover;
         return uint256(_insuranceReserve).saturatingSub(needed);
     }
 
@@ -410,7 +416,10 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         uint256 newTotalBorrowed = _totalBorrowed + principal;
         _totalBorrowed = newTotalBorrowed.toUint96();
         _insuranceReserve = (_insuranceReserve + insuranceFee).toUint96();
-        _startAccrual(loanId, interest, dueDate);
+        uint256 coverageBps = _insuranceCoverageBps;
+        // Within uint112: the principal is within the borrowed uint96 and the coverage at most BPS.
+        _coveredPrincipal += uint112(principal * coverageBps);
+        _startAccrual(loanId, interest, dueDate, coverageBps);
 
         emit StakingVaultFundsLent(loanId, borrower, principal, insuranceFee, newTotalBorrowed);
 
@@ -427,7 +436,9 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         if (principal > borrowed) revert StakingVaultExceedsBorrowed(principal, borrowed);
         // The loan's own factor, fixed when it was funded: no model call, so no model can block a repayment.
         uint256 reserveShare = interest.mulDiv(_reserveFactorOf(loanId), WAD);
-        uint256 released = _releaseImpairment(loanId, principal);
+        (uint256 released, uint256 impairedPart) = _releaseImpairment(loanId, principal);
+        // The principal not impaired leaves the reserve's cover at its own coverage (an impaired one left it already).
+        _uncover(loanId, principal - impairedPart);
 
         // Cannot underflow: checked above, and reserveShare <= interest.
         uint256 newTotalBorrowed = borrowed - principal;
@@ -458,8 +469,10 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         Impairment storage impairment = _impairmentOf[loanId];
         if (impairment.principal != 0) revert StakingVaultAlreadyImpaired(loanId);
         // The cover the reserve can still give, after what the other impaired loans count on.
-        uint256 cover =
-            Math.min(principal.mulDiv(_insuranceCoverageBps, BPS), uint256(_insuranceReserve).saturatingSub(_impairedCover));
+        // The loan's own coverage, fixed when it was funded: a later change is not retroactive.
+        uint256 cover = Math.min(
+            principal.mulDiv(_uncover(loanId, principal), BPS), uint256(_insuranceReserve).saturatingSub(_impairedCover)
+        );
         expectedLoss = principal - cover;
 
         // The cast is safe: the principal is at most the borrowed uint96.
@@ -484,11 +497,11 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         uint256 borrowed = _totalBorrowed;
         if (loss > borrowed) revert StakingVaultExceedsBorrowed(loss, borrowed);
         uint256 reserve = _insuranceReserve;
-        // An impaired loan's cover was fixed when it was impaired (a later coverage change is not retroactive), and
-        // its expected loss was out of the share price already: only a shortfall of the reserve moves it now.
+        // An impaired loan's cover was fixed when it was impaired, and its expected loss was out of the share price
+        // already: only a shortfall of the reserve moves it now. Either way the coverage is the loan's own.
         Impairment memory impairment = _impairmentOf[loanId];
         bool impaired = impairment.principal != 0;
-        covered = Math.min(impaired ? impairment.cover : loss.mulDiv(_insuranceCoverageBps, BPS), reserve);
+        covered = Math.min(impaired ? impairment.cover : loss.mulDiv(_uncover(loanId, loss), BPS), reserve);
         uncovered = loss - covered;
         delete _impairmentOf[loanId];
         _unrealizedLosses -= impairment.loss;
@@ -715,17 +728,18 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     }
 
     /// @dev Starts the schedule of a loan funded now: its depositors' interest is earned linearly until `dueDate`.
-    function _startAccrual(uint256 loanId, uint256 interest, uint256 dueDate) internal {
+    function _startAccrual(uint256 loanId, uint256 interest, uint256 dueDate, uint256 coverageBps) internal {
         uint256 reserveFactor = Math.min(_interestRateModel.reserveFactor(), WAD);
         dueDate = Math.max(dueDate, block.timestamp);
         uint256 rate = _rateOf(interest, reserveFactor, block.timestamp, dueDate);
         _setBooked(_bookedNow(), _accrualRate + rate);
-        // The casts are safe: the factor is at most WAD, the timestamps fit 40 bits, and the rate is within the sum's.
+        // The casts are safe: the factor is at most WAD, the coverage at most BPS, the timestamps fit 40 bits.
         _accrualOf[loanId] = Accrual({
-            rate: uint104(rate),
+            rate: rate.toUint88(),
             from: uint40(block.timestamp),
             until: uint40(dueDate),
             reserveFactor: uint64(reserveFactor),
+            coverageBps: uint16(coverageBps),
             accruing: rate != 0,
             paid: 0,
             ended: false
@@ -773,9 +787,9 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         booked += int256(rate * (Math.min(block.timestamp, dueDate) - accrual.from));
         bool accruing = block.timestamp < dueDate && rate != 0;
         _setBooked(booked, accruing ? sumRate + rate : sumRate);
-        // The casts are safe: the rate is within the sum's, and a due date fits 40 bits.
+        // The cast is safe: a due date fits 40 bits.
         Accrual storage stored = _accrualOf[loanId];
-        stored.rate = uint104(rate);
+        stored.rate = rate.toUint88();
         stored.until = uint40(dueDate);
         stored.accruing = accruing;
         emit StakingVaultInterestRescheduled(loanId, interest, dueDate, _moveAssets(before));
@@ -852,13 +866,25 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         _lockedAt = uint40(block.timestamp);
     }
 
+    /// @dev Takes `principal` of loan `loanId` out of the reserve's cover and returns the loan's coverage. Saturating:
+    /// the loan book never gives back more than it lent, and a rounding slip must not block a repayment.
+    function _uncover(uint256 loanId, uint256 principal) internal returns (uint256 coverageBps) {
+        Accrual storage accrual = _accrualOf[loanId];
+        if (accrual.from == 0) return _insuranceCoverageBps;
+        coverageBps = accrual.coverageBps;
+        if (principal == 0 || coverageBps == 0) return coverageBps;
+        // The cast is safe: the result is at most the stored uint112.
+        _coveredPrincipal = uint112(uint256(_coveredPrincipal).saturatingSub(principal * coverageBps));
+    }
+
     /// @dev A repayment of `principal` on impaired loan `loanId` releases the impairment in proportion (all of it with
-    /// the last of the principal); returns the expected loss released, a gain for the depositors.
-    function _releaseImpairment(uint256 loanId, uint256 principal) internal returns (uint256 released) {
+    /// the last of the principal); returns the expected loss released (a gain for the depositors) and the principal
+    /// repaid that was impaired.
+    function _releaseImpairment(uint256 loanId, uint256 principal) internal returns (uint256 released, uint256 part) {
         Impairment storage impairment = _impairmentOf[loanId];
         uint256 impaired = impairment.principal;
-        if (impaired == 0 || principal == 0) return 0;
-        uint256 part = Math.min(principal, impaired);
+        if (impaired == 0 || principal == 0) return (0, 0);
+        part = Math.min(principal, impaired);
         released = uint256(impairment.loss).mulDiv(part, impaired);
         uint256 coverReleased = uint256(impairment.cover).mulDiv(part, impaired);
         // The casts are safe: each part is at most the stored value it is taken from.

@@ -1,6 +1,6 @@
 // Due dates on the service clock: the reminder a day before (an event once per loan and due
 // date), overdue past the due date, and default past the LoanBook's grace period, sent by the pool's
-// operator through the sender.
+// operator through the sender. Each loan's grace period is its own, fixed at funding.
 import { DAY_MS } from "../../core/clock.js";
 import { usdcNumber } from "../../core/money.js";
 import { domainEvent, recordEvents } from "../events/outbox.js";
@@ -19,7 +19,6 @@ export function createLoanDueDates({ db, repo, chainOrFail }: LoansContext) {
      */
     async runDueDates(now: Date) {
       const chain = chainOrFail();
-      const graceDays = Number(((await chain.loanBook.limits()) as { gracePeriodDays: bigint }).gracePeriodDays);
       const reminders = await repo.openLoansDueBefore(new Date(now.getTime() + REMINDER_HOURS * 3_600_000), 200);
       const soon = reminders.filter((loan) => loan.status === "active" && loan.dueDate > now && loan.userId);
       if (soon.length > 0) {
@@ -47,7 +46,9 @@ export function createLoanDueDates({ db, repo, chainOrFail }: LoansContext) {
       let overdue = 0;
       let defaulted = 0;
       for (const loan of await repo.openLoansDueBefore(now, 200)) {
-        const pastGrace = loan.dueDate.getTime() + graceDays * DAY_MS < now.getTime();
+        // The loan's own grace period, the limits' when it was funded (D-100).
+        const { gracePeriodDays } = (await chain.loanBook.getLoan(loan.loanId)) as { gracePeriodDays: bigint };
+        const pastGrace = loan.dueDate.getTime() + Number(gracePeriodDays) * DAY_MS < now.getTime();
         // Overdue first, even past the grace period: only an impaired loan can default (D-95).
         const actions: ("markOverdue" | "markDefaulted")[] = [];
         if (loan.status === "active") actions.push("markOverdue");

@@ -53,6 +53,9 @@ contract LendingHandler is TestBase {
     /// @dev Each loan's reserve factor, the model's when it was funded (D-96: never retroactive).
     mapping(uint256 loanId => uint256) private _reserveFactorOf;
 
+    /// @dev Each loan's insurance coverage, the vault's when it was funded (D-100: never retroactive).
+    mapping(uint256 loanId => uint256) public coverageOf;
+
     constructor(MockUSDC usdc_, InterestRateModel model_, StakingVault vault_, LoanBook book_) {
         (usdc, model, vault, book) = (usdc_, model_, vault_, book_);
         currentTime = block.timestamp;
@@ -131,6 +134,7 @@ contract LendingHandler is TestBase {
         );
         ghostFees += fee;
         _reserveFactorOf[book.loanCount()] = model.reserveFactor();
+        coverageOf[book.loanCount()] = vault.insuranceCoverageBps();
     }
 
     /// @dev A purchase financed by the pool: the borrower owes, a merchant (or another actor) receives the net amount.
@@ -159,6 +163,7 @@ contract LendingHandler is TestBase {
         if (usdc.balanceOf(recipient) != recipientBefore + principal - fee) netAmountMismatch = true;
         ghostFees += fee;
         _reserveFactorOf[book.loanCount()] = model.reserveFactor();
+        coverageOf[book.loanCount()] = vault.insuranceCoverageBps();
         ++loansForAnotherRecipient;
     }
 
@@ -260,6 +265,20 @@ contract LendingHandler is TestBase {
         vault.setProfitUnlockPeriod(bound(unlockPeriod, 0, 30 days));
     }
 
+    /// @dev What covers the loans out: each performing loan's principal out at its own coverage (rounded up once),
+    /// plus the covers the impaired loans count on.
+    function loansCover() public view returns (uint256) {
+        uint256 covered;
+        uint256 impairedCovers;
+        for (uint256 id = 1; id <= book.loanCount(); ++id) {
+            ILoanBook.Loan memory loan = book.getLoan(id);
+            (,, uint256 cover) = vault.impairmentOf(id);
+            impairedCovers += cover;
+            if (loan.status == ILoanBook.LoanStatus.Active) covered += (loan.principal - loan.principalRepaid) * coverageOf[id];
+        }
+        return Math.ceilDiv(covered, 10_000) + impairedCovers;
+    }
+
     /// @dev The admin (the timelock) sends part of the reserve's surplus to the treasury (D-98).
     function releaseSurplus(uint256 amount) external step {
         uint256 surplus = vault.reserveSurplus();
@@ -267,8 +286,7 @@ contract LendingHandler is TestBase {
         amount = bound(amount, 1, surplus);
         vault.releaseReserveSurplus(STRANGER, amount);
         ghostReleased += amount;
-        uint256 cover = Math.mulDiv(vault.totalBorrowed(), vault.insuranceCoverageBps(), 10_000);
-        if (vault.insuranceReserve() < cover) releaseBelowCover = true;
+        if (vault.insuranceReserve() < loansCover()) releaseBelowCover = true;
     }
 
     function togglePause() external step {
@@ -420,6 +438,11 @@ contract LendingInvariantsTest is LendingSetup {
             "reserve = fees + interest share - covered losses - released surplus"
         );
         assertTrue(!handler.releaseBelowCover(), "a release left the reserve below the loans' cover");
+        assertEq(
+            vault.reserveSurplus(),
+            Math.saturatingSub(reserve, handler.loansCover()),
+            "surplus = reserve - each loan's principal out at its own coverage - impaired covers"
+        );
         assertEq(vault.totalYield(), handler.ghostYield(), "total yield = distributed + depositors' interest");
         assertEq(usdc.balanceOf(address(book)), 0, "the loan book holds no USDC");
         assertTrue(!handler.netAmountMismatch(), "a loan's recipient received other than the net amount");

@@ -625,15 +625,18 @@ describe("LoanBook", () => {
       await expect(book.connect(operator).fundLoan(REF, borrower.address, USDC(200), 0n, 0n, 3)).to.emit(book, "LoanFunded");
     });
 
-    it("applies a new grace period to open loans", async () => {
-      const { book, dueDate } = await networkHelpers.loadFixture(withLoan);
+    // Issue #43 item 2 (D-100): a parameter change is never retroactive. Before, the new grace period applied to
+    // the loans already out.
+    it("keeps the grace period a loan was funded with; a new one applies to the loans funded after it", async () => {
+      const { book, operator, borrower, dueDate } = await networkHelpers.loadFixture(withLoan);
       await book.setLimits(next);
+      expect((await book.getLoan(1n)).gracePeriodDays).to.equal(7n);
+      await book.connect(operator).fundLoan(ethers.id("after"), borrower.address, USDC(100), 0n, 0n, 30);
+      expect((await book.getLoan(2n)).gracePeriodDays).to.equal(14n);
       await time.setNextBlockTimestamp(dueDate + 1);
       await book.markOverdue(1n);
       await time.setNextBlockTimestamp(dueDate + 7 * DAY + 1);
-      await expect(book.markDefaulted(1n))
-        .to.be.revertedWithCustomError(book, "LoanBookGracePeriodNotOver")
-        .withArgs(1n, dueDate + 14 * DAY);
+      await expect(book.markDefaulted(1n)).to.emit(book, "LoanDefaulted");
     });
 
     it("reverts on limits outside the hard bounds", async () => {

@@ -14,24 +14,27 @@ contract ReserveSurplusTest is LendingSetup {
     function setUp() public {
         _deploy();
         _depositAs(DEPOSITOR, 10_000 * USDC);
-        // Two loans repaid leave their 50 USDC fees in the reserve; one of 200 stays out.
+        // Two loans repaid leave their 50 USDC fees in the reserve.
         for (uint256 i; i < 2; ++i) {
             uint256 loanId = book.fundLoan(keccak256(abi.encode("repaid", i)), BORROWER, 500 * USDC, 0, 25 * USDC, 30);
             usdc.mint(address(this), 500 * USDC);
             book.repay(loanId, 500 * USDC);
         }
-        book.fundLoan("out", BORROWER, 200 * USDC, 0, 0, 30);
     }
 
     function test_theSurplusLeavesToTheTreasuryAndNoMore() public {
-        // 50 held; 80 % of the 200 out is 160, more than the reserve: no surplus yet.
+        // 80 % of a 200 loan out is 160, more than the 50 held: no surplus.
+        book.fundLoan("out", BORROWER, 200 * USDC, 0, 0, 30);
         assertEq(vault.insuranceReserve(), 50 * USDC);
         assertEq(vault.reserveSurplus(), 0);
         vm.expectRevert(abi.encodeWithSelector(IStakingVault.StakingVaultExceedsReserveSurplus.selector, 1, 0));
         vault.releaseReserveSurplus(TREASURY, 1);
+        usdc.mint(address(this), 200 * USDC);
+        book.repay(3, 200 * USDC);
 
-        // At 20 % coverage the 200 out need 40: 10 can leave.
+        // A loan funded at 20 % coverage needs 40 of the 50: 10 can leave.
         vault.setInsuranceCoverage(2_000);
+        book.fundLoan("out at 20 %", BORROWER, 200 * USDC, 0, 0, 30);
         assertEq(vault.reserveSurplus(), 10 * USDC);
         uint256 assets = vault.totalAssets();
         vm.expectEmit(address(vault));
@@ -43,11 +46,19 @@ contract ReserveSurplusTest is LendingSetup {
         assertEq(vault.reserveSurplus(), 0);
     }
 
-    function test_theImpairedLoansCoversStay() public {
+    /// Issue #43 item 2 (D-100): a loan keeps the coverage it was funded with. Before, lowering the coverage freed
+    /// the reserve that covered the loans already out (and an impairment took the new, lower cover).
+    function test_aLoanKeepsItsCoverage() public {
         vault.setInsuranceCoverage(2_000);
-        vm.warp(block.timestamp + 30 days + 1);
-        book.markOverdue(3); // counts on 20 % of its 200: 40
+        book.fundLoan("out at 20 %", BORROWER, 200 * USDC, 0, 0, 30);
         vault.setInsuranceCoverage(0);
+        assertEq(vault.reserveSurplus(), 10 * USDC, "the 40 the loan out counts on stay");
+        vault.setInsuranceCoverage(10_000);
+        assertEq(vault.reserveSurplus(), 10 * USDC, "and a higher coverage asks no more of it");
+        vm.warp(block.timestamp + 30 days + 1);
+        book.markOverdue(3);
+        (,, uint256 cover) = vault.impairmentOf(3);
+        assertEq(cover, 40 * USDC, "impaired at its own 20 %");
         assertEq(vault.reserveSurplus(), 10 * USDC, "the 40 the impaired loan counts on stay");
     }
 
