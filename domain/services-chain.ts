@@ -215,7 +215,7 @@ export function createMoneyServices(
     sender,
     attempts: paymentAttempts,
     mirror,
-    pool: { idleAssets: () => stakingVault.getFunction("idleAssets")() as Promise<bigint> },
+    pool: { lendableAssets: () => stakingVault.getFunction("lendableAssets")() as Promise<bigint> },
     production,
   });
   return { sender, relay: transactions, vault, payer, sandbox, mirror, loanBook, socialVault, payments, checkout, paymentAttempts };

@@ -6,7 +6,8 @@ import {ILoanBook} from "./ILoanBook.sol";
 /// @title IPaymentRouter
 /// @notice Merchants' payments in USDC: a payer pays a payment once, directly or on credit from the lending pool
 /// (in one loan, or split into 2 to 12 installments), the merchant receives the amount less the platform's fee, the
-/// fee goes to the treasury, and the merchant may refund up to what was paid.
+/// fee goes to the treasury (on credit: to the pool's insurance reserve), and the merchant may refund up to what was
+/// paid.
 /// @dev A payment is known by its terms: the service's off-chain id (`ref`), the merchant and the amount, hashed into
 /// its key ({paymentKey}). The contract pays a key at most once and keeps the sum of its refunds within its amount,
 /// whoever calls it and however often; a payment of the same ref to another merchant or of another amount is another
@@ -18,7 +19,8 @@ import {ILoanBook} from "./ILoanBook.sol";
 ///
 /// Payments on credit ({payWithLoans}, OPERATOR_ROLE: the service, once the payer accepted the terms): the pool
 /// lends the amount in one loan per installment, which the payer owes to the {ILoanBook} (its borrower); the loans'
-/// net amounts come to the router, which pays the merchant and the treasury in the same call. A refund of such a
+/// net amounts (each principal less its fee, which the vault keeps as the loan's insurance fee) come to the router,
+/// which pays the merchant in the same call. A refund of such a
 /// payment first repays what the payer still owes on its loans, in their order, and sends the payer the rest.
 ///
 /// Error mapping for the API: {PaymentRouterAlreadyPaid} -> 409 ALREADY_PAID, {PaymentRouterRefundTooLarge} -> 400
@@ -46,7 +48,7 @@ interface IPaymentRouter {
     /// @param method How it was paid.
     /// @param merchant Who received the net amount (and alone may refund).
     /// @param amount The gross amount paid (on credit: the sum of the loans' principals).
-    /// @param fee The fee the treasury received.
+    /// @param fee The fee: the treasury's for a direct payment, the insurance reserve's for a payment on credit.
     /// @param refunded The sum of the refunds so far.
     struct Payment {
         address payer;
@@ -58,7 +60,8 @@ interface IPaymentRouter {
     }
 
     /// @notice One loan of a payment on credit: the pool lends `principal`, the payer owes `principal + interest`
-    /// in `durationDays` days, and `fee` of the principal goes to the treasury.
+    /// in `durationDays` days, and `fee` of the principal is the loan's insurance fee (it stays in the vault's
+    /// insurance reserve).
     /// @param loanRef The loan's off-chain id (new and non-zero: the loan book's `ref`).
     /// @param principal The part of the payment's amount this loan pays.
     /// @param interest The loan's flat interest, which the payer owes on top.
@@ -74,7 +77,8 @@ interface IPaymentRouter {
 
     /* EVENTS */
 
-    /// @notice Payment `ref` was paid by `payer`: `merchant` received `amount - fee`, the treasury `fee`.
+    /// @notice Payment `ref` was paid by `payer`: `merchant` received `amount - fee`; the treasury `fee` (direct) or
+    /// the vault's insurance reserve (on credit).
     event PaymentPaid(bytes32 indexed ref, address indexed payer, address indexed merchant, uint256 amount, uint256 fee);
 
     /// @notice `merchant` refunded `amount` of its payment `ref` of `paymentAmount` to `payer` (refund `refundRef`);
@@ -237,7 +241,8 @@ interface IPaymentRouter {
 
     /// @notice Pays payment `ref` to `merchant` on credit for `payer`: the pool lends each installment's principal
     /// in a loan `payer` owes, the merchant receives the amount (the sum of the principals) less the fee (the sum of
-    /// the installments' fees) and the treasury the fee, in this call.
+    /// the installments' fees), each fee staying in the vault's insurance reserve as the loan's insurance fee, in
+    /// this call.
     /// @dev Only OPERATOR_ROLE (the service, after the payer accepted the terms: the contract does not see that
     /// consent). Method `Credit` for one installment, `Split` for 2 to {MAX_INSTALLMENTS}
     /// ({PaymentRouterInvalidInstallments} otherwise). The checks of {pay} on `ref`, `merchant` and the amount

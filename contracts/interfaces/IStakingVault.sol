@@ -144,12 +144,16 @@ interface IStakingVault is IERC4626 {
     /// @notice The interest rate model was set to `model`.
     event StakingVaultInterestRateModelUpdated(address indexed model);
 
+    /// @notice The utilization above which no loan is funded was set to `maxUtilizationBps`.
+    event StakingVaultMaxUtilizationUpdated(uint256 maxUtilizationBps);
+
     /* ERRORS */
 
     /// @notice A deposit or mint of `assets` is below the minimum deposit `minimum`.
     error StakingVaultDepositTooSmall(uint256 assets, uint256 minimum);
 
-    /// @notice `requested` assets exceed the `available` idle USDC (the rest is lent out).
+    /// @notice `requested` assets exceed the `available` USDC: idle for a withdrawal (the rest is lent out), and for a
+    /// loan also within the utilization cap ({lendableAssets}).
     error StakingVaultInsufficientLiquidity(uint256 requested, uint256 available);
 
     /// @notice An address argument (including the constructor's model, admin or forwarder) is zero.
@@ -178,6 +182,9 @@ interface IStakingVault is IERC4626 {
 
     /// @notice A release of `amount` from the insurance reserve is above its `surplus`.
     error StakingVaultExceedsReserveSurplus(uint256 amount, uint256 surplus);
+
+    /// @notice A utilization cap above 100 %.
+    error StakingVaultMaxUtilizationTooHigh(uint256 maxUtilizationBps, uint256 max);
 
     /// @notice A profit unlock period above the ceiling.
     error StakingVaultUnlockPeriodTooLong(uint256 period, uint256 max);
@@ -241,9 +248,18 @@ interface IStakingVault is IERC4626 {
     /// @return The amount in asset units.
     function insuranceReserve() external view returns (uint256);
 
-    /// @notice USDC available for withdrawals and new loans: the vault's balance minus the insurance reserve.
+    /// @notice USDC available for withdrawals: the vault's balance minus the insurance reserve.
     /// @return The amount in asset units.
     function idleAssets() external view returns (uint256);
+
+    /// @notice USDC a new loan may draw now: the idle USDC, within the utilization cap ({maxUtilizationBps}), so that
+    /// depositors can always leave with the cap's headroom.
+    /// @return The amount in asset units.
+    function lendableAssets() external view returns (uint256);
+
+    /// @notice The utilization above which no loan is funded, in basis points of idle plus principal out.
+    /// @return The cap.
+    function maxUtilizationBps() external view returns (uint256);
 
     /// @notice totalBorrowed / (idle + totalBorrowed); zero for an empty vault.
     /// @return The utilization (WAD).
@@ -414,6 +430,11 @@ interface IStakingVault is IERC4626 {
     /// @notice Sets the time a new gain takes to unlock; what is locked keeps its schedule. Only the default admin.
     /// @param newPeriod The period in seconds, at most {MAX_PROFIT_UNLOCK_PERIOD} (zero: gains count at once).
     function setProfitUnlockPeriod(uint256 newPeriod) external;
+
+    /// @notice Sets the utilization above which no loan is funded (basis points of idle plus principal out, at most
+    /// 10_000). A tenth of the pool stays idle for exits by default (9_000). Only the default admin.
+    /// @param newMaxUtilizationBps The new cap.
+    function setMaxUtilization(uint256 newMaxUtilizationBps) external;
 
     /// @notice Sets the minimum deposit. Only the default admin; at most {MAX_MIN_DEPOSIT}.
     /// @param newMinDeposit The new minimum in asset units (zero disables it).

@@ -15,14 +15,15 @@ import {TryPermit} from "../utils/TryPermit.sol";
 
 /// @title PaymentRouter
 /// @notice Merchants' payments and their refunds: at most one payment per off-chain id and terms, paid directly by
-/// the payer or on credit from the lending pool (one loan, or 2 to 12 installments), the fee to the treasury and the
-/// rest to the merchant in the same call, refunds from the merchant within what was paid, which settle a payment's
+/// the payer or on credit from the lending pool (one loan, or 2 to 12 installments), the fee to the treasury (on
+/// credit: to the pool's insurance reserve, as the loans' insurance fees) and the rest to the merchant in the same call, refunds from the merchant within what was paid, which settle a payment's
 /// loans as buy-now-pay-later lenders do (principal and interest reduced pro rata; a full refund leaves nothing owed).
 /// @dev The router never holds USDC or an allowance after a call: a direct payment moves from the payer to the
 /// merchant and the treasury, a direct refund from the merchant to the payer. A payment on credit
 /// ({payWithLoans}, OPERATOR_ROLE: the service) funds one loan per installment with `loanBook.fundLoanFor`, the
-/// payer as the borrower and the router as the recipient, without insurance fee, so the router receives exactly
-/// the amount and passes all of it on to the merchant and the treasury. A refund of it comes from the merchant to
+/// payer as the borrower and the router as the recipient, the installment's fee as the loan's insurance fee (D-101:
+/// the merchant's fee funds the reserve that covers the loan), so the router receives the amount less the fee and
+/// passes all of it on to the merchant. A refund of it comes from the merchant to
 /// the router, which settles the payment's loans with the loan book's {ILoanBook-refundLoan} in proportion to their
 /// principals (the pool's part pulled into the vault, approved exactly) and sends the payer what they had paid above
 /// the smaller loans. The router must hold the loan book's OPERATOR_ROLE and REFUNDER_ROLE (granted at deployment);
@@ -168,8 +169,9 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
         PaymentMethod method = count == 1 ? PaymentMethod.Credit : PaymentMethod.Split;
         _recordPayment(key, payer, method, merchant, amount, fee);
         // The loan book (immutable, trusted, holding the vault's LENDER_ROLE) assigns the ids and has the vault send
-        // this router each principal whole (no insurance fee): `amount` in all. It calls no one back, and this
-        // function is nonReentrant, so the ids are stored once all the loans exist.
+        // this router each principal less its fee, which the vault keeps as the loan's insurance fee (D-101): `amount -
+        // fee` in all. It calls no one back, and this function is nonReentrant, so the ids are stored once all the
+        // loans exist.
         uint256[] memory loanIds = new uint256[](count);
         for (uint256 i; i < count; ++i) {
             Installment calldata installment = installments[i];
@@ -179,16 +181,15 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
                 address(this),
                 installment.principal,
                 installment.interest,
-                0,
+                installment.fee,
                 installment.durationDays
             );
         }
         _loanIds[key] = loanIds;
         emit PaymentPaid(ref, payer, merchant, amount, fee);
         emit PaymentFinanced(ref, merchant, payer, amount, method, loanIds);
-        // Transfers last: all of what the vault sent, so the router holds nothing.
+        // Transfer last: all of what the vault sent, so the router holds nothing.
         _asset.safeTransfer(merchant, amount - fee);
-        if (fee > 0) _asset.safeTransfer(treasury, fee);
     }
 
     /* MERCHANT */

@@ -73,6 +73,8 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     uint256 internal constant DEFAULT_MIN_DEPOSIT = 1e6;
     uint256 internal constant DEFAULT_INSURANCE_COVERAGE_BPS = 8_000;
     uint256 internal constant DEFAULT_PROFIT_UNLOCK_PERIOD = 7 days;
+    /// @dev A tenth of the pool stays idle for exits (D-101).
+    uint256 internal constant DEFAULT_MAX_UTILIZATION_BPS = 9_000;
 
     /// @dev Interest rates are booked per second scaled by 1e12: exact to 1e-12 micro-USDC a second.
     uint256 internal constant ACCRUAL_SCALE = 1e12;
@@ -100,6 +102,8 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     // reserve that covers them is this over BPS (uint112 holds 2^96 times 10,000).
     uint112 private _coveredPrincipal;
     IInterestRateModel private _interestRateModel;
+    // Shares the model's slot, which funding reads anyway: the utilization above which no loan is funded.
+    uint16 private _maxUtilizationBps;
 
     /// @dev A defaulted loan's loss not yet recovered: the reserve's part and the depositors' ({recordRecovery}).
     struct Loss {
@@ -169,6 +173,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         _minDeposit = uint32(DEFAULT_MIN_DEPOSIT);
         _insuranceCoverageBps = uint16(DEFAULT_INSURANCE_COVERAGE_BPS);
         _interestRateModel = model;
+        _maxUtilizationBps = uint16(DEFAULT_MAX_UTILIZATION_BPS);
         _profitUnlockPeriod = uint32(DEFAULT_PROFIT_UNLOCK_PERIOD);
     }
 
@@ -302,6 +307,16 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     }
 
     /// @inheritdoc IStakingVault
+    function lendableAssets() external view returns (uint256) {
+        return _lendableAssets();
+    }
+
+    /// @inheritdoc IStakingVault
+    function maxUtilizationBps() external view returns (uint256) {
+        return _maxUtilizationBps;
+    }
+
+    /// @inheritdoc IStakingVault
     function utilization() public view returns (uint256) {
         uint256 borrowed = _totalBorrowed;
         return _utilization(borrowed, _idleAssets() + borrowed);
@@ -409,7 +424,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         if (borrower == address(0)) revert StakingVaultZeroAddress();
         if (principal == 0) revert StakingVaultZeroAmount();
         if (insuranceFee >= principal) revert StakingVaultInvalidInsuranceFee(principal, insuranceFee);
-        uint256 available = _idleAssets();
+        uint256 available = _lendableAssets();
         if (principal > available) revert StakingVaultInsufficientLiquidity(principal, available);
 
         // The fee stays in the vault as reserve: idle falls by the whole principal, totalAssets is unchanged.
@@ -620,6 +635,14 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         // Cannot overflow: at most 10_000.
         _insuranceCoverageBps = uint16(newCoverageBps);
         emit StakingVaultInsuranceCoverageUpdated(newCoverageBps);
+    }
+
+    /// @inheritdoc IStakingVault
+    function setMaxUtilization(uint256 newMaxUtilizationBps) external onlyRole(DEFAULT_ADMIN_ROLE) {
+        if (newMaxUtilizationBps > BPS) revert StakingVaultMaxUtilizationTooHigh(newMaxUtilizationBps, BPS);
+        // Cannot overflow: at most 10_000.
+        _maxUtilizationBps = uint16(newMaxUtilizationBps);
+        emit StakingVaultMaxUtilizationUpdated(newMaxUtilizationBps);
     }
 
     /// @inheritdoc IStakingVault
@@ -885,8 +908,10 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         uint256 impaired = impairment.principal;
         if (impaired == 0 || principal == 0) return (0, 0);
         part = Math.min(principal, impaired);
-        released = uint256(impairment.loss).mulDiv(part, impaired);
         uint256 coverReleased = uint256(impairment.cover).mulDiv(part, impaired);
+        // The expected loss stays exactly the principal out less its cover, so a default after partial payments
+        // writes off what is left with no rounding gain or loss.
+        released = part - coverReleased;
         // The casts are safe: each part is at most the stored value it is taken from.
         impairment.principal = uint96(impaired - part);
         impairment.loss -= uint80(released);
@@ -901,6 +926,15 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     function _exchangeRate(uint256 assets) internal view returns (uint256) {
         uint256 virtualShares = 10 ** _DECIMALS_OFFSET;
         return (assets + 1).mulDiv(virtualShares * WAD, totalSupply() + virtualShares);
+    }
+
+    /// @dev What a new loan may draw: the idle USDC, and no more than brings the principal out to the cap's share of
+    /// idle plus principal out (a loan moves USDC from one to the other, so their sum stays).
+    function _lendableAssets() internal view returns (uint256) {
+        uint256 idle = _idleAssets();
+        uint256 borrowed = _totalBorrowed;
+        uint256 capped = (idle + borrowed).mulDiv(_maxUtilizationBps, BPS).saturatingSub(borrowed);
+        return Math.min(idle, capped);
     }
 
     function _utilization(uint256 borrowed, uint256 assets) internal pure returns (uint256) {

@@ -16,6 +16,8 @@ export interface Installment {
   id: string;
   principal: bigint;
   interest: bigint;
+  /** The merchant's fee on it: the loan's insurance fee, kept in the pool's reserve (D-101). */
+  fee: bigint;
   durationDays: number;
 }
 
@@ -65,7 +67,7 @@ export function createLoanFinancing(deps: { db: Db; repo: LoansRepo; clock: Pick
           borrower: payer.walletAddress,
           chainId: deps.chainId,
           amount: installment.principal,
-          insuranceFee: 0n,
+          insuranceFee: installment.fee,
           interest: installment.interest,
           interestRateBps: plan.rateBps,
           durationDays: installment.durationDays,

@@ -83,7 +83,7 @@ export interface CheckoutDeps {
   attempts: Pick<PaymentAttempts, "fail">;
   mirror: Pick<MirrorWait, "untilIndexed">;
   /** The lending pool: the USDC it could lend now (the staking vault's idle assets). */
-  pool: { idleAssets(): Promise<bigint> };
+  pool: { lendableAssets(): Promise<bigint> };
   production: boolean;
 }
 
@@ -106,7 +106,7 @@ export function createCheckout(deps: CheckoutDeps) {
    * Pays a payment on credit or in installments: the payer's plan at their tier, then, in one
    * transaction, the payment's hold and the plan's loans (eligibility checked again under the
    * payer's row lock, so the cap of open loans holds), then the router's `payWithLoans` sent by
-   * the service (the pool lends, the merchant and the treasury are paid, the payer owes).
+   * the service (the pool lends, the merchant is paid, each fee stays in the pool's insurance reserve, the payer owes).
    */
   async function payFinanced(payer: UserRecord, row: PaymentRow, method: "credit" | "split") {
     let plan: FinancingPlan;
@@ -290,11 +290,11 @@ export function createCheckout(deps: CheckoutDeps) {
       refuseSelfPayment(payer, row, payer.walletAddress.toLowerCase());
       const now = deps.clock.now().getTime();
       const dueDate = (days: number) => new Date(now + days * 86_400_000).toISOString();
-      const idle = row.methods.some((method) => method !== "direct") ? await deps.pool.idleAssets() : 0n;
+      const lendable = row.methods.some((method) => method !== "direct") ? await deps.pool.lendableAssets() : 0n;
       const quote = async (method: "credit" | "split") => {
         try {
           const plan = await planFor(payer, row, method);
-          return idle < row.amount ? { plan: null, reason: "INSUFFICIENT_LIQUIDITY" } : { plan, reason: null };
+          return lendable < row.amount ? { plan: null, reason: "INSUFFICIENT_LIQUIDITY" } : { plan, reason: null };
         } catch (error) {
           if (error instanceof AppError && (error.code === "NOT_ELIGIBLE" || error.code === "INVALID_AMOUNT"))
             return { plan: null, reason: error.details?.reason ?? error.code };

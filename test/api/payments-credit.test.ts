@@ -1,5 +1,5 @@
 // Payments on credit and in installments (#31, D-81) over real HTTP on a real chain: the lending
-// pool pays the merchant at once (less 2 % for credit, 1.5 % per installment, to the treasury) and
+// pool pays the merchant at once (less 2 % for credit, 1.5 % per installment, kept in the insurance reserve) and
 // the payer owes loans at their Trust Score tier's terms, which the loan endpoints show and repay;
 // eligibility decides (NOT_ELIGIBLE with the reason), the cap of open loans holds under
 // concurrency, and a refund first reduces what the payer still owes.
@@ -81,6 +81,7 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
       totalRepayment: 15.75,
     });
     const [merchantBefore, treasuryBefore] = [await balanceOf(merchant.wallet), await balanceOf(chain.deployment.deployer)];
+    const reserveBefore = (await chain.contracts.vault.getFunction("insuranceReserve")()) as bigint;
 
     const paid = await pay(payer.token, payment.id, "credit");
     expect(paid.status, paid.text).to.equal(200);
@@ -89,7 +90,9 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     const [loan] = paid.body.data.loans;
     expect(loan).to.deep.include({ amount: 15, totalRepayment: 15.75, durationDays: 7 });
     expect((await balanceOf(merchant.wallet)) - merchantBefore).to.equal(usdc(15) - 300_000n);
-    expect((await balanceOf(chain.deployment.deployer)) - treasuryBefore).to.equal(300_000n);
+    // The merchant's fee is the loan's insurance fee: it stays in the pool's reserve, not the treasury (D-101).
+    expect((await balanceOf(chain.deployment.deployer)) - treasuryBefore).to.equal(0n);
+    expect(((await chain.contracts.vault.getFunction("insuranceReserve")()) as bigint) - reserveBefore).to.equal(300_000n);
     // The payer's wallet did not pay: it owes.
     expect(await balanceOf(payer.wallet)).to.equal(usdc(5));
     const detail = (await api.request("GET", `/v1/payments/${payment.id}`, { token: merchant.token })).body.data;
@@ -97,7 +100,7 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
 
     // The loan is the payer's like any other: listed active, and repaid through the loan endpoints.
     const listed = (await loansOf(payer.token)).find((entry) => entry.id === loan.loanId)!;
-    expect(listed).to.deep.include({ status: "active", amount: 15, remainingBalance: 15.75 });
+    expect(listed).to.deep.include({ status: "active", amount: 15, netAmount: 14.7, insuranceFee: 0.3, remainingBalance: 15.75 });
     const got = (await api.request("GET", `/v1/loans/${loan.loanId}`, { token: payer.token })).body.data;
     expect(got).to.deep.include({ borrower: payer.id, amount: 15, totalRepayment: 15.75 });
     expect(got.purpose).to.include("Bike Shop");
@@ -138,7 +141,7 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     expect(await db.prisma.loanRequest.count({ where: { paymentId: { in: [big.id, cheap.id] } } })).to.equal(0);
   });
 
-  it("pays in installments: one loan per installment without interest, due a week apart, 1.5 % each to the treasury", async () => {
+  it("pays in installments: one loan per installment without interest, due a week apart, 1.5 % each to the insurance reserve", async () => {
     const merchant = await newMerchant();
     const payment = await merchant.create({
       amount: 12.5,

@@ -122,6 +122,7 @@ describe(`npm start (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
         "paymentRouter",
         "socialVaultFactory",
         "stakingVault",
+        "timelock",
         "usdc",
       ]);
       for (const contract of Object.values(deployment.contracts) as { address: string }[]) {

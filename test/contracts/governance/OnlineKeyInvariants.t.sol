@@ -52,7 +52,7 @@ contract OnlineKeyHandler is PlatformSetup {
         external
         step
     {
-        uint256 idle = vault.idleAssets();
+        uint256 idle = vault.lendableAssets();
         if (vault.paused() || idle == 0) return;
         principal = bound(principal, 1, Math.min(500 * USDC, idle));
         uint256 fee = principal * bound(feeBps, 0, 2_000) / 10_000;
@@ -71,7 +71,7 @@ contract OnlineKeyHandler is PlatformSetup {
 
     /// @dev A purchase on credit paid to an address the key owns.
     function payWithLoans(uint256 merchantSeed, uint256 principal, uint256 count) external step {
-        uint256 idle = vault.idleAssets();
+        uint256 idle = vault.lendableAssets();
         count = bound(count, 1, 3);
         if (vault.paused() || idle < count) return;
         principal = bound(principal, 1, Math.min(500 * USDC, idle / count));

@@ -38,6 +38,7 @@ contract LendingHandler is TestBase {
     uint256 public ghostYield;
     uint256 public ghostReleased;
     bool public releaseBelowCover;
+    bool public loanAboveCap;
     uint256 public defaults;
     uint256 public loansForAnotherRecipient;
     bool public priceDroppedWithoutLoss;
@@ -119,7 +120,7 @@ contract LendingHandler is TestBase {
         external
         step
     {
-        uint256 idle = vault.idleAssets();
+        uint256 idle = vault.lendableAssets();
         if (vault.paused() || idle == 0) return;
         principal = bound(principal, 1, Math.min(500 * USDC, idle));
         uint256 interest = principal * bound(interestBps, 0, 2_000) / 10_000;
@@ -134,6 +135,7 @@ contract LendingHandler is TestBase {
         );
         ghostFees += fee;
         _reserveFactorOf[book.loanCount()] = model.reserveFactor();
+        _checkCap();
         coverageOf[book.loanCount()] = vault.insuranceCoverageBps();
     }
 
@@ -146,7 +148,7 @@ contract LendingHandler is TestBase {
         uint256 feeBps,
         uint256 durationDays
     ) external step {
-        uint256 idle = vault.idleAssets();
+        uint256 idle = vault.lendableAssets();
         if (vault.paused() || idle == 0) return;
         principal = bound(principal, 1, Math.min(500 * USDC, idle));
         uint256 fee = principal * bound(feeBps, 0, 2_000) / 10_000;
@@ -163,6 +165,7 @@ contract LendingHandler is TestBase {
         if (usdc.balanceOf(recipient) != recipientBefore + principal - fee) netAmountMismatch = true;
         ghostFees += fee;
         _reserveFactorOf[book.loanCount()] = model.reserveFactor();
+        _checkCap();
         coverageOf[book.loanCount()] = vault.insuranceCoverageBps();
         ++loansForAnotherRecipient;
     }
@@ -263,6 +266,14 @@ contract LendingHandler is TestBase {
         vault.setInsuranceCoverage(bound(coverageBps, 0, 10_000));
         vault.setMinDeposit(bound(minDeposit, 0, 100 * USDC));
         vault.setProfitUnlockPeriod(bound(unlockPeriod, 0, 30 days));
+        // The utilization cap (D-101), from half the pool to all of it.
+        vault.setMaxUtilization(5_000 + uint256(keccak256(abi.encode(unlockPeriod))) % 5_001);
+    }
+
+    /// @dev A loan never takes the principal out above the utilization cap's share of idle plus principal out.
+    function _checkCap() internal {
+        uint256 borrowed = vault.totalBorrowed();
+        if (borrowed * 10_000 > vault.maxUtilizationBps() * (vault.idleAssets() + borrowed)) loanAboveCap = true;
     }
 
     /// @dev What covers the loans out: each performing loan's principal out at its own coverage (rounded up once),
@@ -438,6 +449,7 @@ contract LendingInvariantsTest is LendingSetup {
             "reserve = fees + interest share - covered losses - released surplus"
         );
         assertTrue(!handler.releaseBelowCover(), "a release left the reserve below the loans' cover");
+        assertTrue(!handler.loanAboveCap(), "a loan took the utilization above the cap");
         assertEq(
             vault.reserveSurplus(),
             Math.saturatingSub(reserve, handler.loansCover()),

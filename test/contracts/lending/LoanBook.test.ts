@@ -186,7 +186,7 @@ describe("LoanBook", () => {
       await vault.connect(alice).redeem((await vault.maxRedeem(alice.address)) - 10n ** 20n, alice.address, alice.address);
       await expect(book.connect(operator).fundLoan(REF, borrower.address, USDC(200), 0n, 0n, 7))
         .to.be.revertedWithCustomError(vault, "StakingVaultInsufficientLiquidity")
-        .withArgs(USDC(200), USDC(100));
+        .withArgs(USDC(200), USDC(90)); // 90 % of the 100 left (the utilization cap, D-101)
       await vault.connect(pauser).pause();
       await expect(book.connect(operator).fundLoan(REF, borrower.address, USDC(10), 0n, 0n, 7)).to.be.revertedWithCustomError(
         vault,
@@ -341,7 +341,7 @@ describe("LoanBook", () => {
       await vault.connect(alice).redeem((await vault.maxRedeem(alice.address)) - 10n ** 20n, alice.address, alice.address);
       await expect(book.connect(operator).fundLoanFor(FOR_REF, borrower.address, bob.address, USDC(200), 0n, 0n, 7))
         .to.be.revertedWithCustomError(vault, "StakingVaultInsufficientLiquidity")
-        .withArgs(USDC(200), USDC(100));
+        .withArgs(USDC(200), USDC(90));
       await vault.connect(pauser).pause();
       await expect(
         book.connect(operator).fundLoanFor(FOR_REF, borrower.address, bob.address, USDC(10), 0n, 0n, 7),

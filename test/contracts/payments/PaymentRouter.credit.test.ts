@@ -116,7 +116,7 @@ async function eventNames(f: PaymentsFixture, tx: Promise<ContractTransactionRes
 
 describe("PaymentRouter payments on credit", () => {
   describe("payWithLoans", () => {
-    it("pays a credit payment: the vault lends the amount, the merchant gets it less the fee, the treasury the fee", async () => {
+    it("pays a credit payment: the vault lends the amount, the merchant gets it less the fee, the fee stays in the insurance reserve (D-101)", async () => {
       const f = await load();
       const { router, book, vault, usdc, operator, payer, merchant, treasury } = f;
       const routerAddress = await router.getAddress();
@@ -129,17 +129,16 @@ describe("PaymentRouter payments on credit", () => {
           .and.to.emit(router, "PaymentFinanced")
           .withArgs(REF, merchant.address, payer.address, AMOUNT, Method.Credit, [1n])
           .and.to.emit(book, "LoanFunded")
-          .withArgs(1n, CREDIT[0]!.loanRef, payer.address, routerAddress, AMOUNT, AMOUNT, USDC(3), 0n, 30n, fundedAt + 30 * DAY)
+          .withArgs(1n, CREDIT[0]!.loanRef, payer.address, routerAddress, AMOUNT, USDC(98), USDC(3), USDC(2), 30n, fundedAt + 30 * DAY)
           .and.to.emit(vault, "StakingVaultFundsLent")
-          .withArgs(1n, routerAddress, AMOUNT, 0n, AMOUNT)
+          .withArgs(1n, routerAddress, AMOUNT, USDC(2), AMOUNT)
           .and.to.emit(usdc, "Transfer")
-          .withArgs(await vault.getAddress(), routerAddress, AMOUNT)
+          .withArgs(await vault.getAddress(), routerAddress, USDC(98))
           .and.to.emit(usdc, "Transfer")
-          .withArgs(routerAddress, merchant.address, USDC(98))
-          .and.to.emit(usdc, "Transfer")
-          .withArgs(routerAddress, treasury.address, USDC(2));
+          .withArgs(routerAddress, merchant.address, USDC(98));
       });
-      expect(changes).to.deep.equal([-AMOUNT, USDC(98), USDC(2), 0n, 0n, 0n, 0n]);
+      // Before D-101 the treasury took the 2 and the reserve nothing.
+      expect(changes).to.deep.equal([-USDC(98), USDC(98), 0n, 0n, 0n, 0n, 0n]);
       expect(await paymentTuple(f, REF, merchant.address, AMOUNT)).to.deep.equal([
         payer.address,
         BigInt(Method.Credit),
@@ -151,15 +150,15 @@ describe("PaymentRouter payments on credit", () => {
       expect(await router.loansOf(REF, merchant.address, AMOUNT)).to.deep.equal([1n]);
       const loan = await book.getLoan(1n);
       expect([loan.borrower, loan.principal, loan.interest, loan.insuranceFee, loan.durationDays, loan.dueDate, loan.status]).to.deep.equal(
-        [payer.address, AMOUNT, USDC(3), 0n, 30n, BigInt(fundedAt + 30 * DAY), BigInt(Status.Active)],
+        [payer.address, AMOUNT, USDC(3), USDC(2), 30n, BigInt(fundedAt + 30 * DAY), BigInt(Status.Active)],
       );
       expect(await book.remainingBalance(1n)).to.equal(USDC(103));
       expect(await vault.totalBorrowed()).to.equal(AMOUNT);
-      expect(await vault.insuranceReserve()).to.equal(0n);
+      expect(await vault.insuranceReserve()).to.equal(USDC(2));
       expect(await routerAllowance(f)).to.equal(0n);
     });
 
-    it("pays a split payment: one loan per installment, in order, each on its terms, the fee the sum of theirs", async () => {
+    it("pays a split payment: one loan per installment, in order, each on its terms, the fee the sum of theirs, each in the insurance reserve", async () => {
       const f = await load();
       const { router, book, vault, usdc, operator, payer, merchant, treasury } = f;
       const routerAddress = await router.getAddress();
@@ -181,15 +180,16 @@ describe("PaymentRouter payments on credit", () => {
               payer.address,
               routerAddress,
               s.principal,
-              s.principal,
+              s.principal - s.fee,
               s.interest,
-              0n,
+              s.fee,
               s.durationDays,
               fundedAt + s.durationDays * DAY,
             );
         }
       });
-      expect(changes).to.deep.equal([-AMOUNT, USDC(98) + 500_000n, USDC(1) + 500_000n, 0n, 0n]);
+      expect(changes).to.deep.equal([-(USDC(98) + 500_000n), USDC(98) + 500_000n, 0n, 0n, 0n]);
+      expect(await vault.insuranceReserve()).to.equal(USDC(1) + 500_000n);
       expect(await paymentTuple(f, REF, merchant.address, AMOUNT)).to.deep.equal([
         payer.address,
         BigInt(Method.Split),
@@ -206,7 +206,7 @@ describe("PaymentRouter payments on credit", () => {
           s.loanRef,
           s.principal,
           s.interest,
-          0n,
+          s.fee,
           BigInt(fundedAt + s.durationDays * DAY),
         ]);
       }
@@ -239,7 +239,7 @@ describe("PaymentRouter payments on credit", () => {
     });
 
     it("refuses an installment's fee above 10 % of its principal with PaymentRouterInstallmentFeeTooHigh, and takes exactly 10 %", async () => {
-      const { router, usdc, operator, payer, merchant, treasury } = await load();
+      const { router, vault, usdc, operator, payer, merchant, treasury } = await load();
       const list = [inst("a", USDC(50), 0n, USDC(5), 30), inst("b", USDC(30) + 9n, 0n, USDC(3) + 1n, 30)];
       // 10 % of 30.000009 USDC is 3.0000009, rounded down to 3 USDC: 3.000001 is above it.
       await expect(router.connect(operator).payWithLoans(REF, merchant.address, payer.address, list))
@@ -249,7 +249,8 @@ describe("PaymentRouter payments on credit", () => {
       const changes = await balanceChanges(usdc, [merchant, treasury], () =>
         router.connect(operator).payWithLoans(REF, merchant.address, payer.address, list),
       );
-      expect(changes).to.deep.equal([USDC(72) + 9n, USDC(8)]);
+      expect(changes).to.deep.equal([USDC(72) + 9n, 0n]);
+      expect(await vault.insuranceReserve()).to.equal(USDC(8));
     });
 
     it("refuses an empty ref, a zero or router merchant, a zero or router payer, and a zero or too large amount", async () => {
@@ -359,13 +360,13 @@ describe("PaymentRouter payments on credit", () => {
       expect(await vault.idleAssets()).to.equal(USDC(150));
       await expect(router.connect(operator).payWithLoans(REF, merchant.address, payer.address, [inst("big", USDC(200), 0n, 0n, 30)]))
         .to.be.revertedWithCustomError(vault, "StakingVaultInsufficientLiquidity")
-        .withArgs(USDC(200), USDC(150));
+        .withArgs(USDC(200), USDC(135)); // 90 % of the pool (the utilization cap, D-101)
       // The first two installments fit, the third does not: none of them stays.
       const list = [inst("s1", USDC(60), 0n, 0n, 30), inst("s2", USDC(60), 0n, 0n, 60), inst("s3", USDC(60), 0n, 0n, 90)];
       const before = await balancesOf(usdc, [vault, merchant, router]);
       await expect(router.connect(operator).payWithLoans(REF, merchant.address, payer.address, list))
         .to.be.revertedWithCustomError(vault, "StakingVaultInsufficientLiquidity")
-        .withArgs(USDC(60), USDC(30));
+        .withArgs(USDC(60), USDC(15));
       expect(await balancesOf(usdc, [vault, merchant, router])).to.deep.equal(before);
       expect(await book.loanCount()).to.equal(0n);
       expect((await router.paymentOf(REF, merchant.address, USDC(180))).payer).to.equal(ethers.ZeroAddress);
@@ -559,9 +560,12 @@ describe("PaymentRouter payments on credit", () => {
       // the payer gets back only what it paid (30 of principal, 0.7 of interest: a refunded purchase owes none).
       expect(changes).to.deep.equal([-AMOUNT, USDC(30) + 700_000n, USDC(70) - 700_000n, 0n]);
       // The recovery is locked (D-95): the interest returned comes out of it, and the rest unlocks over the period.
+      // The reserve had covered 2 of the 70 (the merchant's fee, the loan's insurance fee: D-101) and takes its 2
+      // back; the depositors' 68 returns to them.
       expect(await vault.totalAssets()).to.equal(assets);
       await time.increase(7 * DAY);
-      expect(await vault.totalAssets()).to.equal(assets + USDC(70) - 700_000n);
+      expect(await vault.totalAssets()).to.equal(assets + USDC(68) - 700_000n);
+      expect(await vault.insuranceReserve()).to.equal(USDC(2));
       expect((await book.getLoan(1n)).status).to.equal(BigInt(Status.Defaulted));
       expect(await routerAllowance(f)).to.equal(0n);
     });

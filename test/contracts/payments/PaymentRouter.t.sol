@@ -334,8 +334,9 @@ contract PaymentRouterTest is LendingSetup {
     /* PAYMENTS ON CREDIT */
 
     /// Any 1 to 12 installments within the loan book's limits, at any fee up to MAX_FEE_BPS: the vault lends exactly
-    /// the amount, the merchant and the treasury receive exactly it between them (the fee being the sum of the
-    /// installments' fees), the payer pays nothing now and owes each loan on its terms, and the router keeps nothing.
+    /// the amount, of which the merchant receives the amount less the fee (the sum of the installments' fees) and the
+    /// fee stays in the insurance reserve (D-101), the payer pays nothing now and owes each loan on its terms, and the
+    /// router keeps nothing.
     function testFuzz_payWithLoansSplitsTheAmountExactly(
         uint256 count,
         uint256 amount,
@@ -355,10 +356,11 @@ contract PaymentRouterTest is LendingSetup {
 
         router.payWithLoans(REF, MERCHANT, PAYER, list);
 
-        assertEq(POOL - usdc.balanceOf(address(vault)), amount, "the vault lent exactly the amount");
+        assertEq(POOL - usdc.balanceOf(address(vault)), amount - fee, "the vault paid out the amount less the fee");
         assertEq(vault.totalBorrowed(), amount, "the amount is out on loans");
+        assertEq(vault.insuranceReserve(), fee, "the installments' fees are the reserve's");
         assertEq(usdc.balanceOf(MERCHANT), amount - fee, "the merchant received the amount less the fee");
-        assertEq(usdc.balanceOf(TREASURY), fee, "the treasury received the installments' fees");
+        assertEq(usdc.balanceOf(TREASURY), 0, "the treasury received nothing of a payment on credit");
         assertLe(fee, amount / 10, "at most 10 %");
         assertEq(usdc.balanceOf(PAYER), 0, "the payer paid nothing now");
         assertEq(usdc.balanceOf(address(router)), 0, "the router holds no USDC");
@@ -491,7 +493,7 @@ contract PaymentRouterTest is LendingSetup {
         }
     }
 
-    /// @dev Each of `ids` is a loan the payer owes on its installment's terms, with no insurance fee.
+    /// @dev Each of `ids` is a loan the payer owes on its installment's terms, its fee the loan's insurance fee.
     function _checkLoans(uint256[] memory ids, IPaymentRouter.Installment[] memory list) internal view {
         assertEq(ids.length, list.length, "one loan per installment");
         for (uint256 i; i < ids.length; ++i) {
@@ -501,7 +503,7 @@ contract PaymentRouterTest is LendingSetup {
             assertEq(loan.principal, list[i].principal, "principal");
             assertEq(loan.interest, list[i].interest, "interest");
             assertEq(loan.durationDays, list[i].durationDays, "term");
-            assertEq(loan.insuranceFee, 0, "no insurance fee");
+            assertEq(loan.insuranceFee, list[i].fee, "the merchant's fee is the insurance fee (D-101)");
             assertTrue(loan.status == ILoanBook.LoanStatus.Active, "active");
         }
     }
@@ -593,6 +595,7 @@ contract PaymentHandler is TestBase {
         uint256 interest;
         uint256 durationDays;
         bytes32 ref;
+        uint256 insuranceFee;
     }
 
     mapping(bytes32 key => Model) internal _model;
@@ -607,6 +610,7 @@ contract PaymentHandler is TestBase {
     mapping(address holder => uint256) public expectedBalance;
 
     uint256 public ghostMinted;
+    uint256 public ghostInsuranceFees; // the fees of the payments on credit: the insurance reserve's only income
     uint256 public ghostWrongOutcomes;
     uint256 public ghostForeignChanges;
     uint256 public ghostWrongApplications;
@@ -981,7 +985,6 @@ contract PaymentHandler is TestBase {
         bytes32 key = keyOf(t.ref, t.merchant, t.amount);
         Model storage m = _model[key];
         (bytes4 expected, uint256 fee) = _creditOutcome(payer, t, list, m.timesPaid);
-        address treasury = router.treasury();
         bytes32[] memory before = _records();
 
         try router.payWithLoans(t.ref, t.merchant, payer, list) {
@@ -995,13 +998,14 @@ contract PaymentHandler is TestBase {
             m.method = list.length == 1 ? IPaymentRouter.PaymentMethod.Credit : IPaymentRouter.PaymentMethod.Split;
             for (uint256 k; k < list.length; ++k) {
                 IPaymentRouter.Installment memory inst = list[k];
-                _loans.push(LoanModel(payer, inst.principal, inst.interest, inst.durationDays, inst.loanRef));
+                _loans.push(LoanModel(payer, inst.principal, inst.interest, inst.durationDays, inst.loanRef, inst.fee));
                 _loanIdsOf[key].push(_loans.length);
                 loanRefUsed[inst.loanRef] = true;
             }
-            expectedBalance[address(vault)] -= t.amount;
+            // The fee stays in the vault, as the loans' insurance fees (D-101).
+            expectedBalance[address(vault)] -= t.amount - fee;
             expectedBalance[t.merchant] += t.amount - fee;
-            expectedBalance[treasury] += fee;
+            ghostInsuranceFees += fee;
             if (list.length == 1) ++creditPays;
             else ++splitPays;
         } catch (bytes memory reason) {
@@ -1015,7 +1019,7 @@ contract PaymentHandler is TestBase {
 
     /// @dev The error the router must revert with for this payment on credit (zero: it must succeed), from the model
     /// alone: the router's checks in its order, then for each installment in turn the loan book's and the vault's
-    /// (whose idle USDC is the model's balance of the vault: nothing here feeds the insurance reserve), and the fee.
+    /// (what the vault may lend, its idle USDC within the utilization cap, falls by each principal lent), and the fee.
     function _creditOutcome(address payer, Terms memory t, IPaymentRouter.Installment[] memory list, uint256 timesPaid)
         internal
         view
@@ -1034,11 +1038,11 @@ contract PaymentHandler is TestBase {
         if (t.merchant == address(router)) return (IPaymentRouter.PaymentRouterSelfAddress.selector, 0);
         if (t.amount == 0) return (IPaymentRouter.PaymentRouterInvalidAmount.selector, 0);
         if (timesPaid > 0) return (IPaymentRouter.PaymentRouterAlreadyPaid.selector, 0);
-        uint256 idle = expectedBalance[address(vault)];
+        uint256 lendable = vault.lendableAssets();
         for (uint256 k; k < count; ++k) {
-            bytes4 refused = _loanOutcome(list, k, idle);
+            bytes4 refused = _loanOutcome(list, k, lendable);
             if (refused != bytes4(0)) return (refused, 0);
-            idle -= list[k].principal;
+            lendable -= list[k].principal;
         }
         return (bytes4(0), fee);
     }
@@ -1326,10 +1330,10 @@ contract PaymentRouterInvariantsTest is LendingSetup {
     }
 
     /// @dev The loan book holds exactly the router's loans as the model funded them (the payer as the borrower, the
-    /// installments' terms, no insurance fee), never repaid beyond their terms; and the vault's accounting holds:
-    /// totalAssets + unrealized losses + locked profit = idle + borrowed, borrowed = the open loans' principal, no
-    /// reserve, every share covered, and the
-    /// loan book holds no USDC.
+    /// installments' terms, their fees as insurance fees), never repaid beyond their terms; and the vault's accounting
+    /// holds: totalAssets + unrealized losses + locked profit - accrued interest = idle + borrowed, borrowed = the open
+    /// loans' principal, a reserve of at most the fees paid into it, every share covered, and the loan book holds no
+    /// USDC.
     /// forge-config: default.invariant.runs = 128
     /// forge-config: default.invariant.depth = 100
     function invariant_loansAndTheVaultAgree() public view {
@@ -1343,7 +1347,7 @@ contract PaymentRouterInvariantsTest is LendingSetup {
             assertEq(loan.principal, expected.principal, "principal");
             assertEq(loan.interest, expected.interest, "interest");
             assertEq(loan.durationDays, expected.durationDays, "term");
-            assertEq(loan.insuranceFee, 0, "no insurance fee");
+            assertEq(loan.insuranceFee, expected.insuranceFee, "the installment's fee is the insurance fee (D-101)");
             assertTrue(loan.ref == expected.ref, "loan ref");
             assertEq(book.loanIdOf(expected.ref), id, "loan id of the ref");
             assertLe(loan.principalRepaid, loan.principal, "never more principal back than lent");
@@ -1353,11 +1357,12 @@ contract PaymentRouterInvariantsTest is LendingSetup {
             }
         }
         uint256 held = usdc.balanceOf(address(vault));
-        assertEq(vault.insuranceReserve(), 0, "no reserve: no insurance fee, no reserve factor");
+        uint256 reserve = vault.insuranceReserve();
+        assertLe(reserve, handler.ghostInsuranceFees(), "the reserve holds at most the fees (no reserve factor)");
         assertEq(vault.totalBorrowed(), outstanding, "totalBorrowed = open loans' principal");
         assertEq(
             int256(vault.totalAssets() + vault.unrealizedLosses() + vault.lockedProfit()) - vault.accruedInterest(),
-            int256(held + vault.totalBorrowed()),
+            int256(held - reserve + vault.totalBorrowed()),
             "totalAssets + unrealized losses + locked profit - accrued interest = idle + borrowed"
         );
         assertLe(vault.convertToAssets(vault.totalSupply()), vault.totalAssets(), "shares covered by assets");

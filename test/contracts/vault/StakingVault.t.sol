@@ -26,7 +26,7 @@ contract StakingVaultTest is LendingSetup {
             usdc.mint(address(this), yield);
             vault.distributeYield(yield);
         }
-        principal = bound(principal, 0, Math.min(500 * USDC, vault.idleAssets()));
+        principal = bound(principal, 0, Math.min(500 * USDC, vault.lendableAssets()));
         if (principal > 0) {
             book.fundLoan(keccak256("loan"), BORROWER, principal, principal / 20, principal / 10, 30);
             if (defaulted) {
@@ -136,7 +136,7 @@ contract StakingVaultTest is LendingSetup {
     function testFuzz_maxRedeemAndMaxWithdrawAreHonest(uint256 deposit, uint256 principal, bool useWithdraw) public {
         deposit = bound(deposit, USDC, 500 * USDC);
         uint256 shares = _depositAs(USER, deposit);
-        principal = bound(principal, 1, deposit);
+        principal = bound(principal, 1, vault.lendableAssets());
         book.fundLoan(keccak256("loan"), BORROWER, principal, 0, 0, 30);
 
         uint256 idle = vault.idleAssets();

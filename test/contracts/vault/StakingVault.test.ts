@@ -278,9 +278,10 @@ describe("StakingVault", () => {
       await expect(vault.connect(lender).lend(1n, borrower.address, USDC(1), USDC(1), 0n, 0n))
         .to.be.revertedWithCustomError(vault, "StakingVaultInvalidInsuranceFee")
         .withArgs(USDC(1), USDC(1));
-      await expect(vault.connect(lender).lend(1n, borrower.address, USDC(1_001), 0n, 0n, 0n))
+      // 1,000 idle, nothing out: the utilization cap (90 %, D-101) lends 900.
+      await expect(vault.connect(lender).lend(1n, borrower.address, USDC(901), 0n, 0n, 0n))
         .to.be.revertedWithCustomError(vault, "StakingVaultInsufficientLiquidity")
-        .withArgs(USDC(1_001), USDC(1_000));
+        .withArgs(USDC(901), USDC(900));
     });
 
     it("reverts with EnforcedPause while paused", async () => {
