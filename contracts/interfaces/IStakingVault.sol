@@ -144,6 +144,9 @@ interface IStakingVault is IERC4626 {
     /// @notice The interest rate model was set to `model`.
     event StakingVaultInterestRateModelUpdated(address indexed model);
 
+    /// @notice The most the depositors' assets may reach through deposits was set to `depositLimit`.
+    event StakingVaultDepositLimitUpdated(uint256 depositLimit);
+
     /// @notice The utilization above which no loan is funded was set to `maxUtilizationBps`.
     event StakingVaultMaxUtilizationUpdated(uint256 maxUtilizationBps);
 
@@ -256,6 +259,11 @@ interface IStakingVault is IERC4626 {
     /// depositors can always leave with the cap's headroom.
     /// @return The amount in asset units.
     function lendableAssets() external view returns (uint256);
+
+    /// @notice The most {totalAssets} may reach through deposits ({maxDeposit} is the room left under it);
+    /// `type(uint256).max` (the default) for no limit.
+    /// @return The limit in asset units.
+    function depositLimit() external view returns (uint256);
 
     /// @notice The utilization above which no loan is funded, in basis points of idle plus principal out.
     /// @return The cap.
@@ -430,6 +438,12 @@ interface IStakingVault is IERC4626 {
     /// @notice Sets the time a new gain takes to unlock; what is locked keeps its schedule. Only the default admin.
     /// @param newPeriod The period in seconds, at most {MAX_PROFIT_UNLOCK_PERIOD} (zero: gains count at once).
     function setProfitUnlockPeriod(uint256 newPeriod) external;
+
+    /// @notice Sets the most the depositors' assets may reach through deposits (`2**64 - 1` or more, 1.8e13 USDC: no
+    /// limit, and {depositLimit} then reads `type(uint256).max`). Gains may take them above it; deposits then stop
+    /// until they are below again. Only the default admin.
+    /// @param newDepositLimit The new limit in asset units.
+    function setDepositLimit(uint256 newDepositLimit) external;
 
     /// @notice Sets the utilization above which no loan is funded (basis points of idle plus principal out, at most
     /// 10_000). A tenth of the pool stays idle for exits by default (9_000). Only the default admin.

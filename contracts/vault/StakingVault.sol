@@ -73,6 +73,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     uint256 internal constant DEFAULT_MIN_DEPOSIT = 1e6;
     uint256 internal constant DEFAULT_INSURANCE_COVERAGE_BPS = 8_000;
     uint256 internal constant DEFAULT_PROFIT_UNLOCK_PERIOD = 7 days;
+    uint64 internal constant NO_DEPOSIT_LIMIT = type(uint64).max;
     /// @dev A tenth of the pool stays idle for exits (D-101).
     uint256 internal constant DEFAULT_MAX_UTILIZATION_BPS = 9_000;
 
@@ -81,12 +82,11 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
 
     uint8 private immutable _DECIMALS_OFFSET;
 
-    // Deposit and redeem read these together, so they share one slot: uint96 holds 7.9e22 USDC; the minimum is at most
-    // MAX_MIN_DEPOSIT and the period at most MAX_PROFIT_UNLOCK_PERIOD.
+    // Deposit and redeem read these together, so they share one slot with Pausable's `_paused` (the slot before): uint96
+    // holds 7.9e22 USDC, and the minimum is at most MAX_MIN_DEPOSIT.
     uint96 private _totalBorrowed;
     uint96 private _insuranceReserve;
     uint32 private _minDeposit;
-    uint32 private _profitUnlockPeriod;
 
     // Every conversion reads these too, so they share the second slot: `_lockedProfit` was locked at `_lockedAt` and
     // unlocks linearly until `_unlockEnd`; `_unrealizedLosses` are the impaired loans' expected losses (uint80 holds
@@ -96,14 +96,20 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     uint40 private _unlockEnd;
     uint80 private _unrealizedLosses;
 
+    // What a repayment writes, in one slot: the period is at most MAX_PROFIT_UNLOCK_PERIOD; `_coveredPrincipal` is
+    // the principal out of the loans not impaired, each times its own coverage (basis points, fixed at funding), so
+    // the reserve that covers them is this over BPS (uint112 holds 2^96 times 10,000).
+    uint32 private _profitUnlockPeriod;
     uint16 private _insuranceCoverageBps;
-    uint128 private _totalYield;
-    // The principal out of the loans not impaired, each times its own coverage (basis points, fixed at funding): the
-    // reserve that covers them is this over BPS (uint112 holds 2^96 times 10,000).
+    uint96 private _totalYield;
     uint112 private _coveredPrincipal;
+
+    // Funding reads the model; a deposit reads the limit: the utilization above which no loan is funded, and the most
+    // the depositors' assets may reach through deposits in asset units (NO_DEPOSIT_LIMIT: none; uint64 holds 1.8e13
+    // USDC).
     IInterestRateModel private _interestRateModel;
-    // Shares the model's slot, which funding reads anyway: the utilization above which no loan is funded.
     uint16 private _maxUtilizationBps;
+    uint64 private _depositLimit;
 
     /// @dev A defaulted loan's loss not yet recovered: the reserve's part and the depositors' ({recordRecovery}).
     struct Loss {
@@ -174,6 +180,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         _insuranceCoverageBps = uint16(DEFAULT_INSURANCE_COVERAGE_BPS);
         _interestRateModel = model;
         _maxUtilizationBps = uint16(DEFAULT_MAX_UTILIZATION_BPS);
+        _depositLimit = NO_DEPOSIT_LIMIT;
         _profitUnlockPeriod = uint32(DEFAULT_PROFIT_UNLOCK_PERIOD);
     }
 
@@ -259,15 +266,25 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     }
 
     /// @inheritdoc IERC4626
-    /// @dev Zero while paused.
+    /// @dev What {deposit} accepts now: the room left under {depositLimit} (unlimited by default); zero while paused
+    /// or when that room is below {minDeposit}, the smallest deposit accepted (no deposit could succeed then).
     function maxDeposit(address) public view override(ERC4626, IERC4626) returns (uint256) {
-        return paused() ? 0 : type(uint256).max;
+        if (paused()) return 0;
+        uint64 limit = _depositLimit;
+        if (limit == NO_DEPOSIT_LIMIT) return type(uint256).max;
+        uint256 room = uint256(limit).saturatingSub(totalAssets());
+        return room < _minDeposit ? 0 : room;
     }
 
     /// @inheritdoc IERC4626
-    /// @dev Zero while paused.
-    function maxMint(address) public view override(ERC4626, IERC4626) returns (uint256) {
-        return paused() ? 0 : type(uint256).max;
+    /// @dev The shares {maxDeposit}'s assets mint (rounded down), unlimited when it is; zero when it is. The smallest
+    /// mint accepted is the shares of {minDeposit}, rounded up.
+    function maxMint(address receiver) public view override(ERC4626, IERC4626) returns (uint256) {
+        uint256 assets = maxDeposit(receiver);
+        if (assets == type(uint256).max || assets == 0) return assets;
+        uint256 shares = _convertToShares(assets, Math.Rounding.Floor);
+        // Those shares cost at most `assets` (rounded up), which may fall below the minimum when the room is at it.
+        return _convertToAssets(shares, Math.Rounding.Ceil) < _minDeposit ? 0 : shares;
     }
 
     /// @inheritdoc IERC4626
@@ -309,6 +326,12 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     /// @inheritdoc IStakingVault
     function lendableAssets() external view returns (uint256) {
         return _lendableAssets();
+    }
+
+    /// @inheritdoc IStakingVault
+    function depositLimit() external view returns (uint256) {
+        uint64 limit = _depositLimit;
+        return limit == NO_DEPOSIT_LIMIT ? type(uint256).max : limit;
     }
 
     /// @inheritdoc IStakingVault
@@ -459,7 +482,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         uint256 newTotalBorrowed = borrowed - principal;
         _totalBorrowed = uint96(newTotalBorrowed);
         _insuranceReserve = (_insuranceReserve + reserveShare).toUint96();
-        _totalYield = (_totalYield + interest - reserveShare).toUint128();
+        _totalYield = (_totalYield + interest - reserveShare).toUint96();
         // The interest settles what its schedule earned (or pays ahead of it); a loan that closes ends its schedule.
         _payAccrual(loanId, interest - reserveShare);
         if (closes) _endAccrual(loanId);
@@ -570,7 +593,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
 
         // Cannot underflow: reserveShare <= reserve; the yield credited is floored at zero.
         _insuranceReserve = uint96(reserve - reserveShare);
-        _totalYield = uint128(uint256(_totalYield).saturatingSub(fromIdle));
+        _totalYield = uint96(uint256(_totalYield).saturatingSub(fromIdle));
         // Interest of a running schedule is unpaid again (its earned part stays counted); of an ended one, a loss.
         _unpayAccrual(loanId, fromIdle);
 
@@ -587,7 +610,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         if (totalSupply() == 0) revert StakingVaultNoShares();
 
         uint256 newTotalYield = _totalYield + amount;
-        _totalYield = newTotalYield.toUint128();
+        _totalYield = newTotalYield.toUint96();
         _lockGain(amount);
 
         // The rate once the transfer below has landed.
@@ -635,6 +658,14 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         // Cannot overflow: at most 10_000.
         _insuranceCoverageBps = uint16(newCoverageBps);
         emit StakingVaultInsuranceCoverageUpdated(newCoverageBps);
+    }
+
+    /// @inheritdoc IStakingVault
+    function setDepositLimit(uint256 newDepositLimit) external onlyRole(DEFAULT_ADMIN_ROLE) {
+        // A limit beyond 64 bits (1.8e13 USDC) is no limit.
+        bool none = newDepositLimit >= NO_DEPOSIT_LIMIT;
+        _depositLimit = none ? NO_DEPOSIT_LIMIT : uint64(newDepositLimit);
+        emit StakingVaultDepositLimitUpdated(none ? type(uint256).max : newDepositLimit);
     }
 
     /// @inheritdoc IStakingVault

@@ -20,6 +20,8 @@ interface Vm {
     function label(address account, string calldata newLabel) external;
     function addr(uint256 privateKey) external pure returns (address);
     function sign(uint256 privateKey, bytes32 digest) external pure returns (uint8 v, bytes32 r, bytes32 s);
+    function snapshotState() external returns (uint256 snapshotId);
+    function revertToState(uint256 snapshotId) external returns (bool success);
 }
 
 /// @notice Assertions and fuzz-input helpers for Solidity tests (a failed assertion reverts, failing the test).
