@@ -49,6 +49,8 @@ interface ILoanBook {
     /// @param status The loan's status.
     /// @param gracePeriodDays The limits' grace period when the loan was funded: a later change does not touch it.
     /// @param ref The off-chain loan id.
+    // Five slots, the fewest its 147 bytes take (the rule's heuristic does not see it).
+    // solhint-disable-next-line gas-struct-packing
     struct Loan {
         address borrower;
         uint40 fundedAt;
