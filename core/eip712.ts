@@ -1,7 +1,7 @@
 // The typed-data shapes users' managed wallets sign for gasless operations (docs/decisions.md
 // D-60): the TrustMintForwarder's ERC-2771 request and an EIP-2612 permit. One definition for
 // the relayer, the gas bench and the contract tests.
-import type { TypedDataField } from "ethers";
+import { type BaseWallet, type Signature, type TypedDataDomain, TypedDataEncoder, type TypedDataField } from "ethers";
 
 /** The forwarder's EIP-712 domain, without chainId and verifyingContract (they come from the deployment). */
 export const FORWARDER_DOMAIN = { name: "TrustMintForwarder", version: "1" } as const;
@@ -28,3 +28,16 @@ export const PERMIT_TYPES: Record<string, TypedDataField[]> = {
     { name: "deadline", type: "uint256" },
   ],
 };
+
+/**
+ * EIP-712 signature by the wallet's key over values that are all literal (no ENS name to
+ * resolve): what Wallet.signTypedData computes, without its asynchronous field resolution.
+ */
+export function signTyped(
+  wallet: Pick<BaseWallet, "signingKey">,
+  domain: TypedDataDomain,
+  types: Record<string, TypedDataField[]>,
+  value: Record<string, unknown>,
+): Signature {
+  return wallet.signingKey.sign(TypedDataEncoder.hash(domain, types, value));
+}

@@ -27,6 +27,7 @@ import { createTransactionsRepo } from "./transactions/repo.js";
 import { createTransactionSender } from "./transactions/sender.js";
 import { createUserTransactions, forwardedCall } from "./transactions/user-transactions.js";
 import { createUserWrite } from "./transactions/user-write.js";
+import { walletIndexAt } from "./users/repo.js";
 import type { VaultRepo } from "./vault/repo.js";
 import { createVaultService } from "./vault/service.js";
 import type { XpRepo } from "./xp/repo.js";
@@ -160,6 +161,11 @@ export function createMoneyServices(
     forwarder,
     usdc,
     signerOf: (index) => wallets.signerOf(index),
+    signerOfWallet: async (address) => {
+      const index = await walletIndexAt(db.prisma, address);
+      if (index === null) throw new Error(`no managed wallet at ${address}`);
+      return wallets.signerOf(index);
+    },
     errors: platformErrors(),
     isAllowed: relayAllowList(chain.deployment, (address) => isSocialVault(db, address)),
     logger,

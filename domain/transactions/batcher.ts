@@ -34,6 +34,8 @@ export interface UserRequest {
   /** The user's managed wallet. */
   from: string;
   to: string;
+  /** The wallet's forwarder nonce it must take (a cancellation's, D-103); else the next one. */
+  forwarderNonce?: bigint;
   /** Signs the ForwardRequest with the wallet's nonce and the batch's deadline. */
   sign(forwarderNonce: bigint, deadline: bigint): ForwardRequestData;
 }
@@ -96,8 +98,8 @@ export function createBatcher(deps: {
         const signed = users.map((user, position) => {
           const recordedNext = (last.get(user.from) ?? -1n) + 1n;
           const chainNext = onChainNonce.get(user.from)!;
-          const forwarderNonce = chainNext > recordedNext ? chainNext : recordedNext;
-          last.set(user.from, forwarderNonce);
+          const forwarderNonce = user.forwarderNonce ?? (chainNext > recordedNext ? chainNext : recordedNext);
+          if (forwarderNonce >= recordedNext) last.set(user.from, forwarderNonce);
           const request = user.sign(forwarderNonce, deadline);
           const { purpose, userId, idempotencyKey, requestHash, from, to } = user;
           requests.push({

@@ -11,14 +11,10 @@ import {
   type JsonRpcProvider,
   type Log,
   MaxUint256,
-  type Signature,
   type TransactionReceipt,
-  type TypedDataDomain,
-  TypedDataEncoder,
-  type TypedDataField,
 } from "ethers";
 import { coalesce } from "../../core/coalesce.js";
-import { FORWARD_REQUEST_TYPES, FORWARDER_DOMAIN, PERMIT_TYPES } from "../../core/eip712.js";
+import { FORWARD_REQUEST_TYPES, FORWARDER_DOMAIN, PERMIT_TYPES, signTyped } from "../../core/eip712.js";
 import type { Logger } from "../../core/logger.js";
 import type { RelayedRequest } from "../../generated/prisma/client.js";
 import { isServiceKey, keyReused } from "../idempotency/operation-key.js";
@@ -27,6 +23,7 @@ import { decodeRevert, TransactionRefusedError, TransactionRevertedError } from 
 import type { Broadcast } from "./paying-account.js";
 import type { RequestKey, TransactionsRepo } from "./repo.js";
 import type { SentTransaction, TransactionSender } from "./sender.js";
+import { createVerdicts, type Outcome } from "./verdicts.js";
 
 /** The call's data, and, where it pulls USDC from the wallet, who pulls (`spender`) and how much. */
 export interface UserCallData {
@@ -53,6 +50,8 @@ export interface UserTransactionDeps {
   forwarder: Contract;
   usdc: Contract;
   signerOf(walletIndex: number): HDNodeWallet;
+  /** The managed wallet at `address` (a cancellation signs with it: D-103). */
+  signerOfWallet(address: string): Promise<HDNodeWallet>;
   errors: Interface;
   /** The calls users may make through the relay (the platform's contracts and their user functions). */
   isAllowed(to: string, data: string): boolean | Promise<boolean>;
@@ -62,28 +61,10 @@ export interface UserTransactionDeps {
 /** The statuses of a request that did nothing on chain (its forwarder nonce unused). */
 const DID_NOTHING = new Set(["skipped", "failed"]);
 
-/** A request's outcome in its batch: its own logs, or why it did not run. */
-type Outcome =
-  | { status: "executed"; logs: Log[] }
-  | { status: "reverted"; error: TransactionRevertedError }
-  | { status: "skipped" | "failed" };
 type BatchOutcome = { receipt: TransactionReceipt | null; outcomes: Map<string, Outcome> };
 
 /** Forwarded gas above the direct call's estimate: the forwarder appends 20 bytes and state can move. */
 const FORWARD_GAS_HEADROOM_PERCENT = 125n;
-
-/**
- * EIP-712 signature by the wallet's key over values that are all literal (no ENS name to
- * resolve): what Wallet.signTypedData computes, without its asynchronous field resolution.
- */
-function signTyped(
-  wallet: HDNodeWallet,
-  domain: TypedDataDomain,
-  types: Record<string, TypedDataField[]>,
-  value: Record<string, unknown>,
-): Signature {
-  return wallet.signingKey.sign(TypedDataEncoder.hash(domain, types, value));
-}
 
 export function createUserTransactions(deps: UserTransactionDeps) {
   const { repo, provider, chainId, forwarder, usdc, sender } = deps;
@@ -109,6 +90,16 @@ export function createUserTransactions(deps: UserTransactionDeps) {
 
   /** Requests recorded under these keys (repo.recordedFor), one statement for every caller waiting. */
   const findEarlier = coalesce((keys: readonly RequestKey[]) => repo.recordedFor(keys));
+  const verdicts = createVerdicts({
+    provider,
+    forwarder,
+    chainId,
+    signerOfWallet: deps.signerOfWallet,
+    submit: (item) => sender.submit(item),
+    settle: (transactionId, broadcast) => settleBatch(transactionId, broadcast),
+    recorded: async (key) => (await findEarlier(key)).request,
+    releaseKey: (id) => repo.releaseKey(id),
+  });
 
   /**
    * A standing allowance of `spender` over the wallet's USDC, granted once by an EIP-2612 permit
@@ -268,6 +259,12 @@ export function createUserTransactions(deps: UserTransactionDeps) {
       receipt?.status === 1
         ? await outcomesOf(receipt, requests)
         : new Map(requests.map((request): [string, Outcome] => [request.id, { status: "failed" }]));
+    // Not run by a mined batch: said so only once it can never run, or run by whoever ran it first
+    // (D-103). A batch the node refused was never public.
+    for (const request of receipt ? requests : []) {
+      const { status } = outcomes.get(request.id)!;
+      if (status === "skipped" || status === "failed") outcomes.set(request.id, await verdicts.final(request, transaction.data, receipt!));
+    }
     await repo.settleRequests(
       requests.map((request) => {
         const outcome = outcomes.get(request.id)!;
@@ -281,10 +278,12 @@ export function createUserTransactions(deps: UserTransactionDeps) {
   function answerOf(requestId: string, { receipt, outcomes }: BatchOutcome): SentTransaction {
     const outcome = outcomes.get(requestId)!;
     if (outcome.status === "reverted") throw outcome.error;
-    if (outcome.status !== "executed" || !receipt) {
+    // Run by this batch, or first by another transaction (D-103).
+    const ran = outcome.status === "executed" ? (outcome.receipt ?? receipt) : null;
+    if (outcome.status !== "executed" || !ran) {
       throw new TransactionRefusedError(outcome.status === "skipped" ? "the forwarder did not run the request" : "the batch was refused");
     }
-    return { txHash: receipt.hash, blockNumber: receipt.blockNumber, receipt, logs: outcome.logs };
+    return { txHash: ran.hash, blockNumber: ran.blockNumber, receipt: ran, logs: outcome.logs };
   }
 
   /** The outcome of a request recorded before (a retry): settled from its batch, never sent again. */

@@ -28,6 +28,12 @@ export async function liveUsersByWallet(db: Tx, wallets: readonly string[]) {
   return users.map(withWallet);
 }
 
+/** The HD index of the managed wallet at `address` (stored checksummed), deleted users' too; null when no user has it. */
+export async function walletIndexAt(db: Tx, address: string): Promise<number | null> {
+  const user = await db.user.findUnique({ where: { walletAddress: getAddress(address) }, select: { walletIndex: true } });
+  return user?.walletIndex ?? null;
+}
+
 /** A user's row, fresh (never the cache's), in the caller's transaction or the client's. */
 export async function freshUser(db: Tx, userId: string): Promise<UserRecord> {
   return withWallet(await db.user.findUniqueOrThrow({ where: { id: userId } }));
