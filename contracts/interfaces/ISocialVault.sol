@@ -189,6 +189,9 @@ interface ISocialVault {
     error SocialVaultNoPendingRemoval(address guardian);
     /// @notice The duress key does not match the commitment (or none is set).
     error SocialVaultInvalidDuressKey();
+
+    /// @notice `commitment`'s key already locked this vault under duress: it is public, so it is never accepted again.
+    error SocialVaultDuressCommitmentSpent(bytes32 commitment);
     /// @notice No unlock has been requested.
     error SocialVaultUnlockNotRequested();
     /// @notice An unlock was already requested at `requestedAt`.
@@ -284,8 +287,8 @@ interface ISocialVault {
     function lock() external;
 
     /// @notice Anyone holding the duress key: locks the vault exactly like {lock}.
-    /// @dev The key is revealed by this call, so the commitment is consumed (cleared) even when the vault is
-    /// already locked, in which case the call does nothing else.
+    /// @dev The key is revealed by this call, so the commitment is consumed (cleared, and refused by
+    /// {setDuressCommitment} for good) even when the vault is already locked, in which case the call does nothing else.
     /// @param duressKey The 32-byte key whose keccak256 is the stored commitment.
     function duressLock(bytes32 duressKey) external;
 
@@ -306,12 +309,15 @@ interface ISocialVault {
     function addGuardian(address guardian) external;
 
     /// @notice Owner only: removes a pending guardian at once, or submits the removal of an active guardian,
-    /// which stays active until the removal is accepted after `timelockDuration`.
+    /// which stays active until the removal is accepted after `timelockDuration`. An active guardian's removal is
+    /// refused with {SocialVaultNotEnoughGuardians} when the active guardians left would be fewer than the required
+    /// approvals: lower the requirement first, or add a guardian.
     /// @param guardian The guardian's wallet address.
     function removeGuardian(address guardian) external;
 
     /// @notice Anyone: completes a submitted guardian removal once its timelock has passed. The guardian's
-    /// approvals on open requests stop counting.
+    /// approvals on open requests stop counting. Refused with {SocialVaultNotEnoughGuardians} when the active
+    /// guardians left would be fewer than the required approvals (raised since the removal was submitted).
     /// @param guardian The guardian's wallet address.
     function acceptGuardianRemoval(address guardian) external;
 
@@ -331,8 +337,8 @@ interface ISocialVault {
     /// @param newTimelockDuration Seconds, 3600 to 604800.
     function setTimelockDuration(uint256 newTimelockDuration) external;
 
-    /// @notice Owner only: sets the required guardian approvals, 1 to the number of guardians (active or pending);
-    /// a higher (or equal) value applies at once, a lower one is submitted for `timelockDuration`.
+    /// @notice Owner only: sets the required guardian approvals, 1 to the number of active guardians (a pending one
+    /// cannot approve yet); a higher (or equal) value applies at once, a lower one is submitted for `timelockDuration`.
     /// @dev Open requests keep the requirement they were created with.
     /// @param newRequiredSignatures The number of approvals.
     function setRequiredSignatures(uint256 newRequiredSignatures) external;
@@ -345,7 +351,8 @@ interface ISocialVault {
     /// @param parameter The parameter.
     function revokeConfigChange(ConfigParameter parameter) external;
 
-    /// @notice Owner only: sets or replaces the duress commitment (zero removes it).
+    /// @notice Owner only: sets or replaces the duress commitment (zero removes it); one whose key already locked the
+    /// vault is refused with {SocialVaultDuressCommitmentSpent}.
     /// @dev `commitment = keccak256(abi.encode(duressKey))` where the service derives the 32-byte `duressKey`
     /// off-chain as an HMAC keyed with its secret over the vault address and the PIN, so the stored value cannot
     /// be brute-forced from the small PIN space.

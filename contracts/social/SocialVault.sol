@@ -143,6 +143,8 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
     address[MAX_GUARDIANS] private _guardianAt;
     Target[MAX_OPEN_WITHDRAWALS] private _targets;
     State[MAX_OPEN_WITHDRAWALS] private _states;
+    /// @dev Commitments whose key a duress lock made public: never accepted again (D-104).
+    mapping(bytes32 commitment => bool) private _spentDuressCommitments;
 
     /* CONSTRUCTOR */
 
@@ -342,7 +344,8 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
             revert SocialVaultInvalidDuressKey();
         }
 
-        // The key is public from now on: consume it so it cannot lock the vault again after an unlock.
+        // The key is public from now on: consume it, for good, so it cannot lock the vault again after an unlock.
+        _spentDuressCommitments[commitment] = true;
         delete _duressCommitment;
         emit SocialVaultDuressCommitmentSet(bytes32(0));
 
@@ -441,6 +444,7 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
             return;
         }
         if (info.removableAt != 0) revert SocialVaultGuardianRemovalPending(guardian, info.removableAt);
+        _checkRequirementWithout(config, info.index);
 
         uint256 validAt = block.timestamp + config.timelockDuration;
         _guardians[guardian].removableAt = uint40(validAt);
@@ -454,6 +458,8 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
         Guardian memory info = _guardians[guardian];
         if (info.removableAt == 0) revert SocialVaultNoPendingRemoval(guardian);
         if (block.timestamp < info.removableAt) revert SocialVaultTimelockActive(info.removableAt);
+        // The requirement may have risen since the removal was submitted.
+        _checkRequirementWithout(_config, info.index);
 
         _removeGuardian(guardian, info, true);
     }
@@ -502,9 +508,10 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
     /// @inheritdoc ISocialVault
     function setRequiredSignatures(uint256 newRequiredSignatures) external {
         Config memory config = _checkOwner();
-        uint256 guardianCount_ = _popCount(config.guardianSlots);
-        if (newRequiredSignatures == 0 || newRequiredSignatures > guardianCount_) {
-            revert SocialVaultInvalidRequiredSignatures(newRequiredSignatures, guardianCount_);
+        // Only guardians who can approve count: a pending one could not yet (D-104).
+        uint256 activeCount = _activeGuardianCount(config.guardianSlots);
+        if (newRequiredSignatures == 0 || newRequiredSignatures > activeCount) {
+            revert SocialVaultInvalidRequiredSignatures(newRequiredSignatures, activeCount);
         }
 
         if (newRequiredSignatures >= config.requiredSignatures) {
@@ -544,6 +551,7 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
     /// @inheritdoc ISocialVault
     function setDuressCommitment(bytes32 commitment) external {
         _checkOwner();
+        if (_spentDuressCommitments[commitment]) revert SocialVaultDuressCommitmentSpent(commitment);
 
         _duressCommitment = commitment;
 
@@ -687,11 +695,8 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
     }
 
     /// @inheritdoc ISocialVault
-    function activeGuardianCount() external view returns (uint256 count) {
-        uint256 slots = _config.guardianSlots;
-        for (uint256 index; index < MAX_GUARDIANS; ++index) {
-            if (slots & (1 << index) != 0 && block.timestamp >= _guardians[_guardianAt[index]].activeAt) ++count;
-        }
+    function activeGuardianCount() external view returns (uint256) {
+        return _activeGuardianCount(_config.guardianSlots);
     }
 
     /// @inheritdoc ISocialVault
@@ -899,6 +904,21 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
             if (state.approvalCount < state.requiredApprovals) state.status = WithdrawalStatus.Pending;
             _states[slot] = state;
             emit SocialVaultWithdrawalApprovalRevoked(state.id, guardian, state.approvalCount);
+        }
+    }
+
+    /// @dev Refuses to remove the active guardian at `index` when those left could not meet the requirement: the
+    /// approvals required never exceed the guardians who can approve (D-104). Fail closed: the owner lowers the
+    /// requirement first (timelocked) or adds a guardian, so a stolen owner key cannot lower protection this way.
+    function _checkRequirementWithout(Config memory config, uint256 index) private view {
+        uint256 left = _activeGuardianCount(config.guardianSlots & ~(uint256(1) << index));
+        if (left < config.requiredSignatures) revert SocialVaultNotEnoughGuardians(left, config.requiredSignatures);
+    }
+
+    /// @dev The guardians in `slots` whose activation time has come.
+    function _activeGuardianCount(uint256 slots) private view returns (uint256 count) {
+        for (uint256 index; index < MAX_GUARDIANS; ++index) {
+            if (slots & (1 << index) != 0 && block.timestamp >= _guardians[_guardianAt[index]].activeAt) ++count;
         }
     }
 

@@ -139,9 +139,16 @@ export function socialVaultRevert(revert: { name: string; args: unknown[] }) {
         },
       );
     case "SocialVaultInvalidRequiredSignatures":
-      return new AppError("VALIDATION_ERROR", "requiredSignatures must be from 1 to 10", {
+      // The contract names the most it takes now: the active guardians (D-104).
+      return new AppError("VALIDATION_ERROR", `requiredSignatures must be from 1 to ${args[1]}, your active guardians`, {
         field: "requiredSignatures",
-        reason: "1 to 10",
+        reason: `1 to ${args[1]}`,
+      });
+    case "SocialVaultDuressCommitmentSpent":
+      // That PIN's key locked the vault under duress and is public now (D-104).
+      return new AppError("VALIDATION_ERROR", "This PIN already locked your vault under duress: choose another", {
+        field: "duressPin",
+        reason: "used for a duress lock",
       });
     default:
       return undefined;

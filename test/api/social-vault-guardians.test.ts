@@ -315,6 +315,10 @@ describe(`social vault API: guardians, expiry, alerts (${usingPostgres ? "Postgr
     // A new PIN: without one set, no current PIN is asked; changing it afterwards needs the current one.
     const setPin = (body: Record<string, string>) =>
       api.request("PUT", "/v1/social-vault/duress-pin", { token: owner.token, body, headers: { "idempotency-key": randomUUID() } });
+    // The PIN that locked it is public on chain now: never taken again (D-104; before, anyone could replay the lock).
+    const spent = await setPin({ duressPin: "5555" });
+    expectErrorEnvelope(spent, 400, "VALIDATION_ERROR");
+    expect(spent.body.error.details.field).to.equal("duressPin");
     const first = await setPin({ duressPin: "777777" });
     expect(first.status, first.text).to.equal(200);
     expect(first.body.data.hasDuressPin).to.equal(true);
