@@ -227,7 +227,7 @@ export const instantBody = z.strictObject({
 export const instantResponse = z.object({
   amount: usdc2("USDC sent"),
   recipient: address,
-  remainingDailyLimit: usdc2("what may still leave at once in the current daily window"),
+  remainingDailyLimit: usdc2("what may still leave at once: the daily limit less the instant withdrawals of the last 24 hours"),
   newBalance: usdc2("the vault's balance after it"),
   txHash,
 });

@@ -68,7 +68,8 @@ interface ISocialVault {
     /// @notice `amount` USDC was deposited by `from`.
     event SocialVaultDeposited(address indexed from, uint256 amount);
 
-    /// @notice The owner withdrew `amount` instantly to `recipient`; `remainingDailyLimit` is left in the window.
+    /// @notice The owner withdrew `amount` instantly to `recipient`; `remainingDailyLimit` is left for the next 24 hours
+    /// (more frees up as earlier withdrawals leave them).
     event SocialVaultWithdrawn(address indexed recipient, uint256 amount, uint256 remainingDailyLimit);
 
     /// @notice An above-limit withdrawal request was created.
@@ -240,8 +241,9 @@ interface ISocialVault {
     function depositWithPermit(uint256 amount, uint256 deadline, uint8 v, bytes32 r, bytes32 s) external;
 
     /// @notice Owner only: sends `amount` to `recipient` at once, within the daily limit.
-    /// @dev The window is rolling: it opens with the first instant withdrawal after the previous window ended and
-    /// lasts 24 hours. Reverts with `SocialVaultDailyLimitExceeded(amount, remaining)` above the limit.
+    /// @dev The limit holds over any 24 hours: the instant withdrawals of the last 24 hours count (the vault remembers
+    /// three; more are added to the latest, from its time: stricter, never looser). Reverts with
+    /// `SocialVaultDailyLimitExceeded(amount, remaining)` above what is left.
     /// @param amount The amount in USDC micro-units.
     /// @param recipient The receiver.
     function withdraw(uint256 amount, address recipient) external;
@@ -310,14 +312,14 @@ interface ISocialVault {
 
     /// @notice Owner only: removes a pending guardian at once, or submits the removal of an active guardian,
     /// which stays active until the removal is accepted after `timelockDuration`. An active guardian's removal is
-    /// refused with {SocialVaultNotEnoughGuardians} when the active guardians left would be fewer than the required
-    /// approvals: lower the requirement first, or add a guardian.
+    /// refused with {SocialVaultNotEnoughGuardians} when the active guardians meet the required approvals and those
+    /// left would not: lower the requirement first, or add a guardian.
     /// @param guardian The guardian's wallet address.
     function removeGuardian(address guardian) external;
 
     /// @notice Anyone: completes a submitted guardian removal once its timelock has passed. The guardian's
     /// approvals on open requests stop counting. Refused with {SocialVaultNotEnoughGuardians} when the active
-    /// guardians left would be fewer than the required approvals (raised since the removal was submitted).
+    /// guardians meet the required approvals (raised since the removal was submitted) and those left would not.
     /// @param guardian The guardian's wallet address.
     function acceptGuardianRemoval(address guardian) external;
 
@@ -401,10 +403,10 @@ interface ISocialVault {
     /// @return The remaining limit in USDC micro-units.
     function remainingDailyLimit() external view returns (uint256);
 
-    /// @notice The current instant-withdrawal window.
-    /// @return spent Spent in the window (zero once it has ended).
-    /// @return windowStart When the window opened (zero if none is running).
-    /// @return resetsAt When the limit is whole again (zero if it is whole now).
+    /// @notice The instant withdrawals of the last 24 hours.
+    /// @return spent What they add up to.
+    /// @return windowStart When the earliest of them was made (zero if none).
+    /// @return resetsAt When the limit is whole again: a day after the latest (zero if it is whole now).
     function dailyWindow() external view returns (uint256 spent, uint256 windowStart, uint256 resetsAt);
 
     /// @notice The number of withdrawal requests ever made (the sequence part of the last id).

@@ -57,8 +57,11 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
     uint256 public constant ID_SLOT_BASE = 100;
     /// @notice How long an approved request stays executable after `executeAfter`.
     uint256 public constant EXECUTION_WINDOW = 7 days;
-    /// @notice Length of the instant-withdrawal window.
+    /// @notice Length of the instant-withdrawal window: the limit holds over any 24 hours (rolling, D-105).
     uint256 public constant DAILY_WINDOW = 1 days;
+    /// @notice Instant withdrawals remembered one by one; more within a window are counted with the latest, from
+    /// its time (later than their own: stricter, never looser).
+    uint256 public constant DAILY_SPEND_SLOTS = 3;
     /// @notice Delay after which the owner alone can unlock (liveness when guardians are missing; long enough
     /// that a coerced owner cannot undo a duress lock).
     uint256 public constant OWNER_UNLOCK_DELAY = 30 days;
@@ -85,13 +88,6 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
         bool isLocked;
         uint32 withdrawalCount;
         uint8 usedSlots;
-    }
-
-    /// @dev One slot (96 + 96 + 40 bits); 2^96 micro-USDC is far above any USDC supply.
-    struct DailySpending {
-        uint96 limit;
-        uint96 spent;
-        uint40 windowStart;
     }
 
     /// @dev One slot.
@@ -135,7 +131,12 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
     }
 
     Config private _config;
-    DailySpending private _daily;
+    /// @dev The daily limit (2^96 micro-USDC is far above any USDC supply) and the first of the remembered instant
+    /// withdrawals share a slot, so a vault's first withdrawal writes no new slot; the other two share the next.
+    /// Each is `amount << 40 | at` (88 + 40 bits); zero: none.
+    uint96 private _dailyLimit;
+    uint128 private _firstSpend;
+    uint128[DAILY_SPEND_SLOTS - 1] private _moreSpends;
     LockState private _lock;
     bytes32 private _duressCommitment;
     PendingValue[3] private _pending;
@@ -182,7 +183,7 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
             withdrawalCount: 0,
             usedSlots: 0
         });
-        _daily.limit = dailyLimit_.toUint96();
+        _dailyLimit = dailyLimit_.toUint96();
         if (duressCommitment_ != bytes32(0)) {
             _duressCommitment = duressCommitment_;
             emit SocialVaultDuressCommitmentSet(duressCommitment_);
@@ -210,18 +211,15 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
         if (amount == 0) revert SocialVaultZeroAmount();
         if (recipient == address(0)) revert SocialVaultZeroAddress();
 
-        DailySpending memory daily = _daily;
-        bool windowEnded = block.timestamp >= daily.windowStart + DAILY_WINDOW;
-        uint256 spent = windowEnded ? 0 : daily.spent;
+        uint128[DAILY_SPEND_SLOTS] memory spends = _loadSpends();
+        (uint256 spent,,) = _spentInWindow(spends);
+        uint256 limit = _dailyLimit;
         // The limit may have been lowered below what the window already spent.
-        uint256 remaining = daily.limit > spent ? daily.limit - spent : 0;
+        uint256 remaining = limit > spent ? limit - spent : 0;
         if (amount > remaining) revert SocialVaultDailyLimitExceeded(amount, remaining);
         _checkBalance(amount);
 
-        // Casts are safe: spent + amount <= limit < 2^96, and timestamps fit 40 bits until the year 36812.
-        if (windowEnded) daily.windowStart = uint40(block.timestamp);
-        daily.spent = uint96(spent + amount);
-        _daily = daily;
+        _recordSpend(spends, amount);
 
         emit SocialVaultWithdrawn(recipient, amount, remaining - amount);
 
@@ -481,9 +479,9 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
         Config memory config = _checkOwner();
         uint96 newLimit = newDailyLimit.toUint96();
 
-        if (newLimit <= _daily.limit) {
+        if (newLimit <= _dailyLimit) {
             _revokePending(ConfigParameter.DailyLimit);
-            _daily.limit = newLimit;
+            _dailyLimit = newLimit;
             emit SocialVaultConfigUpdated(ConfigParameter.DailyLimit, newLimit);
         } else {
             _submit(config, ConfigParameter.DailyLimit, newLimit);
@@ -533,7 +531,7 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
 
         delete _pending[uint256(parameter)];
         // Casts are safe: each value was range-checked when it was submitted.
-        if (parameter == ConfigParameter.DailyLimit) _daily.limit = uint96(pending.value);
+        if (parameter == ConfigParameter.DailyLimit) _dailyLimit = uint96(pending.value);
         else if (parameter == ConfigParameter.TimelockDuration) _config.timelockDuration = uint24(pending.value);
         else _config.requiredSignatures = uint8(pending.value);
 
@@ -577,7 +575,7 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
 
     /// @inheritdoc ISocialVault
     function dailyLimit() external view returns (uint256) {
-        return _daily.limit;
+        return _dailyLimit;
     }
 
     /// @inheritdoc ISocialVault
@@ -607,16 +605,16 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
 
     /// @inheritdoc ISocialVault
     function remainingDailyLimit() external view returns (uint256) {
-        DailySpending memory daily = _daily;
-        uint256 spent = block.timestamp >= daily.windowStart + DAILY_WINDOW ? 0 : daily.spent;
-        return daily.limit > spent ? daily.limit - spent : 0;
+        (uint256 spent,,) = _spentInWindow(_loadSpends());
+        uint256 limit = _dailyLimit;
+        return limit > spent ? limit - spent : 0;
     }
 
     /// @inheritdoc ISocialVault
     function dailyWindow() external view returns (uint256 spent, uint256 windowStart, uint256 resetsAt) {
-        DailySpending memory daily = _daily;
-        if (block.timestamp >= daily.windowStart + DAILY_WINDOW) return (0, 0, 0);
-        return (daily.spent, daily.windowStart, daily.windowStart + DAILY_WINDOW);
+        uint256 latest;
+        (spent, windowStart, latest) = _spentInWindow(_loadSpends());
+        if (spent != 0) resetsAt = latest + DAILY_WINDOW;
     }
 
     /// @inheritdoc ISocialVault
@@ -907,12 +905,60 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
         }
     }
 
-    /// @dev Refuses to remove the active guardian at `index` when those left could not meet the requirement: the
-    /// approvals required never exceed the guardians who can approve (D-104). Fail closed: the owner lowers the
-    /// requirement first (timelocked) or adds a guardian, so a stolen owner key cannot lower protection this way.
+    /// @dev Refuses to remove the active guardian at `index` when the guardians who can approve meet the requirement
+    /// now and those left would not: the approvals required never come to exceed them (D-104). A vault created with
+    /// a requirement above its guardians (they are added after creation) may still lose one: nothing gets worse. Fail
+    /// closed: the owner lowers the requirement first (timelocked) or adds a guardian, so a stolen owner key cannot
+    /// lower protection this way.
     function _checkRequirementWithout(Config memory config, uint256 index) private view {
+        uint256 required = config.requiredSignatures;
         uint256 left = _activeGuardianCount(config.guardianSlots & ~(uint256(1) << index));
-        if (left < config.requiredSignatures) revert SocialVaultNotEnoughGuardians(left, config.requiredSignatures);
+        if (left < required && _activeGuardianCount(config.guardianSlots) >= required) {
+            revert SocialVaultNotEnoughGuardians(left, required);
+        }
+    }
+
+    /// @dev What the remembered withdrawals of the last DAILY_WINDOW add up to, the earliest and the latest of them.
+    function _spentInWindow(uint128[DAILY_SPEND_SLOTS] memory spends)
+        private
+        view
+        returns (uint256 spent, uint256 earliest, uint256 latest)
+    {
+        for (uint256 i; i < DAILY_SPEND_SLOTS; ++i) {
+            uint256 at = uint40(spends[i]);
+            if (spends[i] == 0 || at + DAILY_WINDOW <= block.timestamp) continue;
+            spent += spends[i] >> 40;
+            if (earliest == 0 || at < earliest) earliest = at;
+            if (at > latest) latest = at;
+        }
+    }
+
+    /// @dev Remembers an instant withdrawal of `amount` now: in a slot whose withdrawal left the window, else added
+    /// to the latest one, whose time becomes now (its amount then counts a little longer: stricter, never looser).
+    function _recordSpend(uint128[DAILY_SPEND_SLOTS] memory spends, uint256 amount) private {
+        uint256 latest;
+        for (uint256 i; i < DAILY_SPEND_SLOTS; ++i) {
+            if (spends[i] == 0 || uint40(spends[i]) + DAILY_WINDOW <= block.timestamp) {
+                _storeSpend(i, _packSpend(amount));
+                return;
+            }
+            if (uint40(spends[i]) >= uint40(spends[latest])) latest = i;
+        }
+        _storeSpend(latest, _packSpend((spends[latest] >> 40) + amount));
+    }
+
+    function _loadSpends() private view returns (uint128[DAILY_SPEND_SLOTS] memory) {
+        return [_firstSpend, _moreSpends[0], _moreSpends[1]];
+    }
+
+    function _storeSpend(uint256 i, uint128 spend) private {
+        if (i == 0) _firstSpend = spend;
+        else _moreSpends[i - 1] = spend;
+    }
+
+    /// @dev `amount << 40 | now`: 88 bits hold 3e20 USDC (checked), 40 bits a timestamp until the year 36812.
+    function _packSpend(uint256 amount) private view returns (uint128) {
+        return uint128(amount.toUint88()) << 40 | uint128(block.timestamp);
     }
 
     /// @dev The guardians in `slots` whose activation time has come.

@@ -60,17 +60,24 @@ contract SocialVaultFuzzTest is TestBase {
         vault.deposit(1_000_000e6);
     }
 
-    /// The instant-withdrawal window matches a reference model: it opens with the first withdrawal after the
-    /// previous one ended, lasts 24 hours, and never lets more than the limit out within it.
-    function testFuzz_dailyWindowMatchesModel(uint256[8] memory amounts, uint256[8] memory waits) public {
-        uint256 windowStart;
-        uint256 spent;
+    /// The instant-withdrawal limit matches a reference model of a rolling 24 hours (D-105): what the last 24 hours'
+    /// withdrawals add up to, three remembered one by one, more added to the latest one from its time.
+    function testFuzz_dailyWindowMatchesModel(uint256[12] memory amounts, uint256[12] memory waits) public {
+        uint256[3] memory spentAmount;
+        uint256[3] memory spentAt;
         for (uint256 i; i < amounts.length; ++i) {
-            vm.warp(block.timestamp + bound(waits[i], 0, 30 hours));
-            uint256 amount = bound(amounts[i], 1, LIMIT + 1);
-            bool ended = block.timestamp >= windowStart + 1 days;
-            uint256 modelSpent = ended ? 0 : spent;
-            uint256 remaining = LIMIT - modelSpent;
+            vm.warp(block.timestamp + bound(waits[i], 0, 14 hours));
+            uint256 amount = bound(amounts[i], 1, LIMIT / 2);
+            uint256 spent;
+            uint256 latest;
+            uint256 free = 3;
+            for (uint256 k; k < 3; ++k) {
+                bool live = spentAmount[k] != 0 && spentAt[k] + 1 days > block.timestamp;
+                if (live) spent += spentAmount[k];
+                else if (free == 3) free = k;
+                if (free == 3 && spentAt[k] >= spentAt[latest]) latest = k;
+            }
+            uint256 remaining = LIMIT - spent;
             assertEq(vault.remainingDailyLimit(), remaining, "remaining before");
 
             if (amount > remaining) {
@@ -83,14 +90,29 @@ contract SocialVaultFuzzTest is TestBase {
             }
             vm.prank(OWNER);
             vault.withdraw(amount, RECIPIENT);
-            if (ended) windowStart = block.timestamp;
-            spent = modelSpent + amount;
-            assertLe(spent, LIMIT, "spent within limit");
-            (uint256 viewSpent, uint256 viewStart, uint256 resetsAt) = vault.dailyWindow();
-            assertEq(viewSpent, spent, "spent");
-            assertEq(viewStart, windowStart, "window start");
-            assertEq(resetsAt, windowStart + 1 days, "resets at");
+            if (free < 3) (spentAmount[free], spentAt[free]) = (amount, block.timestamp);
+            else (spentAmount[latest], spentAt[latest]) = (spentAmount[latest] + amount, block.timestamp);
+            (uint256 viewSpent,, uint256 resetsAt) = vault.dailyWindow();
+            assertEq(viewSpent, spent + amount, "spent");
+            assertEq(resetsAt, block.timestamp + 1 days, "whole again a day after the latest");
         }
+    }
+
+    /// Before (D-105): the window was fixed, so the limit left at its end and the whole limit again right after it.
+    function test_theLimitHoldsOverAnyTwentyFourHours() public {
+        vm.prank(OWNER);
+        vault.withdraw(1, RECIPIENT); // opens the old fixed window
+        vm.warp(block.timestamp + 1 days - 60);
+        vm.prank(OWNER);
+        vault.withdraw(LIMIT - 1, RECIPIENT);
+        vm.warp(block.timestamp + 120);
+        // The first micro-USDC has left the 24 hours; the rest of the limit was spent two minutes ago.
+        assertEq(vault.remainingDailyLimit(), 1);
+        vm.prank(OWNER);
+        vm.expectRevert(abi.encodeWithSelector(ISocialVault.SocialVaultDailyLimitExceeded.selector, LIMIT, 1));
+        vault.withdraw(LIMIT, RECIPIENT);
+        vm.warp(block.timestamp + 1 days - 120);
+        assertEq(vault.remainingDailyLimit(), LIMIT, "whole a day after the last withdrawal");
     }
 
     /// Never pays more than the balance: a withdrawal above the balance reverts with the balance and the need.

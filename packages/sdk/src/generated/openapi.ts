@@ -10205,7 +10205,7 @@ export interface operations {
                             amount: string;
                             /** @description wallet address */
                             recipient: string;
-                            /** @description what may still leave at once in the current daily window, a decimal string with two fraction digits */
+                            /** @description what may still leave at once: the daily limit less the instant withdrawals of the last 24 hours, a decimal string with two fraction digits */
                             remainingDailyLimit: string;
                             /** @description the vault's balance after it, a decimal string with two fraction digits */
                             newBalance: string;
