@@ -253,7 +253,7 @@ describe(`vault API: deposits, withdrawals, yield, over the relay (${usingPostgr
     await directDeposit(chain, holder, idle);
     for (let lendable = (await vault.lendableAssets()) as bigint; lendable > 0n; lendable = (await vault.lendableAssets()) as bigint) {
       // The loan book's largest principal is 500 USDC.
-      // biome-ignore lint/style/useMathMinMax: bigints, which Math.min does not take
+      // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.min does not take
       const principal = lendable < usdc(500) ? lendable : usdc(500);
       await fundLoan(chain, await chain.signer(3), randomUUID(), principal, usdc(1));
     }
