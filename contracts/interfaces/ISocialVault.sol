@@ -311,15 +311,15 @@ interface ISocialVault {
     function addGuardian(address guardian) external;
 
     /// @notice Owner only: removes a pending guardian at once, or submits the removal of an active guardian,
-    /// which stays active until the removal is accepted after `timelockDuration`. An active guardian's removal is
-    /// refused with {SocialVaultNotEnoughGuardians} when the active guardians meet the required approvals and those
-    /// left would not: lower the requirement first, or add a guardian.
+    /// which stays active until the removal is accepted after `timelockDuration` (any guardian may lock the vault
+    /// meanwhile, which stops it).
     /// @param guardian The guardian's wallet address.
     function removeGuardian(address guardian) external;
 
     /// @notice Anyone: completes a submitted guardian removal once its timelock has passed. The guardian's
-    /// approvals on open requests stop counting. Refused with {SocialVaultNotEnoughGuardians} when the active
-    /// guardians meet the required approvals (raised since the removal was submitted) and those left would not.
+    /// approvals on open requests stop counting, and the required approvals follow the active guardians left down
+    /// when they exceed them (never below 1; a submitted lowering above the new value is revoked), with
+    /// `SocialVaultConfigUpdated`.
     /// @param guardian The guardian's wallet address.
     function acceptGuardianRemoval(address guardian) external;
 

@@ -442,7 +442,6 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
             return;
         }
         if (info.removableAt != 0) revert SocialVaultGuardianRemovalPending(guardian, info.removableAt);
-        _checkRequirementWithout(config, info.index);
 
         uint256 validAt = block.timestamp + config.timelockDuration;
         _guardians[guardian].removableAt = uint40(validAt);
@@ -456,8 +455,6 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
         Guardian memory info = _guardians[guardian];
         if (info.removableAt == 0) revert SocialVaultNoPendingRemoval(guardian);
         if (block.timestamp < info.removableAt) revert SocialVaultTimelockActive(info.removableAt);
-        // The requirement may have risen since the removal was submitted.
-        _checkRequirementWithout(_config, info.index);
 
         _removeGuardian(guardian, info, true);
     }
@@ -892,6 +889,22 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
 
         emit SocialVaultGuardianRemoved(guardian);
 
+        // The approvals required never exceed the guardians who can give them (D-104): they follow a removal down,
+        // never below one (with no guardian, nothing above the daily limit can leave). The removal itself waited the
+        // timelock, during which any guardian could lock the vault.
+        uint256 required = _config.requiredSignatures;
+        uint256 activeCount = _activeGuardianCount(_config.guardianSlots);
+        if (required > 1 && required > activeCount) {
+            uint256 lowered = activeCount == 0 ? 1 : activeCount;
+            // Cast is safe: at most MAX_GUARDIANS.
+            _config.requiredSignatures = uint8(lowered);
+            emit SocialVaultConfigUpdated(ConfigParameter.RequiredSignatures, lowered);
+            // A submitted lowering still above it would raise the requirement past the guardians when accepted.
+            if (_pending[uint256(ConfigParameter.RequiredSignatures)].value > lowered) {
+                _revokePending(ConfigParameter.RequiredSignatures);
+            }
+        }
+
         if (!mayHaveApproved) return;
         uint256 used = _config.usedSlots;
         for (uint256 slot; slot < used; ++slot) {
@@ -902,19 +915,6 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
             if (state.approvalCount < state.requiredApprovals) state.status = WithdrawalStatus.Pending;
             _states[slot] = state;
             emit SocialVaultWithdrawalApprovalRevoked(state.id, guardian, state.approvalCount);
-        }
-    }
-
-    /// @dev Refuses to remove the active guardian at `index` when the guardians who can approve meet the requirement
-    /// now and those left would not: the approvals required never come to exceed them (D-104). A vault created with
-    /// a requirement above its guardians (they are added after creation) may still lose one: nothing gets worse. Fail
-    /// closed: the owner lowers the requirement first (timelocked) or adds a guardian, so a stolen owner key cannot
-    /// lower protection this way.
-    function _checkRequirementWithout(Config memory config, uint256 index) private view {
-        uint256 required = config.requiredSignatures;
-        uint256 left = _activeGuardianCount(config.guardianSlots & ~(uint256(1) << index));
-        if (left < required && _activeGuardianCount(config.guardianSlots) >= required) {
-            revert SocialVaultNotEnoughGuardians(left, required);
         }
     }
 

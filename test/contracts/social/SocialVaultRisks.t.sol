@@ -57,24 +57,48 @@ contract SocialVaultRisksTest is TestBase {
     }
 
     /// Before: removing a guardian left two approvals required with one guardian, and no request could be approved.
-    function test_aRemovalNeverLeavesFewerGuardiansThanRequired() public {
+    function test_removingAGuardianLowersTheRequirementToThoseLeft() public {
         assertEq(vault.requiredSignatures(), 2);
         vm.prank(OWNER);
-        vm.expectRevert(abi.encodeWithSelector(ISocialVault.SocialVaultNotEnoughGuardians.selector, 1, 2));
         vault.removeGuardian(G2);
+        vm.warp(block.timestamp + TIMELOCK);
+        vm.expectEmit(address(vault));
+        emit ISocialVault.SocialVaultConfigUpdated(ISocialVault.ConfigParameter.RequiredSignatures, 1);
+        vault.acceptGuardianRemoval(G2);
+        assertEq(vault.activeGuardianCount(), 1);
+        assertEq(vault.requiredSignatures(), 1, "no more than the guardians who can approve");
 
-        // With a third guardian active, one can leave; the requirement raised meanwhile stops the acceptance.
+        // The last guardian gone, one approval stays required: nothing above the daily limit can leave.
+        vm.prank(OWNER);
+        vault.removeGuardian(G1);
+        vm.warp(block.timestamp + TIMELOCK);
+        vault.acceptGuardianRemoval(G1);
+        assertEq(vault.requiredSignatures(), 1);
+        vm.prank(OWNER);
+        vm.expectRevert(abi.encodeWithSelector(ISocialVault.SocialVaultNotEnoughGuardians.selector, 0, 1));
+        vault.requestWithdrawal(2_000e6, OWNER);
+    }
+
+    /// A lowering submitted before guardians left, now above those left, is revoked with the removal.
+    function test_aSubmittedRequirementAboveTheGuardiansLeftIsRevoked() public {
         vm.prank(OWNER);
         vault.addGuardian(G3);
         vm.warp(block.timestamp + TIMELOCK);
         vm.startPrank(OWNER);
-        vault.removeGuardian(G2);
         vault.setRequiredSignatures(3);
+        vault.setRequiredSignatures(2); // a lowering: submitted for the timelock
+        vault.removeGuardian(G2);
+        vault.removeGuardian(G3);
         vm.stopPrank();
         vm.warp(block.timestamp + TIMELOCK);
-        vm.expectRevert(abi.encodeWithSelector(ISocialVault.SocialVaultNotEnoughGuardians.selector, 2, 3));
         vault.acceptGuardianRemoval(G2);
-        assertEq(vault.activeGuardianCount(), 3);
+        assertEq(vault.requiredSignatures(), 2, "two left, two required");
+        vault.acceptGuardianRemoval(G3);
+        assertEq(vault.requiredSignatures(), 1, "lowered with the removal");
+        vm.expectRevert(
+            abi.encodeWithSelector(ISocialVault.SocialVaultNoPendingChange.selector, ISocialVault.ConfigParameter.RequiredSignatures)
+        );
+        vault.acceptConfigChange(ISocialVault.ConfigParameter.RequiredSignatures);
     }
 
     /// Before: a guardian still pending counted, so the requirement could exceed those able to approve.
