@@ -38,6 +38,10 @@ describe(`relay verdicts are final (${usingPostgres ? "PostgreSQL" : "PGlite"})`
     return user;
   }
 
+  /** A ForwardRequest decoded from a batch's calldata, as a plain object (the decoded Result is read-only). */
+  const plainRequest = (decoded: Record<string, unknown>) =>
+    Object.fromEntries(["from", "to", "value", "gas", "deadline", "data", "signature"].map((k) => [k, decoded[k]]));
+
   /** The user's signed request in the batch waiting in the node's pool. */
   async function pendingRequestOf(wallet: string) {
     return waitFor(
@@ -50,8 +54,7 @@ describe(`relay verdicts are final (${usingPostgres ? "PostgreSQL" : "PGlite"})`
           const parsed = forwarder.interface.parseTransaction({ data: tx.input });
           const requests = parsed?.name === "executeBatch" ? (parsed.args[0] as Record<string, unknown>[]) : [];
           const own = requests.find((request) => (request.from as string).toLowerCase() === wallet.toLowerCase());
-          // A plain copy: the decoded Result is read-only.
-          if (own) return Object.fromEntries(["from", "to", "value", "gas", "deadline", "data", "signature"].map((k) => [k, own[k]]));
+          if (own) return plainRequest(own);
         }
         return undefined;
       },
@@ -124,7 +127,7 @@ describe(`relay verdicts are final (${usingPostgres ? "PostgreSQL" : "PGlite"})`
     expect((await forwarder.nonces(user.wallet)) as bigint).to.equal(last!.forwarderNonce + 3n);
     const batch = await db.prisma.chainTransaction.findUniqueOrThrow({ where: { id: skipped.transactionId } });
     const signed = (forwarder.interface.parseTransaction({ data: batch.data })!.args[0] as Record<string, unknown>[])[skipped.position]!;
-    const request = Object.fromEntries(["from", "to", "value", "gas", "deadline", "data", "signature"].map((k) => [k, signed[k]]));
+    const request = plainRequest(signed);
     expect((await forwarder.verify(request)) as boolean, "the signed request can never run").to.equal(false);
     expect(await positionOf(user.token)).to.equal("5.00");
 
