@@ -107,6 +107,9 @@ export function relayAllowList(deployment: Deployment, isSocialVault: (address: 
     "acceptGuardianRemoval",
     "revokeGuardianRemoval",
     "setDuressCommitment",
+    "approveRecovery",
+    "cancelRecovery",
+    "finalizeRecovery",
   ]);
   return async (to: string, data: string) => {
     const selector = data.slice(0, 10);

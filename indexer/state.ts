@@ -72,6 +72,9 @@ const SOCIAL_VAULT = table({
     /** The guardians who approved this lock's unlock. */
     unlockApprovers: addresses,
     balance: int8,
+    /** The pending recovery's new owner (null: none) and when it can be finalized. */
+    recoveryOwner: nullable(text),
+    recoveryExecutableAt: nullable(seconds),
     createdAt: seconds,
     createdTxHash: text,
     updatedBlock: int4,

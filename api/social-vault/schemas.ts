@@ -20,6 +20,15 @@ const txHash = z
 /** Most one request may move: far above any test balance, far below the contracts' 96-bit amounts. */
 const MAX_SOCIAL_VAULT_AMOUNT = 1_000_000_000;
 
+/** The pending recovery of an owner's key (D-106), null when none. */
+const recoveryState = z
+  .object({
+    newOwnerAddress: address.describe("the address the guardians hand the vault to"),
+    executableAt: z.string().describe("ISO 8601: from when anyone can finalize it"),
+  })
+  .nullable()
+  .describe("a recovery the guardians started (the vault is locked meanwhile); null: none");
+
 export const configResponse = z.object({
   isConfigured: z.boolean(),
   dailyLimit: usdc2("USDC that may leave at once within a rolling day"),
@@ -28,6 +37,7 @@ export const configResponse = z.object({
   guardianCount: z.number().int().describe("active guardians"),
   isLocked: z.boolean(),
   hasDuressPin: z.boolean(),
+  recovery: recoveryState,
 });
 
 export const createBody = z.strictObject({
@@ -147,6 +157,7 @@ export const guardingResponse = z.array(
     removableAt: z.string().nullable().describe("set when the owner submitted your removal: it may complete from then"),
     isLocked: z.boolean(),
     unlock: unlockRequest,
+    recovery: recoveryState,
     withdrawals: z
       .array(withdrawalResponse.extend({ approvedByYou: z.boolean() }))
       .describe("the vault's open requests (pending or approved, not past their window), oldest first"),
@@ -203,6 +214,35 @@ export const unlockResponse = z.object({
 });
 export const approveUnlockBody = z.strictObject({ vaultAddress: address.describe("the vault you guard") });
 export const approveUnlockResponse = z.object({ vaultAddress: address, approvalsReceived: z.number().int(), txHash });
+
+export const approveRecoveryBody = z.strictObject({
+  vaultAddress: address.describe("the vault you guard"),
+  newOwnerAddress: address.describe("the owner's new wallet: not the vault, its owner, a guardian or another vault's owner"),
+});
+export const approveRecoveryResponse = z.object({
+  vaultAddress: address,
+  newOwnerAddress: address,
+  approvalsReceived: z.number().int().describe("active guardians who back this new owner"),
+  approvalsRequired: z.number().int().describe("more than half of the active guardians"),
+  status: z.enum(["collecting", "started"]).describe("started: the vault is locked and the recovery waits for executableAt"),
+  executableAt: z.string().nullable().describe("ISO 8601, once started: from when anyone can finalize it"),
+  txHash,
+});
+export const cancelRecoveryBody = z.strictObject({
+  vaultAddress: address.optional().describe("the vault (a guardian names it; the owner may leave it out)"),
+});
+export const cancelRecoveryResponse = z.object({
+  vaultAddress: address,
+  status: z.enum(["objected", "cancelled"]).describe("cancelled once the owner and a guardian objected"),
+  txHash,
+});
+export const finalizeRecoveryBody = z.strictObject({ vaultAddress: address.describe("the vault whose recovery is due") });
+export const finalizeRecoveryResponse = z.object({
+  vaultAddress: address,
+  ownerAddress: address.describe("the vault's owner from now on"),
+  isLocked: z.boolean().describe("false when the guardians behind it reach the approvals an unlock requires"),
+  txHash,
+});
 
 export const depositBody = z.strictObject({
   amount: usdcAmount({

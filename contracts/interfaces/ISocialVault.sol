@@ -134,6 +134,22 @@ interface ISocialVault {
     /// @notice The duress commitment is now `commitment` (zero: no duress key).
     event SocialVaultDuressCommitmentSet(bytes32 commitment);
 
+    /// @notice Active guardian `guardian` approved handing the vault to `newOwner`; `approvals` now back it.
+    event SocialVaultRecoveryApproved(address indexed guardian, address indexed newOwner, uint256 approvals);
+
+    /// @notice A majority of the active guardians backs `newOwner`: the vault is locked and the recovery can be
+    /// finalized from `executableAt` (it replaces any recovery that was pending).
+    event SocialVaultRecoveryStarted(address indexed newOwner, uint256 executableAt);
+
+    /// @notice `account` (the owner or an active guardian) objected to the pending recovery.
+    event SocialVaultRecoveryObjected(address indexed account);
+
+    /// @notice The owner and a guardian objected: the pending recovery and every approval are cleared.
+    event SocialVaultRecoveryCancelled(address indexed newOwner);
+
+    /// @notice The recovery was finalized: `newOwner` owns the vault.
+    event SocialVaultRecovered(address indexed previousOwner, address indexed newOwner);
+
     /* ERRORS */
 
     /// @notice `account` may not call this function.
@@ -201,6 +217,14 @@ interface ISocialVault {
     error SocialVaultUnlockAlreadyApproved(address guardian);
     /// @notice The unlock has `approvals` of `requiredSignatures` approvals.
     error SocialVaultUnlockNotApproved(uint256 approvals, uint256 requiredSignatures);
+    /// @notice `newOwner` cannot receive the vault: zero, the vault, its owner, a guardian, or the owner of a vault.
+    error SocialVaultInvalidNewOwner(address newOwner);
+    /// @notice No recovery is pending.
+    error SocialVaultNoRecovery();
+    /// @notice A recovery to `newOwner` is pending (executable from `executableAt`): the owner cannot unlock.
+    error SocialVaultRecoveryPending(address newOwner, uint256 executableAt);
+    /// @notice `account` already gave this approval or objection.
+    error SocialVaultRecoveryAlreadyVoted(address account);
 
     /* INITIALIZATION */
 
@@ -326,6 +350,24 @@ interface ISocialVault {
     /// @notice Owner only: revokes a submitted guardian removal.
     /// @param guardian The guardian's wallet address.
     function revokeGuardianRemoval(address guardian) external;
+
+    /* RECOVERY */
+
+    /// @notice Approves, as an active guardian, handing the vault to `newOwner` (a lost or stolen owner key). A
+    /// guardian backs one address at a time; approving another moves its approval. When more than half of the active
+    /// guardians back the same address, the recovery starts: the vault is locked (as {lock} does) and it can be
+    /// finalized after the vault's timelock. Starting replaces a pending recovery to another address.
+    function approveRecovery(address newOwner) external;
+
+    /// @notice Objects to the pending recovery, as the owner or an active guardian. It is cancelled, with every
+    /// approval, once the owner and at least one guardian objected: the owner's key alone cannot stop the guardians,
+    /// and with a guardian's consent it only makes them start again (with a new timelock). The vault stays locked.
+    function cancelRecovery() external;
+
+    /// @notice Finalizes the pending recovery once its timelock has passed (anyone may call): the new owner owns the
+    /// vault (the factory's `vaultOf` follows). The vault is unlocked if the guardians backing the new owner reach
+    /// the approvals an unlock requires; else it stays locked and the new owner asks for an unlock as usual.
+    function finalizeRecovery() external;
 
     /* CONFIGURATION */
 
@@ -477,4 +519,14 @@ interface ISocialVault {
     /// @param guardian The guardian.
     /// @return True if approved.
     function hasApprovedUnlock(address guardian) external view returns (bool);
+
+    /// @notice The pending recovery: the new owner (zero: none), when it can be finalized, whether the owner objected
+    /// and how many active guardians did.
+    function pendingRecovery()
+        external
+        view
+        returns (address newOwner, uint256 executableAt, bool ownerObjected, uint256 guardianObjections);
+
+    /// @notice The address `guardian` backs for a recovery (zero: none).
+    function recoveryApprovalOf(address guardian) external view returns (address);
 }

@@ -15,8 +15,13 @@ interface ISocialVaultFactory {
         uint256 requiredSignatures
     );
 
-    /// @notice `owner` already has `vault`.
+    /// @notice A recovery handed `vault` from `previousOwner` to `newOwner`.
+    event SocialVaultMoved(address indexed vault, address indexed previousOwner, address indexed newOwner);
+
+    /// @notice `owner` already has `vault` (or created it and lost it to a recovery: its address is taken).
     error SocialVaultFactoryVaultExists(address owner, address vault);
+    /// @notice `account` is not the vault of the owner it names.
+    error SocialVaultFactoryUnauthorizedVault(address account);
     /// @notice The token or the forwarder address is zero.
     error SocialVaultFactoryZeroAddress();
 
@@ -36,6 +41,14 @@ interface ISocialVaultFactory {
         bytes32 duressCommitment
     ) external returns (address vault);
 
+    /// @notice Called by a vault whose recovery was finalized, so {vaultOf} follows its owner.
+    /// @dev Reverts with `SocialVaultFactoryUnauthorizedVault` unless the caller is `vaultOf(previousOwner)`, and with
+    /// `SocialVaultFactoryVaultExists` if `newOwner` has a vault. An owner whose vault left cannot create another: the
+    /// address derived from it is taken.
+    /// @param previousOwner The owner whose key was replaced.
+    /// @param newOwner The vault's owner from now on.
+    function moveVault(address previousOwner, address newOwner) external;
+
     /// @notice The USDC token every vault holds.
     /// @return The token.
     function asset() external view returns (IERC20);
@@ -49,7 +62,7 @@ interface ISocialVaultFactory {
     /// @return The vault.
     function vaultOf(address owner) external view returns (address);
 
-    /// @notice The address the vault of `owner` has or will have (known before creation).
+    /// @notice The address of the vault `owner` creates or created (known before creation).
     /// @param owner The owner.
     /// @return The address.
     function predictVault(address owner) external view returns (address);

@@ -12,6 +12,7 @@ import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
 import {ISocialVault} from "../interfaces/ISocialVault.sol";
+import {ISocialVaultFactory} from "../interfaces/ISocialVaultFactory.sol";
 import {TryPermit} from "../utils/TryPermit.sol";
 
 /// @title SocialVault
@@ -124,6 +125,14 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
         uint16 approvals;
     }
 
+    /// @dev The pending recovery, one slot (160 + 40 + 8 + 16 bits); `newOwner` zero: none.
+    struct Recovery {
+        address newOwner;
+        uint40 executableAt;
+        bool ownerObjected;
+        uint16 guardianObjections;
+    }
+
     /// @dev A submitted risk-raising change (MetaMorpho `PendingUint192`).
     struct PendingValue {
         uint192 value;
@@ -146,6 +155,9 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
     State[MAX_OPEN_WITHDRAWALS] private _states;
     /// @dev Commitments whose key a duress lock made public: never accepted again (D-104).
     mapping(bytes32 commitment => bool) private _spentDuressCommitments;
+    Recovery private _recovery;
+    /// @dev The address each guardian index backs for a recovery; cleared with the guardian and after a recovery.
+    address[MAX_GUARDIANS] private _recoveryApprovals;
 
     /* CONSTRUCTOR */
 
@@ -387,6 +399,8 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
         address sender = _msgSender();
         Config memory config = _config;
         if (!config.isLocked) revert SocialVaultNotLocked();
+        // The guardians are replacing the owner's key: only the recovery's own end unlocks.
+        if (_recovery.newOwner != address(0)) revert SocialVaultRecoveryPending(_recovery.newOwner, _recovery.executableAt);
         LockState memory lockState = _lock;
         if (lockState.unlockRequestedAt == 0) revert SocialVaultUnlockNotRequested();
         if (lockState.unlockApprovalCount >= config.requiredSignatures) {
@@ -467,6 +481,82 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
         _guardians[guardian].removableAt = 0;
 
         emit SocialVaultGuardianRemovalRevoked(guardian);
+    }
+
+    /* RECOVERY */
+
+    /// @inheritdoc ISocialVault
+    function approveRecovery(address newOwner) external {
+        address guardian = _msgSender();
+        uint256 index = _activeGuardianIndex(guardian);
+        Config memory config = _config;
+        // An owner of another vault is refused when the recovery is finalized (the factory's `moveVault`).
+        if (newOwner == address(0) || newOwner == address(this) || newOwner == config.owner || _guardians[newOwner].listed) {
+            revert SocialVaultInvalidNewOwner(newOwner);
+        }
+        if (_recoveryApprovals[index] == newOwner) revert SocialVaultRecoveryAlreadyVoted(guardian);
+
+        _recoveryApprovals[index] = newOwner;
+        uint256 approvals = _recoveryApprovalCount(config.guardianSlots, newOwner);
+
+        emit SocialVaultRecoveryApproved(guardian, newOwner, approvals);
+
+        if (approvals < _recoveryThreshold(config.guardianSlots) || _recovery.newOwner == newOwner) return;
+        uint256 executableAt = block.timestamp + config.timelockDuration;
+        // Cast is safe: timestamps fit 40 bits until the year 36812.
+        _recovery = Recovery({newOwner: newOwner, executableAt: uint40(executableAt), ownerObjected: false, guardianObjections: 0});
+
+        emit SocialVaultRecoveryStarted(newOwner, executableAt);
+
+        // The key being replaced may be in a thief's hands: close what it queued, as a guardian's lock does.
+        if (!config.isLocked) _lockVault(config, guardian);
+    }
+
+    /// @inheritdoc ISocialVault
+    function cancelRecovery() external {
+        address sender = _msgSender();
+        Recovery storage recovery = _recovery;
+        address newOwner = recovery.newOwner;
+        if (newOwner == address(0)) revert SocialVaultNoRecovery();
+        if (sender == _config.owner) {
+            if (recovery.ownerObjected) revert SocialVaultRecoveryAlreadyVoted(sender);
+            recovery.ownerObjected = true;
+        } else {
+            // Cast is safe: below 2^MAX_GUARDIANS.
+            uint16 bit = uint16(_activeGuardianBit(sender));
+            if (recovery.guardianObjections & bit != 0) revert SocialVaultRecoveryAlreadyVoted(sender);
+            recovery.guardianObjections |= bit;
+        }
+
+        emit SocialVaultRecoveryObjected(sender);
+
+        if (!recovery.ownerObjected || recovery.guardianObjections == 0) return;
+        _clearRecovery();
+
+        emit SocialVaultRecoveryCancelled(newOwner);
+    }
+
+    /// @inheritdoc ISocialVault
+    function finalizeRecovery() external {
+        address newOwner = _recovery.newOwner;
+        if (newOwner == address(0)) revert SocialVaultNoRecovery();
+        uint256 executableAt = _recovery.executableAt;
+        if (block.timestamp < executableAt) revert SocialVaultTimelockActive(executableAt);
+        address previousOwner = _config.owner;
+        // The backing an unlock needs (its delay has passed): measured before the approvals are cleared.
+        bool unlocks = _recoveryApprovalCount(_config.guardianSlots, newOwner) >= _config.requiredSignatures;
+
+        _config.owner = newOwner;
+        _clearRecovery();
+        if (unlocks) {
+            _config.isLocked = false;
+            delete _lock;
+        }
+
+        emit SocialVaultRecovered(previousOwner, newOwner);
+        if (unlocks) emit SocialVaultUnlocked(newOwner);
+
+        ISocialVaultFactory(_factory).moveVault(previousOwner, newOwner);
     }
 
     /* CONFIGURATION */
@@ -730,6 +820,23 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
         return info.listed && _lock.unlockApprovals & (1 << info.index) != 0;
     }
 
+    /// @inheritdoc ISocialVault
+    function pendingRecovery()
+        external
+        view
+        returns (address newOwner, uint256 executableAt, bool ownerObjected, uint256 guardianObjections)
+    {
+        Recovery storage recovery = _recovery;
+        return (recovery.newOwner, recovery.executableAt, recovery.ownerObjected, _popCount(recovery.guardianObjections));
+    }
+
+    /// @inheritdoc ISocialVault
+    function recoveryApprovalOf(address guardian) external view returns (address) {
+        Guardian memory info = _guardians[guardian];
+        return info.listed ? _recoveryApprovals[info.index] : address(0);
+    }
+
+
     /* INTERNAL */
 
     /// @dev Reverts unless the caller is the owner; returns the config it read.
@@ -781,9 +888,37 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
 
     /// @dev Returns the approval bit of `account`, reverting unless it is an active guardian.
     function _activeGuardianBit(address account) private view returns (uint256) {
+        return 1 << _activeGuardianIndex(account);
+    }
+
+    /// @dev Returns the index of `account`, reverting unless it is an active guardian.
+    function _activeGuardianIndex(address account) private view returns (uint256) {
         Guardian memory info = _guardians[account];
         if (!info.listed || block.timestamp < info.activeAt) revert SocialVaultNotGuardian(account);
-        return 1 << info.index;
+        return info.index;
+    }
+
+    /// @dev More than half of the active guardians: a minority cannot take the vault, and the owner's key cannot
+    /// raise the bar (it raises `requiredSignatures` at once, so the recovery does not use it).
+    function _recoveryThreshold(uint256 slots) private view returns (uint256) {
+        return _activeGuardianCount(slots) / 2 + 1;
+    }
+
+    /// @dev The active guardians in `slots` that back `newOwner`.
+    function _recoveryApprovalCount(uint256 slots, address newOwner) private view returns (uint256) {
+        uint256 backers;
+        for (uint256 index; index < MAX_GUARDIANS; ++index) {
+            if (_recoveryApprovals[index] == newOwner) backers |= 1 << index;
+        }
+        return _activeGuardianCount(slots & backers);
+    }
+
+    /// @dev Forgets the pending recovery and every guardian's approval.
+    function _clearRecovery() private {
+        delete _recovery;
+        for (uint256 index; index < MAX_GUARDIANS; ++index) {
+            if (_recoveryApprovals[index] != address(0)) delete _recoveryApprovals[index];
+        }
     }
 
     /// @dev Loads open request `id`. When it is not open the error is `SocialVaultIsLocked` while the vault is
@@ -886,6 +1021,7 @@ contract SocialVault is ISocialVault, Initializable, ReentrancyGuardTransient, E
         _config.guardianSlots &= uint16(~bit);
         delete _guardianAt[info.index];
         delete _guardians[guardian];
+        if (_recoveryApprovals[info.index] != address(0)) delete _recoveryApprovals[info.index];
 
         emit SocialVaultGuardianRemoved(guardian);
 

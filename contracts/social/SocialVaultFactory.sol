@@ -43,12 +43,29 @@ contract SocialVaultFactory is ISocialVaultFactory, ERC2771Context {
         address owner = _msgSender();
         address existing = vaultOf[owner];
         if (existing != address(0)) revert SocialVaultFactoryVaultExists(owner, existing);
+        // An owner whose vault a recovery moved away has no `vaultOf` but its address is taken.
+        vault = Clones.predictDeterministicAddress(_implementation, _salt(owner));
+        if (vault.code.length != 0) revert SocialVaultFactoryVaultExists(owner, vault);
 
-        vault = Clones.cloneDeterministic(_implementation, _salt(owner));
+        Clones.cloneDeterministic(_implementation, _salt(owner));
         vaultOf[owner] = vault;
         ISocialVault(vault).initialize(owner, dailyLimit, timelockDuration, requiredSignatures, duressCommitment);
 
         emit SocialVaultCreated(owner, vault, dailyLimit, timelockDuration, requiredSignatures);
+    }
+
+    /// @inheritdoc ISocialVaultFactory
+    function moveVault(address previousOwner, address newOwner) external {
+        // The vault's own call at the end of its recovery: the raw caller, never forwarded.
+        address vault = vaultOf[previousOwner];
+        if (vault != msg.sender) revert SocialVaultFactoryUnauthorizedVault(msg.sender);
+        address existing = vaultOf[newOwner];
+        if (existing != address(0)) revert SocialVaultFactoryVaultExists(newOwner, existing);
+
+        delete vaultOf[previousOwner];
+        vaultOf[newOwner] = vault;
+
+        emit SocialVaultMoved(vault, previousOwner, newOwner);
     }
 
     /// @inheritdoc ISocialVaultFactory

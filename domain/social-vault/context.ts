@@ -150,6 +150,21 @@ export function socialVaultRevert(revert: { name: string; args: unknown[] }) {
         field: "duressPin",
         reason: "used for a duress lock",
       });
+    case "SocialVaultInvalidNewOwner":
+      return new AppError("VALIDATION_ERROR", "The new owner cannot be the vault, its owner or one of its guardians", {
+        field: "newOwnerAddress",
+        reason: "the vault, its owner or a guardian",
+      });
+    case "SocialVaultNoRecovery":
+      return new AppError("CONFLICT", "No recovery is pending", { field: "vault", reason: "no recovery" });
+    case "SocialVaultRecoveryAlreadyVoted":
+      return new AppError("CONFLICT", "You already gave this approval or objection", { field: "vault", reason: "already given" });
+    case "SocialVaultRecoveryPending":
+      // The guardians are replacing the owner's key (D-106): only the recovery's own end unlocks.
+      return new AppError("CONFLICT", "A recovery of this vault is pending: it unlocks only through the recovery", {
+        field: "vault",
+        reason: "recovery pending",
+      });
     default:
       return undefined;
   }

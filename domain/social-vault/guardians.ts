@@ -1,10 +1,12 @@
 // A social vault's guardians: the vaults a user guards, the owner's list, adding a guardian
 // (active after the timelock), removing one (at once while pending, after the timelock when active).
+
 import { getAddress } from "ethers";
 import type { OperationKey } from "../idempotency/operation-key.js";
 import { receiptEvent, requireReceiptEvent } from "../transactions/receipts.js";
 import { liveUsersByWallet, type UserRecord } from "../users/repo.js";
 import type { SocialVaultContext } from "./context.js";
+import { recoveryView } from "./recovery.js";
 import { guardiansOfOwner, openWithdrawalsOf, vaultsAt, vaultsGuardedBy } from "./repo.js";
 import { unlockView, withdrawalView } from "./views.js";
 
@@ -47,6 +49,7 @@ export function createVaultGuardians({ deps, vaultContract, refuseLocked, listed
           removableAt: entry.removalValidAt?.toISOString() ?? null,
           isLocked: vault.locked,
           unlock: unlockView(vault, wallet),
+          recovery: recoveryView(vault),
           withdrawals: open
             .filter((row) => row.vault === entry.vault && row.expiresAt > now)
             .map((row) => ({ ...withdrawalView(row, now), approvedByYou: row.approvers.includes(wallet) })),

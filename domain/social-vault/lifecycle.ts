@@ -1,9 +1,11 @@
 // The social vault's life: part 7's conditions of a refused write, the configuration, the vault's
 // creation through the factory (a clone per user, configured once) and deposits.
+
 import { formatUsdc2, microFromNumber } from "../../core/money.js";
 import type { OperationKey } from "../idempotency/operation-key.js";
 import type { UserRecord } from "../users/repo.js";
 import { duressCommitmentOf, duressKeyOf, type SocialVaultContext } from "./context.js";
+import { recoveryView } from "./recovery.js";
 import { vaultOfOwner } from "./repo.js";
 
 export function createVaultLifecycle({
@@ -45,6 +47,7 @@ export function createVaultLifecycle({
           guardianCount: 0,
           isLocked: false,
           hasDuressPin: false,
+          recovery: null,
         };
       }
       return {
@@ -55,6 +58,7 @@ export function createVaultLifecycle({
         guardianCount: vault.activeGuardians,
         isLocked: vault.locked,
         hasDuressPin: vault.hasDuressPin,
+        recovery: recoveryView(vault),
       };
     },
 

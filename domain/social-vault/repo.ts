@@ -109,6 +109,9 @@ export interface SocialVaultRecord {
   /** The guardians (lower-case addresses) who approved this lock's unlock. */
   unlockApprovers: string[];
   balance: bigint;
+  /** The pending recovery's new owner (lower-case; null: none) and when it can be finalized (D-106). */
+  recoveryOwner: string | null;
+  recoveryExecutableAt: Date | null;
   createdAt: Date;
   createdTxHash: string;
   /** Guardians active at the `now` of the read. */
@@ -120,7 +123,7 @@ async function vaultRows(db: Pick<Db, "prisma">, where: Prisma.Sql, now: Date): 
   const rows = await db.prisma.$queryRaw<(Omit<SocialVaultRecord, "unlockApprovers"> & { unlockApprovers: string })[]>`
     SELECT s."address", s."owner", s."dailyLimit", s."timelockDuration", s."requiredSignatures",
             s."hasDuressPin", s."locked", s."lockedAt", s."unlockRequestedAt", s."unlockApprovers", s."balance",
-            s."createdAt", s."createdTxHash",
+            s."recoveryOwner", s."recoveryExecutableAt", s."createdAt", s."createdTxHash",
             (SELECT count(*)::int FROM "SocialVaultGuardian" g
               WHERE g."chainId" = s."chainId" AND g."vault" = s."address" AND NOT g."removed" AND g."activeAt" <= ${now.toISOString()}::timestamp(3)) AS "activeGuardians"
        FROM "SocialVaultState" s
@@ -137,6 +140,8 @@ async function vaultRows(db: Pick<Db, "prisma">, where: Prisma.Sql, now: Date): 
     unlockRequestedAt: row.unlockRequestedAt,
     unlockApprovers: row.unlockApprovers.split(" ").filter(Boolean),
     balance: row.balance,
+    recoveryOwner: row.recoveryOwner,
+    recoveryExecutableAt: row.recoveryExecutableAt,
     createdAt: row.createdAt,
     createdTxHash: row.createdTxHash,
     activeGuardians: row.activeGuardians,

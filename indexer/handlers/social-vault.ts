@@ -32,6 +32,8 @@ export const socialVaultFactoryHandlers = handlersOf("socialVaultFactory", {
         unlockRequestedAt: null,
         unlockApprovers: [],
         balance: (existing?.balance ?? 0n) + early,
+        recoveryOwner: null,
+        recoveryExecutableAt: null,
         createdAt: log.timestamp,
         createdTxHash: log.txHash,
         updatedBlock: log.blockNumber,
@@ -201,6 +203,30 @@ export const socialVaultHandlers = handlersOf("socialVault", {
     if (parameter === 0n) row.dailyLimit = value;
     else if (parameter === 1n) row.timelockDuration = Number(value);
     else if (parameter === 2n) row.requiredSignatures = Number(value);
+  }),
+  // A recovery (D-106): the guardians' approvals are the contract's (recoveryApprovalOf); the mirror keeps the
+  // pending recovery and the owner it ends with.
+  SocialVaultRecoveryStarted: vaultChange((ctx, { newOwner, executableAt }, log) => {
+    const row = touched(ctx, ctx.state.vaults, vaultKey(log), log.blockNumber);
+    if (row) {
+      row.recoveryOwner = newOwner;
+      row.recoveryExecutableAt = Number(executableAt);
+    }
+  }),
+  SocialVaultRecoveryCancelled: vaultChange((ctx, _args, log) => {
+    const row = touched(ctx, ctx.state.vaults, vaultKey(log), log.blockNumber);
+    if (row) {
+      row.recoveryOwner = null;
+      row.recoveryExecutableAt = null;
+    }
+  }),
+  SocialVaultRecovered: vaultChange((ctx, { newOwner }, log) => {
+    const row = touched(ctx, ctx.state.vaults, vaultKey(log), log.blockNumber);
+    if (row) {
+      row.owner = newOwner;
+      row.recoveryOwner = null;
+      row.recoveryExecutableAt = null;
+    }
   }),
   SocialVaultGuardianAdded: {
     entities: ({ guardian }, log) => [entity.guardian(log.address, guardian)],

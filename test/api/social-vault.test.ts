@@ -70,6 +70,7 @@ describe(`social vault API: create, deposit, instant withdrawals (${usingPostgre
       guardianCount: 0,
       isLocked: false,
       hasDuressPin: true,
+      recovery: null,
     });
     expectErrorEnvelope(await create(user.token), 409, "SOCIAL_VAULT_EXISTS");
   });

@@ -51,6 +51,10 @@ abstract contract TestBase {
         if (left != right) revert AssertionFailedAddress(what, left, right);
     }
 
+    function assertEq(address left, address right) internal pure {
+        assertEq(left, right, "assertEq");
+    }
+
     function assertLe(uint256 left, uint256 right, string memory what) internal pure {
         if (left > right) revert AssertionFailed(what, left, right);
     }
