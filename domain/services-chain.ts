@@ -224,7 +224,17 @@ export function createMoneyServices(
     sender,
     attempts: paymentAttempts,
     mirror,
-    pool: { lendableAssets: () => stakingVault.getFunction("lendableAssets")() as Promise<bigint> },
+    // What a loan can draw now: the vault's room under its utilization cap and the loan book's daily funding bucket (D-107).
+    pool: {
+      lendableAssets: async () => {
+        const [lendable, [, fundable]] = await Promise.all([
+          stakingVault.getFunction("lendableAssets")() as Promise<bigint>,
+          loanBook.loanBook.getFunction("fundingCapacity")() as Promise<[bigint, bigint]>,
+        ]);
+        // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.min does not take
+        return lendable < fundable ? lendable : fundable;
+      },
+    },
     production,
   });
   return { sender, relay: transactions, vault, payer, sandbox, mirror, loanBook, socialVault, payments, checkout, paymentAttempts };

@@ -172,6 +172,9 @@ interface ILoanBook {
     /// @notice The loan limits were set to `limits`.
     event LoanLimitsUpdated(LoanLimits limits);
 
+    /// @notice The most principal funded per day was set to `dailyCap`.
+    event LoanFundingCapUpdated(uint256 dailyCap);
+
     /* ERRORS */
 
     /// @notice An address argument (a borrower, a recipient, or the constructor's vault, admin or forwarder) is zero.
@@ -227,6 +230,11 @@ interface ILoanBook {
 
     /// @notice A refund of `amount` principal of loan `loanId` is zero or above its principal `principal`.
     error LoanBookInvalidRefund(uint256 loanId, uint256 amount, uint256 principal);
+    /// @notice Funding `principal` now would exceed the daily funding cap: `available` is left (it refills over the
+    /// day).
+    error LoanBookFundingCapReached(uint256 principal, uint256 available);
+    /// @notice A daily funding cap must be above zero (pausing the vault stops lending).
+    error LoanBookInvalidFundingCap(uint256 dailyCap);
 
     /* ROLES AND CONSTANTS */
 
@@ -269,6 +277,13 @@ interface ILoanBook {
     /// @notice The current loan limits.
     /// @return See {LoanLimits}.
     function limits() external view returns (LoanLimits memory);
+
+    /// @notice The daily funding cap and the principal that can be funded now: a token bucket (Chainlink CCIP's rate
+    /// limiter) that holds at most `dailyCap` and refills at `dailyCap` per day, so whoever holds the operator key
+    /// lends at most `dailyCap` at once and twice it over any 24 hours.
+    /// @return dailyCap The bucket's capacity and refill per day.
+    /// @return available The principal that can be funded now.
+    function fundingCapacity() external view returns (uint256 dailyCap, uint256 available);
 
     /// @notice What is left of principal + interest after the payments so far (the full repayment).
     /// @param loanId The loan id.
@@ -349,6 +364,11 @@ interface ILoanBook {
     /// except the grace period, which applies to every open loan.
     /// @param newLimits The new limits.
     function setLimits(LoanLimits calldata newLimits) external;
+
+    /// @notice Sets the daily funding cap (see {fundingCapacity}). Only the default admin. What is available now is
+    /// kept, at most the new cap.
+    /// @param dailyCap The new cap, above zero.
+    function setDailyFundingCap(uint256 dailyCap) external;
 
     /* REFUNDER (the payment router) */
 

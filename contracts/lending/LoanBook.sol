@@ -8,6 +8,7 @@ import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol
 import {Context} from "@openzeppelin/contracts/utils/Context.sol";
 import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
 import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
+import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {ILoanBook} from "../interfaces/ILoanBook.sol";
 import {IStakingVault} from "../interfaces/IStakingVault.sol";
 import {TryPermit} from "../utils/TryPermit.sol";
@@ -48,6 +49,15 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
     uint256 internal constant MAX_DURATION_DAYS_BOUND = 365;
     uint256 internal constant MAX_GRACE_PERIOD_DAYS_BOUND = 90;
     uint256 internal constant MAX_INSURANCE_FEE_BPS_BOUND = 5_000;
+    /// @notice The daily funding cap a new loan book starts with (the timelock sets another).
+    uint256 public constant DEFAULT_DAILY_FUNDING_CAP = 100_000e6;
+
+    /// @dev The funding token bucket, one slot: at most `capacity`, refilled at `capacity` per day since `updatedAt`.
+    struct FundingBucket {
+        uint96 capacity;
+        uint96 available;
+        uint40 updatedAt;
+    }
 
     /// @inheritdoc ILoanBook
     IStakingVault public immutable vault;
@@ -55,6 +65,7 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
     IERC20 private immutable _asset;
 
     LoanLimits private _limits;
+    FundingBucket private _funding;
     uint256 private _loanCount;
     mapping(uint256 loanId => Loan) private _loans;
 
@@ -79,6 +90,13 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
                 maxInsuranceFeeBps: 2_000
             })
         );
+        // Full from the start: a new pool lends at once.
+        _funding = FundingBucket({
+            capacity: uint96(DEFAULT_DAILY_FUNDING_CAP),
+            available: uint96(DEFAULT_DAILY_FUNDING_CAP),
+            updatedAt: uint40(block.timestamp)
+        });
+        emit LoanFundingCapUpdated(DEFAULT_DAILY_FUNDING_CAP);
     }
 
     /* VIEWS */
@@ -101,6 +119,11 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
     /// @inheritdoc ILoanBook
     function limits() external view returns (LoanLimits memory) {
         return _limits;
+    }
+
+    /// @inheritdoc ILoanBook
+    function fundingCapacity() external view returns (uint256 dailyCap, uint256 available) {
+        return (_funding.capacity, _availableFunding());
     }
 
     /// @inheritdoc ILoanBook
@@ -183,6 +206,19 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
     /// @inheritdoc ILoanBook
     function setLimits(LoanLimits calldata newLimits) external onlyRole(DEFAULT_ADMIN_ROLE) {
         _setLimits(newLimits);
+    }
+
+    /// @inheritdoc ILoanBook
+    function setDailyFundingCap(uint256 dailyCap) external onlyRole(DEFAULT_ADMIN_ROLE) {
+        if (dailyCap == 0) revert LoanBookInvalidFundingCap(dailyCap);
+        uint96 capacity = SafeCast.toUint96(dailyCap);
+        // Casts are safe: at most the new capacity; timestamps fit 40 bits until the year 36812.
+        _funding = FundingBucket({
+            capacity: capacity,
+            available: uint96(Math.min(_availableFunding(), dailyCap)),
+            updatedAt: uint40(block.timestamp)
+        });
+        emit LoanFundingCapUpdated(dailyCap);
     }
 
     /* REFUNDER */
@@ -307,6 +343,11 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
         uint256 existing = loanIdOf[ref];
         if (existing != 0) revert LoanBookDuplicateRef(ref, existing);
         _checkTerms(principal, interest, insuranceFee, durationDays);
+        // The operator key is online: what it can lend is bounded per day, whoever holds it.
+        uint256 available = _availableFunding();
+        if (principal > available) revert LoanBookFundingCapReached(principal, available);
+        // Casts are safe: below the capacity, a uint96; timestamps fit 40 bits.
+        (_funding.available, _funding.updatedAt) = (uint96(available - principal), uint40(block.timestamp));
 
         loanId = ++_loanCount;
         uint256 dueDate = block.timestamp + uint256(durationDays) * 1 days;
@@ -377,6 +418,13 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
             loan.interestRepaid = uint128(newInterest);
         }
         loan.interest = uint128(newInterest);
+    }
+
+    /// @dev The bucket refilled until now: at most its capacity.
+    function _availableFunding() private view returns (uint256) {
+        FundingBucket memory bucket = _funding;
+        uint256 refill = uint256(bucket.capacity) * (block.timestamp - bucket.updatedAt) / 1 days;
+        return Math.min(bucket.capacity, uint256(bucket.available) + refill);
     }
 
     function _checkTerms(uint256 principal, uint256 interest, uint256 insuranceFee, uint256 durationDays)

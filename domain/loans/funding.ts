@@ -28,7 +28,10 @@ export function createLoanFunding({ deps, db, repo, detailView, rowOf, fundClaim
         }
         const outcome = await fundClaimed(id);
         if (outcome === "waiting") {
-          throw new AppError("INSUFFICIENT_LIQUIDITY", "The pool cannot fund this loan now (liquidity or pause); it stays pending");
+          throw new AppError(
+            "INSUFFICIENT_LIQUIDITY",
+            "The pool cannot fund this loan now (liquidity, its daily funding cap, or a pause); it stays pending",
+          );
         }
         if (outcome !== "funded") {
           throw new AppError("NOT_ELIGIBLE", `The pool refused this loan at funding: ${outcome.why}; the request is cancelled`, {

@@ -48,6 +48,7 @@ function financedRevert(revert: { name: string; args: unknown[] }): AppError | u
         reason: "outside the loan book's terms",
       });
     case "StakingVaultInsufficientLiquidity":
+    case "LoanBookFundingCapReached":
       return new AppError("INSUFFICIENT_LIQUIDITY", "The lending pool cannot fund this payment now; pay directly or try later", {
         field: "method",
         reason: "not enough liquidity in the pool",
@@ -152,7 +153,9 @@ export function createCheckout(deps: CheckoutDeps) {
       // fails at once, its loans cancelled with it (D-89). An answer that did not come (pending) leaves
       // the attempt to end by itself: its hold lapses, and attempts.ts settles it from the chain.
       if (error instanceof TransactionRevertedError || error instanceof TransactionRefusedError) {
-        const short = error instanceof TransactionRevertedError && error.revert?.name === "StakingVaultInsufficientLiquidity";
+        const short =
+          error instanceof TransactionRevertedError &&
+          (error.revert?.name === "StakingVaultInsufficientLiquidity" || error.revert?.name === "LoanBookFundingCapReached");
         await deps.attempts.fail(row, method, short ? "insufficient_liquidity" : "refused", true);
       }
       return chainFailure(error, financedRevert);

@@ -5,6 +5,7 @@
 // concurrency, and a refund first reduces what the payer still owes.
 import { randomUUID } from "node:crypto";
 import { expect } from "chai";
+import { JsonRpcSigner } from "ethers";
 import { createLogger } from "../../core/logger.js";
 import { startPlatformWorkers } from "../../worker/jobs.js";
 import type { Workers } from "../../worker/scheduler.js";
@@ -468,5 +469,34 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     // Paid afterwards by a real attempt.
     await postWithKey(api, "/dev/faucet", payer.token, { amount: 1 });
     expect((await pay(payer.token, payment.id, "credit")).status).to.equal(200);
+  });
+
+  it("offers and pays credit only within the loan book's daily funding bucket (D-107)", async () => {
+    const merchant = await newMerchant();
+    const payer = await payerWithScore("bucket-payer", 60);
+    const payment = await merchant.create({ amount: 20, paymentMethods: ["credit"] });
+    expect((await api.request("GET", `/checkout/${payment.id}/terms`, { token: payer.token })).body.data.credit.eligible).to.equal(true);
+    // The timelock (impersonated here: its delay is tested with the contracts) lowers the cap to 10 USDC a day.
+    const timelock = chain.deployment.contracts.timelock!.address;
+    await chain.provider.send("hardhat_impersonateAccount", [timelock]);
+    await chain.provider.send("hardhat_setBalance", [timelock, "0xde0b6b3a7640000"]);
+    const asTimelock = chain.contracts.loanBook.connect(new JsonRpcSigner(chain.provider, timelock)) as typeof chain.contracts.loanBook;
+    const setCap = async (cap: bigint) => (await asTimelock.getFunction("setDailyFundingCap")(cap)).wait();
+    await setCap(usdc(10));
+    try {
+      const terms = (await api.request("GET", `/checkout/${payment.id}/terms`, { token: payer.token })).body.data;
+      expect(terms.credit).to.deep.include({ eligible: false, reason: "INSUFFICIENT_LIQUIDITY" });
+      expectErrorEnvelope(await pay(payer.token, payment.id, "credit"), 400, "INSUFFICIENT_LIQUIDITY");
+      const [, available] = (await chain.contracts.loanBook.getFunction("fundingCapacity")()) as [bigint, bigint];
+      expect(available <= usdc(10)).to.equal(true);
+    } finally {
+      await setCap(usdc(100_000));
+      await chain.provider.send("hardhat_stopImpersonatingAccount", [timelock]);
+    }
+    // Raised again, the bucket refills at the new rate: an hour's refill (about 4,167 USDC) pays it.
+    expect((await api.request("POST", "/dev/time/advance", { body: { seconds: 3_600 } })).status).to.equal(200);
+    payer.token = await api.token(payer.subject, { expiresIn: 86_400 });
+    const paid = await pay(payer.token, payment.id, "credit");
+    expect(paid.status, paid.text).to.equal(200);
   });
 });
