@@ -15,6 +15,7 @@ import { type HealthDeps, healthRoutes } from "./health/routes.js";
 import { createTokenVerifier, identify, refuseQueryCredentials } from "./http/auth.js";
 import { translateInputErrors } from "./http/bad-input.js";
 import { requestContext } from "./http/context.js";
+import { apiCors } from "./http/cors.js";
 import { errorBody } from "./http/envelope.js";
 import { allowMethods, errorHandler, notFoundHandler } from "./http/error-handler.js";
 import { buildOpenApiDocument } from "./http/openapi.js";
@@ -35,7 +36,7 @@ export interface AppDeps extends HealthDeps {
   logger: Logger;
   clock: Clock;
   chain: { provider: Pick<JsonRpcProvider, "getBlockNumber" | "send">; chainId: number };
-  config: Pick<Config, "auth" | "dataDir" | "isProduction" | "trustProxy" | "checkout" | "publicBaseUrl">;
+  config: Pick<Config, "auth" | "dataDir" | "isProduction" | "trustProxy" | "corsOrigins" | "checkout" | "publicBaseUrl">;
   /** The domain services (domain/services.ts), built once per process. */
   services: Pick<
     Services,
@@ -156,6 +157,8 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
   app.set("query parser", "simple");
   app.use(requestContext(clock));
   app.use(requestLog(logger));
+  // Before the credentials and the rate limit: a preflight carries neither, and a refusal must be readable.
+  app.use("/v1", apiCors(config.corsOrigins));
 
   app.use(healthRoutes({ ...deps, payer: deps.services.payer }));
   app.use(apiHeaders);

@@ -36,6 +36,14 @@ function isBaseUrl(value: string): boolean {
   return url.search === "" && url.hash === "";
 }
 
+/** CORS_ORIGINS: "*" (any origin), or the origins a browser app may call /v1 from; null when malformed. */
+export function parseCorsOrigins(value: string): "*" | string[] | null {
+  if (value === "*") return "*";
+  const origins = value.split(",").map((entry) => entry.trim());
+  const isOrigin = (entry: string) => /^https?:\/\//.test(entry) && URL.canParse(entry) && new URL(entry).origin === entry;
+  return origins.length > 0 && origins.every(isOrigin) ? origins : null;
+}
+
 /** A 32-byte key from base64 or hex text (WEBHOOK_SECRET_KEY), or null when it is not one. */
 export function parseSecretKey(text: string): Buffer | null {
   const key = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, "hex") : Buffer.from(text, "base64");
@@ -131,6 +139,21 @@ const envSchema = z.object({
     .min(0, "must be an integer from 0 to 100 (a Trust Score)")
     .max(100, "must be an integer from 0 to 100 (a Trust Score)")
     .default(0),
+  CORS_ORIGINS: z
+    .string()
+    .trim()
+    .default("*")
+    .transform((value, context) => {
+      const parsed = parseCorsOrigins(value);
+      if (parsed === null) {
+        context.addIssue({
+          code: "custom",
+          message: "must be * or a comma-separated list of origins such as https://app.example.com (scheme, host and port only)",
+        });
+        return z.NEVER;
+      }
+      return parsed;
+    }),
   TRUST_PROXY: z
     .string()
     .trim()
@@ -221,6 +244,8 @@ export interface Config {
   redisUrl: string | undefined;
   /** Proxies whose X-Forwarded-For is believed (Express `trust proxy`); the client address keys anonymous rate limits. */
   trustProxy: TrustProxy;
+  /** The origins a browser app may call /v1 from (CORS_ORIGINS): "*" by default. */
+  corsOrigins: "*" | string[];
   loanFundingDelaySeconds: number;
   /** LOAN_MIN_SCORE: below this Trust Score a user may not borrow (SCORE_TOO_LOW); 0 lets tier New borrow. */
   loanMinScore: number;
@@ -330,6 +355,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     managedWalletMnemonic: env.MANAGED_WALLET_MNEMONIC,
     redisUrl: env.REDIS_URL,
     trustProxy: env.TRUST_PROXY,
+    corsOrigins: env.CORS_ORIGINS,
     loanFundingDelaySeconds: env.LOAN_FUNDING_DELAY_S,
     loanMinScore: env.LOAN_MIN_SCORE,
     notifications: {

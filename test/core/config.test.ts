@@ -24,6 +24,14 @@ describe("configuration", () => {
     expect(loadConfig({ LOAN_MIN_SCORE: "10" }).loanMinScore).to.equal(10);
   });
 
+  it("lets browser apps of any origin call /v1 by default, or only the origins named", () => {
+    expect(loadConfig({}).corsOrigins).to.equal("*");
+    expect(loadConfig({ CORS_ORIGINS: " https://app.example.com, http://localhost:5173 " }).corsOrigins).to.deep.equal([
+      "https://app.example.com",
+      "http://localhost:5173",
+    ]);
+  });
+
   it("switches to a remote chain and PostgreSQL by URL", () => {
     const config = loadConfig({ CHAIN_RPC_URL: "http://10.0.0.5:8545", DATABASE_URL: "postgresql://u:p@db:5432/app" });
     expect(config.chain.mode).to.equal("remote");
@@ -48,6 +56,10 @@ describe("configuration", () => {
     ["PUBLIC_BASE_URL", "api.example.com", "config: PUBLIC_BASE_URL must be an http(s) URL without a trailing slash"],
     ["WEBHOOK_SECRET_KEY", "c2hvcnQ=", "config: WEBHOOK_SECRET_KEY must be a 32-byte key in base64 or hex"],
     ["PUBLIC_BASE_URL", "https://api.example.com?x=1", "config: PUBLIC_BASE_URL must be an http(s) URL without a trailing slash"],
+    ["CORS_ORIGINS", "https://app.example.com/", "config: CORS_ORIGINS must be * or a comma-separated list of origins"],
+    ["CORS_ORIGINS", "app.example.com", "config: CORS_ORIGINS must be * or a comma-separated list of origins"],
+    ["CORS_ORIGINS", "https://a.example.com,*", "config: CORS_ORIGINS must be * or a comma-separated list of origins"],
+    ["CORS_ORIGINS", "https://a.example.com,,https://b.example.com", "config: CORS_ORIGINS must be * or a comma-separated list of origins"],
   ] as const) {
     it(`names ${name} when it is ${JSON.stringify(value)}`, () => {
       const message = configError({ [name]: value });
