@@ -17,18 +17,19 @@ const TEXT = {
     account: "Account (sandbox)",
     signIn: "Sign in",
     signedIn: "Signed in",
+    payingAs: "Paying as",
     methods: "How would you like to pay?",
     direct: "Pay now from your wallet",
     directDetail: "The full amount leaves your USDC wallet at once.",
     credit: "Pay later (credit)",
     split: "Pay in installments (split)",
-    creditDetail:
-      "The lending pool pays the merchant now; you repay it plus interest at your Trust Score tier's rate, by one due date. Sign in to see your terms.",
+    creditDetail: "The lending pool pays the merchant now; you repay it plus interest at your Trust Score tier's rate, by one due date.",
+    termsHint: "Sign in to see your terms.",
     splitDetail: "No interest: the lending pool pays the merchant now and you repay in installments:",
     installment: "in {days} days",
     yourTerms: "Your terms: interest {interest} USDC, {total} USDC due {due}.",
     yourInstallments: "Your installments: {list}.",
-    notForYou: "Not available to you now ({reason}).",
+    notForYou: "Not available to you now: {reason}",
     total: "Total",
     cancel: "Cancel and return to the merchant",
     paying: "Paying…",
@@ -53,18 +54,20 @@ const TEXT = {
     account: "Cuenta (sandbox)",
     signIn: "Iniciar sesión",
     signedIn: "Sesión iniciada",
+    payingAs: "Pagas como",
     methods: "¿Cómo quieres pagar?",
     direct: "Pagar ahora desde tu billetera",
     directDetail: "El importe completo sale de tu billetera de USDC al instante.",
     credit: "Pagar más tarde (crédito)",
     split: "Pagar a plazos (split)",
     creditDetail:
-      "El fondo de préstamos paga al comercio ahora; tú lo devuelves con intereses según el nivel de tu Trust Score, en una fecha. Inicia sesión para ver tus condiciones.",
+      "El fondo de préstamos paga al comercio ahora; tú lo devuelves con intereses según el nivel de tu Trust Score, en una fecha.",
+    termsHint: "Inicia sesión para ver tus condiciones.",
     splitDetail: "Sin intereses: el fondo de préstamos paga al comercio ahora y tú lo devuelves a plazos:",
     installment: "en {days} días",
     yourTerms: "Tus condiciones: intereses de {interest} USDC, {total} USDC antes del {due}.",
     yourInstallments: "Tus plazos: {list}.",
-    notForYou: "No disponible para ti ahora ({reason}).",
+    notForYou: "No disponible para ti ahora: {reason}",
     total: "Total",
     cancel: "Cancelar y volver al comercio",
     paying: "Pagando…",
@@ -80,6 +83,39 @@ const TEXT = {
     signInNeeded: "Inicia sesión primero.",
     signInWith: "Inicia sesión con tu cuenta",
     signInFailed: "El inicio de sesión no se completó. Vuelve a la página del pago e inicia sesión de nuevo.",
+  },
+} satisfies Record<Language, Record<string, string>>;
+
+/**
+ * Why credit or installments are not offered, as a sentence (the terms' `reason` codes); the
+ * script shows `other` for a code not listed here.
+ */
+const REASONS = {
+  en: {
+    AMOUNT_ABOVE_TIER: "this amount is above what your Trust Score tier may borrow.",
+    DURATION_ABOVE_TIER: "your Trust Score tier's longest term is too short for these installments.",
+    TERMS_ABOVE_TIER: "these terms are above what your Trust Score tier allows.",
+    INTEREST_ABOVE_OFFER: "your tier's interest rate is above what this merchant offers.",
+    AMOUNT_BELOW_LOAN_MINIMUM: "this amount is below the smallest loan the pool makes.",
+    INSUFFICIENT_LIQUIDITY: "the lending pool cannot lend this amount right now. Try again later.",
+    MAX_LOANS_REACHED: "you already have as many open loans as your tier allows.",
+    OVERDUE_LOAN: "one of your loans is overdue. Repay it first.",
+    RECENT_DEFAULT: "a recent loan of yours was not repaid.",
+    SCORE_TOO_LOW: "your Trust Score is below what borrowing needs.",
+    other: "you cannot borrow for this payment now.",
+  },
+  es: {
+    AMOUNT_ABOVE_TIER: "este importe supera lo que tu nivel de Trust Score puede pedir prestado.",
+    DURATION_ABOVE_TIER: "el plazo más largo de tu nivel de Trust Score es demasiado corto para estos plazos.",
+    TERMS_ABOVE_TIER: "estas condiciones superan lo que permite tu nivel de Trust Score.",
+    INTEREST_ABOVE_OFFER: "el interés de tu nivel supera lo que ofrece este comercio.",
+    AMOUNT_BELOW_LOAN_MINIMUM: "este importe es menor que el préstamo más pequeño del fondo.",
+    INSUFFICIENT_LIQUIDITY: "el fondo de préstamos no puede prestar este importe ahora. Inténtalo más tarde.",
+    MAX_LOANS_REACHED: "ya tienes tantos préstamos abiertos como permite tu nivel.",
+    OVERDUE_LOAN: "uno de tus préstamos está vencido. Devuélvelo primero.",
+    RECENT_DEFAULT: "un préstamo tuyo reciente no se devolvió.",
+    SCORE_TOO_LOW: "tu Trust Score es menor que el necesario para pedir prestado.",
+    other: "no puedes pedir prestado para este pago ahora.",
   },
 } satisfies Record<Language, Record<string, string>>;
 
@@ -100,6 +136,25 @@ export function languageOf(query: unknown, acceptLanguage: string | undefined): 
 
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (char) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[char]!);
+
+/**
+ * A merchant's text as the payer reads it: without the Unicode direction controls (embeddings,
+ * overrides, isolates, marks), so "\u202Eelgoog" reads "elgoog", not "google"; shown in a
+ * `<bdi>`, a right-to-left name still reads right to left without reordering the sentence around it.
+ */
+export const withoutDirectionControls = (text: string) => text.replace(/[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g, "");
+const merchantText = (text: string) => `<bdi>${escapeHtml(withoutDirectionControls(text))}</bdi>`;
+
+/**
+ * Parts of a total as a person reads them, in cents that add up to the total shown: every part
+ * but the last rounded down to the cent, the last what is left (whole cents when the total is).
+ */
+export function partsInCents(parts: readonly bigint[], total: bigint): string[] {
+  if (parts.length === 0) return [];
+  const CENT = 10_000n;
+  const shown = parts.slice(0, -1).map((part) => (part / CENT) * CENT);
+  return [...shown, total - shown.reduce((sum, part) => sum + part, 0n)].map(displayAmount);
+}
 
 /** An amount as the page shows it: two decimals at least, every significant micro-USDC digit kept. */
 export function displayAmount(micro: bigint): string {
@@ -145,9 +200,14 @@ export function renderCheckout(page: CheckoutPage, language: Language): string {
   const closed = { success: t.alreadyPaid, expired: t.expired, cancelled: t.cancelled, processing: t.processing }[page.status];
   const detail: Record<PaymentMethod, string> = {
     direct: `${escapeHtml(t.directDetail)} ${escapeHtml(t.total)}: <strong>${escapeHtml(amount)}</strong>`,
-    credit: escapeHtml(t.creditDetail),
+    credit: `${escapeHtml(t.creditDetail)} <span class="terms-hint">${escapeHtml(t.termsHint)}</span>`,
     split: `${escapeHtml(t.splitDetail)}</p>
-<ol class="schedule">${page.schedule.map((part) => `<li>${escapeHtml(`${displayAmount(part.amount)} USDC ${t.installment.replace("{days}", String(part.days))}`)}</li>`).join("")}</ol>
+<ol class="schedule">${partsInCents(
+      page.schedule.map((part) => part.amount),
+      page.amount,
+    )
+      .map((shown, i) => `<li>${escapeHtml(`${shown} USDC ${t.installment.replace("{days}", String(page.schedule[i]!.days))}`)}</li>`)
+      .join("")}</ol>
 <p class="detail">`,
   };
   const method = (
@@ -157,16 +217,16 @@ export function renderCheckout(page: CheckoutPage, language: Language): string {
 <p class="terms" data-terms="${name}" aria-live="polite"></p></li>`;
   const body = `<main class="checkout" data-payment-id="${escapeHtml(page.id)}" data-status="${escapeHtml(page.status)}">
 <header>
-<p class="merchant">${escapeHtml(t.pay)} ${escapeHtml(t.to)} <strong>${escapeHtml(page.merchantName)}</strong></p>
+<p class="merchant">${escapeHtml(t.pay)} ${escapeHtml(t.to)} <strong>${merchantText(page.merchantName)}</strong></p>
 <h1><span class="amount">${escapeHtml(amount)}</span></h1>
-${page.description ? `<p class="description">${escapeHtml(page.description)}</p>` : ""}
+${page.description ? `<p class="description">${merchantText(page.description)}</p>` : ""}
 <p class="expires">${escapeHtml(t.expires)} <time datetime="${page.expiresAt.toISOString()}">${escapeHtml(page.expiresAt.toISOString().replace("T", " ").slice(0, 16))} UTC</time></p>
 </header>
 ${
   closed
     ? `<p class="closed" role="status">${escapeHtml(closed)}</p>`
     : `<section id="signin" aria-labelledby="signin-title">
-<h2 id="signin-title">${escapeHtml(t.signInTitle)}</h2>
+<h2 id="signin-title" data-signed-in="${escapeHtml(t.signedIn)}">${escapeHtml(t.signInTitle)}</h2>
 ${
   page.sandbox
     ? `<form id="sandbox-signin">
@@ -174,11 +234,11 @@ ${
 <input id="account" name="account" autocomplete="username" required maxlength="100">
 <button type="submit">${escapeHtml(t.signIn)}</button>
 </form>
-<p class="hint">${escapeHtml(t.sandbox)}</p>`
+<p class="hint terms-hint">${escapeHtml(t.sandbox)}</p>`
     : ""
 }
 ${page.signIn ? `<p><a class="button" id="provider-signin" href="/checkout/${escapeHtml(page.id)}/signin?lang=${language}">${escapeHtml(t.signInWith)}</a></p>` : ""}
-<p id="signed-in" hidden>${escapeHtml(t.signedIn)}: <span id="who"></span></p>
+<p id="signed-in" hidden>${escapeHtml(t.payingAs)}: <span id="who"></span></p>
 </section>
 <section id="methods" aria-labelledby="methods-title">
 <h2 id="methods-title">${escapeHtml(t.methods)}</h2>
@@ -187,10 +247,10 @@ ${page.methods.map(method).join("\n")}
 </ul>
 </section>`
 }
-<p id="message" role="status" aria-live="polite" data-paying="${escapeHtml(t.paying)}" data-paid="${escapeHtml(t.paid)}" data-sign-in="${escapeHtml(t.signInNeeded)}" data-your-terms="${escapeHtml(t.yourTerms)}" data-your-installments="${escapeHtml(t.yourInstallments)}" data-not-for-you="${escapeHtml(t.notForYou)}"></p>
+<p id="message" role="status" aria-live="polite" data-paying="${escapeHtml(t.paying)}" data-paid="${escapeHtml(t.paid)}" data-sign-in="${escapeHtml(t.signInNeeded)}" data-your-terms="${escapeHtml(t.yourTerms)}" data-your-installments="${escapeHtml(t.yourInstallments)}" data-not-for-you="${escapeHtml(t.notForYou)}" data-reasons="${escapeHtml(JSON.stringify(REASONS[language]))}"></p>
 ${page.cancelUrl && !closed ? `<p class="cancel"><a id="cancel" href="${escapeHtml(page.cancelUrl)}">${escapeHtml(t.cancel)}</a></p>` : ""}
 </main>`;
-  return htmlPage(language, `${t.title}: ${page.merchantName}`, body);
+  return htmlPage(language, `${t.title}: ${withoutDirectionControls(page.merchantName)}`, body);
 }
 
 /** A page of one message (a failed sign-in's). */

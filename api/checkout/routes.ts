@@ -49,7 +49,11 @@ export function checkoutRoutes({
       pageHeaders(res);
       next();
     },
-    express.static(path.join(ROOT, "api", "checkout", "assets"), { index: false, maxAge: "1h", fallthrough: false }),
+    express.static(path.join(ROOT, "api", "checkout", "assets"), { index: false, maxAge: "1h" }),
+    // Any other asset: a plain 404, nothing logged (a probe or a stale link is not the server's error).
+    (_req: Request, res: Response) => {
+      res.status(404).type("text/plain").send("Not found");
+    },
   );
   if (signIn) {
     router.get("/checkout/callback", async (req: Request, res: Response, next) => {

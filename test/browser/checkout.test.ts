@@ -18,6 +18,7 @@ import { type MoneyStack, newTestUser, postWithKey, startMoneyStack } from "../h
 
 const ARTIFACTS = path.resolve(import.meta.dirname, "..", "..", "test-artifacts", "checkout");
 const PHONE = { width: 375, height: 812 };
+const DESKTOP = { width: 1280, height: 800 };
 
 describe(`checkout page in a browser (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
   this.timeout(180_000);
@@ -56,8 +57,8 @@ describe(`checkout page in a browser (${usingPostgres ? "PostgreSQL" : "PGlite"}
   });
 
   /** A fresh phone-sized page (axe needs a page of a context, not of the browser). */
-  async function phonePage(locale = "en-US"): Promise<Page> {
-    const context = await browser.newContext({ viewport: PHONE, locale });
+  async function phonePage(locale = "en-US", viewport = PHONE): Promise<Page> {
+    const context = await browser.newContext({ viewport, locale });
     return context.newPage();
   }
 
@@ -70,7 +71,8 @@ describe(`checkout page in a browser (${usingPostgres ? "PostgreSQL" : "PGlite"}
       name,
     ).to.deep.equal([]);
     const width = await page.evaluate("document.documentElement.scrollWidth");
-    expect(width, `${name}: no horizontal scroll at ${PHONE.width} px`).to.be.at.most(PHONE.width);
+    const viewport = page.viewportSize()?.width ?? PHONE.width;
+    expect(width, `${name}: no horizontal scroll at ${viewport} px`).to.be.at.most(viewport);
     await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
   }
 
@@ -189,5 +191,57 @@ describe(`checkout page in a browser (${usingPostgres ? "PostgreSQL" : "PGlite"}
     expect(missing?.status()).to.equal(404);
     await checkState(page, "6-not-found");
     await page.context().close();
+  });
+
+  it("reads at a glance: cents that add up, sentences for codes, a merchant's text as written, no sign-in hint once signed in", async () => {
+    const { api } = stack!;
+    const merchant = await newTestUser(api, "browser-glance-merchant");
+    // A name that, rendered as written, would read "google" (U+202E reverses what follows).
+    await api.request("PATCH", "/v1/users/me", { token: merchant.token, body: { displayName: "\u202Eelgoog" } });
+    const created = await api.request("POST", "/v1/payments", {
+      token: merchant.token,
+      body: { amount: 18.5, description: "Three \u2067volumes\u2069 of poems", paymentMethods: ["direct", "credit", "split"] },
+    });
+    expect(created.status, created.text).to.equal(201);
+    const payment = created.body.data;
+    for (const [language, viewport] of [
+      ["en-US", PHONE],
+      ["es-ES", DESKTOP],
+    ] as const) {
+      const page = await phonePage(language, viewport);
+      await page.goto(payment.checkoutUrl);
+      const merchantName = (await page.textContent(".merchant bdi")) ?? "";
+      expect(merchantName).to.equal("elgoog");
+      expect(await page.title()).to.not.match(/[\u202A-\u202E\u2066-\u2069]/);
+      expect(await page.textContent(".description bdi")).to.equal("Three volumes of poems");
+      // 18.50 in three installments: cents, adding up to the total (before: 6.166668 USDC).
+      const schedule = await page.locator("ol.schedule li").allTextContents();
+      const amounts = schedule.map((line) => /^(\d+\.\d+) USDC/.exec(line)?.[1] ?? "");
+      expect(
+        amounts.every((amount) => /^\d+\.\d{2}$/.test(amount)),
+        schedule.join(" | "),
+      ).to.equal(true);
+      expect(amounts.reduce((sum, amount) => sum + Math.round(Number(amount) * 100), 0)).to.equal(1850);
+      expect(await page.isVisible(".terms-hint >> nth=0")).to.equal(true);
+      await checkState(page, `8-glance-${language}-${viewport.width}`);
+
+      // A payer of tier New: three weekly installments need a 21-day term, longer than the tier's; a sentence says why.
+      await page.fill("#account", `glance-${language}`);
+      await page.click("#sandbox-signin button[type=submit]");
+      await page.waitForSelector("#signed-in:not([hidden])");
+      await page.locator('[data-terms="split"]', { hasText: language === "en-US" ? "Not available" : "No disponible" }).waitFor();
+      const refusal = (await page.textContent('[data-terms="split"]')) ?? "";
+      expect(refusal).to.not.match(/[A-Z]{3,}_[A-Z_]+/);
+      expect(refusal).to.include(language === "en-US" ? "Trust Score tier's longest term" : "plazo más largo");
+      expect(await page.isVisible(".terms-hint >> nth=0")).to.equal(false);
+      expect(await page.textContent("#signin-title")).to.equal(language === "en-US" ? "Signed in" : "Sesión iniciada");
+      await checkState(page, `9-glance-signed-in-${language}-${viewport.width}`);
+      await page.context().close();
+    }
+
+    // An unknown asset: a plain 404, not a 500.
+    const asset = await fetch(`${api.url}/checkout/assets/nope.js`);
+    expect(asset.status).to.equal(404);
+    expect(await asset.text()).to.equal("Not found");
   });
 });

@@ -28,6 +28,10 @@
       const element = document.getElementById(id);
       if (element) element.hidden = true;
     }
+    // What asked the payer to sign in says nothing more once they have.
+    for (const hint of document.querySelectorAll(".terms-hint")) hint.hidden = true;
+    const title = document.getElementById("signin-title");
+    if (title) title.textContent = title.dataset.signedIn;
     const shown = document.getElementById("signed-in");
     if (shown) {
       shown.hidden = false;
@@ -35,6 +39,16 @@
     }
     for (const button of methods()) button.disabled = button.dataset.unavailable === "true";
     void showTerms();
+  };
+
+  const reasons = JSON.parse(message.dataset.reasons || "{}");
+  // Amounts in cents that add up to what they split (every part but the last rounded down to the cent).
+  const inCents = (amounts) => {
+    const micro = amounts.map((amount) => Math.round(amount * 1e6));
+    const shown = micro.slice(0, -1).map((part) => Math.floor(part / 1e4) * 1e4);
+    const total = micro.reduce((sum, part) => sum + part, 0);
+    shown.push(total - shown.reduce((sum, part) => sum + part, 0));
+    return shown.map((part) => (part / 1e6).toFixed(part % 1e4 === 0 ? 2 : 6));
   };
 
   // The signed-in payer's own terms of credit and installments (their Trust Score tier decides).
@@ -49,7 +63,7 @@
       const button = document.querySelector(`button[data-method="${method}"]`);
       if (!element || !button || method === "direct") continue;
       if (!terms.eligible) {
-        element.textContent = message.dataset.notForYou.replace("{reason}", terms.reason);
+        element.textContent = message.dataset.notForYou.replace("{reason}", reasons[terms.reason] || reasons.other);
         button.disabled = true;
         button.dataset.unavailable = "true";
       } else if (method === "credit") {
@@ -59,7 +73,8 @@
           .replace("{due}", terms.dueDate.slice(0, 10));
       } else if (method === "split") {
         // The payer's own schedule: within their tier's longest term, it may be shorter than the plan shown above.
-        const list = terms.installments.map((part) => `${part.totalRepayment.toFixed(2)} USDC ${part.dueDate.slice(0, 10)}`);
+        const shown = inCents(terms.installments.map((part) => part.totalRepayment));
+        const list = terms.installments.map((part, i) => `${shown[i]} USDC ${part.dueDate.slice(0, 10)}`);
         element.textContent = message.dataset.yourInstallments.replace("{list}", list.join(", "));
       }
     }
