@@ -6,7 +6,15 @@
 import cors from "cors";
 
 /** The request headers the API reads, which a browser must be allowed to send. */
-export const CORS_REQUEST_HEADERS = ["Authorization", "Content-Type", "Idempotency-Key", "X-API-Key", "Last-Event-ID"];
+export const CORS_REQUEST_HEADERS = [
+  "Authorization",
+  "Content-Type",
+  "Idempotency-Key",
+  "X-API-Key",
+  "Last-Event-ID",
+  // The SDK's name and version (a browser keeps User-Agent its own).
+  "X-TrustMint-Client",
+];
 
 /** The response headers a client needs beyond the CORS-safelisted ones. */
 export const CORS_EXPOSED_HEADERS = [

@@ -20,6 +20,8 @@ export interface ClientOptions {
   /** A fetch of your own (a proxy, a test's); default the global one. */
   fetch?: (input: Request) => Promise<Response>;
   retry?: RetryOptions;
+  /** How long one attempt may wait for its answer (default 60 s; 0: no limit); past it the attempt is retried, then ApiTimeoutError. */
+  timeoutMs?: number;
 }
 
 /** A write's own Idempotency-Key (otherwise one is generated per call and kept across its retries). */
@@ -41,7 +43,13 @@ type Query<O extends keyof operations> = NonNullable<operations[O]["parameters"]
  * const position = await client.vault.position();
  */
 export function createClient(options: ClientOptions) {
-  const transport = createTransport({ getToken: options.getToken, apiKey: options.apiKey, fetch: options.fetch, retry: options.retry });
+  const transport = createTransport({
+    getToken: options.getToken,
+    apiKey: options.apiKey,
+    fetch: options.fetch,
+    retry: options.retry,
+    timeoutMs: options.timeoutMs,
+  });
   const api = createFetchClient<paths>({ baseUrl: options.baseUrl.replace(/\/$/, ""), fetch: transport });
   const keyed = (write?: WriteOptions) => (write?.idempotencyKey ? { headers: { "idempotency-key": write.idempotencyKey } } : {});
 

@@ -2,12 +2,13 @@
 // verification, exact USDC conversions and the shapes' types. The payments library is
 // `@trustmint/sdk/payments`.
 export { type ClientOptions, createClient, type TrustMintClient, type WriteOptions } from "./client.js";
-export { ApiError, type ErrorCode } from "./errors.js";
+export { ApiConnectionError, ApiError, ApiTimeoutError, type ErrorCode, TrustMintError } from "./errors.js";
 export { fromMicro, toAmount, toMicro } from "./money.js";
 export type { Page, Pagination } from "./pages.js";
 export type { StreamEvent, StreamOptions } from "./stream.js";
 export type { Credentials, RetryOptions } from "./transport.js";
 export type * from "./types.js";
+export { SDK_VERSION } from "./version.js";
 export {
   type VerifyOptions,
   verifyWebhook,

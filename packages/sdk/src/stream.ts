@@ -6,7 +6,7 @@
 // place: the iterator ends). Breaking out of the loop, or the caller's signal, closes it.
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { ApiError, apiErrorOf } from "./errors.js";
-import type { Credentials } from "./transport.js";
+import { type Credentials, clientHeaders } from "./transport.js";
 import type { Notification } from "./types.js";
 
 export type StreamEvent =
@@ -66,7 +66,7 @@ export async function* streamNotifications(
   let forceRefresh = false;
   try {
     while (!stop.signal.aborted) {
-      const headers = new Headers({ accept: "text/event-stream" });
+      const headers = clientHeaders(new Headers({ accept: "text/event-stream" }));
       if (connection.getToken) headers.set("authorization", `Bearer ${await connection.getToken({ forceRefresh })}`);
       else if (connection.apiKey) headers.set("x-api-key", connection.apiKey);
       if (lastEventId !== undefined) headers.set("last-event-id", lastEventId);

@@ -7,8 +7,12 @@ export type ProxyAction =
   | "drop-after-answer"
   /** Sends it on, and closes the client's connection at once (the service works on it regardless). */
   | "drop-at-once"
-  /** Answers itself, without the service. */
-  | { status: number; headers?: Record<string, string>; body?: unknown };
+  /** Never answers (the connection stays open): a server that hangs. */
+  | "hang"
+  /** Closes the connection at once, without sending the request on: a failed network. */
+  | "reset"
+  /** Answers itself, without the service: `body` as JSON, or `raw` as it is (a proxy's HTML page, say). */
+  | { status: number; headers?: Record<string, string>; body?: unknown; raw?: string };
 
 export interface ProxiedRequest {
   method: string;
@@ -40,8 +44,15 @@ export async function startProxy(target: string) {
     seen.push(request);
     const index = rules.findIndex((rule) => rule.match(request));
     const action = index >= 0 ? rules.splice(index, 1)[0]!.action : undefined;
+    if (action === "hang") return;
+    if (action === "reset") {
+      req.socket.destroy();
+      return;
+    }
     if (typeof action === "object") {
-      res.writeHead(action.status, { "content-type": "application/json", ...action.headers }).end(JSON.stringify(action.body ?? {}));
+      res
+        .writeHead(action.status, { "content-type": "application/json", ...action.headers })
+        .end(action.raw ?? JSON.stringify(action.body ?? {}));
       return;
     }
     const upstream = http.request(
