@@ -4,6 +4,7 @@
 
 import { type QueryKey, useMutation, useQueryClient } from "@tanstack/react-query";
 import type { TrustMintClient, WriteOptions } from "@trustmint/sdk";
+import type { TrustMintHookError } from "./errors.js";
 import { trustMintKeys as keys } from "./keys.js";
 import { useTrustMint } from "./provider.js";
 
@@ -14,7 +15,7 @@ function useWrite<Variables, Result>(
 ) {
   const client = useTrustMint();
   const queryClient = useQueryClient();
-  return useMutation<Result, Error, Variables>({
+  return useMutation<Result, TrustMintHookError, Variables>({
     mutationFn: (variables) => write(client, variables),
     onSuccess: () => Promise.all(changes.map((queryKey) => queryClient.invalidateQueries({ queryKey }))).then(() => undefined),
   });
@@ -28,6 +29,8 @@ const split = <V extends WriteOptions>({ idempotencyKey, ...body }: V) => [body,
 
 /** What a change of money touches beyond its own area: the profile's XP and level, and the XP view. */
 const REWARDS = [keys.profile(), keys.xpAll];
+/** What the staking vault's balance moves: the Trust Score's volume, and so what the user may borrow. */
+const CREDIT = [keys.trustScoreAll, keys.eligibility()];
 
 export const useUpdateProfile = () =>
   useWrite((client, variables: Body<C["users"]["update"]> & WriteOptions) => client.users.update(...split(variables)), [keys.profile()]);
@@ -35,13 +38,13 @@ export const useUpdateProfile = () =>
 export const useVaultDeposit = () =>
   useWrite(
     (client, variables: Body<C["vault"]["deposit"]> & WriteOptions) => client.vault.deposit(...split(variables)),
-    [keys.vaultAll, ...REWARDS],
+    [keys.vaultAll, ...CREDIT, ...REWARDS],
   );
 
 export const useVaultWithdraw = () =>
   useWrite(
     (client, variables: Body<C["vault"]["withdraw"]> & WriteOptions) => client.vault.withdraw(...split(variables)),
-    [keys.vaultAll, ...REWARDS],
+    [keys.vaultAll, ...CREDIT, ...REWARDS],
   );
 
 export const useRequestLoan = () =>

@@ -1,20 +1,29 @@
 // The reads an app needs first, as TanStack Query hooks on the provider's client: each answers
 // part 2's shape (the SDK's types) under a key of trustMintKeys.
 
-import { useQuery } from "@tanstack/react-query";
+import { type QueryKey, type UseQueryOptions, useQuery } from "@tanstack/react-query";
 import type { LoanEligibility, Notification, Pagination, User, UserXp, VaultPosition } from "@trustmint/sdk";
 import { useEffect } from "react";
+import type { TrustMintHookError } from "./errors.js";
 import { trustMintKeys } from "./keys.js";
 import { useLiveFeed, useTrustMint } from "./provider.js";
 
 type Client = ReturnType<typeof useTrustMint>;
+
+/**
+ * TanStack's useQuery with the SDK's retries only (TanStack's own, 3 by default, would stack on
+ * them: a failing read asked up to 16 times) and the SDK's error type.
+ */
+function useRead<T>(options: UseQueryOptions<T, TrustMintHookError, T, QueryKey>) {
+  return useQuery<T, TrustMintHookError>({ retry: false, ...options });
+}
 type LoansQuery = NonNullable<Parameters<Client["loans"]["list"]>[0]>;
 type NotificationsQuery = NonNullable<Parameters<Client["notifications"]["list"]>[0]>;
 
 /** The signed-in user's profile (GET /v1/users/me). */
 export function useProfile() {
   const client = useTrustMint();
-  return useQuery<User>({ queryKey: trustMintKeys.profile(), queryFn: () => client.users.me() });
+  return useRead<User>({ queryKey: trustMintKeys.profile(), queryFn: () => client.users.me() });
 }
 
 /** The id of `userId`, else of the signed-in user (once the profile is in). */
@@ -27,26 +36,26 @@ function useUserId(userId: string | undefined): string | undefined {
 export function useXp(userId?: string) {
   const client = useTrustMint();
   const id = useUserId(userId);
-  return useQuery<UserXp>({ queryKey: trustMintKeys.xp(id), queryFn: () => client.users.xp(id!), enabled: id !== undefined });
+  return useRead<UserXp>({ queryKey: trustMintKeys.xp(id), queryFn: () => client.users.xp(id!), enabled: id !== undefined });
 }
 
 /** A user's Trust Score; the signed-in user's without `userId`. */
 export function useTrustScore(userId?: string) {
   const client = useTrustMint();
   const id = useUserId(userId);
-  return useQuery({ queryKey: trustMintKeys.trustScore(id), queryFn: () => client.trustScore.get(id!), enabled: id !== undefined });
+  return useRead({ queryKey: trustMintKeys.trustScore(id), queryFn: () => client.trustScore.get(id!), enabled: id !== undefined });
 }
 
 /** Whether the signed-in user may borrow now, and how much. */
 export function useLoanEligibility() {
   const client = useTrustMint();
-  return useQuery<LoanEligibility>({ queryKey: trustMintKeys.eligibility(), queryFn: () => client.loans.eligibility() });
+  return useRead<LoanEligibility>({ queryKey: trustMintKeys.eligibility(), queryFn: () => client.loans.eligibility() });
 }
 
 /** A page of the signed-in user's loans (`status`, `limit`, `offset` as GET /v1/loans takes them). */
 export function useLoans(query: LoansQuery = {}) {
   const client = useTrustMint();
-  return useQuery({
+  return useRead({
     queryKey: trustMintKeys.loans(query),
     queryFn: async () => {
       const page = await client.loans.list(query);
@@ -57,24 +66,24 @@ export function useLoans(query: LoansQuery = {}) {
 
 export function useLoan(loanId: string) {
   const client = useTrustMint();
-  return useQuery({ queryKey: trustMintKeys.loan(loanId), queryFn: () => client.loans.get(loanId) });
+  return useRead({ queryKey: trustMintKeys.loan(loanId), queryFn: () => client.loans.get(loanId) });
 }
 
 /** The signed-in user's staking vault position. */
 export function useVaultPosition() {
   const client = useTrustMint();
-  return useQuery<VaultPosition>({ queryKey: trustMintKeys.vaultPosition(), queryFn: () => client.vault.position() });
+  return useRead<VaultPosition>({ queryKey: trustMintKeys.vaultPosition(), queryFn: () => client.vault.position() });
 }
 
 export function useVaultStatus() {
   const client = useTrustMint();
-  return useQuery({ queryKey: trustMintKeys.vaultStatus(), queryFn: () => client.vault.status() });
+  return useRead({ queryKey: trustMintKeys.vaultStatus(), queryFn: () => client.vault.status() });
 }
 
 /** The signed-in user's social vault configuration (isConfigured false before it is created). */
 export function useSocialVaultConfig() {
   const client = useTrustMint();
-  return useQuery({ queryKey: trustMintKeys.socialVaultConfig(), queryFn: () => client.socialVault.config() });
+  return useRead({ queryKey: trustMintKeys.socialVaultConfig(), queryFn: () => client.socialVault.config() });
 }
 
 /**
@@ -85,7 +94,7 @@ export function useSocialVaultConfig() {
 export function usePendingWithdrawals() {
   const client = useTrustMint();
   const config = useSocialVaultConfig();
-  return useQuery({
+  return useRead({
     queryKey: trustMintKeys.pendingWithdrawals(),
     queryFn: () => client.socialVault.pendingWithdrawals(),
     enabled: config.data?.isConfigured === true,
@@ -95,7 +104,7 @@ export function usePendingWithdrawals() {
 /** A page of notifications, with the unread count beside it; refreshed when the live feed brings a new one. */
 export function useNotifications(query: NotificationsQuery = {}) {
   const client = useTrustMint();
-  return useQuery<{ data: Notification[]; pagination: Pagination; unreadCount: number }>({
+  return useRead<{ data: Notification[]; pagination: Pagination; unreadCount: number }>({
     queryKey: trustMintKeys.notifications(query),
     queryFn: async () => {
       const page = await client.notifications.list(query);
@@ -112,5 +121,5 @@ export function useUnreadCount({ live = true }: { live?: boolean } = {}) {
   const client = useTrustMint();
   const feed = useLiveFeed();
   useEffect(() => (live ? feed.subscribe() : undefined), [feed, live]);
-  return useQuery<number>({ queryKey: trustMintKeys.unreadCount(), queryFn: () => client.notifications.unreadCount() });
+  return useRead<number>({ queryKey: trustMintKeys.unreadCount(), queryFn: () => client.notifications.unreadCount() });
 }

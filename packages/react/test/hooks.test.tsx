@@ -5,6 +5,7 @@ import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { act, fireEvent, render, renderHook, waitFor } from "@testing-library/react";
 import {
   TrustMintProvider,
+  useLoan,
   useLoanEligibility,
   useLoans,
   useMarkAllNotificationsRead,
@@ -20,7 +21,7 @@ import {
   useVaultPosition,
   useXp,
 } from "@trustmint/react";
-import { createClient, type TrustMintClient } from "@trustmint/sdk";
+import { ApiError, createClient, type ErrorCode, type TrustMintClient } from "@trustmint/sdk";
 import { expect } from "chai";
 import type { ReactNode } from "react";
 import { type SignedIn, sharedService, signIn } from "../../sdk/test/support.js";
@@ -69,8 +70,7 @@ describe("@trustmint/react: hooks against npm start", function () {
   });
 
   /** The app's providers around the hooks: its QueryClient, then the TrustMint client. */
-  function providers(client: TrustMintClient) {
-    const queryClient = new QueryClient({ defaultOptions: { queries: { retry: false } } });
+  function providers(client: TrustMintClient, queryClient = new QueryClient({ defaultOptions: { queries: { retry: false } } })) {
     const wrapper = ({ children }: { children: ReactNode }) => (
       <QueryClientProvider client={queryClient}>
         <TrustMintProvider client={client}>{children}</TrustMintProvider>
@@ -217,5 +217,35 @@ describe("@trustmint/react: hooks against npm start", function () {
     } finally {
       console.error = original;
     }
+  });
+
+  it("a failing read shows its ApiError at once, asked once: TanStack's retries do not stack on the SDK's", async () => {
+    const reader = await user("react-missing");
+    // An app's QueryClient as TanStack makes it: 3 retries by default, which the hooks leave to the SDK.
+    const { wrapper } = providers(reader.client, new QueryClient());
+    const missing = "00000000-0000-4000-8000-000000000000";
+    const { result } = renderHook(() => useLoan(missing), { wrapper });
+    await waitFor(() => expect(result.current.isError).to.equal(true), { timeout: 3_000 });
+    const error = result.current.error;
+    // Typed: the API's code compiles once narrowed to ApiError (before, `error` was an Error).
+    const code: ErrorCode | undefined = error instanceof ApiError ? error.code : undefined;
+    expect(code).to.equal("LOAN_NOT_FOUND");
+    expect(reader.requested.filter((path) => path === `GET /v1/loans/${missing}`)).to.have.length(1);
+  });
+
+  it("a deposit refreshes the Trust Score and the eligibility it moves, not only the position", async () => {
+    const saver = await user("react-credit", 100);
+    const { wrapper } = providers(saver.client);
+    const { result } = renderHook(() => ({ score: useTrustScore(), eligibility: useLoanEligibility(), deposit: useVaultDeposit() }), {
+      wrapper,
+    });
+    await waitFor(() => expect(result.current.score.isSuccess && result.current.eligibility.isSuccess).to.equal(true));
+    const count = (prefix: string) => saver.requested.filter((path) => path.startsWith(prefix)).length;
+    const [scores, eligibilities] = [count("GET /v1/trust-score/"), count("GET /v1/loans/eligibility")];
+    await act(async () => {
+      await result.current.deposit.mutateAsync({ amount: 40 });
+    });
+    await waitFor(() => expect(count("GET /v1/trust-score/")).to.be.above(scores), { timeout: 15_000 });
+    await waitFor(() => expect(count("GET /v1/loans/eligibility")).to.be.above(eligibilities), { timeout: 15_000 });
   });
 });
