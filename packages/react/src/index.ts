@@ -1,3 +1,5 @@
+"use client";
+
 // @trustmint/react: a provider holding the TrustMint client, and TanStack Query hooks for the
 // reads and writes an app needs first; writes refresh the reads they change, and the unread
 // count stays live from the notification stream.

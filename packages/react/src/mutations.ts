@@ -1,3 +1,5 @@
+"use client";
+
 // The writes an app needs first, as TanStack Query mutations on the provider's client. Each
 // refreshes the reads it changes when it succeeds; each call gets its own Idempotency-Key from
 // the SDK (kept across the SDK's retries), or the caller's (`idempotencyKey`).

@@ -1,3 +1,5 @@
+"use client";
+
 // The provider holds the API client (and the live notification feed the hooks share); it sits
 // inside the app's own QueryClientProvider, whose cache the hooks use.
 

@@ -1,3 +1,5 @@
+"use client";
+
 // The reads an app needs first, as TanStack Query hooks on the provider's client: each answers
 // part 2's shape (the SDK's types) under a key of trustMintKeys.
 
