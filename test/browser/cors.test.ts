@@ -5,7 +5,7 @@
 // compiled files as the browser sees them (ES modules, its two dependencies by an import map) and
 // reads, writes with an Idempotency-Key, and streams notifications. Before D-108 the API sent no
 // CORS headers and every one of these calls failed with a TypeError in the browser.
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
@@ -55,6 +55,8 @@ describe(`the API from a browser app on another origin (${usingPostgres ? "Postg
   let appOrigin: string;
 
   before(async () => {
+    // The SDK as `npm run build:packages` compiles it (npm run test:ts builds it first).
+    expect(existsSync(path.join(ROOT, "packages/sdk/dist/index.js")), "packages/sdk/dist: run npm run build:packages").to.equal(true);
     stack = await startMoneyStack();
     app = http.createServer((req, res) => {
       const url = new URL(req.url ?? "/", "http://localhost");
@@ -62,7 +64,7 @@ describe(`the API from a browser app on another origin (${usingPostgres ? "Postg
       const file = url.pathname.startsWith("/sdk/")
         ? path.join("packages/sdk/dist", path.normalize(url.pathname.slice("/sdk/".length)))
         : FILES[url.pathname];
-      if (!file || file.includes("..") || !file.endsWith("js")) return void res.writeHead(404).end();
+      if (!file || file.includes("..") || !file.endsWith("js") || !existsSync(path.join(ROOT, file))) return void res.writeHead(404).end();
       res.writeHead(200, { "content-type": "text/javascript" }).end(readFileSync(path.join(ROOT, file)));
     });
     await new Promise<void>((resolve) => app.listen(0, "127.0.0.1", resolve));
