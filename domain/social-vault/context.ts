@@ -251,6 +251,7 @@ export function socialVaultContext(deps: SocialVaultServiceDeps) {
     factory,
     vaultContract,
     recipientRefusal,
+    platformContractOf,
     refuseLocked,
     refuseOverLimit,
     checkMinimum,

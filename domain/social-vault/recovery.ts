@@ -20,9 +20,7 @@ export function recoveryView(vault: SocialVaultRecord) {
   return { newOwnerAddress: getAddress(vault.recoveryOwner), executableAt: vault.recoveryExecutableAt.toISOString() };
 }
 
-export function createVaultRecovery({ deps, vaultContract, ownVault, send }: SocialVaultContext) {
-  const platformContracts = new Set(Object.values(deps.platformContracts).map((address) => address.toLowerCase()));
-
+export function createVaultRecovery({ deps, vaultContract, ownVault, send, platformContractOf }: SocialVaultContext) {
   async function vaultNamed(vaultAddress: string) {
     const vault = await vaultAt(deps.db, vaultAddress, deps.clock.now());
     if (!vault) throw new AppError("SOCIAL_VAULT_NOT_FOUND", "No such social vault");
@@ -35,7 +33,7 @@ export function createVaultRecovery({ deps, vaultContract, ownVault, send }: Soc
     const reason =
       address === ZeroAddress
         ? "the zero address"
-        : address === vault.address || platformContracts.has(address)
+        : address === vault.address || platformContractOf.has(address)
           ? "a contract that cannot use the vault"
           : address === vault.owner
             ? "the owner's own key"
@@ -57,19 +55,20 @@ export function createVaultRecovery({ deps, vaultContract, ownVault, send }: Soc
     async approveRecovery(guardian: UserRecord, vaultAddress: string, newOwnerAddress: string, operation: OperationKey) {
       const vault = await vaultNamed(vaultAddress);
       await refuseNewOwner(vault, newOwnerAddress);
+      const newOwner = getAddress(newOwnerAddress.toLowerCase());
       const contract = vaultContract(vault.address);
       const sent = await send(guardian, "social_vault.approve_recovery", operation, vault.address, {
-        data: contract.interface.encodeFunctionData("approveRecovery", [getAddress(newOwnerAddress.toLowerCase())]),
+        data: contract.interface.encodeFunctionData("approveRecovery", [newOwner]),
       });
       const { approvals } = requireReceiptEvent<{ approvals: bigint }>(contract, sent, "SocialVaultRecoveryApproved").args;
       const started = receiptEvent<{ executableAt: bigint }>(contract, sent, "SocialVaultRecoveryStarted")?.args;
-      const after = (await vaultAt(deps.db, vault.address, deps.clock.now()))!;
       if (started && deps.alerts) await deps.alerts.take(deps.clock.now(), deps.userWrite.eventIds(sent, deps.alerts.consumer.types));
       return {
         vaultAddress: vault.address,
-        newOwnerAddress: getAddress(newOwnerAddress.toLowerCase()),
+        newOwnerAddress: newOwner,
         approvalsReceived: Number(approvals),
-        approvalsRequired: recoveryThresholdOf(after.activeGuardians),
+        // A recovery cannot change the active guardians (a lock stops additions and removals), so the read before sending holds.
+        approvalsRequired: recoveryThresholdOf(vault.activeGuardians),
         status: started ? ("started" as const) : ("collecting" as const),
         executableAt: started ? new Date(Number(started.executableAt) * 1_000).toISOString() : null,
         txHash: sent.txHash,

@@ -9,7 +9,7 @@ import { type TestChain, usdc } from "../helpers/chain.js";
 import { type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { expectErrorEnvelope } from "../helpers/envelope.js";
 import { waitForHead } from "../helpers/mirror.js";
-import { type MoneyStack, newTestUser, postWithKey, startMoneyStack } from "../helpers/money-stack.js";
+import { advanceSandbox, type MoneyStack, newTestUser, postWithKey, startMoneyStack } from "../helpers/money-stack.js";
 
 // The social vault from the guardians' side, over real HTTP on a real chain with the indexer:
 // what waits for a guardian, a guardian approving with a plain wallet call, a guardian removed
@@ -34,11 +34,8 @@ describe(`social vault API: guardians, expiry, alerts (${usingPostgres ? "Postgr
   const get = (path: string, token: string) => api.request("GET", path, { token });
   const remove = (token: string, guardianId: string) =>
     api.request("DELETE", `/v1/social-vault/guardians/${guardianId}`, { token, headers: { "idempotency-key": randomUUID() } });
-  /** Moves the service and chain clocks on (a little past `seconds`: the dev chain's time runs a few seconds ahead). */
-  async function advance(seconds: number) {
-    expect((await api.request("POST", "/dev/time/advance", { body: { seconds: seconds + 100 } })).status).to.equal(200);
-    for (const user of users) user.token = await api.token(user.subject, { expiresIn: 86_400 * 30 });
-  }
+  /** Moves the clocks on a little past `seconds` (the dev chain's time runs a few seconds ahead). */
+  const advance = (seconds: number) => advanceSandbox(api, seconds + 100, users);
   async function vaultWithGuardians(
     owner: { token: string },
     guardians: string[],

@@ -4,7 +4,7 @@ import { getAddress } from "ethers";
 import type { TestApi } from "../helpers/api.js";
 import { usingPostgres } from "../helpers/database.js";
 import { expectErrorEnvelope } from "../helpers/envelope.js";
-import { type MoneyStack, newTestUser, postWithKey, startMoneyStack } from "../helpers/money-stack.js";
+import { advanceSandbox, type MoneyStack, newTestUser, postWithKey, startMoneyStack } from "../helpers/money-stack.js";
 
 // The guardians replace a lost or stolen owner key (D-106), over real HTTP on a real chain with
 // the indexer: a taken-over account's vault handed to the user's new account, the stolen key's
@@ -22,11 +22,8 @@ describe(`social vault API: recovery of an owner's key (${usingPostgres ? "Postg
   }
   const post = (path: string, token: string, body: unknown = {}) => postWithKey(api, path, token, body);
   const get = (path: string, token: string) => api.request("GET", path, { token });
-  /** Moves the service and chain clocks on (a little past `seconds`: the dev chain's time runs a few seconds ahead). */
-  async function advance(seconds: number) {
-    expect((await api.request("POST", "/dev/time/advance", { body: { seconds: seconds + 100 } })).status).to.equal(200);
-    for (const user of users) user.token = await api.token(user.subject, { expiresIn: 86_400 * 30 });
-  }
+  /** Moves the clocks on a little past `seconds` (the dev chain's time runs a few seconds ahead). */
+  const advance = (seconds: number) => advanceSandbox(api, seconds + 100, users);
 
   let stack: MoneyStack | undefined;
   before(async () => {

@@ -56,6 +56,16 @@ export async function newTestUser(api: TestApi, prefix: string, funds = 0, expir
   return { subject, token, id: me.id as string, wallet: me.walletAddress as string };
 }
 
+/**
+ * Moves the sandbox's service and chain clocks on by `seconds`, then gives `users` fresh tokens
+ * (theirs would have expired on the service's clock).
+ */
+export async function advanceSandbox(api: TestApi, seconds: number, users: { subject: string; token: string }[]) {
+  const moved = await api.request("POST", "/dev/time/advance", { body: { seconds } });
+  expect(moved.status, moved.text).to.equal(200);
+  for (const user of users) user.token = await api.token(user.subject, { expiresIn: 86_400 * 30 });
+}
+
 /** A POST with an Idempotency-Key (a new one unless `key` is given). */
 export const postWithKey = (api: TestApi, path: string, token: string, body: unknown, key: string = randomUUID()) =>
   api.request("POST", path, { token, body, headers: { "idempotency-key": key } });

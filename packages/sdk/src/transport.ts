@@ -36,10 +36,8 @@ export interface TransportOptions extends Credentials {
 }
 
 /** Node and other servers: a User-Agent of ours beside the client header (a browser keeps its own). */
-const USER_AGENT =
-  typeof (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node === "string"
-    ? `trustmint-sdk-js/${SDK_VERSION} node/${(globalThis as unknown as { process: { versions: { node: string } } }).process.versions.node}`
-    : undefined;
+const nodeVersion = (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node;
+const USER_AGENT = nodeVersion ? `trustmint-sdk-js/${SDK_VERSION} node/${nodeVersion}` : undefined;
 
 /** The headers every request of the SDK carries: who is calling. */
 export function clientHeaders(headers: Headers): Headers {
