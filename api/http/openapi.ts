@@ -66,10 +66,17 @@ const COMPONENTS = {
       type: "object",
       required: ["total", "limit", "offset", "hasMore"],
       properties: {
-        total: { type: "integer" },
+        total: { type: "integer", description: "items the list's filter matches now" },
         limit: { type: "integer" },
-        offset: { type: "integer" },
-        hasMore: { type: "boolean" },
+        offset: {
+          type: "integer",
+          description: "where the page starts in the list now; with a cursor, greater than 0 when newer items are ahead of it",
+        },
+        hasMore: {
+          type: "boolean",
+          description:
+            "whether items go on after the page; with ending_before, whether items go on before it (the direction read, as Stripe's has_more)",
+        },
       },
     },
     ErrorEnvelope: {

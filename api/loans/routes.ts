@@ -1,4 +1,5 @@
 import type { LoansService } from "../../domain/loans/service.js";
+import { pageRequestOf } from "../http/pagination.js";
 import { defineRoute, type RouteSpec } from "../http/route.js";
 import {
   cancelResponse,
@@ -6,10 +7,10 @@ import {
   eligibilityResponse,
   extensionBody,
   extensionResponse,
-  listQuery,
   loanDetail,
   loanIdParams,
   loanListItem,
+  loansQuery,
   payoffResponse,
   repayBody,
   repayResponse,
@@ -51,10 +52,10 @@ export function loanRoutes({ loans }: { loans: LoansService }): RouteSpec[] {
       tag: TAG,
       summary: "Your loans, newest first",
       auth: "user",
-      query: listQuery,
+      query: loansQuery,
       response: loanListItem.array(),
       paginated: true,
-      handler: async ({ query, principal }) => loans.list(principal().user, query),
+      handler: async ({ query, principal }) => loans.list(principal().user, query, pageRequestOf(query)),
     }),
     defineRoute({
       method: "get",

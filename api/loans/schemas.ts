@@ -2,7 +2,7 @@ import { z } from "zod";
 import { MICRO_PER_USDC, microFromNumber } from "../../core/money.js";
 import { LOAN_STATUSES } from "../../domain/loans/repo.js";
 import { MAX_DURATION_DAYS, MIN_DURATION_DAYS } from "../../domain/loans/service.js";
-import { queryInteger } from "../http/input.js";
+import { listQuery } from "../http/pagination.js";
 
 // One schema per route part: they validate, type the handlers and generate the OpenAPI document.
 // Loan money values are JSON numbers of USDC (service-spec part 2), exact to the micro-USDC.
@@ -113,11 +113,7 @@ export const loanDetail = z.object({
   txHash: z.string().optional().describe("the funding transaction; absent until funded"),
 });
 
-export const listQuery = z.object({
-  status: z.enum(LOAN_STATUSES).optional().describe("only loans in this status"),
-  limit: queryInteger({ min: 1, max: 100, default: 20 }),
-  offset: queryInteger({ min: 0, max: 1_000_000, default: 0 }),
-});
+export const loansQuery = listQuery({ status: z.enum(LOAN_STATUSES).optional().describe("only loans in this status") });
 export const loanListItem = loanDetail.pick({
   id: true,
   status: true,

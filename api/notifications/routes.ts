@@ -1,13 +1,14 @@
 import { type FeedEnd, type FeedItem, MAX_STREAMS_PER_USER, type NotificationFeed } from "../../domain/notifications/feed.js";
 import { MAX_PUSH_DEVICES, type NotificationsService } from "../../domain/notifications/service.js";
 import { AppError } from "../http/errors.js";
+import { pageRequestOf } from "../http/pagination.js";
 import { defineRoute, type RouteSpec } from "../http/route.js";
 import {
   listExtra,
-  listQuery,
   messageOnly,
   notification,
   notificationIdParams,
+  notificationsQuery,
   preferences,
   preferencesPatch,
   readAllResponse,
@@ -137,11 +138,11 @@ export function notificationRoutes({
       description:
         "The envelope carries `unreadCount` (all your unread notifications, whatever the filter) beside `data` and `pagination`.",
       auth: "user",
-      query: listQuery,
+      query: notificationsQuery,
       response: notification.array(),
       envelopeExtra: listExtra,
       paginated: true,
-      handler: async ({ query, principal }) => notifications.list(principal().user, query),
+      handler: async ({ query, principal }) => notifications.list(principal().user, query, pageRequestOf(query)),
     }),
     defineRoute({
       method: "get",

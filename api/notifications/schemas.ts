@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { canonicalTimeZone, TIME_OF_DAY } from "../../domain/notifications/preferences.js";
 import { NOTIFICATION_TYPES } from "../../domain/notifications/types.js";
-import { queryInteger } from "../http/input.js";
+import { listQuery } from "../http/pagination.js";
 
 // One schema per route part (service-spec part 4, Notifications): they validate, type the
 // handlers and generate the OpenAPI document. Bodies are strict: an unknown group or field is
@@ -16,9 +16,7 @@ export const notificationIdParams = z.object({
     .describe("the notification's id (a UUID); any other value, like another user's id, is 404 NOTIFICATION_NOT_FOUND"),
 });
 
-export const listQuery = z.object({
-  limit: queryInteger({ min: 1, max: 100, default: 20, description: "page size, 1 to 100 (default 20)" }),
-  offset: queryInteger({ min: 0, max: 1_000_000, default: 0, description: "notifications to skip (default 0)" }),
+export const notificationsQuery = listQuery({
   unread: z
     .enum(["true", "false"])
     .transform((value) => value === "true")

@@ -1,13 +1,14 @@
 import type { Checkout } from "../../domain/payments/checkout.js";
 import type { PaymentsService } from "../../domain/payments/service.js";
+import { pageRequestOf } from "../http/pagination.js";
 import { defineRoute, type RouteSpec } from "../http/route.js";
 import {
   createBody,
-  listQuery,
   payBody,
   payment,
   paymentDetail,
   paymentIdParams,
+  paymentsQuery,
   payResponse,
   refundBody,
   refundResponse,
@@ -40,10 +41,10 @@ export function paymentRoutes({ payments, checkout }: { payments: PaymentsServic
       tag: TAG,
       summary: "Your payments as a merchant, newest first",
       auth: "user",
-      query: listQuery,
+      query: paymentsQuery,
       response: payment.array(),
       paginated: true,
-      handler: async ({ query, principal }) => payments.list(principal().user, query),
+      handler: async ({ query, principal }) => payments.list(principal().user, query, pageRequestOf(query)),
     }),
     defineRoute({
       method: "get",

@@ -2,7 +2,8 @@ import { z } from "zod";
 import { MAX_ACTIVE_LOANS } from "../../domain/loans/eligibility.js";
 import { PAYMENT_STATUSES, REFUND_STATUSES } from "../../domain/payments/repo.js";
 import { MAX_EXPIRY_S, METADATA_MAX_BYTES, MIN_EXPIRY_S, PAYMENT_METHODS } from "../../domain/payments/rules.js";
-import { queryInteger, usdcAmount } from "../http/input.js";
+import { usdcAmount } from "../http/input.js";
+import { listQuery } from "../http/pagination.js";
 
 // One schema per route part (service-spec part 4 Payments; D-81): they validate, type the
 // handlers and generate the OpenAPI document. Payment money values are JSON numbers of USDC, exact
@@ -130,9 +131,7 @@ export const paymentIdParams = z.object({
   paymentId: z.string().max(100).describe("the payment's id; another merchant's, or an unknown one, is 404 PAYMENT_NOT_FOUND"),
 });
 
-export const listQuery = z.object({
-  limit: queryInteger({ min: 1, max: 100, default: 20, description: "1 to 100 (default 20)" }),
-  offset: queryInteger({ min: 0, max: 1_000_000, default: 0 }),
+export const paymentsQuery = listQuery({
   status: z.enum(PAYMENT_STATUSES).optional().describe("only payments of this status (for example success)"),
 });
 

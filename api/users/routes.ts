@@ -1,5 +1,6 @@
 import type { UsersService } from "../../domain/users/service.js";
 import type { XpService } from "../../domain/xp/service.js";
+import { pageRequestOf } from "../http/pagination.js";
 import { defineRoute, type RouteSpec } from "../http/route.js";
 import {
   activityEntry,
@@ -69,7 +70,7 @@ export function userRoutes({ users, xp }: { users: UsersService; xp: Pick<XpServ
       query: activityQuery,
       response: activityEntry.array(),
       paginated: true,
-      handler: async ({ query, principal }) => xp.activity(principal().user, query),
+      handler: async ({ query, principal }) => xp.activity(principal().user, query, pageRequestOf(query)),
     }),
     defineRoute({
       method: "get",

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { LOAN_STATUSES } from "../../domain/loans/repo.js";
 import { ACTIVITY_TYPES } from "../../domain/xp/activity.js";
-import { queryInteger } from "../http/input.js";
+import { listQuery } from "../http/pagination.js";
 import { socialVaultExport } from "../social-vault/schemas.js";
 
 // One schema per route part: they validate, type the handlers and generate the OpenAPI document.
@@ -84,11 +84,7 @@ export const xpResponse = z.object({
 });
 
 /** Page size: default 20 as the spec's other lists, at most 100. */
-export const activityQuery = z.object({
-  limit: queryInteger({ min: 1, max: 100, default: 20 }),
-  offset: queryInteger({ min: 0, max: 1_000_000, default: 0 }),
-  type: z.enum(ACTIVITY_TYPES).optional(),
-});
+export const activityQuery = listQuery({ type: z.enum(ACTIVITY_TYPES).optional() });
 
 export const activityEntry = z.object({
   id: z.string(),

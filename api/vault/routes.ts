@@ -1,4 +1,5 @@
 import type { VaultService } from "../../domain/vault/service.js";
+import { pageRequestOf } from "../http/pagination.js";
 import { defineRoute, type RouteSpec } from "../http/route.js";
 import {
   calculateBody,
@@ -113,7 +114,7 @@ export function vaultRoutes({ vault }: { vault: VaultService }): RouteSpec[] {
       query: transactionsQuery,
       response: vaultTransaction.array(),
       paginated: true,
-      handler: async ({ query, principal }) => vault.transactions(principal().user, query),
+      handler: async ({ query, principal }) => vault.transactions(principal().user, pageRequestOf(query)),
     }),
   ];
 }

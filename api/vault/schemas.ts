@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { YIELD_PERIODS } from "../../domain/vault/yield.js";
-import { queryInteger, usdcAmount } from "../http/input.js";
+import { usdcAmount } from "../http/input.js";
+import { listQuery } from "../http/pagination.js";
 
 // One schema per route part: they validate, type the handlers and generate the OpenAPI document.
 
@@ -115,10 +116,7 @@ export const ratesResponse = ratePoint.extend({
   model: z.array(ratePoint).length(5).describe("the curve's points at utilization 0.00, 0.50, 0.80, 0.95 and 1.00"),
 });
 
-export const transactionsQuery = z.object({
-  limit: queryInteger({ min: 1, max: 100, default: 20 }),
-  offset: queryInteger({ min: 0, max: 1_000_000, default: 0 }),
-});
+export const transactionsQuery = listQuery({});
 export const vaultTransaction = z.object({
   id: z
     .string()

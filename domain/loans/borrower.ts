@@ -6,6 +6,7 @@ import { usdcNumber } from "../../core/money.js";
 import { AppError } from "../errors.js";
 import { domainEvent, recordEvents } from "../events/outbox.js";
 import type { OperationKey } from "../idempotency/operation-key.js";
+import { listingInMemory, type PageRequest, paginate } from "../pagination.js";
 import { chainFailure } from "../transactions/failures.js";
 import { requireReceiptEvent } from "../transactions/receipts.js";
 import { tierFor } from "../trust-score/rules.js";
@@ -111,13 +112,15 @@ export function createBorrowerLoans({
     },
 
     /** The user's loans, newest first, optionally of one status; the list view's fields. */
-    async list(user: UserRecord, query: { status?: string; limit: number; offset: number }) {
+    async list(user: UserRecord, filter: { status?: string | undefined }, page: PageRequest) {
       const now = deps.clock.now();
       const all = (await repo.loansOf(user.id, user.walletAddress)).map((row) => detailView(row, now, user.id));
-      const matching = query.status ? all.filter((loan) => loan.status === query.status) : all;
-      const page = matching.slice(query.offset, query.offset + query.limit);
+      const { data, pagination } = await paginate(
+        page,
+        listingInMemory(all, (loan) => !filter.status || loan.status === filter.status),
+      );
       return {
-        data: page.map((loan) => ({
+        data: data.map((loan) => ({
           id: loan.id,
           status: loan.status,
           amount: loan.amount,
@@ -125,12 +128,7 @@ export function createBorrowerLoans({
           ...(loan.dueDate !== undefined && { dueDate: loan.dueDate }),
           daysRemaining: loan.daysRemaining,
         })),
-        pagination: {
-          total: matching.length,
-          limit: query.limit,
-          offset: query.offset,
-          hasMore: query.offset + page.length < matching.length,
-        },
+        pagination,
       };
     },
 

@@ -4,9 +4,10 @@
 // and switches, wallets and display names.
 
 import { randomUUID } from "node:crypto";
-import { jsonForPostgres } from "../../core/text.js";
+import { isUuid, jsonForPostgres } from "../../core/text.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import type { Db, Tx } from "../db.js";
+import { aheadOf, type Listing, readWithPrisma, whereBeside } from "../pagination.js";
 import type { NotificationType } from "./types.js";
 
 export interface NotificationRow {
@@ -34,9 +35,11 @@ export interface NewNotification {
 export interface ListFilter {
   unread?: boolean;
   type?: NotificationType;
-  limit: number;
-  offset: number;
 }
+
+/** A notification's place in the feed. */
+type FeedPlace = { createdAt: Date; seq: bigint };
+const FEED_ORDER = ["createdAt", "seq"] as const;
 
 /** A user as notifications see them: one that exists and has not asked for deletion. */
 export interface Recipient {
@@ -205,20 +208,23 @@ export function createNotificationsRepo({ db }: { db: Db }) {
          WHERE "dedupeKey" = ANY(${[...keys]}::text[])
         RETURNING "id"::text, "userId", "type", "title", "data"`,
 
-    /** A page of the user's feed, newest first (ties: the later write first), with the filter's total and the user's unread count. */
-    async list(userId: string, filter: ListFilter): Promise<{ rows: NotificationRow[]; total: number; unreadCount: number }> {
+    /** The user's feed for `paginate`, newest first (ties: the later write first). */
+    feed(userId: string, filter: Pick<ListFilter, "unread" | "type">): Listing<FeedPlace, NotificationRow> {
       const where = feedOf(userId, filter);
-      const [rows, total, unreadCount] = await prisma.$transaction([
-        prisma.notification.findMany({
-          where,
-          orderBy: [{ createdAt: "desc" }, { seq: "desc" }],
-          take: filter.limit,
-          skip: filter.offset,
-        }),
-        prisma.notification.count({ where }),
-        prisma.notification.count({ where: { userId, read: false } }),
-      ]);
-      return { rows: rows.map(rowOf), total, unreadCount };
+      return {
+        placeOf: async (id) =>
+          isUuid(id) ? prisma.notification.findFirst({ where: { id, userId }, select: { createdAt: true, seq: true } }) : null,
+        read: async (window) =>
+          (
+            await readWithPrisma(FEED_ORDER, window, (args) =>
+              prisma.notification.findMany({ ...args, where: { AND: [where, args.where] } }),
+            )
+          ).map(rowOf),
+        count: (ahead) =>
+          prisma.notification.count({
+            where: ahead ? { AND: [where, whereBeside(FEED_ORDER, ahead.place, aheadOf(ahead.inclusive))] } : where,
+          }),
+      };
     },
 
     unreadCount(userId: string): Promise<number> {

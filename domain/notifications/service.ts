@@ -6,6 +6,7 @@ import type { Clock } from "../../core/clock.js";
 import { isUuid } from "../../core/text.js";
 import type { Db, Tx } from "../db.js";
 import { AppError } from "../errors.js";
+import { type PageRequest, paginate } from "../pagination.js";
 import type { UserRecord, UsersRepo } from "../users/repo.js";
 import { type EventContext, eventContextNeeds, type NotifiableEvent, notificationsFor } from "./from-events.js";
 import {
@@ -229,13 +230,12 @@ export function createNotificationsService({ db, clock, repo, users, activeGuard
       return events.flatMap((event) => notificationsFor(event, contextOf(event)));
     },
 
-    async list(user: Pick<UserRecord, "id">, query: ListFilter) {
-      const { rows, total, unreadCount } = await repo.list(user.id, query);
-      return {
-        data: rows.map(viewOf),
-        pagination: { total, limit: query.limit, offset: query.offset, hasMore: query.offset + rows.length < total },
-        extra: { unreadCount },
-      };
+    async list(user: Pick<UserRecord, "id">, filter: ListFilter, page: PageRequest) {
+      const [{ data, pagination }, unreadCount] = await Promise.all([
+        paginate(page, repo.feed(user.id, filter)),
+        repo.unreadCount(user.id),
+      ]);
+      return { data: data.map(viewOf), pagination, extra: { unreadCount } };
     },
 
     async unreadCount(user: Pick<UserRecord, "id">) {

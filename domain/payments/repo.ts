@@ -5,8 +5,10 @@
 // to another wallet or of another amount does not make it paid. Its status is derived in one
 // place (STATUS_SQL).
 import { MIRRORED_CHAIN_ID } from "../../core/chain-identity.js";
+import { isUuid } from "../../core/text.js";
 import { Prisma } from "../../generated/prisma/client.js";
 import type { Db, Tx } from "../db.js";
+import { aheadOf, type Listing, sqlBeside, sqlWindow } from "../pagination.js";
 import { attemptHolds, HOLD_UNTIL, type ProcessPresence } from "../processes/presence.js";
 
 export const PAYMENT_STATUSES = ["pending", "processing", "success", "failed", "expired", "cancelled"] as const;
@@ -88,6 +90,10 @@ const STATUS_SQL = (now: Date) => Prisma.sql`CASE WHEN paid."txHash" IS NOT NULL
                          ELSE 'pending' END`;
 
 /** The payments as they are at `now`, as `payment`, each a PaymentRow. */
+/** A payment's place in a merchant's list. */
+type PaymentPlace = { createdAt: Date; id: string };
+const PAYMENT_ORDER = [Prisma.sql`"createdAt"`, Prisma.sql`"id"`] as const;
+
 const selectPayments = (now: Date) => Prisma.sql`
   SELECT * FROM (
     SELECT p."id", p."merchantId", u."displayName" AS "merchantName", lower(u."walletAddress") AS "merchantWallet",
@@ -151,15 +157,30 @@ export function createPaymentsRepo({ db, presence }: { db: Db; presence: Pick<Pr
       return row ?? null;
     },
 
-    /** A merchant's payments, newest first, with the total for the filter. */
-    async list(merchantId: string, now: Date, filter: { status?: PaymentStatus; limit: number; offset: number }) {
-      const where = Prisma.sql`WHERE "merchantId" = ${merchantId}${filter.status ? Prisma.sql` AND "status" = ${filter.status}` : Prisma.empty}`;
-      const [rows, counted] = await Promise.all([
-        prisma.$queryRaw<PaymentRow[]>`
-          ${selectPayments(now)} ${where} ORDER BY "createdAt" DESC, "id" DESC LIMIT ${filter.limit} OFFSET ${filter.offset}`,
-        prisma.$queryRaw<{ total: bigint }[]>`SELECT count(*) AS "total" FROM (${selectPayments(now)} ${where}) listed`,
-      ]);
-      return { rows, total: Number(counted[0]?.total ?? 0) };
+    /** A merchant's payments for `paginate`, newest first. */
+    listing(merchantId: string, now: Date, filter: { status?: PaymentStatus | undefined }): Listing<PaymentPlace, PaymentRow> {
+      const where = Prisma.sql`"merchantId" = ${merchantId}${filter.status ? Prisma.sql` AND "status" = ${filter.status}` : Prisma.empty}`;
+      const placeSql = (place: PaymentPlace) =>
+        [Prisma.sql`${place.createdAt.toISOString()}::timestamp(3)`, Prisma.sql`${place.id}::uuid`] as const;
+      return {
+        placeOf: async (id) => {
+          if (!isUuid(id)) return null;
+          const [row] = await prisma.$queryRaw<PaymentPlace[]>`
+            SELECT "createdAt", "id"::text AS "id" FROM "Payment" WHERE "id" = ${id}::uuid AND "merchantId" = ${merchantId}`;
+          return row ?? null;
+        },
+        async read(window) {
+          const { where: beside, tail, reversed } = sqlWindow(PAYMENT_ORDER, window, placeSql);
+          const rows = await prisma.$queryRaw<PaymentRow[]>`${selectPayments(now)} WHERE ${where} AND ${beside} ${tail}`;
+          return reversed ? rows.reverse() : rows;
+        },
+        async count(ahead) {
+          const beside = ahead ? sqlBeside(PAYMENT_ORDER, placeSql(ahead.place), aheadOf(ahead.inclusive)) : Prisma.sql`true`;
+          const [row] = await prisma.$queryRaw<{ total: number }[]>`
+            SELECT count(*)::int AS "total" FROM (${selectPayments(now)} WHERE ${where} AND ${beside}) listed`;
+          return row?.total ?? 0;
+        },
+      };
     },
 
     /**

@@ -11,6 +11,7 @@ import { refFromUuid } from "../../core/refs.js";
 import { isUuid } from "../../core/text.js";
 import { AppError } from "../errors.js";
 import type { OperationKey } from "../idempotency/operation-key.js";
+import { type PageRequest, paginate } from "../pagination.js";
 import type { UserWrite } from "../transactions/user-write.js";
 import type { UserRecord } from "../users/repo.js";
 import type { PaymentEvents } from "./events.js";
@@ -152,12 +153,9 @@ export function createPaymentsService(deps: PaymentsServiceDeps) {
       return { ...viewOf(row), refunds: (await repo.refunds(row.id)).map(refundViewOf) };
     },
 
-    async list(merchant: UserRecord, query: { limit: number; offset: number; status?: PaymentStatus | undefined }) {
-      const { rows, total } = await repo.list(merchant.id, deps.clock.now(), query);
-      return {
-        data: rows.map((row) => viewOf(row)),
-        pagination: { total, limit: query.limit, offset: query.offset, hasMore: query.offset + rows.length < total },
-      };
+    async list(merchant: UserRecord, filter: { status?: PaymentStatus | undefined }, page: PageRequest) {
+      const { data, pagination } = await paginate(page, repo.listing(merchant.id, deps.clock.now(), filter));
+      return { data: data.map((row) => viewOf(row)), pagination };
     },
 
     /** Expires an open payment now, as Stripe's expire does (an attempt under way or a paid one cannot be). */

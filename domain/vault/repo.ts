@@ -4,6 +4,7 @@ import { MIRRORED_CHAIN_ID } from "../../core/chain-identity.js";
 import { formatUsdc2, rateNumber } from "../../core/money.js";
 import { Prisma } from "../../generated/prisma/client.js";
 import type { Db, Tx } from "../db.js";
+import { aheadOf, type Listing, sqlBeside, sqlWindow } from "../pagination.js";
 
 // Shares and rates are numeric(78, 0), read as `::text` (Prisma reads a numeric as a Decimal, the
 // plain driver as its text) and turned into bigints here; every other column comes as its type.
@@ -49,14 +50,27 @@ export function createVaultRepo({ db }: { db: Db }) {
     /** Newest first; `id` is `<txHash>-<type>-<ordinal>`, unique on the chain and kept across reorganisations (D-91). */
     historyOf: async (ownerWallet: string) => (await transactionsOf(db, ownerWallet)).map(transactionView),
 
-    /** One page of the holder's transactions (newest first) and how many there are. */
-    async pageOf(ownerWallet: string, page: { limit: number; offset: number }) {
-      const [rows, [{ total }]] = await Promise.all([
-        transactionsOf(db, ownerWallet, page),
-        prisma.$queryRaw<{ total: number }[]>`
-          SELECT count(*)::int AS "total" FROM "VaultTransaction" WHERE "chainId" = ${MIRRORED_CHAIN_ID} AND "owner" = ${ownerWallet.toLowerCase()}`,
-      ]);
-      return { rows: rows.map(transactionView), total };
+    /** The holder's transactions for `paginate`, newest first. */
+    listing(ownerWallet: string): Listing<ChainPlace, ReturnType<typeof transactionView>> {
+      const owner = ownerWallet.toLowerCase();
+      const placeSql = (place: ChainPlace) => [Prisma.sql`${place.blockNumber}::int`, Prisma.sql`${place.logIndex}::int`] as const;
+      return {
+        async placeOf(id) {
+          const parts = /^(0x[0-9a-f]{64})-(deposit|withdraw)-(\d{1,6})$/.exec(id);
+          if (!parts) return null;
+          const [row] = await prisma.$queryRaw<ChainPlace[]>`
+            SELECT "blockNumber", "logIndex" FROM "VaultTransaction"
+             WHERE "chainId" = ${MIRRORED_CHAIN_ID} AND "owner" = ${owner} AND "txHash" = ${parts[1]} AND "type" = ${parts[2]} AND "ordinal" = ${Number(parts[3])}`;
+          return row ?? null;
+        },
+        read: async (window) => (await transactionsOf(db, owner, sqlWindow(CHAIN_ORDER, window, placeSql))).map(transactionView),
+        async count(ahead) {
+          const beside = ahead ? sqlBeside(CHAIN_ORDER, placeSql(ahead.place), aheadOf(ahead.inclusive)) : Prisma.sql`true`;
+          const [row] = await prisma.$queryRaw<{ total: number }[]>`
+            SELECT count(*)::int AS "total" FROM "VaultTransaction" WHERE "chainId" = ${MIRRORED_CHAIN_ID} AND "owner" = ${owner} AND ${beside}`;
+          return row?.total ?? 0;
+        },
+      };
     },
 
     /** The holder's transactions oldest first, with the block order (yield history). */
@@ -97,14 +111,20 @@ export async function heldInVault(tx: Tx, ownerWallet: string, chainId?: number)
   return { held: row?.held ?? 0n, peak: row?.peak ?? 0n };
 }
 
-async function transactionsOf({ prisma }: Db, ownerWallet: string, page?: { limit: number; offset: number }) {
+/** The holder's transactions newest first: all, or a window of them. */
+async function transactionsOf({ prisma }: Db, ownerWallet: string, window?: ReturnType<typeof sqlWindow>) {
   // `type` is a text column of deposit | withdraw (the indexer's).
   const rows = await prisma.$queryRaw<(Omit<VaultTransactionRow, "shares"> & { shares: string })[]>`
     SELECT "txHash", "logIndex", "ordinal", "blockNumber", "type", "assets", "shares"::text AS "shares", "timestamp"
        FROM "VaultTransaction" WHERE "chainId" = ${MIRRORED_CHAIN_ID} AND "owner" = ${ownerWallet.toLowerCase()}
-      ORDER BY "blockNumber" DESC, "logIndex" DESC${page ? Prisma.sql` LIMIT ${page.limit} OFFSET ${page.offset}` : Prisma.empty}`;
-  return rows.map((row): VaultTransactionRow => ({ ...row, shares: BigInt(row.shares) }));
+        AND ${window?.where ?? Prisma.sql`true`} ${window?.tail ?? Prisma.sql`ORDER BY "blockNumber" DESC, "logIndex" DESC`}`;
+  const ordered = window?.reversed ? rows.reverse() : rows;
+  return ordered.map((row): VaultTransactionRow => ({ ...row, shares: BigInt(row.shares) }));
 }
+
+/** A transaction's place in the holder's list: its place on the chain. */
+type ChainPlace = { blockNumber: number; logIndex: number };
+const CHAIN_ORDER = [Prisma.sql`"blockNumber"`, Prisma.sql`"logIndex"`] as const;
 
 /** The rate of one transaction (USDC per tmUSDC) to 6 decimals, computed in integers. */
 function transactionRate(assets: bigint, shares: bigint): number {

@@ -8,6 +8,7 @@ import { formatUsdc2, rateNumber, usdcNumber } from "../../core/money.js";
 import { platformContractAt } from "../../core/platform-abi.js";
 import { AppError } from "../errors.js";
 import type { OperationKey } from "../idempotency/operation-key.js";
+import { type PageRequest, paginate } from "../pagination.js";
 import type { RewardsConsumer } from "../rewards/consumer.js";
 import type { UserCallData } from "../transactions/user-transactions.js";
 import type { UserWrite } from "../transactions/user-write.js";
@@ -252,13 +253,7 @@ export function createVaultService(deps: VaultServiceDeps) {
     },
 
     /** One page of the user's vault transactions, newest first. */
-    async transactions(user: UserRecord, page: { limit: number; offset: number }) {
-      const { rows, total } = await repo.pageOf(user.walletAddress, page);
-      return {
-        data: rows,
-        pagination: { total, limit: page.limit, offset: page.offset, hasMore: page.offset + rows.length < total },
-      };
-    },
+    transactions: (user: UserRecord, page: PageRequest) => paginate(page, repo.listing(user.walletAddress)),
   };
 }
 

@@ -3,8 +3,13 @@ import type { Clock } from "../../core/clock.js";
 import { createTtlCache } from "../../core/ttl-cache.js";
 import { type Activity, Prisma } from "../../generated/prisma/client.js";
 import type { Db, Tx } from "../db.js";
+import { aheadOf, type Listing, readWithPrisma, whereBeside } from "../pagination.js";
 
 export type ActivityRecord = Activity;
+
+/** An entry's place in the activity feed. */
+type ActivityPlace = { createdAt: Date; id: string };
+const ACTIVITY_ORDER = ["createdAt", "id"] as const;
 
 /** Users' badges kept in the cache at most: the same bound as the user rows' cache. */
 const BADGE_CACHE_MAX = 50_000;
@@ -166,13 +171,18 @@ export function createXpRepo({ db, clock }: { db: Db; clock?: Pick<Clock, "now">
     grantBadges: (tx: Tx, userId: string, badgeIds: string[], now: Date) =>
       tx.userBadge.createMany({ data: badgeIds.map((badgeId) => ({ userId, badgeId, earnedAt: now })), skipDuplicates: true }),
 
-    async listActivity(userId: string, page: { limit: number; offset: number; type?: string }) {
-      const where = { userId, ...(page.type ? { type: page.type } : {}) };
-      const [rows, total] = await prisma.$transaction([
-        prisma.activity.findMany({ where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take: page.limit, skip: page.offset }),
-        prisma.activity.count({ where }),
-      ]);
-      return { rows, total };
+    /** The user's activity feed for `paginate`, newest first. */
+    activityListing(userId: string, filter: { type?: string | undefined }): Listing<ActivityPlace, ActivityRecord> {
+      const where = { userId, ...(filter.type ? { type: filter.type } : {}) };
+      return {
+        placeOf: (id) => prisma.activity.findFirst({ where: { id, userId }, select: { createdAt: true, id: true } }),
+        read: (window) =>
+          readWithPrisma(ACTIVITY_ORDER, window, (args) => prisma.activity.findMany({ ...args, where: { AND: [where, args.where] } })),
+        count: (ahead) =>
+          prisma.activity.count({
+            where: ahead ? { AND: [where, whereBeside(ACTIVITY_ORDER, ahead.place, aheadOf(ahead.inclusive))] } : where,
+          }),
+      };
     },
 
     allActivity: (userId: string) => prisma.activity.findMany({ where: { userId }, orderBy: [{ createdAt: "desc" }, { id: "desc" }] }),

@@ -2,6 +2,7 @@ import type { Clock } from "../../core/clock.js";
 import type { Db, Tx } from "../db.js";
 import { AppError } from "../errors.js";
 import { domainEvent, recordEvents } from "../events/outbox.js";
+import { type PageRequest, paginate } from "../pagination.js";
 import type { UserRecord, UsersRepo } from "../users/repo.js";
 import type { ActivityType, XpActivityType } from "./activity.js";
 import { BADGE_BY_ID, BADGES } from "./badges.js";
@@ -207,12 +208,9 @@ export function createXpService(deps: XpServiceDeps) {
     },
 
     /** A page of the user's activity feed, newest first. */
-    async activity(user: UserRecord, page: { limit: number; offset: number; type?: string }) {
-      const { rows, total } = await repo.listActivity(user.id, page);
-      return {
-        data: rows.map(activityView),
-        pagination: { total, limit: page.limit, offset: page.offset, hasMore: page.offset + rows.length < total },
-      };
+    async activity(user: UserRecord, filter: { type?: string | undefined }, page: PageRequest) {
+      const { data, pagination } = await paginate(page, repo.activityListing(user.id, filter));
+      return { data: data.map(activityView), pagination };
     },
 
     /** The whole activity feed (account export). */

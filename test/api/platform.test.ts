@@ -92,7 +92,7 @@ describe(`HTTP platform (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
       expect(patch.requestBody.content["application/json"].schema.properties).to.have.keys("displayName", "settings");
       expect(patch.responses["400"].description).to.include("VALIDATION_ERROR");
       const activity = doc.paths["/v1/users/me/activity"].get;
-      expect(activity.parameters.map((p: Json) => `${p.in}:${p.name}`)).to.deep.equal(["query:limit", "query:offset", "query:type"]);
+      expect(activity.parameters.map((p: Json) => `${p.in}:${p.name}`)).to.deep.equal(["query:limit", "query:offset", "query:starting_after", "query:ending_before", "query:type"]);
       expect(doc.paths["/v1/users/{userId}"].get.security).to.deep.equal([]);
       expect(doc.paths["/v1/users/{userId}"].get.parameters[0]).to.include({ name: "userId", in: "path", required: true });
     });

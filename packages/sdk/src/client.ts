@@ -6,7 +6,7 @@
 import createFetchClient from "openapi-fetch";
 import { apiErrorOf } from "./errors.js";
 import type { operations, paths } from "./generated/openapi.js";
-import { type Page, type PageLoader, pageOf } from "./pages.js";
+import { type Page, type PageCursor, type Pagination, pageOf } from "./pages.js";
 import { type StreamOptions, streamNotifications } from "./stream.js";
 import { createTransport, type RetryOptions, type TransportOptions } from "./transport.js";
 
@@ -33,6 +33,8 @@ type JsonBody<O extends keyof operations> = operations[O] extends { requestBody?
   ? B
   : never;
 type Query<O extends keyof operations> = NonNullable<operations[O]["parameters"]["query"]>;
+/** What every list's query has: the page fields. */
+type ListQuery = { offset?: number; starting_after?: string; ending_before?: string };
 
 /**
  * A client of the TrustMint API. Each resource's methods return the `data` of the answer
@@ -64,8 +66,23 @@ export function createClient(options: ClientOptions) {
   /** The `data` of a success answer. */
   const data = async <T extends { data?: unknown; error?: unknown; response: Response }>(call: Promise<T>) =>
     ((await envelope(call)) as unknown as { data: NonNullable<T["data"]> extends { data: infer D } ? D : never }).data;
-  /** A paginated list: the page, which also iterates over every item from it on. */
-  const page = async <T>(load: PageLoader<T>, offset = 0): Promise<Page<T>> => pageOf(await load(offset), load);
+  /**
+   * A paginated list: the page the query asks for, which also reads the pages beside it (by
+   * cursor, the query's filters and limit kept) and iterates over every item from it on.
+   */
+  async function listed<Q extends ListQuery, A extends { data: { id: string }[]; pagination?: Pagination | undefined }>(
+    query: Q,
+    get: (query: Q) => Promise<A>,
+  ): Promise<[Page<A["data"][number]>, A]> {
+    const { offset: _offset, starting_after: _after, ending_before: _before, ...filters } = query;
+    const load = (cursor: PageCursor) => get({ ...filters, ...cursor } as Q);
+    const answer = await get(query);
+    return [pageOf(answer, load, query.ending_before !== undefined), answer];
+  }
+  const page = async <Q extends ListQuery, A extends { data: { id: string }[]; pagination?: Pagination | undefined }>(
+    query: Q,
+    get: (query: Q) => Promise<A>,
+  ) => (await listed(query, get))[0];
 
   const users = {
     me: () => data(api.GET("/v1/users/me")),
@@ -73,7 +90,7 @@ export function createClient(options: ClientOptions) {
     get: (userId: string) => data(api.GET("/v1/users/{userId}", { params: { path: { userId } } })),
     xp: (userId: string) => data(api.GET("/v1/users/{userId}/xp", { params: { path: { userId } } })),
     activity: (query: Query<"listMyActivity"> = {}) =>
-      page((offset) => envelope(api.GET("/v1/users/me/activity", { params: { query: { ...query, offset } } })), query.offset),
+      page(query, (query) => envelope(api.GET("/v1/users/me/activity", { params: { query } }))),
     guardians: () => data(api.GET("/v1/users/me/guardians")),
     export: () => data(api.GET("/v1/users/me/export")),
     /** Schedules the account's deletion (confirmation `DELETE_MY_ACCOUNT`); answers the message and deletionDate. */
@@ -92,8 +109,7 @@ export function createClient(options: ClientOptions) {
 
   const loans = {
     eligibility: () => data(api.GET("/v1/loans/eligibility")),
-    list: (query: Query<"listLoans"> = {}) =>
-      page((offset) => envelope(api.GET("/v1/loans", { params: { query: { ...query, offset } } })), query.offset),
+    list: (query: Query<"listLoans"> = {}) => page(query, (query) => envelope(api.GET("/v1/loans", { params: { query } }))),
     create: (body: JsonBody<"requestLoan">, write?: WriteOptions) => data(api.POST("/v1/loans", { body, ...keyed(write) })),
     get: (loanId: string) => data(api.GET("/v1/loans/{loanId}", { params: { path: { loanId } } })),
     repay: (loanId: string, body: JsonBody<"repayLoan">, write?: WriteOptions) =>
@@ -115,7 +131,7 @@ export function createClient(options: ClientOptions) {
     calculateYield: (body: JsonBody<"calculateVaultYield">) => data(api.POST("/v1/vault/yield/calculate", { body })),
     rates: () => data(api.GET("/v1/vault/rates")),
     transactions: (query: Query<"listVaultTransactions"> = {}) =>
-      page((offset) => envelope(api.GET("/v1/vault/transactions", { params: { query: { ...query, offset } } })), query.offset),
+      page(query, (query) => envelope(api.GET("/v1/vault/transactions", { params: { query } }))),
   };
 
   const withdrawal = (withdrawalId: string) => ({ params: { path: { withdrawalId } } });
@@ -158,9 +174,8 @@ export function createClient(options: ClientOptions) {
   const notifications = {
     /** A page of notifications; `unreadCount` (all unread, whatever the filter) beside it. */
     list: async (query: Query<"listNotifications"> = {}) => {
-      const load = (offset: number) => envelope(api.GET("/v1/notifications", { params: { query: { ...query, offset } } }));
-      const first = await load(query.offset ?? 0);
-      return Object.assign(pageOf(first, load), { unreadCount: first.unreadCount });
+      const [first, answer] = await listed(query, (query) => envelope(api.GET("/v1/notifications", { params: { query } })));
+      return Object.assign(first, { unreadCount: answer.unreadCount });
     },
     unreadCount: async () => (await data(api.GET("/v1/notifications/unread/count"))).unreadCount,
     markRead: (notifId: string, write?: WriteOptions) =>
@@ -216,8 +231,7 @@ export function createClient(options: ClientOptions) {
     /** A payment (part 2's request shape, with the credit and split options); send the payer to its checkoutUrl. */
     create: (body: JsonBody<"createPayment">, write?: WriteOptions) => data(api.POST("/v1/payments", { body, ...keyed(write) })),
     get: (paymentId: string) => data(api.GET("/v1/payments/{paymentId}", payment(paymentId))),
-    list: (query: Query<"listPayments"> = {}) =>
-      page((offset) => envelope(api.GET("/v1/payments", { params: { query: { ...query, offset } } })), query.offset),
+    list: (query: Query<"listPayments"> = {}) => page(query, (query) => envelope(api.GET("/v1/payments", { params: { query } }))),
     cancel: (paymentId: string, write?: WriteOptions) =>
       data(api.POST("/v1/payments/{paymentId}/cancel", { ...payment(paymentId), ...keyed(write) })),
     /** Refunds part or all of a payment (the spec's refund call: paymentId, amount, reason). */

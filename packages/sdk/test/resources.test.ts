@@ -247,5 +247,36 @@ describe("@trustmint/sdk: every resource method against npm start", function () 
     expect(seen.slice(0, 2)).to.deep.equal(first.data.map((entry) => entry.id));
     const last = await (await second!.next())!.next();
     expect(last).to.equal(null);
+    // Back from the last page: previous() reads by ending_before.
+    const third = await second!.next();
+    expect((await third!.previous())!.data.map((entry) => entry.id)).to.deep.equal(second!.data.map((entry) => entry.id));
+    expect(await first.previous()).to.equal(null);
+  });
+
+  it("pagination: a walk over payments sees each once while new ones arrive", async () => {
+    const shop = await signIn(baseUrl, "sdk-shop");
+    await shop.client.sandbox.setPlan(shop.id, { plan: "pro" });
+    const create = (n: number) =>
+      shop.client.payments.create({ amount: 1 + n, currency: "USDC", description: `p${n}`, paymentMethods: ["direct"] });
+    const created: string[] = [];
+    for (let n = 1; n <= 5; n++) created.unshift((await create(n)).id);
+    const seen: string[] = [];
+    let arrivals = 0;
+    for await (const payment of await shop.client.payments.list({ limit: 2 })) {
+      seen.push(payment.id);
+      // A new payment while the walk is on its way: the next page is read after the last one seen.
+      if (seen.length % 2 === 0) await create(10 + ++arrivals);
+    }
+    expect(arrivals).to.be.greaterThan(1);
+    expect(seen).to.deep.equal(created);
+    const newest = await shop.client.payments.list({ limit: 2 });
+    expect(newest.pagination).to.include({ total: 5 + arrivals, offset: 0 });
+    const older = await shop.client.payments.list({ limit: 2, starting_after: created[1] });
+    expect(older.data.map((payment) => payment.id)).to.deep.equal(created.slice(2, 4));
+    expect(older.pagination).to.include({ offset: arrivals + 2, hasMore: true });
+    expect((await older.previous())!.data.map((payment) => payment.id)).to.deep.equal(created.slice(0, 2));
+    const error = await apiErrorOf(shop.client.payments.list({ starting_after: created[0], ending_before: created[1] }));
+    expect(error).to.include({ status: 400, code: "VALIDATION_ERROR" });
+    expect(error.details).to.deep.include({ field: "ending_before" });
   });
 });

@@ -1558,9 +1558,12 @@ export interface components {
             requestId: string;
         };
         Pagination: {
+            /** @description items the list's filter matches now */
             total: number;
             limit: number;
+            /** @description where the page starts in the list now; with a cursor, greater than 0 when newer items are ahead of it */
             offset: number;
+            /** @description whether items go on after the page; with ending_before, whether items go on before it (the direction read, as Stripe's has_more) */
             hasMore: boolean;
         };
         ErrorEnvelope: {
@@ -3013,8 +3016,14 @@ export interface operations {
     listMyActivity: {
         parameters: {
             query?: {
+                /** @description page size, 1 to 100 (default 20) */
                 limit?: number;
+                /** @description items to skip (default 0); not with a cursor */
                 offset?: number;
+                /** @description an item's id from this list: the page of the items after it (older). Unlike offset, it stays put while new items arrive. */
+                starting_after?: string;
+                /** @description an item's id from this list: the page of the items just before it (newer). */
+                ending_before?: string;
                 type?: "loan_created" | "loan_repaid" | "vault_deposit" | "vault_withdraw" | "guardian_added" | "level_up";
             };
             header?: never;
@@ -4786,10 +4795,16 @@ export interface operations {
     listLoans: {
         parameters: {
             query?: {
+                /** @description page size, 1 to 100 (default 20) */
+                limit?: number;
+                /** @description items to skip (default 0); not with a cursor */
+                offset?: number;
+                /** @description an item's id from this list: the page of the items after it (older). Unlike offset, it stays put while new items arrive. */
+                starting_after?: string;
+                /** @description an item's id from this list: the page of the items just before it (newer). */
+                ending_before?: string;
                 /** @description only loans in this status */
                 status?: "pending" | "active" | "repaid" | "overdue" | "defaulted" | "cancelled";
-                limit?: number;
-                offset?: number;
             };
             header?: never;
             path?: never;
@@ -5970,8 +5985,12 @@ export interface operations {
             query?: {
                 /** @description page size, 1 to 100 (default 20) */
                 limit?: number;
-                /** @description notifications to skip (default 0) */
+                /** @description items to skip (default 0); not with a cursor */
                 offset?: number;
+                /** @description an item's id from this list: the page of the items after it (older). Unlike offset, it stays put while new items arrive. */
+                starting_after?: string;
+                /** @description an item's id from this list: the page of the items just before it (newer). */
+                ending_before?: string;
                 /** @description true: only unread notifications; false: only read ones; absent: all */
                 unread?: "true" | "false";
                 /** @description only notifications of this type */
@@ -9641,8 +9660,14 @@ export interface operations {
     listVaultTransactions: {
         parameters: {
             query?: {
+                /** @description page size, 1 to 100 (default 20) */
                 limit?: number;
+                /** @description items to skip (default 0); not with a cursor */
                 offset?: number;
+                /** @description an item's id from this list: the page of the items after it (older). Unlike offset, it stays put while new items arrive. */
+                starting_after?: string;
+                /** @description an item's id from this list: the page of the items just before it (newer). */
+                ending_before?: string;
             };
             header?: never;
             path?: never;
@@ -13581,9 +13606,14 @@ export interface operations {
     listPayments: {
         parameters: {
             query?: {
-                /** @description 1 to 100 (default 20) */
+                /** @description page size, 1 to 100 (default 20) */
                 limit?: number;
+                /** @description items to skip (default 0); not with a cursor */
                 offset?: number;
+                /** @description an item's id from this list: the page of the items after it (older). Unlike offset, it stays put while new items arrive. */
+                starting_after?: string;
+                /** @description an item's id from this list: the page of the items just before it (newer). */
+                ending_before?: string;
                 /** @description only payments of this status (for example success) */
                 status?: "pending" | "processing" | "success" | "failed" | "expired" | "cancelled";
             };
