@@ -5,13 +5,15 @@ export const createKeyBody = z.strictObject({
   name: visibleName(100).describe("a label to tell keys apart"),
 });
 
-export const apiKey = z.object({
-  id: z.string(),
-  name: z.string(),
-  prefix: z.string().describe("the first characters of the key"),
-  createdAt: z.string(),
-  lastUsedAt: z.string().nullable(),
-});
+export const apiKey = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    prefix: z.string().describe("the first characters of the key"),
+    createdAt: z.string(),
+    lastUsedAt: z.string().nullable(),
+  })
+  .meta({ id: "ApiKey" });
 
 export const createdKey = apiKey.extend({ key: z.string().describe("the key itself: shown only in this answer, store it now") });
 

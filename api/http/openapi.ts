@@ -8,10 +8,19 @@ import { acceptsIdempotencyKey, type RouteSpec } from "./route.js";
 
 type JsonSchema = Record<string, unknown>;
 
-function jsonSchema(schema: z.ZodType, io: "input" | "output"): JsonSchema {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, {
+/**
+ * The JSON Schema of a zod schema. Response shapes named with `.meta({ id })` (part 2's types) go
+ * to `components.schemas` once and are referenced by name, so generated clients and the reference
+ * show `Notification`, not its fields again; `named` collects them. Request shapes stay inline
+ * (what a client sends may differ from what it gets back: defaults, transforms).
+ */
+function jsonSchema(schema: z.ZodType, io: "input", named?: undefined): JsonSchema;
+function jsonSchema(schema: z.ZodType, io: "output", named: NamedSchemas): JsonSchema;
+function jsonSchema(schema: z.ZodType, io: "input" | "output", named?: NamedSchemas): JsonSchema {
+  const converted = z.toJSONSchema(schema, {
     target: "openapi-3.0",
     io,
+    metadata: io === "output" ? z.globalRegistry : WITHOUT_IDS,
     unrepresentable: "any",
     // Query integers are parsed from digit strings, but a client sends integers.
     override: (context) => {
@@ -21,8 +30,32 @@ function jsonSchema(schema: z.ZodType, io: "input" | "output"): JsonSchema {
       Object.assign(context.jsonSchema, integer);
     },
   }) as JsonSchema;
+  const {
+    $schema: _ignored,
+    definitions,
+    ...rest
+  } = JSON.parse(JSON.stringify(converted).replaceAll('"#/definitions/', '"#/components/schemas/')) as JsonSchema & {
+    definitions?: Record<string, JsonSchema>;
+  };
+  for (const [name, definition] of Object.entries(definitions ?? {})) {
+    const known = named?.get(name);
+    if (known !== undefined && JSON.stringify(known) !== JSON.stringify(definition)) {
+      throw new Error(`two response shapes are named ${name}`);
+    }
+    named?.set(name, definition);
+  }
   return rest;
 }
+
+type NamedSchemas = Map<string, JsonSchema>;
+
+/** The global registry's metadata (descriptions) without the names: request shapes inline. */
+const WITHOUT_IDS = {
+  get(schema: z.ZodType) {
+    const { id: _id, ...rest } = z.globalRegistry.get(schema) ?? {};
+    return Object.keys(rest).length > 0 ? rest : undefined;
+  },
+} as unknown as typeof z.globalRegistry;
 
 const RATE_LIMIT_HEADERS = {
   "X-RateLimit-Limit": { $ref: "#/components/headers/X-RateLimit-Limit" },
@@ -132,8 +165,8 @@ function errorResponses(route: RouteSpec): Record<string, unknown> {
   return responses;
 }
 
-function successSchema(route: RouteSpec): JsonSchema {
-  const data = route.response ? jsonSchema(route.response, "output") : {};
+function successSchema(route: RouteSpec, named: NamedSchemas): JsonSchema {
+  const data = route.response ? jsonSchema(route.response, "output", named) : {};
   if (route.bare) return data;
   const properties: Record<string, unknown> = { success: { type: "boolean", enum: [true] } };
   const required = ["success", "meta"];
@@ -146,7 +179,7 @@ function successSchema(route: RouteSpec): JsonSchema {
   properties.message = { type: "string" };
   if (!withData) required.push("message");
   if (route.envelopeExtra) {
-    const extra = jsonSchema(route.envelopeExtra, "output");
+    const extra = jsonSchema(route.envelopeExtra, "output", named);
     Object.assign(properties, extra.properties as object);
     required.push(...((extra.required as string[]) ?? []));
   }
@@ -184,7 +217,7 @@ const IDEMPOTENCY_PARAMETER = {
   schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$" },
 };
 
-function operation(route: RouteSpec) {
+function operation(route: RouteSpec, named: NamedSchemas) {
   const security = route.auth === "none" ? [] : route.auth === "token" ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, { apiKeyAuth: [] }];
   return {
     operationId: route.operationId,
@@ -206,7 +239,7 @@ function operation(route: RouteSpec) {
         headers: RATE_LIMIT_HEADERS,
         content: route.streams
           ? { [route.streams]: { schema: { type: "string", description: route.description ?? "a stream" } } }
-          : { "application/json": { schema: successSchema(route) } },
+          : { "application/json": { schema: successSchema(route, named) } },
       },
       ...errorResponses(route),
     },
@@ -220,16 +253,20 @@ export function buildOpenApiDocument(
   schemas: Record<string, z.ZodType> = {},
 ) {
   const paths: Record<string, Record<string, unknown>> = {};
+  const named: NamedSchemas = new Map();
   for (const route of routes) {
     paths[route.path] ??= {};
-    paths[route.path]![route.method] = operation(route);
+    paths[route.path]![route.method] = operation(route, named);
   }
-  const named = Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, jsonSchema(schema, "output")]));
+  for (const [name, schema] of Object.entries(schemas)) named.set(name, jsonSchema(schema, "output", named));
   return {
     openapi: "3.0.3",
     info,
     servers: [{ url: "/" }],
     paths,
-    components: { ...COMPONENTS, schemas: { ...COMPONENTS.schemas, ...named } },
+    components: {
+      ...COMPONENTS,
+      schemas: { ...COMPONENTS.schemas, ...Object.fromEntries([...named].sort(([a], [b]) => a.localeCompare(b))) },
+    },
   };
 }

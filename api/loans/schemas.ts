@@ -45,17 +45,19 @@ export const loanIdParams = z.object({
     .describe("the loan's id (a UUID)"),
 });
 
-export const eligibilityResponse = z.object({
-  eligible: z.boolean(),
-  trustScore: z.number().int(),
-  tier: z.enum(["New", "Building", "Established", "Trusted", "Elite"]),
-  maxAmount: usdc("the most one loan of your tier may be"),
-  maxDuration: z.number().int().describe("the longest term of your tier, days"),
-  currentLoans: z.number().int().describe("your open loans: requests waiting for funding, active and overdue loans"),
-  maxActiveLoans: z.number().int(),
-  interestRate: z.number().describe("your tier's rate for a loan's whole term, a fraction (0.05 = 5 %)"),
-  restrictions: z.array(z.enum(RESTRICTIONS)).describe("why you may not borrow now; empty when eligible"),
-});
+export const eligibilityResponse = z
+  .object({
+    eligible: z.boolean(),
+    trustScore: z.number().int(),
+    tier: z.enum(["New", "Building", "Established", "Trusted", "Elite"]),
+    maxAmount: usdc("the most one loan of your tier may be"),
+    maxDuration: z.number().int().describe("the longest term of your tier, days"),
+    currentLoans: z.number().int().describe("your open loans: requests waiting for funding, active and overdue loans"),
+    maxActiveLoans: z.number().int(),
+    interestRate: z.number().describe("your tier's rate for a loan's whole term, a fraction (0.05 = 5 %)"),
+    restrictions: z.array(z.enum(RESTRICTIONS)).describe("why you may not borrow now; empty when eligible"),
+  })
+  .meta({ id: "LoanEligibility" });
 
 export const requestBody = z.strictObject({
   amount: loanAmount(
@@ -70,48 +72,52 @@ export const requestBody = z.strictObject({
   purpose: z.string().max(500).optional().describe("free text, at most 500 characters"),
 });
 
-export const createdLoan = z.object({
-  id: z.string(),
-  status: z.literal("pending"),
-  amount: usdc("principal asked for"),
-  netAmount: usdc("paid to your managed wallet when funded: amount less insuranceFee"),
-  insuranceFee: usdc("10 % of the amount, kept from the payout"),
-  duration: z.number().int().describe("days"),
-  interestRate: z.number().describe("flat rate for the term, a fraction"),
-  totalRepayment: usdc("amount plus interest, owed by the due date"),
-  purpose: z.string().optional().describe("as given; absent when none was"),
-  createdAt: isoDate,
-  expiresAt: isoDate.describe("the request lapses (becomes cancelled) if not funded by then"),
-});
+export const createdLoan = z
+  .object({
+    id: z.string(),
+    status: z.literal("pending"),
+    amount: usdc("principal asked for"),
+    netAmount: usdc("paid to your managed wallet when funded: amount less insuranceFee"),
+    insuranceFee: usdc("10 % of the amount, kept from the payout"),
+    duration: z.number().int().describe("days"),
+    interestRate: z.number().describe("flat rate for the term, a fraction"),
+    totalRepayment: usdc("amount plus interest, owed by the due date"),
+    purpose: z.string().optional().describe("as given; absent when none was"),
+    createdAt: isoDate,
+    expiresAt: isoDate.describe("the request lapses (becomes cancelled) if not funded by then"),
+  })
+  .meta({ id: "LoanRequest" });
 
-export const loanDetail = z.object({
-  id: z.string(),
-  borrower: z.string().describe("the borrower's user id (yours)"),
-  status: z.enum(LOAN_STATUSES),
-  amount: usdc("principal"),
-  netAmount: usdc("paid out: amount less insuranceFee"),
-  insuranceFee: usdc("kept from the payout"),
-  duration: z.number().int().describe("days"),
-  interestRate: z.number().describe("flat rate for the term, a fraction"),
-  totalRepayment: usdc("amount plus interest"),
-  purpose: z.string().optional().describe("as given; absent when none was"),
-  amountPaid: usdc("repaid so far"),
-  remainingBalance: usdc("still owed (totalRepayment while pending; 0 once closed or cancelled)"),
-  createdAt: isoDate,
-  expiresAt: isoDate
-    .optional()
-    .describe("when the request lapses if not funded by then; absent only for a loan funded outside the API, which had no request"),
-  fundedAt: isoDate.optional().describe("when the pool funded it; absent until funded"),
-  dueDate: isoDate.optional().describe("fundedAt plus the term (and any extension); absent until funded"),
-  daysRemaining: z
-    .number()
-    .int()
-    .describe(
-      "whole days of the term left: the duration while pending, the days to dueDate rounded up while active, 0 once overdue or closed",
-    ),
-  cancelledAt: isoDate.optional().describe("present only on a cancelled loan (a lapsed request: its expiresAt)"),
-  txHash: z.string().optional().describe("the funding transaction; absent until funded"),
-});
+export const loanDetail = z
+  .object({
+    id: z.string(),
+    borrower: z.string().describe("the borrower's user id (yours)"),
+    status: z.enum(LOAN_STATUSES),
+    amount: usdc("principal"),
+    netAmount: usdc("paid out: amount less insuranceFee"),
+    insuranceFee: usdc("kept from the payout"),
+    duration: z.number().int().describe("days"),
+    interestRate: z.number().describe("flat rate for the term, a fraction"),
+    totalRepayment: usdc("amount plus interest"),
+    purpose: z.string().optional().describe("as given; absent when none was"),
+    amountPaid: usdc("repaid so far"),
+    remainingBalance: usdc("still owed (totalRepayment while pending; 0 once closed or cancelled)"),
+    createdAt: isoDate,
+    expiresAt: isoDate
+      .optional()
+      .describe("when the request lapses if not funded by then; absent only for a loan funded outside the API, which had no request"),
+    fundedAt: isoDate.optional().describe("when the pool funded it; absent until funded"),
+    dueDate: isoDate.optional().describe("fundedAt plus the term (and any extension); absent until funded"),
+    daysRemaining: z
+      .number()
+      .int()
+      .describe(
+        "whole days of the term left: the duration while pending, the days to dueDate rounded up while active, 0 once overdue or closed",
+      ),
+    cancelledAt: isoDate.optional().describe("present only on a cancelled loan (a lapsed request: its expiresAt)"),
+    txHash: z.string().optional().describe("the funding transaction; absent until funded"),
+  })
+  .meta({ id: "Loan" });
 
 export const loansQuery = listQuery({ status: z.enum(LOAN_STATUSES).optional().describe("only loans in this status") });
 export const loanListItem = loanDetail.pick({
@@ -138,13 +144,15 @@ export const repayResponse = z.object({
   txHash: z.string(),
 });
 
-export const payoffResponse = z.object({
-  loanId: z.string(),
-  originalTotal: usdc("amount plus the whole term's interest"),
-  earlyPayoffAmount: usdc("what closing the loan takes now: the principal still out plus the interest of the days charged so far"),
-  interestSaved: usdc("remaining balance less earlyPayoffAmount"),
-  daysEarly: z.number().int().describe("days of the term not charged"),
-});
+export const payoffResponse = z
+  .object({
+    loanId: z.string(),
+    originalTotal: usdc("amount plus the whole term's interest"),
+    earlyPayoffAmount: usdc("what closing the loan takes now: the principal still out plus the interest of the days charged so far"),
+    interestSaved: usdc("remaining balance less earlyPayoffAmount"),
+    daysEarly: z.number().int().describe("days of the term not charged"),
+  })
+  .meta({ id: "LoanPayoff" });
 
 export const extensionBody = z.strictObject({
   days: z.number().int().min(1).max(MAX_DURATION_DAYS).describe("days to add to the term, a whole number"),

@@ -25,21 +25,23 @@ export const notificationsQuery = listQuery({
   type: z.enum(NOTIFICATION_TYPES).optional().describe("only notifications of this type"),
 });
 
-export const notification = z.object({
-  id: z.string(),
-  type: z
-    .enum(NOTIFICATION_TYPES)
-    .describe(
-      "part 2's 13 types, and the extensions webhook_failing (one of your webhooks stopped receiving), payment_receipt (you paid a merchant), loan_refused (the pool refused your request at funding), payment_refunded (a merchant refunded your purchase) and transaction_reverted (a chain reorganisation removed what an earlier notification announced: data.notificationId names it, data.revertedType is its type)",
-    ),
-  title: z.string().describe("in the user's language (settings.language; English where no translation exists)"),
-  body: z.string(),
-  read: z.boolean(),
-  data: z
-    .record(z.string(), z.unknown())
-    .describe("what the app needs to open the right screen; depends on the type (loanId, withdrawalId, vaultAddress, badgeId, ...)"),
-  createdAt: isoDate,
-});
+export const notification = z
+  .object({
+    id: z.string(),
+    type: z
+      .enum(NOTIFICATION_TYPES)
+      .describe(
+        "part 2's 13 types, and the extensions webhook_failing (one of your webhooks stopped receiving), payment_receipt (you paid a merchant), loan_refused (the pool refused your request at funding), payment_refunded (a merchant refunded your purchase) and transaction_reverted (a chain reorganisation removed what an earlier notification announced: data.notificationId names it, data.revertedType is its type)",
+      ),
+    title: z.string().describe("in the user's language (settings.language; English where no translation exists)"),
+    body: z.string(),
+    read: z.boolean(),
+    data: z
+      .record(z.string(), z.unknown())
+      .describe("what the app needs to open the right screen; depends on the type (loanId, withdrawalId, vaultAddress, badgeId, ...)"),
+    createdAt: isoDate,
+  })
+  .meta({ id: "Notification" });
 
 export const listExtra = z.object({
   unreadCount: z.number().int().describe("your unread notifications, whatever the filter"),
@@ -89,15 +91,17 @@ const emailGroup = {
 };
 const smsGroup = { enabled: z.boolean().describe("SMS, for urgent notifications only") };
 
-export const preferences = z.object({
-  push: z.object(pushGroup),
-  email: z.object(emailGroup),
-  sms: z.object(smsGroup),
-  quietHours: z
-    .object({ start: z.string(), end: z.string(), timeZone: z.string() })
-    .nullable()
-    .describe("extension: the window in which notifications that are not urgent do not buzz; null when none"),
-});
+export const preferences = z
+  .object({
+    push: z.object(pushGroup),
+    email: z.object(emailGroup),
+    sms: z.object(smsGroup),
+    quietHours: z
+      .object({ start: z.string(), end: z.string(), timeZone: z.string() })
+      .nullable()
+      .describe("extension: the window in which notifications that are not urgent do not buzz; null when none"),
+  })
+  .meta({ id: "NotificationPreferences" });
 
 export const preferencesPatch = z.strictObject({
   push: z.strictObject(pushGroup).partial().optional(),

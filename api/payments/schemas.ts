@@ -78,52 +78,56 @@ export const createBody = z.strictObject({
     .describe("for the split method (the client library's option; extension)"),
 });
 
-const refund = z.object({
-  id: z.string(),
-  paymentId: z.string(),
-  amount: usdc("refunded"),
-  reason: z.string(),
-  status: z.enum(REFUND_STATUSES).describe("pending (sent, not yet on chain), succeeded, or failed (nothing moved: see failure)"),
-  failure: z.string().nullable().describe("why it failed"),
-  txHash: txHash.nullable().describe("the refund's transaction, once on chain"),
-  createdAt: isoDate,
-});
+const refund = z
+  .object({
+    id: z.string(),
+    paymentId: z.string(),
+    amount: usdc("refunded"),
+    reason: z.string(),
+    status: z.enum(REFUND_STATUSES).describe("pending (sent, not yet on chain), succeeded, or failed (nothing moved: see failure)"),
+    failure: z.string().nullable().describe("why it failed"),
+    txHash: txHash.nullable().describe("the refund's transaction, once on chain"),
+    createdAt: isoDate,
+  })
+  .meta({ id: "PaymentRefund" });
 
 const fee = z.object({ fee: usdc("the fee"), net: usdc("what the merchant receives") });
 
-export const payment = z.object({
-  id: z.string(),
-  status: z
-    .enum(PAYMENT_STATUSES)
-    .describe(
-      "pending (open for payment), processing (a payer's attempt under way), success (paid: the mirror has its transaction), expired (not paid by expiresAt), cancelled (by the merchant)",
-    ),
-  amount: usdc("the gross amount"),
-  currency: z.literal("USDC"),
-  description: z.string(),
-  paymentMethods: z.array(method),
-  metadata: z.record(z.string(), z.unknown()),
-  fees: z
-    .partialRecord(method, fee)
-    .describe("for each allowed method: its fee (direct 1 %, credit 2 %, split 1.5 % per installment, rounded down) and the net"),
-  checkoutUrl: z.string().describe("the hosted checkout page to send the payer to"),
-  redirectUrl: z.string().nullable(),
-  cancelUrl: z.string().nullable(),
-  expiresAt: isoDate,
-  createdAt: isoDate,
-  cancelledAt: isoDate.nullable(),
-  method: method.nullable().describe("the method it was (or is being) paid with"),
-  payerId: z.string().nullable().describe("the payer's user id, once paid"),
-  paidAt: isoDate.nullable().describe("the payment's block time"),
-  fee: usdc("the fee taken").nullable(),
-  net: usdc("what the merchant received").nullable(),
-  amountRefunded: usdc("refunded so far"),
-  txHash: txHash.nullable().describe("the payment's transaction"),
-  lastFailure: z
-    .object({ reason: z.string(), method: z.string(), at: isoDate })
-    .nullable()
-    .describe("the last failed attempt (declined, insufficient_funds); the payment stays open"),
-});
+export const payment = z
+  .object({
+    id: z.string(),
+    status: z
+      .enum(PAYMENT_STATUSES)
+      .describe(
+        "pending (open for payment), processing (a payer's attempt under way), success (paid: the mirror has its transaction), expired (not paid by expiresAt), cancelled (by the merchant)",
+      ),
+    amount: usdc("the gross amount"),
+    currency: z.literal("USDC"),
+    description: z.string(),
+    paymentMethods: z.array(method),
+    metadata: z.record(z.string(), z.unknown()),
+    fees: z
+      .partialRecord(method, fee)
+      .describe("for each allowed method: its fee (direct 1 %, credit 2 %, split 1.5 % per installment, rounded down) and the net"),
+    checkoutUrl: z.string().describe("the hosted checkout page to send the payer to"),
+    redirectUrl: z.string().nullable(),
+    cancelUrl: z.string().nullable(),
+    expiresAt: isoDate,
+    createdAt: isoDate,
+    cancelledAt: isoDate.nullable(),
+    method: method.nullable().describe("the method it was (or is being) paid with"),
+    payerId: z.string().nullable().describe("the payer's user id, once paid"),
+    paidAt: isoDate.nullable().describe("the payment's block time"),
+    fee: usdc("the fee taken").nullable(),
+    net: usdc("what the merchant received").nullable(),
+    amountRefunded: usdc("refunded so far"),
+    txHash: txHash.nullable().describe("the payment's transaction"),
+    lastFailure: z
+      .object({ reason: z.string(), method: z.string(), at: isoDate })
+      .nullable()
+      .describe("the last failed attempt (declined, insufficient_funds); the payment stays open"),
+  })
+  .meta({ id: "Payment" });
 
 export const paymentDetail = payment.extend({ refunds: z.array(refund).describe("oldest first, each with its transaction") });
 

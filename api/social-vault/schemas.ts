@@ -29,16 +29,18 @@ const recoveryState = z
   .nullable()
   .describe("a recovery the guardians started (the vault is locked meanwhile); null: none");
 
-export const configResponse = z.object({
-  isConfigured: z.boolean(),
-  dailyLimit: usdc2("USDC that may leave at once within a rolling day"),
-  timelockDuration: z.number().int().describe("seconds a withdrawal above the daily limit waits after its approvals"),
-  requiredSignatures: z.number().int().describe("guardian approvals a withdrawal above the daily limit needs"),
-  guardianCount: z.number().int().describe("active guardians"),
-  isLocked: z.boolean(),
-  hasDuressPin: z.boolean(),
-  recovery: recoveryState,
-});
+export const configResponse = z
+  .object({
+    isConfigured: z.boolean(),
+    dailyLimit: usdc2("USDC that may leave at once within a rolling day"),
+    timelockDuration: z.number().int().describe("seconds a withdrawal above the daily limit waits after its approvals"),
+    requiredSignatures: z.number().int().describe("guardian approvals a withdrawal above the daily limit needs"),
+    guardianCount: z.number().int().describe("active guardians"),
+    isLocked: z.boolean(),
+    hasDuressPin: z.boolean(),
+    recovery: recoveryState,
+  })
+  .meta({ id: "SocialVaultConfig" });
 
 export const createBody = z.strictObject({
   dailyLimit: usdcAmount({ max: MAX_SOCIAL_VAULT_AMOUNT, description: "USDC per rolling day that may leave without approvals" }),
@@ -135,7 +137,9 @@ export const withdrawalRecord = withdrawalResponse.extend({
   closedAt: z.string().nullable().describe("when it was executed, cancelled or marked expired on chain"),
   closedTxHash: txHash.nullable(),
 });
-export const withdrawalDetail = withdrawalRecord.extend({ vaultAddress: address.describe("the vault it leaves") });
+export const withdrawalDetail = withdrawalRecord
+  .extend({ vaultAddress: address.describe("the vault it leaves") })
+  .meta({ id: "SocialVaultWithdrawal" });
 
 const unlockRequest = z
   .object({

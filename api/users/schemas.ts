@@ -13,35 +13,41 @@ export const walletAddress = z
   .regex(/^0x[0-9a-fA-F]{40}$/)
   .describe("0x-prefixed address of the user's managed wallet");
 
-export const settings = z.object({
-  notifications: z.boolean().describe("push notifications"),
-  emailAlerts: z.boolean().describe("e-mail notifications"),
-  language: z.string().describe("preferred language (BCP 47 tag)"),
-  publicTrustScore: z.boolean().describe("whether other users may read your Trust Score details (default false)"),
-});
+export const settings = z
+  .object({
+    notifications: z.boolean().describe("push notifications"),
+    emailAlerts: z.boolean().describe("e-mail notifications"),
+    language: z.string().describe("preferred language (BCP 47 tag)"),
+    publicTrustScore: z.boolean().describe("whether other users may read your Trust Score details (default false)"),
+  })
+  .meta({ id: "UserSettings" });
 
-export const privateUser = z.object({
-  id: z.string(),
-  email: z.string().describe("visible only to the user; empty when the identity provider gave none"),
-  displayName: z.string(),
-  walletAddress,
-  trustScore: z.number().int(),
-  level: z.string(),
-  xp: z.number().int(),
-  plan: z.enum(["free", "pro", "enterprise"]),
-  createdAt: isoDate,
-  settings,
-});
+export const privateUser = z
+  .object({
+    id: z.string(),
+    email: z.string().describe("visible only to the user; empty when the identity provider gave none"),
+    displayName: z.string(),
+    walletAddress,
+    trustScore: z.number().int(),
+    level: z.string(),
+    xp: z.number().int(),
+    plan: z.enum(["free", "pro", "enterprise"]),
+    createdAt: isoDate,
+    settings,
+  })
+  .meta({ id: "User" });
 
-export const publicUser = z.object({
-  id: z.string(),
-  displayName: z.string(),
-  walletAddress,
-  trustScore: z.number().int(),
-  level: z.string(),
-  badges: z.array(z.string()).describe("badge identifiers"),
-  createdAt: isoDate,
-});
+export const publicUser = z
+  .object({
+    id: z.string(),
+    displayName: z.string(),
+    walletAddress,
+    trustScore: z.number().int(),
+    level: z.string(),
+    badges: z.array(z.string()).describe("badge identifiers"),
+    createdAt: isoDate,
+  })
+  .meta({ id: "PublicUser" });
 
 export const userIdParams = z.object({ userId });
 
@@ -73,34 +79,40 @@ export const patchMeBody = z.strictObject({
 
 export const patchMeResponse = z.object({ id: z.string(), displayName: z.string(), settings, updatedAt: isoDate });
 
-export const xpResponse = z.object({
-  userId: z.string(),
-  xp: z.number().int(),
-  level: z.string(),
-  nextLevel: z.string(),
-  xpToNextLevel: z.number().int(),
-  progressPercent: z.number().int(),
-  badges: z.array(z.object({ id: z.string(), name: z.string(), earnedAt: isoDate })),
-});
+export const xpResponse = z
+  .object({
+    userId: z.string(),
+    xp: z.number().int(),
+    level: z.string(),
+    nextLevel: z.string(),
+    xpToNextLevel: z.number().int(),
+    progressPercent: z.number().int(),
+    badges: z.array(z.object({ id: z.string(), name: z.string(), earnedAt: isoDate })),
+  })
+  .meta({ id: "UserXp" });
 
 /** Page size: default 20 as the spec's other lists, at most 100. */
 export const activityQuery = listQuery({ type: z.enum(ACTIVITY_TYPES).optional() });
 
-export const activityEntry = z.object({
-  id: z.string(),
-  type: z.enum(ACTIVITY_TYPES),
-  description: z.string(),
-  xpEarned: z.number().int(),
-  timestamp: isoDate,
-});
+export const activityEntry = z
+  .object({
+    id: z.string(),
+    type: z.enum(ACTIVITY_TYPES),
+    description: z.string(),
+    xpEarned: z.number().int(),
+    timestamp: isoDate,
+  })
+  .meta({ id: "ActivityEntry" });
 
-export const guardian = z.object({
-  id: z.string(),
-  walletAddress: z.string(),
-  displayName: z.string(),
-  status: z.enum(["active", "pending"]),
-  addedAt: isoDate,
-});
+export const guardian = z
+  .object({
+    id: z.string(),
+    walletAddress: z.string(),
+    displayName: z.string(),
+    status: z.enum(["active", "pending"]),
+    addedAt: isoDate,
+  })
+  .meta({ id: "Guardian" });
 
 /** A loan in the export: the spec's Loan fields the chain knows, plus interest, extensions and closedAt. */
 export const exportedLoan = z.object({

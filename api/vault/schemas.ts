@@ -19,31 +19,35 @@ const txHash = z
 /** Most one request may move: far above any test balance, far below any overflow. */
 export const MAX_VAULT_AMOUNT = 1_000_000_000;
 
-export const vaultStatus = z.object({
-  totalDeposits: usdc2("USDC the vault holds for its depositors (idle plus lent out)"),
-  totalBorrowed: usdc2("USDC out on loans"),
-  utilization: z.number().min(0).max(1).describe("totalBorrowed / totalDeposits"),
-  currentAPY: z.number().describe("supply APY as a fraction (0.05 = 5 %)"),
-  exchangeRate: z.number().describe("USDC per tmUSDC"),
-  tmUSDCSupply: usdc2("tmUSDC in circulation"),
-});
+export const vaultStatus = z
+  .object({
+    totalDeposits: usdc2("USDC the vault holds for its depositors (idle plus lent out)"),
+    totalBorrowed: usdc2("USDC out on loans"),
+    utilization: z.number().min(0).max(1).describe("totalBorrowed / totalDeposits"),
+    currentAPY: z.number().describe("supply APY as a fraction (0.05 = 5 %)"),
+    exchangeRate: z.number().describe("USDC per tmUSDC"),
+    tmUSDCSupply: usdc2("tmUSDC in circulation"),
+  })
+  .meta({ id: "VaultStatus" });
 
-export const vaultPosition = z.object({
-  userId: z.string(),
-  tmUSDCBalance: usdc2("your tmUSDC"),
-  usdcValue: usdc2("what your tmUSDC redeems for now, rounded down"),
-  earnedYield: usdc2("usdcValue minus your net deposits (USDC in minus USDC out); negative after a loss"),
-  depositedAt: isoDate
-    .nullable()
-    .describe(
-      "when your current holding began: your first deposit (or tmUSDC received from another wallet) since your balance was last 0; null only while you hold no tmUSDC",
-    ),
-  lastYieldClaim: isoDate
-    .nullable()
-    .describe(
-      "yield accrues in the exchange rate, nothing is claimed: the latest yield distribution of the vault your holding took part in (at or after depositedAt), else depositedAt; null only while you hold no tmUSDC",
-    ),
-});
+export const vaultPosition = z
+  .object({
+    userId: z.string(),
+    tmUSDCBalance: usdc2("your tmUSDC"),
+    usdcValue: usdc2("what your tmUSDC redeems for now, rounded down"),
+    earnedYield: usdc2("usdcValue minus your net deposits (USDC in minus USDC out); negative after a loss"),
+    depositedAt: isoDate
+      .nullable()
+      .describe(
+        "when your current holding began: your first deposit (or tmUSDC received from another wallet) since your balance was last 0; null only while you hold no tmUSDC",
+      ),
+    lastYieldClaim: isoDate
+      .nullable()
+      .describe(
+        "yield accrues in the exchange rate, nothing is claimed: the latest yield distribution of the vault your holding took part in (at or after depositedAt), else depositedAt; null only while you hold no tmUSDC",
+      ),
+  })
+  .meta({ id: "VaultPosition" });
 
 export const depositBody = z.strictObject({
   amount: usdcAmount({
@@ -78,21 +82,23 @@ export const withdrawResponse = z.object({
 export const yieldHistoryQuery = z.object({
   period: z.enum(YIELD_PERIODS).default("30d").describe("7d, 30d, 90d, 1y or all (default 30d)"),
 });
-export const yieldHistoryResponse = z.object({
-  period: z.enum(YIELD_PERIODS),
-  totalYield: usdc2("your yield over the period"),
-  averageAPY: z.number().describe("value-weighted APY over the days your position earned"),
-  history: z.array(
-    z.object({
-      date: z
-        .string()
-        .regex(/^\d{4}-\d{2}-\d{2}$/)
-        .describe("UTC day, YYYY-MM-DD"),
-      yield: usdc2("your yield that day"),
-      apy: z.number().describe("that day's yield over the value held at its start, annualised"),
-    }),
-  ),
-});
+export const yieldHistoryResponse = z
+  .object({
+    period: z.enum(YIELD_PERIODS),
+    totalYield: usdc2("your yield over the period"),
+    averageAPY: z.number().describe("value-weighted APY over the days your position earned"),
+    history: z.array(
+      z.object({
+        date: z
+          .string()
+          .regex(/^\d{4}-\d{2}-\d{2}$/)
+          .describe("UTC day, YYYY-MM-DD"),
+        yield: usdc2("your yield that day"),
+        apy: z.number().describe("that day's yield over the value held at its start, annualised"),
+      }),
+    ),
+  })
+  .meta({ id: "YieldHistory" });
 
 export const calculateBody = z.strictObject({
   amount: usdcAmount({ max: MAX_VAULT_AMOUNT, description: "USDC to project: more than 0, at most 6 decimals" }),
@@ -112,21 +118,25 @@ const ratePoint = z.object({
   borrowRate: z.number().describe("annual borrow rate, a fraction"),
   supplyAPY: z.number().describe("annual supply rate paid to depositors, a fraction"),
 });
-export const ratesResponse = ratePoint.extend({
-  model: z.array(ratePoint).length(5).describe("the curve's points at utilization 0.00, 0.50, 0.80, 0.95 and 1.00"),
-});
+export const ratesResponse = ratePoint
+  .extend({
+    model: z.array(ratePoint).length(5).describe("the curve's points at utilization 0.00, 0.50, 0.80, 0.95 and 1.00"),
+  })
+  .meta({ id: "InterestRateModel" });
 
 export const transactionsQuery = listQuery({});
-export const vaultTransaction = z.object({
-  id: z
-    .string()
-    .describe(
-      "<txHash>-<type>-<n>: the transaction and the place of this deposit or withdrawal among its own of that type; kept when a reorganisation moves the transaction",
-    ),
-  type: z.enum(["deposit", "withdraw"]),
-  usdcAmount: usdc2("USDC in or out"),
-  tmUSDCAmount: usdc2("tmUSDC received or redeemed"),
-  exchangeRate: z.number().describe("USDC per tmUSDC of this transaction"),
-  timestamp: isoDate,
-  txHash,
-});
+export const vaultTransaction = z
+  .object({
+    id: z
+      .string()
+      .describe(
+        "<txHash>-<type>-<n>: the transaction and the place of this deposit or withdrawal among its own of that type; kept when a reorganisation moves the transaction",
+      ),
+    type: z.enum(["deposit", "withdraw"]),
+    usdcAmount: usdc2("USDC in or out"),
+    tmUSDCAmount: usdc2("tmUSDC received or redeemed"),
+    exchangeRate: z.number().describe("USDC per tmUSDC of this transaction"),
+    timestamp: isoDate,
+    txHash,
+  })
+  .meta({ id: "VaultTransaction" });

@@ -37,13 +37,15 @@ export const createBody = z.strictObject({
     ),
 });
 
-export const webhook = z.object({
-  id: z.string(),
-  url: z.string(),
-  events: z.array(z.string()),
-  status: z.enum(["active", "failing"]).describe("failing after the sixth failed attempt of a delivery; PATCH status active revives it"),
-  createdAt: isoDate,
-});
+export const webhook = z
+  .object({
+    id: z.string(),
+    url: z.string(),
+    events: z.array(z.string()),
+    status: z.enum(["active", "failing"]).describe("failing after the sixth failed attempt of a delivery; PATCH status active revives it"),
+    createdAt: isoDate,
+  })
+  .meta({ id: "Webhook" });
 
 export const webhookListItem = webhook.extend({
   lastDelivery: z
@@ -63,15 +65,17 @@ export const deliveriesQuery = z.object({
   limit: queryInteger({ min: 1, max: 100, default: 20, description: "newest first, 1 to 100 (default 20)" }),
 });
 
-export const delivery = z.object({
-  id: z.string(),
-  event: z.string(),
-  status: z.enum(["success", "failed"]),
-  statusCode: z.number().int().describe("the receiver's HTTP status; 0 when no answer came (refused, timed out, blocked address)"),
-  timestamp: isoDate,
-  duration: z.number().int().describe("milliseconds"),
-  error: z.string().optional().describe("why it failed; only when failed"),
-});
+export const delivery = z
+  .object({
+    id: z.string(),
+    event: z.string(),
+    status: z.enum(["success", "failed"]),
+    statusCode: z.number().int().describe("the receiver's HTTP status; 0 when no answer came (refused, timed out, blocked address)"),
+    timestamp: isoDate,
+    duration: z.number().int().describe("milliseconds"),
+    error: z.string().optional().describe("why it failed; only when failed"),
+  })
+  .meta({ id: "WebhookDelivery" });
 
 export const testBody = z.strictObject({
   event: z.string().max(100).describe("an event name of part 6; the payload's data is {test: true, message}"),

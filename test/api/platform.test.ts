@@ -1,3 +1,4 @@
+import { createConfig, lintFromString } from "@redocly/openapi-core";
 import { expect } from "chai";
 import fc from "fast-check";
 import { Redis } from "ioredis";
@@ -92,9 +93,28 @@ describe(`HTTP platform (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
       expect(patch.requestBody.content["application/json"].schema.properties).to.have.keys("displayName", "settings");
       expect(patch.responses["400"].description).to.include("VALIDATION_ERROR");
       const activity = doc.paths["/v1/users/me/activity"].get;
-      expect(activity.parameters.map((p: Json) => `${p.in}:${p.name}`)).to.deep.equal(["query:limit", "query:offset", "query:starting_after", "query:ending_before", "query:type"]);
+      expect(activity.parameters.map((p: Json) => `${p.in}:${p.name}`)).to.deep.equal([
+        "query:limit",
+        "query:offset",
+        "query:starting_after",
+        "query:ending_before",
+        "query:type",
+      ]);
       expect(doc.paths["/v1/users/{userId}"].get.security).to.deep.equal([]);
       expect(doc.paths["/v1/users/{userId}"].get.parameters[0]).to.include({ name: "userId", in: "path", required: true });
+    });
+
+    it("serves a valid OpenAPI 3.0 document (Redocly's rules): every $ref resolves, part 2's shapes by name", async () => {
+      const source = (await api.request("GET", "/v1/openapi.json")).text;
+      const config = await createConfig({ extends: ["minimal"] });
+      const problems = await lintFromString({ source, absoluteRef: "openapi.json", config });
+      const errors = problems.filter((problem) => problem.severity === "error");
+      expect(errors.map((problem) => `${problem.ruleId}: ${problem.message} at ${problem.location[0]?.pointer}`)).to.deep.equal([]);
+      const doc = JSON.parse(source);
+      expect(doc.paths["/v1/users/me"].get.responses["200"].content["application/json"].schema.properties.data).to.deep.equal({
+        $ref: "#/components/schemas/User",
+      });
+      expect(doc.components.schemas).to.include.keys("User", "PublicUser", "ActivityEntry", "TrustScore", "Notification", "Webhook");
     });
 
     it("serves /docs from local assets", async () => {

@@ -1580,6 +1580,476 @@ export interface components {
             };
             meta?: components["schemas"]["Meta"];
         };
+        ActivityEntry: {
+            id: string;
+            /** @enum {string} */
+            type: "loan_created" | "loan_repaid" | "vault_deposit" | "vault_withdraw" | "guardian_added" | "level_up";
+            description: string;
+            xpEarned: number;
+            /** @description ISO 8601 UTC timestamp */
+            timestamp: string;
+        };
+        ApiKey: {
+            id: string;
+            name: string;
+            /** @description the first characters of the key */
+            prefix: string;
+            createdAt: string;
+            lastUsedAt: string | null;
+        };
+        Guardian: {
+            id: string;
+            walletAddress: string;
+            displayName: string;
+            /** @enum {string} */
+            status: "active" | "pending";
+            /** @description ISO 8601 UTC timestamp */
+            addedAt: string;
+        };
+        InterestRateModel: {
+            /** @description fraction of deposits lent out */
+            utilization: number;
+            /** @description annual borrow rate, a fraction */
+            borrowRate: number;
+            /** @description annual supply rate paid to depositors, a fraction */
+            supplyAPY: number;
+            /** @description the curve's points at utilization 0.00, 0.50, 0.80, 0.95 and 1.00 */
+            model: {
+                /** @description fraction of deposits lent out */
+                utilization: number;
+                /** @description annual borrow rate, a fraction */
+                borrowRate: number;
+                /** @description annual supply rate paid to depositors, a fraction */
+                supplyAPY: number;
+            }[];
+        };
+        Loan: {
+            id: string;
+            /** @description the borrower's user id (yours) */
+            borrower: string;
+            /** @enum {string} */
+            status: "pending" | "active" | "repaid" | "overdue" | "defaulted" | "cancelled";
+            /** @description principal, USDC */
+            amount: number;
+            /** @description paid out: amount less insuranceFee, USDC */
+            netAmount: number;
+            /** @description kept from the payout, USDC */
+            insuranceFee: number;
+            /** @description days */
+            duration: number;
+            /** @description flat rate for the term, a fraction */
+            interestRate: number;
+            /** @description amount plus interest, USDC */
+            totalRepayment: number;
+            /** @description as given; absent when none was */
+            purpose?: string;
+            /** @description repaid so far, USDC */
+            amountPaid: number;
+            /** @description still owed (totalRepayment while pending; 0 once closed or cancelled), USDC */
+            remainingBalance: number;
+            /** @description ISO 8601 UTC timestamp */
+            createdAt: string;
+            /** @description when the request lapses if not funded by then; absent only for a loan funded outside the API, which had no request */
+            expiresAt?: string;
+            /** @description when the pool funded it; absent until funded */
+            fundedAt?: string;
+            /** @description fundedAt plus the term (and any extension); absent until funded */
+            dueDate?: string;
+            /** @description whole days of the term left: the duration while pending, the days to dueDate rounded up while active, 0 once overdue or closed */
+            daysRemaining: number;
+            /** @description present only on a cancelled loan (a lapsed request: its expiresAt) */
+            cancelledAt?: string;
+            /** @description the funding transaction; absent until funded */
+            txHash?: string;
+        };
+        LoanEligibility: {
+            eligible: boolean;
+            trustScore: number;
+            /** @enum {string} */
+            tier: "New" | "Building" | "Established" | "Trusted" | "Elite";
+            /** @description the most one loan of your tier may be, USDC */
+            maxAmount: number;
+            /** @description the longest term of your tier, days */
+            maxDuration: number;
+            /** @description your open loans: requests waiting for funding, active and overdue loans */
+            currentLoans: number;
+            maxActiveLoans: number;
+            /** @description your tier's rate for a loan's whole term, a fraction (0.05 = 5 %) */
+            interestRate: number;
+            /** @description why you may not borrow now; empty when eligible */
+            restrictions: ("SCORE_TOO_LOW" | "MAX_LOANS_REACHED" | "OVERDUE_LOAN" | "RECENT_DEFAULT")[];
+        };
+        LoanPayoff: {
+            loanId: string;
+            /** @description amount plus the whole term's interest, USDC */
+            originalTotal: number;
+            /** @description what closing the loan takes now: the principal still out plus the interest of the days charged so far, USDC */
+            earlyPayoffAmount: number;
+            /** @description remaining balance less earlyPayoffAmount, USDC */
+            interestSaved: number;
+            /** @description days of the term not charged */
+            daysEarly: number;
+        };
+        LoanRequest: {
+            id: string;
+            /** @enum {string} */
+            status: "pending";
+            /** @description principal asked for, USDC */
+            amount: number;
+            /** @description paid to your managed wallet when funded: amount less insuranceFee, USDC */
+            netAmount: number;
+            /** @description 10 % of the amount, kept from the payout, USDC */
+            insuranceFee: number;
+            /** @description days */
+            duration: number;
+            /** @description flat rate for the term, a fraction */
+            interestRate: number;
+            /** @description amount plus interest, owed by the due date, USDC */
+            totalRepayment: number;
+            /** @description as given; absent when none was */
+            purpose?: string;
+            /** @description ISO 8601 UTC timestamp */
+            createdAt: string;
+            /** @description the request lapses (becomes cancelled) if not funded by then */
+            expiresAt: string;
+        };
+        Notification: {
+            id: string;
+            /**
+             * @description part 2's 13 types, and the extensions webhook_failing (one of your webhooks stopped receiving), payment_receipt (you paid a merchant), loan_refused (the pool refused your request at funding), payment_refunded (a merchant refunded your purchase) and transaction_reverted (a chain reorganisation removed what an earlier notification announced: data.notificationId names it, data.revertedType is its type)
+             * @enum {string}
+             */
+            type: "loan_created" | "loan_funded" | "loan_due_reminder" | "loan_overdue" | "loan_repaid" | "guardian_request" | "guardian_accepted" | "withdrawal_requested" | "withdrawal_approval_needed" | "vault_locked" | "trust_score_updated" | "level_up" | "badge_earned" | "webhook_failing" | "payment_receipt" | "loan_refused" | "payment_refunded" | "transaction_reverted";
+            /** @description in the user's language (settings.language; English where no translation exists) */
+            title: string;
+            body: string;
+            read: boolean;
+            /** @description what the app needs to open the right screen; depends on the type (loanId, withdrawalId, vaultAddress, badgeId, ...) */
+            data: {
+                [key: string]: unknown;
+            };
+            /** @description ISO 8601 UTC timestamp */
+            createdAt: string;
+        };
+        NotificationPreferences: {
+            push: {
+                /** @description push notifications at all: the same switch as settings.notifications of PATCH /v1/users/me */
+                enabled: boolean;
+                /** @description loans due soon and overdue */
+                loan_reminders: boolean;
+                /** @description guardian requests, withdrawal approvals, locks of vaults you guard */
+                guardian_alerts: boolean;
+                marketing: boolean;
+            };
+            email: {
+                /** @description e-mail notifications at all: the same switch as settings.emailAlerts of PATCH /v1/users/me */
+                enabled: boolean;
+                loan_reminders: boolean;
+                guardian_alerts: boolean;
+                weekly_summary: boolean;
+                marketing: boolean;
+            };
+            sms: {
+                /** @description SMS, for urgent notifications only */
+                enabled: boolean;
+            };
+            /** @description extension: the window in which notifications that are not urgent do not buzz; null when none */
+            quietHours: {
+                start: string;
+                end: string;
+                timeZone: string;
+            } | null;
+        };
+        Payment: {
+            id: string;
+            /**
+             * @description pending (open for payment), processing (a payer's attempt under way), success (paid: the mirror has its transaction), expired (not paid by expiresAt), cancelled (by the merchant)
+             * @enum {string}
+             */
+            status: "pending" | "processing" | "success" | "failed" | "expired" | "cancelled";
+            /** @description the gross amount, USDC */
+            amount: number;
+            /** @enum {string} */
+            currency: "USDC";
+            description: string;
+            paymentMethods: ("direct" | "credit" | "split")[];
+            metadata: {
+                [key: string]: unknown;
+            };
+            /** @description for each allowed method: its fee (direct 1 %, credit 2 %, split 1.5 % per installment, rounded down) and the net */
+            fees: {
+                [key: string]: {
+                    /** @description the fee, USDC */
+                    fee: number;
+                    /** @description what the merchant receives, USDC */
+                    net: number;
+                };
+            };
+            /** @description the hosted checkout page to send the payer to */
+            checkoutUrl: string;
+            redirectUrl: string | null;
+            cancelUrl: string | null;
+            /** @description ISO 8601 UTC timestamp */
+            expiresAt: string;
+            /** @description ISO 8601 UTC timestamp */
+            createdAt: string;
+            /** @description ISO 8601 UTC timestamp */
+            cancelledAt: string | null;
+            /**
+             * @description the method it was (or is being) paid with
+             * @enum {string|null}
+             */
+            method: "direct" | "credit" | "split" | null;
+            /** @description the payer's user id, once paid */
+            payerId: string | null;
+            /** @description the payment's block time */
+            paidAt: string | null;
+            /** @description the fee taken, USDC */
+            fee: number | null;
+            /** @description what the merchant received, USDC */
+            net: number | null;
+            /** @description refunded so far, USDC */
+            amountRefunded: number;
+            /** @description the payment's transaction */
+            txHash: string | null;
+            /** @description the last failed attempt (declined, insufficient_funds); the payment stays open */
+            lastFailure: {
+                reason: string;
+                method: string;
+                /** @description ISO 8601 UTC timestamp */
+                at: string;
+            } | null;
+        };
+        PaymentRefund: {
+            id: string;
+            paymentId: string;
+            /** @description refunded, USDC */
+            amount: number;
+            reason: string;
+            /**
+             * @description pending (sent, not yet on chain), succeeded, or failed (nothing moved: see failure)
+             * @enum {string}
+             */
+            status: "pending" | "succeeded" | "failed";
+            /** @description why it failed */
+            failure: string | null;
+            /** @description the refund's transaction, once on chain */
+            txHash: string | null;
+            /** @description ISO 8601 UTC timestamp */
+            createdAt: string;
+        };
+        PublicUser: {
+            id: string;
+            displayName: string;
+            /** @description 0x-prefixed address of the user's managed wallet */
+            walletAddress: string;
+            trustScore: number;
+            level: string;
+            /** @description badge identifiers */
+            badges: string[];
+            /** @description ISO 8601 UTC timestamp */
+            createdAt: string;
+        };
+        SocialVaultConfig: {
+            isConfigured: boolean;
+            /** @description USDC that may leave at once within a rolling day, a decimal string with two fraction digits */
+            dailyLimit: string;
+            /** @description seconds a withdrawal above the daily limit waits after its approvals */
+            timelockDuration: number;
+            /** @description guardian approvals a withdrawal above the daily limit needs */
+            requiredSignatures: number;
+            /** @description active guardians */
+            guardianCount: number;
+            isLocked: boolean;
+            hasDuressPin: boolean;
+            /** @description a recovery the guardians started (the vault is locked meanwhile); null: none */
+            recovery: {
+                /** @description the address the guardians hand the vault to */
+                newOwnerAddress: string;
+                /** @description ISO 8601: from when anyone can finalize it */
+                executableAt: string;
+            } | null;
+        };
+        SocialVaultWithdrawal: {
+            withdrawalId: string;
+            /** @description USDC to send, a decimal string with two fraction digits */
+            amount: string;
+            /** @description wallet address */
+            recipient: string;
+            /**
+             * @description pending, approved (approvals in), executed, cancelled, or expired (past its execution window)
+             * @enum {string}
+             */
+            status: "pending" | "approved" | "executed" | "cancelled" | "expired";
+            approvalsRequired: number;
+            approvalsReceived: number;
+            /** @description ISO 8601: the earliest execution (request + the vault's timelock) */
+            executeAfter: string;
+            /** @description ISO 8601: the end of the execution window (executeAfter + 7 days); past it the request is expired */
+            expiresAt: string;
+            /** @description ids of the guardians who approved (user ids, or addresses) */
+            approvers: string[];
+            /** @description ISO 8601 (the request's block) */
+            requestedAt: string;
+            /** @description hash of the transaction on chain */
+            requestTxHash: string;
+            /** @description when it was executed, cancelled or marked expired on chain */
+            closedAt: string | null;
+            /** @description hash of the transaction on chain */
+            closedTxHash: string | null;
+            /** @description the vault it leaves */
+            vaultAddress: string;
+        };
+        TrustScore: {
+            userId: string;
+            score: number;
+            /** @enum {string} */
+            tier: "New" | "Building" | "Established" | "Trusted" | "Elite";
+            breakdown: components["schemas"]["TrustScoreBreakdown"];
+            borrowingPower: {
+                /** @description USDC */
+                maxAmount: number;
+                /** @description days */
+                maxDuration: number;
+                /** @description fraction per loan, as the Loan's interestRate: 0.05 (New) down to 0.01 (Elite) */
+                interestRate: number;
+            };
+            /** @description ISO 8601 UTC timestamp */
+            lastUpdated: string;
+        };
+        TrustScoreBreakdown: {
+            /** @description +1 per full month of account age, max 12 */
+            seniority: number;
+            /** @description +2 per on-time repayment, max 40 */
+            repaymentHistory: number;
+            /** @description 4 points per factor of ten of the whole-USDC volume, max 20 */
+            transactionVolume: number;
+            /** @description +5 per active guardian, at most 3 count, max 15 */
+            socialNetwork: number;
+            /** @description by XP level, max 13 */
+            levelBonus: number;
+        };
+        TrustScoreHistory: {
+            userId: string;
+            /** @enum {string} */
+            period: "7d" | "30d" | "90d" | "1y" | "all";
+            history: {
+                /** @description YYYY-MM-DD (UTC) */
+                date: string;
+                score: number;
+                change: number;
+                reason: string;
+            }[];
+        };
+        User: {
+            id: string;
+            /** @description visible only to the user; empty when the identity provider gave none */
+            email: string;
+            displayName: string;
+            /** @description 0x-prefixed address of the user's managed wallet */
+            walletAddress: string;
+            trustScore: number;
+            level: string;
+            xp: number;
+            /** @enum {string} */
+            plan: "free" | "pro" | "enterprise";
+            /** @description ISO 8601 UTC timestamp */
+            createdAt: string;
+            settings: components["schemas"]["UserSettings"];
+        };
+        UserSettings: {
+            /** @description push notifications */
+            notifications: boolean;
+            /** @description e-mail notifications */
+            emailAlerts: boolean;
+            /** @description preferred language (BCP 47 tag) */
+            language: string;
+            /** @description whether other users may read your Trust Score details (default false) */
+            publicTrustScore: boolean;
+        };
+        UserXp: {
+            userId: string;
+            xp: number;
+            level: string;
+            nextLevel: string;
+            xpToNextLevel: number;
+            progressPercent: number;
+            badges: {
+                id: string;
+                name: string;
+                /** @description ISO 8601 UTC timestamp */
+                earnedAt: string;
+            }[];
+        };
+        VaultPosition: {
+            userId: string;
+            /** @description your tmUSDC, a decimal string with two fraction digits */
+            tmUSDCBalance: string;
+            /** @description what your tmUSDC redeems for now, rounded down, a decimal string with two fraction digits */
+            usdcValue: string;
+            /** @description usdcValue minus your net deposits (USDC in minus USDC out); negative after a loss, a decimal string with two fraction digits */
+            earnedYield: string;
+            /** @description when your current holding began: your first deposit (or tmUSDC received from another wallet) since your balance was last 0; null only while you hold no tmUSDC */
+            depositedAt: string | null;
+            /** @description yield accrues in the exchange rate, nothing is claimed: the latest yield distribution of the vault your holding took part in (at or after depositedAt), else depositedAt; null only while you hold no tmUSDC */
+            lastYieldClaim: string | null;
+        };
+        VaultStatus: {
+            /** @description USDC the vault holds for its depositors (idle plus lent out), a decimal string with two fraction digits */
+            totalDeposits: string;
+            /** @description USDC out on loans, a decimal string with two fraction digits */
+            totalBorrowed: string;
+            /** @description totalBorrowed / totalDeposits */
+            utilization: number;
+            /** @description supply APY as a fraction (0.05 = 5 %) */
+            currentAPY: number;
+            /** @description USDC per tmUSDC */
+            exchangeRate: number;
+            /** @description tmUSDC in circulation, a decimal string with two fraction digits */
+            tmUSDCSupply: string;
+        };
+        VaultTransaction: {
+            /** @description <txHash>-<type>-<n>: the transaction and the place of this deposit or withdrawal among its own of that type; kept when a reorganisation moves the transaction */
+            id: string;
+            /** @enum {string} */
+            type: "deposit" | "withdraw";
+            /** @description USDC in or out, a decimal string with two fraction digits */
+            usdcAmount: string;
+            /** @description tmUSDC received or redeemed, a decimal string with two fraction digits */
+            tmUSDCAmount: string;
+            /** @description USDC per tmUSDC of this transaction */
+            exchangeRate: number;
+            /** @description ISO 8601 UTC timestamp */
+            timestamp: string;
+            /** @description hash of the transaction on chain */
+            txHash: string;
+        };
+        Webhook: {
+            id: string;
+            url: string;
+            events: string[];
+            /**
+             * @description failing after the sixth failed attempt of a delivery; PATCH status active revives it
+             * @enum {string}
+             */
+            status: "active" | "failing";
+            /** @description ISO 8601 UTC timestamp */
+            createdAt: string;
+        };
+        WebhookDelivery: {
+            id: string;
+            event: string;
+            /** @enum {string} */
+            status: "success" | "failed";
+            /** @description the receiver's HTTP status; 0 when no answer came (refused, timed out, blocked address) */
+            statusCode: number;
+            /** @description ISO 8601 UTC timestamp */
+            timestamp: string;
+            /** @description milliseconds */
+            duration: number;
+            /** @description why it failed; only when failed */
+            error?: string;
+        };
         /** @description A webhook delivery's JSON body, signed with x-service-signature (sha256=<hex HMAC-SHA256 of the exact body>) and the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature. A test delivery's data is {test: true, message}. */
         WebhookEvent: {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
@@ -2554,6 +3024,22 @@ export interface components {
                 };
             };
         };
+        YieldHistory: {
+            /** @enum {string} */
+            period: "7d" | "30d" | "90d" | "1y" | "all";
+            /** @description your yield over the period, a decimal string with two fraction digits */
+            totalYield: string;
+            /** @description value-weighted APY over the days your position earned */
+            averageAPY: number;
+            history: {
+                /** @description UTC day, YYYY-MM-DD */
+                date: string;
+                /** @description your yield that day, a decimal string with two fraction digits */
+                yield: string;
+                /** @description that day's yield over the value held at its start, annualised */
+                apy: number;
+            }[];
+        };
     };
     responses: never;
     parameters: never;
@@ -2594,31 +3080,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            id: string;
-                            /** @description visible only to the user; empty when the identity provider gave none */
-                            email: string;
-                            displayName: string;
-                            /** @description 0x-prefixed address of the user's managed wallet */
-                            walletAddress: string;
-                            trustScore: number;
-                            level: string;
-                            xp: number;
-                            /** @enum {string} */
-                            plan: "free" | "pro" | "enterprise";
-                            /** @description ISO 8601 UTC timestamp */
-                            createdAt: string;
-                            settings: {
-                                /** @description push notifications */
-                                notifications: boolean;
-                                /** @description e-mail notifications */
-                                emailAlerts: boolean;
-                                /** @description preferred language (BCP 47 tag) */
-                                language: string;
-                                /** @description whether other users may read your Trust Score details (default false) */
-                                publicTrustScore: boolean;
-                            };
-                        };
+                        data: components["schemas"]["User"];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -2876,16 +3338,7 @@ export interface operations {
                         data: {
                             id: string;
                             displayName: string;
-                            settings: {
-                                /** @description push notifications */
-                                notifications: boolean;
-                                /** @description e-mail notifications */
-                                emailAlerts: boolean;
-                                /** @description preferred language (BCP 47 tag) */
-                                language: string;
-                                /** @description whether other users may read your Trust Score details (default false) */
-                                publicTrustScore: boolean;
-                            };
+                            settings: components["schemas"]["UserSettings"];
                             /** @description ISO 8601 UTC timestamp */
                             updatedAt: string;
                         };
@@ -3045,15 +3498,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            id: string;
-                            /** @enum {string} */
-                            type: "loan_created" | "loan_repaid" | "vault_deposit" | "vault_withdraw" | "guardian_added" | "level_up";
-                            description: string;
-                            xpEarned: number;
-                            /** @description ISO 8601 UTC timestamp */
-                            timestamp: string;
-                        }[];
+                        data: components["schemas"]["ActivityEntry"][];
                         message?: string;
                         pagination: components["schemas"]["Pagination"];
                         meta: components["schemas"]["Meta"];
@@ -3149,15 +3594,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            id: string;
-                            walletAddress: string;
-                            displayName: string;
-                            /** @enum {string} */
-                            status: "active" | "pending";
-                            /** @description ISO 8601 UTC timestamp */
-                            addedAt: string;
-                        }[];
+                        data: components["schemas"]["Guardian"][];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -3254,29 +3691,12 @@ export interface operations {
                                 plan: "free" | "pro" | "enterprise";
                                 /** @description ISO 8601 UTC timestamp */
                                 createdAt: string;
-                                settings: {
-                                    /** @description push notifications */
-                                    notifications: boolean;
-                                    /** @description e-mail notifications */
-                                    emailAlerts: boolean;
-                                    /** @description preferred language (BCP 47 tag) */
-                                    language: string;
-                                    /** @description whether other users may read your Trust Score details (default false) */
-                                    publicTrustScore: boolean;
-                                };
+                                settings: components["schemas"]["UserSettings"];
                                 /** @description ISO 8601 UTC timestamp */
                                 updatedAt: string;
                                 badges: string[];
                             };
-                            activity: {
-                                id: string;
-                                /** @enum {string} */
-                                type: "loan_created" | "loan_repaid" | "vault_deposit" | "vault_withdraw" | "guardian_added" | "level_up";
-                                description: string;
-                                xpEarned: number;
-                                /** @description ISO 8601 UTC timestamp */
-                                timestamp: string;
-                            }[];
+                            activity: components["schemas"]["ActivityEntry"][];
                             loans: {
                                 id: string;
                                 /** @enum {string} */
@@ -3312,15 +3732,7 @@ export interface operations {
                                 timestamp: string;
                                 txHash: string;
                             }[];
-                            guardians: {
-                                id: string;
-                                walletAddress: string;
-                                displayName: string;
-                                /** @enum {string} */
-                                status: "active" | "pending";
-                                /** @description ISO 8601 UTC timestamp */
-                                addedAt: string;
-                            }[];
+                            guardians: components["schemas"]["Guardian"][];
                             /** @description your social vault, its requests, and the vaults you guard (null without a wallet) */
                             socialVault: {
                                 /** @description your social vault (null without one) */
@@ -3475,18 +3887,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            id: string;
-                            displayName: string;
-                            /** @description 0x-prefixed address of the user's managed wallet */
-                            walletAddress: string;
-                            trustScore: number;
-                            level: string;
-                            /** @description badge identifiers */
-                            badges: string[];
-                            /** @description ISO 8601 UTC timestamp */
-                            createdAt: string;
-                        };
+                        data: components["schemas"]["PublicUser"];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -3571,20 +3972,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            userId: string;
-                            xp: number;
-                            level: string;
-                            nextLevel: string;
-                            xpToNextLevel: number;
-                            progressPercent: number;
-                            badges: {
-                                id: string;
-                                name: string;
-                                /** @description ISO 8601 UTC timestamp */
-                                earnedAt: string;
-                            }[];
-                        };
+                        data: components["schemas"]["UserXp"];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -3934,34 +4322,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            userId: string;
-                            score: number;
-                            /** @enum {string} */
-                            tier: "New" | "Building" | "Established" | "Trusted" | "Elite";
-                            breakdown: {
-                                /** @description +1 per full month of account age, max 12 */
-                                seniority: number;
-                                /** @description +2 per on-time repayment, max 40 */
-                                repaymentHistory: number;
-                                /** @description 4 points per factor of ten of the whole-USDC volume, max 20 */
-                                transactionVolume: number;
-                                /** @description +5 per active guardian, at most 3 count, max 15 */
-                                socialNetwork: number;
-                                /** @description by XP level, max 13 */
-                                levelBonus: number;
-                            };
-                            borrowingPower: {
-                                /** @description USDC */
-                                maxAmount: number;
-                                /** @description days */
-                                maxDuration: number;
-                                /** @description fraction per loan, as the Loan's interestRate: 0.05 (New) down to 0.01 (Elite) */
-                                interestRate: number;
-                            };
-                            /** @description ISO 8601 UTC timestamp */
-                            lastUpdated: string;
-                        };
+                        data: components["schemas"]["TrustScore"];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -4074,18 +4435,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            userId: string;
-                            /** @enum {string} */
-                            period: "7d" | "30d" | "90d" | "1y" | "all";
-                            history: {
-                                /** @description YYYY-MM-DD (UTC) */
-                                date: string;
-                                score: number;
-                                change: number;
-                                reason: string;
-                            }[];
-                        };
+                        data: components["schemas"]["TrustScoreHistory"];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -4319,14 +4669,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            id: string;
-                            name: string;
-                            /** @description the first characters of the key */
-                            prefix: string;
-                            createdAt: string;
-                            lastUsedAt: string | null;
-                        }[];
+                        data: components["schemas"]["ApiKey"][];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -4716,23 +5059,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            eligible: boolean;
-                            trustScore: number;
-                            /** @enum {string} */
-                            tier: "New" | "Building" | "Established" | "Trusted" | "Elite";
-                            /** @description the most one loan of your tier may be, USDC */
-                            maxAmount: number;
-                            /** @description the longest term of your tier, days */
-                            maxDuration: number;
-                            /** @description your open loans: requests waiting for funding, active and overdue loans */
-                            currentLoans: number;
-                            maxActiveLoans: number;
-                            /** @description your tier's rate for a loan's whole term, a fraction (0.05 = 5 %) */
-                            interestRate: number;
-                            /** @description why you may not borrow now; empty when eligible */
-                            restrictions: ("SCORE_TOO_LOW" | "MAX_LOANS_REACHED" | "OVERDUE_LOAN" | "RECENT_DEFAULT")[];
-                        };
+                        data: components["schemas"]["LoanEligibility"];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -4947,29 +5274,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            id: string;
-                            /** @enum {string} */
-                            status: "pending";
-                            /** @description principal asked for, USDC */
-                            amount: number;
-                            /** @description paid to your managed wallet when funded: amount less insuranceFee, USDC */
-                            netAmount: number;
-                            /** @description 10 % of the amount, kept from the payout, USDC */
-                            insuranceFee: number;
-                            /** @description days */
-                            duration: number;
-                            /** @description flat rate for the term, a fraction */
-                            interestRate: number;
-                            /** @description amount plus interest, owed by the due date, USDC */
-                            totalRepayment: number;
-                            /** @description as given; absent when none was */
-                            purpose?: string;
-                            /** @description ISO 8601 UTC timestamp */
-                            createdAt: string;
-                            /** @description the request lapses (becomes cancelled) if not funded by then */
-                            expiresAt: string;
-                        };
+                        data: components["schemas"]["LoanRequest"];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -5119,45 +5424,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            id: string;
-                            /** @description the borrower's user id (yours) */
-                            borrower: string;
-                            /** @enum {string} */
-                            status: "pending" | "active" | "repaid" | "overdue" | "defaulted" | "cancelled";
-                            /** @description principal, USDC */
-                            amount: number;
-                            /** @description paid out: amount less insuranceFee, USDC */
-                            netAmount: number;
-                            /** @description kept from the payout, USDC */
-                            insuranceFee: number;
-                            /** @description days */
-                            duration: number;
-                            /** @description flat rate for the term, a fraction */
-                            interestRate: number;
-                            /** @description amount plus interest, USDC */
-                            totalRepayment: number;
-                            /** @description as given; absent when none was */
-                            purpose?: string;
-                            /** @description repaid so far, USDC */
-                            amountPaid: number;
-                            /** @description still owed (totalRepayment while pending; 0 once closed or cancelled), USDC */
-                            remainingBalance: number;
-                            /** @description ISO 8601 UTC timestamp */
-                            createdAt: string;
-                            /** @description when the request lapses if not funded by then; absent only for a loan funded outside the API, which had no request */
-                            expiresAt?: string;
-                            /** @description when the pool funded it; absent until funded */
-                            fundedAt?: string;
-                            /** @description fundedAt plus the term (and any extension); absent until funded */
-                            dueDate?: string;
-                            /** @description whole days of the term left: the duration while pending, the days to dueDate rounded up while active, 0 once overdue or closed */
-                            daysRemaining: number;
-                            /** @description present only on a cancelled loan (a lapsed request: its expiresAt) */
-                            cancelledAt?: string;
-                            /** @description the funding transaction; absent until funded */
-                            txHash?: string;
-                        };
+                        data: components["schemas"]["Loan"];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -5467,17 +5734,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            loanId: string;
-                            /** @description amount plus the whole term's interest, USDC */
-                            originalTotal: number;
-                            /** @description what closing the loan takes now: the principal still out plus the interest of the days charged so far, USDC */
-                            earlyPayoffAmount: number;
-                            /** @description remaining balance less earlyPayoffAmount, USDC */
-                            interestSaved: number;
-                            /** @description days of the term not charged */
-                            daysEarly: number;
-                        };
+                        data: components["schemas"]["LoanPayoff"];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -6015,24 +6272,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            id: string;
-                            /**
-                             * @description part 2's 13 types, and the extensions webhook_failing (one of your webhooks stopped receiving), payment_receipt (you paid a merchant), loan_refused (the pool refused your request at funding), payment_refunded (a merchant refunded your purchase) and transaction_reverted (a chain reorganisation removed what an earlier notification announced: data.notificationId names it, data.revertedType is its type)
-                             * @enum {string}
-                             */
-                            type: "loan_created" | "loan_funded" | "loan_due_reminder" | "loan_overdue" | "loan_repaid" | "guardian_request" | "guardian_accepted" | "withdrawal_requested" | "withdrawal_approval_needed" | "vault_locked" | "trust_score_updated" | "level_up" | "badge_earned" | "webhook_failing" | "payment_receipt" | "loan_refused" | "payment_refunded" | "transaction_reverted";
-                            /** @description in the user's language (settings.language; English where no translation exists) */
-                            title: string;
-                            body: string;
-                            read: boolean;
-                            /** @description what the app needs to open the right screen; depends on the type (loanId, withdrawalId, vaultAddress, badgeId, ...) */
-                            data: {
-                                [key: string]: unknown;
-                            };
-                            /** @description ISO 8601 UTC timestamp */
-                            createdAt: string;
-                        }[];
+                        data: components["schemas"]["Notification"][];
                         message?: string;
                         /** @description your unread notifications, whatever the filter */
                         unreadCount: number;
@@ -6611,35 +6851,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            push: {
-                                /** @description push notifications at all: the same switch as settings.notifications of PATCH /v1/users/me */
-                                enabled: boolean;
-                                /** @description loans due soon and overdue */
-                                loan_reminders: boolean;
-                                /** @description guardian requests, withdrawal approvals, locks of vaults you guard */
-                                guardian_alerts: boolean;
-                                marketing: boolean;
-                            };
-                            email: {
-                                /** @description e-mail notifications at all: the same switch as settings.emailAlerts of PATCH /v1/users/me */
-                                enabled: boolean;
-                                loan_reminders: boolean;
-                                guardian_alerts: boolean;
-                                weekly_summary: boolean;
-                                marketing: boolean;
-                            };
-                            sms: {
-                                /** @description SMS, for urgent notifications only */
-                                enabled: boolean;
-                            };
-                            /** @description extension: the window in which notifications that are not urgent do not buzz; null when none */
-                            quietHours: {
-                                start: string;
-                                end: string;
-                                timeZone: string;
-                            } | null;
-                        };
+                        data: components["schemas"]["NotificationPreferences"];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -6759,35 +6971,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            push: {
-                                /** @description push notifications at all: the same switch as settings.notifications of PATCH /v1/users/me */
-                                enabled: boolean;
-                                /** @description loans due soon and overdue */
-                                loan_reminders: boolean;
-                                /** @description guardian requests, withdrawal approvals, locks of vaults you guard */
-                                guardian_alerts: boolean;
-                                marketing: boolean;
-                            };
-                            email: {
-                                /** @description e-mail notifications at all: the same switch as settings.emailAlerts of PATCH /v1/users/me */
-                                enabled: boolean;
-                                loan_reminders: boolean;
-                                guardian_alerts: boolean;
-                                weekly_summary: boolean;
-                                marketing: boolean;
-                            };
-                            sms: {
-                                /** @description SMS, for urgent notifications only */
-                                enabled: boolean;
-                            };
-                            /** @description extension: the window in which notifications that are not urgent do not buzz; null when none */
-                            quietHours: {
-                                start: string;
-                                end: string;
-                                timeZone: string;
-                            } | null;
-                        };
+                        data: components["schemas"]["NotificationPreferences"];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -7528,18 +7712,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            id: string;
-                            url: string;
-                            events: string[];
-                            /**
-                             * @description failing after the sixth failed attempt of a delivery; PATCH status active revives it
-                             * @enum {string}
-                             */
-                            status: "active" | "failing";
-                            /** @description ISO 8601 UTC timestamp */
-                            createdAt: string;
-                        };
+                        data: components["schemas"]["Webhook"];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -8018,20 +8191,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            id: string;
-                            event: string;
-                            /** @enum {string} */
-                            status: "success" | "failed";
-                            /** @description the receiver's HTTP status; 0 when no answer came (refused, timed out, blocked address) */
-                            statusCode: number;
-                            /** @description ISO 8601 UTC timestamp */
-                            timestamp: string;
-                            /** @description milliseconds */
-                            duration: number;
-                            /** @description why it failed; only when failed */
-                            error?: string;
-                        }[];
+                        data: components["schemas"]["WebhookDelivery"][];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -8822,20 +8982,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            /** @description USDC the vault holds for its depositors (idle plus lent out), a decimal string with two fraction digits */
-                            totalDeposits: string;
-                            /** @description USDC out on loans, a decimal string with two fraction digits */
-                            totalBorrowed: string;
-                            /** @description totalBorrowed / totalDeposits */
-                            utilization: number;
-                            /** @description supply APY as a fraction (0.05 = 5 %) */
-                            currentAPY: number;
-                            /** @description USDC per tmUSDC */
-                            exchangeRate: number;
-                            /** @description tmUSDC in circulation, a decimal string with two fraction digits */
-                            tmUSDCSupply: string;
-                        };
+                        data: components["schemas"]["VaultStatus"];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -8891,19 +9038,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            userId: string;
-                            /** @description your tmUSDC, a decimal string with two fraction digits */
-                            tmUSDCBalance: string;
-                            /** @description what your tmUSDC redeems for now, rounded down, a decimal string with two fraction digits */
-                            usdcValue: string;
-                            /** @description usdcValue minus your net deposits (USDC in minus USDC out); negative after a loss, a decimal string with two fraction digits */
-                            earnedYield: string;
-                            /** @description when your current holding began: your first deposit (or tmUSDC received from another wallet) since your balance was last 0; null only while you hold no tmUSDC */
-                            depositedAt: string | null;
-                            /** @description yield accrues in the exchange rate, nothing is claimed: the latest yield distribution of the vault your holding took part in (at or after depositedAt), else depositedAt; null only while you hold no tmUSDC */
-                            lastYieldClaim: string | null;
-                        };
+                        data: components["schemas"]["VaultPosition"];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -9352,22 +9487,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            /** @enum {string} */
-                            period: "7d" | "30d" | "90d" | "1y" | "all";
-                            /** @description your yield over the period, a decimal string with two fraction digits */
-                            totalYield: string;
-                            /** @description value-weighted APY over the days your position earned */
-                            averageAPY: number;
-                            history: {
-                                /** @description UTC day, YYYY-MM-DD */
-                                date: string;
-                                /** @description your yield that day, a decimal string with two fraction digits */
-                                yield: string;
-                                /** @description that day's yield over the value held at its start, annualised */
-                                apy: number;
-                            }[];
-                        };
+                        data: components["schemas"]["YieldHistory"];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -9607,23 +9727,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            /** @description fraction of deposits lent out */
-                            utilization: number;
-                            /** @description annual borrow rate, a fraction */
-                            borrowRate: number;
-                            /** @description annual supply rate paid to depositors, a fraction */
-                            supplyAPY: number;
-                            /** @description the curve's points at utilization 0.00, 0.50, 0.80, 0.95 and 1.00 */
-                            model: {
-                                /** @description fraction of deposits lent out */
-                                utilization: number;
-                                /** @description annual borrow rate, a fraction */
-                                borrowRate: number;
-                                /** @description annual supply rate paid to depositors, a fraction */
-                                supplyAPY: number;
-                            }[];
-                        };
+                        data: components["schemas"]["InterestRateModel"];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -9688,22 +9792,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            /** @description <txHash>-<type>-<n>: the transaction and the place of this deposit or withdrawal among its own of that type; kept when a reorganisation moves the transaction */
-                            id: string;
-                            /** @enum {string} */
-                            type: "deposit" | "withdraw";
-                            /** @description USDC in or out, a decimal string with two fraction digits */
-                            usdcAmount: string;
-                            /** @description tmUSDC received or redeemed, a decimal string with two fraction digits */
-                            tmUSDCAmount: string;
-                            /** @description USDC per tmUSDC of this transaction */
-                            exchangeRate: number;
-                            /** @description ISO 8601 UTC timestamp */
-                            timestamp: string;
-                            /** @description hash of the transaction on chain */
-                            txHash: string;
-                        }[];
+                        data: components["schemas"]["VaultTransaction"][];
                         message?: string;
                         pagination: components["schemas"]["Pagination"];
                         meta: components["schemas"]["Meta"];
@@ -9799,26 +9888,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            isConfigured: boolean;
-                            /** @description USDC that may leave at once within a rolling day, a decimal string with two fraction digits */
-                            dailyLimit: string;
-                            /** @description seconds a withdrawal above the daily limit waits after its approvals */
-                            timelockDuration: number;
-                            /** @description guardian approvals a withdrawal above the daily limit needs */
-                            requiredSignatures: number;
-                            /** @description active guardians */
-                            guardianCount: number;
-                            isLocked: boolean;
-                            hasDuressPin: boolean;
-                            /** @description a recovery the guardians started (the vault is locked meanwhile); null: none */
-                            recovery: {
-                                /** @description the address the guardians hand the vault to */
-                                newOwnerAddress: string;
-                                /** @description ISO 8601: from when anyone can finalize it */
-                                executableAt: string;
-                            } | null;
-                        };
+                        data: components["schemas"]["SocialVaultConfig"];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -11560,36 +11630,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            withdrawalId: string;
-                            /** @description USDC to send, a decimal string with two fraction digits */
-                            amount: string;
-                            /** @description wallet address */
-                            recipient: string;
-                            /**
-                             * @description pending, approved (approvals in), executed, cancelled, or expired (past its execution window)
-                             * @enum {string}
-                             */
-                            status: "pending" | "approved" | "executed" | "cancelled" | "expired";
-                            approvalsRequired: number;
-                            approvalsReceived: number;
-                            /** @description ISO 8601: the earliest execution (request + the vault's timelock) */
-                            executeAfter: string;
-                            /** @description ISO 8601: the end of the execution window (executeAfter + 7 days); past it the request is expired */
-                            expiresAt: string;
-                            /** @description ids of the guardians who approved (user ids, or addresses) */
-                            approvers: string[];
-                            /** @description ISO 8601 (the request's block) */
-                            requestedAt: string;
-                            /** @description hash of the transaction on chain */
-                            requestTxHash: string;
-                            /** @description when it was executed, cancelled or marked expired on chain */
-                            closedAt: string | null;
-                            /** @description hash of the transaction on chain */
-                            closedTxHash: string | null;
-                            /** @description the vault it leaves */
-                            vaultAddress: string;
-                        };
+                        data: components["schemas"]["SocialVaultWithdrawal"];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -13636,66 +13677,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            id: string;
-                            /**
-                             * @description pending (open for payment), processing (a payer's attempt under way), success (paid: the mirror has its transaction), expired (not paid by expiresAt), cancelled (by the merchant)
-                             * @enum {string}
-                             */
-                            status: "pending" | "processing" | "success" | "failed" | "expired" | "cancelled";
-                            /** @description the gross amount, USDC */
-                            amount: number;
-                            /** @enum {string} */
-                            currency: "USDC";
-                            description: string;
-                            paymentMethods: ("direct" | "credit" | "split")[];
-                            metadata: {
-                                [key: string]: unknown;
-                            };
-                            /** @description for each allowed method: its fee (direct 1 %, credit 2 %, split 1.5 % per installment, rounded down) and the net */
-                            fees: {
-                                [key: string]: {
-                                    /** @description the fee, USDC */
-                                    fee: number;
-                                    /** @description what the merchant receives, USDC */
-                                    net: number;
-                                };
-                            };
-                            /** @description the hosted checkout page to send the payer to */
-                            checkoutUrl: string;
-                            redirectUrl: string | null;
-                            cancelUrl: string | null;
-                            /** @description ISO 8601 UTC timestamp */
-                            expiresAt: string;
-                            /** @description ISO 8601 UTC timestamp */
-                            createdAt: string;
-                            /** @description ISO 8601 UTC timestamp */
-                            cancelledAt: string | null;
-                            /**
-                             * @description the method it was (or is being) paid with
-                             * @enum {string|null}
-                             */
-                            method: "direct" | "credit" | "split" | null;
-                            /** @description the payer's user id, once paid */
-                            payerId: string | null;
-                            /** @description the payment's block time */
-                            paidAt: string | null;
-                            /** @description the fee taken, USDC */
-                            fee: number | null;
-                            /** @description what the merchant received, USDC */
-                            net: number | null;
-                            /** @description refunded so far, USDC */
-                            amountRefunded: number;
-                            /** @description the payment's transaction */
-                            txHash: string | null;
-                            /** @description the last failed attempt (declined, insufficient_funds); the payment stays open */
-                            lastFailure: {
-                                reason: string;
-                                method: string;
-                                /** @description ISO 8601 UTC timestamp */
-                                at: string;
-                            } | null;
-                        }[];
+                        data: components["schemas"]["Payment"][];
                         message?: string;
                         pagination: components["schemas"]["Pagination"];
                         meta: components["schemas"]["Meta"];
@@ -13849,66 +13831,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            id: string;
-                            /**
-                             * @description pending (open for payment), processing (a payer's attempt under way), success (paid: the mirror has its transaction), expired (not paid by expiresAt), cancelled (by the merchant)
-                             * @enum {string}
-                             */
-                            status: "pending" | "processing" | "success" | "failed" | "expired" | "cancelled";
-                            /** @description the gross amount, USDC */
-                            amount: number;
-                            /** @enum {string} */
-                            currency: "USDC";
-                            description: string;
-                            paymentMethods: ("direct" | "credit" | "split")[];
-                            metadata: {
-                                [key: string]: unknown;
-                            };
-                            /** @description for each allowed method: its fee (direct 1 %, credit 2 %, split 1.5 % per installment, rounded down) and the net */
-                            fees: {
-                                [key: string]: {
-                                    /** @description the fee, USDC */
-                                    fee: number;
-                                    /** @description what the merchant receives, USDC */
-                                    net: number;
-                                };
-                            };
-                            /** @description the hosted checkout page to send the payer to */
-                            checkoutUrl: string;
-                            redirectUrl: string | null;
-                            cancelUrl: string | null;
-                            /** @description ISO 8601 UTC timestamp */
-                            expiresAt: string;
-                            /** @description ISO 8601 UTC timestamp */
-                            createdAt: string;
-                            /** @description ISO 8601 UTC timestamp */
-                            cancelledAt: string | null;
-                            /**
-                             * @description the method it was (or is being) paid with
-                             * @enum {string|null}
-                             */
-                            method: "direct" | "credit" | "split" | null;
-                            /** @description the payer's user id, once paid */
-                            payerId: string | null;
-                            /** @description the payment's block time */
-                            paidAt: string | null;
-                            /** @description the fee taken, USDC */
-                            fee: number | null;
-                            /** @description what the merchant received, USDC */
-                            net: number | null;
-                            /** @description refunded so far, USDC */
-                            amountRefunded: number;
-                            /** @description the payment's transaction */
-                            txHash: string | null;
-                            /** @description the last failed attempt (declined, insufficient_funds); the payment stays open */
-                            lastFailure: {
-                                reason: string;
-                                method: string;
-                                /** @description ISO 8601 UTC timestamp */
-                                at: string;
-                            } | null;
-                        };
+                        data: components["schemas"]["Payment"];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -14118,24 +14041,7 @@ export interface operations {
                                 at: string;
                             } | null;
                             /** @description oldest first, each with its transaction */
-                            refunds: {
-                                id: string;
-                                paymentId: string;
-                                /** @description refunded, USDC */
-                                amount: number;
-                                reason: string;
-                                /**
-                                 * @description pending (sent, not yet on chain), succeeded, or failed (nothing moved: see failure)
-                                 * @enum {string}
-                                 */
-                                status: "pending" | "succeeded" | "failed";
-                                /** @description why it failed */
-                                failure: string | null;
-                                /** @description the refund's transaction, once on chain */
-                                txHash: string | null;
-                                /** @description ISO 8601 UTC timestamp */
-                                createdAt: string;
-                            }[];
+                            refunds: components["schemas"]["PaymentRefund"][];
                         };
                         message?: string;
                         meta: components["schemas"]["Meta"];
@@ -14250,66 +14156,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            id: string;
-                            /**
-                             * @description pending (open for payment), processing (a payer's attempt under way), success (paid: the mirror has its transaction), expired (not paid by expiresAt), cancelled (by the merchant)
-                             * @enum {string}
-                             */
-                            status: "pending" | "processing" | "success" | "failed" | "expired" | "cancelled";
-                            /** @description the gross amount, USDC */
-                            amount: number;
-                            /** @enum {string} */
-                            currency: "USDC";
-                            description: string;
-                            paymentMethods: ("direct" | "credit" | "split")[];
-                            metadata: {
-                                [key: string]: unknown;
-                            };
-                            /** @description for each allowed method: its fee (direct 1 %, credit 2 %, split 1.5 % per installment, rounded down) and the net */
-                            fees: {
-                                [key: string]: {
-                                    /** @description the fee, USDC */
-                                    fee: number;
-                                    /** @description what the merchant receives, USDC */
-                                    net: number;
-                                };
-                            };
-                            /** @description the hosted checkout page to send the payer to */
-                            checkoutUrl: string;
-                            redirectUrl: string | null;
-                            cancelUrl: string | null;
-                            /** @description ISO 8601 UTC timestamp */
-                            expiresAt: string;
-                            /** @description ISO 8601 UTC timestamp */
-                            createdAt: string;
-                            /** @description ISO 8601 UTC timestamp */
-                            cancelledAt: string | null;
-                            /**
-                             * @description the method it was (or is being) paid with
-                             * @enum {string|null}
-                             */
-                            method: "direct" | "credit" | "split" | null;
-                            /** @description the payer's user id, once paid */
-                            payerId: string | null;
-                            /** @description the payment's block time */
-                            paidAt: string | null;
-                            /** @description the fee taken, USDC */
-                            fee: number | null;
-                            /** @description what the merchant received, USDC */
-                            net: number | null;
-                            /** @description refunded so far, USDC */
-                            amountRefunded: number;
-                            /** @description the payment's transaction */
-                            txHash: string | null;
-                            /** @description the last failed attempt (declined, insufficient_funds); the payment stays open */
-                            lastFailure: {
-                                reason: string;
-                                method: string;
-                                /** @description ISO 8601 UTC timestamp */
-                                at: string;
-                            } | null;
-                        };
+                        data: components["schemas"]["Payment"];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -14446,24 +14293,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            id: string;
-                            paymentId: string;
-                            /** @description refunded, USDC */
-                            amount: number;
-                            reason: string;
-                            /**
-                             * @description pending (sent, not yet on chain), succeeded, or failed (nothing moved: see failure)
-                             * @enum {string}
-                             */
-                            status: "pending" | "succeeded" | "failed";
-                            /** @description why it failed */
-                            failure: string | null;
-                            /** @description the refund's transaction, once on chain */
-                            txHash: string | null;
-                            /** @description ISO 8601 UTC timestamp */
-                            createdAt: string;
-                        }[];
+                        data: components["schemas"]["PaymentRefund"][];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -14589,24 +14419,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            id: string;
-                            paymentId: string;
-                            /** @description refunded, USDC */
-                            amount: number;
-                            reason: string;
-                            /**
-                             * @description pending (sent, not yet on chain), succeeded, or failed (nothing moved: see failure)
-                             * @enum {string}
-                             */
-                            status: "pending" | "succeeded" | "failed";
-                            /** @description why it failed */
-                            failure: string | null;
-                            /** @description the refund's transaction, once on chain */
-                            txHash: string | null;
-                            /** @description ISO 8601 UTC timestamp */
-                            createdAt: string;
-                        };
+                        data: components["schemas"]["PaymentRefund"];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -15498,45 +15311,7 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        data: {
-                            id: string;
-                            /** @description the borrower's user id (yours) */
-                            borrower: string;
-                            /** @enum {string} */
-                            status: "pending" | "active" | "repaid" | "overdue" | "defaulted" | "cancelled";
-                            /** @description principal, USDC */
-                            amount: number;
-                            /** @description paid out: amount less insuranceFee, USDC */
-                            netAmount: number;
-                            /** @description kept from the payout, USDC */
-                            insuranceFee: number;
-                            /** @description days */
-                            duration: number;
-                            /** @description flat rate for the term, a fraction */
-                            interestRate: number;
-                            /** @description amount plus interest, USDC */
-                            totalRepayment: number;
-                            /** @description as given; absent when none was */
-                            purpose?: string;
-                            /** @description repaid so far, USDC */
-                            amountPaid: number;
-                            /** @description still owed (totalRepayment while pending; 0 once closed or cancelled), USDC */
-                            remainingBalance: number;
-                            /** @description ISO 8601 UTC timestamp */
-                            createdAt: string;
-                            /** @description when the request lapses if not funded by then; absent only for a loan funded outside the API, which had no request */
-                            expiresAt?: string;
-                            /** @description when the pool funded it; absent until funded */
-                            fundedAt?: string;
-                            /** @description fundedAt plus the term (and any extension); absent until funded */
-                            dueDate?: string;
-                            /** @description whole days of the term left: the duration while pending, the days to dueDate rounded up while active, 0 once overdue or closed */
-                            daysRemaining: number;
-                            /** @description present only on a cancelled loan (a lapsed request: its expiresAt) */
-                            cancelledAt?: string;
-                            /** @description the funding transaction; absent until funded */
-                            txHash?: string;
-                        };
+                        data: components["schemas"]["Loan"];
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
