@@ -30,7 +30,7 @@ import { trustScoreRoutes } from "./trust-score/routes.js";
 import { userRoutes } from "./users/routes.js";
 import { vaultRoutes } from "./vault/routes.js";
 import { webhookRoutes } from "./webhooks/routes.js";
-import { webhookEvent } from "./webhooks/schemas.js";
+import { webhookEvent, webhookTestEvent } from "./webhooks/schemas.js";
 
 export interface AppDeps extends HealthDeps {
   logger: Logger;
@@ -143,7 +143,7 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
           description:
             "USDC lending and savings. Every answer is a JSON envelope: `success`, then `data` (with `pagination` for lists) or `error` {code, message, details?}, and `meta` {timestamp, requestId}. Every write takes an optional `Idempotency-Key` for safe retries.",
         },
-        { WebhookEvent: webhookEvent },
+        { WebhookEvent: webhookEvent, WebhookTestEvent: webhookTestEvent },
       );
       return document;
     }),

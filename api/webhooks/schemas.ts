@@ -78,7 +78,7 @@ export const delivery = z
   .meta({ id: "WebhookDelivery" });
 
 export const testBody = z.strictObject({
-  event: z.string().max(100).describe("an event name of part 6; the payload's data is {test: true, message}"),
+  event: z.string().max(100).describe("an event name of part 6; the payload has `test: true` at its top and data {test: true, message}"),
 });
 
 export const testResponse = z.object({
@@ -120,7 +120,7 @@ const payloadOf = (name: WebhookEvent) =>
     event: z.literal(name),
     timestamp: isoDate,
     // Every name is delivered with its catalogue namesake's public data (a guardian's alert of a lock in social_vault.locked's shape).
-    data: z.union([EVENT_CATALOGUE[name].data, testData]),
+    data: EVENT_CATALOGUE[name].data,
   });
 const revertedOf = (name: WebhookEvent) =>
   z.object({
@@ -138,7 +138,18 @@ const revertedOf = (name: WebhookEvent) =>
 export const webhookEvent = z
   .discriminatedUnion("event", [payloadOf(WEBHOOK_EVENTS[0]), ...WEBHOOK_EVENTS.slice(1).map(payloadOf), ...WEBHOOK_EVENTS.map(revertedOf)])
   .describe(
-    "A webhook delivery's JSON body, signed with x-service-signature (sha256=<hex HMAC-SHA256 of the exact body>) and the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature. A test delivery's data is {test: true, message}.",
+    "A webhook delivery's JSON body, signed with x-service-signature (sha256=<hex HMAC-SHA256 of the exact body>) and the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature; `data` is the named event's. A test delivery is a WebhookTestEvent.",
   );
+
+/** What POST /v1/webhooks/{webhookId}/test delivers (and such a delivery resent): `test: true` at its top. */
+export const webhookTestEvent = z
+  .object({
+    id: z.string(),
+    event: z.enum(WEBHOOK_EVENTS).describe("the name the test was sent as"),
+    timestamp: isoDate,
+    test: z.literal(true),
+    data: testData,
+  })
+  .describe("A test delivery: no such event happened. Signed as every delivery is.");
 
 export const LIMIT_NOTE = `An account has at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks (409 WEBHOOK_LIMIT_REACHED beyond).`;

@@ -8,6 +8,8 @@ export interface WebhookPayload {
   id: string;
   event: DeliveryEvent;
   timestamp: string;
+  /** Only on a test delivery. */
+  test?: true;
   data: Record<string, unknown>;
 }
 

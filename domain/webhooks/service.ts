@@ -9,7 +9,7 @@ import { isUuid } from "../../core/text.js";
 import { AppError } from "../errors.js";
 import type { WebhookEgress } from "./egress.js";
 import { urlRefusal } from "./egress.js";
-import { isDeliveryEvent, isWebhookEvent, revertedEventOf, type WebhookEvent } from "./events.js";
+import { type DeliveryEvent, isDeliveryEvent, isWebhookEvent, revertedEventOf, type WebhookEvent } from "./events.js";
 import { payloadOfEvent, revertedPayload, type WebhookPayload } from "./payloads.js";
 import type { DeliveryRow, WebhookRow, WebhooksRepo } from "./repo.js";
 import type { SecretBox } from "./secrets.js";
@@ -67,6 +67,14 @@ export const deliveryViewOf = (row: DeliveryRow): DeliveryView => ({
 });
 
 const TEST_DATA = { test: true, message: "A test delivery: no such event happened." };
+/** A test delivery says so at its top too (D-114): a receiver tells it from a real event before reading `data`. */
+const testPayload = (id: string, event: DeliveryEvent, timestamp: string): WebhookPayload => ({
+  id,
+  event,
+  timestamp,
+  test: true,
+  data: TEST_DATA,
+});
 
 /**
  * What an answer that took `secret` says about it, or undefined for a strong one: a short secret
@@ -179,7 +187,7 @@ export function createWebhooksService({
       if (fact && name) return revertedPayload({ id: event.id, revertedAt: event.createdAt.toISOString() }, fact, name);
     }
     if (event) return payloadOfEvent(event, delivery.event);
-    return { id: delivery.eventId, event: delivery.event, timestamp: delivery.createdAt.toISOString(), data: TEST_DATA };
+    return testPayload(delivery.eventId, delivery.event, delivery.createdAt.toISOString());
   }
 
   return {
@@ -288,17 +296,12 @@ export function createWebhooksService({
 
     /**
      * A test delivery of an event name, now: a payload of that name whose data says it is a test
-     * (`data.test` true), signed and sent like every delivery, and recorded in the log. `event` is
+     * (`test` true at its top and in `data`), signed and sent like every delivery, and recorded in the log. `event` is
      * the name as sent (INVALID_EVENTS when it is not one of part 6's).
      */
     async test(userId: string, id: string, event: string): Promise<{ delivered: boolean; statusCode: number; duration: number }> {
       const webhook = await own(userId, id);
-      const payload: WebhookPayload = {
-        id: randomUUID(),
-        event: checkedEvent(event),
-        timestamp: clock.now().toISOString(),
-        data: TEST_DATA,
-      };
+      const payload: WebhookPayload = testPayload(randomUUID(), checkedEvent(event), clock.now().toISOString());
       const { result, logged } = await deliver(webhook, payload, 1);
       await logged;
       return { delivered: result.ok, statusCode: result.statusCode, duration: result.durationMs };

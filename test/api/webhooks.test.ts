@@ -295,7 +295,8 @@ describe(`webhooks (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
     const { headers, body } = got[0]!;
     expect(headers["content-type"]).to.equal("application/json");
     const payload = JSON.parse(body);
-    expect(payload).to.have.keys(["id", "event", "timestamp", "data"]);
+    expect(payload).to.have.keys(["id", "event", "timestamp", "test", "data"]);
+    expect(payload.test).to.equal(true);
     expect(payload).to.include({ event: "loan.repaid" });
     expect(payload.timestamp).to.match(ISO);
     expect(payload.data.test).to.equal(true);

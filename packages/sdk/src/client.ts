@@ -7,6 +7,7 @@ import createFetchClient from "openapi-fetch";
 import { apiErrorOf } from "./errors.js";
 import type { operations, paths } from "./generated/openapi.js";
 import { type Page, type PageCursor, type Pagination, pageOf } from "./pages.js";
+import { type ResponseInfo, responseInfo, withResponse } from "./response.js";
 import { type StreamOptions, streamNotifications } from "./stream.js";
 import { createTransport, type RetryOptions, type TransportOptions } from "./transport.js";
 
@@ -24,14 +25,21 @@ export interface ClientOptions {
   timeoutMs?: number;
 }
 
-/** A write's own Idempotency-Key (otherwise one is generated per call and kept across its retries). */
-export interface WriteOptions {
+/** A call's own options. */
+export interface RequestOptions {
+  /** Aborts the call (every attempt and the waits between them); the call rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/** A write's options: its own Idempotency-Key (otherwise one is generated per call and kept across its retries). */
+export interface WriteOptions extends RequestOptions {
   idempotencyKey?: string;
 }
 
 type JsonBody<O extends keyof operations> = operations[O] extends { requestBody?: { content: { "application/json": infer B } } }
   ? B
   : never;
+type DataIn<E> = E extends { data: infer D } ? D : never;
 type Query<O extends keyof operations> = NonNullable<operations[O]["parameters"]["query"]>;
 /** What every list's query has: the page fields. */
 type ListQuery = { offset?: number; starting_after?: string; ending_before?: string };
@@ -53,19 +61,31 @@ export function createClient(options: ClientOptions) {
     timeoutMs: options.timeoutMs,
   });
   const api = createFetchClient<paths>({ baseUrl: options.baseUrl.replace(/\/$/, ""), fetch: transport });
-  const keyed = (write?: WriteOptions) => (write?.idempotencyKey ? { headers: { "idempotency-key": write.idempotencyKey } } : {});
+  /** A call's own options as openapi-fetch takes them: its signal, and a write's Idempotency-Key. */
+  const sent = (options?: WriteOptions) => ({
+    ...(options?.idempotencyKey ? { headers: { "idempotency-key": options.idempotencyKey } } : {}),
+    ...(options?.signal ? { signal: options.signal } : {}),
+  });
 
-  /** The envelope of a success answer; an error answer throws ApiError. */
-  async function envelope<T extends { data?: unknown; error?: unknown; response: Response }>(
-    call: Promise<T>,
-  ): Promise<NonNullable<T["data"]>> {
+  /** The envelope of a success answer, with `lastResponse`; an error answer throws ApiError. */
+  async function envelope<T extends { data?: unknown; error?: unknown; response: Response }>(call: Promise<T>) {
     const { data, error, response } = await call;
     if (!response.ok || error !== undefined) throw apiErrorOf(response, error);
-    return data as NonNullable<T["data"]>;
+    return withResponse(data as NonNullable<T["data"]>, responseInfo(response)) as NonNullable<T["data"]> & {
+      readonly lastResponse: ResponseInfo;
+    };
   }
-  /** The `data` of a success answer. */
-  const data = async <T extends { data?: unknown; error?: unknown; response: Response }>(call: Promise<T>) =>
-    ((await envelope(call)) as unknown as { data: NonNullable<T["data"]> extends { data: infer D } ? D : never }).data;
+  /** The `data` of a success answer, with `lastResponse`. */
+  const data = async <T extends { data?: unknown; error?: unknown; response: Response }>(call: Promise<T>) => {
+    const answer = await envelope(call);
+    return withResponse((answer as unknown as { data: DataIn<NonNullable<T["data"]>> }).data, answer.lastResponse);
+  };
+  /** What an answer without `data` says (a deletion, a test): `message` and the fields beside it, with `lastResponse`. */
+  const said = async <T extends { data?: unknown; error?: unknown; response: Response }>(call: Promise<T>) => {
+    const answer = await envelope(call);
+    const { success: _success, meta: _meta, ...rest } = answer as unknown as NonNullable<T["data"]> & { success: unknown; meta: unknown };
+    return withResponse(rest as Omit<NonNullable<T["data"]>, "success" | "meta">, answer.lastResponse);
+  };
   /**
    * A paginated list: the page the query asks for, which also reads the pages beside it (by
    * cursor, the query's filters and limit kept) and iterates over every item from it on.
@@ -85,114 +105,125 @@ export function createClient(options: ClientOptions) {
   ) => (await listed(query, get))[0];
 
   const users = {
-    me: () => data(api.GET("/v1/users/me")),
-    update: (patch: JsonBody<"updateMe">, write?: WriteOptions) => data(api.PATCH("/v1/users/me", { body: patch, ...keyed(write) })),
-    get: (userId: string) => data(api.GET("/v1/users/{userId}", { params: { path: { userId } } })),
-    xp: (userId: string) => data(api.GET("/v1/users/{userId}/xp", { params: { path: { userId } } })),
-    activity: (query: Query<"listMyActivity"> = {}) =>
-      page(query, (query) => envelope(api.GET("/v1/users/me/activity", { params: { query } }))),
-    guardians: () => data(api.GET("/v1/users/me/guardians")),
-    export: () => data(api.GET("/v1/users/me/export")),
+    me: (options?: RequestOptions) => data(api.GET("/v1/users/me", sent(options))),
+    update: (patch: JsonBody<"updateMe">, write?: WriteOptions) => data(api.PATCH("/v1/users/me", { body: patch, ...sent(write) })),
+    get: (userId: string, options?: RequestOptions) =>
+      data(api.GET("/v1/users/{userId}", { params: { path: { userId } }, ...sent(options) })),
+    xp: (userId: string, options?: RequestOptions) =>
+      data(api.GET("/v1/users/{userId}/xp", { params: { path: { userId } }, ...sent(options) })),
+    activity: (query: Query<"listMyActivity"> = {}, options?: RequestOptions) =>
+      page(query, (query) => envelope(api.GET("/v1/users/me/activity", { params: { query }, ...sent(options) }))),
+    guardians: (options?: RequestOptions) => data(api.GET("/v1/users/me/guardians", sent(options))),
+    export: (options?: RequestOptions) => data(api.GET("/v1/users/me/export", sent(options))),
     /** Schedules the account's deletion (confirmation `DELETE_MY_ACCOUNT`); answers the message and deletionDate. */
-    delete: (body: JsonBody<"deleteMe">, write?: WriteOptions) => envelope(api.DELETE("/v1/users/me", { body, ...keyed(write) })),
+    delete: (body: JsonBody<"deleteMe">, write?: WriteOptions) => said(api.DELETE("/v1/users/me", { body, ...sent(write) })),
   };
 
   const trustScore = {
-    get: (userId: string) => data(api.GET("/v1/trust-score/{userId}", { params: { path: { userId } } })),
-    history: (userId: string, query: Query<"getTrustScoreHistory"> = {}) =>
-      data(api.GET("/v1/trust-score/{userId}/history", { params: { path: { userId }, query } })),
-    modifiers: (userId: string) => data(api.GET("/v1/trust-score/{userId}/modifiers", { params: { path: { userId } } })),
+    get: (userId: string, options?: RequestOptions) =>
+      data(api.GET("/v1/trust-score/{userId}", { params: { path: { userId } }, ...sent(options) })),
+    history: (userId: string, query: Query<"getTrustScoreHistory"> = {}, options?: RequestOptions) =>
+      data(api.GET("/v1/trust-score/{userId}/history", { params: { path: { userId }, query }, ...sent(options) })),
+    modifiers: (userId: string, options?: RequestOptions) =>
+      data(api.GET("/v1/trust-score/{userId}/modifiers", { params: { path: { userId } }, ...sent(options) })),
     simulate: (body: JsonBody<"simulateTrustScore">, write?: WriteOptions) =>
-      data(api.POST("/v1/trust-score/simulate", { body, ...keyed(write) })),
-    tiers: () => data(api.GET("/v1/trust-score/tiers")),
+      data(api.POST("/v1/trust-score/simulate", { body, ...sent(write) })),
+    tiers: (options?: RequestOptions) => data(api.GET("/v1/trust-score/tiers", sent(options))),
   };
 
   const loans = {
-    eligibility: () => data(api.GET("/v1/loans/eligibility")),
-    list: (query: Query<"listLoans"> = {}) => page(query, (query) => envelope(api.GET("/v1/loans", { params: { query } }))),
-    create: (body: JsonBody<"requestLoan">, write?: WriteOptions) => data(api.POST("/v1/loans", { body, ...keyed(write) })),
-    get: (loanId: string) => data(api.GET("/v1/loans/{loanId}", { params: { path: { loanId } } })),
+    eligibility: (options?: RequestOptions) => data(api.GET("/v1/loans/eligibility", sent(options))),
+    list: (query: Query<"listLoans"> = {}, options?: RequestOptions) =>
+      page(query, (query) => envelope(api.GET("/v1/loans", { params: { query }, ...sent(options) }))),
+    create: (body: JsonBody<"requestLoan">, write?: WriteOptions) => data(api.POST("/v1/loans", { body, ...sent(write) })),
+    get: (loanId: string, options?: RequestOptions) =>
+      data(api.GET("/v1/loans/{loanId}", { params: { path: { loanId } }, ...sent(options) })),
     repay: (loanId: string, body: JsonBody<"repayLoan">, write?: WriteOptions) =>
-      data(api.POST("/v1/loans/{loanId}/repay", { params: { path: { loanId } }, body, ...keyed(write) })),
-    payoff: (loanId: string) => data(api.GET("/v1/loans/{loanId}/payoff", { params: { path: { loanId } } })),
+      data(api.POST("/v1/loans/{loanId}/repay", { params: { path: { loanId } }, body, ...sent(write) })),
+    payoff: (loanId: string, options?: RequestOptions) =>
+      data(api.GET("/v1/loans/{loanId}/payoff", { params: { path: { loanId } }, ...sent(options) })),
     cancel: (loanId: string, write?: WriteOptions) =>
-      data(api.POST("/v1/loans/{loanId}/cancel", { params: { path: { loanId } }, ...keyed(write) })),
+      data(api.POST("/v1/loans/{loanId}/cancel", { params: { path: { loanId } }, ...sent(write) })),
     extend: (loanId: string, body: JsonBody<"extendLoan">, write?: WriteOptions) =>
-      data(api.POST("/v1/loans/{loanId}/extension", { params: { path: { loanId } }, body, ...keyed(write) })),
+      data(api.POST("/v1/loans/{loanId}/extension", { params: { path: { loanId } }, body, ...sent(write) })),
   };
 
   const vault = {
-    status: () => data(api.GET("/v1/vault/status")),
-    position: () => data(api.GET("/v1/vault/position")),
-    deposit: (body: JsonBody<"depositToVault">, write?: WriteOptions) => data(api.POST("/v1/vault/deposit", { body, ...keyed(write) })),
-    withdraw: (body: JsonBody<"withdrawFromVault">, write?: WriteOptions) =>
-      data(api.POST("/v1/vault/withdraw", { body, ...keyed(write) })),
-    yieldHistory: (query: Query<"getVaultYieldHistory"> = {}) => data(api.GET("/v1/vault/yield/history", { params: { query } })),
-    calculateYield: (body: JsonBody<"calculateVaultYield">) => data(api.POST("/v1/vault/yield/calculate", { body })),
-    rates: () => data(api.GET("/v1/vault/rates")),
-    transactions: (query: Query<"listVaultTransactions"> = {}) =>
-      page(query, (query) => envelope(api.GET("/v1/vault/transactions", { params: { query } }))),
+    status: (options?: RequestOptions) => data(api.GET("/v1/vault/status", sent(options))),
+    position: (options?: RequestOptions) => data(api.GET("/v1/vault/position", sent(options))),
+    deposit: (body: JsonBody<"depositToVault">, write?: WriteOptions) => data(api.POST("/v1/vault/deposit", { body, ...sent(write) })),
+    withdraw: (body: JsonBody<"withdrawFromVault">, write?: WriteOptions) => data(api.POST("/v1/vault/withdraw", { body, ...sent(write) })),
+    yieldHistory: (query: Query<"getVaultYieldHistory"> = {}, options?: RequestOptions) =>
+      data(api.GET("/v1/vault/yield/history", { params: { query }, ...sent(options) })),
+    calculateYield: (body: JsonBody<"calculateVaultYield">, options?: RequestOptions) =>
+      data(api.POST("/v1/vault/yield/calculate", { body, ...sent(options) })),
+    rates: (options?: RequestOptions) => data(api.GET("/v1/vault/rates", sent(options))),
+    transactions: (query: Query<"listVaultTransactions"> = {}, options?: RequestOptions) =>
+      page(query, (query) => envelope(api.GET("/v1/vault/transactions", { params: { query }, ...sent(options) }))),
   };
 
   const withdrawal = (withdrawalId: string) => ({ params: { path: { withdrawalId } } });
   const guardian = (guardianId: string) => ({ params: { path: { guardianId } } });
   const socialVault = {
-    config: () => data(api.GET("/v1/social-vault/config")),
-    create: (body: JsonBody<"createSocialVault">, write?: WriteOptions) => data(api.POST("/v1/social-vault", { body, ...keyed(write) })),
+    config: (options?: RequestOptions) => data(api.GET("/v1/social-vault/config", sent(options))),
+    create: (body: JsonBody<"createSocialVault">, write?: WriteOptions) => data(api.POST("/v1/social-vault", { body, ...sent(write) })),
     deposit: (body: JsonBody<"depositToSocialVault">, write?: WriteOptions) =>
-      data(api.POST("/v1/social-vault/deposit", { body, ...keyed(write) })),
+      data(api.POST("/v1/social-vault/deposit", { body, ...sent(write) })),
     withdrawInstant: (body: JsonBody<"withdrawFromSocialVaultInstantly">, write?: WriteOptions) =>
-      data(api.POST("/v1/social-vault/withdraw/instant", { body, ...keyed(write) })),
+      data(api.POST("/v1/social-vault/withdraw/instant", { body, ...sent(write) })),
     requestWithdrawal: (body: JsonBody<"requestSocialVaultWithdrawal">, write?: WriteOptions) =>
-      data(api.POST("/v1/social-vault/withdraw/request", { body, ...keyed(write) })),
-    pendingWithdrawals: () => data(api.GET("/v1/social-vault/withdrawals/pending")),
-    withdrawals: () => data(api.GET("/v1/social-vault/withdrawals")),
-    withdrawal: (withdrawalId: string) => data(api.GET("/v1/social-vault/withdrawals/{withdrawalId}", withdrawal(withdrawalId))),
+      data(api.POST("/v1/social-vault/withdraw/request", { body, ...sent(write) })),
+    pendingWithdrawals: (options?: RequestOptions) => data(api.GET("/v1/social-vault/withdrawals/pending", sent(options))),
+    withdrawals: (options?: RequestOptions) => data(api.GET("/v1/social-vault/withdrawals", sent(options))),
+    withdrawal: (withdrawalId: string, options?: RequestOptions) =>
+      data(api.GET("/v1/social-vault/withdrawals/{withdrawalId}", { ...withdrawal(withdrawalId), ...sent(options) })),
     approve: (withdrawalId: string, write?: WriteOptions) =>
-      data(api.POST("/v1/social-vault/withdrawals/{withdrawalId}/approve", { ...withdrawal(withdrawalId), ...keyed(write) })),
+      data(api.POST("/v1/social-vault/withdrawals/{withdrawalId}/approve", { ...withdrawal(withdrawalId), ...sent(write) })),
     execute: (withdrawalId: string, write?: WriteOptions) =>
-      data(api.POST("/v1/social-vault/withdrawals/{withdrawalId}/execute", { ...withdrawal(withdrawalId), ...keyed(write) })),
+      data(api.POST("/v1/social-vault/withdrawals/{withdrawalId}/execute", { ...withdrawal(withdrawalId), ...sent(write) })),
     cancelWithdrawal: (withdrawalId: string, write?: WriteOptions) =>
-      data(api.POST("/v1/social-vault/withdrawals/{withdrawalId}/cancel", { ...withdrawal(withdrawalId), ...keyed(write) })),
-    lock: (body: JsonBody<"lockSocialVault">, write?: WriteOptions) => data(api.POST("/v1/social-vault/lock", { body, ...keyed(write) })),
-    unlock: (write?: WriteOptions) => data(api.POST("/v1/social-vault/unlock", { ...keyed(write) })),
+      data(api.POST("/v1/social-vault/withdrawals/{withdrawalId}/cancel", { ...withdrawal(withdrawalId), ...sent(write) })),
+    lock: (body: JsonBody<"lockSocialVault">, write?: WriteOptions) => data(api.POST("/v1/social-vault/lock", { body, ...sent(write) })),
+    unlock: (write?: WriteOptions) => data(api.POST("/v1/social-vault/unlock", { ...sent(write) })),
     approveUnlock: (body: JsonBody<"approveSocialVaultUnlock">, write?: WriteOptions) =>
-      data(api.POST("/v1/social-vault/unlock/approve", { body, ...keyed(write) })),
+      data(api.POST("/v1/social-vault/unlock/approve", { body, ...sent(write) })),
     setDuressPin: (body: JsonBody<"setSocialVaultDuressPin">, write?: WriteOptions) =>
-      data(api.PUT("/v1/social-vault/duress-pin", { body, ...keyed(write) })),
-    guardians: () => data(api.GET("/v1/social-vault/guardians")),
+      data(api.PUT("/v1/social-vault/duress-pin", { body, ...sent(write) })),
+    guardians: (options?: RequestOptions) => data(api.GET("/v1/social-vault/guardians", sent(options))),
     addGuardian: (body: JsonBody<"addSocialVaultGuardian">, write?: WriteOptions) =>
-      data(api.POST("/v1/social-vault/guardians", { body, ...keyed(write) })),
+      data(api.POST("/v1/social-vault/guardians", { body, ...sent(write) })),
     removeGuardian: (guardianId: string, write?: WriteOptions) =>
-      data(api.DELETE("/v1/social-vault/guardians/{guardianId}", { ...guardian(guardianId), ...keyed(write) })),
+      data(api.DELETE("/v1/social-vault/guardians/{guardianId}", { ...guardian(guardianId), ...sent(write) })),
     keepGuardian: (guardianId: string, write?: WriteOptions) =>
-      data(api.POST("/v1/social-vault/guardians/{guardianId}/keep", { ...guardian(guardianId), ...keyed(write) })),
-    guarding: () => data(api.GET("/v1/social-vault/guarding")),
+      data(api.POST("/v1/social-vault/guardians/{guardianId}/keep", { ...guardian(guardianId), ...sent(write) })),
+    guarding: (options?: RequestOptions) => data(api.GET("/v1/social-vault/guarding", sent(options))),
   };
 
   const notification = (notifId: string) => ({ params: { path: { notifId } } });
   const notifications = {
     /** A page of notifications; `unreadCount` (all unread, whatever the filter) beside it. */
-    list: async (query: Query<"listNotifications"> = {}) => {
-      const [first, answer] = await listed(query, (query) => envelope(api.GET("/v1/notifications", { params: { query } })));
+    list: async (query: Query<"listNotifications"> = {}, options?: RequestOptions) => {
+      const [first, answer] = await listed(query, (query) =>
+        envelope(api.GET("/v1/notifications", { params: { query }, ...sent(options) })),
+      );
       return Object.assign(first, { unreadCount: answer.unreadCount });
     },
-    unreadCount: async () => (await data(api.GET("/v1/notifications/unread/count"))).unreadCount,
+    unreadCount: async (options?: RequestOptions) => (await data(api.GET("/v1/notifications/unread/count", sent(options)))).unreadCount,
     markRead: (notifId: string, write?: WriteOptions) =>
-      data(api.PATCH("/v1/notifications/{notifId}/read", { ...notification(notifId), ...keyed(write) })),
-    markAllRead: (write?: WriteOptions) => data(api.POST("/v1/notifications/read-all", { ...keyed(write) })),
+      data(api.PATCH("/v1/notifications/{notifId}/read", { ...notification(notifId), ...sent(write) })),
+    markAllRead: (write?: WriteOptions) => data(api.POST("/v1/notifications/read-all", { ...sent(write) })),
     delete: (notifId: string, write?: WriteOptions) =>
-      envelope(api.DELETE("/v1/notifications/{notifId}", { ...notification(notifId), ...keyed(write) })),
-    preferences: () => data(api.GET("/v1/notifications/preferences")),
+      said(api.DELETE("/v1/notifications/{notifId}", { ...notification(notifId), ...sent(write) })),
+    preferences: (options?: RequestOptions) => data(api.GET("/v1/notifications/preferences", sent(options))),
     updatePreferences: (patch: JsonBody<"updateNotificationPreferences">, write?: WriteOptions) =>
-      data(api.PATCH("/v1/notifications/preferences", { body: patch, ...keyed(write) })),
+      data(api.PATCH("/v1/notifications/preferences", { body: patch, ...sent(write) })),
     registerPush: (body: JsonBody<"registerPushDevice">, write?: WriteOptions) =>
-      data(api.POST("/v1/notifications/push/register", { body, ...keyed(write) })),
+      data(api.POST("/v1/notifications/push/register", { body, ...sent(write) })),
     unregisterPush: (body: JsonBody<"unregisterPushDevice">, write?: WriteOptions) =>
-      envelope(api.DELETE("/v1/notifications/push/unregister", { body, ...keyed(write) })),
+      said(api.DELETE("/v1/notifications/push/unregister", { body, ...sent(write) })),
     /** Development only: a test notification to yourself. */
     test: (body: JsonBody<"sendTestNotification">, write?: WriteOptions) =>
-      envelope(api.POST("/v1/notifications/test", { body, ...keyed(write) })),
+      said(api.POST("/v1/notifications/test", { body, ...sent(write) })),
     /** The live feed (Server-Sent Events) as an async iterator, resuming with Last-Event-ID after a dropped connection. */
     stream: (streamOptions: StreamOptions = {}) =>
       streamNotifications(
@@ -203,65 +234,69 @@ export function createClient(options: ClientOptions) {
 
   const hook = (webhookId: string) => ({ params: { path: { webhookId } } });
   const webhooks = {
-    create: (body: JsonBody<"createWebhook">, write?: WriteOptions) => data(api.POST("/v1/webhooks", { body, ...keyed(write) })),
-    list: () => data(api.GET("/v1/webhooks")),
+    create: (body: JsonBody<"createWebhook">, write?: WriteOptions) => data(api.POST("/v1/webhooks", { body, ...sent(write) })),
+    list: (options?: RequestOptions) => data(api.GET("/v1/webhooks", sent(options))),
     update: (webhookId: string, patch: JsonBody<"updateWebhook">, write?: WriteOptions) =>
-      data(api.PATCH("/v1/webhooks/{webhookId}", { ...hook(webhookId), body: patch, ...keyed(write) })),
+      data(api.PATCH("/v1/webhooks/{webhookId}", { ...hook(webhookId), body: patch, ...sent(write) })),
     delete: (webhookId: string, write?: WriteOptions) =>
-      envelope(api.DELETE("/v1/webhooks/{webhookId}", { ...hook(webhookId), ...keyed(write) })),
-    deliveries: (webhookId: string, query: Query<"listWebhookDeliveries"> = {}) =>
-      data(api.GET("/v1/webhooks/{webhookId}/deliveries", { params: { path: { webhookId }, query } })),
+      said(api.DELETE("/v1/webhooks/{webhookId}", { ...hook(webhookId), ...sent(write) })),
+    deliveries: (webhookId: string, query: Query<"listWebhookDeliveries"> = {}, options?: RequestOptions) =>
+      data(api.GET("/v1/webhooks/{webhookId}/deliveries", { params: { path: { webhookId }, query }, ...sent(options) })),
     test: (webhookId: string, body: JsonBody<"testWebhook">, write?: WriteOptions) =>
-      data(api.POST("/v1/webhooks/{webhookId}/test", { ...hook(webhookId), body, ...keyed(write) })),
+      data(api.POST("/v1/webhooks/{webhookId}/test", { ...hook(webhookId), body, ...sent(write) })),
     resend: (webhookId: string, deliveryId: string, write?: WriteOptions) =>
       data(
         api.POST("/v1/webhooks/{webhookId}/deliveries/{deliveryId}/resend", {
           params: { path: { webhookId, deliveryId } },
-          ...keyed(write),
+          ...sent(write),
         }),
       ),
     replay: (webhookId: string, body: JsonBody<"replayWebhookEvents">, write?: WriteOptions) =>
-      data(api.POST("/v1/webhooks/{webhookId}/replay", { ...hook(webhookId), body, ...keyed(write) })),
+      data(api.POST("/v1/webhooks/{webhookId}/replay", { ...hook(webhookId), body, ...sent(write) })),
     rotateSecret: (webhookId: string, body: JsonBody<"rotateWebhookSecret">, write?: WriteOptions) =>
-      data(api.POST("/v1/webhooks/{webhookId}/rotate-secret", { ...hook(webhookId), body, ...keyed(write) })),
+      data(api.POST("/v1/webhooks/{webhookId}/rotate-secret", { ...hook(webhookId), body, ...sent(write) })),
   };
 
   const payment = (paymentId: string) => ({ params: { path: { paymentId } } });
   const payments = {
     /** A payment (part 2's request shape, with the credit and split options); send the payer to its checkoutUrl. */
-    create: (body: JsonBody<"createPayment">, write?: WriteOptions) => data(api.POST("/v1/payments", { body, ...keyed(write) })),
-    get: (paymentId: string) => data(api.GET("/v1/payments/{paymentId}", payment(paymentId))),
-    list: (query: Query<"listPayments"> = {}) => page(query, (query) => envelope(api.GET("/v1/payments", { params: { query } }))),
+    create: (body: JsonBody<"createPayment">, write?: WriteOptions) => data(api.POST("/v1/payments", { body, ...sent(write) })),
+    get: (paymentId: string, options?: RequestOptions) =>
+      data(api.GET("/v1/payments/{paymentId}", { ...payment(paymentId), ...sent(options) })),
+    list: (query: Query<"listPayments"> = {}, options?: RequestOptions) =>
+      page(query, (query) => envelope(api.GET("/v1/payments", { params: { query }, ...sent(options) }))),
     cancel: (paymentId: string, write?: WriteOptions) =>
-      data(api.POST("/v1/payments/{paymentId}/cancel", { ...payment(paymentId), ...keyed(write) })),
+      data(api.POST("/v1/payments/{paymentId}/cancel", { ...payment(paymentId), ...sent(write) })),
     /** Refunds part or all of a payment (the spec's refund call: paymentId, amount, reason). */
     refund: ({ paymentId, ...body }: { paymentId: string } & JsonBody<"refundPayment">, write?: WriteOptions) =>
-      data(api.POST("/v1/payments/{paymentId}/refunds", { ...payment(paymentId), body, ...keyed(write) })),
-    refunds: (paymentId: string) => data(api.GET("/v1/payments/{paymentId}/refunds", payment(paymentId))),
+      data(api.POST("/v1/payments/{paymentId}/refunds", { ...payment(paymentId), body, ...sent(write) })),
+    refunds: (paymentId: string, options?: RequestOptions) =>
+      data(api.GET("/v1/payments/{paymentId}/refunds", { ...payment(paymentId), ...sent(options) })),
     /** The payer's side: what each method would cost the signed-in payer now. */
-    terms: (paymentId: string) => data(api.GET("/checkout/{paymentId}/terms", payment(paymentId))),
+    terms: (paymentId: string, options?: RequestOptions) =>
+      data(api.GET("/checkout/{paymentId}/terms", { ...payment(paymentId), ...sent(options) })),
     /** The payer's side: pays the payment (what the hosted checkout does). */
     pay: (paymentId: string, body: JsonBody<"payPayment">, write?: WriteOptions) =>
-      data(api.POST("/checkout/{paymentId}/pay", { ...payment(paymentId), body, ...keyed(write) })),
+      data(api.POST("/checkout/{paymentId}/pay", { ...payment(paymentId), body, ...sent(write) })),
   };
 
   const apiKeys = {
-    list: () => data(api.GET("/v1/api-keys")),
-    create: (body: JsonBody<"createApiKey">, write?: WriteOptions) => data(api.POST("/v1/api-keys", { body, ...keyed(write) })),
+    list: (options?: RequestOptions) => data(api.GET("/v1/api-keys", sent(options))),
+    create: (body: JsonBody<"createApiKey">, write?: WriteOptions) => data(api.POST("/v1/api-keys", { body, ...sent(write) })),
     revoke: (keyId: string, write?: WriteOptions) =>
-      envelope(api.DELETE("/v1/api-keys/{keyId}", { params: { path: { keyId } }, ...keyed(write) })),
+      data(api.DELETE("/v1/api-keys/{keyId}", { params: { path: { keyId } }, ...sent(write) })),
   };
 
   /** The development sandbox (run-and-sandbox.md section 3; absent in production). */
   const sandbox = {
-    token: (body: JsonBody<"devIssueToken">) => data(api.POST("/dev/token", { body })),
-    faucet: (body: JsonBody<"devFaucet">, write?: WriteOptions) => data(api.POST("/dev/faucet", { body, ...keyed(write) })),
-    advanceTime: (body: JsonBody<"devAdvanceTime">, write?: WriteOptions) => data(api.POST("/dev/time/advance", { body, ...keyed(write) })),
-    addYield: (body: JsonBody<"devVaultYield">, write?: WriteOptions) => data(api.POST("/dev/vault/yield", { body, ...keyed(write) })),
+    token: (body: JsonBody<"devIssueToken">, options?: RequestOptions) => data(api.POST("/dev/token", { body, ...sent(options) })),
+    faucet: (body: JsonBody<"devFaucet">, write?: WriteOptions) => data(api.POST("/dev/faucet", { body, ...sent(write) })),
+    advanceTime: (body: JsonBody<"devAdvanceTime">, write?: WriteOptions) => data(api.POST("/dev/time/advance", { body, ...sent(write) })),
+    addYield: (body: JsonBody<"devVaultYield">, write?: WriteOptions) => data(api.POST("/dev/vault/yield", { body, ...sent(write) })),
     fundLoan: (loanId: string, write?: WriteOptions) =>
-      data(api.POST("/dev/loans/{loanId}/fund", { params: { path: { loanId } }, ...keyed(write) })),
+      data(api.POST("/dev/loans/{loanId}/fund", { params: { path: { loanId } }, ...sent(write) })),
     setPlan: (userId: string, body: JsonBody<"devSetPlan">, write?: WriteOptions) =>
-      data(api.PUT("/dev/users/{userId}/plan", { params: { path: { userId } }, body, ...keyed(write) })),
+      data(api.PUT("/dev/users/{userId}/plan", { params: { path: { userId } }, body, ...sent(write) })),
   };
 
   return { users, trustScore, loans, vault, socialVault, notifications, webhooks, payments, apiKeys, sandbox };

@@ -1,20 +1,26 @@
 // @trustmint/sdk: the TrustMint API client (createClient), the live notification stream, webhook
 // verification, exact USDC conversions and the shapes' types. The payments library is
 // `@trustmint/sdk/payments`.
-export { type ClientOptions, createClient, type TrustMintClient, type WriteOptions } from "./client.js";
+export { type ClientOptions, createClient, type RequestOptions, type TrustMintClient, type WriteOptions } from "./client.js";
 export { ApiConnectionError, ApiError, ApiTimeoutError, type ErrorCode, TrustMintError } from "./errors.js";
 export { fromMicro, toAmount, toMicro } from "./money.js";
-export type { Page, Pagination } from "./pages.js";
+export type { Page, PageCursor, Pagination } from "./pages.js";
+export type { ResponseInfo, WithResponse } from "./response.js";
 export type { StreamEvent, StreamOptions } from "./stream.js";
 export type { Credentials, RetryOptions } from "./transport.js";
 export type * from "./types.js";
 export { SDK_VERSION } from "./version.js";
 export {
+  isTestEvent,
+  type SignOptions,
+  signWebhook,
   type VerifyOptions,
   verifyWebhook,
   type WebhookEvent,
   type WebhookEventName,
+  type WebhookEventOf,
   type WebhookHeaders,
+  type WebhookTestEvent,
   WebhookVerificationError,
   type WebhookVerificationFailure,
 } from "./webhooks.js";

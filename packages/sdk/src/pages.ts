@@ -4,6 +4,8 @@
 // (`starting_after` the last item's id, `ending_before` the first's), so items that arrive while
 // iterating neither repeat nor push others out of the walk, as offsets would.
 
+import type { ResponseInfo } from "./response.js";
+
 export interface Pagination {
   total: number;
   limit: number;
@@ -21,17 +23,21 @@ export interface Page<T> extends AsyncIterable<T> {
   next(): Promise<Page<T> | null>;
   /** The page before this one (newer items), or null before the first one. */
   previous(): Promise<Page<T> | null>;
+  /** The response the page came in (its request id). */
+  readonly lastResponse?: ResponseInfo | undefined;
 }
 
 /** The cursor a following page is read with. */
 export type PageCursor = { starting_after: string } | { ending_before: string };
 
 /** Loads the page beside a cursor (the list's own filters and limit kept). */
-export type PageLoader<T> = (cursor: PageCursor) => Promise<{ data: T[]; pagination?: Pagination | undefined }>;
+export type PageLoader<T> = (
+  cursor: PageCursor,
+) => Promise<{ data: T[]; pagination?: Pagination | undefined; lastResponse?: ResponseInfo }>;
 
 /** The Page of a list's answer; `load` reads the pages beside it. `backward`: the answer was read with ending_before. */
 export function pageOf<T extends { id: string }>(
-  answer: { data: T[]; pagination?: Pagination | undefined },
+  answer: { data: T[]; pagination?: Pagination | undefined; lastResponse?: ResponseInfo },
   load: PageLoader<T>,
   backward = false,
 ): Page<T> {
@@ -48,6 +54,7 @@ export function pageOf<T extends { id: string }>(
   const page: Page<T> = {
     data,
     pagination,
+    lastResponse: answer.lastResponse,
     // An empty page has no item to read beside: the walk ends there.
     next: async () => (hasNext && last ? beside({ starting_after: last.id }, false) : null),
     previous: async () => (hasPrevious && first ? beside({ ending_before: first.id }, true) : null),

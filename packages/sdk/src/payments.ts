@@ -9,7 +9,7 @@ import { verifyWebhook } from "./webhooks.js";
 export { ApiError, type ErrorCode } from "./errors.js";
 export { fromMicro, toAmount, toMicro } from "./money.js";
 export type { CreatePaymentRequest, Payment, PaymentRefund } from "./types.js";
-export { verifyWebhook, type WebhookEvent, WebhookVerificationError } from "./webhooks.js";
+export { isTestEvent, signWebhook, verifyWebhook, type WebhookEvent, type WebhookTestEvent, WebhookVerificationError } from "./webhooks.js";
 
 /** A merchant's credentials: an API key (Pro and Enterprise plans) or the merchant's access token. */
 export type PaymentsOptions = ClientOptions;

@@ -11,10 +11,20 @@
 // either one matching is enough.
 import type { components } from "./generated/openapi.js";
 
-/** A delivery's body: part 6's {id, event, timestamp, data} by event name, or `<name>.reverted` after a reorg. */
+/**
+ * A delivery's body: part 6's {id, event, timestamp, data} by event name, or `<name>.reverted`
+ * after a reorg. Narrowed by `event`, `data` is that event's own.
+ */
 export type WebhookEvent = components["schemas"]["WebhookEvent"];
+/** A test delivery (POST /v1/webhooks/{webhookId}/test): `test: true`, and no such event happened. */
+export type WebhookTestEvent = components["schemas"]["WebhookTestEvent"];
 /** The event names (part 6) and their `.reverted` follow-ups. */
 export type WebhookEventName = WebhookEvent["event"];
+/** The event of one name: `WebhookEventOf<"payment.success">["data"]`. */
+export type WebhookEventOf<N extends WebhookEventName> = Extract<WebhookEvent, { event: N }>;
+
+/** Whether a verified delivery is a test one: check it first, then switch on `event.event`. */
+export const isTestEvent = (event: WebhookEvent | WebhookTestEvent): event is WebhookTestEvent => "test" in event && event.test === true;
 
 export type WebhookHeaders = Headers | Record<string, string | string[] | undefined>;
 
@@ -67,8 +77,8 @@ function standardKeyOf(secret: string): Uint8Array {
   return encoder.encode(secret);
 }
 
-const hmacKey = (bytes: Uint8Array) =>
-  globalThis.crypto.subtle.importKey("raw", bytes as BufferSource, { name: "HMAC", hash: "SHA-256" }, false, ["verify"]);
+const hmacKey = (bytes: Uint8Array, use: "sign" | "verify" = "verify") =>
+  globalThis.crypto.subtle.importKey("raw", bytes as BufferSource, { name: "HMAC", hash: "SHA-256" }, false, [use]);
 
 /** Whether any of the signatures (decoded; null for a malformed one) is the HMAC of `signed`. */
 async function anyVerifies(key: CryptoKey, signatures: (Uint8Array | null)[], signed: Uint8Array): Promise<boolean> {
@@ -96,7 +106,7 @@ export async function verifyWebhook(
   headers: WebhookHeaders,
   secret: string,
   options: VerifyOptions = {},
-): Promise<WebhookEvent> {
+): Promise<WebhookEvent | WebhookTestEvent> {
   const body = typeof rawBody === "string" ? encoder.encode(rawBody) : rawBody;
   const serviceSignature = header(headers, "x-service-signature");
   const id = header(headers, "webhook-id");
@@ -118,10 +128,7 @@ export async function verifyWebhook(
 
   const serviceValues = serviceSignature.split(" ").map((value) => (value.startsWith("sha256=") ? hexBytes(value.slice(7)) : null));
   const standardValues = standardSignature.split(" ").map((value) => (value.startsWith("v1,") ? base64Bytes(value.slice(3)) : null));
-  const prefix = encoder.encode(`${id}.${timestamp}.`);
-  const signed = new Uint8Array(prefix.length + body.length);
-  signed.set(prefix);
-  signed.set(body, prefix.length);
+  const signed = standardSigned(id, timestamp, body);
   const [serviceOk, standardOk] = await Promise.all([
     anyVerifies(await hmacKey(encoder.encode(secret)), serviceValues, body),
     anyVerifies(await hmacKey(standardKeyOf(secret)), standardValues, signed),
@@ -130,8 +137,51 @@ export async function verifyWebhook(
     throw new WebhookVerificationError("bad_signature", "the delivery's signatures do not match its body and this secret");
   }
   try {
-    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body)) as WebhookEvent;
+    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body)) as WebhookEvent | WebhookTestEvent;
   } catch {
     throw new WebhookVerificationError("bad_payload", "the signed body is not JSON");
   }
+}
+
+/** What the Standard Webhooks signature covers: `id.timestamp.body`. */
+function standardSigned(id: string, timestamp: string, body: Uint8Array): Uint8Array {
+  const prefix = encoder.encode(`${id}.${timestamp}.`);
+  const signed = new Uint8Array(prefix.length + body.length);
+  signed.set(prefix);
+  signed.set(body, prefix.length);
+  return signed;
+}
+
+export interface SignOptions {
+  /** The delivery's id (default a random UUID): `webhook-id`. */
+  id?: string;
+  /** The signing time in seconds since the epoch (default now): `webhook-timestamp`. */
+  timestamp?: number;
+}
+
+/**
+ * Signs a body as the service signs a delivery, for a receiver's own tests: the four headers
+ * `verifyWebhook` checks (x-service-signature and the Standard Webhooks ones), for `body` sent as is.
+ *
+ * @example
+ * const body = JSON.stringify({ id: "evt_1", event: "payment.success", timestamp: new Date().toISOString(), data: {...} });
+ * const response = await fetch("http://127.0.0.1:8080/webhooks", { method: "POST", body, headers: await signWebhook(body, secret) });
+ */
+export async function signWebhook(body: string | Uint8Array, secret: string, options: SignOptions = {}): Promise<Record<string, string>> {
+  const bytes = typeof body === "string" ? encoder.encode(body) : body;
+  const id = options.id ?? globalThis.crypto.randomUUID();
+  const timestamp = String(Math.floor(options.timestamp ?? Date.now() / 1_000));
+  const sign = async (key: Uint8Array, data: Uint8Array) =>
+    new Uint8Array(await globalThis.crypto.subtle.sign("HMAC", await hmacKey(key, "sign"), data as BufferSource));
+  const [service, standard] = await Promise.all([
+    sign(encoder.encode(secret), bytes),
+    sign(standardKeyOf(secret), standardSigned(id, timestamp, bytes)),
+  ]);
+  return {
+    "content-type": "application/json",
+    "x-service-signature": `sha256=${Array.from(service, (byte) => byte.toString(16).padStart(2, "0")).join("")}`,
+    "webhook-id": id,
+    "webhook-timestamp": timestamp,
+    "webhook-signature": `v1,${base64Of(standard)}`,
+  };
 }

@@ -56,6 +56,53 @@ describe("@trustmint/sdk: errors and timeouts", function () {
     expect(Date.now() - started).to.be.below(5_000);
   });
 
+  it("a call's own signal aborts it at once, however long the timeout: every attempt and the wait between them", async () => {
+    proxy.once(path_("/v1/vault/position"), "hang");
+    const controller = new AbortController();
+    const started = Date.now();
+    setTimeout(() => controller.abort(new Error("the user left the page")), 100);
+    const error = await failureOf(client({ timeoutMs: 0 }).vault.position({ signal: controller.signal }));
+    expect(error.message).to.equal("the user left the page");
+    expect(Date.now() - started).to.be.below(2_000);
+    // Aborted before it starts: nothing is sent.
+    const before = proxy.seen.length;
+    const aborted = await failureOf(client().users.me({ signal: AbortSignal.abort(new Error("never mind")) }));
+    expect(aborted.message).to.equal("never mind");
+    expect(proxy.seen.length).to.equal(before);
+    // A write too, between retries: a 503 then the abort during the backoff (another saver: this one's deposits are counted below).
+    const other = await signIn(baseUrl, "sdk-abort", { funds: 5 });
+    const otherToken = (await createClient({ baseUrl }).sandbox.token({ sub: other.sub })).accessToken;
+    const otherClient = createClient({ baseUrl: proxy.url, retry: { baseDelayMs: 10 }, getToken: () => otherToken });
+    proxy.once(path_("/v1/vault/deposit"), { status: 503, body: "{}" });
+    const writeController = new AbortController();
+    const write = failureOf(otherClient.vault.deposit({ amount: 1 }, { signal: writeController.signal }));
+    setTimeout(() => writeController.abort(new Error("cancelled")), 5);
+    expect((await write).message).to.equal("cancelled");
+  });
+
+  it("a success carries its response: the request id, and whether a write was replayed for its key", async () => {
+    const { client: own } = await signIn(baseUrl, "sdk-response", { funds: 10 });
+    const me = await own.users.me();
+    expect(me.lastResponse.status).to.equal(200);
+    expect(me.lastResponse.requestId).to.match(/^[0-9a-f-]{36}$/);
+    expect(me.lastResponse.headers.get("x-request-id")).to.equal(me.lastResponse.requestId);
+    // Not a field of the data: JSON, spreads and keys leave it out.
+    expect(Object.keys(me)).to.not.include("lastResponse");
+    expect(JSON.parse(JSON.stringify(me))).to.not.have.property("lastResponse");
+    const idempotencyKey = crypto.randomUUID();
+    const first = await own.vault.deposit({ amount: 1 }, { idempotencyKey });
+    const replay = await own.vault.deposit({ amount: 1 }, { idempotencyKey });
+    expect(first.lastResponse.idempotentReplayed).to.equal(false);
+    expect(replay.lastResponse.idempotentReplayed).to.equal(true);
+    expect(replay.txHash).to.equal(first.txHash);
+    await own.vault.deposit({ amount: 2 });
+    const page = await own.vault.transactions({ limit: 1 });
+    expect(page.lastResponse?.requestId).to.be.a("string");
+    expect((await page.next())?.lastResponse?.requestId)
+      .to.be.a("string")
+      .and.not.equal(page.lastResponse?.requestId);
+  });
+
   it("a write whose first attempt times out is retried with its key and moves money once", async () => {
     proxy.once(path_("/v1/vault/deposit"), "hang");
     const before = proxy.seen.length;

@@ -34,8 +34,10 @@ describe("@trustmint/sdk: every resource method against npm start", function () 
     const exported = await alice.client.users.export();
     expect(exported).to.have.property("profile");
     const deleted = await bob.client.users.delete({ confirmation: "DELETE_MY_ACCOUNT" });
+    // An answer without data comes back as what it says: its message and the fields beside it.
+    expect(deleted).to.have.keys("message", "deletionDate");
     expect(deleted.message).to.be.a("string");
-    expect(deleted.deletionDate).to.be.a("string");
+    expect(deleted.lastResponse.requestId).to.be.a("string");
   });
 
   it("trust score: get, history, modifiers, simulate, tiers", async () => {
@@ -146,7 +148,7 @@ describe("@trustmint/sdk: every resource method against npm start", function () 
   it("notifications: test, list, unread count, mark read, mark all read, delete, preferences, push devices", async () => {
     const dora = await signIn(baseUrl, "sdk-dora");
     const notifications = dora.client.notifications;
-    await notifications.test({ type: "in_app" });
+    expect(Object.keys(await notifications.test({ type: "in_app" }))).to.deep.equal(["message"]);
     await notifications.test({ type: "in_app" });
     const list = await notifications.list();
     expect(list.data.length).to.be.at.least(2);
@@ -156,7 +158,7 @@ describe("@trustmint/sdk: every resource method against npm start", function () 
     expect(await notifications.unreadCount()).to.equal(list.unreadCount - 1);
     await notifications.markAllRead();
     expect(await notifications.unreadCount()).to.equal(0);
-    await notifications.delete(second!.id);
+    expect(await notifications.delete(second!.id)).to.have.keys("message");
     expect((await notifications.list()).data.map((entry) => entry.id)).to.not.include(second!.id);
     const missing = await apiErrorOf(notifications.markRead(second!.id));
     expect(missing).to.include({ status: 404, code: "NOTIFICATION_NOT_FOUND" });
@@ -179,7 +181,10 @@ describe("@trustmint/sdk: every resource method against npm start", function () 
     expect((await merchant.client.apiKeys.list()).map((key) => key.id)).to.deep.equal([created.id]);
     const server = createClient({ baseUrl, apiKey: created.key });
     expect((await server.users.me()).id).to.equal(merchant.id);
-    await merchant.client.apiKeys.revoke(created.id);
+    // Revoking answers the revoked key (its data), as every call with data does.
+    const revokedKey = await merchant.client.apiKeys.revoke(created.id);
+    expect(revokedKey).to.have.keys("id", "revokedAt");
+    expect(revokedKey.id).to.equal(created.id);
     const revoked = await apiErrorOf(server.users.me());
     expect(revoked).to.include({ status: 401, code: "UNAUTHORIZED" });
   });

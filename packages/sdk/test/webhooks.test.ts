@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { verifyWebhook, type WebhookEvent, WebhookVerificationError } from "@trustmint/sdk";
+import { isTestEvent, signWebhook, verifyWebhook, type WebhookEventOf, WebhookVerificationError } from "@trustmint/sdk";
 import { expect } from "chai";
 import { Webhook as StandardWebhook } from "svix";
 import { until } from "../../../test/helpers/waiting.js";
@@ -46,11 +46,15 @@ describe("@trustmint/sdk: webhooks and verifyWebhook", function () {
     expect(hook).to.include({ status: "active", url: `${receiver.base}/deposit` });
     const deposit = await owner.client.vault.deposit({ amount: 12.5 });
     const [delivery] = await arrivals("/deposit", 1);
-    const event: WebhookEvent = await verifyWebhook(delivery!.body, delivery!.headers, secret);
+    const event = await verifyWebhook(delivery!.body, delivery!.headers, secret);
     expect(event.event).to.equal("vault.deposit");
-    if (event.event !== "vault.deposit" || "test" in event.data) throw new Error("not a deposit's data");
-    // Narrowed by the name: the catalogue's fields of a deposit.
-    expect(event.data).to.include({ usdcAmount: "12.50", txHash: deposit.txHash, userId: owner.id });
+    expect(isTestEvent(event)).to.equal(false);
+    if (isTestEvent(event) || event.event !== "vault.deposit") throw new Error("not a deposit");
+    // Narrowed once, by the name: the catalogue's fields of a deposit, typed (this line compiles only so).
+    const data: WebhookEventOf<"vault.deposit">["data"] = event.data;
+    const amount: string = event.data.usdcAmount;
+    expect(amount).to.equal("12.50");
+    expect(data).to.include({ txHash: deposit.txHash, userId: owner.id });
     // The same bytes as a Uint8Array, and the headers as a Fetch Headers.
     const headers = new Headers(delivery!.headers as Record<string, string>);
     expect((await verifyWebhook(new TextEncoder().encode(delivery!.body), headers, secret)).id).to.equal(event.id);
@@ -64,7 +68,8 @@ describe("@trustmint/sdk: webhooks and verifyWebhook", function () {
     const [delivery] = await arrivals("/refusals", 1);
     const { body, headers } = delivery as Received;
     const event = await verifyWebhook(body, headers, secret);
-    expect(event).to.deep.include({ event: "loan.funded" });
+    expect(event).to.deep.include({ event: "loan.funded", test: true });
+    expect(isTestEvent(event)).to.equal(true);
     expect(event.data).to.deep.include({ test: true });
 
     expect((await refusal(verifyWebhook(body.replace('"test":true', '"test":false'), headers, secret))).reason).to.equal("bad_signature");
@@ -112,6 +117,30 @@ describe("@trustmint/sdk: webhooks and verifyWebhook", function () {
       expect((await verifyWebhook(second!.body, second!.headers, secret)).event).to.equal("loan.repaid");
     }
     expect((await refusal(verifyWebhook(second!.body, second!.headers, "some-other-secret"))).reason).to.equal("bad_signature");
+  });
+
+  it("signWebhook signs a body as the service does: the same headers for the same id and time, verified by svix too", async () => {
+    for (const secret of [randomBytes(24).toString("hex"), `whsec_${randomBytes(32).toString("base64")}`]) {
+      const path = `/sign-${secret.slice(0, 4)}`;
+      const hook = await owner.client.webhooks.create({ url: `${receiver.base}${path}`, events: ["payment.success"], secret });
+      await owner.client.webhooks.test(hook.id, { event: "payment.success" });
+      const [delivery] = await arrivals(path, 1);
+      const { body, headers } = delivery as Received;
+      const signed = await signWebhook(body, secret, {
+        id: String(headers["webhook-id"]),
+        timestamp: Number(headers["webhook-timestamp"]),
+      });
+      for (const name of ["x-service-signature", "webhook-id", "webhook-timestamp", "webhook-signature"]) {
+        expect(signed[name], name).to.equal(headers[name]);
+      }
+      // A merchant's own fixture: any body, signed now, passes verifyWebhook and an independent verifier.
+      const fixture = JSON.stringify({ id: "evt_fixture", event: "payment.success", timestamp: new Date().toISOString(), data: {} });
+      const fixtureHeaders = await signWebhook(fixture, secret);
+      expect((await verifyWebhook(fixture, fixtureHeaders, secret)).id).to.equal("evt_fixture");
+      if (secret.startsWith("whsec_")) expect(() => new StandardWebhook(secret).verify(fixture, fixtureHeaders)).to.not.throw();
+      expect((await refusal(verifyWebhook(fixture, await signWebhook(fixture, `${secret}x`), secret))).reason).to.equal("bad_signature");
+      await owner.client.webhooks.delete(hook.id);
+    }
   });
 
   it("list, update, deliveries, resend, replay and delete", async () => {

@@ -2050,7 +2050,7 @@ export interface components {
             /** @description why it failed; only when failed */
             error?: string;
         };
-        /** @description A webhook delivery's JSON body, signed with x-service-signature (sha256=<hex HMAC-SHA256 of the exact body>) and the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature. A test delivery's data is {test: true, message}. */
+        /** @description A webhook delivery's JSON body, signed with x-service-signature (sha256=<hex HMAC-SHA256 of the exact body>) and the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature; `data` is the named event's. A test delivery is a WebhookTestEvent. */
         WebhookEvent: {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
             id: string;
@@ -2068,10 +2068,6 @@ export interface components {
                 totalRepayment: number;
                 /** Format: date-time */
                 expiresAt: string;
-            } | {
-                /** @enum {boolean} */
-                test: true;
-                message: string;
             };
         } | {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
@@ -2087,10 +2083,6 @@ export interface components {
                 /** Format: date-time */
                 dueDate: string;
                 txHash: string;
-            } | {
-                /** @enum {boolean} */
-                test: true;
-                message: string;
             };
         } | {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
@@ -2103,10 +2095,6 @@ export interface components {
                 loanId: string;
                 totalPaid: number;
                 txHash: string;
-            } | {
-                /** @enum {boolean} */
-                test: true;
-                message: string;
             };
         } | {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
@@ -2120,10 +2108,6 @@ export interface components {
                 amount: number;
                 remainingBalance: number;
                 txHash: string;
-            } | {
-                /** @enum {boolean} */
-                test: true;
-                message: string;
             };
         } | {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
@@ -2135,10 +2119,6 @@ export interface components {
             data: {
                 loanId: string;
                 daysOverdue: number;
-            } | {
-                /** @enum {boolean} */
-                test: true;
-                message: string;
             };
         } | {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
@@ -2153,10 +2133,6 @@ export interface components {
                 coveredByInsurance: number;
                 uncovered: number;
                 txHash: string;
-            } | {
-                /** @enum {boolean} */
-                test: true;
-                message: string;
             };
         } | {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
@@ -2171,10 +2147,6 @@ export interface components {
                 usdcAmount: string;
                 tmUSDCReceived: string;
                 txHash: string;
-            } | {
-                /** @enum {boolean} */
-                test: true;
-                message: string;
             };
         } | {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
@@ -2189,10 +2161,6 @@ export interface components {
                 tmUSDCRedeemed: string;
                 usdcReceived: string;
                 txHash: string;
-            } | {
-                /** @enum {boolean} */
-                test: true;
-                message: string;
             };
         } | {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
@@ -2206,10 +2174,6 @@ export interface components {
                 totalYield: string;
                 newExchangeRate: number;
                 txHash: string;
-            } | {
-                /** @enum {boolean} */
-                test: true;
-                message: string;
             };
         } | {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
@@ -2227,10 +2191,6 @@ export interface components {
                 executeAfter: string;
                 /** Format: date-time */
                 expiresAt: string;
-            } | {
-                /** @enum {boolean} */
-                test: true;
-                message: string;
             };
         } | {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
@@ -2244,10 +2204,6 @@ export interface components {
                 approver: string;
                 approverAddress: string;
                 totalApprovals: number;
-            } | {
-                /** @enum {boolean} */
-                test: true;
-                message: string;
             };
         } | {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
@@ -2261,10 +2217,6 @@ export interface components {
                 amount: string;
                 recipient: string;
                 txHash: string;
-            } | {
-                /** @enum {boolean} */
-                test: true;
-                message: string;
             };
         } | {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
@@ -2278,10 +2230,6 @@ export interface components {
                 vaultAddress: string;
                 /** Format: date-time */
                 lockedAt: string;
-            } | {
-                /** @enum {boolean} */
-                test: true;
-                message: string;
             };
         } | {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
@@ -2298,10 +2246,6 @@ export interface components {
                 reason: string;
                 /** Format: date-time */
                 timestamp: string;
-            } | {
-                /** @enum {boolean} */
-                test: true;
-                message: string;
             };
         } | {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
@@ -2317,10 +2261,6 @@ export interface components {
                 xp: number;
                 /** Format: date-time */
                 timestamp: string;
-            } | {
-                /** @enum {boolean} */
-                test: true;
-                message: string;
             };
         } | {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
@@ -2335,10 +2275,6 @@ export interface components {
                 guardianUserId: string | null;
                 /** Format: date-time */
                 activeAt: string;
-            } | {
-                /** @enum {boolean} */
-                test: true;
-                message: string;
             };
         } | {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
@@ -2355,10 +2291,6 @@ export interface components {
                 reason: string;
                 /** Format: date-time */
                 timestamp: string;
-            } | {
-                /** @enum {boolean} */
-                test: true;
-                message: string;
             };
         } | {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
@@ -2385,10 +2317,6 @@ export interface components {
                 txHash: string;
                 /** Format: date-time */
                 paidAt: string;
-            } | {
-                /** @enum {boolean} */
-                test: true;
-                message: string;
             };
         } | {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
@@ -2412,10 +2340,6 @@ export interface components {
                 };
                 /** Format: date-time */
                 failedAt: string;
-            } | {
-                /** @enum {boolean} */
-                test: true;
-                message: string;
             };
         } | {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
@@ -2442,10 +2366,6 @@ export interface components {
                 txHash: string;
                 /** Format: date-time */
                 refundedAt: string;
-            } | {
-                /** @enum {boolean} */
-                test: true;
-                message: string;
             };
         } | {
             /** @description the revert's own id */
@@ -2472,10 +2392,6 @@ export interface components {
                     totalRepayment: number;
                     /** Format: date-time */
                     expiresAt: string;
-                } | {
-                    /** @enum {boolean} */
-                    test: true;
-                    message: string;
                 };
             };
         } | {
@@ -2500,10 +2416,6 @@ export interface components {
                     /** Format: date-time */
                     dueDate: string;
                     txHash: string;
-                } | {
-                    /** @enum {boolean} */
-                    test: true;
-                    message: string;
                 };
             };
         } | {
@@ -2525,10 +2437,6 @@ export interface components {
                     loanId: string;
                     totalPaid: number;
                     txHash: string;
-                } | {
-                    /** @enum {boolean} */
-                    test: true;
-                    message: string;
                 };
             };
         } | {
@@ -2551,10 +2459,6 @@ export interface components {
                     amount: number;
                     remainingBalance: number;
                     txHash: string;
-                } | {
-                    /** @enum {boolean} */
-                    test: true;
-                    message: string;
                 };
             };
         } | {
@@ -2575,10 +2479,6 @@ export interface components {
                 data: {
                     loanId: string;
                     daysOverdue: number;
-                } | {
-                    /** @enum {boolean} */
-                    test: true;
-                    message: string;
                 };
             };
         } | {
@@ -2602,10 +2502,6 @@ export interface components {
                     coveredByInsurance: number;
                     uncovered: number;
                     txHash: string;
-                } | {
-                    /** @enum {boolean} */
-                    test: true;
-                    message: string;
                 };
             };
         } | {
@@ -2629,10 +2525,6 @@ export interface components {
                     usdcAmount: string;
                     tmUSDCReceived: string;
                     txHash: string;
-                } | {
-                    /** @enum {boolean} */
-                    test: true;
-                    message: string;
                 };
             };
         } | {
@@ -2656,10 +2548,6 @@ export interface components {
                     tmUSDCRedeemed: string;
                     usdcReceived: string;
                     txHash: string;
-                } | {
-                    /** @enum {boolean} */
-                    test: true;
-                    message: string;
                 };
             };
         } | {
@@ -2682,10 +2570,6 @@ export interface components {
                     totalYield: string;
                     newExchangeRate: number;
                     txHash: string;
-                } | {
-                    /** @enum {boolean} */
-                    test: true;
-                    message: string;
                 };
             };
         } | {
@@ -2712,10 +2596,6 @@ export interface components {
                     executeAfter: string;
                     /** Format: date-time */
                     expiresAt: string;
-                } | {
-                    /** @enum {boolean} */
-                    test: true;
-                    message: string;
                 };
             };
         } | {
@@ -2738,10 +2618,6 @@ export interface components {
                     approver: string;
                     approverAddress: string;
                     totalApprovals: number;
-                } | {
-                    /** @enum {boolean} */
-                    test: true;
-                    message: string;
                 };
             };
         } | {
@@ -2764,10 +2640,6 @@ export interface components {
                     amount: string;
                     recipient: string;
                     txHash: string;
-                } | {
-                    /** @enum {boolean} */
-                    test: true;
-                    message: string;
                 };
             };
         } | {
@@ -2790,10 +2662,6 @@ export interface components {
                     vaultAddress: string;
                     /** Format: date-time */
                     lockedAt: string;
-                } | {
-                    /** @enum {boolean} */
-                    test: true;
-                    message: string;
                 };
             };
         } | {
@@ -2819,10 +2687,6 @@ export interface components {
                     reason: string;
                     /** Format: date-time */
                     timestamp: string;
-                } | {
-                    /** @enum {boolean} */
-                    test: true;
-                    message: string;
                 };
             };
         } | {
@@ -2847,10 +2711,6 @@ export interface components {
                     xp: number;
                     /** Format: date-time */
                     timestamp: string;
-                } | {
-                    /** @enum {boolean} */
-                    test: true;
-                    message: string;
                 };
             };
         } | {
@@ -2874,10 +2734,6 @@ export interface components {
                     guardianUserId: string | null;
                     /** Format: date-time */
                     activeAt: string;
-                } | {
-                    /** @enum {boolean} */
-                    test: true;
-                    message: string;
                 };
             };
         } | {
@@ -2903,10 +2759,6 @@ export interface components {
                     reason: string;
                     /** Format: date-time */
                     timestamp: string;
-                } | {
-                    /** @enum {boolean} */
-                    test: true;
-                    message: string;
                 };
             };
         } | {
@@ -2942,10 +2794,6 @@ export interface components {
                     txHash: string;
                     /** Format: date-time */
                     paidAt: string;
-                } | {
-                    /** @enum {boolean} */
-                    test: true;
-                    message: string;
                 };
             };
         } | {
@@ -2978,10 +2826,6 @@ export interface components {
                     };
                     /** Format: date-time */
                     failedAt: string;
-                } | {
-                    /** @enum {boolean} */
-                    test: true;
-                    message: string;
                 };
             };
         } | {
@@ -3017,11 +2861,25 @@ export interface components {
                     txHash: string;
                     /** Format: date-time */
                     refundedAt: string;
-                } | {
-                    /** @enum {boolean} */
-                    test: true;
-                    message: string;
                 };
+            };
+        };
+        /** @description A test delivery: no such event happened. Signed as every delivery is. */
+        WebhookTestEvent: {
+            id: string;
+            /**
+             * @description the name the test was sent as
+             * @enum {string}
+             */
+            event: "loan.created" | "loan.funded" | "loan.repaid" | "loan.partial_payment" | "loan.overdue" | "loan.defaulted" | "vault.deposit" | "vault.withdraw" | "vault.yield_distributed" | "social_vault.withdrawal_requested" | "social_vault.withdrawal_approved" | "social_vault.withdrawal_executed" | "social_vault.locked" | "user.trust_score_updated" | "user.level_up" | "user.guardian_added" | "trust_score.updated" | "payment.success" | "payment.failed" | "payment.refunded";
+            /** @description ISO 8601 UTC timestamp */
+            timestamp: string;
+            /** @enum {boolean} */
+            test: true;
+            data: {
+                /** @enum {boolean} */
+                test: true;
+                message: string;
             };
         };
         YieldHistory: {
@@ -8293,7 +8151,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description an event name of part 6; the payload's data is {test: true, message} */
+                    /** @description an event name of part 6; the payload has `test: true` at its top and data {test: true, message} */
                     event: string;
                 };
             };
