@@ -5,6 +5,7 @@
 // count stays live from the notification stream.
 export type { TrustMintHookError } from "./errors.js";
 export { trustMintKeys } from "./keys.js";
+export type { LiveStatus } from "./live.js";
 export {
   useCancelLoan,
   useCancelSocialVaultWithdrawal,
@@ -25,6 +26,7 @@ export {
   useLoan,
   useLoanEligibility,
   useLoans,
+  useNotificationStream,
   useNotifications,
   usePendingWithdrawals,
   useProfile,

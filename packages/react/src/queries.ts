@@ -5,9 +5,10 @@
 
 import { type QueryKey, type UseQueryOptions, useQuery } from "@tanstack/react-query";
 import type { LoanEligibility, Notification, Pagination, User, UserXp, VaultPosition } from "@trustmint/sdk";
-import { useEffect } from "react";
+import { useEffect, useSyncExternalStore } from "react";
 import type { TrustMintHookError } from "./errors.js";
 import { trustMintKeys } from "./keys.js";
+import type { LiveStatus } from "./live.js";
 import { useLiveFeed, useTrustMint } from "./provider.js";
 
 type Client = ReturnType<typeof useTrustMint>;
@@ -117,11 +118,24 @@ export function useNotifications(query: NotificationsQuery = {}) {
 
 /**
  * The unread notification count, kept live: while a component uses it, the provider's one
- * notification stream writes each new count into the cache. `live: false` reads it once.
+ * notification stream writes each new count into the cache. If the stream ends (another stream
+ * of the account took its place), the count is polled every `pollMs` (default 30 s) instead.
+ * `live: false` reads it once.
  */
-export function useUnreadCount({ live = true }: { live?: boolean } = {}) {
+export function useUnreadCount({ live = true, pollMs = 30_000 }: { live?: boolean; pollMs?: number } = {}) {
   const client = useTrustMint();
   const feed = useLiveFeed();
   useEffect(() => (live ? feed.subscribe() : undefined), [feed, live]);
-  return useRead<number>({ queryKey: trustMintKeys.unreadCount(), queryFn: () => client.notifications.unreadCount() });
+  const status = useNotificationStream();
+  return useRead<number>({
+    queryKey: trustMintKeys.unreadCount(),
+    queryFn: () => client.notifications.unreadCount(),
+    refetchInterval: live && status.state === "ended" ? pollMs : false,
+  });
+}
+
+/** The state of the provider's notification stream: idle, connecting, live, reconnecting (and why), or ended (and why). */
+export function useNotificationStream(): LiveStatus {
+  const feed = useLiveFeed();
+  return useSyncExternalStore(feed.watch, feed.status, feed.status);
 }

@@ -9,6 +9,7 @@ import {
   useLoanEligibility,
   useLoans,
   useMarkAllNotificationsRead,
+  useNotificationStream,
   useNotifications,
   usePendingWithdrawals,
   useProfile,
@@ -58,6 +59,18 @@ function Inbox() {
         Mark all read
       </button>
     </div>
+  );
+}
+
+/** A badge: the unread count (polled every 300 ms once the stream ends) and the stream's state. */
+function Badge() {
+  const unread = useUnreadCount({ pollMs: 300 });
+  const stream = useNotificationStream();
+  return (
+    <p>
+      Unread: {unread.data ?? "…"} ({stream.state}
+      {"reason" in stream ? ` ${stream.reason}` : ""})
+    </p>
   );
 }
 
@@ -165,6 +178,25 @@ describe("@trustmint/react: hooks against npm start", function () {
 
     fireEvent.click(view.getByText("Mark all read"));
     await view.findByText("Unread: 0", {}, { timeout: 10_000 });
+    view.unmount();
+  });
+
+  it("a stream pushed out by ten newer ones says so (ended, stream_limit) and the count is polled: it does not freeze", async () => {
+    const reader = await user("react-evicted");
+    const { wrapper } = providers(reader.client);
+    const view = render(<Badge />, { wrapper });
+    await view.findByText("Unread: 0 (live)", {}, { timeout: 10_000 });
+    // Ten more streams of the account (other tabs and devices): the service closes the oldest, this one.
+    const token = (await createClient({ baseUrl }).sandbox.token({ sub: reader.sub })).accessToken;
+    const controller = new AbortController();
+    const others = Array.from({ length: 10 }, () =>
+      createClient({ baseUrl, getToken: () => token }).notifications.stream({ signal: controller.signal }),
+    );
+    await Promise.all(others.map((other) => other.next()));
+    await view.findByText("Unread: 0 (ended stream_limit)", {}, { timeout: 10_000 });
+    await createClient({ baseUrl, getToken: () => token }).notifications.test({ type: "in_app" });
+    await view.findByText("Unread: 1 (ended stream_limit)", {}, { timeout: 10_000 });
+    controller.abort();
     view.unmount();
   });
 

@@ -8,7 +8,7 @@ import { apiErrorOf } from "./errors.js";
 import type { operations, paths } from "./generated/openapi.js";
 import { type Page, type PageCursor, type Pagination, pageOf } from "./pages.js";
 import { type ResponseInfo, responseInfo, withResponse } from "./response.js";
-import { type StreamOptions, streamNotifications } from "./stream.js";
+import { createStreamHub, type StreamOptions } from "./stream.js";
 import { createTransport, type RetryOptions, type TransportOptions } from "./transport.js";
 
 export interface ClientOptions {
@@ -61,6 +61,7 @@ export function createClient(options: ClientOptions) {
     timeoutMs: options.timeoutMs,
   });
   const api = createFetchClient<paths>({ baseUrl: options.baseUrl.replace(/\/$/, ""), fetch: transport });
+  const streams = createStreamHub({ baseUrl: options.baseUrl, getToken: options.getToken, apiKey: options.apiKey, fetch: options.fetch });
   /** A call's own options as openapi-fetch takes them: its signal, and a write's Idempotency-Key. */
   const sent = (options?: WriteOptions) => ({
     ...(options?.idempotencyKey ? { headers: { "idempotency-key": options.idempotencyKey } } : {}),
@@ -225,11 +226,7 @@ export function createClient(options: ClientOptions) {
     test: (body: JsonBody<"sendTestNotification">, write?: WriteOptions) =>
       said(api.POST("/v1/notifications/test", { body, ...sent(write) })),
     /** The live feed (Server-Sent Events) as an async iterator, resuming with Last-Event-ID after a dropped connection. */
-    stream: (streamOptions: StreamOptions = {}) =>
-      streamNotifications(
-        { baseUrl: options.baseUrl, getToken: options.getToken, apiKey: options.apiKey, fetch: options.fetch },
-        streamOptions,
-      ),
+    stream: (streamOptions: StreamOptions = {}) => streams(streamOptions),
   };
 
   const hook = (webhookId: string) => ({ params: { path: { webhookId } } });

@@ -6,7 +6,7 @@ export { ApiConnectionError, ApiError, ApiTimeoutError, type ErrorCode, TrustMin
 export { fromMicro, toAmount, toMicro } from "./money.js";
 export type { Page, PageCursor, Pagination } from "./pages.js";
 export type { ResponseInfo, WithResponse } from "./response.js";
-export type { StreamEvent, StreamOptions } from "./stream.js";
+export type { StreamEnd, StreamEvent, StreamOptions } from "./stream.js";
 export type { Credentials, RetryOptions } from "./transport.js";
 export type * from "./types.js";
 export { SDK_VERSION } from "./version.js";

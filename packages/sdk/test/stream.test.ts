@@ -63,6 +63,8 @@ describe("@trustmint/sdk: the notification stream", function () {
 
     const streamsBefore = proxy.seen.filter((request) => request.path === "/v1/notifications/stream").length;
     proxy.dropAll();
+    const closed = await collect(stream, (events) => events.some((event) => event.type === "closed"));
+    expect(closed.at(-1)).to.deep.equal({ type: "closed", reason: "dropped", reconnecting: true });
     // While the client is cut off, two more notifications.
     await user.client.notifications.test({ type: "in_app" });
     await user.client.notifications.test({ type: "in_app" });
@@ -97,16 +99,50 @@ describe("@trustmint/sdk: the notification stream", function () {
     await stream.return(undefined);
   });
 
-  it("ends when a newer stream of the account takes its place (stream_limit), and when the caller aborts", async () => {
+  it("says why a connection ended: a newer stream of the account took its place (stream_limit), so it ends; an abort ends the rest", async () => {
     const user = await signIn(baseUrl, "sdk-limit");
+    const token = (await createClient({ baseUrl }).sandbox.token({ sub: user.sub })).accessToken;
     const oldest = user.client.notifications.stream();
     await collect(oldest, (events) => events.length >= 1);
     const controller = new AbortController();
-    const others = Array.from({ length: 10 }, () => user.client.notifications.stream({ signal: controller.signal }));
+    // Ten other apps of the same account (a client each: one client shares one connection).
+    const others = Array.from({ length: 10 }, () =>
+      createClient({ baseUrl, getToken: () => token }).notifications.stream({ signal: controller.signal }),
+    );
     for (const other of others) await collect(other, (events) => events.length >= 1);
-    // The eleventh stream closed the oldest: its iterator is done, without an error.
+    // The eleventh stream closed the oldest: it says so, then its iterator is done, without an error.
+    expect((await oldest.next()).value).to.deep.equal({ type: "closed", reason: "stream_limit", reconnecting: false });
     expect(await oldest.next()).to.deep.equal({ done: true, value: undefined });
     controller.abort();
     for (const other of others) expect((await other.next()).done).to.equal(true);
+  });
+
+  it("one connection per client: a second iterator joins it with the count at once; the connection closes with the last", async () => {
+    const user = await signIn(baseUrl, "sdk-shared");
+    const viaProxy = createClient({
+      baseUrl: proxy.url,
+      getToken: async () => (await createClient({ baseUrl }).sandbox.token({ sub: user.sub })).accessToken,
+    });
+    const opened = () => proxy.seen.filter((request) => request.path === "/v1/notifications/stream").length;
+    const before = opened();
+    const first = viaProxy.notifications.stream();
+    expect(await collect(first, (events) => events.length >= 1)).to.deep.equal([{ type: "unread", unreadCount: 0 }]);
+    const second = viaProxy.notifications.stream();
+    expect(await collect(second, (events) => events.length >= 1)).to.deep.equal([{ type: "unread", unreadCount: 0 }]);
+    await user.client.notifications.test({ type: "in_app" });
+    for (const stream of [first, second]) {
+      const events = await collect(stream, (seen) => seen.length >= 2);
+      expect(events.map((event) => event.type)).to.deep.equal(["notification", "unread"]);
+    }
+    expect(opened() - before).to.equal(1);
+    // One leaves, the other still hears; both gone, the next iterator opens a new connection.
+    await first.return(undefined);
+    await user.client.notifications.test({ type: "in_app" });
+    expect((await collect(second, (seen) => seen.length >= 2)).at(-1)).to.deep.equal({ type: "unread", unreadCount: 2 });
+    await second.return(undefined);
+    const third = viaProxy.notifications.stream();
+    await collect(third, (events) => events.length >= 1);
+    expect(opened() - before).to.equal(2);
+    await third.return(undefined);
   });
 });
