@@ -19,6 +19,7 @@ export const CHAIN_DERIVED_TABLES = [
   "VaultPosition",
   "YieldDistribution",
   "UsdcTransfer",
+  "PaymentChainEvent",
   "LoanChainState",
   "SocialVaultState",
   "SocialVaultGuardian",
