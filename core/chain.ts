@@ -1,7 +1,18 @@
 import http from "node:http";
 import { Worker } from "node:worker_threads";
 import { JsonRpcProvider, Network } from "ethers";
-import type { ChainThreadMessage } from "./embedded-chain-worker.js";
+
+/** What the main thread asks of the chains' thread (core/embedded-chain-worker.ts), and what it answers. */
+export type ChainThreadRequest =
+  | { type: "start"; chain: number; host: string; port: number }
+  | { type: "request"; chain: number; id: number; method: string; params?: unknown[] }
+  | { type: "close"; chain: number };
+
+export type ChainThreadMessage =
+  | { type: "ready"; chain: number; port: number }
+  | { type: "failed"; chain: number; code: string | undefined; message: string }
+  | { type: "response"; chain: number; id: number; result?: unknown; error?: { code?: number; message?: string; data?: unknown } }
+  | { type: "closed"; chain: number };
 
 /**
  * The embedded chain's network: `networks.hardhat` of hardhat.config.ts, which `npm run chain` and

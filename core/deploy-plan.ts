@@ -8,8 +8,13 @@ import {
   type Wallet,
 } from "ethers";
 import { loadArtifact } from "./artifacts.js";
-import type { DeployedContract } from "./deployments.js";
 import type { Logger } from "./logger.js";
+
+/** Where one contract was deployed. */
+export interface DeployedContract {
+  address: string;
+  blockNumber: number;
+}
 
 // What the platform's deployment is (its contracts in order, the roles it grants), and the two
 // ways of sending it: one transaction after the other, each awaited (any chain), or, on a new

@@ -3,7 +3,15 @@ import path from "node:path";
 import { Contract, type JsonRpcProvider, NonceManager, Wallet } from "ethers";
 import { loadArtifact } from "./artifacts.js";
 import { ConfigError } from "./config.js";
-import { type Addresses, deployAndWait, deployInBatches, grantOneByOne, platformContracts, platformGrants } from "./deploy-plan.js";
+import {
+  type Addresses,
+  type DeployedContract,
+  deployAndWait,
+  deployInBatches,
+  grantOneByOne,
+  platformContracts,
+  platformGrants,
+} from "./deploy-plan.js";
 import type { Logger } from "./logger.js";
 import { ROOT } from "./paths.js";
 
@@ -14,10 +22,7 @@ export function deploymentsDir(): string {
   return process.env.DEPLOYMENTS_DIR ? path.resolve(process.env.DEPLOYMENTS_DIR) : path.join(ROOT, "deployments");
 }
 
-export interface DeployedContract {
-  address: string;
-  blockNumber: number;
-}
+export type { DeployedContract };
 
 /** `deployments/<chainId>.json`: where the platform lives on one chain. */
 export interface Deployment {

@@ -7,19 +7,8 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { parentPort } from "node:worker_threads";
 import type { HardhatRuntimeEnvironment } from "hardhat/types/hre";
-import { type Eip1193Provider, EMBEDDED_NETWORK, serveJsonRpc } from "./chain.js";
+import { type ChainThreadMessage, type ChainThreadRequest, type Eip1193Provider, EMBEDDED_NETWORK, serveJsonRpc } from "./chain.js";
 import { ROOT } from "./paths.js";
-
-export type ChainThreadRequest =
-  | { type: "start"; chain: number; host: string; port: number }
-  | { type: "request"; chain: number; id: number; method: string; params?: unknown[] }
-  | { type: "close"; chain: number };
-
-export type ChainThreadMessage =
-  | { type: "ready"; chain: number; port: number }
-  | { type: "failed"; chain: number; code: string | undefined; message: string }
-  | { type: "response"; chain: number; id: number; result?: unknown; error?: { code?: number; message?: string; data?: unknown } }
-  | { type: "closed"; chain: number };
 
 const port = parentPort!;
 const post = (message: ChainThreadMessage) => port.postMessage(message);

@@ -7,7 +7,12 @@ import { ChainMovedError, fetchRange } from "./fetch.js";
 import { type Classifier, createdVaults, decodeLogs, type IndexedLog } from "./handlers.js";
 import { isRangeError, type Rpc, type RpcBlock, type RpcLog } from "./rpc.js";
 import { col, insertRows } from "./sql.js";
-import type { Cursor } from "./store.js";
+
+/** Where the mirror stands: the last block it holds, by number and hash. */
+export interface Cursor {
+  blockNumber: number;
+  blockHash: string;
+}
 
 // History before an address was known (D-93). The indexer keeps the USDC transfers of the
 // addresses it knows; a managed wallet becomes known when its user is created, a social vault when

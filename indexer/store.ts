@@ -4,15 +4,12 @@ import { chainEventId } from "../domain/events/ids.js";
 import { usersByWallet } from "../domain/users/wallet-directory.js";
 import type { ContractCatalogue, Source } from "./contracts.js";
 import { applyLogs, type BatchOutput, emptyOutput, type IndexedLog } from "./handlers.js";
-import { CHAIN_LOG_COLUMNS, chainLogRow, type History, USDC_TRANSFER_COLUMNS, writeHistory } from "./history.js";
+import { CHAIN_LOG_COLUMNS, type Cursor, chainLogRow, type History, USDC_TRANSFER_COLUMNS, writeHistory } from "./history.js";
 import type { RpcBlock } from "./rpc.js";
 import { col, insertRows, timestampLiteral } from "./sql.js";
 import { type StateChanges, StateStore } from "./state.js";
 
-export interface Cursor {
-  blockNumber: number;
-  blockHash: string;
-}
+export type { Cursor };
 
 /** Another writer moved the cursor: this process is no longer the indexer of record. */
 export class CursorMovedError extends Error {

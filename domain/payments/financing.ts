@@ -9,8 +9,10 @@ import { randomUUID } from "node:crypto";
 import { AppError } from "../errors.js";
 import { notEligible } from "../loans/financing.js";
 import { loanTerms, MIN_LOAN_MICRO, MIN_TERM_DAYS } from "../loans/terms.js";
-import type { PaymentMethod } from "./rules.js";
 
+/** How a payer may pay a merchant (part 2): the methods the rules (rules.ts) price and the checkout offers. */
+export const PAYMENT_METHODS = ["direct", "credit", "split"] as const;
+export type PaymentMethod = (typeof PAYMENT_METHODS)[number];
 /** The installments a split payment takes unless its merchant says otherwise (each is one of the payer's at most 3 loans). */
 export const DEFAULT_INSTALLMENTS = 3;
 /** Days between installments. */

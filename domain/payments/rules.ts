@@ -3,11 +3,10 @@
 // addresses, the redirects, and why a payment cannot be paid now.
 import { AppError } from "../errors.js";
 import type { EventData } from "../events/catalogue.js";
-import { splitSchedule } from "./financing.js";
+import { PAYMENT_METHODS, type PaymentMethod, splitSchedule } from "./financing.js";
 import type { PaymentRow } from "./repo.js";
 
-export const PAYMENT_METHODS = ["direct", "credit", "split"] as const;
-export type PaymentMethod = (typeof PAYMENT_METHODS)[number];
+export { PAYMENT_METHODS, type PaymentMethod };
 /** The fee of each method, in basis points of the amount (service-spec part 2); the router charges direct's on chain. */
 export const FEE_BPS: Record<PaymentMethod, bigint> = { direct: 100n, credit: 200n, split: 150n };
 /** A checkout's life (Stripe Checkout's bounds): 30 minutes to 24 hours, 24 hours unless the merchant says otherwise. */

@@ -9,7 +9,20 @@ import type { Contract, JsonRpcProvider, Wallet } from "ethers";
 import { coalesce } from "../../core/coalesce.js";
 import type { Broadcast, PayingAccount } from "./paying-account.js";
 import type { NewRequest, NewTransaction, TransactionsRepo } from "./repo.js";
-import type { SendRequest } from "./sender.js";
+
+/** A transaction the sender (sender.ts) sends for the service, its own or a batch of users' requests. */
+export interface SendRequest {
+  purpose: string;
+  to: string;
+  data: string;
+  /** With `idempotencyKey`: a retry of the same request finds this transaction instead of sending another. */
+  userId?: string;
+  idempotencyKey?: string;
+  /** The request that sent it: a retry under the same key with another request is refused (422). */
+  requestHash?: string;
+  /** Skips the gas estimate (the caller knows the gas the call needs). */
+  gasLimit?: bigint;
+}
 
 /** A call of the service's own (the sandbox, the loan operator): a transaction of its own, its gas known. */
 export type OwnCall = SendRequest & { gasLimit: bigint };

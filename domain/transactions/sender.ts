@@ -8,23 +8,12 @@ import { type Contract, type Interface, type JsonRpcProvider, Transaction, type 
 import type { Logger } from "../../core/logger.js";
 import type { ChainTransaction } from "../../generated/prisma/client.js";
 import { keyReused } from "../idempotency/operation-key.js";
-import { BATCH_PURPOSE, type Batched, type BatchItem, createBatcher } from "./batcher.js";
+import { BATCH_PURPOSE, type Batched, type BatchItem, createBatcher, type SendRequest } from "./batcher.js";
 import { decodeRevert, TransactionPendingError, TransactionRefusedError, TransactionRevertedError } from "./failures.js";
 import { createPayingAccount, NonceTakenError } from "./paying-account.js";
 import type { TransactionsRepo } from "./repo.js";
 
-export interface SendRequest {
-  purpose: string;
-  to: string;
-  data: string;
-  /** With `idempotencyKey`: a retry of the same request finds this transaction instead of sending another. */
-  userId?: string;
-  idempotencyKey?: string;
-  /** The request that sent it: a retry under the same key with another request is refused (422). */
-  requestHash?: string;
-  /** Skips the gas estimate (the caller knows the gas the call needs). */
-  gasLimit?: bigint;
-}
+export type { SendRequest };
 
 export interface SentTransaction {
   txHash: string;
