@@ -48,7 +48,7 @@ export function vaultRoutes({ vault }: { vault: VaultService }): RouteSpec[] {
       tag: TAG,
       summary: "Deposit USDC from your managed wallet for tmUSDC",
       description:
-        "Sent as your own transaction (your managed wallet signs a permit and a forward request; the service pays the gas). Answers after the receipt, once the mirror shows the deposit.",
+        "Sent as your own transaction (your managed wallet signs a forward request, and once a permit that lets the contract take its USDC from then on; the service pays the gas). Answers after the receipt, once the mirror shows the deposit.",
       auth: "user",
       body: depositBody,
       response: depositResponse,

@@ -315,7 +315,7 @@ export interface paths {
         put?: never;
         /**
          * Repay part or all of a loan from your managed wallet
-         * @description Sent as your own transaction (your managed wallet signs a permit and a forward request; the service pays the gas). Answers after the receipt, once the mirror shows the payment. An amount that is not positive, or below 0.01 USDC without paying the whole remaining balance, is 400 INVALID_AMOUNT and nothing is sent.
+         * @description Sent as your own transaction (your managed wallet signs a forward request, and once a permit that lets the contract take its USDC from then on; the service pays the gas). Answers after the receipt, once the mirror shows the payment. An amount that is not positive, or below 0.01 USDC without paying the whole remaining balance, is 400 INVALID_AMOUNT and nothing is sent.
          */
         post: operations["repayLoan"];
         delete?: never;
@@ -748,7 +748,7 @@ export interface paths {
         put?: never;
         /**
          * Deposit USDC from your managed wallet for tmUSDC
-         * @description Sent as your own transaction (your managed wallet signs a permit and a forward request; the service pays the gas). Answers after the receipt, once the mirror shows the deposit.
+         * @description Sent as your own transaction (your managed wallet signs a forward request, and once a permit that lets the contract take its USDC from then on; the service pays the gas). Answers after the receipt, once the mirror shows the deposit.
          */
         post: operations["depositToVault"];
         delete?: never;
