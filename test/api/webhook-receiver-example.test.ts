@@ -1,4 +1,4 @@
-// The receiver example of the README, run as it is written (extracted from the README): it takes
+// The receiver example of docs/api-tour.md, run as it is written (extracted from it): it takes
 // a real signed delivery, refuses a bad signature (401) and a stale timestamp (400), and
 // acknowledges a repeated id without handling it twice, unless a `.reverted` took it back.
 import { type ChildProcess, spawn } from "node:child_process";
@@ -14,15 +14,15 @@ const ROOT = path.resolve(import.meta.dirname, "..", "..");
 const SECRET = "readme-receiver-secret-0123456789";
 
 function readmeReceiver(): string {
-  const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");
+  const readme = readFileSync(path.join(ROOT, "docs", "api-tour.md"), "utf8");
   const start = readme.indexOf("A receiver in Node");
   const block = /```js\n([\s\S]*?)```/.exec(readme.slice(start));
-  if (start < 0 || !block) throw new Error("README: no receiver example");
-  // The README indents it under a list item.
+  if (start < 0 || !block) throw new Error("docs/api-tour.md: no receiver example");
+  // The walk indents it under a list item.
   return block[1]!.replace(/^ {2}/gm, "");
 }
 
-describe("the README's webhook receiver example", function () {
+describe("the API walk's webhook receiver example", function () {
   this.timeout(60_000);
   let api: TestApi;
   let receiver: ChildProcess;
