@@ -10,6 +10,7 @@ const MIRROR_TABLES: Record<string, string> = {
   VaultTransaction: `"blockNumber", "logIndex"`,
   YieldDistribution: `"blockNumber", "logIndex"`,
   UsdcTransfer: `"blockNumber", "logIndex"`,
+  PaymentChainEvent: `"blockNumber", "logIndex"`,
   VaultPosition: `"owner"`,
   LoanChainState: `"loanId"`,
   SocialVaultState: `"address"`,
