@@ -198,6 +198,15 @@ export function createClient(options: ClientOptions) {
     keepGuardian: (guardianId: string, write?: WriteOptions) =>
       data(api.POST("/v1/social-vault/guardians/{guardianId}/keep", { ...guardian(guardianId), ...sent(write) })),
     guarding: (options?: RequestOptions) => data(api.GET("/v1/social-vault/guarding", sent(options))),
+    /** A guardian backs a new owner for a vault whose owner lost its key; a majority of the active guardians starts the recovery. */
+    approveRecovery: (body: JsonBody<"approveSocialVaultRecovery">, write?: WriteOptions) =>
+      data(api.POST("/v1/social-vault/recovery/approve", { body, ...sent(write) })),
+    /** The owner's or a guardian's objection: both together cancel a pending recovery. */
+    cancelRecovery: (body: JsonBody<"cancelSocialVaultRecovery"> = {}, write?: WriteOptions) =>
+      data(api.POST("/v1/social-vault/recovery/cancel", { body, ...sent(write) })),
+    /** Anyone, once the recovery's timelock passed: the vault's owner becomes the new one. */
+    finalizeRecovery: (body: JsonBody<"finalizeSocialVaultRecovery">, write?: WriteOptions) =>
+      data(api.POST("/v1/social-vault/recovery/finalize", { body, ...sent(write) })),
   };
 
   const notification = (notifId: string) => ({ params: { path: { notifId } } });

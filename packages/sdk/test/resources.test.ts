@@ -143,6 +143,20 @@ describe("@trustmint/sdk: every resource method against npm start", function () 
     expect((await vault.unlock()).status).to.equal("unlocked");
     expect((await vault.setDuressPin({ duressPin: "1357" })).txHash).to.match(/^0x/);
     expect((await vault.config()).hasDuressPin).to.equal(true);
+
+    // The owner's key is lost: its one active guardian hands the vault to the owner's new account.
+    const renewed = await signIn(baseUrl, "sdk-renewed-owner");
+    const approval = await guardian.client.socialVault.approveRecovery({
+      vaultAddress: created.vaultAddress,
+      newOwnerAddress: renewed.wallet,
+    });
+    expect(approval).to.include({ status: "started", approvalsReceived: 1, approvalsRequired: 1 });
+    expect((await vault.config()).recovery).to.deep.include({ newOwnerAddress: renewed.wallet });
+    await owner.client.sandbox.advanceTime({ seconds: 3_601 });
+    const finalized = await friend.client.socialVault.finalizeRecovery({ vaultAddress: created.vaultAddress });
+    expect(finalized).to.include({ vaultAddress: created.vaultAddress, ownerAddress: renewed.wallet, isLocked: false });
+    expect((await renewed.client.socialVault.config()).isConfigured).to.equal(true);
+    expect((await vault.config()).isConfigured).to.equal(false);
   });
 
   it("notifications: test, list, unread count, mark read, mark all read, delete, preferences, push devices", async () => {
