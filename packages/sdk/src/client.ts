@@ -301,6 +301,10 @@ export function createClient(options: ClientOptions) {
     addYield: (body: JsonBody<"devVaultYield">, write?: WriteOptions) => data(api.POST("/dev/vault/yield", { body, ...sent(write) })),
     fundLoan: (loanId: string, write?: WriteOptions) =>
       data(api.POST("/dev/loans/{loanId}/fund", { params: { path: { loanId } }, ...sent(write) })),
+    /** Marks the chain's head, for `reorg` to return to: your app's test of `.reverted` handling. */
+    snapshot: (write?: WriteOptions) => data(api.POST("/dev/chain/snapshot", { ...sent(write) })),
+    /** Reorganises the sandbox's chain back to a snapshot: the blocks since dropped, a longer branch mined. */
+    reorg: (body: JsonBody<"devChainReorg">, write?: WriteOptions) => data(api.POST("/dev/chain/reorg", { body, ...sent(write) })),
     setPlan: (userId: string, body: JsonBody<"devSetPlan">, write?: WriteOptions) =>
       data(api.PUT("/dev/users/{userId}/plan", { params: { path: { userId } }, body, ...sent(write) })),
   };

@@ -203,6 +203,24 @@ describe("@trustmint/sdk: every resource method against npm start", function () 
     expect(revoked).to.include({ status: 401, code: "UNAUTHORIZED" });
   });
 
+  it("sandbox: a snapshot, then a reorganisation back to it; the deposit it removed comes back (D-90)", async () => {
+    const saver = await signIn(baseUrl, "sdk-reorg", { funds: 10 });
+    const { snapshotId, blockNumber } = await saver.client.sandbox.snapshot();
+    const deposit = await saver.client.vault.deposit({ amount: 5 });
+    const reorg = await saver.client.sandbox.reorg({ snapshotId });
+    expect(reorg).to.include({ forkBlock: blockNumber });
+    expect(reorg.removedBlocks).to.be.at.least(1);
+    expect(reorg.head).to.be.greaterThan(blockNumber);
+    // The service sends its removed transactions again: the deposit is back in the mirror.
+    const deadline = Date.now() + 20_000;
+    let back = false;
+    while (!back && Date.now() < deadline) {
+      back = (await saver.client.vault.transactions()).data.some((entry) => entry.txHash === deposit.txHash);
+      if (!back) await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(back).to.equal(true);
+  });
+
   describe("errors", () => {
     let eve: SignedIn;
     before(async () => {
