@@ -1,3 +1,4 @@
+import type { ActivityType } from "./activity.js";
 import { LEVELS } from "./levels.js";
 
 /** What a badge criterion sees: activity counts by type, and the current XP level index. */
@@ -13,7 +14,7 @@ export interface Badge {
   earned(facts: BadgeFacts): boolean;
 }
 
-const count = (facts: BadgeFacts, type: string) => facts.counts[type] ?? 0;
+const count = (facts: BadgeFacts, type: ActivityType) => facts.counts[type] ?? 0;
 const levelIndex = (name: (typeof LEVELS)[number]["name"]) => LEVELS.findIndex((level) => level.name === name);
 
 /** The badge catalogue (docs/decisions.md, "XP, levels and badges"). Ids are stable API values. */

@@ -2,6 +2,7 @@ import { expect } from "chai";
 import { type Clock, createClock, createSharedClock, HOUR_MS } from "../../core/clock.js";
 import { loadConfig } from "../../core/config.js";
 import type { Logger } from "../../core/logger.js";
+import { CONSUMERS } from "../../domain/events/consumer.js";
 import { createJobQueue, type JobQueue } from "../../domain/jobs/queue.js";
 import { createProcessPresence, type ProcessPresence } from "../../domain/processes/presence.js";
 import { servicesFromConfig } from "../../domain/services.js";
@@ -346,6 +347,11 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
   });
   after(async () => {
     await db?.destroy();
+  });
+
+  it("runs one outbox consumer per name of CONSUMERS (the names stored with the events), each once", async () => {
+    const names = (await workerServices()).outboxConsumers.map((consumer) => consumer.name);
+    expect([...names].sort()).to.deep.equal([...CONSUMERS].sort());
   });
 
   it("the seniority job raises a user's seniority when the clock moves a month forward", async () => {
