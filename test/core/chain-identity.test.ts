@@ -5,6 +5,7 @@ import { expect } from "chai";
 import { CHAIN_DERIVED_TABLES, ensureChainIdentity } from "../../core/chain-identity.js";
 import type { Deployment } from "../../core/deployments.js";
 import { createLogger } from "../../core/logger.js";
+import { LOG_TABLES } from "../../indexer/store.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
 
 const deployment = (genesisHash: string): Deployment => ({
@@ -45,5 +46,14 @@ describe(`the embedded chain's reset (${usingPostgres ? "PostgreSQL" : "PGlite"}
         WHERE column_name = 'chainId' AND table_schema = current_schema() AND table_name NOT IN ('ChainIdentity', 'DomainEvent', '_prisma_migrations')`,
     );
     expect(rows.map((row) => row.table).filter((table) => !(CHAIN_DERIVED_TABLES as readonly string[]).includes(table))).to.deep.equal([]);
+  });
+
+  it("a reorganisation trims every table keyed by block (the indexer's LOG_TABLES: every table with a blockNumber column but the cursor, the outbox and the sent transactions)", async () => {
+    const { rows } = await db.sql.query<{ table: string }>(
+      `SELECT table_name AS "table" FROM information_schema.columns
+        WHERE column_name = 'blockNumber' AND table_schema = current_schema()
+          AND table_name NOT IN ('IndexerCursor', 'DomainEvent', 'ChainTransaction')`,
+    );
+    expect(rows.map((row) => row.table).sort()).to.deep.equal([...LOG_TABLES].sort());
   });
 });
