@@ -5,13 +5,12 @@
 // own sends elsewhere are never behind; one item's duplicate key does not sink the others.
 import { randomUUID } from "node:crypto";
 import { expect } from "chai";
-import { Contract, type JsonRpcProvider, Wallet, ZeroAddress } from "ethers";
-import { connectRpc, type EmbeddedChain, startEmbeddedChain } from "../../core/chain.js";
-import { loadArtifact } from "../../core/deployments.js";
+import type { JsonRpcProvider, Wallet } from "ethers";
 import { type Batched, createBatcher, type OwnCall } from "../../domain/transactions/batcher.js";
 import { createPayingAccount } from "../../domain/transactions/paying-account.js";
 import { createTransactionsRepo } from "../../domain/transactions/repo.js";
-import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
+import { type TestDatabase, usingPostgres } from "../helpers/database.js";
+import { type PayingChain, startPayingChain } from "../helpers/paying-chain.js";
 
 /** A paying account of its own, given 100 ETH for gas. */
 const KEY = "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a8d4e5e3f8d7";
@@ -19,23 +18,18 @@ const SINK = "0x000000000000000000000000000000000000dEaD";
 
 describe(`the batcher (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
   this.timeout(60_000);
-  let chain: EmbeddedChain;
+  let stack: PayingChain;
   let provider: JsonRpcProvider;
   let chainId: number;
   let db: TestDatabase;
   let account: Wallet;
 
   before(async () => {
-    chain = await startEmbeddedChain("127.0.0.1", 0);
-    ({ provider, chainId } = await connectRpc(chain.rpcUrl));
-    db = await createTestDatabase();
-    account = new Wallet(KEY, provider);
-    await provider.send("hardhat_setBalance", [account.address, `0x${(100n * 10n ** 18n).toString(16)}`]);
+    stack = await startPayingChain(KEY);
+    ({ provider, chainId, db, account } = stack);
   });
   after(async () => {
-    provider?.destroy();
-    await chain?.close();
-    await db?.close();
+    await stack?.close();
   });
 
   /** A batcher as a process builds one; `onBroadcast` sees each broadcast before it goes. */
@@ -48,8 +42,7 @@ describe(`the batcher (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function ()
       return broadcast(batch);
     };
     // Own calls only here: the forwarder is never called.
-    const forwarder = new Contract(ZeroAddress, loadArtifact("metatx/TrustMintForwarder.sol", "TrustMintForwarder").abi as never, provider);
-    return createBatcher({ repo, provider, account, payingAccount, forwarder });
+    return createBatcher({ repo, provider, account, payingAccount, forwarder: stack.forwarder });
   }
   const call = (extra: Partial<OwnCall> = {}): OwnCall => ({ purpose: "test.transfer", to: SINK, data: "0x", gasLimit: 30_000n, ...extra });
   const recorded = async (txHashes: string[]) =>

@@ -5,14 +5,13 @@
 // a retry under the same key settles the first transaction instead of sending another.
 import { randomUUID } from "node:crypto";
 import { expect } from "chai";
-import { Contract, type JsonRpcProvider, Wallet, ZeroAddress } from "ethers";
-import { connectRpc, type EmbeddedChain, startEmbeddedChain } from "../../core/chain.js";
-import { loadArtifact } from "../../core/deployments.js";
+import type { JsonRpcProvider, Wallet } from "ethers";
 import { platformErrors } from "../../core/platform-abi.js";
 import { TransactionRefusedError } from "../../domain/transactions/failures.js";
 import { createTransactionsRepo } from "../../domain/transactions/repo.js";
 import { createTransactionSender, type TransactionSender } from "../../domain/transactions/sender.js";
-import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
+import { type TestDatabase, usingPostgres } from "../helpers/database.js";
+import { type PayingChain, startPayingChain } from "../helpers/paying-chain.js";
 
 /** A paying account of its own, given 100 ETH for gas. */
 const KEY = "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6";
@@ -20,26 +19,23 @@ const SINK = "0x000000000000000000000000000000000000dEaD";
 
 describe(`the transaction sender (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
   this.timeout(60_000);
-  let chain: EmbeddedChain;
+  let stack: PayingChain;
   let provider: JsonRpcProvider;
-  let chainId: number;
   let db: TestDatabase;
   let account: Wallet;
   let sender: TransactionSender;
 
   before(async () => {
-    chain = await startEmbeddedChain("127.0.0.1", 0);
-    ({ provider, chainId } = await connectRpc(chain.rpcUrl));
-    db = await createTestDatabase();
-    account = new Wallet(KEY, provider);
-    await provider.send("hardhat_setBalance", [account.address, `0x${(100n * 10n ** 18n).toString(16)}`]);
+    stack = await startPayingChain(KEY);
+    const { chainId } = stack;
+    ({ provider, db, account } = stack);
     sender = createTransactionSender({
       repo: createTransactionsRepo({ db, chainId, sender: account.address }),
       provider,
       chainId,
       account,
       errors: platformErrors(),
-      forwarder: new Contract(ZeroAddress, loadArtifact("metatx/TrustMintForwarder.sol", "TrustMintForwarder").abi as never, provider),
+      forwarder: stack.forwarder,
       receiptTimeoutMs: 20_000,
       replaceAfterMs: 300,
     });
@@ -48,9 +44,7 @@ describe(`the transaction sender (${usingPostgres ? "PostgreSQL" : "PGlite"})`, 
     await provider.send("evm_setAutomine", [true]);
   });
   after(async () => {
-    provider?.destroy();
-    await chain?.close();
-    await db?.close();
+    await stack?.close();
   });
 
   const transfer = (extra: { gasLimit?: bigint; userId?: string; idempotencyKey?: string } = {}) =>
