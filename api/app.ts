@@ -4,6 +4,7 @@ import type { Redis } from "ioredis";
 import type { Clock } from "../core/clock.js";
 import type { Config } from "../core/config.js";
 import type { Logger } from "../core/logger.js";
+import { ROUTE_TAGS } from "../domain/modules.js";
 import type { Services } from "../domain/services.js";
 import { apiKeyRoutes } from "./api-keys/routes.js";
 import { checkoutRoutes } from "./checkout/routes.js";
@@ -144,6 +145,7 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
             "USDC lending and savings. Every answer is a JSON envelope: `success`, then `data` (with `pagination` for lists) or `error` {code, message, details?}, and `meta` {timestamp, requestId}. Every write takes an optional `Idempotency-Key` for safe retries.",
         },
         { WebhookEvent: webhookEvent, WebhookTestEvent: webhookTestEvent },
+        ROUTE_TAGS,
       );
       return document;
     }),

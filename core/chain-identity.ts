@@ -7,36 +7,6 @@ export class ChainMismatchError extends Error {
   override name = "ChainMismatchError";
 }
 
-/**
- * Tables whose rows come from the chain. They are cleared when the embedded
- * chain (new at every start) replaces the one the database mirrored.
- */
-export const CHAIN_DERIVED_TABLES = [
-  "IndexerCursor",
-  "ChainBlock",
-  "ChainLog",
-  "VaultTransaction",
-  "VaultPosition",
-  "YieldDistribution",
-  "UsdcTransfer",
-  "PaymentChainEvent",
-  "LoanChainState",
-  "SocialVaultState",
-  "SocialVaultGuardian",
-  "SocialVaultWithdrawal",
-  // The service's sent transactions and its accounts' nonces belong to the old chain.
-  "ChainTransaction",
-  "RelayedRequest",
-  "SenderNonce",
-  // Loan requests name the old chain's pool; a funded one's loan is gone with it.
-  "LoanRequest",
-  // The sandbox's clock offset pairs with the chain's time: a new embedded chain starts at real time.
-  "ServiceClock",
-  // Payments name the old chain's router (and their refunds, its transactions).
-  "PaymentRefund",
-  "Payment",
-] as const;
-
 /** The id of the chain this database mirrors (one per database), in a statement reading the mirror tables. */
 export const MIRRORED_CHAIN_ID = Prisma.raw(`(SELECT "chainId" FROM "ChainIdentity" WHERE "id" = 1)`);
 
@@ -56,7 +26,15 @@ function sameAddresses(stored: Record<string, string>, expected: Record<string, 
 export async function ensureChainIdentity(
   db: Database,
   deployment: Deployment,
-  options: { embedded: boolean; logger: Logger },
+  options: {
+    embedded: boolean;
+    logger: Logger;
+    /**
+     * The tables whose rows come from the chain, cleared when the embedded chain (new at every
+     * start) replaces the one the database mirrored: the domains' (domain/modules.ts, CHAIN_DERIVED_TABLES).
+     */
+    chainTables?: readonly string[];
+  },
 ): Promise<void> {
   const contracts = Object.fromEntries(Object.entries(deployment.contracts).map(([key, value]) => [key, value.address.toLowerCase()]));
   const current = await db.prisma.chainIdentity.findUnique({ where: { id: 1 } });
@@ -72,9 +50,10 @@ export async function ensureChainIdentity(
         `database: DATABASE_URL mirrors chain ${current.chainId} (genesis ${current.genesisHash.slice(0, 10)}…) but CHAIN_RPC_URL serves chain ${deployment.chainId} (genesis ${deployment.genesisHash.slice(0, 10)}…) or other contracts; refusing to mix data: use another database or clear this one`,
       );
     }
+    if (!options.chainTables) throw new Error("ensureChainIdentity: an embedded chain's reset needs the chain-derived tables");
     options.logger.warn("embedded chain starts empty at every start: resetting the chain-derived data of the local database");
     await db.prisma.$transaction([
-      ...CHAIN_DERIVED_TABLES.map((table) => db.prisma.$executeRaw(Prisma.sql`DELETE FROM ${Prisma.raw(`"${table}"`)}`)),
+      ...options.chainTables.map((table) => db.prisma.$executeRaw(Prisma.sql`DELETE FROM ${Prisma.raw(`"${table}"`)}`)),
       // Events of the old chain's facts; the domains' own events (XP, Trust Score) stay.
       db.prisma.$executeRaw`DELETE FROM "DomainEvent" WHERE "chainId" IS NOT NULL`,
       // Chain event ids are derived from tx hashes, which a new development chain can repeat.

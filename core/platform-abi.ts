@@ -12,6 +12,13 @@ export const PLATFORM_ARTIFACTS = {
   forwarder: ["metatx/TrustMintForwarder.sol", "TrustMintForwarder"],
   paymentRouter: ["payments/PaymentRouter.sol", "PaymentRouter"],
 } as const;
+export type PlatformContractKey = keyof typeof PLATFORM_ARTIFACTS;
+
+/** A platform contract's ABI. */
+export function platformInterface(key: PlatformContractKey): Interface {
+  const [file, name] = PLATFORM_ARTIFACTS[key];
+  return new Interface(loadArtifact(file, name).abi as never);
+}
 
 let errors: Interface | undefined;
 
@@ -19,9 +26,8 @@ let errors: Interface | undefined;
 export function platformErrors(): Interface {
   if (!errors) {
     const seen = new Map<string, Fragment>();
-    for (const [file, name] of Object.values(PLATFORM_ARTIFACTS)) {
-      const iface = new Interface(loadArtifact(file, name).abi as never);
-      iface.forEachError((fragment) => {
+    for (const key of Object.keys(PLATFORM_ARTIFACTS) as PlatformContractKey[]) {
+      platformInterface(key).forEachError((fragment) => {
         seen.set(fragment.format("sighash"), fragment);
       });
     }
@@ -31,14 +37,14 @@ export function platformErrors(): Interface {
 }
 
 /** A platform contract of the deployment, connected to `runner`. */
-export function platformContract(deployment: Deployment, key: keyof typeof PLATFORM_ARTIFACTS, runner?: ContractRunner): Contract {
+export function platformContract(deployment: Deployment, key: PlatformContractKey, runner?: ContractRunner): Contract {
   const address = deployment.contracts[key]?.address;
   if (!address) throw new Error(`deployment of chain ${deployment.chainId} has no ${key}`);
   return platformContractAt(key, address, runner);
 }
 
 /** A platform contract at an address the chain gives (a social vault clone, the vault's current rate model). */
-export function platformContractAt(key: keyof typeof PLATFORM_ARTIFACTS, address: string, runner?: ContractRunner): Contract {
+export function platformContractAt(key: PlatformContractKey, address: string, runner?: ContractRunner): Contract {
   const [file, name] = PLATFORM_ARTIFACTS[key];
   return new Contract(address, loadArtifact(file, name).abi as never, runner);
 }

@@ -7,10 +7,11 @@ import { type JsonRpcProvider, Wallet, ZeroAddress } from "ethers";
 import type { Clock } from "../core/clock.js";
 import type { Deployment } from "../core/deployments.js";
 import type { Logger } from "../core/logger.js";
-import { platformContract, platformContractAt, platformErrors } from "../core/platform-abi.js";
+import { type PlatformContractKey, platformContract, platformContractAt, platformErrors } from "../core/platform-abi.js";
 import type { ManagedWallets } from "../core/wallets.js";
 import type { Db } from "./db.js";
 import type { LoanFinancing } from "./loans/financing.js";
+import { CONTRACTS } from "./modules.js";
 import { createPaymentAttempts } from "./payments/attempts.js";
 import { createCheckout } from "./payments/checkout.js";
 import type { PaymentEvents } from "./payments/events.js";
@@ -75,42 +76,18 @@ export interface MoneyServiceDeps {
  * functions of the social vaults the factory created (known to the mirror), nothing else.
  */
 export function relayAllowList(deployment: Deployment, isSocialVault: (address: string) => Promise<boolean>) {
-  const vault = platformContract(deployment, "stakingVault");
-  const loanBook = platformContract(deployment, "loanBook");
-  const factory = platformContract(deployment, "socialVaultFactory");
-  const router = platformContract(deployment, "paymentRouter");
-  // Clones share the implementation's ABI; only its interface is needed here.
-  const socialVault = platformContractAt("socialVault", ZeroAddress);
-  const selectors = (contract: typeof vault, names: string[]) =>
-    new Set(names.map((name) => contract.interface.getFunction(name)!.selector));
-  const allowed = new Map<string, Set<string>>([
-    [(vault.target as string).toLowerCase(), selectors(vault, ["depositWithPermit", "deposit", "redeem", "withdraw"])],
-    [(loanBook.target as string).toLowerCase(), selectors(loanBook, ["repayWithPermit", "repay"])],
-    [(factory.target as string).toLowerCase(), selectors(factory, ["createVault"])],
-    [(router.target as string).toLowerCase(), selectors(router, ["payWithPermit", "pay", "refundWithPermit", "refund"])],
-  ]);
-  const socialVaultCalls = selectors(socialVault, [
-    "depositWithPermit",
-    "deposit",
-    "withdraw",
-    "requestWithdrawal",
-    "approveWithdrawal",
-    "executeWithdrawal",
-    "cancelWithdrawal",
-    "lock",
-    "duressLock",
-    "requestUnlock",
-    "approveUnlock",
-    "unlock",
-    "addGuardian",
-    "removeGuardian",
-    "acceptGuardianRemoval",
-    "revokeGuardianRemoval",
-    "setDuressCommitment",
-    "approveRecovery",
-    "cancelRecovery",
-    "finalizeRecovery",
-  ]);
+  /** The selectors of the calls a module's manifest lets the relay carry (clones share the implementation's ABI). */
+  const selectors = (key: PlatformContractKey, names: readonly string[]) => {
+    const contract = platformContractAt(key, ZeroAddress);
+    return new Set(names.map((name) => contract.interface.getFunction(name)!.selector));
+  };
+  const relayed = [...CONTRACTS].flatMap(([key, contract]) => (contract.relay ? [{ key, calls: selectors(key, contract.relay) }] : []));
+  const allowed = new Map(
+    relayed
+      .filter(({ key }) => key !== "socialVault")
+      .map(({ key, calls }) => [(platformContract(deployment, key).target as string).toLowerCase(), calls]),
+  );
+  const socialVaultCalls = relayed.find(({ key }) => key === "socialVault")?.calls ?? new Set<string>();
   return async (to: string, data: string) => {
     const selector = data.slice(0, 10);
     const platform = allowed.get(to.toLowerCase());

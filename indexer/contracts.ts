@@ -1,19 +1,20 @@
-import { type EventFragment, Interface } from "ethers";
-import { type Deployment, loadArtifact } from "../core/deployments.js";
+import type { EventFragment, Interface } from "ethers";
+import type { Deployment } from "../core/deployments.js";
+import { type PlatformContractKey, platformInterface } from "../core/platform-abi.js";
 import { compileStaticDecoder, type EventArgs, namedArgs, type StaticDecoder } from "./decoder.js";
 import type { LogFilter, RpcLog } from "./rpc.js";
 
+/** The platform contracts whose logs the indexer reads (their ABIs: core/platform-abi.ts). */
+const SOURCES = [
+  "usdc",
+  "stakingVault",
+  "loanBook",
+  "socialVaultFactory",
+  "socialVault",
+  "paymentRouter",
+] as const satisfies readonly PlatformContractKey[];
 /** Which platform contract emitted a log. */
-export type Source = "usdc" | "stakingVault" | "loanBook" | "socialVaultFactory" | "socialVault" | "paymentRouter";
-
-const ABIS: Record<Source, [string, string]> = {
-  usdc: ["mocks/MockUSDC.sol", "MockUSDC"],
-  stakingVault: ["vault/StakingVault.sol", "StakingVault"],
-  loanBook: ["lending/LoanBook.sol", "LoanBook"],
-  socialVaultFactory: ["social/SocialVaultFactory.sol", "SocialVaultFactory"],
-  socialVault: ["social/SocialVault.sol", "SocialVault"],
-  paymentRouter: ["payments/PaymentRouter.sol", "PaymentRouter"],
-};
+export type Source = (typeof SOURCES)[number];
 
 export interface Decoded {
   name: string;
@@ -24,9 +25,7 @@ let interfaces: Record<Source, Interface> | undefined;
 
 /** The ABIs of the platform's contracts, read once per process (the catalogue and the handlers' checks share them). */
 export function contractInterfaces(): Readonly<Record<Source, Interface>> {
-  interfaces ??= Object.fromEntries(
-    Object.entries(ABIS).map(([source, [file, name]]) => [source, new Interface(loadArtifact(file, name).abi as never)]),
-  ) as Record<Source, Interface>;
+  interfaces ??= Object.fromEntries(SOURCES.map((source) => [source, platformInterface(source)])) as Record<Source, Interface>;
   return interfaces;
 }
 

@@ -1,6 +1,7 @@
 import type { CopyRows, Database, SqlQuery } from "../core/db.js";
 import { encodeEventData } from "../domain/events/catalogue.js";
 import { chainEventId } from "../domain/events/ids.js";
+import { tablesOfKind } from "../domain/modules.js";
 import { usersByWallet } from "../domain/users/wallet-directory.js";
 import type { ContractCatalogue, Source } from "./contracts.js";
 import { applyLogs, type BatchOutput, emptyOutput, type IndexedLog } from "./handlers.js";
@@ -16,8 +17,8 @@ export class CursorMovedError extends Error {
   override name = "CursorMovedError";
 }
 
-/** The append-only tables a rollback trims by block number. */
-export const LOG_TABLES = ["ChainLog", "ChainBlock", "VaultTransaction", "YieldDistribution", "UsdcTransfer", "PaymentChainEvent"] as const;
+/** The tables keyed by block that a reorganisation trims: the mirror logs of every domain (domain/modules.ts). */
+export const LOG_TABLES = tablesOfKind("log");
 
 const CHAIN = (chainId: number) => ({ chainId: { type: "int4" as const, value: chainId } });
 

@@ -25,6 +25,7 @@ import { applyMigrations } from "../core/migrations.js";
 import { platformContract } from "../core/platform-abi.js";
 import { refFromLoanId } from "../domain/loans/ids.js";
 import { loanTerms } from "../domain/loans/terms.js";
+import { CHAIN_DERIVED_TABLES } from "../domain/modules.js";
 import { servicesFromConfig } from "../domain/services.js";
 import { attachIndexer } from "../domain/transactions/read-your-writes.js";
 import { createIndexer } from "../indexer/indexer.js";
@@ -55,7 +56,7 @@ const deployment = await ensureDeployment({ provider, deployerPrivateKey: config
 const benchDatabase = process.env.BENCH_DATABASE_URL ? await freshBenchDatabase(process.env.BENCH_DATABASE_URL) : undefined;
 const db = await openDatabase({ databaseUrl: benchDatabase?.url, pgliteDataDir: "memory://" });
 await applyMigrations(db.migrationAdapter());
-await ensureChainIdentity(db, deployment, { embedded: true, logger });
+await ensureChainIdentity(db, deployment, { embedded: true, logger, chainTables: CHAIN_DERIVED_TABLES });
 const indexer = createIndexer({
   db,
   rpcUrl: chain.rpcUrl,

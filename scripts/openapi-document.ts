@@ -15,6 +15,7 @@ import { openDatabase } from "../core/db.js";
 import { ensureDeployment } from "../core/deployments.js";
 import { createLogger } from "../core/logger.js";
 import { applyMigrations } from "../core/migrations.js";
+import { CHAIN_DERIVED_TABLES } from "../domain/modules.js";
 import { servicesFromConfig } from "../domain/services.js";
 
 export async function openApiDocument(): Promise<unknown> {
@@ -29,7 +30,7 @@ export async function openApiDocument(): Promise<unknown> {
     const config = loadConfig({ NODE_ENV: "development", DATA_DIR: dataDir });
     const deployment = await ensureDeployment({ provider, deployerPrivateKey: config.chain.deployerPrivateKey, fresh: true });
     await applyMigrations(db.migrationAdapter());
-    await ensureChainIdentity(db, deployment, { embedded: true, logger });
+    await ensureChainIdentity(db, deployment, { embedded: true, logger, chainTables: CHAIN_DERIVED_TABLES });
     const clock = createClock();
     const services = await servicesFromConfig(config, {
       db,

@@ -8,6 +8,7 @@ import { ensureChainIdentity } from "../core/chain-identity.js";
 import { loadConfig } from "../core/config.js";
 import { ensureDeployment } from "../core/deployments.js";
 import { createLogger, type Logger } from "../core/logger.js";
+import { CHAIN_DERIVED_TABLES } from "../domain/modules.js";
 import { attachIndexer } from "../domain/transactions/read-your-writes.js";
 import { createIndexer } from "../indexer/indexer.js";
 import { startPlatformWorkers } from "../worker/jobs.js";
@@ -73,7 +74,10 @@ await runUntilSignal(
     database.catch(() => {});
     const { chain, deployment } = await chainAndDeployment;
     const db = await database;
-    await steps.track("the chain identity check", ensureChainIdentity(db, deployment, { embedded: chain.embedded !== undefined, logger }));
+    await steps.track(
+      "the chain identity check",
+      ensureChainIdentity(db, deployment, { embedded: chain.embedded !== undefined, logger, chainTables: CHAIN_DERIVED_TABLES }),
+    );
     // After the identity check: a new embedded chain resets the stored clock offset with it.
     const clock = await steps.track("the service clock", bootClock(db, logger, onStop));
 

@@ -2,17 +2,13 @@ import { type Clock, HOUR_MS, WEEK_MS } from "../core/clock.js";
 import type { Logger } from "../core/logger.js";
 import { pageJobKind } from "../domain/events/consumer.js";
 import type { JobKind } from "../domain/jobs/runner.js";
-import {
-  type DeliveryPayload,
-  EMAIL_JOB,
-  PUSH_JOB,
-  WEEKLY_SUMMARY_JOB,
-  type WeeklySummaryPayload,
-} from "../domain/notifications/deliveries.js";
-import { SCHEDULED_JOB } from "../domain/notifications/fanout.js";
+import type { JobName, QueueKind } from "../domain/modules.js";
+import type { DeliveryPayload, WeeklySummaryPayload } from "../domain/notifications/deliveries.js";
+import { EMAIL_JOB, PUSH_JOB, SCHEDULED_JOB, WEEKLY_SUMMARY_JOB } from "../domain/notifications/module.js";
 import type { NotificationItem } from "../domain/notifications/types.js";
 import type { Services } from "../domain/services.js";
-import { type DeliveryJobPayload, WEBHOOK_DELIVERY_JOB, WEBHOOK_RETRY_DELAYS_MS } from "../domain/webhooks/deliveries.js";
+import { type DeliveryJobPayload, WEBHOOK_RETRY_DELAYS_MS } from "../domain/webhooks/deliveries.js";
+import { WEBHOOK_DELIVERY_JOB } from "../domain/webhooks/module.js";
 import type { ContinuousJob } from "./loops.js";
 import { type PeriodicJob, startWorkers, type Workers } from "./scheduler.js";
 
@@ -47,88 +43,72 @@ export interface PlatformJobDeps {
  */
 export function createPlatformJobs({ services }: PlatformJobDeps): PeriodicJob[] {
   const { trust, loans } = services;
-  const lending: PeriodicJob[] = services.fundsLoans
-    ? [
-        {
-          // The lending pool funds requests once they are LOAN_FUNDING_DELAY_S old, oldest first,
-          // while its liquidity allows; requests past their expiry lapse. Only where this process
-          // holds the pool's operator on a chain (npm start).
-          name: "loans.fund",
+  // Where this process holds the pool's operator on a chain (npm start).
+  const lending = services.fundsLoans;
+  const jobs: Record<JobName, Omit<PeriodicJob, "name"> | undefined> = {
+    // The lending pool funds requests once they are LOAN_FUNDING_DELAY_S old, oldest first, while
+    // its liquidity allows; requests past their expiry lapse.
+    "loans.fund": lending
+      ? {
           intervalMs: 5_000,
           retryMs: 10_000,
           run: async (now) => {
             const done = await loans.fundDue(now);
             return { changed: done.funded + done.lapsed, ...done };
           },
-        },
-        {
-          // What a reorganisation removed of the service's transactions is broadcast again and
-          // settled anew (D-90): one count read and one query when there is nothing to do.
-          name: "relay.restore",
-          intervalMs: 5_000,
-          retryMs: 5_000,
-          run: async () => ({ changed: (await services.relay?.restore()) ?? 0 }),
-        },
-        {
-          // Every payment ends (D-89): attempts on credit whose hold lapsed (their process stopped,
-          // or their answer never came) fail with payment.failed and their loans cancelled, unless
-          // their transaction was mined (the mirror pays them) or may still be.
-          name: "payments.attempts",
-          intervalMs: 10_000,
-          retryMs: 10_000,
-          run: async () => ({ changed: (await services.paymentAttempts?.settleStale()) ?? 0 }),
-        },
-        {
-          // Due dates on the service clock: a reminder a day before, overdue after the due date,
-          // default after the LoanBook's grace period.
-          name: "loans.due-dates",
+        }
+      : undefined,
+    // What a reorganisation removed of the service's transactions is broadcast again and settled
+    // anew (D-90): one count read and one query when there is nothing to do.
+    "relay.restore": lending
+      ? { intervalMs: 5_000, retryMs: 5_000, run: async () => ({ changed: (await services.relay?.restore()) ?? 0 }) }
+      : undefined,
+    // Every payment ends (D-89): attempts on credit whose hold lapsed (their process stopped, or
+    // their answer never came) fail with payment.failed and their loans cancelled, unless their
+    // transaction was mined (the mirror pays them) or may still be.
+    "payments.attempts": lending
+      ? { intervalMs: 10_000, retryMs: 10_000, run: async () => ({ changed: (await services.paymentAttempts?.settleStale()) ?? 0 }) }
+      : undefined,
+    // Due dates on the service clock: a reminder a day before, overdue after the due date, default
+    // after the LoanBook's grace period.
+    "loans.due-dates": lending
+      ? {
           intervalMs: 30_000,
           retryMs: 10_000,
           run: async (now) => {
             const done = await loans.runDueDates(now);
             return { changed: done.reminded + done.overdue + done.defaulted, ...done };
           },
-        },
-      ]
-    : [];
-  return [
-    ...lending,
-    {
-      // The weekly summary e-mail of each user who asked for it (email.weekly_summary), once per
-      // 7-day slot of the service clock: one e-mail job per user, keyed by user and week.
-      name: "notifications.weekly-summary",
+        }
+      : undefined,
+    // The weekly summary e-mail of each user who asked for it (email.weekly_summary), once per
+    // 7-day slot of the service clock: one e-mail job per user, keyed by user and week.
+    "notifications.weekly-summary": {
       intervalMs: WEEK_MS,
       retryMs: HOUR_MS,
       run: async (now) => ({ changed: await services.notificationFanout.enqueueWeeklySummaries(now) }),
     },
-    {
-      // Guardians become active by time (the vault's timelock after being added) and leave by
-      // removal or reorg: the Trust Score's social input follows the mirror within a minute.
-      name: "trust-score.guardians",
+    // Guardians become active by time (the vault's timelock after being added) and leave by
+    // removal or reorg: the Trust Score's social input follows the mirror within a minute.
+    "trust-score.guardians": {
       intervalMs: 60_000,
       retryMs: 10_000,
       run: async (now) => ({ changed: await trust.syncActiveGuardians(now) }),
     },
-    {
-      // The monthly seniority step of the Trust Score; hourly, so a month step shows at most an hour late.
-      name: "trust-score.seniority",
-      intervalMs: HOUR_MS,
-      run: async (now) => ({ changed: await trust.runSeniorityStep(now) }),
-    },
-    {
-      // Erases the personal data of accounts whose deletion date has passed.
-      name: "users.erase",
+    // The monthly seniority step of the Trust Score; hourly, so a month step shows at most an hour late.
+    "trust-score.seniority": { intervalMs: HOUR_MS, run: async (now) => ({ changed: await trust.runSeniorityStep(now) }) },
+    // Erases the personal data of accounts whose deletion date has passed.
+    "users.erase": {
       intervalMs: HOUR_MS,
       run: async (now) => {
         const erased = await services.eraseDueAccounts(now);
         return { changed: erased.length, userIds: erased };
       },
     },
-    {
-      // The queue's finished jobs past their retention (a day of service clock): periodic runs
-      // alone add tens of thousands a day. Says the queue's counts when it deleted some. And the
-      // rows of processes killed an hour ago or more (a clean stop removes its own).
-      name: "jobs.prune",
+    // The queue's finished jobs past their retention (a day of service clock): periodic runs alone
+    // add tens of thousands a day. Says the queue's counts when it deleted some. And the rows of
+    // processes killed an hour ago or more (a clean stop removes its own).
+    "jobs.prune": {
       intervalMs: HOUR_MS,
       run: async (now) => {
         const pruned = await services.jobs.prune(new Date(now.getTime() - JOB_RETENTION_MS));
@@ -136,13 +116,10 @@ export function createPlatformJobs({ services }: PlatformJobDeps): PeriodicJob[]
         return { changed: pruned + processes, processes, ...(pruned > 0 ? { jobs: await services.jobs.stats() } : {}) };
       },
     },
-    {
-      // The webhooks' deliveries log keeps 30 days of service clock (D-77).
-      name: "webhooks.prune-log",
-      intervalMs: HOUR_MS,
-      run: async (now) => ({ changed: await services.webhooks.pruneLog(now) }),
-    },
-  ];
+    // The webhooks' deliveries log keeps 30 days of service clock (D-77).
+    "webhooks.prune-log": { intervalMs: HOUR_MS, run: async (now) => ({ changed: await services.webhooks.pruneLog(now) }) },
+  };
+  return Object.entries(jobs).flatMap(([name, job]) => (job ? [{ name, ...job }] : []));
 }
 
 /**
@@ -188,7 +165,7 @@ export function createPlatformLoops({ services }: PlatformJobDeps): ContinuousJo
  */
 export function createPlatformHandlers({ services, clock }: PlatformJobDeps & { clock: Pick<Clock, "now"> }): Record<string, JobKind> {
   const deliveries = services.notificationDeliveries;
-  return {
+  const kinds: Record<QueueKind, JobKind> = {
     [PUSH_JOB]: (payload: DeliveryPayload) => deliveries.push(payload),
     [EMAIL_JOB]: (payload: DeliveryPayload) => deliveries.email(payload),
     [WEEKLY_SUMMARY_JOB]: (payload: WeeklySummaryPayload) => deliveries.weeklySummary(payload),
@@ -197,8 +174,8 @@ export function createPlatformHandlers({ services, clock }: PlatformJobDeps & { 
       retryDelaysMs: WEBHOOK_RETRY_DELAYS_MS,
     },
     [SCHEDULED_JOB]: (payload: { item: NotificationItem }) => services.notificationFanout.writeScheduled(payload, clock.now()),
-    ...services.outbox.handlers(services.outboxConsumers, clock),
   };
+  return { ...kinds, ...services.outbox.handlers(services.outboxConsumers, clock) };
 }
 
 export interface PlatformWorkerDeps extends PlatformJobDeps {

@@ -251,6 +251,8 @@ export function buildOpenApiDocument(
   routes: RouteSpec[],
   info: { title: string; version: string; description?: string },
   schemas: Record<string, z.ZodType> = {},
+  /** The routes' tags, in the order the document lists them (the domains' manifests declare them). */
+  tags: readonly string[] = [],
 ) {
   const paths: Record<string, Record<string, unknown>> = {};
   const named: NamedSchemas = new Map();
@@ -263,6 +265,7 @@ export function buildOpenApiDocument(
     openapi: "3.0.3",
     info,
     servers: [{ url: "/" }],
+    tags: tags.map((name) => ({ name })),
     paths,
     components: {
       ...COMPONENTS,

@@ -19,11 +19,8 @@ import { Prisma } from "../../generated/prisma/client.js";
 import { type Db, plainTransaction, type RawTx, type Tx } from "../db.js";
 import type { JobQueue } from "../jobs/queue.js";
 import type { JobKind } from "../jobs/runner.js";
+import type { ConsumerName } from "../modules.js";
 import { decodeEventData, type EventData, type EventType } from "./catalogue.js";
-
-/** The consumers of the outbox. A name is stored with each event a consumer took: never rename one without a migration. */
-export const CONSUMERS = ["rewards", "trust-score", "guardian-alerts", "payment-events", "notifications", "webhooks", "loans"] as const;
-export type ConsumerName = (typeof CONSUMERS)[number];
 
 /** An outbox event as a consumer sees it, its data decoded by the catalogue (bigints in `raw`). */
 export type ConsumedEvent<T extends EventType = EventType> = {

@@ -12,9 +12,6 @@ import { EXPO_MAX_MESSAGES, type ExpoPush, PushRequestError } from "./channels/p
 import type { NotificationsRepo } from "./repo.js";
 import { languageOf, render } from "./templates.js";
 
-export const PUSH_JOB = "notification.push";
-export const EMAIL_JOB = "notification.email";
-export const WEEKLY_SUMMARY_JOB = "notification.weekly-summary";
 /** Tries of one channel delivery before it is dead (about a day with the queue's backoff). */
 export const DELIVERY_ATTEMPTS = 8;
 

@@ -7,13 +7,13 @@ import { WEEK_MS } from "../../core/clock.js";
 import type { Db, Tx } from "../db.js";
 import type { OutboxConsumer } from "../events/consumer.js";
 import type { JobQueue } from "../jobs/queue.js";
-import { WEEKLY_SUMMARY_JOB, type WeeklySummaryPayload } from "./deliveries.js";
+import type { WeeklySummaryPayload } from "./deliveries.js";
 import { NOTIFIABLE_EVENT_TYPES } from "./from-events.js";
+import { SCHEDULED_JOB, WEEKLY_SUMMARY_JOB } from "./module.js";
 import type { NotificationsRepo } from "./repo.js";
 import type { NotificationsService } from "./service.js";
 import type { NotificationItem } from "./types.js";
 
-export const SCHEDULED_JOB = "notification.scheduled";
 /** Events fanned out per transaction: large enough that a burst costs a few statements per page, small enough that a page commits in well under a second. */
 const PAGE_SIZE = 500;
 /** Pages fanned out at once, across processes: one transaction each. */

@@ -13,11 +13,12 @@ import {
   MAX_RETRY_AFTER_MS,
   toldOf,
   WEBHOOK_ATTEMPTS,
-  WEBHOOK_DELIVERY_JOB,
   WEBHOOK_RETRY_DELAYS_MS,
   type WebhookDeliveriesDeps,
 } from "./delivery-items.js";
-import { DELIVERED_AS, type DeliveredType, payloadOfEvent, revertedPayload, type WebhookPayload } from "./payloads.js";
+import { DELIVERED_AS, type DeliveredType } from "./events.js";
+import { WEBHOOK_DELIVERY_JOB } from "./module.js";
+import { payloadOfEvent, revertedPayload, type WebhookPayload } from "./payloads.js";
 import type { ItemRead, WebhookRow } from "./repo.js";
 
 export function createWebhookAttempts(deps: WebhookDeliveriesDeps) {

@@ -31,7 +31,6 @@ export {
   type DeliveryJobPayload,
   REORG_FOLLOW_UP_DELAY_MS,
   WEBHOOK_CONCURRENCY,
-  WEBHOOK_DELIVERY_JOB,
   WEBHOOK_RETRY_DELAYS_MS,
   type WebhookDeliveriesDeps,
 } from "./delivery-items.js";

@@ -6,7 +6,7 @@ import type { Db } from "../db.js";
 import type { ConsumedEvent } from "../events/consumer.js";
 import type { JobQueue } from "../jobs/queue.js";
 import type { RevertedWebhookEvent, WebhookEvent } from "./events.js";
-import { DELIVERED_AS, type DeliveredType, isDeliveredType } from "./payloads.js";
+import { DELIVERED_AS, type DeliveredType, isDeliveredType } from "./events.js";
 import type { WebhooksRepo } from "./repo.js";
 import type { WebhooksService } from "./service.js";
 
@@ -19,7 +19,6 @@ export interface WebhookDeliveriesDeps {
   logger?: Pick<Logger, "warn" | "info">;
 }
 
-export const WEBHOOK_DELIVERY_JOB = "webhook.delivery";
 /** Attempts of one delivery (part 6). */
 export const WEBHOOK_ATTEMPTS = 6;
 /** The delay after the n-th failed attempt: 1 min, 5 min, 30 min, 2 h, 24 h (part 6). */

@@ -1,27 +1,30 @@
-// The event names a webhook may subscribe to: service-spec part 6's list, every group.
-export const WEBHOOK_EVENTS = [
-  "loan.created",
-  "loan.funded",
-  "loan.repaid",
-  "loan.partial_payment",
-  "loan.overdue",
-  "loan.defaulted",
-  "vault.deposit",
-  "vault.withdraw",
-  "vault.yield_distributed",
-  "social_vault.withdrawal_requested",
-  "social_vault.withdrawal_approved",
-  "social_vault.withdrawal_executed",
-  "social_vault.locked",
-  "user.trust_score_updated",
-  "user.level_up",
-  "user.guardian_added",
-  "trust_score.updated",
-  "payment.success",
-  "payment.failed",
-  "payment.refunded",
-] as const;
-export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+// The event names a webhook may subscribe to (service-spec part 6's list) and which outbox events
+// each is delivered for: both from the `webhook` rule of each event type in its domain's manifest.
+import { EVENT_CATALOGUE, EVENT_TYPES, type EventType } from "../events/catalogue.js";
+import type { WebhookRule } from "../events/define.js";
+
+type RuleOf<T extends EventType> = (typeof EVENT_CATALOGUE)[T]["webhook"];
+/** The outbox's event types a webhook hears. */
+export type DeliveredType = { [T in EventType]: RuleOf<T> extends WebhookRule ? T : never }[EventType];
+type NameOf<T extends DeliveredType> = RuleOf<T> extends { as: infer Name } ? Name : T;
+
+/** The outbox's event types a webhook hears, and the name each is delivered under. */
+export const DELIVERED_AS = Object.fromEntries(
+  EVENT_TYPES.flatMap((type) => {
+    const rule = EVENT_CATALOGUE[type].webhook as WebhookRule | undefined;
+    return rule === undefined ? [] : [[type, typeof rule === "object" && "as" in rule ? rule.as : type]];
+  }),
+) as { [T in DeliveredType]: NameOf<T> };
+export const DELIVERED_TYPES = Object.keys(DELIVERED_AS) as DeliveredType[];
+export const isDeliveredType = (type: string): type is DeliveredType => Object.hasOwn(DELIVERED_AS, type);
+
+export type WebhookEvent = (typeof DELIVERED_AS)[DeliveredType];
+export const WEBHOOK_EVENTS = [...new Set(Object.values(DELIVERED_AS))] as [WebhookEvent, ...WebhookEvent[]];
+/** Events of no user: every subscriber hears them. */
+export const EVERYONES = EVENT_TYPES.filter((type) => {
+  const rule = EVENT_CATALOGUE[type].webhook as WebhookRule | undefined;
+  return typeof rule === "object" && "everyone" in rule;
+}) as WebhookEvent[];
 
 const known = new Set<string>(WEBHOOK_EVENTS);
 export const isWebhookEvent = (name: string): name is WebhookEvent => known.has(name);

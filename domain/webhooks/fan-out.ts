@@ -20,10 +20,10 @@ import {
   REPLAY_MAX_EVENTS,
   WEBHOOK_ATTEMPTS,
   WEBHOOK_CONCURRENCY,
-  WEBHOOK_DELIVERY_JOB,
   type WebhookDeliveriesDeps,
 } from "./delivery-items.js";
-import { DELIVERED_AS, DELIVERED_TYPES, EVERYONES } from "./payloads.js";
+import { DELIVERED_AS, DELIVERED_TYPES, EVERYONES } from "./events.js";
+import { WEBHOOK_DELIVERY_JOB } from "./module.js";
 
 export function createWebhookFanOut(deps: WebhookDeliveriesDeps) {
   /**

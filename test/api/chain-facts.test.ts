@@ -2,6 +2,7 @@ import { expect } from "chai";
 import { type Contract, ethers, type JsonRpcSigner } from "ethers";
 import { ensureChainIdentity } from "../../core/chain-identity.js";
 import { createLogger } from "../../core/logger.js";
+import { CHAIN_DERIVED_TABLES } from "../../domain/modules.js";
 import type { Services } from "../../domain/services.js";
 import type { Indexer } from "../../indexer/indexer.js";
 import { createPlatformJobs } from "../../worker/jobs.js";
@@ -75,7 +76,7 @@ describe(`Trust Score and user records from chain facts (${usingPostgres ? "Post
   before(async () => {
     chain = await startTestChain();
     db = await createTestDatabase();
-    await ensureChainIdentity(db, chain.deployment, { embedded: true, logger: createLogger("silent") });
+    await ensureChainIdentity(db, chain.deployment, { embedded: true, logger: createLogger("silent"), chainTables: CHAIN_DERIVED_TABLES });
     indexer = testIndexer(db, chain);
     indexer.start();
     api = await startTestApi({ chain, db });

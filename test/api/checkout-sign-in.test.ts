@@ -8,6 +8,7 @@ import { expect } from "chai";
 import { OAuth2Server } from "oauth2-mock-server";
 import { ensureChainIdentity } from "../../core/chain-identity.js";
 import { createLogger } from "../../core/logger.js";
+import { CHAIN_DERIVED_TABLES } from "../../domain/modules.js";
 import type { Indexer } from "../../indexer/indexer.js";
 import { PRODUCTION_ENV, startTestApi, type TestApi } from "../helpers/api.js";
 import { startTestChain, type TestChain, usdc } from "../helpers/chain.js";
@@ -36,7 +37,7 @@ describe(`checkout sign-in with an OpenID Connect provider, in production (${usi
     });
     chain = await startTestChain();
     db = await createTestDatabase();
-    await ensureChainIdentity(db, chain.deployment, { embedded: true, logger: createLogger("silent") });
+    await ensureChainIdentity(db, chain.deployment, { embedded: true, logger: createLogger("silent"), chainTables: CHAIN_DERIVED_TABLES });
     indexer = testIndexer(db, chain);
     indexer.start();
     const issuer = provider.issuer.url!;

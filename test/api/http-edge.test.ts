@@ -5,6 +5,7 @@ import path from "node:path";
 import { expect } from "chai";
 import { ensureChainIdentity } from "../../core/chain-identity.js";
 import { createLogger } from "../../core/logger.js";
+import { CHAIN_DERIVED_TABLES } from "../../domain/modules.js";
 import { type ApiResponse, startTestApi, type TestApi } from "../helpers/api.js";
 import { startTestChain, type TestChain } from "../helpers/chain.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
@@ -23,7 +24,7 @@ describe(`HTTP edges (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () 
   before(async () => {
     chain = await startTestChain();
     db = await createTestDatabase();
-    await ensureChainIdentity(db, chain.deployment, { embedded: true, logger: createLogger("silent") });
+    await ensureChainIdentity(db, chain.deployment, { embedded: true, logger: createLogger("silent"), chainTables: CHAIN_DERIVED_TABLES });
     // No indexer beside it: the money routes are mounted, /health has no heartbeat to read.
     api = await startTestApi({ chain, db });
   });

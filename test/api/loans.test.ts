@@ -6,6 +6,7 @@ import { createLogger } from "../../core/logger.js";
 import { formatUsdc2, usdcNumber } from "../../core/money.js";
 import { refFromLoanId } from "../../domain/loans/ids.js";
 import { extensionInterest, loanTerms } from "../../domain/loans/terms.js";
+import { CHAIN_DERIVED_TABLES } from "../../domain/modules.js";
 import { TIERS } from "../../domain/trust-score/rules.js";
 import type { Indexer } from "../../indexer/indexer.js";
 import { deposit as directDeposit, repay as directRepay } from "../helpers/activity.js";
@@ -43,7 +44,7 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
   before(async () => {
     chain = await startTestChain();
     db = await createTestDatabase();
-    await ensureChainIdentity(db, chain.deployment, { embedded: true, logger: createLogger("silent") });
+    await ensureChainIdentity(db, chain.deployment, { embedded: true, logger: createLogger("silent"), chainTables: CHAIN_DERIVED_TABLES });
     indexer = testIndexer(db, chain);
     indexer.start();
     api = await startTestApi({ chain, db, logger: createLogger(process.env.TEST_LOG_LEVEL ?? "silent") });

@@ -5,6 +5,7 @@ import { requestHashOf } from "../../api/http/idempotency.js";
 import { ensureChainIdentity } from "../../core/chain-identity.js";
 import { createLogger } from "../../core/logger.js";
 import { platformContract, platformErrors } from "../../core/platform-abi.js";
+import { CHAIN_DERIVED_TABLES } from "../../domain/modules.js";
 import { createProcessPresence } from "../../domain/processes/presence.js";
 import { TransactionRevertedError } from "../../domain/transactions/failures.js";
 import { createTransactionsRepo } from "../../domain/transactions/repo.js";
@@ -36,7 +37,7 @@ describe(`money sandbox: faucet, transaction sender, Idempotency-Key (${usingPos
   before(async () => {
     chain = await startTestChain();
     db = await createTestDatabase();
-    await ensureChainIdentity(db, chain.deployment, { embedded: true, logger: createLogger("silent") });
+    await ensureChainIdentity(db, chain.deployment, { embedded: true, logger: createLogger("silent"), chainTables: CHAIN_DERIVED_TABLES });
     api = await startTestApi({ chain, db, logger: createLogger(process.env.TEST_LOG_LEVEL ?? "silent") });
     token = await api.token("saver", { expiresIn: 86_400 });
     const me = await api.request("GET", "/v1/users/me", { token });

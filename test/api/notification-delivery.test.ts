@@ -2,6 +2,7 @@ import { verify as verifyGithubStyle } from "@octokit/webhooks-methods";
 import { expect } from "chai";
 import { ensureChainIdentity } from "../../core/chain-identity.js";
 import { createLogger } from "../../core/logger.js";
+import { CHAIN_DERIVED_TABLES } from "../../domain/modules.js";
 import { MAX_STREAMS_PER_USER } from "../../domain/notifications/feed.js";
 import { MAX_PUSH_DEVICES } from "../../domain/notifications/service.js";
 import type { Indexer } from "../../indexer/indexer.js";
@@ -53,7 +54,7 @@ describe(`notifications delivered: in-app, push and e-mail from domain events ($
 
     chain = await startTestChain();
     db = await createTestDatabase();
-    await ensureChainIdentity(db, chain.deployment, { embedded: true, logger: createLogger("silent") });
+    await ensureChainIdentity(db, chain.deployment, { embedded: true, logger: createLogger("silent"), chainTables: CHAIN_DERIVED_TABLES });
     indexer = testIndexer(db, chain);
     indexer.start();
     api = await startTestApi({

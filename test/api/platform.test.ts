@@ -104,9 +104,10 @@ describe(`HTTP platform (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
       expect(doc.paths["/v1/users/{userId}"].get.parameters[0]).to.include({ name: "userId", in: "path", required: true });
     });
 
-    it("serves a valid OpenAPI 3.0 document (Redocly's rules): every $ref resolves, part 2's shapes by name", async () => {
+    it("serves a valid OpenAPI 3.0 document (Redocly's rules): every $ref resolves, every tag is declared, part 2's shapes by name", async () => {
       const source = (await api.request("GET", "/v1/openapi.json")).text;
-      const config = await createConfig({ extends: ["minimal"] });
+      // A route whose tag no domain's manifest declares is an operation-tag-defined error.
+      const config = await createConfig({ extends: ["minimal"], rules: { "operation-tag-defined": "error" } });
       const problems = await lintFromString({ source, absoluteRef: "openapi.json", config });
       const errors = problems.filter((problem) => problem.severity === "error");
       expect(errors.map((problem) => `${problem.ruleId}: ${problem.message} at ${problem.location[0]?.pointer}`)).to.deep.equal([]);

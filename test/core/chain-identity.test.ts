@@ -2,9 +2,10 @@
 // (core/chain-identity.ts), every one of them, so a fact of the new chain at the same block and
 // log index cannot collide with the old chain's.
 import { expect } from "chai";
-import { CHAIN_DERIVED_TABLES, ensureChainIdentity } from "../../core/chain-identity.js";
+import { ensureChainIdentity } from "../../core/chain-identity.js";
 import type { Deployment } from "../../core/deployments.js";
 import { createLogger } from "../../core/logger.js";
+import { CHAIN_DERIVED_TABLES } from "../../domain/modules.js";
 import { LOG_TABLES } from "../../indexer/store.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
 
@@ -27,7 +28,7 @@ describe(`the embedded chain's reset (${usingPostgres ? "PostgreSQL" : "PGlite"}
 
   it("clears every table keyed by the chain (all with a chainId column), so the new chain's first payment event is written", async () => {
     const logger = createLogger("silent");
-    await ensureChainIdentity(db, deployment("0xaaaa"), { embedded: true, logger });
+    await ensureChainIdentity(db, deployment("0xaaaa"), { embedded: true, logger, chainTables: CHAIN_DERIVED_TABLES });
     const paymentEvent = (txHash: string) =>
       db.sql.query(
         `INSERT INTO "PaymentChainEvent" ("chainId", "blockNumber", "logIndex", "txHash", "kind", "ref", "payer", "merchant", "amount", "paymentAmount", "fee", "totalRefunded", "timestamp")
@@ -36,7 +37,7 @@ describe(`the embedded chain's reset (${usingPostgres ? "PostgreSQL" : "PGlite"}
       );
     await paymentEvent("0xold");
     // npm start again on the same DATA_DIR: a new embedded chain.
-    await ensureChainIdentity(db, deployment("0xbbbb"), { embedded: true, logger });
+    await ensureChainIdentity(db, deployment("0xbbbb"), { embedded: true, logger, chainTables: CHAIN_DERIVED_TABLES });
     await paymentEvent("0xnew");
 
     // Every table with a chainId column is reset, but the identity itself (upserted) and the

@@ -4,6 +4,7 @@ import { createSharedClock, type SharedClock } from "../../core/clock.js";
 import { openDatabase } from "../../core/db.js";
 import type { Deployment } from "../../core/deployments.js";
 import { createLogger } from "../../core/logger.js";
+import { CHAIN_DERIVED_TABLES } from "../../domain/modules.js";
 import { createTestDatabase, type TestDatabase, usingPostgres } from "../helpers/database.js";
 import { until } from "../helpers/waiting.js";
 
@@ -76,11 +77,11 @@ describe(`shared service clock (${usingPostgres ? "PostgreSQL" : "PGlite"})`, ()
       contracts: {},
     });
     const logger = createLogger("silent");
-    await ensureChainIdentity(db, deployment("0xaaaa"), { embedded: true, logger });
+    await ensureChainIdentity(db, deployment("0xaaaa"), { embedded: true, logger, chainTables: CHAIN_DERIVED_TABLES });
     await (await clock()).advance(600);
     expect((await clock()).offsetSeconds()).to.equal(600);
     // npm start with the embedded chain: a new chain (new genesis) at every start.
-    await ensureChainIdentity(db, deployment("0xbbbb"), { embedded: true, logger });
+    await ensureChainIdentity(db, deployment("0xbbbb"), { embedded: true, logger, chainTables: CHAIN_DERIVED_TABLES });
     expect((await clock()).offsetSeconds()).to.equal(0);
   });
 });

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { expect } from "chai";
 import { ensureChainIdentity } from "../../core/chain-identity.js";
 import { createLogger } from "../../core/logger.js";
+import { CHAIN_DERIVED_TABLES } from "../../domain/modules.js";
 import type { Indexer } from "../../indexer/indexer.js";
 import { startTestApi, type TestApi } from "./api.js";
 import { startTestChain, type TestChain } from "./chain.js";
@@ -22,7 +23,7 @@ export interface MoneyStack {
 export async function startMoneyStack(options: { confirmations?: number } = {}): Promise<MoneyStack> {
   const chain = await startTestChain();
   const db = await createTestDatabase();
-  await ensureChainIdentity(db, chain.deployment, { embedded: true, logger: createLogger("silent") });
+  await ensureChainIdentity(db, chain.deployment, { embedded: true, logger: createLogger("silent"), chainTables: CHAIN_DERIVED_TABLES });
   const indexer = testIndexer(db, chain, { confirmations: options.confirmations ?? 0 });
   indexer.start();
   const api = await startTestApi({ chain, db, logger: createLogger(process.env.TEST_LOG_LEVEL ?? "silent") });

@@ -2088,18 +2088,6 @@ export interface components {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
             id: string;
             /** @enum {string} */
-            event: "loan.repaid";
-            /** @description ISO 8601 UTC timestamp */
-            timestamp: string;
-            data: {
-                loanId: string;
-                totalPaid: number;
-                txHash: string;
-            };
-        } | {
-            /** @description the event's id, the same in every attempt: de-duplicate by it */
-            id: string;
-            /** @enum {string} */
             event: "loan.partial_payment";
             /** @description ISO 8601 UTC timestamp */
             timestamp: string;
@@ -2107,6 +2095,18 @@ export interface components {
                 loanId: string;
                 amount: number;
                 remainingBalance: number;
+                txHash: string;
+            };
+        } | {
+            /** @description the event's id, the same in every attempt: de-duplicate by it */
+            id: string;
+            /** @enum {string} */
+            event: "loan.repaid";
+            /** @description ISO 8601 UTC timestamp */
+            timestamp: string;
+            data: {
+                loanId: string;
+                totalPaid: number;
                 txHash: string;
             };
         } | {
@@ -2235,7 +2235,37 @@ export interface components {
             /** @description the event's id, the same in every attempt: de-duplicate by it */
             id: string;
             /** @enum {string} */
+            event: "user.guardian_added";
+            /** @description ISO 8601 UTC timestamp */
+            timestamp: string;
+            data: {
+                vaultAddress: string;
+                guardianAddress: string;
+                guardianUserId: string | null;
+                /** Format: date-time */
+                activeAt: string;
+            };
+        } | {
+            /** @description the event's id, the same in every attempt: de-duplicate by it */
+            id: string;
+            /** @enum {string} */
             event: "user.trust_score_updated";
+            /** @description ISO 8601 UTC timestamp */
+            timestamp: string;
+            data: {
+                userId: string;
+                previousScore: number;
+                newScore: number;
+                change: number;
+                reason: string;
+                /** Format: date-time */
+                timestamp: string;
+            };
+        } | {
+            /** @description the event's id, the same in every attempt: de-duplicate by it */
+            id: string;
+            /** @enum {string} */
+            event: "trust_score.updated";
             /** @description ISO 8601 UTC timestamp */
             timestamp: string;
             data: {
@@ -2259,36 +2289,6 @@ export interface components {
                 level: string;
                 previousLevel: string;
                 xp: number;
-                /** Format: date-time */
-                timestamp: string;
-            };
-        } | {
-            /** @description the event's id, the same in every attempt: de-duplicate by it */
-            id: string;
-            /** @enum {string} */
-            event: "user.guardian_added";
-            /** @description ISO 8601 UTC timestamp */
-            timestamp: string;
-            data: {
-                vaultAddress: string;
-                guardianAddress: string;
-                guardianUserId: string | null;
-                /** Format: date-time */
-                activeAt: string;
-            };
-        } | {
-            /** @description the event's id, the same in every attempt: de-duplicate by it */
-            id: string;
-            /** @enum {string} */
-            event: "trust_score.updated";
-            /** @description ISO 8601 UTC timestamp */
-            timestamp: string;
-            data: {
-                userId: string;
-                previousScore: number;
-                newScore: number;
-                change: number;
-                reason: string;
                 /** Format: date-time */
                 timestamp: string;
             };
@@ -2422,27 +2422,6 @@ export interface components {
             /** @description the revert's own id */
             id: string;
             /** @enum {string} */
-            event: "loan.repaid.reverted";
-            /** @description when the reorg removed the fact */
-            timestamp: string;
-            /** @description the payload that was sent, its id among it */
-            data: {
-                /** @description the event's id, the same in every attempt: de-duplicate by it */
-                id: string;
-                /** @enum {string} */
-                event: "loan.repaid";
-                /** @description ISO 8601 UTC timestamp */
-                timestamp: string;
-                data: {
-                    loanId: string;
-                    totalPaid: number;
-                    txHash: string;
-                };
-            };
-        } | {
-            /** @description the revert's own id */
-            id: string;
-            /** @enum {string} */
             event: "loan.partial_payment.reverted";
             /** @description when the reorg removed the fact */
             timestamp: string;
@@ -2458,6 +2437,27 @@ export interface components {
                     loanId: string;
                     amount: number;
                     remainingBalance: number;
+                    txHash: string;
+                };
+            };
+        } | {
+            /** @description the revert's own id */
+            id: string;
+            /** @enum {string} */
+            event: "loan.repaid.reverted";
+            /** @description when the reorg removed the fact */
+            timestamp: string;
+            /** @description the payload that was sent, its id among it */
+            data: {
+                /** @description the event's id, the same in every attempt: de-duplicate by it */
+                id: string;
+                /** @enum {string} */
+                event: "loan.repaid";
+                /** @description ISO 8601 UTC timestamp */
+                timestamp: string;
+                data: {
+                    loanId: string;
+                    totalPaid: number;
                     txHash: string;
                 };
             };
@@ -2668,6 +2668,29 @@ export interface components {
             /** @description the revert's own id */
             id: string;
             /** @enum {string} */
+            event: "user.guardian_added.reverted";
+            /** @description when the reorg removed the fact */
+            timestamp: string;
+            /** @description the payload that was sent, its id among it */
+            data: {
+                /** @description the event's id, the same in every attempt: de-duplicate by it */
+                id: string;
+                /** @enum {string} */
+                event: "user.guardian_added";
+                /** @description ISO 8601 UTC timestamp */
+                timestamp: string;
+                data: {
+                    vaultAddress: string;
+                    guardianAddress: string;
+                    guardianUserId: string | null;
+                    /** Format: date-time */
+                    activeAt: string;
+                };
+            };
+        } | {
+            /** @description the revert's own id */
+            id: string;
+            /** @enum {string} */
             event: "user.trust_score_updated.reverted";
             /** @description when the reorg removed the fact */
             timestamp: string;
@@ -2677,6 +2700,31 @@ export interface components {
                 id: string;
                 /** @enum {string} */
                 event: "user.trust_score_updated";
+                /** @description ISO 8601 UTC timestamp */
+                timestamp: string;
+                data: {
+                    userId: string;
+                    previousScore: number;
+                    newScore: number;
+                    change: number;
+                    reason: string;
+                    /** Format: date-time */
+                    timestamp: string;
+                };
+            };
+        } | {
+            /** @description the revert's own id */
+            id: string;
+            /** @enum {string} */
+            event: "trust_score.updated.reverted";
+            /** @description when the reorg removed the fact */
+            timestamp: string;
+            /** @description the payload that was sent, its id among it */
+            data: {
+                /** @description the event's id, the same in every attempt: de-duplicate by it */
+                id: string;
+                /** @enum {string} */
+                event: "trust_score.updated";
                 /** @description ISO 8601 UTC timestamp */
                 timestamp: string;
                 data: {
@@ -2709,54 +2757,6 @@ export interface components {
                     level: string;
                     previousLevel: string;
                     xp: number;
-                    /** Format: date-time */
-                    timestamp: string;
-                };
-            };
-        } | {
-            /** @description the revert's own id */
-            id: string;
-            /** @enum {string} */
-            event: "user.guardian_added.reverted";
-            /** @description when the reorg removed the fact */
-            timestamp: string;
-            /** @description the payload that was sent, its id among it */
-            data: {
-                /** @description the event's id, the same in every attempt: de-duplicate by it */
-                id: string;
-                /** @enum {string} */
-                event: "user.guardian_added";
-                /** @description ISO 8601 UTC timestamp */
-                timestamp: string;
-                data: {
-                    vaultAddress: string;
-                    guardianAddress: string;
-                    guardianUserId: string | null;
-                    /** Format: date-time */
-                    activeAt: string;
-                };
-            };
-        } | {
-            /** @description the revert's own id */
-            id: string;
-            /** @enum {string} */
-            event: "trust_score.updated.reverted";
-            /** @description when the reorg removed the fact */
-            timestamp: string;
-            /** @description the payload that was sent, its id among it */
-            data: {
-                /** @description the event's id, the same in every attempt: de-duplicate by it */
-                id: string;
-                /** @enum {string} */
-                event: "trust_score.updated";
-                /** @description ISO 8601 UTC timestamp */
-                timestamp: string;
-                data: {
-                    userId: string;
-                    previousScore: number;
-                    newScore: number;
-                    change: number;
-                    reason: string;
                     /** Format: date-time */
                     timestamp: string;
                 };
@@ -2871,7 +2871,7 @@ export interface components {
              * @description the name the test was sent as
              * @enum {string}
              */
-            event: "loan.created" | "loan.funded" | "loan.repaid" | "loan.partial_payment" | "loan.overdue" | "loan.defaulted" | "vault.deposit" | "vault.withdraw" | "vault.yield_distributed" | "social_vault.withdrawal_requested" | "social_vault.withdrawal_approved" | "social_vault.withdrawal_executed" | "social_vault.locked" | "user.trust_score_updated" | "user.level_up" | "user.guardian_added" | "trust_score.updated" | "payment.success" | "payment.failed" | "payment.refunded";
+            event: "loan.created" | "loan.funded" | "loan.partial_payment" | "loan.repaid" | "loan.overdue" | "loan.defaulted" | "vault.deposit" | "vault.withdraw" | "vault.yield_distributed" | "social_vault.withdrawal_requested" | "social_vault.withdrawal_approved" | "social_vault.withdrawal_executed" | "social_vault.locked" | "user.guardian_added" | "user.trust_score_updated" | "trust_score.updated" | "user.level_up" | "payment.success" | "payment.failed" | "payment.refunded";
             /** @description ISO 8601 UTC timestamp */
             timestamp: string;
             /** @enum {boolean} */
@@ -7549,7 +7549,7 @@ export interface operations {
                 "application/json": {
                     /** @description the endpoint: https (outside production also http on 127.0.0.1, localhost or [::1]); never a private, loopback, link-local or metadata address in production. Otherwise 400 INVALID_URL; one you already registered is 409 URL_EXISTS */
                     url: string;
-                    /** @description event names of service-spec part 6: loan.created, loan.funded, loan.repaid, loan.partial_payment, loan.overdue, loan.defaulted, vault.deposit, vault.withdraw, vault.yield_distributed, social_vault.withdrawal_requested, social_vault.withdrawal_approved, social_vault.withdrawal_executed, social_vault.locked, user.trust_score_updated, user.level_up, user.guardian_added, trust_score.updated, payment.success, payment.failed, payment.refunded; an unknown one is 400 INVALID_EVENTS */
+                    /** @description event names of service-spec part 6: loan.created, loan.funded, loan.partial_payment, loan.repaid, loan.overdue, loan.defaulted, vault.deposit, vault.withdraw, vault.yield_distributed, social_vault.withdrawal_requested, social_vault.withdrawal_approved, social_vault.withdrawal_executed, social_vault.locked, user.guardian_added, user.trust_score_updated, trust_score.updated, user.level_up, payment.success, payment.failed, payment.refunded; an unknown one is 400 INVALID_EVENTS */
                     events: string[];
                     /** @description the shared secret signing the deliveries, 1 to 256 characters; use 24 or more random characters (a shorter one is taken, and the answer's message says so). Stored encrypted, never returned. x-service-signature is keyed with its UTF-8 bytes; so is webhook-signature, unless it is a Standard Webhooks secret (whsec_ and the canonical base64 of 24 bytes or more), whose decoded bytes are the key. Any other whsec_... text is an ordinary secret */
                     secret: string;
@@ -7850,7 +7850,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description event names of service-spec part 6: loan.created, loan.funded, loan.repaid, loan.partial_payment, loan.overdue, loan.defaulted, vault.deposit, vault.withdraw, vault.yield_distributed, social_vault.withdrawal_requested, social_vault.withdrawal_approved, social_vault.withdrawal_executed, social_vault.locked, user.trust_score_updated, user.level_up, user.guardian_added, trust_score.updated, payment.success, payment.failed, payment.refunded; an unknown one is 400 INVALID_EVENTS */
+                    /** @description event names of service-spec part 6: loan.created, loan.funded, loan.partial_payment, loan.repaid, loan.overdue, loan.defaulted, vault.deposit, vault.withdraw, vault.yield_distributed, social_vault.withdrawal_requested, social_vault.withdrawal_approved, social_vault.withdrawal_executed, social_vault.locked, user.guardian_added, user.trust_score_updated, trust_score.updated, user.level_up, payment.success, payment.failed, payment.refunded; an unknown one is 400 INVALID_EVENTS */
                     events?: string[];
                     /**
                      * @description active: revive a failing webhook
