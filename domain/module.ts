@@ -35,8 +35,8 @@ export interface DomainModule {
    * functions a user's signed request may call through the relay (ERC-2771; relayAllowList).
    */
   readonly contracts?: Readonly<Partial<Record<PlatformContractKey, { readonly relay?: readonly string[] }>>>;
-  /** The OpenAPI tags of its routes (api/<name>/routes.ts). */
-  readonly routeTags?: readonly string[];
+  /** The OpenAPI tag of its routes (api/<name>/routes.ts, mounted with `routesOf`). */
+  readonly routeTag?: string;
 }
 
 /** Declares a domain's manifest, keeping its literal types (the event catalogue's types come from them). */

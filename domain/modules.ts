@@ -79,7 +79,7 @@ export const CONTRACTS = new Map(declaredOnce(DECLARED.flatMap((module) => Objec
 >;
 
 /** The OpenAPI tags of the routes (a route belongs to the module that declares its tag). */
-export const ROUTE_TAGS = names(DECLARED.flatMap((module) => module.routeTags ?? []));
+export const ROUTE_TAGS = names(DECLARED.flatMap((module) => (module.routeTag ? [module.routeTag] : [])));
 
 /** The tables whose rows come from the chain: cleared when the embedded chain, new at every start, replaces the one the database mirrored. */
 export const CHAIN_DERIVED_TABLES = tablesOfKind("chain", "log", "state");

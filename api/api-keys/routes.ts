@@ -1,14 +1,14 @@
+import { apiKeysModule } from "../../domain/api-keys/module.js";
 import type { ApiKeysService } from "../../domain/api-keys/service.js";
-import { defineRoute, type RouteSpec } from "../http/route.js";
+import { defineRoute, type RouteSpec, routesOf } from "../http/route.js";
 import { apiKey, createdKey, createKeyBody, keyIdParams, revokedKey } from "./schemas.js";
 
 export function apiKeyRoutes({ apiKeys }: { apiKeys: ApiKeysService }): RouteSpec[] {
-  return [
+  return routesOf(apiKeysModule, [
     defineRoute({
       method: "post",
       path: "/v1/api-keys",
       operationId: "createApiKey",
-      tag: "API keys",
       summary: "Create an API key (Pro and Enterprise)",
       description: "The key is in this answer only; the service keeps its SHA-256. Send it as `X-API-Key`. Needs a bearer token.",
       auth: "token",
@@ -22,7 +22,6 @@ export function apiKeyRoutes({ apiKeys }: { apiKeys: ApiKeysService }): RouteSpe
       method: "get",
       path: "/v1/api-keys",
       operationId: "listApiKeys",
-      tag: "API keys",
       summary: "List your active API keys (never the keys themselves)",
       auth: "user",
       response: apiKey.array(),
@@ -32,7 +31,6 @@ export function apiKeyRoutes({ apiKeys }: { apiKeys: ApiKeysService }): RouteSpe
       method: "delete",
       path: "/v1/api-keys/{keyId}",
       operationId: "revokeApiKey",
-      tag: "API keys",
       summary: "Revoke an API key",
       auth: "token",
       params: keyIdParams,
@@ -40,5 +38,5 @@ export function apiKeyRoutes({ apiKeys }: { apiKeys: ApiKeysService }): RouteSpe
       errors: ["FORBIDDEN", "NOT_FOUND"],
       handler: async ({ params, principal }) => ({ data: await apiKeys.revoke(principal().user, params.keyId) }),
     }),
-  ];
+  ]);
 }

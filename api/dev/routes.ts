@@ -1,10 +1,11 @@
 import type { JsonRpcProvider } from "ethers";
 import type { Clock } from "../../core/clock.js";
 import type { LoansService } from "../../domain/loans/service.js";
+import { sandboxModule } from "../../domain/sandbox/module.js";
 import type { SandboxService } from "../../domain/sandbox/service.js";
 import type { UsersService } from "../../domain/users/service.js";
 import { AppError } from "../http/errors.js";
-import { defineRoute, type RouteSpec } from "../http/route.js";
+import { defineRoute, type RouteDefinition, type RouteSpec, routesOf } from "../http/route.js";
 import { loanDetail, loanIdParams } from "../loans/schemas.js";
 import type { DevIdentityProvider } from "./identity-provider.js";
 import {
@@ -36,17 +37,14 @@ export interface DevRouteDeps {
   loans?: Pick<LoansService, "fundNow">;
 }
 
-const TAG = "Sandbox (development only)";
-
 /** The sandbox of run-and-sandbox.md section 3 that belongs to the API; never mounted in production. */
 export function devRoutes({ identity, clock, chain, users, sandbox, loans }: DevRouteDeps): RouteSpec[] {
-  const lending: RouteSpec[] = loans
+  const lending: RouteDefinition[] = loans
     ? [
         defineRoute({
           method: "post",
           path: "/dev/loans/{loanId}/fund",
           operationId: "devFundLoan",
-          tag: TAG,
           summary: "Fund a pending loan now, as the pool's funding job would",
           description:
             "The same code as the funding job: the pool's operator sends fundLoan, the borrower's managed wallet receives netAmount, and the answer (the loan's detail) waits for the mirror. Idempotent by the loan id: calling it for a funded loan answers its detail and sends nothing. 409 CONFLICT for a cancelled or lapsed request; 400 INSUFFICIENT_LIQUIDITY when the pool cannot fund it now (it stays pending).",
@@ -58,13 +56,12 @@ export function devRoutes({ identity, clock, chain, users, sandbox, loans }: Dev
         }),
       ]
     : [];
-  const money: RouteSpec[] = sandbox
+  const money: RouteDefinition[] = sandbox
     ? [
         defineRoute({
           method: "post",
           path: "/dev/faucet",
           operationId: "devFaucet",
-          tag: TAG,
           summary: "Mint test USDC to your managed wallet",
           description:
             "MockUSDC only (a chain with real USDC answers 503). At least 0.01 (else 400 AMOUNT_TOO_SMALL) and at most 10,000 USDC per call. Moves money on chain; send an Idempotency-Key to retry it safely.",
@@ -80,7 +77,6 @@ export function devRoutes({ identity, clock, chain, users, sandbox, loans }: Dev
           method: "post",
           path: "/dev/vault/yield",
           operationId: "devVaultYield",
-          tag: TAG,
           summary: "Add yield to the staking vault (the exchange rate rises)",
           description:
             "Mints the test USDC to the service's account, approves the vault and distributes it (three transactions, resumed by a retry with the same Idempotency-Key). 409 CONFLICT while the vault has no deposits.",
@@ -92,14 +88,13 @@ export function devRoutes({ identity, clock, chain, users, sandbox, loans }: Dev
         }),
       ]
     : [];
-  return [
+  return routesOf(sandboxModule, [
     ...money,
     ...lending,
     defineRoute({
       method: "post",
       path: "/dev/token",
       operationId: "devIssueToken",
-      tag: TAG,
       summary: "Issue a development access token",
       auth: "none",
       // Tokens are credentials: an anonymous replay by key would hand one caller's token to another.
@@ -114,7 +109,6 @@ export function devRoutes({ identity, clock, chain, users, sandbox, loans }: Dev
       method: "get",
       path: "/dev/.well-known/jwks.json",
       operationId: "devJwks",
-      tag: TAG,
       summary: "The development identity provider's public keys (bare JWKS, no envelope)",
       auth: "none",
       bare: true,
@@ -125,7 +119,6 @@ export function devRoutes({ identity, clock, chain, users, sandbox, loans }: Dev
       method: "post",
       path: "/dev/time/advance",
       operationId: "devAdvanceTime",
-      tag: TAG,
       summary: "Move the service clock and the chain clock forward together",
       auth: "none",
       body: advanceBody,
@@ -153,7 +146,6 @@ export function devRoutes({ identity, clock, chain, users, sandbox, loans }: Dev
       method: "post",
       path: "/dev/chain/snapshot",
       operationId: "devChainSnapshot",
-      tag: TAG,
       summary: "Mark the chain's head as the fork point of a reorganisation to come (POST /dev/chain/reorg)",
       description:
         "The embedded chain, or a Hardhat node: evm_snapshot. What happens after it (your app's writes, the service's) is what a reorganisation to this snapshot removes.",
@@ -174,7 +166,6 @@ export function devRoutes({ identity, clock, chain, users, sandbox, loans }: Dev
       method: "post",
       path: "/dev/chain/reorg",
       operationId: "devChainReorg",
-      tag: TAG,
       summary: "Reorganise the chain: drop every block since a snapshot and mine a longer branch of empty blocks in their place",
       description:
         "What a deeper reorganisation of a real chain does, on the sandbox's chain (evm_revert, then evm_mine past the old head), so that an app can test its handling of `<event>.reverted` webhooks and of facts that come back: the service's own transactions the reorganisation removed are broadcast again as they were (D-90), and their facts come back under their original ids. 400 VALIDATION_ERROR for a snapshot that is unknown or used.",
@@ -208,7 +199,6 @@ export function devRoutes({ identity, clock, chain, users, sandbox, loans }: Dev
       method: "put",
       path: "/dev/users/{userId}/plan",
       operationId: "devSetPlan",
-      tag: TAG,
       summary: "Set a user's plan (rate limits, API keys)",
       auth: "none",
       params: planParams,
@@ -217,5 +207,5 @@ export function devRoutes({ identity, clock, chain, users, sandbox, loans }: Dev
       errors: ["USER_NOT_FOUND"],
       handler: async ({ params, body }) => ({ data: await users.setPlan(params.userId, body.plan) }),
     }),
-  ];
+  ]);
 }

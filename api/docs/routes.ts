@@ -2,21 +2,24 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import express, { Router } from "express";
 import { z } from "zod";
-import { defineRoute, type RouteSpec } from "../http/route.js";
+import { processesModule } from "../../domain/processes/module.js";
+import { defineRoute, type RouteSpec, routesOf } from "../http/route.js";
 
 /** `GET /v1/openapi.json`: the OpenAPI 3 document (bare JSON, as OpenAPI tools expect). */
 export function openApiRoute(document: () => unknown): RouteSpec {
-  return defineRoute({
-    method: "get",
-    path: "/v1/openapi.json",
-    operationId: "getOpenApiDocument",
-    tag: "Meta",
-    summary: "This OpenAPI 3 document",
-    auth: "none",
-    bare: true,
-    response: z.record(z.string(), z.unknown()),
-    handler: async () => ({ raw: document() }),
-  });
+  const [route] = routesOf(processesModule, [
+    defineRoute({
+      method: "get",
+      path: "/v1/openapi.json",
+      operationId: "getOpenApiDocument",
+      summary: "This OpenAPI 3 document",
+      auth: "none",
+      bare: true,
+      response: z.record(z.string(), z.unknown()),
+      handler: async () => ({ raw: document() }),
+    }),
+  ]);
+  return route!;
 }
 
 const PAGE = `<!doctype html>

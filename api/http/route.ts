@@ -76,6 +76,7 @@ export interface RouteSpec<
   operationId: string;
   summary: string;
   description?: string;
+  /** The OpenAPI tag: its domain's (routesOf). */
   tag: string;
   auth: AuthMode;
   params?: P;
@@ -117,14 +118,22 @@ export interface RouteSpec<
   handler(context: HandlerContext<Out<P>, Out<Q>, Out<B>>): Promise<HandlerResult<R extends z.ZodType ? z.input<R> : undefined>>;
 }
 
+/** A route as its domain's routes file defines it: its OpenAPI tag is its domain's (`routesOf`). */
+export type RouteDefinition = Omit<RouteSpec, "tag">;
+
 /** Identity function that keeps the schemas' types flowing into the handler. */
 export function defineRoute<
   P extends AnySchema | undefined = undefined,
   Q extends AnySchema | undefined = undefined,
   B extends AnySchema | undefined = undefined,
   R extends AnySchema | undefined = undefined,
->(spec: RouteSpec<P, Q, B, R>): RouteSpec {
-  return spec as unknown as RouteSpec;
+>(spec: Omit<RouteSpec<P, Q, B, R>, "tag">): RouteDefinition {
+  return spec as unknown as RouteDefinition;
+}
+
+/** A domain's routes, under the OpenAPI tag its manifest declares (domain/<name>/module.ts). */
+export function routesOf(module: { readonly routeTag: string }, routes: RouteDefinition[]): RouteSpec[] {
+  return routes.map((route) => ({ ...route, tag: module.routeTag }));
 }
 
 function validationError(location: string, error: z.ZodError): AppError {

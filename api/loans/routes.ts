@@ -1,6 +1,7 @@
+import { loansModule } from "../../domain/loans/module.js";
 import type { LoansService } from "../../domain/loans/service.js";
 import { pageRequestOf } from "../http/pagination.js";
-import { defineRoute, type RouteSpec } from "../http/route.js";
+import { defineRoute, type RouteSpec, routesOf } from "../http/route.js";
 import {
   cancelResponse,
   createdLoan,
@@ -17,15 +18,12 @@ import {
   requestBody,
 } from "./schemas.js";
 
-const TAG = "Loans";
-
 export function loanRoutes({ loans }: { loans: LoansService }): RouteSpec[] {
-  return [
+  return routesOf(loansModule, [
     defineRoute({
       method: "get",
       path: "/v1/loans/eligibility",
       operationId: "getLoanEligibility",
-      tag: TAG,
       summary: "Whether you may borrow now, and your tier's limits",
       auth: "user",
       response: eligibilityResponse,
@@ -35,7 +33,6 @@ export function loanRoutes({ loans }: { loans: LoansService }): RouteSpec[] {
       method: "post",
       path: "/v1/loans",
       operationId: "requestLoan",
-      tag: TAG,
       summary: "Ask for a loan at your tier's terms; the pool funds it by itself",
       description:
         "The request is pending until the lending pool funds it (LOAN_FUNDING_DELAY_S after the request, when its liquidity allows); your managed wallet then receives netAmount. A request not funded by expiresAt lapses. Checked in this order: 403 NOT_ELIGIBLE (the restrictions of GET /v1/loans/eligibility), 400 INVALID_AMOUNT (outside 1 to your tier's maxAmount), 400 INVALID_DURATION (outside 7 to your tier's maxDuration).",
@@ -49,7 +46,6 @@ export function loanRoutes({ loans }: { loans: LoansService }): RouteSpec[] {
       method: "get",
       path: "/v1/loans",
       operationId: "listLoans",
-      tag: TAG,
       summary: "Your loans, newest first",
       auth: "user",
       query: loansQuery,
@@ -61,7 +57,6 @@ export function loanRoutes({ loans }: { loans: LoansService }): RouteSpec[] {
       method: "get",
       path: "/v1/loans/{loanId}",
       operationId: "getLoan",
-      tag: TAG,
       summary: "One of your loans",
       auth: "user",
       params: loanIdParams,
@@ -73,7 +68,6 @@ export function loanRoutes({ loans }: { loans: LoansService }): RouteSpec[] {
       method: "post",
       path: "/v1/loans/{loanId}/repay",
       operationId: "repayLoan",
-      tag: TAG,
       summary: "Repay part or all of a loan from your managed wallet",
       description:
         "Sent as your own transaction (your managed wallet signs a forward request, and once a permit that lets the contract take its USDC from then on; the service pays the gas). Answers after the receipt, once the mirror shows the payment. An amount that is not positive, or below 0.01 USDC without paying the whole remaining balance, is 400 INVALID_AMOUNT and nothing is sent.",
@@ -90,7 +84,6 @@ export function loanRoutes({ loans }: { loans: LoansService }): RouteSpec[] {
       method: "get",
       path: "/v1/loans/{loanId}/payoff",
       operationId: "getLoanPayoff",
-      tag: TAG,
       summary: "What closing the loan takes now (an early payoff costs less)",
       auth: "user",
       params: loanIdParams,
@@ -102,7 +95,6 @@ export function loanRoutes({ loans }: { loans: LoansService }): RouteSpec[] {
       method: "post",
       path: "/v1/loans/{loanId}/extension",
       operationId: "extendLoan",
-      tag: TAG,
       summary: "Extend an active loan's term (once, before its due date, within your tier's longest term)",
       description:
         "Adds the interest of the added days at the loan's own daily rate (its interest over its days, rounded up). Refused with 409 EXTENSION_NOT_ALLOWED past the due date, after a first extension, or beyond your tier's maxDuration.",
@@ -119,7 +111,6 @@ export function loanRoutes({ loans }: { loans: LoansService }): RouteSpec[] {
       method: "post",
       path: "/v1/loans/{loanId}/cancel",
       operationId: "cancelLoan",
-      tag: TAG,
       summary: "Cancel a pending request (a funded loan is repaid instead)",
       auth: "user",
       params: loanIdParams,
@@ -127,5 +118,5 @@ export function loanRoutes({ loans }: { loans: LoansService }): RouteSpec[] {
       errors: ["LOAN_NOT_FOUND", "ALREADY_REPAID", "CONFLICT"],
       handler: async ({ params, principal }) => ({ data: await loans.cancel(principal().user, params.loanId) }),
     }),
-  ];
+  ]);
 }

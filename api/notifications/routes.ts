@@ -1,8 +1,9 @@
 import { type FeedEnd, type FeedItem, MAX_STREAMS_PER_USER, type NotificationFeed } from "../../domain/notifications/feed.js";
+import { notificationsModule } from "../../domain/notifications/module.js";
 import { MAX_PUSH_DEVICES, type NotificationsService } from "../../domain/notifications/service.js";
 import { AppError } from "../http/errors.js";
 import { pageRequestOf } from "../http/pagination.js";
-import { defineRoute, type RouteSpec } from "../http/route.js";
+import { defineRoute, type RouteSpec, routesOf } from "../http/route.js";
 import {
   listExtra,
   messageOnly,
@@ -19,8 +20,6 @@ import {
   unreadCountResponse,
   unregisterBody,
 } from "./schemas.js";
-
-const TAG = "Notifications";
 
 /** A comment line every so often keeps proxies from closing an idle stream. */
 const KEEPALIVE_MS = 15_000;
@@ -40,12 +39,11 @@ export function notificationRoutes({
   feed: NotificationFeed;
   production: boolean;
 }): RouteSpec[] {
-  return [
+  return routesOf(notificationsModule, [
     defineRoute({
       method: "get",
       path: "/v1/notifications/stream",
       operationId: "streamNotifications",
-      tag: TAG,
       summary: "Your new notifications as they happen (Server-Sent Events)",
       description: `A \`text/event-stream\`: an \`unread\` event with \`{"unreadCount"}\` at once, then for each new in-app notification a \`notification\` event (\`id:\` its sequence number, \`data:\` the Notification) followed by \`unread\`. Send the token in the Authorization header. After a disconnect, reconnect with \`Last-Event-ID\` (EventSource does it for you) to get what you missed first. A \`: keep-alive\` comment comes every 15 s. A stream lasts as long as the token it was opened with: at its expiry the last event is \`close\` with \`{"reason":"token_expired"}\` (reconnect with a fresh token and \`Last-Event-ID\`). An account keeps ${MAX_STREAMS_PER_USER} streams open per API process: the next one closes the oldest (\`close\` with \`{"reason":"stream_limit"}\`: do not reconnect it). A stopping process closes its streams (\`server_stopping\`: reconnect).`,
       auth: "user",
@@ -133,7 +131,6 @@ export function notificationRoutes({
       method: "get",
       path: "/v1/notifications",
       operationId: "listNotifications",
-      tag: TAG,
       summary: "Your notifications, newest first, with your unread count",
       description:
         "The envelope carries `unreadCount` (all your unread notifications, whatever the filter) beside `data` and `pagination`.",
@@ -148,7 +145,6 @@ export function notificationRoutes({
       method: "get",
       path: "/v1/notifications/unread/count",
       operationId: "countUnreadNotifications",
-      tag: TAG,
       summary: "How many of your notifications are unread",
       auth: "user",
       response: unreadCountResponse,
@@ -158,7 +154,6 @@ export function notificationRoutes({
       method: "patch",
       path: "/v1/notifications/{notifId}/read",
       operationId: "markNotificationRead",
-      tag: TAG,
       summary: "Mark one of your notifications read",
       auth: "user",
       params: notificationIdParams,
@@ -170,7 +165,6 @@ export function notificationRoutes({
       method: "post",
       path: "/v1/notifications/read-all",
       operationId: "markAllNotificationsRead",
-      tag: TAG,
       summary: "Mark all your notifications read",
       auth: "user",
       response: readAllResponse,
@@ -180,7 +174,6 @@ export function notificationRoutes({
       method: "delete",
       path: "/v1/notifications/{notifId}",
       operationId: "deleteNotification",
-      tag: TAG,
       summary: "Delete one of your notifications",
       auth: "user",
       params: notificationIdParams,
@@ -195,7 +188,6 @@ export function notificationRoutes({
       method: "get",
       path: "/v1/notifications/preferences",
       operationId: "getNotificationPreferences",
-      tag: TAG,
       summary: "Your notification preferences",
       description:
         "`push.enabled` and `email.enabled` are your `settings.notifications` and `settings.emailAlerts` (GET /v1/users/me): one switch each, changed from either route. `quietHours` is an extension of the spec's groups.",
@@ -207,7 +199,6 @@ export function notificationRoutes({
       method: "patch",
       path: "/v1/notifications/preferences",
       operationId: "updateNotificationPreferences",
-      tag: TAG,
       summary: "Change any group and field of your preferences; answers the full result",
       description:
         "Fields left out keep their values. An unknown group or field is 400 VALIDATION_ERROR. `quietHours` is given whole ({start, end, timeZone}; start and end differ) or null to remove it.",
@@ -220,7 +211,6 @@ export function notificationRoutes({
       method: "post",
       path: "/v1/notifications/push/register",
       operationId: "registerPushDevice",
-      tag: TAG,
       summary: "Register a device for push notifications",
       description: `One device id holds one token: registering the device again replaces its token. A token reaches one device, so a token registered before under another device id (yours or another account's) moves to this registration. An account keeps at most ${MAX_PUSH_DEVICES} devices: a registration past it removes the least recently registered one (register again at each app start to stay recent), and the answer's message names it. A token that is not an Expo push token is 400 INVALID_TOKEN (details.field \`token\`), whatever else is wrong with the body.`,
       auth: "user",
@@ -234,7 +224,6 @@ export function notificationRoutes({
       method: "delete",
       path: "/v1/notifications/push/unregister",
       operationId: "unregisterPushDevice",
-      tag: TAG,
       summary: "Stop push notifications to a device",
       description: "Idempotent: a device id you have not registered (or already unregistered) answers 200 too, with a message saying so.",
       auth: "user",
@@ -249,7 +238,6 @@ export function notificationRoutes({
           method: "post",
           path: "/v1/notifications/test",
           operationId: "sendTestNotification",
-          tag: TAG,
           summary: "Development only: not served in production (404 NOT_FOUND)",
           auth: "none",
           idempotent: false,
@@ -262,7 +250,6 @@ export function notificationRoutes({
           method: "post",
           path: "/v1/notifications/test",
           operationId: "sendTestNotification",
-          tag: TAG,
           summary: "Send yourself a test notification (development only)",
           description:
             "Writes a test notification to your in-app feed (type trust_score_updated, `data.test` true) through the path every notification takes, and hands it to the channel asked for whatever your preferences say. Not served in production (404 NOT_FOUND).",
@@ -274,5 +261,5 @@ export function notificationRoutes({
             return { message: `Test notification sent (${body.type})`, extra: {} };
           },
         }),
-  ];
+  ]);
 }

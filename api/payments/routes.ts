@@ -1,7 +1,8 @@
 import type { Checkout } from "../../domain/payments/checkout.js";
+import { paymentsModule } from "../../domain/payments/module.js";
 import type { PaymentsService } from "../../domain/payments/service.js";
 import { pageRequestOf } from "../http/pagination.js";
-import { defineRoute, type RouteSpec } from "../http/route.js";
+import { defineRoute, type RouteSpec, routesOf } from "../http/route.js";
 import {
   createBody,
   payBody,
@@ -16,15 +17,12 @@ import {
   termsResponse,
 } from "./schemas.js";
 
-const TAG = "Payments";
-
 export function paymentRoutes({ payments, checkout }: { payments: PaymentsService; checkout: Checkout }): RouteSpec[] {
-  return [
+  return routesOf(paymentsModule, [
     defineRoute({
       method: "post",
       path: "/v1/payments",
       operationId: "createPayment",
-      tag: TAG,
       summary: "Create a payment and get its hosted checkout URL",
       description:
         "Send the payer to `checkoutUrl`. The payment is paid once, on chain: the merchant's wallet receives the amount less the method's fee in the payer's own transaction. Events: payment.success, payment.failed, payment.refunded, each with your metadata.",
@@ -38,7 +36,6 @@ export function paymentRoutes({ payments, checkout }: { payments: PaymentsServic
       method: "get",
       path: "/v1/payments",
       operationId: "listPayments",
-      tag: TAG,
       summary: "Your payments as a merchant, newest first",
       auth: "user",
       query: paymentsQuery,
@@ -50,7 +47,6 @@ export function paymentRoutes({ payments, checkout }: { payments: PaymentsServic
       method: "get",
       path: "/v1/payments/{paymentId}",
       operationId: "getPayment",
-      tag: TAG,
       summary: "One of your payments: gross, fee, net, refunded, and every transaction",
       auth: "user",
       params: paymentIdParams,
@@ -62,7 +58,6 @@ export function paymentRoutes({ payments, checkout }: { payments: PaymentsServic
       method: "post",
       path: "/v1/payments/{paymentId}/cancel",
       operationId: "cancelPayment",
-      tag: TAG,
       summary: "Cancel an open payment: its checkout takes no payment any more (extension)",
       auth: "user",
       params: paymentIdParams,
@@ -74,7 +69,6 @@ export function paymentRoutes({ payments, checkout }: { payments: PaymentsServic
       method: "post",
       path: "/v1/payments/{paymentId}/refunds",
       operationId: "refundPayment",
-      tag: TAG,
       summary: "Refund part or all of a paid payment from your wallet",
       description:
         "The USDC goes from your managed wallet back to the payer (you bear the fee, as card processors do). Refunds add up to the amount at most: more is 400 INVALID_AMOUNT; a wallet that cannot cover it is 400 INSUFFICIENT_BALANCE and nothing moves. Retry with the same Idempotency-Key: it is the same refund, made once.",
@@ -92,7 +86,6 @@ export function paymentRoutes({ payments, checkout }: { payments: PaymentsServic
       method: "get",
       path: "/v1/payments/{paymentId}/refunds",
       operationId: "listPaymentRefunds",
-      tag: TAG,
       summary: "A payment's refunds, oldest first",
       auth: "user",
       params: paymentIdParams,
@@ -104,7 +97,6 @@ export function paymentRoutes({ payments, checkout }: { payments: PaymentsServic
       method: "get",
       path: "/checkout/{paymentId}/terms",
       operationId: "getPaymentTerms",
-      tag: TAG,
       summary: "What each of the payment's methods costs you, the signed-in payer, now (the hosted checkout shows it)",
       description:
         "credit: one loan at your Trust Score tier's rate for the tier's longest term (or the merchant's shorter one); split: installments without interest, one per week (or the merchant's frequency), closer together when your tier's longest term is shorter. Each is a loan of yours and counts toward your open loans. Not eligible: the reason (a restriction code, AMOUNT_ABOVE_TIER, INTEREST_ABOVE_OFFER, DURATION_ABOVE_TIER, AMOUNT_BELOW_LOAN_MINIMUM, INSUFFICIENT_LIQUIDITY). A payment you cannot pay is refused as paying it would be: paid, expired or cancelled (409), or your own (403 SELF_PAYMENT).",
@@ -118,7 +110,6 @@ export function paymentRoutes({ payments, checkout }: { payments: PaymentsServic
       method: "post",
       path: "/checkout/{paymentId}/pay",
       operationId: "payPayment",
-      tag: TAG,
       summary: "Pay a payment as the signed-in payer (the hosted checkout posts here)",
       description:
         "direct: the payer's own transaction through the router (the service pays the gas). credit and split: the lending pool pays the merchant at once and the payer owes the loans (see GET /checkout/{paymentId}/terms); 403 NOT_ELIGIBLE with the reason when the payer may not borrow it. A payment is paid at most once: a second attempt is 409 ALREADY_PAID, one while another is under way 409 PAYMENT_IN_PROGRESS. An expired or cancelled payment is 409. A merchant paying its own payment (the same account, or its wallet) is 403 SELF_PAYMENT. Outside production, a declined test address is 402 PAYMENT_DECLINED, an insufficient one 400 INSUFFICIENT_BALANCE; both tell the merchant payment.failed and leave the payment open. In production payerAddress may only be the payer's own wallet.",
@@ -144,5 +135,5 @@ export function paymentRoutes({ payments, checkout }: { payments: PaymentsServic
         data: await checkout.pay(principal().user, params.paymentId, body, operation),
       }),
     }),
-  ];
+  ]);
 }

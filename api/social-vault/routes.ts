@@ -1,5 +1,6 @@
+import { socialVaultModule } from "../../domain/social-vault/module.js";
 import type { SocialVaultService } from "../../domain/social-vault/service.js";
-import { defineRoute, type RouteSpec } from "../http/route.js";
+import { defineRoute, type RouteSpec, routesOf } from "../http/route.js";
 import {
   addGuardianBody,
   addGuardianResponse,
@@ -39,15 +40,12 @@ import {
   withdrawalResponse,
 } from "./schemas.js";
 
-const TAG = "Social vault";
-
 export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultService }): RouteSpec[] {
-  return [
+  return routesOf(socialVaultModule, [
     defineRoute({
       method: "get",
       path: "/v1/social-vault/config",
       operationId: "getSocialVaultConfig",
-      tag: TAG,
       summary: "Your social vault's configuration (isConfigured false before you create it)",
       auth: "user",
       response: configResponse,
@@ -57,7 +55,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       method: "post",
       path: "/v1/social-vault",
       operationId: "createSocialVault",
-      tag: TAG,
       summary: "Create and configure your social vault (once)",
       description:
         "Sent as your own transaction through the factory (your managed wallet signs; the service pays the gas). The duress PIN is kept only as the contract's keyed hash. A second creation is 409 SOCIAL_VAULT_EXISTS.",
@@ -73,7 +70,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       method: "post",
       path: "/v1/social-vault/deposit",
       operationId: "depositToSocialVault",
-      tag: TAG,
       summary: "Move USDC from your managed wallet into your social vault",
       auth: "user",
       body: depositBody,
@@ -88,7 +84,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       method: "post",
       path: "/v1/social-vault/withdraw/instant",
       operationId: "withdrawFromSocialVaultInstantly",
-      tag: TAG,
       summary: "Send USDC from your social vault at once, within the rolling daily limit",
       auth: "user",
       body: instantBody,
@@ -110,7 +105,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       method: "get",
       path: "/v1/social-vault/guardians",
       operationId: "listSocialVaultGuardians",
-      tag: TAG,
       summary: "Your vault's guardians, oldest first",
       auth: "user",
       response: guardiansResponse,
@@ -121,7 +115,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       method: "post",
       path: "/v1/social-vault/guardians",
       operationId: "addSocialVaultGuardian",
-      tag: TAG,
       summary: "Add a guardian by wallet address (pending until the vault's timelock has passed)",
       auth: "user",
       body: addGuardianBody,
@@ -143,7 +136,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       method: "delete",
       path: "/v1/social-vault/guardians/{guardianId}",
       operationId: "removeSocialVaultGuardian",
-      tag: TAG,
       summary: "Remove a guardian: a pending one at once; an active one is submitted, and a second call after removableAt completes it",
       auth: "user",
       params: guardianParams,
@@ -158,7 +150,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       method: "post",
       path: "/v1/social-vault/guardians/{guardianId}/keep",
       operationId: "keepSocialVaultGuardian",
-      tag: TAG,
       summary: "Withdraw a submitted removal of a guardian: it stays, with nothing pending",
       auth: "user",
       params: guardianParams,
@@ -172,7 +163,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       method: "post",
       path: "/v1/social-vault/withdraw/request",
       operationId: "requestSocialVaultWithdrawal",
-      tag: TAG,
       summary: "Ask for a withdrawal above the daily limit: guardian approvals, then the timelock",
       description:
         "Only for an amount above what today's rolling daily limit still allows: one within it is 400 VALIDATION_ERROR (send it with POST /v1/social-vault/withdraw/instant), and nothing is sent.",
@@ -189,7 +179,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       method: "get",
       path: "/v1/social-vault/withdrawals/pending",
       operationId: "listPendingSocialVaultWithdrawals",
-      tag: TAG,
       summary: "Your vault's open withdrawal requests, oldest first",
       auth: "user",
       response: pendingWithdrawal.array(),
@@ -200,7 +189,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       method: "get",
       path: "/v1/social-vault/withdrawals",
       operationId: "listSocialVaultWithdrawals",
-      tag: TAG,
       summary: "Every withdrawal request of your vault, newest first, with its status now",
       description:
         "A request not executed by its expiresAt shows `expired`: the contract refuses to execute it from then on; ask for a new one.",
@@ -213,7 +201,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       method: "get",
       path: "/v1/social-vault/withdrawals/{withdrawalId}",
       operationId: "getSocialVaultWithdrawal",
-      tag: TAG,
       summary: "One withdrawal request, for its vault's owner or guardians",
       auth: "user",
       params: withdrawalIdParams,
@@ -225,7 +212,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       method: "get",
       path: "/v1/social-vault/guarding",
       operationId: "listGuardedSocialVaults",
-      tag: TAG,
       summary: "The vaults you guard and what waits for your approval: open withdrawal requests and unlock requests",
       description:
         "For a guardian: each vault that lists your wallet, your standing in it, its lock and unlock request, and its open requests with whether you approved. Approve with POST /v1/social-vault/withdrawals/{withdrawalId}/approve or POST /v1/social-vault/unlock/approve.",
@@ -237,7 +223,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       method: "post",
       path: "/v1/social-vault/withdrawals/{withdrawalId}/approve",
       operationId: "approveSocialVaultWithdrawal",
-      tag: TAG,
       summary: "Approve a withdrawal of a vault you guard, with your own token",
       description:
         "Sent as your own transaction (your managed wallet is the guardian). 403 NOT_GUARDIAN unless you are an active guardian of the vault.",
@@ -253,7 +238,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       method: "post",
       path: "/v1/social-vault/withdrawals/{withdrawalId}/execute",
       operationId: "executeSocialVaultWithdrawal",
-      tag: TAG,
       summary: "Execute an approved withdrawal once its timelock has passed",
       auth: "user",
       params: withdrawalIdParams,
@@ -276,7 +260,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       method: "post",
       path: "/v1/social-vault/withdrawals/{withdrawalId}/cancel",
       operationId: "cancelSocialVaultWithdrawal",
-      tag: TAG,
       summary: "Cancel an open withdrawal request of your vault",
       auth: "user",
       params: withdrawalIdParams,
@@ -290,7 +273,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       method: "post",
       path: "/v1/social-vault/lock",
       operationId: "lockSocialVault",
-      tag: TAG,
       summary: "Lock your vault with the duress PIN: every pending withdrawal is cancelled and your guardians are alerted silently",
       description: "A wrong PIN is 403 FORBIDDEN without more detail. While locked, vault operations answer VAULT_LOCKED.",
       auth: "user",
@@ -306,7 +288,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       method: "put",
       path: "/v1/social-vault/duress-pin",
       operationId: "setSocialVaultDuressPin",
-      tag: TAG,
       summary: "Set a new duress PIN (after a duress lock spent the old one, or to change it with the current PIN)",
       description:
         "Sent as your own transaction: the contract keeps only the PIN's keyed hash. Without currentPin while a PIN is set, or with a wrong one, 403 FORBIDDEN without detail and nothing is sent.",
@@ -322,7 +303,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       method: "post",
       path: "/v1/social-vault/unlock",
       operationId: "unlockSocialVault",
-      tag: TAG,
       summary:
         "The way back from a lock: ask for the unlock, then unlock once the guardians approved and the timelock passed (or after 30 days alone)",
       auth: "user",
@@ -334,7 +314,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       method: "post",
       path: "/v1/social-vault/unlock/approve",
       operationId: "approveSocialVaultUnlock",
-      tag: TAG,
       summary: "Approve the requested unlock of a vault you guard, with your own token",
       auth: "user",
       body: approveUnlockBody,
@@ -348,7 +327,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       method: "post",
       path: "/v1/social-vault/recovery/approve",
       operationId: "approveSocialVaultRecovery",
-      tag: TAG,
       summary: "As a guardian, approve handing a vault to its owner's new wallet (a lost or stolen key)",
       description:
         "Sent as your own transaction. When more than half of the active guardians back the same address the recovery starts: the vault is locked (its open requests closed, the guardians alerted) and anyone can finalize it after the vault's timelock. Approving another address moves your approval; a majority for it replaces a pending recovery.",
@@ -364,7 +342,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       method: "post",
       path: "/v1/social-vault/recovery/cancel",
       operationId: "cancelSocialVaultRecovery",
-      tag: TAG,
       summary: "Object to a pending recovery: it is cancelled once the owner and one guardian objected",
       description:
         "The owner's key alone cannot stop its guardians (it may be the stolen key); with a guardian's consent the recovery is cancelled, every approval cleared, and the vault stays locked.",
@@ -380,7 +357,6 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       method: "post",
       path: "/v1/social-vault/recovery/finalize",
       operationId: "finalizeSocialVaultRecovery",
-      tag: TAG,
       summary: "Finalize a recovery once its timelock has passed: the new wallet owns the vault",
       auth: "user",
       body: finalizeRecoveryBody,
@@ -390,5 +366,5 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
         data: await socialVault.finalizeRecovery(principal().user, body.vaultAddress, operation),
       }),
     }),
-  ];
+  ]);
 }

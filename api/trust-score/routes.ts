@@ -1,5 +1,6 @@
+import { trustScoreModule } from "../../domain/trust-score/module.js";
 import type { TrustScoreService } from "../../domain/trust-score/service.js";
-import { defineRoute, type RouteSpec } from "../http/route.js";
+import { defineRoute, type RouteSpec, routesOf } from "../http/route.js";
 import {
   historyQuery,
   historyResponse,
@@ -11,17 +12,15 @@ import {
   trustUserParams,
 } from "./schemas.js";
 
-const TAG = "Trust Score";
 const PRIVACY = "The owner may always read it; other users only when the owner set `settings.publicTrustScore` (else 403 SCORE_PRIVATE).";
 
 export function trustScoreRoutes({ trust }: { trust: TrustScoreService }): RouteSpec[] {
-  return [
+  return routesOf(trustScoreModule, [
     // Registered before /{userId} so "tiers" is never taken for a user id.
     defineRoute({
       method: "get",
       path: "/v1/trust-score/tiers",
       operationId: "listTrustTiers",
-      tag: TAG,
       summary: "The tier table: score ranges and borrowing power",
       auth: "none",
       response: tiersResponse,
@@ -31,7 +30,6 @@ export function trustScoreRoutes({ trust }: { trust: TrustScoreService }): Route
       method: "post",
       path: "/v1/trust-score/simulate",
       operationId: "simulateTrustScore",
-      tag: TAG,
       summary: "Project your score after hypothetical actions",
       description:
         "repayment: +2 per on-time repayment (and its on-time bonus); add_guardian: +5 each, at most 3 count; level_up: XP levels gained; deposit: count is the amount in whole USDC added to the volume.",
@@ -44,7 +42,6 @@ export function trustScoreRoutes({ trust }: { trust: TrustScoreService }): Route
       method: "get",
       path: "/v1/trust-score/{userId}",
       operationId: "getTrustScore",
-      tag: TAG,
       summary: "A user's Trust Score, tier and borrowing power",
       description: PRIVACY,
       auth: "user",
@@ -57,7 +54,6 @@ export function trustScoreRoutes({ trust }: { trust: TrustScoreService }): Route
       method: "get",
       path: "/v1/trust-score/{userId}/history",
       operationId: "getTrustScoreHistory",
-      tag: TAG,
       summary: "A user's score history, one entry per day with a change",
       description: `period: 7d, 30d (default), 90d, 1y or all. ${PRIVACY}`,
       auth: "user",
@@ -71,7 +67,6 @@ export function trustScoreRoutes({ trust }: { trust: TrustScoreService }): Route
       method: "get",
       path: "/v1/trust-score/{userId}/modifiers",
       operationId: "getTrustScoreModifiers",
-      tag: TAG,
       summary: "The modifiers applied to a user's base score",
       description: PRIVACY,
       auth: "user",
@@ -80,5 +75,5 @@ export function trustScoreRoutes({ trust }: { trust: TrustScoreService }): Route
       errors: ["USER_NOT_FOUND", "SCORE_PRIVATE"],
       handler: async ({ params, principal }) => ({ data: await trust.modifiers(principal().user, params.userId) }),
     }),
-  ];
+  ]);
 }

@@ -1,7 +1,8 @@
+import { usersModule } from "../../domain/users/module.js";
 import type { UsersService } from "../../domain/users/service.js";
 import type { XpService } from "../../domain/xp/service.js";
 import { pageRequestOf } from "../http/pagination.js";
-import { defineRoute, type RouteSpec } from "../http/route.js";
+import { defineRoute, type RouteSpec, routesOf } from "../http/route.js";
 import {
   activityEntry,
   activityQuery,
@@ -17,15 +18,12 @@ import {
   xpResponse,
 } from "./schemas.js";
 
-const TAG = "Users";
-
 export function userRoutes({ users, xp }: { users: UsersService; xp: Pick<XpService, "view" | "activity"> }): RouteSpec[] {
-  return [
+  return routesOf(usersModule, [
     defineRoute({
       method: "get",
       path: "/v1/users/me",
       operationId: "getMe",
-      tag: TAG,
       summary: "Your profile (private view)",
       description: "The first authenticated request of a token subject creates the user and its managed wallet.",
       auth: "user",
@@ -36,7 +34,6 @@ export function userRoutes({ users, xp }: { users: UsersService; xp: Pick<XpServ
       method: "patch",
       path: "/v1/users/me",
       operationId: "updateMe",
-      tag: TAG,
       summary: "Update your display name and settings",
       auth: "user",
       body: patchMeBody,
@@ -47,7 +44,6 @@ export function userRoutes({ users, xp }: { users: UsersService; xp: Pick<XpServ
       method: "delete",
       path: "/v1/users/me",
       operationId: "deleteMe",
-      tag: TAG,
       summary: "Delete your account",
       description:
         "Irreversible. The account is unusable at once (its tokens and API keys are refused with 403); personal data is erased at `deletionDate` (30 days on the service clock). On-chain data cannot be deleted.",
@@ -64,7 +60,6 @@ export function userRoutes({ users, xp }: { users: UsersService; xp: Pick<XpServ
       method: "get",
       path: "/v1/users/me/activity",
       operationId: "listMyActivity",
-      tag: TAG,
       summary: "Your activity feed, newest first",
       auth: "user",
       query: activityQuery,
@@ -76,7 +71,6 @@ export function userRoutes({ users, xp }: { users: UsersService; xp: Pick<XpServ
       method: "get",
       path: "/v1/users/me/guardians",
       operationId: "listMyGuardians",
-      tag: TAG,
       summary: "The guardians of your social vault",
       auth: "user",
       response: guardian.array(),
@@ -86,7 +80,6 @@ export function userRoutes({ users, xp }: { users: UsersService; xp: Pick<XpServ
       method: "get",
       path: "/v1/users/me/export",
       operationId: "exportMe",
-      tag: TAG,
       summary: "Everything the service holds about you",
       auth: "token",
       response: exportResponse,
@@ -97,7 +90,6 @@ export function userRoutes({ users, xp }: { users: UsersService; xp: Pick<XpServ
       method: "get",
       path: "/v1/users/{userId}",
       operationId: "getUser",
-      tag: TAG,
       summary: "A user's public profile",
       auth: "none",
       params: userIdParams,
@@ -109,7 +101,6 @@ export function userRoutes({ users, xp }: { users: UsersService; xp: Pick<XpServ
       method: "get",
       path: "/v1/users/{userId}/xp",
       operationId: "getUserXp",
-      tag: TAG,
       summary: "A user's XP, level and badges",
       description: "XP, level and badges are public achievements: any authenticated caller may read them.",
       auth: "user",
@@ -118,5 +109,5 @@ export function userRoutes({ users, xp }: { users: UsersService; xp: Pick<XpServ
       errors: ["USER_NOT_FOUND"],
       handler: async ({ params }) => ({ data: await xp.view(params.userId) }),
     }),
-  ];
+  ]);
 }

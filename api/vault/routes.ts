@@ -1,6 +1,7 @@
+import { vaultModule } from "../../domain/vault/module.js";
 import type { VaultService } from "../../domain/vault/service.js";
 import { pageRequestOf } from "../http/pagination.js";
-import { defineRoute, type RouteSpec } from "../http/route.js";
+import { defineRoute, type RouteSpec, routesOf } from "../http/route.js";
 import {
   calculateBody,
   calculateResponse,
@@ -17,15 +18,12 @@ import {
   yieldHistoryResponse,
 } from "./schemas.js";
 
-const TAG = "Vault";
-
 export function vaultRoutes({ vault }: { vault: VaultService }): RouteSpec[] {
-  return [
+  return routesOf(vaultModule, [
     defineRoute({
       method: "get",
       path: "/v1/vault/status",
       operationId: "getVaultStatus",
-      tag: TAG,
       summary: "The staking vault's public figures, read from the chain",
       auth: "none",
       response: vaultStatus,
@@ -35,7 +33,6 @@ export function vaultRoutes({ vault }: { vault: VaultService }): RouteSpec[] {
       method: "get",
       path: "/v1/vault/position",
       operationId: "getVaultPosition",
-      tag: TAG,
       summary: "Your tmUSDC, its value now and the yield it earned",
       auth: "user",
       response: vaultPosition,
@@ -45,7 +42,6 @@ export function vaultRoutes({ vault }: { vault: VaultService }): RouteSpec[] {
       method: "post",
       path: "/v1/vault/deposit",
       operationId: "depositToVault",
-      tag: TAG,
       summary: "Deposit USDC from your managed wallet for tmUSDC",
       description:
         "Sent as your own transaction (your managed wallet signs a forward request, and once a permit that lets the contract take its USDC from then on; the service pays the gas). Answers after the receipt, once the mirror shows the deposit.",
@@ -61,7 +57,6 @@ export function vaultRoutes({ vault }: { vault: VaultService }): RouteSpec[] {
       method: "post",
       path: "/v1/vault/withdraw",
       operationId: "withdrawFromVault",
-      tag: TAG,
       summary: "Redeem tmUSDC for USDC to your managed wallet",
       description: "Sent as your own transaction, like a deposit. Answers after the receipt, once the mirror shows it.",
       auth: "user",
@@ -76,7 +71,6 @@ export function vaultRoutes({ vault }: { vault: VaultService }): RouteSpec[] {
       method: "get",
       path: "/v1/vault/yield/history",
       operationId: "getVaultYieldHistory",
-      tag: TAG,
       summary: "Your yield by day over a period",
       auth: "user",
       query: yieldHistoryQuery,
@@ -87,7 +81,6 @@ export function vaultRoutes({ vault }: { vault: VaultService }): RouteSpec[] {
       method: "post",
       path: "/v1/vault/yield/calculate",
       operationId: "calculateVaultYield",
-      tag: TAG,
       summary: "Project the yield of a deposit at today's APY",
       auth: "none",
       body: calculateBody,
@@ -98,7 +91,6 @@ export function vaultRoutes({ vault }: { vault: VaultService }): RouteSpec[] {
       method: "get",
       path: "/v1/vault/rates",
       operationId: "getVaultRates",
-      tag: TAG,
       summary: "The interest rate model: the current point and the five-point curve",
       auth: "none",
       response: ratesResponse,
@@ -108,7 +100,6 @@ export function vaultRoutes({ vault }: { vault: VaultService }): RouteSpec[] {
       method: "get",
       path: "/v1/vault/transactions",
       operationId: "listVaultTransactions",
-      tag: TAG,
       summary: "Your deposits and withdrawals, newest first",
       auth: "user",
       query: transactionsQuery,
@@ -116,5 +107,5 @@ export function vaultRoutes({ vault }: { vault: VaultService }): RouteSpec[] {
       paginated: true,
       handler: async ({ query, principal }) => vault.transactions(principal().user, pageRequestOf(query)),
     }),
-  ];
+  ]);
 }

@@ -1,6 +1,7 @@
 import type { WebhookDeliveries } from "../../domain/webhooks/deliveries.js";
+import { webhooksModule } from "../../domain/webhooks/module.js";
 import { secretAdvice, type WebhooksService } from "../../domain/webhooks/service.js";
-import { defineRoute, type RouteSpec } from "../http/route.js";
+import { defineRoute, type RouteSpec, routesOf } from "../http/route.js";
 import {
   createBody,
   deliveriesQuery,
@@ -21,8 +22,6 @@ import {
   webhookListItem,
 } from "./schemas.js";
 
-const TAG = "Webhooks";
-
 /** What a webhook route's area rules read of a request: its webhook id, URL and event names. */
 const sentOf = ({ params, body }: { params: unknown; body: unknown }) => {
   const sent = (body ?? {}) as { url?: unknown; events?: unknown; event?: unknown };
@@ -40,12 +39,11 @@ export function webhookRoutes({
   webhooks: WebhooksService;
   deliveries: Pick<WebhookDeliveries, "replay">;
 }): RouteSpec[] {
-  return [
+  return routesOf(webhooksModule, [
     defineRoute({
       method: "post",
       path: "/v1/webhooks",
       operationId: "createWebhook",
-      tag: TAG,
       summary: "Subscribe an endpoint to events",
       description: `Deliveries are POSTs of {id, event, timestamp, data} signed with your secret: x-service-signature (sha256=<hex HMAC-SHA256 of the body>) and the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature. ${LIMIT_NOTE}`,
       auth: "user",
@@ -63,7 +61,6 @@ export function webhookRoutes({
       method: "get",
       path: "/v1/webhooks",
       operationId: "listWebhooks",
-      tag: TAG,
       summary: "Your webhooks, oldest first, each with its last delivery",
       auth: "user",
       response: webhookListItem.array(),
@@ -73,7 +70,6 @@ export function webhookRoutes({
       method: "patch",
       path: "/v1/webhooks/{webhookId}",
       operationId: "updateWebhook",
-      tag: TAG,
       summary: "Change a webhook's events, or revive it (status active)",
       auth: "user",
       params: webhookIdParams,
@@ -87,7 +83,6 @@ export function webhookRoutes({
       method: "delete",
       path: "/v1/webhooks/{webhookId}",
       operationId: "deleteWebhook",
-      tag: TAG,
       summary: "Delete a webhook and its deliveries log",
       auth: "user",
       params: webhookIdParams,
@@ -103,7 +98,6 @@ export function webhookRoutes({
       method: "get",
       path: "/v1/webhooks/{webhookId}/deliveries",
       operationId: "listWebhookDeliveries",
-      tag: TAG,
       summary: "A webhook's delivery attempts, newest first",
       auth: "user",
       params: webhookIdParams,
@@ -119,7 +113,6 @@ export function webhookRoutes({
       method: "post",
       path: "/v1/webhooks/{webhookId}/test",
       operationId: "testWebhook",
-      tag: TAG,
       summary: "Send a signed test delivery now and say how it went",
       description: "Answers once the receiver answered (at most 5 s). The attempt is in the deliveries log.",
       auth: "user",
@@ -134,7 +127,6 @@ export function webhookRoutes({
       method: "post",
       path: "/v1/webhooks/{webhookId}/deliveries/{deliveryId}/resend",
       operationId: "resendWebhookDelivery",
-      tag: TAG,
       summary: "Send one logged delivery again now (extension)",
       description:
         "The same event (the same payload id, so a receiver that got it drops it), signed anew, as its next attempt; whatever the webhook's status. Answers like the test endpoint; the attempt is in the log.",
@@ -151,7 +143,6 @@ export function webhookRoutes({
       method: "post",
       path: "/v1/webhooks/{webhookId}/replay",
       operationId: "replayWebhookEvents",
-      tag: TAG,
       summary: "Queue again every event since a time (extension)",
       description:
         "For an active webhook (a failing one is 409 CONFLICT: revive it first), every event it subscribes to since `since`, each with the usual six attempts (side by side: receivers order by the payload's timestamp).",
@@ -170,7 +161,6 @@ export function webhookRoutes({
       method: "post",
       path: "/v1/webhooks/{webhookId}/rotate-secret",
       operationId: "rotateWebhookSecret",
-      tag: TAG,
       summary: "Replace the shared secret, the old one signing beside it for 24 hours (extension)",
       auth: "user",
       params: webhookIdParams,
@@ -183,5 +173,5 @@ export function webhookRoutes({
         message: secretAdvice(body.secret),
       }),
     }),
-  ];
+  ]);
 }

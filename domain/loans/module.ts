@@ -11,7 +11,7 @@ export const loansModule = defineModule({
   consumers: ["loans"],
   jobs: ["loans.fund", "loans.due-dates"],
   contracts: { loanBook: { relay: ["repayWithPermit", "repay"] } },
-  routeTags: ["Loans"],
+  routeTag: "Loans",
   events: {
     "loan.created": defineEvent({
       source: "service",

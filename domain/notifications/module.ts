@@ -16,5 +16,5 @@ export const notificationsModule = defineModule({
   consumers: ["notifications"],
   queueKinds: [PUSH_JOB, EMAIL_JOB, WEEKLY_SUMMARY_JOB, SCHEDULED_JOB],
   jobs: ["notifications.weekly-summary"],
-  routeTags: ["Notifications"],
+  routeTag: "Notifications",
 });

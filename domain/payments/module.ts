@@ -9,7 +9,7 @@ export const paymentsModule = defineModule({
   consumers: ["payment-events"],
   jobs: ["payments.attempts"],
   contracts: { paymentRouter: { relay: ["payWithPermit", "pay", "refundWithPermit", "refund"] } },
-  routeTags: ["Payments"],
+  routeTag: "Payments",
   events: {
     "payment.paid": defineEvent({
       source: "chain",

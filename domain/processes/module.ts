@@ -6,5 +6,5 @@ export const processesModule = defineModule({
   name: "processes",
   // The sandbox's clock offset pairs with the chain's time: a new embedded chain starts at real time.
   tables: { ServiceProcess: "own", ServiceClock: "chain", ServiceSecret: "own" },
-  routeTags: ["Meta"],
+  routeTag: "Meta",
 });

@@ -37,7 +37,7 @@ export const socialVaultModule = defineModule({
       ],
     },
   },
-  routeTags: ["Social vault"],
+  routeTag: "Social vault",
   events: {
     "social_vault.withdrawal_requested": defineEvent({
       source: "chain",

@@ -16,7 +16,7 @@ export const trustScoreModule = defineModule({
   name: "trust-score",
   tables: { TrustScoreInput: "own", TrustScoreModifier: "own", TrustScoreHistory: "own" },
   jobs: ["trust-score.guardians", "trust-score.seniority"],
-  routeTags: ["Trust Score"],
+  routeTag: "Trust Score",
   events: {
     "user.trust_score_updated": defineEvent({
       source: "service",

@@ -5,5 +5,5 @@ export const usersModule = defineModule({
   name: "users",
   tables: { User: "own" },
   jobs: ["users.erase"],
-  routeTags: ["Users"],
+  routeTag: "Users",
 });

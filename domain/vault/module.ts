@@ -7,7 +7,7 @@ export const vaultModule = defineModule({
   name: "vault",
   tables: { VaultTransaction: "log", YieldDistribution: "log", VaultPosition: "state" },
   contracts: { stakingVault: { relay: ["depositWithPermit", "deposit", "redeem", "withdraw"] }, interestRateModel: {} },
-  routeTags: ["Vault"],
+  routeTag: "Vault",
   events: {
     "vault.deposit": defineEvent({
       source: "chain",

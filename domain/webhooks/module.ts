@@ -12,7 +12,7 @@ export const webhooksModule = defineModule({
   consumers: ["webhooks"],
   queueKinds: [WEBHOOK_DELIVERY_JOB],
   jobs: ["webhooks.prune-log"],
-  routeTags: ["Webhooks"],
+  routeTag: "Webhooks",
   events: {
     "webhook.failing": defineEvent({
       source: "service",

@@ -91,13 +91,16 @@ describe("the domains' manifests (domain/modules.ts)", () => {
     }
   });
 
-  it("declare the tag of every route, each in one module, and every declared tag has routes", () => {
-    const files = sourceFiles(path.join(ROOT, "api")).filter((file) => file.endsWith("routes.ts"));
-    const tags = new Set(
-      files.flatMap((file) => [...readFileSync(file, "utf8").matchAll(/(?:\btag: |const TAG = )"([^"]+)"/g)].map((m) => m[1]!)),
-    );
-    expect(tags.size).to.be.above(8);
-    expect(notOnce([...tags], (module) => module.routeTags ?? [])).to.deep.equal({});
-    expect(ROUTE_TAGS.filter((tag) => !tags.has(tag))).to.deep.equal([]);
+  it("give every route its domain: each routes file mounts its routes under one manifest's tag (routesOf), each tag in one file", () => {
+    const files = sourceFiles(path.join(ROOT, "api")).filter((file) => readFileSync(file, "utf8").includes("defineRoute("));
+    const mounted = files.map((file) => ({
+      file: path.relative(ROOT, file),
+      modules: [...readFileSync(file, "utf8").matchAll(/routesOf\((\w+)Module,/g)].map((m) => m[1]!),
+    }));
+    expect(mounted.length).to.be.above(8);
+    expect(mounted.filter(({ modules }) => new Set(modules).size !== 1)).to.deep.equal([]);
+    const byName = new Map(DECLARED.map((module) => [module.name.replace(/-(\w)/g, (_, c: string) => c.toUpperCase()), module]));
+    const tags = mounted.map(({ modules }) => byName.get(modules[0]!)?.routeTag);
+    expect([...tags].sort()).to.deep.equal([...ROUTE_TAGS].sort());
   });
 });
