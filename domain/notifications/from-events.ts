@@ -13,26 +13,6 @@ export type NotifiableEvent = {
   [K in EventType]: { id: string; type: K; userId: string | null; data: EventData<K> };
 }[EventType];
 
-/** The event types that make notifications: the ones the notifications consumer takes. */
-export const NOTIFIABLE_EVENT_TYPES = [
-  "loan.created",
-  "loan.funded",
-  "loan.due_reminder",
-  "loan.overdue",
-  "loan.repaid",
-  "user.guardian_added",
-  "social_vault.withdrawal_requested",
-  "social_vault.guardian_alert",
-  "trust_score.updated",
-  "user.trust_score_updated",
-  "user.level_up",
-  "user.badge_earned",
-  "webhook.failing",
-  "payment.success",
-  "payment.refunded",
-  "loan.refused",
-] as const satisfies readonly EventType[];
-
 /** What the mapping needs to know besides the event. */
 export interface EventContext {
   /** The platform user whose managed wallet this is (any case), or null. */
@@ -48,31 +28,6 @@ export interface ContextNeeds {
   wallets: string[];
   userIds: string[];
   guardiansOf: string[];
-}
-
-export function eventContextNeeds(event: NotifiableEvent): ContextNeeds {
-  const needs: ContextNeeds = { wallets: [], userIds: [], guardiansOf: [] };
-  switch (event.type) {
-    case "loan.funded":
-      if (event.data.raw.recipient) needs.wallets.push(event.data.raw.recipient);
-      break;
-    case "user.guardian_added":
-      needs.wallets.push(event.data.guardianAddress);
-      if (event.userId) needs.userIds.push(event.userId);
-      if (event.data.guardianUserId) needs.userIds.push(event.data.guardianUserId);
-      break;
-    case "social_vault.withdrawal_requested":
-      needs.guardiansOf.push(event.data.raw.vault);
-      if (event.userId) needs.userIds.push(event.userId);
-      break;
-    case "social_vault.guardian_alert":
-      if (event.data.vaultOwner) needs.userIds.push(event.data.vaultOwner);
-      break;
-    case "payment.success":
-      if (event.userId) needs.userIds.push(event.userId);
-      break;
-  }
-  return needs;
 }
 
 /** `0x1234…abcd`: how an address that is no user's is named to people. */
@@ -120,54 +75,78 @@ function item(
   return [{ userId, type, data, values, ...TYPE_RULES[type], sourceId, ...extra }];
 }
 
-/** The notifications one event makes (none for the events no user is told about). */
-export function notificationsFor(event: NotifiableEvent, context: EventContext): NotificationItem[] {
-  const id = event.id;
-  switch (event.type) {
-    case "loan.created": {
-      const { data } = event;
-      return item(
-        id,
-        data.userId,
-        "loan_created",
-        { loanId: data.loanId },
-        { amount: data.raw.amount.toString(), duration: data.duration },
-      );
-    }
-    case "loan.funded": {
+type EventOf<T extends EventType> = Extract<NotifiableEvent, { type: T }>;
+
+/** What one event type means to whom: what to load for it first, and the notifications it makes. */
+interface Mapping<T extends EventType> {
+  needs?(event: EventOf<T>, needs: ContextNeeds): void;
+  notify(event: EventOf<T>, context: EventContext): NotificationItem[];
+}
+
+const mapping = <T extends EventType>(definition: Mapping<T>) => definition;
+
+/** The user ids of the event's user, when there is one. */
+const eventUser = (event: { userId: string | null }, needs: ContextNeeds) => {
+  if (event.userId) needs.userIds.push(event.userId);
+};
+
+function trustScoreUpdated({ data }: EventOf<"trust_score.updated" | "user.trust_score_updated">): NotificationItem[] {
+  // One change is recorded under both names with the same data: both map to one source, so
+  // whichever comes first writes the notification and the other finds it written.
+  const source = `trust-score:${data.userId}:${data.timestamp}:${data.previousScore}:${data.newScore}`;
+  const values = { previousScore: data.previousScore, newScore: data.newScore, change: data.change };
+  return item(source, data.userId, "trust_score_updated", values, values);
+}
+
+/** Each event type that makes notifications, and how: the notifications consumer takes these types. */
+const MAPPINGS = {
+  "loan.created": mapping<"loan.created">({
+    notify: ({ id, data }) =>
+      item(id, data.userId, "loan_created", { loanId: data.loanId }, { amount: data.raw.amount.toString(), duration: data.duration }),
+  }),
+  "loan.funded": mapping<"loan.funded">({
+    needs: ({ data }, needs) => {
+      if (data.raw.recipient) needs.wallets.push(data.raw.recipient);
+    },
+    notify: (event, context) => {
       const { data } = event;
       // A purchase's loan paid the merchant, not the borrower: their receipt says it (payment_receipt), not "in your wallet".
       if (data.raw.recipient !== undefined && context.userIdByWallet(data.raw.recipient) !== event.userId) return [];
       // The chain's events carry the borrower as the event's user (null when the wallet is no user's).
       return item(
-        id,
+        event.id,
         event.userId,
         "loan_funded",
         { loanId: data.loanId },
         { netAmount: data.raw.netAmount.toString(), dueDate: data.dueDate },
       );
-    }
-    case "loan.due_reminder": {
-      const { data } = event;
-      return item(
+    },
+  }),
+  "loan.due_reminder": mapping<"loan.due_reminder">({
+    notify: ({ id, data }) =>
+      item(
         id,
         data.userId,
         "loan_due_reminder",
         { loanId: data.loanId },
         { remainingBalance: microOfNumber(data.remainingBalance), dueDate: data.dueDate },
-      );
-    }
-    case "loan.overdue": {
-      const { data } = event;
-      return item(id, event.userId, "loan_overdue", { loanId: data.loanId, daysOverdue: data.daysOverdue }, { dueDate: data.raw.dueDate });
-    }
-    case "loan.repaid": {
-      const { data } = event;
-      return item(id, event.userId, "loan_repaid", { loanId: data.loanId }, { totalPaid: data.raw.totalPaid.toString() });
-    }
-    case "user.guardian_added": {
-      const { data } = event;
-      const owner = event.userId;
+      ),
+  }),
+  "loan.overdue": mapping<"loan.overdue">({
+    notify: ({ id, userId, data }) =>
+      item(id, userId, "loan_overdue", { loanId: data.loanId, daysOverdue: data.daysOverdue }, { dueDate: data.raw.dueDate }),
+  }),
+  "loan.repaid": mapping<"loan.repaid">({
+    notify: ({ id, userId, data }) =>
+      item(id, userId, "loan_repaid", { loanId: data.loanId }, { totalPaid: data.raw.totalPaid.toString() }),
+  }),
+  "user.guardian_added": mapping<"user.guardian_added">({
+    needs: (event, needs) => {
+      needs.wallets.push(event.data.guardianAddress);
+      eventUser(event, needs);
+      if (event.data.guardianUserId) needs.userIds.push(event.data.guardianUserId);
+    },
+    notify: ({ id, userId: owner, data }, context) => {
       // The indexer names the guardian's user when it records the event; a wallet that became a
       // user's since (or that the indexer did not know yet) is looked up again.
       const guardian = data.guardianUserId ?? context.userIdByWallet(data.guardianAddress);
@@ -180,10 +159,14 @@ export function notificationsFor(event: NotifiableEvent, context: EventContext):
         // No event marks the activation (it is a time on chain): the caller schedules this one at activeAt.
         ...item(id, owner, "guardian_accepted", screen, { guardian: guardianName }, { notBefore: data.activeAt }),
       ];
-    }
-    case "social_vault.withdrawal_requested": {
-      const { data } = event;
-      const owner = event.userId;
+    },
+  }),
+  "social_vault.withdrawal_requested": mapping<"social_vault.withdrawal_requested">({
+    needs: (event, needs) => {
+      needs.guardiansOf.push(event.data.raw.vault);
+      eventUser(event, needs);
+    },
+    notify: ({ id, userId: owner, data }, context) => {
       const screen = { withdrawalId: data.withdrawalId, vaultAddress: data.raw.vault };
       const amount = data.raw.amount.toString();
       const ownerName = (owner && context.displayNameOf(owner)) || shortAddress(data.raw.vault);
@@ -202,39 +185,36 @@ export function notificationsFor(event: NotifiableEvent, context: EventContext):
         }),
         ...guardians.flatMap((guardian) => item(id, guardian, "withdrawal_approval_needed", screen, { amount, owner: ownerName })),
       ];
-    }
-    case "social_vault.guardian_alert": {
-      const { data } = event;
+    },
+  }),
+  "social_vault.guardian_alert": mapping<"social_vault.guardian_alert">({
+    needs: ({ data }, needs) => {
+      if (data.vaultOwner) needs.userIds.push(data.vaultOwner);
+    },
+    notify: ({ id, userId, data }, context) => {
       // Addressed to the guardian (the event's user); never to the owner, whatever the event says.
-      if (event.userId === data.vaultOwner) return [];
+      if (userId === data.vaultOwner) return [];
       const ownerName = (data.vaultOwner && context.displayNameOf(data.vaultOwner)) || shortAddress(data.vaultAddress);
-      return item(id, event.userId, "vault_locked", { vaultAddress: data.vaultAddress, lockedAt: data.lockedAt }, { owner: ownerName });
-    }
-    case "trust_score.updated":
-    case "user.trust_score_updated": {
-      const { data } = event;
-      // One change is recorded under both names with the same data: both map to one source, so
-      // whichever comes first writes the notification and the other finds it written.
-      const source = `trust-score:${data.userId}:${data.timestamp}:${data.previousScore}:${data.newScore}`;
-      const values = { previousScore: data.previousScore, newScore: data.newScore, change: data.change };
-      return item(source, data.userId, "trust_score_updated", values, values);
-    }
-    case "user.level_up": {
-      const { data } = event;
-      return item(id, data.userId, "level_up", { level: data.level }, { level: data.level });
-    }
-    case "user.badge_earned": {
-      const { data } = event;
-      return item(id, data.userId, "badge_earned", { badgeId: data.badgeId }, { badge: data.name });
-    }
-    case "webhook.failing": {
-      const { data } = event;
-      return item(id, data.userId, "webhook_failing", { webhookId: data.webhookId }, { url: data.url, error: data.lastError });
-    }
-    case "payment.success": {
+      return item(id, userId, "vault_locked", { vaultAddress: data.vaultAddress, lockedAt: data.lockedAt }, { owner: ownerName });
+    },
+  }),
+  "trust_score.updated": mapping<"trust_score.updated">({ notify: trustScoreUpdated }),
+  "user.trust_score_updated": mapping<"user.trust_score_updated">({ notify: trustScoreUpdated }),
+  "user.level_up": mapping<"user.level_up">({
+    notify: ({ id, data }) => item(id, data.userId, "level_up", { level: data.level }, { level: data.level }),
+  }),
+  "user.badge_earned": mapping<"user.badge_earned">({
+    notify: ({ id, data }) => item(id, data.userId, "badge_earned", { badgeId: data.badgeId }, { badge: data.name }),
+  }),
+  "webhook.failing": mapping<"webhook.failing">({
+    notify: ({ id, data }) =>
+      item(id, data.userId, "webhook_failing", { webhookId: data.webhookId }, { url: data.url, error: data.lastError }),
+  }),
+  "payment.success": mapping<"payment.success">({
+    needs: eventUser,
+    notify: ({ id, userId, data }, context) => {
       // The payer's receipt (the event is the merchant's: its webhooks hear it).
-      const { data } = event;
-      const merchant = (event.userId && context.displayNameOf(event.userId)) ?? "the merchant";
+      const merchant = (userId && context.displayNameOf(userId)) ?? "the merchant";
       return item(
         id,
         data.payerId,
@@ -242,12 +222,13 @@ export function notificationsFor(event: NotifiableEvent, context: EventContext):
         { paymentId: data.paymentId, txHash: data.txHash },
         { amount: microOfNumber(data.amount), merchant, description: data.description || "-", paidAt: data.paidAt },
       );
-    }
-    case "payment.refunded": {
+    },
+  }),
+  "payment.refunded": mapping<"payment.refunded">({
+    notify: ({ id, userId, data }, context) => {
       // The payer is told of every refund (the event is the merchant's: its webhooks hear it).
-      const { data } = event;
       if (!data.payerId) return [];
-      const merchant = (event.userId && context.displayNameOf(event.userId)) ?? "the merchant";
+      const merchant = (userId && context.displayNameOf(userId)) ?? "the merchant";
       return item(
         id,
         data.payerId,
@@ -255,12 +236,28 @@ export function notificationsFor(event: NotifiableEvent, context: EventContext):
         { paymentId: data.paymentId, refundId: data.refundId, txHash: data.txHash },
         { amount: microOfNumber(data.amount), merchant, refundedAt: data.refundedAt },
       );
-    }
-    case "loan.refused": {
-      const { data } = event;
-      return item(id, data.userId, "loan_refused", { loanId: data.loanId }, { amount: microOfNumber(data.amount), why: data.why });
-    }
-    default:
-      return [];
-  }
+    },
+  }),
+  "loan.refused": mapping<"loan.refused">({
+    notify: ({ id, data }) =>
+      item(id, data.userId, "loan_refused", { loanId: data.loanId }, { amount: microOfNumber(data.amount), why: data.why }),
+  }),
+};
+
+/** The event types that make notifications: the ones the notifications consumer takes. */
+export type NotifiableType = keyof typeof MAPPINGS;
+export const NOTIFIABLE_EVENT_TYPES = Object.keys(MAPPINGS) as NotifiableType[];
+
+const mappingOf = (event: NotifiableEvent) => MAPPINGS[event.type as NotifiableType] as Mapping<EventType> | undefined;
+
+/** What to load for `context` before mapping this event. */
+export function eventContextNeeds(event: NotifiableEvent): ContextNeeds {
+  const needs: ContextNeeds = { wallets: [], userIds: [], guardiansOf: [] };
+  mappingOf(event)?.needs?.(event as never, needs);
+  return needs;
+}
+
+/** The notifications one event makes (none for the events no user is told about). */
+export function notificationsFor(event: NotifiableEvent, context: EventContext): NotificationItem[] {
+  return mappingOf(event)?.notify(event as never, context) ?? [];
 }
