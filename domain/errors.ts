@@ -1,65 +1,28 @@
-// One error taxonomy for the whole service: a stable code and a message. The domain throws
-// these; the HTTP layer maps each code to its status once (api/http/errors.ts).
+// One error taxonomy for the whole service: a stable code, its HTTP status (service-spec part 7
+// pairs them) and a message. The domain throws these; the HTTP layer answers with the status.
+import { MODULE_ERRORS, type ModuleErrors } from "./modules.js";
 
-export const ERROR_CODES = [
-  "UNAUTHORIZED",
-  "FORBIDDEN",
-  "NOT_FOUND",
-  "VALIDATION_ERROR",
-  "RATE_LIMITED",
-  "INTERNAL_ERROR",
-  "SERVICE_UNAVAILABLE",
-  "PAYLOAD_TOO_LARGE",
-  "HEADERS_TOO_LARGE",
-  "REQUEST_TIMEOUT",
-  "UNSUPPORTED_MEDIA_TYPE",
-  "METHOD_NOT_ALLOWED",
-  "CONFLICT",
-  "INVALID_AMOUNT",
-  "INVALID_DURATION",
-  "NOT_ELIGIBLE",
-  "LOAN_NOT_FOUND",
-  "ALREADY_REPAID",
-  "EXTENSION_NOT_ALLOWED",
-  "SOCIAL_VAULT_EXISTS",
-  "SOCIAL_VAULT_NOT_FOUND",
-  "INVALID_GUARDIAN",
-  "GUARDIAN_EXISTS",
-  "GUARDIAN_LIMIT_REACHED",
-  "GUARDIAN_NOT_FOUND",
-  "WITHDRAWAL_NOT_FOUND",
-  "NOT_ENOUGH_GUARDIANS",
-  "WITHDRAWAL_EXPIRED",
-  "DAILY_LIMIT_EXCEEDED",
-  "VAULT_LOCKED",
-  "NOT_GUARDIAN",
-  "TIMELOCK_ACTIVE",
-  "INSUFFICIENT_BALANCE",
-  "AMOUNT_TOO_SMALL",
-  "INSUFFICIENT_LIQUIDITY",
-  "VAULT_PAUSED",
-  "USER_NOT_FOUND",
-  "SCORE_PRIVATE",
-  "INVALID_URL",
-  "INVALID_EVENTS",
-  "WEBHOOK_NOT_FOUND",
-  "URL_EXISTS",
-  "WEBHOOK_LIMIT_REACHED",
-  "NOTIFICATION_NOT_FOUND",
-  "INVALID_TOKEN",
-  "PAYMENT_NOT_FOUND",
-  "ALREADY_PAID",
-  "PAYMENT_EXPIRED",
-  "PAYMENT_CANCELLED",
-  "PAYMENT_IN_PROGRESS",
-  "PAYMENT_NOT_PAID",
-  "PAYMENT_DECLINED",
-  "SELF_PAYMENT",
-  "IDEMPOTENCY_KEY_REUSED",
-  "IDEMPOTENCY_IN_PROGRESS",
-] as const;
+/** The platform's error codes (service-spec part 7) and their HTTP statuses; each domain's own are in its manifest. */
+export const PLATFORM_ERRORS = {
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  VALIDATION_ERROR: 400,
+  RATE_LIMITED: 429,
+  INTERNAL_ERROR: 500,
+  SERVICE_UNAVAILABLE: 503,
+  PAYLOAD_TOO_LARGE: 413,
+  HEADERS_TOO_LARGE: 431,
+  REQUEST_TIMEOUT: 408,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  METHOD_NOT_ALLOWED: 405,
+  CONFLICT: 409,
+} as const;
 
-export type ErrorCode = (typeof ERROR_CODES)[number];
+export type ErrorCode = keyof typeof PLATFORM_ERRORS | keyof ModuleErrors;
+
+/** Every error code and its HTTP status (the API answers with it: api/http/errors.ts). */
+export const ERROR_STATUS = { ...PLATFORM_ERRORS, ...MODULE_ERRORS } as Readonly<Record<ErrorCode, number>>;
 
 export interface ErrorDetails {
   field: string;

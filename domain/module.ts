@@ -21,6 +21,8 @@ export type TableKind = "own" | "chain" | "log" | "state";
 export interface DomainModule {
   /** The folder's name under domain/. */
   readonly name: string;
+  /** Its error codes (service-spec part 7), each with its HTTP status; the platform's own are in domain/errors.ts. */
+  readonly errors?: Readonly<Record<string, number>>;
   readonly tables?: Readonly<Partial<Record<Prisma.ModelName, TableKind>>>;
   /** The event types it writes (or, for chain facts, the indexer writes for it). */
   readonly events?: Readonly<Record<string, EventDefinition>>;

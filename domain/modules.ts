@@ -58,6 +58,13 @@ export const MODULE_EVENTS = Object.fromEntries(
 ) as ModuleEvents;
 
 /** The outbox consumers' names (a name is stored with each event a consumer took). */
+type ErrorsOf<M> = M extends { errors: infer E } ? E : never;
+/** The domains' error codes and their HTTP statuses (domain/errors.ts adds the platform's). */
+export type ModuleErrors = UnionToIntersection<ErrorsOf<Module>>;
+export const MODULE_ERRORS = Object.fromEntries(
+  declaredOnce(DECLARED.flatMap((module) => Object.entries(module.errors ?? {}))),
+) as ModuleErrors;
+
 type ConsumersOf<M> = M extends { consumers: readonly (infer C)[] } ? C : never;
 export type ConsumerName = ConsumersOf<Module>;
 export const CONSUMERS = names(DECLARED.flatMap((module) => module.consumers ?? [])) as ConsumerName[];

@@ -7,6 +7,14 @@ const chainLoan = z.object({ chainLoanId: integerAmount });
 
 export const loansModule = defineModule({
   name: "loans",
+  errors: {
+    INVALID_AMOUNT: 400,
+    INVALID_DURATION: 400,
+    NOT_ELIGIBLE: 403,
+    LOAN_NOT_FOUND: 404,
+    ALREADY_REPAID: 409,
+    EXTENSION_NOT_ALLOWED: 409,
+  },
   tables: { LoanRequest: "chain", LoanChainState: "state" },
   consumers: ["loans"],
   jobs: ["loans.fund", "loans.due-dates"],

@@ -12,6 +12,7 @@ export const SCHEDULED_JOB = "notification.scheduled";
 
 export const notificationsModule = defineModule({
   name: "notifications",
+  errors: { NOTIFICATION_NOT_FOUND: 404, INVALID_TOKEN: 400 },
   tables: { Notification: "own", NotificationPreference: "own", PushDevice: "own" },
   consumers: ["notifications"],
   queueKinds: [PUSH_JOB, EMAIL_JOB, WEEKLY_SUMMARY_JOB, SCHEDULED_JOB],

@@ -5,6 +5,16 @@ import { defineModule } from "../module.js";
 
 export const paymentsModule = defineModule({
   name: "payments",
+  errors: {
+    PAYMENT_NOT_FOUND: 404,
+    ALREADY_PAID: 409,
+    PAYMENT_EXPIRED: 409,
+    PAYMENT_CANCELLED: 409,
+    PAYMENT_IN_PROGRESS: 409,
+    PAYMENT_NOT_PAID: 409,
+    PAYMENT_DECLINED: 402,
+    SELF_PAYMENT: 403,
+  },
   tables: { Payment: "chain", PaymentRefund: "chain", CheckoutSignIn: "own", PaymentChainEvent: "log" },
   consumers: ["payment-events"],
   jobs: ["payments.attempts"],

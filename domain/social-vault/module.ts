@@ -7,6 +7,21 @@ const withdrawalRef = z.object({ vault: address, requestId: integerAmount });
 
 export const socialVaultModule = defineModule({
   name: "social-vault",
+  errors: {
+    SOCIAL_VAULT_EXISTS: 409,
+    SOCIAL_VAULT_NOT_FOUND: 404,
+    INVALID_GUARDIAN: 400,
+    GUARDIAN_EXISTS: 409,
+    GUARDIAN_LIMIT_REACHED: 409,
+    GUARDIAN_NOT_FOUND: 404,
+    WITHDRAWAL_NOT_FOUND: 404,
+    NOT_ENOUGH_GUARDIANS: 409,
+    WITHDRAWAL_EXPIRED: 409,
+    DAILY_LIMIT_EXCEEDED: 400,
+    VAULT_LOCKED: 400,
+    NOT_GUARDIAN: 403,
+    TIMELOCK_ACTIVE: 409,
+  },
   tables: { SocialVaultState: "state", SocialVaultGuardian: "state", SocialVaultWithdrawal: "state" },
   consumers: ["guardian-alerts"],
   contracts: {

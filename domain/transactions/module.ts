@@ -4,6 +4,7 @@ import { defineModule } from "../module.js";
 
 export const transactionsModule = defineModule({
   name: "transactions",
+  errors: { INSUFFICIENT_BALANCE: 400 },
   tables: { ChainTransaction: "chain", RelayedRequest: "chain", SenderNonce: "chain" },
   // The ERC-2771 forwarder the relay sends users' signed requests through.
   contracts: { forwarder: {} },

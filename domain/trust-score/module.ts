@@ -14,6 +14,7 @@ const trustScoreChange = z.object({
 
 export const trustScoreModule = defineModule({
   name: "trust-score",
+  errors: { SCORE_PRIVATE: 403 },
   tables: { TrustScoreInput: "own", TrustScoreModifier: "own", TrustScoreHistory: "own" },
   jobs: ["trust-score.guardians", "trust-score.seniority"],
   routeTag: "Trust Score",

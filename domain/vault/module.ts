@@ -5,6 +5,7 @@ import { defineModule } from "../module.js";
 
 export const vaultModule = defineModule({
   name: "vault",
+  errors: { AMOUNT_TOO_SMALL: 400, INSUFFICIENT_LIQUIDITY: 400, VAULT_PAUSED: 503 },
   tables: { VaultTransaction: "log", YieldDistribution: "log", VaultPosition: "state" },
   contracts: { stakingVault: { relay: ["depositWithPermit", "deposit", "redeem", "withdraw"] }, interestRateModel: {} },
   routeTag: "Vault",

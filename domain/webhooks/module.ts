@@ -8,6 +8,7 @@ export const WEBHOOK_DELIVERY_JOB = "webhook.delivery";
 
 export const webhooksModule = defineModule({
   name: "webhooks",
+  errors: { INVALID_URL: 400, INVALID_EVENTS: 400, WEBHOOK_NOT_FOUND: 404, URL_EXISTS: 409, WEBHOOK_LIMIT_REACHED: 409 },
   tables: { Webhook: "own", WebhookDelivery: "own" },
   consumers: ["webhooks"],
   queueKinds: [WEBHOOK_DELIVERY_JOB],

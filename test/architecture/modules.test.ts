@@ -2,6 +2,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
 import { PLATFORM_ARTIFACTS, platformInterface } from "../../core/platform-abi.js";
+import { ERROR_STATUS, PLATFORM_ERRORS } from "../../domain/errors.js";
 import { EVENT_TYPES } from "../../domain/events/catalogue.js";
 import type { DomainModule } from "../../domain/module.js";
 import { CHAIN_DERIVED_TABLES, CONTRACTS, MODULES, QUEUE_KINDS, ROUTE_TAGS } from "../../domain/modules.js";
@@ -60,6 +61,15 @@ describe("the domains' manifests (domain/modules.ts)", () => {
   it("declare every event type of the catalogue, each in one module", () => {
     expect(EVENT_TYPES).to.have.length.above(25);
     expect(notOnce(EVENT_TYPES, (module) => Object.keys(module.events ?? {}))).to.deep.equal({});
+  });
+
+  it("declare each error code with its status once: the platform's in domain/errors.ts, a domain's in its manifest", () => {
+    const codes = Object.keys(ERROR_STATUS);
+    expect(codes).to.have.length.above(50);
+    const declared = [...Object.keys(PLATFORM_ERRORS), ...DECLARED.flatMap((module) => Object.keys(module.errors ?? {}))];
+    expect(declared.filter((code, i) => declared.indexOf(code) !== i)).to.deep.equal([]);
+    expect([...declared].sort()).to.deep.equal([...codes].sort());
+    expect(Object.values(ERROR_STATUS).filter((status) => !(status >= 400 && status < 600))).to.deep.equal([]);
   });
 
   it("declare every queue kind the worker runs and every periodic job, each in one module", () => {
