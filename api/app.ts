@@ -4,6 +4,7 @@ import type { Redis } from "ioredis";
 import type { Clock } from "../core/clock.js";
 import type { Config } from "../core/config.js";
 import type { Logger } from "../core/logger.js";
+import { createTokenIssuer } from "../core/token-issuer.js";
 import { ROUTE_TAGS } from "../domain/modules.js";
 import type { Services } from "../domain/services.js";
 import { apiKeyRoutes } from "./api-keys/routes.js";
@@ -26,6 +27,7 @@ import { mountRoutes, type RouteSpec } from "./http/route.js";
 import { loanRoutes } from "./loans/routes.js";
 import { notificationRoutes } from "./notifications/routes.js";
 import { paymentRoutes } from "./payments/routes.js";
+import { siweRoutes } from "./siwe/routes.js";
 import { socialVaultRoutes } from "./social-vault/routes.js";
 import { trustScoreRoutes } from "./trust-score/routes.js";
 import { userRoutes } from "./users/routes.js";
@@ -59,6 +61,7 @@ export interface AppDeps extends HealthDeps {
     | "payments"
     | "checkout"
     | "checkoutSignIns"
+    | "siwe"
   >;
   /** Rate-limit counters shared across API processes (REDIS_URL); in-process otherwise. */
   redis?: Redis;
@@ -105,6 +108,17 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
 
   const { users, apiKeys, xp, trust } = deps.services;
 
+  // Sign-In with Ethereum's access tokens: the service's own issuer, trusted beside the provider.
+  const ownTokens =
+    deps.services.siwe &&
+    (await createTokenIssuer({
+      db: deps.db,
+      keyName: "siwe-signing-key",
+      issuer: `${config.publicBaseUrl}/v1/auth`,
+      audience: config.auth.audience,
+      clock,
+    }));
+
   // One registry of route definitions: mounted, validated and documented the same way.
   // Later domains (loans, vault, ...) add their `xxxRoutes(deps)` here.
   const routes: RouteSpec[] = [...userRoutes({ users, xp }), ...trustScoreRoutes({ trust }), ...apiKeyRoutes({ apiKeys })];
@@ -118,6 +132,7 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
   );
   routes.push(...webhookRoutes({ webhooks: deps.services.webhooks, deliveries: deps.services.webhookDeliveries }));
   if (deps.services.vault) routes.push(...vaultRoutes({ vault: deps.services.vault }));
+  if (deps.services.siwe && ownTokens) routes.push(...siweRoutes({ siwe: deps.services.siwe, tokens: ownTokens, users }));
   if (deps.services.socialVault) routes.push(...socialVaultRoutes({ socialVault: deps.services.socialVault }));
   if (deps.services.payments && deps.services.checkout) {
     routes.push(...paymentRoutes({ payments: deps.services.payments, checkout: deps.services.checkout }));
@@ -166,7 +181,7 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
   app.use(apiHeaders);
   app.use(
     identify({
-      verifyToken: createTokenVerifier({ ...config.auth, clock }),
+      verifyToken: createTokenVerifier({ ...config.auth, clock, own: ownTokens && { issuer: ownTokens.issuer, jwks: ownTokens.jwks() } }),
       userForToken: (claims) => users.userForToken(claims),
       userForApiKey: (key) => apiKeys.userForApiKey(key),
       logger,

@@ -13,6 +13,7 @@ import { paymentsModule } from "./payments/module.js";
 import { processesModule } from "./processes/module.js";
 import { rewardsModule } from "./rewards/module.js";
 import { sandboxModule } from "./sandbox/module.js";
+import { siweModule } from "./siwe/module.js";
 import { socialVaultModule } from "./social-vault/module.js";
 import { transactionsModule } from "./transactions/module.js";
 import { trustScoreModule } from "./trust-score/module.js";
@@ -30,6 +31,7 @@ export const MODULES = [
   xpModule,
   paymentsModule,
   usersModule,
+  siweModule,
   apiKeysModule,
   rewardsModule,
   notificationsModule,

@@ -22,10 +22,9 @@ import { createLoansRepo } from "./loans/repo.js";
 import { createLoansService } from "./loans/service.js";
 import { createEmailSender } from "./notifications/channels/email.js";
 import { createExpoPush } from "./notifications/channels/push.js";
-import { createNotificationDeliveries, DELIVERY_ATTEMPTS } from "./notifications/deliveries.js";
+import { createNotificationDeliveries, deliveryJobsOf } from "./notifications/deliveries.js";
 import { createNotificationFanout } from "./notifications/fanout.js";
 import { createNotificationFeed } from "./notifications/feed.js";
-import { EMAIL_JOB, PUSH_JOB } from "./notifications/module.js";
 import { createNotificationsRepo } from "./notifications/repo.js";
 import { createNotificationsService } from "./notifications/service.js";
 import { createPaymentEvents } from "./payments/events.js";
@@ -33,6 +32,9 @@ import { createPaymentsRepo } from "./payments/repo.js";
 import { createProcessPresence } from "./processes/presence.js";
 import { createRewardsConsumer } from "./rewards/consumer.js";
 import { type ChainDeps, createMoneyServices } from "./services-chain.js";
+import { createSiweRepo } from "./siwe/repo.js";
+import { createSiweService } from "./siwe/service.js";
+import { signatureVerifier } from "./siwe/signatures.js";
 import { createGuardianAlerts } from "./social-vault/alerts.js";
 import { activeGuardiansOf, guardiansOfOwner } from "./social-vault/repo.js";
 import { socialVaultExport } from "./social-vault/views.js";
@@ -81,6 +83,8 @@ export interface ServiceDeps {
   webhooks?: { secretKey: Buffer | undefined; production: boolean; lookup?: Lookup };
   /** The address clients reach the API at (PUBLIC_BASE_URL): payments' checkout URLs start with it. */
   publicBaseUrl?: string;
+  /** The origins whose apps may sign users in with their wallets (SIWE): any ("*", outside production only) or a list. */
+  siweOrigins?: "*" | readonly string[];
 }
 
 export function createServices({
@@ -101,6 +105,7 @@ export function createServices({
   processKind = "api",
   webhooks: webhookConfig = { secretKey: undefined, production: false },
   publicBaseUrl = "http://127.0.0.1:3000",
+  siweOrigins = [new URL(publicBaseUrl).origin],
 }: ServiceDeps) {
   const cacheClock = cacheReads ? clock : undefined;
   // This process among the live ones: what it holds is taken over as soon as it dies.
@@ -151,25 +156,7 @@ export function createServices({
     clock,
     repo: notificationsRepo,
     deliver: async (written, tx) => {
-      const kinds = { push: PUSH_JOB, email: EMAIL_JOB } as const;
-      await jobs.enqueueMany(
-        written.flatMap(({ notification, delivery }) =>
-          delivery.channels.flatMap((channel) =>
-            channel === "sms"
-              ? [] // stored as a preference; no SMS provider is wired (D-75)
-              : [
-                  {
-                    kind: kinds[channel],
-                    payload: { notificationId: notification.id },
-                    dedupeKey: `notification:${notification.id}:${channel}`,
-                    runAt: delivery.holdUntil ?? undefined,
-                    maxAttempts: DELIVERY_ATTEMPTS,
-                  },
-                ],
-          ),
-        ),
-        tx,
-      );
+      await jobs.enqueueMany(deliveryJobsOf(written), tx);
     },
     users: usersRepo,
     activeGuardiansOf,
@@ -225,6 +212,18 @@ export function createServices({
     clock,
     production: webhookConfig.production,
   });
+
+  // Sign-In with Ethereum: a contract wallet's signature is checked on the chain.
+  const siwe =
+    chain &&
+    createSiweService({
+      repo: createSiweRepo({ db }),
+      clock,
+      chainId: chain.chainId,
+      allowsOrigin: (origin) => siweOrigins === "*" || siweOrigins.includes(origin),
+      verifySignature: signatureVerifier(chain.provider),
+      accountOf: (address) => users.ownWalletAccount(address),
+    });
 
   const webhookDeliveries = createWebhookDeliveries({ db, repo: webhooksRepo, webhooks, jobs, clock, logger });
   const notificationFanout = createNotificationFanout({ db, notifications, jobs, repo: notificationsRepo, activeGuardiansOf });
@@ -307,6 +306,8 @@ export function createServices({
     relay: onChain?.relay,
     /** Writes' wait for the mirror (read-your-writes; attachIndexer joins an indexer of this process). */
     mirror: onChain?.mirror,
+    /** Sign-In with Ethereum: the accounts of wallets their users hold (absent in processes without a chain). */
+    siwe,
     /** Loans for borrowers; funding needs a chain (the job and the sandbox's /dev/loans/{loanId}/fund). */
     loans,
     /** Whether this process can fund loans (it has the pool's operator on a chain). */
@@ -369,5 +370,13 @@ export async function servicesFromConfig(config: Config, deps: ProcessDeps): Pro
     notificationChannels: config.notifications,
     webhooks: { secretKey: config.webhooks.secretKey, production: config.isProduction, lookup: deps.webhookLookup },
     publicBaseUrl: config.publicBaseUrl,
+    // Apps may sign in from the origins that may call the API, and the hosted checkout's own; any
+    // origin only outside production while CORS_ORIGINS is "*".
+    siweOrigins:
+      config.corsOrigins === "*"
+        ? config.isProduction
+          ? [new URL(config.publicBaseUrl).origin]
+          : "*"
+        : [...config.corsOrigins, new URL(config.publicBaseUrl).origin],
   });
 }

@@ -161,7 +161,7 @@ try {
         email,
         displayName: `Bench ${i}`,
         now: new Date(),
-        walletAddressOf: (index) => `0x${index.toString(16).padStart(40, "0")}`,
+        wallet: { managed: (index) => `0x${index.toString(16).padStart(40, "0")}` },
       });
       await notificationsRepo.registerDevice(
         { userId: user.id, deviceId: `phone-${i}`, token, platform: "android", now: new Date() },

@@ -180,7 +180,7 @@ try {
       email: `bench-webhooks-${i}@example.com`,
       displayName: `Bench ${i}`,
       now: new Date(),
-      walletAddressOf: (index) => `0x${index.toString(16).padStart(40, "0")}`,
+      wallet: { managed: (index) => `0x${index.toString(16).padStart(40, "0")}` },
     });
     userIds.push(user.id);
     const now = new Date();

@@ -1,11 +1,20 @@
 import { createHash } from "node:crypto";
 import type { NextFunction, Request, Response } from "express";
-import { createRemoteJWKSet, type JWTPayload, errors as joseErrors, jwtVerify } from "jose";
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  decodeJwt,
+  type JSONWebKeySet,
+  type JWTPayload,
+  errors as joseErrors,
+  jwtVerify,
+} from "jose";
 import type { Clock } from "../../core/clock.js";
 import type { Logger } from "../../core/logger.js";
 import { hasControlCharacters } from "../../core/text.js";
 import { createTtlCache } from "../../core/ttl-cache.js";
 import type { UserRecord } from "../../domain/users/repo.js";
+import { OWN_WALLET_SUBJECT } from "../../domain/users/service.js";
 import { AppError } from "./errors.js";
 import { logThrottle } from "./log-throttle.js";
 
@@ -51,6 +60,17 @@ export interface TokenVerifierOptions {
   jwksCooldownMs?: number;
   /** Verified tokens remembered (default 10,000; 0 turns the cache off). */
   cacheSize?: number;
+  /** The service's own issuer (Sign-In with Ethereum's tokens) and its keys, trusted beside the provider. */
+  own?: { issuer: string; jwks: JSONWebKeySet };
+}
+
+/** A token's `iss`, unverified: which key set to verify it with. */
+function issuerOf(token: string): unknown {
+  try {
+    return decodeJwt(token).iss;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -76,9 +96,11 @@ export function createTokenVerifier(options: TokenVerifierOptions): VerifyToken 
     cooldownDuration: options.jwksCooldownMs ?? 30_000,
     timeoutDuration: 5_000,
   });
+  const own = options.own && { issuer: options.own.issuer, keys: createLocalJWKSet(options.own.jwks) };
   const verify: VerifyToken = async (token) => {
-    const { payload } = await jwtVerify(token, jwks, {
-      issuer: options.issuer,
+    const ours = own !== undefined && issuerOf(token) === own.issuer;
+    const { payload } = await jwtVerify(token, ours ? own.keys : jwks, {
+      issuer: ours ? own.issuer : options.issuer,
       audience: options.audience,
       algorithms: TOKEN_ALGORITHMS,
       clockTolerance: CLOCK_TOLERANCE_S,
@@ -88,6 +110,10 @@ export function createTokenVerifier(options: TokenVerifierOptions): VerifyToken 
     // The subject keys the user row: it must be storable (no U+0000, no lone surrogate) and plain.
     if (typeof payload.sub !== "string" || payload.sub.length === 0 || payload.sub.length > 255 || !PLAIN_SUBJECT(payload.sub)) {
       throw new joseErrors.JWTClaimValidationFailed('"sub" claim must be a non-empty string', payload, "sub", "check_failed");
+    }
+    // A wallet's account is the service's own: a provider's token may not name one, and the service names nothing else.
+    if (payload.sub.startsWith(OWN_WALLET_SUBJECT) !== ours) {
+      throw new joseErrors.JWTClaimValidationFailed('"sub" claim names an account of another issuer', payload, "sub", "check_failed");
     }
     return payload as JWTPayload & { sub: string };
   };

@@ -11,7 +11,7 @@ export const isoDate = z.string().describe("ISO 8601 UTC timestamp");
 export const walletAddress = z
   .string()
   .regex(/^0x[0-9a-fA-F]{40}$/)
-  .describe("0x-prefixed address of the user's managed wallet");
+  .describe("0x-prefixed address of the user's wallet: a managed one, or their own (custody self)");
 
 export const settings = z
   .object({
@@ -28,6 +28,11 @@ export const privateUser = z
     email: z.string().describe("visible only to the user; empty when the identity provider gave none"),
     displayName: z.string(),
     walletAddress,
+    custody: z
+      .enum(["managed", "self"])
+      .describe(
+        "who holds the wallet's key: the service (managed: it signs your writes) or you (self: signed in with it, Sign-In with Ethereum)",
+      ),
     trustScore: z.number().int(),
     level: z.string(),
     xp: z.number().int(),

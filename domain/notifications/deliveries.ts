@@ -6,14 +6,41 @@
 // provider is wired, so nothing is sent (docs/decisions.md D-75).
 import type { Logger } from "../../core/logger.js";
 import { PermanentJobError, RetryableJobError } from "../jobs/queue.js";
+import type { EnqueueInput } from "../jobs/types.js";
 import type { EmailSender } from "./channels/email.js";
 import { EmailSendError } from "./channels/email.js";
 import { EXPO_MAX_MESSAGES, type ExpoPush, PushRequestError } from "./channels/push.js";
+import { EMAIL_JOB, PUSH_JOB } from "./module.js";
 import type { NotificationsRepo } from "./repo.js";
+import type { Written } from "./service.js";
 import { languageOf, render } from "./templates.js";
 
 /** Tries of one channel delivery before it is dead (about a day with the queue's backoff). */
 export const DELIVERY_ATTEMPTS = 8;
+
+/**
+ * The jobs of written notifications' channels, held to the end of the recipient's quiet hours: one
+ * per notification and channel, keyed so a repeated write queues nothing twice. SMS is a stored
+ * preference only: no provider is wired (D-75).
+ */
+export function deliveryJobsOf(written: readonly Written[]): EnqueueInput[] {
+  const kinds = { push: PUSH_JOB, email: EMAIL_JOB } as const;
+  return written.flatMap(({ notification, delivery }) =>
+    delivery.channels.flatMap((channel) =>
+      channel === "sms"
+        ? []
+        : [
+            {
+              kind: kinds[channel],
+              payload: { notificationId: notification.id },
+              dedupeKey: `notification:${notification.id}:${channel}`,
+              runAt: delivery.holdUntil ?? undefined,
+              maxAttempts: DELIVERY_ATTEMPTS,
+            },
+          ],
+    ),
+  );
+}
 
 export interface DeliveryPayload {
   notificationId: string;

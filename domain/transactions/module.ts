@@ -4,7 +4,7 @@ import { defineModule } from "../module.js";
 
 export const transactionsModule = defineModule({
   name: "transactions",
-  errors: { INSUFFICIENT_BALANCE: 400 },
+  errors: { INSUFFICIENT_BALANCE: 400, SIGNATURE_REQUIRED: 403 },
   tables: { ChainTransaction: "chain", RelayedRequest: "chain", SenderNonce: "chain" },
   // The ERC-2771 forwarder the relay sends users' signed requests through.
   contracts: { forwarder: {} },

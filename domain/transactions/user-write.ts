@@ -24,7 +24,7 @@ export interface UserWriteDeps {
 }
 
 export interface UserWriteInput {
-  user: Pick<UserRecord, "id" | "walletIndex" | "walletAddress">;
+  user: Pick<UserRecord, "id" | "walletIndex" | "walletAddress" | "custody">;
   /** What it does (`vault.deposit`, `payment.pay`, ...): with the operation's key, a retry finds the transaction sent first. */
   purpose: string;
   operation: OperationKey;
@@ -73,6 +73,10 @@ export function createUserWrite(deps: UserWriteDeps) {
   return {
     /** Sends the write as the user and answers after its receipt and the mirror (see the file's head). */
     async send(input: UserWriteInput): Promise<UserWriteResult> {
+      // The service holds no key of a wallet its user signed in with: nothing is signed, nothing sent.
+      if (input.user.custody === "self") {
+        throw new AppError("SIGNATURE_REQUIRED", "Your wallet is your own: the service cannot sign this write for it");
+      }
       const sent = await deps.transactions
         .send({
           user: { id: input.user.id, walletIndex: input.user.walletIndex, walletAddress: input.user.walletAddress },

@@ -4,6 +4,7 @@ import type { Clock } from "../../core/clock.js";
 import { createTtlCache } from "../../core/ttl-cache.js";
 import type { Plan, User } from "../../generated/prisma/client.js";
 import type { Db, Tx } from "../db.js";
+import { AppError } from "../errors.js";
 
 /**
  * A user as the services see them: provisioned, so with the managed wallet `create` gives every
@@ -44,8 +45,8 @@ export interface NewUser {
   email: string | undefined;
   displayName: string;
   now: Date;
-  /** Address of the managed wallet at the index the database assigns. */
-  walletAddressOf(index: number): string;
+  /** The wallet: the managed one at the index the database assigns, or the user's own (self-custody, signed in with it). */
+  wallet: { managed(index: number): string } | { own: string };
 }
 
 export interface SettingsPatch {
@@ -119,6 +120,7 @@ export function createUsersRepo({ db, clock }: UsersRepoDeps) {
     async create(input: NewUser): Promise<UserRecord> {
       try {
         return await prisma.$transaction(async (tx) => {
+          const own = "own" in input.wallet ? getAddress(input.wallet.own) : undefined;
           const created = await tx.user.create({
             data: {
               id: `usr_${randomUUID().replaceAll("-", "")}`,
@@ -127,16 +129,20 @@ export function createUsersRepo({ db, clock }: UsersRepoDeps) {
               displayName: input.displayName,
               createdAt: input.now,
               updatedAt: input.now,
+              ...(own ? { walletAddress: own, custody: "self" } : {}),
             },
           });
+          if ("own" in input.wallet) return withWallet(created);
           return withWallet(
-            await tx.user.update({ where: { id: created.id }, data: { walletAddress: input.walletAddressOf(created.walletIndex) } }),
+            await tx.user.update({ where: { id: created.id }, data: { walletAddress: input.wallet.managed(created.walletIndex) } }),
           );
         });
       } catch (error) {
         if (isUniqueViolation(error)) {
           const existing = await prisma.user.findUnique({ where: { subject: input.subject } });
           if (existing) return withWallet(existing);
+          // Another account's wallet (a managed one, or an earlier account of this address).
+          if ("own" in input.wallet) throw new AppError("CONFLICT", "This address is the wallet of another account");
         }
         throw error;
       }

@@ -44,12 +44,20 @@ function displayNameFrom(claims: JWTPayload): string {
   return local ? local.slice(0, 50) : "New user";
 }
 
+/**
+ * The subject of an account whose wallet is its user's own (signed in with it, SIWE): the address,
+ * lower-case, under a prefix no identity provider's token may carry (api/http/auth.ts refuses it).
+ */
+export const OWN_WALLET_SUBJECT = "siwe:";
+export const ownWalletSubject = (address: string) => `${OWN_WALLET_SUBJECT}${address.toLowerCase()}`;
+
 function privateView(user: UserRecord) {
   return {
     id: user.id,
     email: user.email ?? "",
     displayName: user.displayName,
     walletAddress: user.walletAddress ?? "",
+    custody: user.custody,
     trustScore: user.trustScore,
     level: levelFor(user.xp).level,
     xp: user.xp,
@@ -100,8 +108,17 @@ export function createUsersService({ repo, apiKeys, wallets, clock, xp, loans, v
         email,
         displayName: displayNameFrom(claims),
         now: clock.now(),
-        walletAddressOf: (index) => wallets.addressOf(index),
+        wallet: { managed: (index) => wallets.addressOf(index) },
       });
+    },
+
+    /** The account of a wallet its user signed in with: found by the address, made self-custody at its first sign-in. */
+    async ownWalletAccount(address: string): Promise<UserRecord> {
+      const subject = ownWalletSubject(address);
+      const found = await repo.findBySubject(subject);
+      if (found) return found;
+      const short = `${address.slice(0, 6)}…${address.slice(-4)}`;
+      return repo.create({ subject, email: undefined, displayName: short, now: clock.now(), wallet: { own: address } });
     },
 
     async getPublic(userId: string) {

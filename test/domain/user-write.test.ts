@@ -30,8 +30,8 @@ describe(`userWrite: a user's money write (${usingPostgres ? "PostgreSQL" : "PGl
 
   const userOf = async (funds: number) => {
     const { id, wallet } = await newTestUser(stack.api, "user-write", funds);
-    const { walletIndex } = await stack.db.prisma.user.findUniqueOrThrow({ where: { id } });
-    return { id, walletIndex, walletAddress: wallet };
+    const { walletIndex, custody } = await stack.db.prisma.user.findUniqueOrThrow({ where: { id } });
+    return { id, walletIndex, walletAddress: wallet, custody };
   };
   const deposit = (user: { walletAddress: string }, amount: bigint) => ({
     pulls: { spender: vaultAddress, value: amount },
@@ -97,5 +97,23 @@ describe(`userWrite: a user's money write (${usingPostgres ? "PostgreSQL" : "PGl
     const retry = await userWrite.send({ user, purpose: "vault.deposit", operation: key, to: vaultAddress, call: deposit(user, usdc(2)) });
     expect(retry.txHash).to.equal(first.txHash);
     expect(await stack.chain.contracts.usdc.balanceOf(user.walletAddress)).to.equal(usdc(8));
+  });
+
+  it("refuses a self-custody account's write with SIGNATURE_REQUIRED: the service holds no key of its wallet, nothing is recorded or sent", async () => {
+    const user = await userOf(10);
+    const recorded = () => stack.db.prisma.relayedRequest.count();
+    const before = await recorded();
+    const refused = await userWrite
+      .send({
+        user: { ...user, custody: "self" },
+        purpose: "vault.deposit",
+        operation: operation(),
+        to: vaultAddress,
+        call: deposit(user, usdc(2)),
+      })
+      .catch((error: unknown) => error);
+    expect(refused).to.include({ code: "SIGNATURE_REQUIRED" });
+    expect(await recorded()).to.equal(before);
+    expect(await stack.chain.contracts.usdc.balanceOf(user.walletAddress)).to.equal(usdc(10));
   });
 });

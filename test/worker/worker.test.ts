@@ -318,7 +318,7 @@ describe(`platform jobs (${usingPostgres ? "PostgreSQL" : "PGlite"})`, function 
       email,
       displayName: subject,
       now: clock.now(),
-      walletAddressOf: (index) => `0x${index.toString(16).padStart(40, "0")}`,
+      wallet: { managed: (index) => `0x${index.toString(16).padStart(40, "0")}` },
     });
   // The services of a worker process: fresh reads, and no wallet is ever derived.
   let presences: ProcessPresence[] = [];

@@ -293,6 +293,13 @@ export function createClient(options: ClientOptions) {
       data(api.DELETE("/v1/api-keys/{keyId}", { params: { path: { keyId } }, ...sent(write) })),
   };
 
+  /** Sign-In with Ethereum: a nonce for the app's message, then the wallet's signature of it for an access token. */
+  const auth = {
+    siweNonce: (options?: RequestOptions) => data(api.POST("/v1/auth/siwe/nonce", sent(options))),
+    siweVerify: (body: JsonBody<"verifySiweSignIn">, options?: RequestOptions) =>
+      data(api.POST("/v1/auth/siwe/verify", { body, ...sent(options) })),
+  };
+
   /** The development sandbox (run-and-sandbox.md section 3; absent in production). */
   const sandbox = {
     token: (body: JsonBody<"devIssueToken">, options?: RequestOptions) => data(api.POST("/dev/token", { body, ...sent(options) })),
@@ -309,7 +316,7 @@ export function createClient(options: ClientOptions) {
       data(api.PUT("/dev/users/{userId}/plan", { params: { path: { userId } }, body, ...sent(write) })),
   };
 
-  return { users, trustScore, loans, vault, socialVault, notifications, webhooks, payments, apiKeys, sandbox };
+  return { auth, users, trustScore, loans, vault, socialVault, notifications, webhooks, payments, apiKeys, sandbox };
 }
 
 export type TrustMintClient = ReturnType<typeof createClient>;

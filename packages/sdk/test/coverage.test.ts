@@ -9,6 +9,7 @@ const ELSEWHERE: Record<string, string> = {
   "GET /v1/notifications/stream": "notifications.stream() reads it as Server-Sent Events (stream.ts)",
   "GET /dev/.well-known/jwks.json": "the development provider's keys, read by the service itself",
   "GET /v1/openapi.json": "the document this client is generated from",
+  "GET /v1/auth/jwks.json": "the keys of the service's own tokens, for a verifier of them (any JOSE library)",
 };
 
 /** "METHOD /path" of every operation the generated `paths` type has. */

@@ -1,5 +1,7 @@
 import { ApiError, createClient, type TrustMintClient, toMicro } from "@trustmint/sdk";
 import { expect } from "chai";
+import { Wallet } from "ethers";
+import { createSiweMessage } from "viem/siwe";
 import { apiErrorOf, type SignedIn, sharedService, signIn } from "./support.js";
 
 // Every resource method of @trustmint/sdk once, against the service as `npm start` runs it: each
@@ -13,6 +15,24 @@ describe("@trustmint/sdk: every resource method against npm start", function () 
   before(async () => {
     baseUrl = (await sharedService()).url;
     anonymous = createClient({ baseUrl });
+  });
+
+  it("auth: a wallet signs in with Sign-In with Ethereum, and its token reaches /v1", async () => {
+    const wallet = Wallet.createRandom();
+    const { nonce } = await anonymous.auth.siweNonce();
+    const message = createSiweMessage({
+      address: wallet.address as `0x${string}`,
+      chainId: 31337,
+      domain: "127.0.0.1:5173",
+      uri: "http://127.0.0.1:5173/",
+      nonce,
+      version: "1",
+      issuedAt: new Date(),
+    });
+    const signedIn = await anonymous.auth.siweVerify({ message, signature: await wallet.signMessage(message) });
+    expect(signedIn.user).to.include({ walletAddress: wallet.address, custody: "self" });
+    const client = createClient({ baseUrl, getToken: async () => signedIn.accessToken });
+    expect((await client.users.me()).id).to.equal(signedIn.user.id);
   });
 
   it("users: me, update, get, xp, activity, guardians, export, delete", async () => {

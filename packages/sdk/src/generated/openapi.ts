@@ -845,6 +845,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/auth/siwe/nonce": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A nonce for a Sign-In with Ethereum message */
+        post: operations["createSiweNonce"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/siwe/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in with a wallet: the signed message for an access token (the account is made at the first sign-in, custody self)
+         * @description The message (EIP-4361) must name this service's chain, a nonce from POST /v1/auth/siwe/nonce (once, within 10 minutes) and an app origin that may sign in (CORS_ORIGINS, or any outside production while it is *), with its URI's host as its domain. The account's walletAddress is the signer's; the service holds no key of it.
+         */
+        post: operations["verifySiweSignIn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/jwks.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The public keys of this service's own access tokens (bare JWKS, no envelope) */
+        get: operations["getServiceJwks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/social-vault/config": {
         parameters: {
             query?: never;
@@ -1571,7 +1625,7 @@ export interface components {
             success: false;
             error: {
                 /** @enum {string} */
-                code: "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "PAYLOAD_TOO_LARGE" | "HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "UNSUPPORTED_MEDIA_TYPE" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "INVALID_AMOUNT" | "INVALID_DURATION" | "NOT_ELIGIBLE" | "LOAN_NOT_FOUND" | "ALREADY_REPAID" | "EXTENSION_NOT_ALLOWED" | "SOCIAL_VAULT_EXISTS" | "SOCIAL_VAULT_NOT_FOUND" | "INVALID_GUARDIAN" | "GUARDIAN_EXISTS" | "GUARDIAN_LIMIT_REACHED" | "GUARDIAN_NOT_FOUND" | "WITHDRAWAL_NOT_FOUND" | "NOT_ENOUGH_GUARDIANS" | "WITHDRAWAL_EXPIRED" | "DAILY_LIMIT_EXCEEDED" | "VAULT_LOCKED" | "NOT_GUARDIAN" | "TIMELOCK_ACTIVE" | "INSUFFICIENT_BALANCE" | "AMOUNT_TOO_SMALL" | "INSUFFICIENT_LIQUIDITY" | "VAULT_PAUSED" | "USER_NOT_FOUND" | "SCORE_PRIVATE" | "INVALID_URL" | "INVALID_EVENTS" | "WEBHOOK_NOT_FOUND" | "URL_EXISTS" | "WEBHOOK_LIMIT_REACHED" | "NOTIFICATION_NOT_FOUND" | "INVALID_TOKEN" | "PAYMENT_NOT_FOUND" | "ALREADY_PAID" | "PAYMENT_EXPIRED" | "PAYMENT_CANCELLED" | "PAYMENT_IN_PROGRESS" | "PAYMENT_NOT_PAID" | "PAYMENT_DECLINED" | "SELF_PAYMENT" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS";
+                code: "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "PAYLOAD_TOO_LARGE" | "HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "UNSUPPORTED_MEDIA_TYPE" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "INVALID_AMOUNT" | "INVALID_DURATION" | "NOT_ELIGIBLE" | "LOAN_NOT_FOUND" | "ALREADY_REPAID" | "EXTENSION_NOT_ALLOWED" | "AMOUNT_TOO_SMALL" | "INSUFFICIENT_LIQUIDITY" | "VAULT_PAUSED" | "SOCIAL_VAULT_EXISTS" | "SOCIAL_VAULT_NOT_FOUND" | "INVALID_GUARDIAN" | "GUARDIAN_EXISTS" | "GUARDIAN_LIMIT_REACHED" | "GUARDIAN_NOT_FOUND" | "WITHDRAWAL_NOT_FOUND" | "NOT_ENOUGH_GUARDIANS" | "WITHDRAWAL_EXPIRED" | "DAILY_LIMIT_EXCEEDED" | "VAULT_LOCKED" | "NOT_GUARDIAN" | "TIMELOCK_ACTIVE" | "SCORE_PRIVATE" | "PAYMENT_NOT_FOUND" | "ALREADY_PAID" | "PAYMENT_EXPIRED" | "PAYMENT_CANCELLED" | "PAYMENT_IN_PROGRESS" | "PAYMENT_NOT_PAID" | "PAYMENT_DECLINED" | "SELF_PAYMENT" | "USER_NOT_FOUND" | "NONCE_INVALID" | "MESSAGE_EXPIRED" | "DOMAIN_MISMATCH" | "CHAIN_MISMATCH" | "INVALID_SIGNATURE" | "NOTIFICATION_NOT_FOUND" | "INVALID_TOKEN" | "INVALID_URL" | "INVALID_EVENTS" | "WEBHOOK_NOT_FOUND" | "URL_EXISTS" | "WEBHOOK_LIMIT_REACHED" | "INSUFFICIENT_BALANCE" | "SIGNATURE_REQUIRED" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS";
                 message: string;
                 details?: {
                     field: string;
@@ -1841,7 +1895,7 @@ export interface components {
         PublicUser: {
             id: string;
             displayName: string;
-            /** @description 0x-prefixed address of the user's managed wallet */
+            /** @description 0x-prefixed address of the user's wallet: a managed one, or their own (custody self) */
             walletAddress: string;
             trustScore: number;
             level: string;
@@ -1946,8 +2000,13 @@ export interface components {
             /** @description visible only to the user; empty when the identity provider gave none */
             email: string;
             displayName: string;
-            /** @description 0x-prefixed address of the user's managed wallet */
+            /** @description 0x-prefixed address of the user's wallet: a managed one, or their own (custody self) */
             walletAddress: string;
+            /**
+             * @description who holds the wallet's key: the service (managed: it signs your writes) or you (self: signed in with it, Sign-In with Ethereum)
+             * @enum {string}
+             */
+            custody: "managed" | "self";
             trustScore: number;
             level: string;
             xp: number;
@@ -3540,8 +3599,13 @@ export interface operations {
                                 /** @description visible only to the user; empty when the identity provider gave none */
                                 email: string;
                                 displayName: string;
-                                /** @description 0x-prefixed address of the user's managed wallet */
+                                /** @description 0x-prefixed address of the user's wallet: a managed one, or their own (custody self) */
                                 walletAddress: string;
+                                /**
+                                 * @description who holds the wallet's key: the service (managed: it signs your writes) or you (self: signed in with it, Sign-In with Ethereum)
+                                 * @enum {string}
+                                 */
+                                custody: "managed" | "self";
                                 trustScore: number;
                                 level: string;
                                 xp: number;
@@ -9694,6 +9758,259 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    createSiweNonce: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description put it in the message's Nonce field; usable once, until expiresAt */
+                            nonce: string;
+                            /** @description ISO 8601 UTC timestamp */
+                            expiresAt: string;
+                        };
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    verifySiweSignIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the EIP-4361 message the wallet signed: this service's chain id, the nonce, and the app's domain and URI */
+                    message: string;
+                    /** @description the wallet's signature of the message (EIP-191; a contract wallet's EIP-1271 or ERC-6492 signature too) */
+                    signature: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description a bearer token for /v1, of this service's own issuer (its keys: GET /v1/auth/jwks.json) */
+                            accessToken: string;
+                            /** @enum {string} */
+                            tokenType: "Bearer";
+                            /** @description seconds */
+                            expiresIn: number;
+                            user: components["schemas"]["User"];
+                        };
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: VALIDATION_ERROR, DOMAIN_MISMATCH, CHAIN_MISMATCH */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: NONCE_INVALID, MESSAGE_EXPIRED, INVALID_SIGNATURE */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: CONFLICT */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    getServiceJwks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        keys: {
+                            [key: string]: unknown;
+                        }[];
+                    };
                 };
             };
             /** @description Error: RATE_LIMITED */

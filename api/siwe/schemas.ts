@@ -1,0 +1,29 @@
+import { z } from "zod";
+import { isoDate, privateUser } from "../users/schemas.js";
+
+export const nonceResponse = z.object({
+  nonce: z.string().describe("put it in the message's Nonce field; usable once, until expiresAt"),
+  expiresAt: isoDate,
+});
+
+export const verifyBody = z.strictObject({
+  message: z
+    .string()
+    .min(1)
+    .max(4_000)
+    .describe("the EIP-4361 message the wallet signed: this service's chain id, the nonce, and the app's domain and URI"),
+  signature: z
+    .string()
+    .regex(/^0x(?:[0-9a-fA-F]{2})+$/, "must be 0x-prefixed hex")
+    .max(20_000)
+    .describe("the wallet's signature of the message (EIP-191; a contract wallet's EIP-1271 or ERC-6492 signature too)"),
+});
+
+export const verifyResponse = z.object({
+  accessToken: z.string().describe("a bearer token for /v1, of this service's own issuer (its keys: GET /v1/auth/jwks.json)"),
+  tokenType: z.literal("Bearer"),
+  expiresIn: z.number().int().describe("seconds"),
+  user: privateUser,
+});
+
+export const jwksResponse = z.object({ keys: z.array(z.record(z.string(), z.unknown())) });
