@@ -3,7 +3,7 @@ import { siweModule } from "../../domain/siwe/module.js";
 import type { SiweService } from "../../domain/siwe/service.js";
 import type { UsersService } from "../../domain/users/service.js";
 import { defineRoute, type RouteSpec, routesOf } from "../http/route.js";
-import { jwksResponse, nonceResponse, verifyBody, verifyResponse } from "./schemas.js";
+import { jwksResponse, nonceBody, nonceResponse, verifyBody, verifyResponse } from "./schemas.js";
 
 /** How long an access token from a wallet's sign-in lasts. */
 export const SIWE_TOKEN_SECONDS = 3_600;
@@ -26,9 +26,12 @@ export function siweRoutes({
       auth: "none",
       // A replay by key would hand one caller's nonce to another.
       idempotent: false,
+      body: nonceBody,
       response: nonceResponse,
       status: 201,
-      handler: async () => ({ data: await siwe.nonce() }),
+      handler: async ({ body: { address, domain, uri, statement } }) => ({
+        data: await siwe.nonce(address && domain && uri ? { address: address as `0x${string}`, domain, uri, statement } : undefined),
+      }),
     }),
     defineRoute({
       method: "post",

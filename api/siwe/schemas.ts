@@ -1,9 +1,33 @@
 import { z } from "zod";
 import { isoDate, privateUser } from "../users/schemas.js";
 
+export const nonceBody = z
+  .strictObject({
+    address: z
+      .string()
+      .regex(/^0x[0-9a-fA-F]{40}$/)
+      .optional()
+      .describe("the wallet that will sign"),
+    domain: z.string().min(1).max(253).optional().describe("the app's host (and port), as in its URI"),
+    uri: z.url().max(2_000).optional().describe("the app's page asking to sign in"),
+    statement: z
+      .string()
+      .max(500)
+      .regex(/^[^\n]*$/, "must be one line")
+      .optional()
+      .describe("one line shown to the user"),
+  })
+  .refine((body) => [body.address, body.domain, body.uri].filter(Boolean).length % 3 === 0, {
+    message: "address, domain and uri come together",
+    path: ["address"],
+  })
+  .describe("optional: with address, domain and uri, the answer carries the message to sign, written for you");
+
 export const nonceResponse = z.object({
   nonce: z.string().describe("put it in the message's Nonce field; usable once, until expiresAt"),
   expiresAt: isoDate,
+  chainId: z.number().int().describe("the chain the message must name"),
+  message: z.string().optional().describe("with a body: the EIP-4361 message to sign as it is (it expires with the nonce)"),
 });
 
 export const verifyBody = z.strictObject({

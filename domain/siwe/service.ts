@@ -11,7 +11,8 @@
 // The nonce is taken (one conditional delete) before the signature is checked: two requests with
 // one message cannot both pass.
 import { randomBytes } from "node:crypto";
-import { parseSiweMessage } from "viem/siwe";
+import { getAddress } from "ethers";
+import { createSiweMessage, parseSiweMessage } from "viem/siwe";
 import type { Clock } from "../../core/clock.js";
 import { AppError } from "../errors.js";
 import type { UserRecord } from "../users/repo.js";
@@ -42,14 +43,29 @@ const refuse = (code: ConstructorParameters<typeof AppError>[0], message: string
 
 export function createSiweService(deps: SiweDeps) {
   return {
-    /** A new nonce for an app's sign-in message, single-use, usable for NONCE_LIFETIME_MS. */
-    async nonce(): Promise<{ nonce: string; expiresAt: string }> {
+    /**
+     * A new nonce for an app's sign-in message, single-use, usable for NONCE_LIFETIME_MS; with the
+     * app's wallet address, domain and URI, the message itself (EIP-4361, as viem writes it), for
+     * a client that would rather not write one: it expires with its nonce.
+     */
+    async nonce(app?: { address: Hex; domain: string; uri: string; statement?: string }) {
       const now = deps.clock.now();
       // 32 hexadecimal characters: EIP-4361 asks for at least 8 alphanumeric ones.
       const nonce = randomBytes(16).toString("hex");
       const expiresAt = new Date(now.getTime() + NONCE_LIFETIME_MS);
       await deps.repo.addNonce(nonce, expiresAt, now);
-      return { nonce, expiresAt: expiresAt.toISOString() };
+      const message =
+        app &&
+        createSiweMessage({
+          ...app,
+          address: getAddress(app.address) as Hex,
+          chainId: deps.chainId,
+          nonce,
+          version: "1",
+          issuedAt: now,
+          expirationTime: expiresAt,
+        });
+      return { nonce, expiresAt: expiresAt.toISOString(), chainId: deps.chainId, ...(message ? { message } : {}) };
     },
 
     /** The account whose wallet signed this sign-in message, once every rule above holds. */

@@ -68,6 +68,26 @@ describe("Sign-In with Ethereum", () => {
     expect(payload.sub).to.equal(`siwe:${wallet.address.toLowerCase()}`);
   });
 
+  it("writes the message for a client that gives its wallet, domain and URI: signed as it is, it signs in; half of them is a 400", async () => {
+    const wallet = Wallet.createRandom();
+    const app = {
+      address: wallet.address.toLowerCase(),
+      domain: "127.0.0.1:5173",
+      uri: "http://127.0.0.1:5173/",
+      statement: "Welcome back",
+    };
+    const written = await api.request("POST", "/v1/auth/siwe/nonce", { body: app });
+    expect(written.status).to.equal(201);
+    const { nonce: value, chainId: chain, message: text } = written.body.data;
+    expect(chain).to.equal(chainId);
+    expect(text).to.include(`127.0.0.1:5173 wants you to sign in with your Ethereum account:\n${wallet.address}\n\nWelcome back\n`);
+    expect(text).to.include(`Nonce: ${value}`).and.include(`Chain ID: ${chainId}`).and.include("Expiration Time: ");
+    const answer = await verify({ message: text, signature: await wallet.signMessage(text) });
+    expect(answer.body.data.user).to.include({ walletAddress: wallet.address });
+    const half = await api.request("POST", "/v1/auth/siwe/nonce", { body: { address: wallet.address } });
+    expectErrorEnvelope(half, 400, "VALIDATION_ERROR");
+  });
+
   it("takes a nonce once: a replayed message, an unknown nonce and one past its 10 minutes are NONCE_INVALID", async () => {
     const wallet = Wallet.createRandom();
     const text = message(wallet.address, await nonce());

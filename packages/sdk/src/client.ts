@@ -10,6 +10,7 @@ import { type Page, type PageCursor, type Pagination, pageOf } from "./pages.js"
 import { type ResponseInfo, responseInfo, withResponse } from "./response.js";
 import { createStreamHub, type StreamOptions } from "./stream.js";
 import { createTransport, type RetryOptions, type TransportOptions } from "./transport.js";
+import { signingWallet, type WalletSigner } from "./wallet.js";
 
 export interface ClientOptions {
   /** The service's address, e.g. http://127.0.0.1:3000 (the paths carry /v1). */
@@ -295,9 +296,27 @@ export function createClient(options: ClientOptions) {
 
   /** Sign-In with Ethereum: a nonce for the app's message, then the wallet's signature of it for an access token. */
   const auth = {
-    siweNonce: (options?: RequestOptions) => data(api.POST("/v1/auth/siwe/nonce", sent(options))),
+    siweNonce: (body: JsonBody<"createSiweNonce"> = {}, options?: RequestOptions) =>
+      data(api.POST("/v1/auth/siwe/nonce", { body, ...sent(options) })),
     siweVerify: (body: JsonBody<"verifySiweSignIn">, options?: RequestOptions) =>
       data(api.POST("/v1/auth/siwe/verify", { body, ...sent(options) })),
+    /**
+     * Signs the wallet's user in, in one call: the service writes the message (EIP-4361), the
+     * wallet signs it (one prompt), the service answers the access token and the account. In a
+     * browser the app's page is `location.href`; elsewhere give `uri` (an origin that may sign in).
+     *
+     * @example
+     * const { accessToken } = await createClient({ baseUrl }).auth.signIn(window.ethereum);
+     */
+    signIn: async (signer: WalletSigner, app: { uri?: string; statement?: string } = {}, options?: RequestOptions) => {
+      const wallet = await signingWallet(signer);
+      const uri = app.uri ?? (globalThis as { location?: { href: string } }).location?.href;
+      if (!uri) throw new TypeError("signIn: give the app's uri outside a browser");
+      const body = { address: wallet.address, domain: new URL(uri).host, uri, statement: app.statement };
+      const { message } = await data(api.POST("/v1/auth/siwe/nonce", { body, ...sent(options) }));
+      if (!message) throw new Error("The service wrote no message to sign");
+      return data(api.POST("/v1/auth/siwe/verify", { body: { message, signature: await wallet.sign(message) }, ...sent(options) }));
+    },
   };
 
   /** The development sandbox (run-and-sandbox.md section 3; absent in production). */

@@ -22,6 +22,7 @@ describe("the packages' READMEs", function () {
   it("has the examples the READMEs promise, and each type-checks as an app's code", async () => {
     expect(sdk.map((example) => example.heading)).to.deep.equal([
       "Quick start",
+      "Sign in with a wallet",
       "Live notifications",
       "Webhooks",
       "Money",
@@ -58,6 +59,7 @@ describe("the packages' READMEs", function () {
       // What each example prints, from the service's answers.
       const expected: Record<string, RegExp> = {
         "Quick start": /vault position: 25\.00 USDC[\s\S]*refused: 400 INSUFFICIENT_BALANCE[\s\S]*deposit 25\.00 0x[0-9a-f]{64}/,
+        "Sign in with a wallet": /^signed in: 0x[0-9a-fA-F]{40} self\n$/,
         "Live notifications": /unread: 0\nnew: /,
         Webhooks: /verified: \[ 'vault\.deposit' \]/,
         Money: /^12\.65\n12\.65\n$/,

@@ -1,6 +1,8 @@
 import { ApiError, createClient, type TrustMintClient, toMicro } from "@trustmint/sdk";
 import { expect } from "chai";
-import { Wallet } from "ethers";
+import { getBytes, Wallet } from "ethers";
+import { createWalletClient, custom } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createSiweMessage } from "viem/siwe";
 import { apiErrorOf, type SignedIn, sharedService, signIn } from "./support.js";
 
@@ -33,6 +35,35 @@ describe("@trustmint/sdk: every resource method against npm start", function () 
     expect(signedIn.user).to.include({ walletAddress: wallet.address, custody: "self" });
     const client = createClient({ baseUrl, getToken: async () => signedIn.accessToken });
     expect((await client.users.me()).id).to.equal(signedIn.user.id);
+  });
+
+  it("auth.signIn: one call signs in an ethers signer, an EIP-1193 provider and a viem wallet client", async () => {
+    const uri = "http://127.0.0.1:5173/app";
+    const ethersWallet = Wallet.createRandom();
+    const viaEthers = await anonymous.auth.signIn(ethersWallet, { uri, statement: "Sign in to the savings app" });
+    expect(viaEthers.user).to.include({ walletAddress: ethersWallet.address, custody: "self" });
+
+    // A browser wallet as EIP-1193 gives it: lower-case accounts, personal_sign of the hex text.
+    const browserKey = Wallet.createRandom();
+    const asked: string[] = [];
+    const provider = {
+      request: async ({ method, params }: { method: string; params?: readonly unknown[] }) => {
+        asked.push(method);
+        if (method === "eth_requestAccounts") return [browserKey.address.toLowerCase()];
+        if (method === "personal_sign") return browserKey.signMessage(getBytes(params![0] as string));
+        throw new Error(`unexpected ${method}`);
+      },
+    };
+    const viaProvider = await anonymous.auth.signIn(provider, { uri });
+    expect(viaProvider.user.walletAddress).to.equal(browserKey.address);
+    expect(asked).to.deep.equal(["eth_requestAccounts", "personal_sign"]);
+
+    const account = privateKeyToAccount(generatePrivateKey());
+    const walletClient = createWalletClient({ account, transport: custom({ request: async () => null }) });
+    const viaViem = await anonymous.auth.signIn(walletClient, { uri });
+    expect(viaViem.user.walletAddress).to.equal(account.address);
+    const client = createClient({ baseUrl, getToken: async () => viaViem.accessToken });
+    expect((await client.users.me()).custody).to.equal("self");
   });
 
   it("users: me, update, get, xp, activity, guardians, export, delete", async () => {

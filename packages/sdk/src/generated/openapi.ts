@@ -9795,7 +9795,23 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the wallet that will sign */
+                    address?: string;
+                    /** @description the app's host (and port), as in its URI */
+                    domain?: string;
+                    /**
+                     * Format: uri
+                     * @description the app's page asking to sign in
+                     */
+                    uri?: string;
+                    /** @description one line shown to the user */
+                    statement?: string;
+                };
+            };
+        };
         responses: {
             /** @description Success */
             201: {
@@ -9815,10 +9831,53 @@ export interface operations {
                             nonce: string;
                             /** @description ISO 8601 UTC timestamp */
                             expiresAt: string;
+                            /** @description the chain the message must name */
+                            chainId: number;
+                            /** @description with a body: the EIP-4361 message to sign as it is (it expires with the nonce) */
+                            message?: string;
                         };
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
+                };
+            };
+            /** @description Error: VALIDATION_ERROR */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Error: RATE_LIMITED */
