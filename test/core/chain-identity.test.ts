@@ -23,7 +23,7 @@ describe(`the embedded chain's reset (${usingPostgres ? "PostgreSQL" : "PGlite"}
     db = await createTestDatabase();
   });
   after(async () => {
-    await db?.close();
+    await db?.destroy();
   });
 
   it("clears every table keyed by the chain (all with a chainId column), so the new chain's first payment event is written", async () => {

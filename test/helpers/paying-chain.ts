@@ -33,7 +33,7 @@ export async function startPayingChain(key: string): Promise<PayingChain> {
     async close() {
       provider.destroy();
       await chain.close();
-      await db.close();
+      await db.destroy();
     },
   };
 }
