@@ -26,3 +26,6 @@ const ESCAPED_SURROGATE = /\\ud[89a-f]/i;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Whether a value is a UUID in its text form: an id that is not one names no row, and never reaches a uuid column. */
 export const isUuid = (value: string) => UUID.test(value);
+
+/** `0x1234…abcd`: how an address that names no one is shown to people. */
+export const shortAddress = (address: string) => `${address.slice(0, 6)}…${address.slice(-4)}`;

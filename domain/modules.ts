@@ -59,7 +59,6 @@ export const MODULE_EVENTS = Object.fromEntries(
   declaredOnce(DECLARED.flatMap((module) => Object.entries(module.events ?? {}))),
 ) as ModuleEvents;
 
-/** The outbox consumers' names (a name is stored with each event a consumer took). */
 type ErrorsOf<M> = M extends { errors: infer E } ? E : never;
 /** The domains' error codes and their HTTP statuses (domain/errors.ts adds the platform's). */
 export type ModuleErrors = UnionToIntersection<ErrorsOf<Module>>;
@@ -68,13 +67,13 @@ export const MODULE_ERRORS = Object.fromEntries(
 ) as ModuleErrors;
 
 type ConsumersOf<M> = M extends { consumers: readonly (infer C)[] } ? C : never;
+/** The outbox consumers' names (a name is stored with each event a consumer took). */
 export type ConsumerName = ConsumersOf<Module>;
 export const CONSUMERS = names(DECLARED.flatMap((module) => module.consumers ?? [])) as ConsumerName[];
 
 type JobsOf<M> = M extends { jobs: readonly (infer J)[] } ? J : never;
 /** The periodic jobs' names (worker/jobs.ts runs one of each). */
 export type JobName = JobsOf<Module>;
-export const JOB_NAMES = names(DECLARED.flatMap((module) => module.jobs ?? [])) as JobName[];
 
 type QueueKindsOf<M> = M extends { queueKinds: readonly (infer K)[] } ? K : never;
 /** The job queue's kinds the domains' handlers run (worker/jobs.ts), besides periodic runs and outbox pages. */

@@ -5,6 +5,7 @@
 // display names) comes in `context`, loaded beforehand (`eventContextNeeds` says what), so the
 // mapping is tested without one. The table it implements is in README.md.
 import { microFromNumber } from "../../core/money.js";
+import { shortAddress } from "../../core/text.js";
 import type { EventData, EventType } from "../events/catalogue.js";
 import type { NotificationItem, NotificationType, TemplateValues } from "./types.js";
 
@@ -29,9 +30,6 @@ export interface ContextNeeds {
   userIds: string[];
   guardiansOf: string[];
 }
-
-/** `0x1234…abcd`: how an address that is no user's is named to people. */
-export const shortAddress = (address: string) => `${address.slice(0, 6)}…${address.slice(-4)}`;
 
 /** A loan amount given only as a JSON number (loan.due_reminder's) as micro-USDC digits. */
 function microOfNumber(amount: number): string {

@@ -2,6 +2,7 @@
 // SocialVaultGuardian). The API writes none of these rows; the indexer is their only writer.
 import { getAddress } from "ethers";
 import { MIRRORED_CHAIN_ID } from "../../core/chain-identity.js";
+import { shortAddress } from "../../core/text.js";
 import { Prisma } from "../../generated/prisma/client.js";
 import type { Db, Tx } from "../db.js";
 import { VOUCHER_MIN_ACCOUNT_DAYS, VOUCHER_MIN_SCORE } from "../trust-score/rules.js";
@@ -18,8 +19,6 @@ export interface GuardianView {
   /** When a submitted removal of this active guardian may be completed (null: none submitted). */
   removableAt: string | null;
 }
-
-const shortAddress = (address: string) => `${address.slice(0, 6)}…${address.slice(-4)}`;
 
 /**
  * The guardians of the social vault owned by `ownerWallet`, oldest first: every guardian still

@@ -1,6 +1,6 @@
 import type { JWTPayload } from "jose";
 import { type Clock, DAY_MS } from "../../core/clock.js";
-import { plainText } from "../../core/text.js";
+import { plainText, shortAddress } from "../../core/text.js";
 import type { ManagedWallets } from "../../core/wallets.js";
 import type { ApiKeysRepo } from "../api-keys/repo.js";
 import { AppError } from "../errors.js";
@@ -117,8 +117,7 @@ export function createUsersService({ repo, apiKeys, wallets, clock, xp, loans, v
       const subject = ownWalletSubject(address);
       const found = await repo.findBySubject(subject);
       if (found) return found;
-      const short = `${address.slice(0, 6)}…${address.slice(-4)}`;
-      return repo.create({ subject, email: undefined, displayName: short, now: clock.now(), wallet: { own: address } });
+      return repo.create({ subject, email: undefined, displayName: shortAddress(address), now: clock.now(), wallet: { own: address } });
     },
 
     async getPublic(userId: string) {

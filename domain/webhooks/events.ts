@@ -4,6 +4,7 @@ import { EVENT_CATALOGUE, EVENT_TYPES, type EventType } from "../events/catalogu
 import type { WebhookRule } from "../events/define.js";
 
 type RuleOf<T extends EventType> = (typeof EVENT_CATALOGUE)[T]["webhook"];
+const ruleOf = (type: EventType) => EVENT_CATALOGUE[type].webhook as WebhookRule | undefined;
 /** The outbox's event types a webhook hears. */
 export type DeliveredType = { [T in EventType]: RuleOf<T> extends WebhookRule ? T : never }[EventType];
 type NameOf<T extends DeliveredType> = RuleOf<T> extends { as: infer Name } ? Name : T;
@@ -11,7 +12,7 @@ type NameOf<T extends DeliveredType> = RuleOf<T> extends { as: infer Name } ? Na
 /** The outbox's event types a webhook hears, and the name each is delivered under. */
 export const DELIVERED_AS = Object.fromEntries(
   EVENT_TYPES.flatMap((type) => {
-    const rule = EVENT_CATALOGUE[type].webhook as WebhookRule | undefined;
+    const rule = ruleOf(type);
     return rule === undefined ? [] : [[type, typeof rule === "object" && "as" in rule ? rule.as : type]];
   }),
 ) as { [T in DeliveredType]: NameOf<T> };
@@ -22,7 +23,7 @@ export type WebhookEvent = (typeof DELIVERED_AS)[DeliveredType];
 export const WEBHOOK_EVENTS = [...new Set(Object.values(DELIVERED_AS))] as [WebhookEvent, ...WebhookEvent[]];
 /** Events of no user: every subscriber hears them. */
 export const EVERYONES = EVENT_TYPES.filter((type) => {
-  const rule = EVENT_CATALOGUE[type].webhook as WebhookRule | undefined;
+  const rule = ruleOf(type);
   return typeof rule === "object" && "everyone" in rule;
 }) as WebhookEvent[];
 
