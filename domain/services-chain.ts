@@ -142,9 +142,9 @@ export function createMoneyServices(
     usdc,
     signerOf: (index) => wallets.signerOf(index),
     signerOfWallet: async (address) => {
+      // A wallet its user holds (custody "self") has no key here.
       const index = await walletIndexAt(db.prisma, address);
-      if (index === null) throw new Error(`no managed wallet at ${address}`);
-      return wallets.signerOf(index);
+      return index === null ? null : wallets.signerOf(index);
     },
     errors: platformErrors(),
     isAllowed: relayAllowList(chain.deployment, (address) => isSocialVault(db, address)),

@@ -12,6 +12,9 @@ export const CORS_REQUEST_HEADERS = [
   "Idempotency-Key",
   "X-API-Key",
   "Last-Event-ID",
+  // A user's own wallet's signatures of a write (D-119).
+  "Wallet-Signature",
+  "Wallet-Permit-Signature",
   // The SDK's name and version (a browser keeps User-Agent its own).
   "X-TrustMint-Client",
 ];

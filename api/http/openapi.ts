@@ -1,7 +1,9 @@
 import { z } from "zod";
+import { PERMIT_SIGNATURE_HEADER, WALLET_SIGNATURE_HEADER } from "../../domain/transactions/wallet-signatures.js";
 import { ERROR_STATUS, type ErrorCode } from "./errors.js";
 import { QUERY_INTEGERS } from "./input.js";
 import { acceptsIdempotencyKey, type RouteSpec } from "./route.js";
+import { SIGNED_WRITE_ERRORS } from "./wallet-signature.js";
 
 // The OpenAPI 3.0 document is generated from the same route definitions (and zod schemas)
 // that validate requests, so the two cannot disagree.
@@ -151,6 +153,7 @@ function errorResponses(route: RouteSpec): Record<string, unknown> {
     codes.add("IDEMPOTENCY_KEY_REUSED");
     codes.add("IDEMPOTENCY_IN_PROGRESS");
   }
+  if (route.signable) for (const code of [...SIGNED_WRITE_ERRORS, "CONFLICT" as const]) codes.add(code);
   for (const code of route.errors ?? []) codes.add(code);
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of codes) byStatus.set(ERROR_STATUS[code], [...(byStatus.get(ERROR_STATUS[code]) ?? []), code]);
@@ -217,6 +220,24 @@ const IDEMPOTENCY_PARAMETER = {
   schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$" },
 };
 
+/** The optional headers of a write a user's own wallet signs (D-119). */
+const WALLET_SIGNATURE_PARAMETERS = [
+  {
+    name: WALLET_SIGNATURE_HEADER,
+    in: "header",
+    required: false,
+    description: `Only for an account whose wallet is its own (custody "self"): the wallet's EIP-712 signature of the \`request\` the same path with /prepare answered for these very values. Without it such an account is answered 403 SIGNATURE_REQUIRED; a managed wallet's account sends none.`,
+    schema: { type: "string", pattern: "^0x[0-9a-fA-F]{130}$" },
+  },
+  {
+    name: PERMIT_SIGNATURE_HEADER,
+    in: "header",
+    required: false,
+    description: "With Wallet-Signature, where the prepare call answered a `permit`: the wallet's signature of it.",
+    schema: { type: "string", pattern: "^0x[0-9a-fA-F]{130}$" },
+  },
+];
+
 function operation(route: RouteSpec, named: NamedSchemas) {
   const security = route.auth === "none" ? [] : route.auth === "token" ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, { apiKeyAuth: [] }];
   return {
@@ -229,6 +250,7 @@ function operation(route: RouteSpec, named: NamedSchemas) {
       ...parameters(route.params, "path"),
       ...parameters(route.query, "query"),
       ...(acceptsIdempotencyKey(route) ? [IDEMPOTENCY_PARAMETER] : []),
+      ...(route.signable ? WALLET_SIGNATURE_PARAMETERS : []),
     ],
     ...(route.body
       ? { requestBody: { required: true, content: { "application/json": { schema: jsonSchema(route.body, "input") } } } }

@@ -1,6 +1,7 @@
 import { type NextFunction, type Request, type Response, Router } from "express";
 import type { z } from "zod";
 import { type OperationKey, serviceKey } from "../../domain/idempotency/operation-key.js";
+import { PERMIT_SIGNATURE_HEADER, PreparedForSignature, WALLET_SIGNATURE_HEADER } from "../../domain/transactions/wallet-signatures.js";
 import type { Principal } from "./auth.js";
 import { envelopeText, errorBody, sendText } from "./envelope.js";
 import { allowMethods } from "./error-handler.js";
@@ -8,6 +9,7 @@ import { AppError, ERROR_STATUS, type ErrorCode, type ErrorDetails } from "./err
 import { type IdempotencyStore, idempotencyKeyOf, requestHashOf, runIdempotent } from "./idempotency.js";
 import { assertFitInput } from "./input.js";
 import { refuseOverLimit } from "./rate-limit.js";
+import { preparedWriteData, preparedWriteResponse, SIGNED_WRITE_ERRORS, walletAuthorizationOf } from "./wallet-signature.js";
 
 // One route definition drives everything about an endpoint: the Express route, the
 // validation of params, query and body (VALIDATION_ERROR with details.field and
@@ -115,6 +117,12 @@ export interface RouteSpec<
   areaRules?(request: { params: unknown; body: unknown; principal(): Principal }): Promise<void>;
   /** Error codes this route may answer besides the platform's (validation, auth, rate limit, internal). */
   errors?: ErrorCode[];
+  /**
+   * A write sent as the caller's own transaction (D-119): a wallet the caller holds signs it. The
+   * route takes the Wallet-Signature headers, and gets a twin at `<path>/prepare` that answers
+   * what to sign (routesOf).
+   */
+  signable?: boolean;
   handler(context: HandlerContext<Out<P>, Out<Q>, Out<B>>): Promise<HandlerResult<R extends z.ZodType ? z.input<R> : undefined>>;
 }
 
@@ -131,9 +139,45 @@ export function defineRoute<
   return spec as unknown as RouteDefinition;
 }
 
-/** A domain's routes, under the OpenAPI tag its manifest declares (domain/<name>/module.ts). */
+/**
+ * A domain's routes, under the OpenAPI tag its manifest declares (domain/<name>/module.ts); a
+ * signable write followed by its prepare call.
+ */
 export function routesOf(module: { readonly routeTag: string }, routes: RouteDefinition[]): RouteSpec[] {
-  return routes.map((route) => ({ ...route, tag: module.routeTag }));
+  return routes.flatMap((definition) => {
+    const route = { ...definition, tag: module.routeTag };
+    return route.signable ? [route, preparing(route)] : [route];
+  });
+}
+
+/**
+ * The prepare call of a signable write (D-119): the same path with /prepare, the same
+ * parameters, body and checks, answering what the caller's own wallet signs instead of sending.
+ */
+function preparing(route: RouteSpec): RouteSpec {
+  const name = route.operationId;
+  return {
+    ...route,
+    method: "post",
+    path: `${route.path}/prepare`,
+    operationId: `prepare${name.charAt(0).toUpperCase()}${name.slice(1)}`,
+    summary: `Prepare for your wallet's signature: ${route.summary.charAt(0).toLowerCase()}${route.summary.slice(1)}`,
+    description: `For an account whose wallet is its own (custody "self", signed in with Ethereum): takes exactly what ${route.method.toUpperCase()} ${route.path} takes, checks it the same way, and answers the EIP-712 typed data to sign, nothing sent. Sign \`request\` (and \`permit\` when there is one) with the wallet, then send ${route.method.toUpperCase()} ${route.path} with the same values and the signatures in the ${WALLET_SIGNATURE_HEADER} (and ${PERMIT_SIGNATURE_HEADER}) header: the service relays it and pays the gas. A managed wallet's account is answered CONFLICT.`,
+    response: preparedWriteResponse,
+    status: 200,
+    idempotent: false,
+    signable: false,
+    errors: [...new Set([...(route.errors ?? []), "CONFLICT" as const])],
+    async handler(context) {
+      try {
+        await route.handler({ ...context, operation: { ...context.operation, wallet: { prepare: true } } });
+      } catch (error) {
+        if (error instanceof PreparedForSignature) return { data: preparedWriteData(error.prepared) };
+        throw error;
+      }
+      throw new Error(`${name} answered without reaching its transaction: nothing to sign`);
+    },
+  };
 }
 
 function validationError(location: string, error: z.ZodError): AppError {
@@ -224,6 +268,8 @@ async function answer(route: RouteSpec, req: Request, res: Response, input: Inpu
   return { status, body: envelopeText(req, data, { message: result.message, pagination: result.pagination, extra }) };
 }
 
+const UNKEPT = new Set<ErrorCode>(["IDEMPOTENCY_KEY_REUSED", ...SIGNED_WRITE_ERRORS]);
+
 /** The answer a client error becomes inside an idempotent request, so that it is kept like a success. */
 async function answerOrRefusal(route: RouteSpec, req: Request, res: Response, input: Input) {
   try {
@@ -231,8 +277,9 @@ async function answerOrRefusal(route: RouteSpec, req: Request, res: Response, in
     if (!answered) throw new Error(`route ${route.operationId} streamed an answer that an Idempotency-Key would have to keep`);
     return answered;
   } catch (error) {
-    // A key the domain finds used by another request is not this request's to keep: thrown, so the key is freed.
-    if (error instanceof AppError && ERROR_STATUS[error.code] < 500 && error.code !== "IDEMPOTENCY_KEY_REUSED") {
+    // Not this request's to keep, thrown so the key is freed: a key the domain finds used by
+    // another request; a wallet's signature refused before anything was sent (a new signature may follow).
+    if (error instanceof AppError && ERROR_STATUS[error.code] < 500 && !UNKEPT.has(error.code)) {
       return { status: ERROR_STATUS[error.code], body: JSON.stringify(errorBody(req, error.code, error.message, error.details)) };
     }
     throw error;
@@ -254,6 +301,7 @@ export function mountRoutes(routes: RouteSpec[], deps: { idempotency?: Idempoten
         const key = write ? idempotencyKeyOf(req) : undefined;
         // Reads send nothing: no hash to keep with a transaction, none computed on the hot path.
         const requestHash = write ? requestHashOf(operationName, req.body) : "";
+        const wallet = route.signable ? walletAuthorizationOf(req) : undefined;
         if (key !== undefined) {
           // Requests refused by validation or authentication above are not kept (nothing ran).
           if (!deps.idempotency) throw new Error(`route ${route.operationId} takes keys but no idempotency store is mounted`);
@@ -263,13 +311,18 @@ export function mountRoutes(routes: RouteSpec[], deps: { idempotency?: Idempoten
           const result = await runIdempotent(
             deps.idempotency,
             { userId: scope, key, operation: operationName, requestHash, now: () => req.context.clock.now() },
-            () => answerOrRefusal(route, req, res, { params, query, body, operation: { idempotencyKey: key, requestHash } }),
+            () => answerOrRefusal(route, req, res, { params, query, body, operation: { idempotencyKey: key, requestHash, wallet } }),
           );
           if (result.replayed) res.setHeader("Idempotent-Replayed", "true");
           sendText(res, result.status, result.body);
           return;
         }
-        const result = await answer(route, req, res, { params, query, body, operation: { idempotencyKey: serviceKey(), requestHash } });
+        const result = await answer(route, req, res, {
+          params,
+          query,
+          body,
+          operation: { idempotencyKey: serviceKey(), requestHash, wallet },
+        });
         if (result) sendText(res, result.status, result.body);
       } catch (error) {
         next(error);

@@ -72,6 +72,7 @@ export function loanRoutes({ loans }: { loans: LoansService }): RouteSpec[] {
       description:
         "Sent as your own transaction (your managed wallet signs a forward request, and once a permit that lets the contract take its USDC from then on; the service pays the gas). Answers after the receipt, once the mirror shows the payment. An amount that is not positive, or below 0.01 USDC without paying the whole remaining balance, is 400 INVALID_AMOUNT and nothing is sent.",
       auth: "user",
+      signable: true,
       params: loanIdParams,
       body: repayBody,
       response: repayResponse,

@@ -73,6 +73,7 @@ export function paymentRoutes({ payments, checkout }: { payments: PaymentsServic
       description:
         "The USDC goes from your managed wallet back to the payer (you bear the fee, as card processors do). Refunds add up to the amount at most: more is 400 INVALID_AMOUNT; a wallet that cannot cover it is 400 INSUFFICIENT_BALANCE and nothing moves. Retry with the same Idempotency-Key: it is the same refund, made once.",
       auth: "user",
+      signable: true,
       params: paymentIdParams,
       body: refundBody,
       response: refundResponse,
@@ -114,6 +115,7 @@ export function paymentRoutes({ payments, checkout }: { payments: PaymentsServic
       description:
         "direct: the payer's own transaction through the router (the service pays the gas). credit and split: the lending pool pays the merchant at once and the payer owes the loans (see GET /checkout/{paymentId}/terms); 403 NOT_ELIGIBLE with the reason when the payer may not borrow it. A payment is paid at most once: a second attempt is 409 ALREADY_PAID, one while another is under way 409 PAYMENT_IN_PROGRESS. An expired or cancelled payment is 409. A merchant paying its own payment (the same account, or its wallet) is 403 SELF_PAYMENT. Outside production, a declined test address is 402 PAYMENT_DECLINED, an insufficient one 400 INSUFFICIENT_BALANCE; both tell the merchant payment.failed and leave the payment open. In production payerAddress may only be the payer's own wallet.",
       auth: "user",
+      signable: true,
       params: paymentIdParams,
       body: payBody,
       response: payResponse,

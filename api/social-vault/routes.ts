@@ -59,6 +59,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       description:
         "Sent as your own transaction through the factory (your managed wallet signs; the service pays the gas). The duress PIN is kept only as the contract's keyed hash. A second creation is 409 SOCIAL_VAULT_EXISTS.",
       auth: "user",
+      signable: true,
       body: createBody,
       response: createResponse,
       errors: ["SOCIAL_VAULT_EXISTS", "SERVICE_UNAVAILABLE"],
@@ -72,6 +73,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       operationId: "depositToSocialVault",
       summary: "Move USDC from your managed wallet into your social vault",
       auth: "user",
+      signable: true,
       body: depositBody,
       response: depositResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "AMOUNT_TOO_SMALL", "VAULT_LOCKED", "INSUFFICIENT_BALANCE", "SERVICE_UNAVAILABLE"],
@@ -86,6 +88,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       operationId: "withdrawFromSocialVaultInstantly",
       summary: "Send USDC from your social vault at once, within the rolling daily limit",
       auth: "user",
+      signable: true,
       body: instantBody,
       response: instantResponse,
       errors: [
@@ -117,6 +120,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       operationId: "addSocialVaultGuardian",
       summary: "Add a guardian by wallet address (pending until the vault's timelock has passed)",
       auth: "user",
+      signable: true,
       body: addGuardianBody,
       response: addGuardianResponse,
       errors: [
@@ -152,6 +156,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       operationId: "keepSocialVaultGuardian",
       summary: "Withdraw a submitted removal of a guardian: it stays, with nothing pending",
       auth: "user",
+      signable: true,
       params: guardianParams,
       response: keepGuardianResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "GUARDIAN_NOT_FOUND", "CONFLICT", "SERVICE_UNAVAILABLE"],
@@ -167,6 +172,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       description:
         "Only for an amount above what today's rolling daily limit still allows: one within it is 400 VALIDATION_ERROR (send it with POST /v1/social-vault/withdraw/instant), and nothing is sent.",
       auth: "user",
+      signable: true,
       body: requestBody,
       response: withdrawalResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "AMOUNT_TOO_SMALL", "VAULT_LOCKED", "NOT_ENOUGH_GUARDIANS", "SERVICE_UNAVAILABLE"],
@@ -227,6 +233,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       description:
         "Sent as your own transaction (your managed wallet is the guardian). 403 NOT_GUARDIAN unless you are an active guardian of the vault.",
       auth: "user",
+      signable: true,
       params: withdrawalIdParams,
       response: approveResponse,
       errors: ["WITHDRAWAL_NOT_FOUND", "NOT_GUARDIAN", "VAULT_LOCKED", "WITHDRAWAL_EXPIRED", "CONFLICT", "SERVICE_UNAVAILABLE"],
@@ -240,6 +247,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       operationId: "executeSocialVaultWithdrawal",
       summary: "Execute an approved withdrawal once its timelock has passed",
       auth: "user",
+      signable: true,
       params: withdrawalIdParams,
       response: executeResponse,
       errors: [
@@ -262,6 +270,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       operationId: "cancelSocialVaultWithdrawal",
       summary: "Cancel an open withdrawal request of your vault",
       auth: "user",
+      signable: true,
       params: withdrawalIdParams,
       response: cancelWithdrawalResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "WITHDRAWAL_NOT_FOUND", "CONFLICT", "SERVICE_UNAVAILABLE"],
@@ -276,6 +285,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       summary: "Lock your vault with the duress PIN: every pending withdrawal is cancelled and your guardians are alerted silently",
       description: "A wrong PIN is 403 FORBIDDEN without more detail. While locked, vault operations answer VAULT_LOCKED.",
       auth: "user",
+      signable: true,
       body: lockBody,
       response: lockResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "VAULT_LOCKED", "FORBIDDEN", "SERVICE_UNAVAILABLE"],
@@ -292,6 +302,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       description:
         "Sent as your own transaction: the contract keeps only the PIN's keyed hash. Without currentPin while a PIN is set, or with a wrong one, 403 FORBIDDEN without detail and nothing is sent.",
       auth: "user",
+      signable: true,
       body: duressPinBody,
       response: duressPinResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "FORBIDDEN", "SERVICE_UNAVAILABLE"],
@@ -306,6 +317,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       summary:
         "The way back from a lock: ask for the unlock, then unlock once the guardians approved and the timelock passed (or after 30 days alone)",
       auth: "user",
+      signable: true,
       response: unlockResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "TIMELOCK_ACTIVE", "CONFLICT", "SERVICE_UNAVAILABLE"],
       handler: async ({ principal, operation }) => ({ data: await socialVault.unlock(principal().user, operation) }),
@@ -316,6 +328,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       operationId: "approveSocialVaultUnlock",
       summary: "Approve the requested unlock of a vault you guard, with your own token",
       auth: "user",
+      signable: true,
       body: approveUnlockBody,
       response: approveUnlockResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "NOT_GUARDIAN", "CONFLICT", "SERVICE_UNAVAILABLE"],
@@ -331,6 +344,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       description:
         "Sent as your own transaction. When more than half of the active guardians back the same address the recovery starts: the vault is locked (its open requests closed, the guardians alerted) and anyone can finalize it after the vault's timelock. Approving another address moves your approval; a majority for it replaces a pending recovery.",
       auth: "user",
+      signable: true,
       body: approveRecoveryBody,
       response: approveRecoveryResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "NOT_GUARDIAN", "CONFLICT", "SERVICE_UNAVAILABLE"],
@@ -346,6 +360,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       description:
         "The owner's key alone cannot stop its guardians (it may be the stolen key); with a guardian's consent the recovery is cancelled, every approval cleared, and the vault stays locked.",
       auth: "user",
+      signable: true,
       body: cancelRecoveryBody,
       response: cancelRecoveryResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "NOT_GUARDIAN", "CONFLICT", "SERVICE_UNAVAILABLE"],
@@ -359,6 +374,7 @@ export function socialVaultRoutes({ socialVault }: { socialVault: SocialVaultSer
       operationId: "finalizeSocialVaultRecovery",
       summary: "Finalize a recovery once its timelock has passed: the new wallet owns the vault",
       auth: "user",
+      signable: true,
       body: finalizeRecoveryBody,
       response: finalizeRecoveryResponse,
       errors: ["SOCIAL_VAULT_NOT_FOUND", "TIMELOCK_ACTIVE", "SOCIAL_VAULT_EXISTS", "CONFLICT", "SERVICE_UNAVAILABLE"],

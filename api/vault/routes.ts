@@ -46,6 +46,7 @@ export function vaultRoutes({ vault }: { vault: VaultService }): RouteSpec[] {
       description:
         "Sent as your own transaction (your managed wallet signs a forward request, and once a permit that lets the contract take its USDC from then on; the service pays the gas). Answers after the receipt, once the mirror shows the deposit.",
       auth: "user",
+      signable: true,
       body: depositBody,
       response: depositResponse,
       errors: ["INSUFFICIENT_BALANCE", "AMOUNT_TOO_SMALL", "VAULT_PAUSED", "SERVICE_UNAVAILABLE"],
@@ -60,6 +61,7 @@ export function vaultRoutes({ vault }: { vault: VaultService }): RouteSpec[] {
       summary: "Redeem tmUSDC for USDC to your managed wallet",
       description: "Sent as your own transaction, like a deposit. Answers after the receipt, once the mirror shows it.",
       auth: "user",
+      signable: true,
       body: withdrawBody,
       response: withdrawResponse,
       errors: ["AMOUNT_TOO_SMALL", "INSUFFICIENT_BALANCE", "INSUFFICIENT_LIQUIDITY", "VAULT_PAUSED", "SERVICE_UNAVAILABLE"],

@@ -11,7 +11,16 @@ import { AppError } from "../errors.js";
 export interface OperationKey {
   idempotencyKey: string;
   requestHash: string;
+  /** For a wallet the user holds (custody "self"): make the write ready to sign, or its signatures (D-119). */
+  wallet?: WalletAuthorization;
 }
+
+/**
+ * How the user's own wallet takes part in a write (D-119): `prepare` answers what to sign instead
+ * of sending; `signature` (of the prepared ForwardRequest, and of its permit where one was asked)
+ * sends it.
+ */
+export type WalletAuthorization = { prepare: true } | { signature: string; permitSignature?: string };
 
 /**
  * A key for a request sent without an Idempotency-Key. It contains a space, which a client's key

@@ -239,7 +239,9 @@ export function createCheckout(deps: CheckoutDeps) {
             });
       }
       if (input.method !== "direct") return payFinanced(payer, row, input.method);
-      if (!(await repo.claim(row.id, { method: input.method, payerId: payer.id, payerAddress: wallet }, deps.clock.now()))) {
+      // Made ready for the payer's own wallet to sign (D-119), nothing is sent: no hold to take.
+      const preparing = operation.wallet !== undefined && "prepare" in operation.wallet;
+      if (!preparing && !(await repo.claim(row.id, { method: input.method, payerId: payer.id, payerAddress: wallet }, deps.clock.now()))) {
         throw payRefusal(await anyPayment(row.id)) ?? new AppError("PAYMENT_IN_PROGRESS", "Try again in a moment", undefined, 5);
       }
       let sent: Awaited<ReturnType<UserWrite["send"]>>;
@@ -258,7 +260,7 @@ export function createCheckout(deps: CheckoutDeps) {
         });
       } catch (error) {
         // Refused before anything moved: the hold goes back (and a wallet short of USDC is the merchant's payment.failed).
-        if (error instanceof AppError && error.code !== "SERVICE_UNAVAILABLE") {
+        if (!preparing && error instanceof AppError && error.code !== "SERVICE_UNAVAILABLE") {
           if (error.code === "INSUFFICIENT_BALANCE") await deps.attempts.fail(row, input.method, "insufficient_funds", true);
           else await deps.db.prisma.$transaction((tx) => repo.release(tx, row.id, null));
         }

@@ -4,8 +4,16 @@ import { defineModule } from "../module.js";
 
 export const transactionsModule = defineModule({
   name: "transactions",
-  errors: { INSUFFICIENT_BALANCE: 400, SIGNATURE_REQUIRED: 403 },
-  tables: { ChainTransaction: "chain", RelayedRequest: "chain", SenderNonce: "chain" },
+  // The refusals of a write a user's own wallet signs (D-119): nothing of it is recorded or sent.
+  errors: {
+    INSUFFICIENT_BALANCE: 400,
+    SIGNATURE_REQUIRED: 403,
+    SIGNATURE_MISMATCH: 400,
+    REQUEST_MISMATCH: 400,
+    REQUEST_EXPIRED: 400,
+    REQUEST_REPLAYED: 409,
+  },
+  tables: { ChainTransaction: "chain", RelayedRequest: "chain", PreparedRequest: "chain", SenderNonce: "chain" },
   // The ERC-2771 forwarder the relay sends users' signed requests through.
   contracts: { forwarder: {} },
   jobs: ["relay.restore"],

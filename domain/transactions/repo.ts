@@ -1,7 +1,8 @@
 // The only code that reads and writes the service's sent transactions (ChainTransaction), users'
-// relayed requests (RelayedRequest) and the paying account's nonces (SenderNonce); and what the
+// relayed requests (RelayedRequest), the requests prepared for users' own wallets to sign
+// (PreparedRequest) and the paying account's nonces (SenderNonce); and what the
 // service reads of the indexer's own state (its cursor, for the writes' wait on the mirror).
-import { type ChainTransaction, Prisma, type RelayedRequest } from "../../generated/prisma/client.js";
+import { type ChainTransaction, type PreparedRequest, Prisma, type RelayedRequest } from "../../generated/prisma/client.js";
 import type { Db } from "../db.js";
 import { forgetAnswersOf } from "../idempotency/repo.js";
 
@@ -227,7 +228,6 @@ export function createTransactionsRepo({ db, chainId, sender }: { db: Pick<Db, "
          WHERE r."id" = v."id" AND r."status" = 'pending'`;
     },
 
-    /** The batches with requests still pending (what a stopped process left in flight). */
     /** Batches with requests still pending whose transaction's nonce is below `nonce` (mined, or gone for good). */
     async openBatchesBelow(nonce: number): Promise<string[]> {
       const rows = await prisma.$queryRaw<{ transactionId: string }[]>`
@@ -236,6 +236,7 @@ export function createTransactionsRepo({ db, chainId, sender }: { db: Pick<Db, "
       return rows.map((row) => row.transactionId);
     },
 
+    /** The batches with requests still pending (what a stopped process left in flight). */
     async openBatches(): Promise<string[]> {
       const rows = await prisma.relayedRequest.findMany({
         where: { status: "pending" },
@@ -244,8 +245,41 @@ export function createTransactionsRepo({ db, chainId, sender }: { db: Pick<Db, "
       });
       return rows.map((row) => row.transactionId);
     },
+
+    /** The last forwarder nonce `from`'s recorded requests used (pending, executed or reverted); null when none did. */
+    async lastRecordedNonce(from: string): Promise<bigint | null> {
+      const [row] = await prisma.$queryRaw<{ nonce: bigint | null }[]>`
+        SELECT max("forwarderNonce") AS "nonce" FROM "RelayedRequest"
+         WHERE "from" = ${from} AND "status" IN ('pending', 'executed', 'reverted')`;
+      return row?.nonce ?? null;
+    },
+
+    /** Records a write prepared for its wallet's signature; drops those prepared over a day ago (D-119). */
+    async addPrepared(row: Omit<PreparedRequest, "usedAt" | "permit"> & { permit: PreparedPermit | null }): Promise<void> {
+      const dayAgo = new Date(row.createdAt.getTime() - 86_400_000);
+      await prisma.$transaction([
+        prisma.preparedRequest.deleteMany({ where: { createdAt: { lt: dayAgo } } }),
+        prisma.preparedRequest.create({ data: { ...row, permit: row.permit ?? Prisma.DbNull } }),
+      ]);
+    },
+
+    /** The user's prepared requests of this very call, the newest first. */
+    preparedFor: (userId: string, to: string, data: string) =>
+      prisma.preparedRequest.findMany({ where: { userId, to: to.toLowerCase(), data }, orderBy: { createdAt: "desc" }, take: 20 }),
+
+    /** Takes a prepared request for its write: true once, whatever the concurrency (one conditional update). */
+    async takePrepared(id: string, now: Date): Promise<boolean> {
+      const { count } = await prisma.preparedRequest.updateMany({ where: { id, usedAt: null }, data: { usedAt: now } });
+      return count === 1;
+    },
+
+    /** Gives a prepared request back when its write was refused before anything was recorded. */
+    releasePrepared: (id: string) => prisma.preparedRequest.updateMany({ where: { id }, data: { usedAt: null } }),
   };
 }
+
+/** The EIP-2612 permit a prepared request asks for (its values as decimal strings). */
+export type PreparedPermit = { spender: string; value: string; nonce: string; deadline: string };
 
 export type TransactionsRepo = ReturnType<typeof createTransactionsRepo>;
 

@@ -3,43 +3,26 @@
 // batch with every other request waiting (`executeBatch`, batcher.ts). The contracts see the
 // user's wallet as the caller, exactly as when that wallet calls them itself. Each request gets
 // its own answer: its own logs of the batch's receipt, or its own revert, decoded. A contract
-// that pulls the wallet's USDC gets a standing allowance once, by an EIP-2612 permit.
-import {
-  type Contract,
-  type HDNodeWallet,
-  type Interface,
-  type JsonRpcProvider,
-  type Log,
-  MaxUint256,
-  type TransactionReceipt,
-} from "ethers";
+// that pulls the wallet's USDC gets a standing allowance once, by an EIP-2612 permit. A wallet
+// the user holds signs its own request instead, prepared first (self-custody.ts, D-119).
+import type { Contract, HDNodeWallet, Interface, JsonRpcProvider, Log, TransactionReceipt } from "ethers";
 import { coalesce } from "../../core/coalesce.js";
-import { FORWARD_REQUEST_TYPES, FORWARDER_DOMAIN, PERMIT_TYPES, signTyped } from "../../core/eip712.js";
+import { FORWARD_REQUEST_TYPES, FORWARDER_DOMAIN, signTyped } from "../../core/eip712.js";
 import type { Logger } from "../../core/logger.js";
 import type { RelayedRequest } from "../../generated/prisma/client.js";
 import { isServiceKey, keyReused } from "../idempotency/operation-key.js";
-import { REQUEST_LIFETIME_S, type UserRequest } from "./batcher.js";
+import { createAllowances } from "./allowances.js";
+import type { UserRequest } from "./batcher.js";
+import { needsAllowance, requestOf, type UserCall } from "./calls.js";
 import { decodeRevert, TransactionRefusedError, TransactionRevertedError } from "./failures.js";
 import type { Broadcast } from "./paying-account.js";
 import type { RequestKey, TransactionsRepo } from "./repo.js";
+import { createSelfCustody } from "./self-custody.js";
 import type { SentTransaction, TransactionSender } from "./sender.js";
 import { createVerdicts, type Outcome } from "./verdicts.js";
+import type { Eip712Domain } from "./wallet-signatures.js";
 
-/** The call's data, and, where it pulls USDC from the wallet, who pulls (`spender`) and how much. */
-export interface UserCallData {
-  data: string;
-  pulls?: { spender: string; value: bigint };
-}
-
-export type UserCall = UserCallData & {
-  user: { id: string; walletIndex: number; walletAddress: string };
-  /** What it does (`vault.deposit`, ...): with the key, a retry finds the request sent first. */
-  purpose: string;
-  idempotencyKey: string;
-  /** The request behind it (domain/idempotency/operation-key.ts): kept with the transaction. */
-  requestHash?: string;
-  to: string;
-};
+export type { UserCall, UserCallData } from "./calls.js";
 
 export interface UserTransactionDeps {
   repo: TransactionsRepo;
@@ -50,8 +33,8 @@ export interface UserTransactionDeps {
   forwarder: Contract;
   usdc: Contract;
   signerOf(walletIndex: number): HDNodeWallet;
-  /** The managed wallet at `address` (a cancellation signs with it: D-103). */
-  signerOfWallet(address: string): Promise<HDNodeWallet>;
+  /** The managed wallet at `address` (a cancellation signs with it: D-103); null for a wallet its user holds. */
+  signerOfWallet(address: string): Promise<HDNodeWallet | null>;
   errors: Interface;
   /** The calls users may make through the relay (the platform's contracts and their user functions). */
   isAllowed(to: string, data: string): boolean | Promise<boolean>;
@@ -68,26 +51,9 @@ const FORWARD_GAS_HEADROOM_PERCENT = 125n;
 
 export function createUserTransactions(deps: UserTransactionDeps) {
   const { repo, provider, chainId, forwarder, usdc, sender } = deps;
+  const allowances = createAllowances({ provider, chainId, usdc, sender });
   const forwarderAddress = (forwarder.target as string).toLowerCase();
   const executed = forwarder.interface.getEvent("ExecutedForwardRequest")!;
-  let permitDomain: Promise<{ name: string; version: string }> | undefined;
-
-  /** The token's EIP-712 name and version as it reports them (ERC-5267, else name() and version()). */
-  function tokenDomain() {
-    permitDomain ??= (async () => {
-      try {
-        const [, name, version] = (await usdc.eip712Domain()) as [string, string, string];
-        return { name, version };
-      } catch {
-        return { name: (await usdc.name()) as string, version: (await usdc.version()) as string };
-      }
-    })().catch((error) => {
-      permitDomain = undefined;
-      throw error;
-    });
-    return permitDomain;
-  }
-
   /** Requests recorded under these keys (repo.recordedFor), one statement for every caller waiting. */
   const findEarlier = coalesce((keys: readonly RequestKey[]) => repo.recordedFor(keys));
   const verdicts = createVerdicts({
@@ -101,60 +67,35 @@ export function createUserTransactions(deps: UserTransactionDeps) {
     releaseKey: (id) => repo.releaseKey(id),
   });
 
-  /**
-   * A standing allowance of `spender` over the wallet's USDC, granted once by an EIP-2612 permit
-   * the paying account submits (USDC takes permits from anyone), so that the user's calls pull
-   * with no permit of their own (D-86). Requests of this process for the same wallet and spender
-   * share one grant; a grant another process made first serves as well.
-   */
-  const granting = new Map<string, Promise<void>>();
-  async function ensureAllowance(wallet: HDNodeWallet, userId: string, { spender, value }: { spender: string; value: bigint }) {
-    const allowance = () => usdc.allowance(wallet.address, spender, { blockTag: "pending" }) as Promise<bigint>;
-    const [allowed, balance] = await Promise.all([allowance(), usdc.balanceOf(wallet.address, { blockTag: "pending" }) as Promise<bigint>]);
-    if (allowed >= value) return;
-    // An empty wallet can pay nothing: the token's own answer, before anything is granted. (A
-    // call may pull less than `value`, a repayment capped at what is owed, so only 0 is sure.)
-    if (balance === 0n) {
-      throw new TransactionRevertedError(
-        { name: "ERC20InsufficientBalance", args: [wallet.address, 0n, value] },
-        "reverted with ERC20InsufficientBalance",
-      );
-    }
-    const key = `${wallet.address}:${spender}`.toLowerCase();
-    let grant = granting.get(key);
-    if (!grant) {
-      grant = (async () => {
-        const [nonce, latest, token] = await Promise.all([
-          usdc.nonces(wallet.address, { blockTag: "pending" }) as Promise<bigint>,
-          provider.getBlock("latest"),
-          tokenDomain(),
-        ]);
-        const deadline = BigInt(latest!.timestamp) + REQUEST_LIFETIME_S;
-        const permit = { owner: wallet.address, spender, value: MaxUint256, nonce, deadline };
-        const { v, r, s } = signTyped(wallet, { ...token, chainId, verifyingContract: usdc.target as string }, PERMIT_TYPES, permit);
-        // One grant per permit nonce: a retry after a crash, or another process, settles the one recorded,
-        // unless it did nothing (its deadline passed while a reorganisation held it back, D-92): then anew.
-        const grantKey = { userId, idempotencyKey: `allowance ${spender.toLowerCase()} ${nonce}`, purpose: "relay.allowance" };
-        const recorded = await sender.earlier(grantKey);
-        if (recorded && (recorded.status === "reverted" || recorded.status === "failed")) await sender.releaseKey(recorded);
-        await sender.send({
-          ...grantKey,
-          to: usdc.target as string,
-          data: usdc.interface.encodeFunctionData("permit", [wallet.address, spender, MaxUint256, deadline, v, r, s]),
-        });
-      })().finally(() => granting.delete(key));
-      granting.set(key, grant);
-    }
-    // Another process's grant may have taken the permit's nonce: what counts is the allowance.
-    await grant.catch(async (error) => {
-      if ((await allowance()) < value) throw error;
+  const forwarderDomain: Eip712Domain = { ...FORWARDER_DOMAIN, chainId, verifyingContract: forwarder.target as string };
+
+  /** The call simulated from `from` (eth_estimateGas), its revert decoded. */
+  const simulate = (from: string, to: string, data: string) =>
+    provider.estimateGas({ from, to, data }).catch((error) => {
+      throw decodeRevert(deps.errors, error) ?? error;
     });
+
+  async function checkAllowed(call: UserCall) {
+    if (!(await deps.isAllowed(call.to, call.data)))
+      throw new Error(`the relay does not forward this call (${call.to}, ${call.data.slice(0, 10)})`);
   }
 
+  const selfCustody = createSelfCustody({
+    repo,
+    provider,
+    forwarder,
+    usdc,
+    allowances,
+    forwarderDomain,
+    simulate,
+    checkAllowed,
+    headroomPercent: FORWARD_GAS_HEADROOM_PERCENT,
+  });
+
   /**
-   * The user's call made ready for a batch: its data checked against the allow-list and
-   * simulated from the user's own address (a revert is decoded here, before anything is signed
-   * for the batch or recorded), with what the batch needs to sign it with the wallet's nonce.
+   * The managed wallet's call made ready for a batch: its data checked against the allow-list
+   * and simulated from the user's own address (a revert is decoded here, before anything is
+   * signed for the batch or recorded), with what the batch needs to sign it with the wallet's nonce.
    */
   async function prepare(call: UserCall): Promise<UserRequest> {
     const wallet = deps.signerOf(call.user.walletIndex);
@@ -162,30 +103,19 @@ export function createUserTransactions(deps: UserTransactionDeps) {
       throw new Error(`managed wallet ${call.user.walletIndex} is not ${call.user.walletAddress}: the seed changed`);
     }
     const { data } = call;
-    if (!(await deps.isAllowed(call.to, data))) throw new Error(`the relay does not forward this call (${call.to}, ${data.slice(0, 10)})`);
-    const simulate = () =>
-      provider.estimateGas({ from: wallet.address, to: call.to, data }).catch((error) => {
-        throw decodeRevert(deps.errors, error) ?? error;
-      });
+    await checkAllowed(call);
     let estimate: bigint;
     try {
-      estimate = await simulate();
+      estimate = await simulate(wallet.address, call.to, data);
     } catch (error) {
       // The contract's own checks come before its pull, so only a pull it may not make yet is left.
-      const needsAllowance = error instanceof TransactionRevertedError && error.revert?.name === "ERC20InsufficientAllowance";
-      if (!call.pulls || !needsAllowance) throw error;
-      await ensureAllowance(wallet, call.user.id, call.pulls);
-      estimate = await simulate();
+      if (!needsAllowance(call, error)) throw error;
+      await allowances.ensureAllowance(wallet, call.user.id, call.pulls!);
+      estimate = await simulate(wallet.address, call.to, data);
     }
     const gas = (estimate * FORWARD_GAS_HEADROOM_PERCENT) / 100n;
-    const forwarderDomain = { ...FORWARDER_DOMAIN, chainId, verifyingContract: forwarder.target as string };
     return {
-      purpose: call.purpose,
-      userId: call.user.id,
-      idempotencyKey: call.idempotencyKey,
-      requestHash: call.requestHash,
-      from: wallet.address.toLowerCase(),
-      to: call.to,
+      ...requestOf(call, wallet.address),
       sign(forwarderNonce, deadline) {
         const signed = { from: wallet.address, to: call.to, value: 0n, gas, nonce: forwarderNonce, deadline, data };
         const signature = signTyped(wallet, forwarderDomain, FORWARD_REQUEST_TYPES, signed).serialized;
@@ -339,11 +269,15 @@ export function createUserTransactions(deps: UserTransactionDeps) {
       // A key the service made for this request alone has no earlier attempt.
       const found = isServiceKey(call.idempotencyKey) ? undefined : await earlier(call);
       if (found) return found;
-      const request = await prepare(call);
+      const { signed } = call;
+      const { request, release } = signed
+        ? await selfCustody.prepareSigned({ ...call, signed })
+        : { request: await prepare(call), release: undefined };
       let batched: Awaited<ReturnType<typeof sender.submit>>;
       try {
         batched = await sender.submit({ user: request });
       } catch (error) {
+        await release?.();
         // The same key recorded meanwhile by a concurrent attempt (the unique key refused this one).
         const concurrent = await earlier(call);
         if (concurrent) return concurrent;
@@ -374,6 +308,9 @@ export function createUserTransactions(deps: UserTransactionDeps) {
     },
 
     reconcile,
+
+    /** What a wallet the user holds signs for `call` (D-119): nothing is sent. */
+    prepareForSignature: selfCustody.prepareForSignature,
   };
 }
 

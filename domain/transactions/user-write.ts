@@ -1,5 +1,6 @@
 // One write of a user's money, the sequence every domain that moves it runs (vault, social vault,
-// loans, payments): sent as the user through the relay (user-transactions.ts), its revert turned
+// loans, payments): sent as the user through the relay (user-transactions.ts), signed by the
+// managed wallet or by the user's own (prepared first, then sent with its signature: D-119), its revert turned
 // into the domain's code (a wallet short of USDC is INSUFFICIENT_BALANCE for every domain), its
 // own event read from the receipt, and answered once the mirror has its block (read-your-writes).
 import type { Contract } from "ethers";
@@ -14,12 +15,13 @@ import type { MirrorWait } from "./read-your-writes.js";
 import { requireReceiptEvent } from "./receipts.js";
 import type { SentTransaction } from "./sender.js";
 import type { UserCallData, UserTransactions } from "./user-transactions.js";
+import { PreparedForSignature, signatureRefusals, WALLET_SIGNATURE_HEADER } from "./wallet-signatures.js";
 
 export type Revert = NonNullable<TransactionRevertedError["revert"]>;
 
 export interface UserWriteDeps {
   chainId: number;
-  transactions: Pick<UserTransactions, "send">;
+  transactions: Pick<UserTransactions, "send" | "prepareForSignature">;
   mirror: Pick<MirrorWait, "untilIndexed">;
 }
 
@@ -73,19 +75,32 @@ export function createUserWrite(deps: UserWriteDeps) {
   return {
     /** Sends the write as the user and answers after its receipt and the mirror (see the file's head). */
     async send(input: UserWriteInput): Promise<UserWriteResult> {
-      // The service holds no key of a wallet its user signed in with: nothing is signed, nothing sent.
+      const { wallet, ...key } = input.operation;
+      const call = {
+        user: { id: input.user.id, walletIndex: input.user.walletIndex, walletAddress: input.user.walletAddress },
+        purpose: input.purpose,
+        ...key,
+        to: input.to,
+        ...input.call,
+      };
+      const failure = (error: unknown) =>
+        chainFailure(error, (revert) => input.reverts?.(revert) ?? sharedRevert(revert, input.field ?? "amount"));
+      // The service holds no key of a wallet its user signed in with: the wallet signs (D-119).
       if (input.user.custody === "self") {
-        throw new AppError("SIGNATURE_REQUIRED", "Your wallet is your own: the service cannot sign this write for it");
+        if (!wallet) {
+          throw signatureRefusals.required(
+            `sign this write with it: the same path with /prepare answers what to sign, then send this request again with its signature in ${WALLET_SIGNATURE_HEADER}`,
+          );
+        }
+        if ("prepare" in wallet) throw new PreparedForSignature(await deps.transactions.prepareForSignature(call).catch(failure));
+      } else if (wallet) {
+        throw new AppError("CONFLICT", "The service signs for your managed wallet: send the write itself, with no wallet signature", {
+          field: WALLET_SIGNATURE_HEADER,
+          reason: "your wallet is managed",
+        });
       }
-      const sent = await deps.transactions
-        .send({
-          user: { id: input.user.id, walletIndex: input.user.walletIndex, walletAddress: input.user.walletAddress },
-          purpose: input.purpose,
-          ...input.operation,
-          to: input.to,
-          ...input.call,
-        })
-        .catch((error) => chainFailure(error, (revert) => input.reverts?.(revert) ?? sharedRevert(revert, input.field ?? "amount")));
+      const signed = wallet && "signature" in wallet ? { signed: wallet } : {};
+      const sent = await deps.transactions.send({ ...call, ...signed }).catch(failure);
       return { ...sent, indexed: await deps.mirror.untilIndexed(sent.blockNumber) };
     },
 

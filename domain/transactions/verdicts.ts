@@ -28,8 +28,8 @@ export interface VerdictDeps {
   provider: JsonRpcProvider;
   forwarder: Contract;
   chainId: number;
-  /** The managed wallet whose key signs `address`'s requests. */
-  signerOfWallet(address: string): Promise<HDNodeWallet>;
+  /** The managed wallet whose key signs `address`'s requests; null for a wallet its user holds (D-119). */
+  signerOfWallet(address: string): Promise<HDNodeWallet | null>;
   submit(item: { user: UserRequest }): Promise<Batched>;
   settle(transactionId: string, broadcast?: Batched["broadcast"]): Promise<unknown>;
   /** The request recorded under a key, if any. */
@@ -83,9 +83,8 @@ export function createVerdicts(deps: VerdictDeps) {
     return null;
   }
 
-  /** No-op requests of the wallet at each nonce from its current one to the request's, in order. */
-  async function cancellations(request: RelayedRequest): Promise<UserRequest[]> {
-    const wallet = await deps.signerOfWallet(request.from);
+  /** No-op requests of the managed wallet at each nonce from its current one to the request's, in order. */
+  async function cancellations(request: RelayedRequest, wallet: HDNodeWallet): Promise<UserRequest[]> {
     const domain = { ...FORWARDER_DOMAIN, chainId: deps.chainId, verifyingContract: forwarder.target as string };
     const data = NO_OP.encodeFunctionData("isTrustedForwarder", [forwarder.target]);
     const items: UserRequest[] = [];
@@ -108,9 +107,9 @@ export function createVerdicts(deps: VerdictDeps) {
   }
 
   /** Sends the cancellations one after the other (in nonce order, each its own batch), then waits for them all. */
-  async function cancel(request: RelayedRequest): Promise<void> {
+  async function cancel(request: RelayedRequest, wallet: HDNodeWallet): Promise<void> {
     const settling: Promise<unknown>[] = [];
-    for (const item of await cancellations(request)) {
+    for (const item of await cancellations(request, wallet)) {
       const key = { userId: item.userId, idempotencyKey: item.idempotencyKey, purpose: item.purpose };
       const earlier = await deps.recorded(key);
       // One sent before at this nonce: its batch settles it, unless it did nothing (then anew).
@@ -147,7 +146,12 @@ export function createVerdicts(deps: VerdictDeps) {
       // Past its deadline by the batch's block, it can never run: nothing to cancel.
       if (used === "unused" && (await expired(request, batchData, receipt))) return { status: "skipped" };
       if (used === "unused") {
-        await cancel(request);
+        // A wallet the user holds signed it, and the service cannot cancel for it: it stays able to
+        // run until its deadline (minutes: D-119), and is said not run once that has passed.
+        const wallet = await deps.signerOfWallet(request.from);
+        if (!wallet)
+          throw new TransactionPendingError("the request your wallet signed can still run until its deadline: retry with the same key");
+        await cancel(request, wallet);
         used = await whoUsed(request, fromBlock);
         if (used === "unused") throw new TransactionPendingError("the request's nonce is not cancelled yet: retry with the same key");
       }

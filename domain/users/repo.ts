@@ -29,10 +29,11 @@ export async function liveUsersByWallet(db: Tx, wallets: readonly string[]) {
   return users.map(withWallet);
 }
 
-/** The HD index of the managed wallet at `address` (stored checksummed), deleted users' too; null when no user has it. */
+/** The HD index of the managed wallet at `address` (stored checksummed), deleted users' too; null when no user has it, or its user holds it. */
 export async function walletIndexAt(db: Tx, address: string): Promise<number | null> {
-  const user = await db.user.findUnique({ where: { walletAddress: getAddress(address) }, select: { walletIndex: true } });
-  return user?.walletIndex ?? null;
+  const user = await db.user.findUnique({ where: { walletAddress: getAddress(address) }, select: { walletIndex: true, custody: true } });
+  // A wallet its user holds has an index of no key.
+  return user?.custody === "managed" ? user.walletIndex : null;
 }
 
 /** A user's row, fresh (never the cache's), in the caller's transaction or the client's. */

@@ -324,6 +324,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/loans/{loanId}/repay/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare for your wallet's signature: repay part or all of a loan from your managed wallet
+         * @description For an account whose wallet is its own (custody "self", signed in with Ethereum): takes exactly what POST /v1/loans/{loanId}/repay takes, checks it the same way, and answers the EIP-712 typed data to sign, nothing sent. Sign `request` (and `permit` when there is one) with the wallet, then send POST /v1/loans/{loanId}/repay with the same values and the signatures in the Wallet-Signature (and Wallet-Permit-Signature) header: the service relays it and pays the gas. A managed wallet's account is answered CONFLICT.
+         */
+        post: operations["prepareRepayLoan"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/loans/{loanId}/payoff": {
         parameters: {
             query?: never;
@@ -757,6 +777,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/vault/deposit/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare for your wallet's signature: deposit USDC from your managed wallet for tmUSDC
+         * @description For an account whose wallet is its own (custody "self", signed in with Ethereum): takes exactly what POST /v1/vault/deposit takes, checks it the same way, and answers the EIP-712 typed data to sign, nothing sent. Sign `request` (and `permit` when there is one) with the wallet, then send POST /v1/vault/deposit with the same values and the signatures in the Wallet-Signature (and Wallet-Permit-Signature) header: the service relays it and pays the gas. A managed wallet's account is answered CONFLICT.
+         */
+        post: operations["prepareDepositToVault"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/vault/withdraw": {
         parameters: {
             query?: never;
@@ -771,6 +811,26 @@ export interface paths {
          * @description Sent as your own transaction, like a deposit. Answers after the receipt, once the mirror shows it.
          */
         post: operations["withdrawFromVault"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vault/withdraw/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare for your wallet's signature: redeem tmUSDC for USDC to your managed wallet
+         * @description For an account whose wallet is its own (custody "self", signed in with Ethereum): takes exactly what POST /v1/vault/withdraw takes, checks it the same way, and answers the EIP-712 typed data to sign, nothing sent. Sign `request` (and `permit` when there is one) with the wallet, then send POST /v1/vault/withdraw with the same values and the signatures in the Wallet-Signature (and Wallet-Permit-Signature) header: the service relays it and pays the gas. A managed wallet's account is answered CONFLICT.
+         */
+        post: operations["prepareWithdrawFromVault"];
         delete?: never;
         options?: never;
         head?: never;
@@ -936,6 +996,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/social-vault/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare for your wallet's signature: create and configure your social vault (once)
+         * @description For an account whose wallet is its own (custody "self", signed in with Ethereum): takes exactly what POST /v1/social-vault takes, checks it the same way, and answers the EIP-712 typed data to sign, nothing sent. Sign `request` (and `permit` when there is one) with the wallet, then send POST /v1/social-vault with the same values and the signatures in the Wallet-Signature (and Wallet-Permit-Signature) header: the service relays it and pays the gas. A managed wallet's account is answered CONFLICT.
+         */
+        post: operations["prepareCreateSocialVault"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/social-vault/deposit": {
         parameters: {
             query?: never;
@@ -947,6 +1027,26 @@ export interface paths {
         put?: never;
         /** Move USDC from your managed wallet into your social vault */
         post: operations["depositToSocialVault"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/social-vault/deposit/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare for your wallet's signature: move USDC from your managed wallet into your social vault
+         * @description For an account whose wallet is its own (custody "self", signed in with Ethereum): takes exactly what POST /v1/social-vault/deposit takes, checks it the same way, and answers the EIP-712 typed data to sign, nothing sent. Sign `request` (and `permit` when there is one) with the wallet, then send POST /v1/social-vault/deposit with the same values and the signatures in the Wallet-Signature (and Wallet-Permit-Signature) header: the service relays it and pays the gas. A managed wallet's account is answered CONFLICT.
+         */
+        post: operations["prepareDepositToSocialVault"];
         delete?: never;
         options?: never;
         head?: never;
@@ -970,6 +1070,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/social-vault/withdraw/instant/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare for your wallet's signature: send USDC from your social vault at once, within the rolling daily limit
+         * @description For an account whose wallet is its own (custody "self", signed in with Ethereum): takes exactly what POST /v1/social-vault/withdraw/instant takes, checks it the same way, and answers the EIP-712 typed data to sign, nothing sent. Sign `request` (and `permit` when there is one) with the wallet, then send POST /v1/social-vault/withdraw/instant with the same values and the signatures in the Wallet-Signature (and Wallet-Permit-Signature) header: the service relays it and pays the gas. A managed wallet's account is answered CONFLICT.
+         */
+        post: operations["prepareWithdrawFromSocialVaultInstantly"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/social-vault/guardians": {
         parameters: {
             query?: never;
@@ -982,6 +1102,26 @@ export interface paths {
         put?: never;
         /** Add a guardian by wallet address (pending until the vault's timelock has passed) */
         post: operations["addSocialVaultGuardian"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/social-vault/guardians/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare for your wallet's signature: add a guardian by wallet address (pending until the vault's timelock has passed)
+         * @description For an account whose wallet is its own (custody "self", signed in with Ethereum): takes exactly what POST /v1/social-vault/guardians takes, checks it the same way, and answers the EIP-712 typed data to sign, nothing sent. Sign `request` (and `permit` when there is one) with the wallet, then send POST /v1/social-vault/guardians with the same values and the signatures in the Wallet-Signature (and Wallet-Permit-Signature) header: the service relays it and pays the gas. A managed wallet's account is answered CONFLICT.
+         */
+        post: operations["prepareAddSocialVaultGuardian"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1022,6 +1162,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/social-vault/guardians/{guardianId}/keep/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare for your wallet's signature: withdraw a submitted removal of a guardian: it stays, with nothing pending
+         * @description For an account whose wallet is its own (custody "self", signed in with Ethereum): takes exactly what POST /v1/social-vault/guardians/{guardianId}/keep takes, checks it the same way, and answers the EIP-712 typed data to sign, nothing sent. Sign `request` (and `permit` when there is one) with the wallet, then send POST /v1/social-vault/guardians/{guardianId}/keep with the same values and the signatures in the Wallet-Signature (and Wallet-Permit-Signature) header: the service relays it and pays the gas. A managed wallet's account is answered CONFLICT.
+         */
+        post: operations["prepareKeepSocialVaultGuardian"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/social-vault/withdraw/request": {
         parameters: {
             query?: never;
@@ -1036,6 +1196,26 @@ export interface paths {
          * @description Only for an amount above what today's rolling daily limit still allows: one within it is 400 VALIDATION_ERROR (send it with POST /v1/social-vault/withdraw/instant), and nothing is sent.
          */
         post: operations["requestSocialVaultWithdrawal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/social-vault/withdraw/request/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare for your wallet's signature: ask for a withdrawal above the daily limit: guardian approvals, then the timelock
+         * @description For an account whose wallet is its own (custody "self", signed in with Ethereum): takes exactly what POST /v1/social-vault/withdraw/request takes, checks it the same way, and answers the EIP-712 typed data to sign, nothing sent. Sign `request` (and `permit` when there is one) with the wallet, then send POST /v1/social-vault/withdraw/request with the same values and the signatures in the Wallet-Signature (and Wallet-Permit-Signature) header: the service relays it and pays the gas. A managed wallet's account is answered CONFLICT.
+         */
+        post: operations["prepareRequestSocialVaultWithdrawal"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1136,6 +1316,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/social-vault/withdrawals/{withdrawalId}/approve/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare for your wallet's signature: approve a withdrawal of a vault you guard, with your own token
+         * @description For an account whose wallet is its own (custody "self", signed in with Ethereum): takes exactly what POST /v1/social-vault/withdrawals/{withdrawalId}/approve takes, checks it the same way, and answers the EIP-712 typed data to sign, nothing sent. Sign `request` (and `permit` when there is one) with the wallet, then send POST /v1/social-vault/withdrawals/{withdrawalId}/approve with the same values and the signatures in the Wallet-Signature (and Wallet-Permit-Signature) header: the service relays it and pays the gas. A managed wallet's account is answered CONFLICT.
+         */
+        post: operations["prepareApproveSocialVaultWithdrawal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/social-vault/withdrawals/{withdrawalId}/execute": {
         parameters: {
             query?: never;
@@ -1153,6 +1353,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/social-vault/withdrawals/{withdrawalId}/execute/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare for your wallet's signature: execute an approved withdrawal once its timelock has passed
+         * @description For an account whose wallet is its own (custody "self", signed in with Ethereum): takes exactly what POST /v1/social-vault/withdrawals/{withdrawalId}/execute takes, checks it the same way, and answers the EIP-712 typed data to sign, nothing sent. Sign `request` (and `permit` when there is one) with the wallet, then send POST /v1/social-vault/withdrawals/{withdrawalId}/execute with the same values and the signatures in the Wallet-Signature (and Wallet-Permit-Signature) header: the service relays it and pays the gas. A managed wallet's account is answered CONFLICT.
+         */
+        post: operations["prepareExecuteSocialVaultWithdrawal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/social-vault/withdrawals/{withdrawalId}/cancel": {
         parameters: {
             query?: never;
@@ -1164,6 +1384,26 @@ export interface paths {
         put?: never;
         /** Cancel an open withdrawal request of your vault */
         post: operations["cancelSocialVaultWithdrawal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/social-vault/withdrawals/{withdrawalId}/cancel/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare for your wallet's signature: cancel an open withdrawal request of your vault
+         * @description For an account whose wallet is its own (custody "self", signed in with Ethereum): takes exactly what POST /v1/social-vault/withdrawals/{withdrawalId}/cancel takes, checks it the same way, and answers the EIP-712 typed data to sign, nothing sent. Sign `request` (and `permit` when there is one) with the wallet, then send POST /v1/social-vault/withdrawals/{withdrawalId}/cancel with the same values and the signatures in the Wallet-Signature (and Wallet-Permit-Signature) header: the service relays it and pays the gas. A managed wallet's account is answered CONFLICT.
+         */
+        post: operations["prepareCancelSocialVaultWithdrawal"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1190,6 +1430,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/social-vault/lock/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare for your wallet's signature: lock your vault with the duress PIN: every pending withdrawal is cancelled and your guardians are alerted silently
+         * @description For an account whose wallet is its own (custody "self", signed in with Ethereum): takes exactly what POST /v1/social-vault/lock takes, checks it the same way, and answers the EIP-712 typed data to sign, nothing sent. Sign `request` (and `permit` when there is one) with the wallet, then send POST /v1/social-vault/lock with the same values and the signatures in the Wallet-Signature (and Wallet-Permit-Signature) header: the service relays it and pays the gas. A managed wallet's account is answered CONFLICT.
+         */
+        post: operations["prepareLockSocialVault"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/social-vault/duress-pin": {
         parameters: {
             query?: never;
@@ -1204,6 +1464,26 @@ export interface paths {
          */
         put: operations["setSocialVaultDuressPin"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/social-vault/duress-pin/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare for your wallet's signature: set a new duress PIN (after a duress lock spent the old one, or to change it with the current PIN)
+         * @description For an account whose wallet is its own (custody "self", signed in with Ethereum): takes exactly what PUT /v1/social-vault/duress-pin takes, checks it the same way, and answers the EIP-712 typed data to sign, nothing sent. Sign `request` (and `permit` when there is one) with the wallet, then send PUT /v1/social-vault/duress-pin with the same values and the signatures in the Wallet-Signature (and Wallet-Permit-Signature) header: the service relays it and pays the gas. A managed wallet's account is answered CONFLICT.
+         */
+        post: operations["prepareSetSocialVaultDuressPin"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1227,6 +1507,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/social-vault/unlock/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare for your wallet's signature: the way back from a lock: ask for the unlock, then unlock once the guardians approved and the timelock passed (or after 30 days alone)
+         * @description For an account whose wallet is its own (custody "self", signed in with Ethereum): takes exactly what POST /v1/social-vault/unlock takes, checks it the same way, and answers the EIP-712 typed data to sign, nothing sent. Sign `request` (and `permit` when there is one) with the wallet, then send POST /v1/social-vault/unlock with the same values and the signatures in the Wallet-Signature (and Wallet-Permit-Signature) header: the service relays it and pays the gas. A managed wallet's account is answered CONFLICT.
+         */
+        post: operations["prepareUnlockSocialVault"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/social-vault/unlock/approve": {
         parameters: {
             query?: never;
@@ -1238,6 +1538,26 @@ export interface paths {
         put?: never;
         /** Approve the requested unlock of a vault you guard, with your own token */
         post: operations["approveSocialVaultUnlock"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/social-vault/unlock/approve/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare for your wallet's signature: approve the requested unlock of a vault you guard, with your own token
+         * @description For an account whose wallet is its own (custody "self", signed in with Ethereum): takes exactly what POST /v1/social-vault/unlock/approve takes, checks it the same way, and answers the EIP-712 typed data to sign, nothing sent. Sign `request` (and `permit` when there is one) with the wallet, then send POST /v1/social-vault/unlock/approve with the same values and the signatures in the Wallet-Signature (and Wallet-Permit-Signature) header: the service relays it and pays the gas. A managed wallet's account is answered CONFLICT.
+         */
+        post: operations["prepareApproveSocialVaultUnlock"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1264,6 +1584,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/social-vault/recovery/approve/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare for your wallet's signature: as a guardian, approve handing a vault to its owner's new wallet (a lost or stolen key)
+         * @description For an account whose wallet is its own (custody "self", signed in with Ethereum): takes exactly what POST /v1/social-vault/recovery/approve takes, checks it the same way, and answers the EIP-712 typed data to sign, nothing sent. Sign `request` (and `permit` when there is one) with the wallet, then send POST /v1/social-vault/recovery/approve with the same values and the signatures in the Wallet-Signature (and Wallet-Permit-Signature) header: the service relays it and pays the gas. A managed wallet's account is answered CONFLICT.
+         */
+        post: operations["prepareApproveSocialVaultRecovery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/social-vault/recovery/cancel": {
         parameters: {
             query?: never;
@@ -1284,6 +1624,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/social-vault/recovery/cancel/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare for your wallet's signature: object to a pending recovery: it is cancelled once the owner and one guardian objected
+         * @description For an account whose wallet is its own (custody "self", signed in with Ethereum): takes exactly what POST /v1/social-vault/recovery/cancel takes, checks it the same way, and answers the EIP-712 typed data to sign, nothing sent. Sign `request` (and `permit` when there is one) with the wallet, then send POST /v1/social-vault/recovery/cancel with the same values and the signatures in the Wallet-Signature (and Wallet-Permit-Signature) header: the service relays it and pays the gas. A managed wallet's account is answered CONFLICT.
+         */
+        post: operations["prepareCancelSocialVaultRecovery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/social-vault/recovery/finalize": {
         parameters: {
             query?: never;
@@ -1295,6 +1655,26 @@ export interface paths {
         put?: never;
         /** Finalize a recovery once its timelock has passed: the new wallet owns the vault */
         post: operations["finalizeSocialVaultRecovery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/social-vault/recovery/finalize/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare for your wallet's signature: finalize a recovery once its timelock has passed: the new wallet owns the vault
+         * @description For an account whose wallet is its own (custody "self", signed in with Ethereum): takes exactly what POST /v1/social-vault/recovery/finalize takes, checks it the same way, and answers the EIP-712 typed data to sign, nothing sent. Sign `request` (and `permit` when there is one) with the wallet, then send POST /v1/social-vault/recovery/finalize with the same values and the signatures in the Wallet-Signature (and Wallet-Permit-Signature) header: the service relays it and pays the gas. A managed wallet's account is answered CONFLICT.
+         */
+        post: operations["prepareFinalizeSocialVaultRecovery"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1377,6 +1757,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/payments/{paymentId}/refunds/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare for your wallet's signature: refund part or all of a paid payment from your wallet
+         * @description For an account whose wallet is its own (custody "self", signed in with Ethereum): takes exactly what POST /v1/payments/{paymentId}/refunds takes, checks it the same way, and answers the EIP-712 typed data to sign, nothing sent. Sign `request` (and `permit` when there is one) with the wallet, then send POST /v1/payments/{paymentId}/refunds with the same values and the signatures in the Wallet-Signature (and Wallet-Permit-Signature) header: the service relays it and pays the gas. A managed wallet's account is answered CONFLICT.
+         */
+        post: operations["prepareRefundPayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/checkout/{paymentId}/terms": {
         parameters: {
             query?: never;
@@ -1411,6 +1811,26 @@ export interface paths {
          * @description direct: the payer's own transaction through the router (the service pays the gas). credit and split: the lending pool pays the merchant at once and the payer owes the loans (see GET /checkout/{paymentId}/terms); 403 NOT_ELIGIBLE with the reason when the payer may not borrow it. A payment is paid at most once: a second attempt is 409 ALREADY_PAID, one while another is under way 409 PAYMENT_IN_PROGRESS. An expired or cancelled payment is 409. A merchant paying its own payment (the same account, or its wallet) is 403 SELF_PAYMENT. Outside production, a declined test address is 402 PAYMENT_DECLINED, an insufficient one 400 INSUFFICIENT_BALANCE; both tell the merchant payment.failed and leave the payment open. In production payerAddress may only be the payer's own wallet.
          */
         post: operations["payPayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/checkout/{paymentId}/pay/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare for your wallet's signature: pay a payment as the signed-in payer (the hosted checkout posts here)
+         * @description For an account whose wallet is its own (custody "self", signed in with Ethereum): takes exactly what POST /checkout/{paymentId}/pay takes, checks it the same way, and answers the EIP-712 typed data to sign, nothing sent. Sign `request` (and `permit` when there is one) with the wallet, then send POST /checkout/{paymentId}/pay with the same values and the signatures in the Wallet-Signature (and Wallet-Permit-Signature) header: the service relays it and pays the gas. A managed wallet's account is answered CONFLICT.
+         */
+        post: operations["preparePayPayment"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1625,7 +2045,7 @@ export interface components {
             success: false;
             error: {
                 /** @enum {string} */
-                code: "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "PAYLOAD_TOO_LARGE" | "HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "UNSUPPORTED_MEDIA_TYPE" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "INVALID_AMOUNT" | "INVALID_DURATION" | "NOT_ELIGIBLE" | "LOAN_NOT_FOUND" | "ALREADY_REPAID" | "EXTENSION_NOT_ALLOWED" | "AMOUNT_TOO_SMALL" | "INSUFFICIENT_LIQUIDITY" | "VAULT_PAUSED" | "SOCIAL_VAULT_EXISTS" | "SOCIAL_VAULT_NOT_FOUND" | "INVALID_GUARDIAN" | "GUARDIAN_EXISTS" | "GUARDIAN_LIMIT_REACHED" | "GUARDIAN_NOT_FOUND" | "WITHDRAWAL_NOT_FOUND" | "NOT_ENOUGH_GUARDIANS" | "WITHDRAWAL_EXPIRED" | "DAILY_LIMIT_EXCEEDED" | "VAULT_LOCKED" | "NOT_GUARDIAN" | "TIMELOCK_ACTIVE" | "SCORE_PRIVATE" | "PAYMENT_NOT_FOUND" | "ALREADY_PAID" | "PAYMENT_EXPIRED" | "PAYMENT_CANCELLED" | "PAYMENT_IN_PROGRESS" | "PAYMENT_NOT_PAID" | "PAYMENT_DECLINED" | "SELF_PAYMENT" | "USER_NOT_FOUND" | "NONCE_INVALID" | "MESSAGE_EXPIRED" | "DOMAIN_MISMATCH" | "CHAIN_MISMATCH" | "INVALID_SIGNATURE" | "NOTIFICATION_NOT_FOUND" | "INVALID_TOKEN" | "INVALID_URL" | "INVALID_EVENTS" | "WEBHOOK_NOT_FOUND" | "URL_EXISTS" | "WEBHOOK_LIMIT_REACHED" | "INSUFFICIENT_BALANCE" | "SIGNATURE_REQUIRED" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS";
+                code: "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "VALIDATION_ERROR" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "PAYLOAD_TOO_LARGE" | "HEADERS_TOO_LARGE" | "REQUEST_TIMEOUT" | "UNSUPPORTED_MEDIA_TYPE" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "INVALID_AMOUNT" | "INVALID_DURATION" | "NOT_ELIGIBLE" | "LOAN_NOT_FOUND" | "ALREADY_REPAID" | "EXTENSION_NOT_ALLOWED" | "AMOUNT_TOO_SMALL" | "INSUFFICIENT_LIQUIDITY" | "VAULT_PAUSED" | "SOCIAL_VAULT_EXISTS" | "SOCIAL_VAULT_NOT_FOUND" | "INVALID_GUARDIAN" | "GUARDIAN_EXISTS" | "GUARDIAN_LIMIT_REACHED" | "GUARDIAN_NOT_FOUND" | "WITHDRAWAL_NOT_FOUND" | "NOT_ENOUGH_GUARDIANS" | "WITHDRAWAL_EXPIRED" | "DAILY_LIMIT_EXCEEDED" | "VAULT_LOCKED" | "NOT_GUARDIAN" | "TIMELOCK_ACTIVE" | "SCORE_PRIVATE" | "PAYMENT_NOT_FOUND" | "ALREADY_PAID" | "PAYMENT_EXPIRED" | "PAYMENT_CANCELLED" | "PAYMENT_IN_PROGRESS" | "PAYMENT_NOT_PAID" | "PAYMENT_DECLINED" | "SELF_PAYMENT" | "USER_NOT_FOUND" | "NONCE_INVALID" | "MESSAGE_EXPIRED" | "DOMAIN_MISMATCH" | "CHAIN_MISMATCH" | "INVALID_SIGNATURE" | "NOTIFICATION_NOT_FOUND" | "INVALID_TOKEN" | "INVALID_URL" | "INVALID_EVENTS" | "WEBHOOK_NOT_FOUND" | "URL_EXISTS" | "WEBHOOK_LIMIT_REACHED" | "INSUFFICIENT_BALANCE" | "SIGNATURE_REQUIRED" | "SIGNATURE_MISMATCH" | "REQUEST_MISMATCH" | "REQUEST_EXPIRED" | "REQUEST_REPLAYED" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS";
                 message: string;
                 details?: {
                     field: string;
@@ -5438,6 +5858,10 @@ export interface operations {
             header?: {
                 /** @description Optional. Without it the request runs once, as a new operation. With a key of yours (a UUID) it becomes safe to retry: a retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing, also after a timeout or a lost connection; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED, however old the key; a retry while the first request still runs waits for it, or gets 409 IDEMPOTENCY_IN_PROGRESS with `Retry-After`. */
                 "Idempotency-Key"?: string;
+                /** @description Only for an account whose wallet is its own (custody "self"): the wallet's EIP-712 signature of the `request` the same path with /prepare answered for these very values. Without it such an account is answered 403 SIGNATURE_REQUIRED; a managed wallet's account sends none. */
+                "Wallet-Signature"?: string;
+                /** @description With Wallet-Signature, where the prepare call answered a `permit`: the wallet's signature of it. */
+                "Wallet-Permit-Signature"?: string;
             };
             path: {
                 /** @description the loan's id (a UUID) */
@@ -5480,6 +5904,234 @@ export interface operations {
                             /** @description XP this payment earned (a full repayment earns 50) */
                             xpEarned: number;
                             txHash: string;
+                        };
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: VALIDATION_ERROR, SIGNATURE_MISMATCH, REQUEST_MISMATCH, REQUEST_EXPIRED, INVALID_AMOUNT, INSUFFICIENT_BALANCE */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: FORBIDDEN, SIGNATURE_REQUIRED */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: LOAN_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_IN_PROGRESS, REQUEST_REPLAYED, CONFLICT, ALREADY_REPAID */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_KEY_REUSED */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    prepareRepayLoan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the loan's id (a UUID) */
+                loanId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description USDC to pay from your managed wallet, a number with at most 6 decimals (else 400 VALIDATION_ERROR); a part is allowed, from 0.01 USDC (less only when it pays the whole remaining balance), else 400 INVALID_AMOUNT; an amount at or above the payoff closes the loan and pays only the payoff */
+                    amount: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description the wallet that must sign: yours */
+                            signer: string;
+                            /** @description ISO 8601 UTC, chain time: after it, prepare again */
+                            expiresAt: string;
+                            /** @description the forwarder's ERC-2771 request: sign it and send the write again, with the same values, its signature in Wallet-Signature */
+                            request: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            };
+                            /** @description an EIP-2612 permit for exactly the USDC the write takes, where your wallet has not allowed it: its signature goes in Wallet-Permit-Signature */
+                            permit: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            } | null;
                         };
                         message?: string;
                         meta: components["schemas"]["Meta"];
@@ -5538,7 +6190,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: IDEMPOTENCY_IN_PROGRESS, ALREADY_REPAID, CONFLICT */
+            /** @description Error: ALREADY_REPAID, CONFLICT */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5566,19 +6218,6 @@ export interface operations {
             };
             /** @description Error: UNSUPPORTED_MEDIA_TYPE */
             415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description Error: IDEMPOTENCY_KEY_REUSED */
-            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -9026,6 +9665,10 @@ export interface operations {
             header?: {
                 /** @description Optional. Without it the request runs once, as a new operation. With a key of yours (a UUID) it becomes safe to retry: a retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing, also after a timeout or a lost connection; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED, however old the key; a retry while the first request still runs waits for it, or gets 409 IDEMPOTENCY_IN_PROGRESS with `Retry-After`. */
                 "Idempotency-Key"?: string;
+                /** @description Only for an account whose wallet is its own (custody "self"): the wallet's EIP-712 signature of the `request` the same path with /prepare answered for these very values. Without it such an account is answered 403 SIGNATURE_REQUIRED; a managed wallet's account sends none. */
+                "Wallet-Signature"?: string;
+                /** @description With Wallet-Signature, where the prepare call answered a `permit`: the wallet's signature of it. */
+                "Wallet-Permit-Signature"?: string;
             };
             path?: never;
             cookie?: never;
@@ -9071,7 +9714,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: VALIDATION_ERROR, INSUFFICIENT_BALANCE, AMOUNT_TOO_SMALL */
+            /** @description Error: VALIDATION_ERROR, SIGNATURE_MISMATCH, REQUEST_MISMATCH, REQUEST_EXPIRED, INSUFFICIENT_BALANCE, AMOUNT_TOO_SMALL */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -9097,7 +9740,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: FORBIDDEN */
+            /** @description Error: FORBIDDEN, SIGNATURE_REQUIRED */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -9110,7 +9753,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: IDEMPOTENCY_IN_PROGRESS */
+            /** @description Error: IDEMPOTENCY_IN_PROGRESS, REQUEST_REPLAYED, CONFLICT */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -9203,12 +9846,215 @@ export interface operations {
             };
         };
     };
+    prepareDepositToVault: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description USDC to deposit from your managed wallet: more than 0, at most 6 decimals; the vault's minimum is 1 USDC */
+                    amount: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description the wallet that must sign: yours */
+                            signer: string;
+                            /** @description ISO 8601 UTC, chain time: after it, prepare again */
+                            expiresAt: string;
+                            /** @description the forwarder's ERC-2771 request: sign it and send the write again, with the same values, its signature in Wallet-Signature */
+                            request: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            };
+                            /** @description an EIP-2612 permit for exactly the USDC the write takes, where your wallet has not allowed it: its signature goes in Wallet-Permit-Signature */
+                            permit: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            } | null;
+                        };
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: VALIDATION_ERROR, INSUFFICIENT_BALANCE, AMOUNT_TOO_SMALL */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: FORBIDDEN */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: CONFLICT */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: VAULT_PAUSED, SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     withdrawFromVault: {
         parameters: {
             query?: never;
             header?: {
                 /** @description Optional. Without it the request runs once, as a new operation. With a key of yours (a UUID) it becomes safe to retry: a retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing, also after a timeout or a lost connection; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED, however old the key; a retry while the first request still runs waits for it, or gets 409 IDEMPOTENCY_IN_PROGRESS with `Retry-After`. */
                 "Idempotency-Key"?: string;
+                /** @description Only for an account whose wallet is its own (custody "self"): the wallet's EIP-712 signature of the `request` the same path with /prepare answered for these very values. Without it such an account is answered 403 SIGNATURE_REQUIRED; a managed wallet's account sends none. */
+                "Wallet-Signature"?: string;
+                /** @description With Wallet-Signature, where the prepare call answered a `permit`: the wallet's signature of it. */
+                "Wallet-Permit-Signature"?: string;
             };
             path?: never;
             cookie?: never;
@@ -9246,6 +10092,218 @@ export interface operations {
                             remainingBalance: string;
                             /** @description hash of the transaction on chain */
                             txHash: string;
+                        };
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: VALIDATION_ERROR, SIGNATURE_MISMATCH, REQUEST_MISMATCH, REQUEST_EXPIRED, AMOUNT_TOO_SMALL, INSUFFICIENT_BALANCE, INSUFFICIENT_LIQUIDITY */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: FORBIDDEN, SIGNATURE_REQUIRED */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_IN_PROGRESS, REQUEST_REPLAYED, CONFLICT */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_KEY_REUSED */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: VAULT_PAUSED, SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    prepareWithdrawFromVault: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description tmUSDC to redeem: more than 0, at most 6 decimals; at least what 0.01 USDC is worth at the current rate (else 400 AMOUNT_TOO_SMALL), except your whole balance as shown, which is always allowed and redeems every share */
+                    tmUSDCAmount: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description the wallet that must sign: yours */
+                            signer: string;
+                            /** @description ISO 8601 UTC, chain time: after it, prepare again */
+                            expiresAt: string;
+                            /** @description the forwarder's ERC-2771 request: sign it and send the write again, with the same values, its signature in Wallet-Signature */
+                            request: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            };
+                            /** @description an EIP-2612 permit for exactly the USDC the write takes, where your wallet has not allowed it: its signature goes in Wallet-Permit-Signature */
+                            permit: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            } | null;
                         };
                         message?: string;
                         meta: components["schemas"]["Meta"];
@@ -9291,7 +10349,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: IDEMPOTENCY_IN_PROGRESS */
+            /** @description Error: CONFLICT */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -9319,19 +10377,6 @@ export interface operations {
             };
             /** @description Error: UNSUPPORTED_MEDIA_TYPE */
             415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description Error: IDEMPOTENCY_KEY_REUSED */
-            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -10188,6 +11233,10 @@ export interface operations {
             header?: {
                 /** @description Optional. Without it the request runs once, as a new operation. With a key of yours (a UUID) it becomes safe to retry: a retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing, also after a timeout or a lost connection; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED, however old the key; a retry while the first request still runs waits for it, or gets 409 IDEMPOTENCY_IN_PROGRESS with `Retry-After`. */
                 "Idempotency-Key"?: string;
+                /** @description Only for an account whose wallet is its own (custody "self"): the wallet's EIP-712 signature of the `request` the same path with /prepare answered for these very values. Without it such an account is answered 403 SIGNATURE_REQUIRED; a managed wallet's account sends none. */
+                "Wallet-Signature"?: string;
+                /** @description With Wallet-Signature, where the prepare call answered a `permit`: the wallet's signature of it. */
+                "Wallet-Permit-Signature"?: string;
             };
             path?: never;
             cookie?: never;
@@ -10237,7 +11286,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: VALIDATION_ERROR */
+            /** @description Error: VALIDATION_ERROR, SIGNATURE_MISMATCH, REQUEST_MISMATCH, REQUEST_EXPIRED */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -10263,7 +11312,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: FORBIDDEN */
+            /** @description Error: FORBIDDEN, SIGNATURE_REQUIRED */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -10276,7 +11325,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: IDEMPOTENCY_IN_PROGRESS, SOCIAL_VAULT_EXISTS */
+            /** @description Error: IDEMPOTENCY_IN_PROGRESS, REQUEST_REPLAYED, CONFLICT, SOCIAL_VAULT_EXISTS */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -10317,6 +11366,211 @@ export interface operations {
             };
             /** @description Error: IDEMPOTENCY_KEY_REUSED */
             422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    prepareCreateSocialVault: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description USDC per rolling day that may leave without approvals */
+                    dailyLimit: number;
+                    /** @description seconds, 3600 (1 hour) to 604800 (7 days) */
+                    timelockDuration: number;
+                    /** @description guardian approvals for a withdrawal above the daily limit, 1 to 10 */
+                    requiredSignatures: number;
+                    /** @description 4 to 6 digits: entered at POST /social-vault/lock it locks the vault; kept only as the contract's keyed hash */
+                    duressPin: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description the wallet that must sign: yours */
+                            signer: string;
+                            /** @description ISO 8601 UTC, chain time: after it, prepare again */
+                            expiresAt: string;
+                            /** @description the forwarder's ERC-2771 request: sign it and send the write again, with the same values, its signature in Wallet-Signature */
+                            request: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            };
+                            /** @description an EIP-2612 permit for exactly the USDC the write takes, where your wallet has not allowed it: its signature goes in Wallet-Permit-Signature */
+                            permit: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            } | null;
+                        };
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: VALIDATION_ERROR */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: FORBIDDEN */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SOCIAL_VAULT_EXISTS, CONFLICT */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNSUPPORTED_MEDIA_TYPE */
+            415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -10375,6 +11629,10 @@ export interface operations {
             header?: {
                 /** @description Optional. Without it the request runs once, as a new operation. With a key of yours (a UUID) it becomes safe to retry: a retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing, also after a timeout or a lost connection; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED, however old the key; a retry while the first request still runs waits for it, or gets 409 IDEMPOTENCY_IN_PROGRESS with `Retry-After`. */
                 "Idempotency-Key"?: string;
+                /** @description Only for an account whose wallet is its own (custody "self"): the wallet's EIP-712 signature of the `request` the same path with /prepare answered for these very values. Without it such an account is answered 403 SIGNATURE_REQUIRED; a managed wallet's account sends none. */
+                "Wallet-Signature"?: string;
+                /** @description With Wallet-Signature, where the prepare call answered a `permit`: the wallet's signature of it. */
+                "Wallet-Permit-Signature"?: string;
             };
             path?: never;
             cookie?: never;
@@ -10414,7 +11672,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: VALIDATION_ERROR, AMOUNT_TOO_SMALL, VAULT_LOCKED, INSUFFICIENT_BALANCE */
+            /** @description Error: VALIDATION_ERROR, SIGNATURE_MISMATCH, REQUEST_MISMATCH, REQUEST_EXPIRED, AMOUNT_TOO_SMALL, VAULT_LOCKED, INSUFFICIENT_BALANCE */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -10440,7 +11698,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: FORBIDDEN */
+            /** @description Error: FORBIDDEN, SIGNATURE_REQUIRED */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -10466,7 +11724,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: IDEMPOTENCY_IN_PROGRESS */
+            /** @description Error: IDEMPOTENCY_IN_PROGRESS, REQUEST_REPLAYED, CONFLICT */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -10559,12 +11817,228 @@ export interface operations {
             };
         };
     };
+    prepareDepositToSocialVault: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description USDC to move from your managed wallet into the vault: at least 0.01 (else 400 AMOUNT_TOO_SMALL) */
+                    amount: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description the wallet that must sign: yours */
+                            signer: string;
+                            /** @description ISO 8601 UTC, chain time: after it, prepare again */
+                            expiresAt: string;
+                            /** @description the forwarder's ERC-2771 request: sign it and send the write again, with the same values, its signature in Wallet-Signature */
+                            request: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            };
+                            /** @description an EIP-2612 permit for exactly the USDC the write takes, where your wallet has not allowed it: its signature goes in Wallet-Permit-Signature */
+                            permit: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            } | null;
+                        };
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: VALIDATION_ERROR, AMOUNT_TOO_SMALL, VAULT_LOCKED, INSUFFICIENT_BALANCE */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: FORBIDDEN */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SOCIAL_VAULT_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: CONFLICT */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     withdrawFromSocialVaultInstantly: {
         parameters: {
             query?: never;
             header?: {
                 /** @description Optional. Without it the request runs once, as a new operation. With a key of yours (a UUID) it becomes safe to retry: a retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing, also after a timeout or a lost connection; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED, however old the key; a retry while the first request still runs waits for it, or gets 409 IDEMPOTENCY_IN_PROGRESS with `Retry-After`. */
                 "Idempotency-Key"?: string;
+                /** @description Only for an account whose wallet is its own (custody "self"): the wallet's EIP-712 signature of the `request` the same path with /prepare answered for these very values. Without it such an account is answered 403 SIGNATURE_REQUIRED; a managed wallet's account sends none. */
+                "Wallet-Signature"?: string;
+                /** @description With Wallet-Signature, where the prepare call answered a `permit`: the wallet's signature of it. */
+                "Wallet-Permit-Signature"?: string;
             };
             path?: never;
             cookie?: never;
@@ -10604,6 +12078,233 @@ export interface operations {
                             newBalance: string;
                             /** @description hash of the transaction on chain */
                             txHash: string;
+                        };
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: VALIDATION_ERROR, SIGNATURE_MISMATCH, REQUEST_MISMATCH, REQUEST_EXPIRED, AMOUNT_TOO_SMALL, VAULT_LOCKED, DAILY_LIMIT_EXCEEDED, INSUFFICIENT_BALANCE */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: FORBIDDEN, SIGNATURE_REQUIRED */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SOCIAL_VAULT_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_IN_PROGRESS, REQUEST_REPLAYED, CONFLICT */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_KEY_REUSED */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    prepareWithdrawFromSocialVaultInstantly: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description USDC to send at once: at most what remains of the rolling daily limit (else 400 DAILY_LIMIT_EXCEEDED); at least 0.01 or the vault's whole balance (else 400 AMOUNT_TOO_SMALL) */
+                    amount: number;
+                    /** @description where the USDC goes: not the zero address, your social vault itself or a contract of the platform (USDC, staking vault, loan book, forwarder, ...), which are 400 VALIDATION_ERROR */
+                    recipient: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description the wallet that must sign: yours */
+                            signer: string;
+                            /** @description ISO 8601 UTC, chain time: after it, prepare again */
+                            expiresAt: string;
+                            /** @description the forwarder's ERC-2771 request: sign it and send the write again, with the same values, its signature in Wallet-Signature */
+                            request: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            };
+                            /** @description an EIP-2612 permit for exactly the USDC the write takes, where your wallet has not allowed it: its signature goes in Wallet-Permit-Signature */
+                            permit: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            } | null;
                         };
                         message?: string;
                         meta: components["schemas"]["Meta"];
@@ -10662,7 +12363,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: IDEMPOTENCY_IN_PROGRESS */
+            /** @description Error: CONFLICT */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -10690,19 +12391,6 @@ export interface operations {
             };
             /** @description Error: UNSUPPORTED_MEDIA_TYPE */
             415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description Error: IDEMPOTENCY_KEY_REUSED */
-            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -10871,6 +12559,10 @@ export interface operations {
             header?: {
                 /** @description Optional. Without it the request runs once, as a new operation. With a key of yours (a UUID) it becomes safe to retry: a retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing, also after a timeout or a lost connection; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED, however old the key; a retry while the first request still runs waits for it, or gets 409 IDEMPOTENCY_IN_PROGRESS with `Retry-After`. */
                 "Idempotency-Key"?: string;
+                /** @description Only for an account whose wallet is its own (custody "self"): the wallet's EIP-712 signature of the `request` the same path with /prepare answered for these very values. Without it such an account is answered 403 SIGNATURE_REQUIRED; a managed wallet's account sends none. */
+                "Wallet-Signature"?: string;
+                /** @description With Wallet-Signature, where the prepare call answered a `permit`: the wallet's signature of it. */
+                "Wallet-Permit-Signature"?: string;
             };
             path?: never;
             cookie?: never;
@@ -10916,6 +12608,231 @@ export interface operations {
                             activeAt: string;
                             /** @description hash of the transaction on chain */
                             txHash: string;
+                        };
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: VALIDATION_ERROR, SIGNATURE_MISMATCH, REQUEST_MISMATCH, REQUEST_EXPIRED, VAULT_LOCKED, INVALID_GUARDIAN */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: FORBIDDEN, SIGNATURE_REQUIRED */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SOCIAL_VAULT_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_IN_PROGRESS, REQUEST_REPLAYED, CONFLICT, GUARDIAN_EXISTS, GUARDIAN_LIMIT_REACHED */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_KEY_REUSED */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    prepareAddSocialVaultGuardian: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the guardian's wallet */
+                    walletAddress: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description the wallet that must sign: yours */
+                            signer: string;
+                            /** @description ISO 8601 UTC, chain time: after it, prepare again */
+                            expiresAt: string;
+                            /** @description the forwarder's ERC-2771 request: sign it and send the write again, with the same values, its signature in Wallet-Signature */
+                            request: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            };
+                            /** @description an EIP-2612 permit for exactly the USDC the write takes, where your wallet has not allowed it: its signature goes in Wallet-Permit-Signature */
+                            permit: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            } | null;
                         };
                         message?: string;
                         meta: components["schemas"]["Meta"];
@@ -10974,7 +12891,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: IDEMPOTENCY_IN_PROGRESS, GUARDIAN_EXISTS, GUARDIAN_LIMIT_REACHED */
+            /** @description Error: GUARDIAN_EXISTS, GUARDIAN_LIMIT_REACHED, CONFLICT */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -11002,19 +12919,6 @@ export interface operations {
             };
             /** @description Error: UNSUPPORTED_MEDIA_TYPE */
             415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description Error: IDEMPOTENCY_KEY_REUSED */
-            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -11239,6 +13143,10 @@ export interface operations {
             header?: {
                 /** @description Optional. Without it the request runs once, as a new operation. With a key of yours (a UUID) it becomes safe to retry: a retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing, also after a timeout or a lost connection; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED, however old the key; a retry while the first request still runs waits for it, or gets 409 IDEMPOTENCY_IN_PROGRESS with `Retry-After`. */
                 "Idempotency-Key"?: string;
+                /** @description Only for an account whose wallet is its own (custody "self"): the wallet's EIP-712 signature of the `request` the same path with /prepare answered for these very values. Without it such an account is answered 403 SIGNATURE_REQUIRED; a managed wallet's account sends none. */
+                "Wallet-Signature"?: string;
+                /** @description With Wallet-Signature, where the prepare call answered a `permit`: the wallet's signature of it. */
+                "Wallet-Permit-Signature"?: string;
             };
             path: {
                 /** @description the guardian's id as listed (a user id, or the wallet address) */
@@ -11284,7 +13192,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: VALIDATION_ERROR */
+            /** @description Error: VALIDATION_ERROR, SIGNATURE_MISMATCH, REQUEST_MISMATCH, REQUEST_EXPIRED */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -11310,7 +13218,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: FORBIDDEN */
+            /** @description Error: FORBIDDEN, SIGNATURE_REQUIRED */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -11336,7 +13244,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: IDEMPOTENCY_IN_PROGRESS, CONFLICT */
+            /** @description Error: IDEMPOTENCY_IN_PROGRESS, REQUEST_REPLAYED, CONFLICT */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -11403,12 +13311,198 @@ export interface operations {
             };
         };
     };
+    prepareKeepSocialVaultGuardian: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the guardian's id as listed (a user id, or the wallet address) */
+                guardianId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description the wallet that must sign: yours */
+                            signer: string;
+                            /** @description ISO 8601 UTC, chain time: after it, prepare again */
+                            expiresAt: string;
+                            /** @description the forwarder's ERC-2771 request: sign it and send the write again, with the same values, its signature in Wallet-Signature */
+                            request: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            };
+                            /** @description an EIP-2612 permit for exactly the USDC the write takes, where your wallet has not allowed it: its signature goes in Wallet-Permit-Signature */
+                            permit: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            } | null;
+                        };
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: VALIDATION_ERROR */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: FORBIDDEN */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SOCIAL_VAULT_NOT_FOUND, GUARDIAN_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: CONFLICT */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     requestSocialVaultWithdrawal: {
         parameters: {
             query?: never;
             header?: {
                 /** @description Optional. Without it the request runs once, as a new operation. With a key of yours (a UUID) it becomes safe to retry: a retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing, also after a timeout or a lost connection; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED, however old the key; a retry while the first request still runs waits for it, or gets 409 IDEMPOTENCY_IN_PROGRESS with `Retry-After`. */
                 "Idempotency-Key"?: string;
+                /** @description Only for an account whose wallet is its own (custody "self"): the wallet's EIP-712 signature of the `request` the same path with /prepare answered for these very values. Without it such an account is answered 403 SIGNATURE_REQUIRED; a managed wallet's account sends none. */
+                "Wallet-Signature"?: string;
+                /** @description With Wallet-Signature, where the prepare call answered a `permit`: the wallet's signature of it. */
+                "Wallet-Permit-Signature"?: string;
             };
             path?: never;
             cookie?: never;
@@ -11454,6 +13548,233 @@ export interface operations {
                             executeAfter: string;
                             /** @description ISO 8601: the end of the execution window (executeAfter + 7 days); past it the request is expired */
                             expiresAt: string;
+                        };
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: VALIDATION_ERROR, SIGNATURE_MISMATCH, REQUEST_MISMATCH, REQUEST_EXPIRED, AMOUNT_TOO_SMALL, VAULT_LOCKED */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: FORBIDDEN, SIGNATURE_REQUIRED */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SOCIAL_VAULT_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_IN_PROGRESS, REQUEST_REPLAYED, CONFLICT, NOT_ENOUGH_GUARDIANS */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_KEY_REUSED */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    prepareRequestSocialVaultWithdrawal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description USDC to send once approved: only above what today's rolling daily limit still allows (an amount within it is 400 VALIDATION_ERROR: use /withdraw/instant); at least 0.01 or the vault's whole balance (else 400 AMOUNT_TOO_SMALL) */
+                    amount: number;
+                    /** @description where the USDC goes: not the zero address, your social vault itself or a contract of the platform (USDC, staking vault, loan book, forwarder, ...), which are 400 VALIDATION_ERROR */
+                    recipient: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description the wallet that must sign: yours */
+                            signer: string;
+                            /** @description ISO 8601 UTC, chain time: after it, prepare again */
+                            expiresAt: string;
+                            /** @description the forwarder's ERC-2771 request: sign it and send the write again, with the same values, its signature in Wallet-Signature */
+                            request: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            };
+                            /** @description an EIP-2612 permit for exactly the USDC the write takes, where your wallet has not allowed it: its signature goes in Wallet-Permit-Signature */
+                            permit: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            } | null;
                         };
                         message?: string;
                         meta: components["schemas"]["Meta"];
@@ -11512,7 +13833,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: IDEMPOTENCY_IN_PROGRESS, NOT_ENOUGH_GUARDIANS */
+            /** @description Error: NOT_ENOUGH_GUARDIANS, CONFLICT */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -11540,19 +13861,6 @@ export interface operations {
             };
             /** @description Error: UNSUPPORTED_MEDIA_TYPE */
             415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description Error: IDEMPOTENCY_KEY_REUSED */
-            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -12095,6 +14403,10 @@ export interface operations {
             header?: {
                 /** @description Optional. Without it the request runs once, as a new operation. With a key of yours (a UUID) it becomes safe to retry: a retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing, also after a timeout or a lost connection; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED, however old the key; a retry while the first request still runs waits for it, or gets 409 IDEMPOTENCY_IN_PROGRESS with `Retry-After`. */
                 "Idempotency-Key"?: string;
+                /** @description Only for an account whose wallet is its own (custody "self"): the wallet's EIP-712 signature of the `request` the same path with /prepare answered for these very values. Without it such an account is answered 403 SIGNATURE_REQUIRED; a managed wallet's account sends none. */
+                "Wallet-Signature"?: string;
+                /** @description With Wallet-Signature, where the prepare call answered a `permit`: the wallet's signature of it. */
+                "Wallet-Permit-Signature"?: string;
             };
             path: {
                 /** @description the withdrawal's id: its vault's address and its request id */
@@ -12125,6 +14437,201 @@ export interface operations {
                             status: "pending" | "approved" | "executed" | "cancelled" | "expired";
                             /** @description ISO 8601: when the owner may execute it (once approved) */
                             canExecuteAt: string;
+                        };
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: VALIDATION_ERROR, SIGNATURE_MISMATCH, REQUEST_MISMATCH, REQUEST_EXPIRED, VAULT_LOCKED */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: FORBIDDEN, SIGNATURE_REQUIRED, NOT_GUARDIAN */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: WITHDRAWAL_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_IN_PROGRESS, REQUEST_REPLAYED, CONFLICT, WITHDRAWAL_EXPIRED */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_KEY_REUSED */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    prepareApproveSocialVaultWithdrawal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the withdrawal's id: its vault's address and its request id */
+                withdrawalId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description the wallet that must sign: yours */
+                            signer: string;
+                            /** @description ISO 8601 UTC, chain time: after it, prepare again */
+                            expiresAt: string;
+                            /** @description the forwarder's ERC-2771 request: sign it and send the write again, with the same values, its signature in Wallet-Signature */
+                            request: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            };
+                            /** @description an EIP-2612 permit for exactly the USDC the write takes, where your wallet has not allowed it: its signature goes in Wallet-Permit-Signature */
+                            permit: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            } | null;
                         };
                         message?: string;
                         meta: components["schemas"]["Meta"];
@@ -12183,21 +14690,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: IDEMPOTENCY_IN_PROGRESS, WITHDRAWAL_EXPIRED, CONFLICT */
+            /** @description Error: WITHDRAWAL_EXPIRED, CONFLICT */
             409: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description Error: IDEMPOTENCY_KEY_REUSED */
-            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -12256,6 +14750,10 @@ export interface operations {
             header?: {
                 /** @description Optional. Without it the request runs once, as a new operation. With a key of yours (a UUID) it becomes safe to retry: a retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing, also after a timeout or a lost connection; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED, however old the key; a retry while the first request still runs waits for it, or gets 409 IDEMPOTENCY_IN_PROGRESS with `Retry-After`. */
                 "Idempotency-Key"?: string;
+                /** @description Only for an account whose wallet is its own (custody "self"): the wallet's EIP-712 signature of the `request` the same path with /prepare answered for these very values. Without it such an account is answered 403 SIGNATURE_REQUIRED; a managed wallet's account sends none. */
+                "Wallet-Signature"?: string;
+                /** @description With Wallet-Signature, where the prepare call answered a `permit`: the wallet's signature of it. */
+                "Wallet-Permit-Signature"?: string;
             };
             path: {
                 /** @description the withdrawal's id: its vault's address and its request id */
@@ -12290,6 +14788,201 @@ export interface operations {
                             txHash: string;
                             /** @description the vault's balance after it, a decimal string with two fraction digits */
                             newBalance: string;
+                        };
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: VALIDATION_ERROR, SIGNATURE_MISMATCH, REQUEST_MISMATCH, REQUEST_EXPIRED, VAULT_LOCKED */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: FORBIDDEN, SIGNATURE_REQUIRED */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SOCIAL_VAULT_NOT_FOUND, WITHDRAWAL_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_IN_PROGRESS, REQUEST_REPLAYED, CONFLICT, TIMELOCK_ACTIVE, WITHDRAWAL_EXPIRED */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_KEY_REUSED */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    prepareExecuteSocialVaultWithdrawal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the withdrawal's id: its vault's address and its request id */
+                withdrawalId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description the wallet that must sign: yours */
+                            signer: string;
+                            /** @description ISO 8601 UTC, chain time: after it, prepare again */
+                            expiresAt: string;
+                            /** @description the forwarder's ERC-2771 request: sign it and send the write again, with the same values, its signature in Wallet-Signature */
+                            request: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            };
+                            /** @description an EIP-2612 permit for exactly the USDC the write takes, where your wallet has not allowed it: its signature goes in Wallet-Permit-Signature */
+                            permit: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            } | null;
                         };
                         message?: string;
                         meta: components["schemas"]["Meta"];
@@ -12348,21 +15041,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: IDEMPOTENCY_IN_PROGRESS, TIMELOCK_ACTIVE, WITHDRAWAL_EXPIRED, CONFLICT */
+            /** @description Error: TIMELOCK_ACTIVE, WITHDRAWAL_EXPIRED, CONFLICT */
             409: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description Error: IDEMPOTENCY_KEY_REUSED */
-            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -12421,6 +15101,10 @@ export interface operations {
             header?: {
                 /** @description Optional. Without it the request runs once, as a new operation. With a key of yours (a UUID) it becomes safe to retry: a retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing, also after a timeout or a lost connection; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED, however old the key; a retry while the first request still runs waits for it, or gets 409 IDEMPOTENCY_IN_PROGRESS with `Retry-After`. */
                 "Idempotency-Key"?: string;
+                /** @description Only for an account whose wallet is its own (custody "self"): the wallet's EIP-712 signature of the `request` the same path with /prepare answered for these very values. Without it such an account is answered 403 SIGNATURE_REQUIRED; a managed wallet's account sends none. */
+                "Wallet-Signature"?: string;
+                /** @description With Wallet-Signature, where the prepare call answered a `permit`: the wallet's signature of it. */
+                "Wallet-Permit-Signature"?: string;
             };
             path: {
                 /** @description the withdrawal's id: its vault's address and its request id */
@@ -12447,6 +15131,201 @@ export interface operations {
                             withdrawalId: string;
                             /** @enum {string} */
                             status: "cancelled";
+                        };
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: VALIDATION_ERROR, SIGNATURE_MISMATCH, REQUEST_MISMATCH, REQUEST_EXPIRED */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: FORBIDDEN, SIGNATURE_REQUIRED */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SOCIAL_VAULT_NOT_FOUND, WITHDRAWAL_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_IN_PROGRESS, REQUEST_REPLAYED, CONFLICT */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_KEY_REUSED */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    prepareCancelSocialVaultWithdrawal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the withdrawal's id: its vault's address and its request id */
+                withdrawalId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description the wallet that must sign: yours */
+                            signer: string;
+                            /** @description ISO 8601 UTC, chain time: after it, prepare again */
+                            expiresAt: string;
+                            /** @description the forwarder's ERC-2771 request: sign it and send the write again, with the same values, its signature in Wallet-Signature */
+                            request: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            };
+                            /** @description an EIP-2612 permit for exactly the USDC the write takes, where your wallet has not allowed it: its signature goes in Wallet-Permit-Signature */
+                            permit: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            } | null;
                         };
                         message?: string;
                         meta: components["schemas"]["Meta"];
@@ -12505,21 +15384,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: IDEMPOTENCY_IN_PROGRESS, CONFLICT */
+            /** @description Error: CONFLICT */
             409: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description Error: IDEMPOTENCY_KEY_REUSED */
-            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -12578,6 +15444,10 @@ export interface operations {
             header?: {
                 /** @description Optional. Without it the request runs once, as a new operation. With a key of yours (a UUID) it becomes safe to retry: a retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing, also after a timeout or a lost connection; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED, however old the key; a retry while the first request still runs waits for it, or gets 409 IDEMPOTENCY_IN_PROGRESS with `Retry-After`. */
                 "Idempotency-Key"?: string;
+                /** @description Only for an account whose wallet is its own (custody "self"): the wallet's EIP-712 signature of the `request` the same path with /prepare answered for these very values. Without it such an account is answered 403 SIGNATURE_REQUIRED; a managed wallet's account sends none. */
+                "Wallet-Signature"?: string;
+                /** @description With Wallet-Signature, where the prepare call answered a `permit`: the wallet's signature of it. */
+                "Wallet-Permit-Signature"?: string;
             };
             path?: never;
             cookie?: never;
@@ -12611,6 +15481,231 @@ export interface operations {
                             lockedAt: string;
                             /** @description whether the vault has active guardians, who are alerted silently */
                             guardiansNotified: boolean;
+                        };
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: VALIDATION_ERROR, SIGNATURE_MISMATCH, REQUEST_MISMATCH, REQUEST_EXPIRED, VAULT_LOCKED */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: FORBIDDEN, SIGNATURE_REQUIRED */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SOCIAL_VAULT_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_IN_PROGRESS, REQUEST_REPLAYED, CONFLICT */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_KEY_REUSED */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    prepareLockSocialVault: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the duress PIN set at creation */
+                    duressPin: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description the wallet that must sign: yours */
+                            signer: string;
+                            /** @description ISO 8601 UTC, chain time: after it, prepare again */
+                            expiresAt: string;
+                            /** @description the forwarder's ERC-2771 request: sign it and send the write again, with the same values, its signature in Wallet-Signature */
+                            request: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            };
+                            /** @description an EIP-2612 permit for exactly the USDC the write takes, where your wallet has not allowed it: its signature goes in Wallet-Permit-Signature */
+                            permit: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            } | null;
                         };
                         message?: string;
                         meta: components["schemas"]["Meta"];
@@ -12669,7 +15764,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: IDEMPOTENCY_IN_PROGRESS */
+            /** @description Error: CONFLICT */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -12697,19 +15792,6 @@ export interface operations {
             };
             /** @description Error: UNSUPPORTED_MEDIA_TYPE */
             415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description Error: IDEMPOTENCY_KEY_REUSED */
-            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -12768,6 +15850,10 @@ export interface operations {
             header?: {
                 /** @description Optional. Without it the request runs once, as a new operation. With a key of yours (a UUID) it becomes safe to retry: a retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing, also after a timeout or a lost connection; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED, however old the key; a retry while the first request still runs waits for it, or gets 409 IDEMPOTENCY_IN_PROGRESS with `Retry-After`. */
                 "Idempotency-Key"?: string;
+                /** @description Only for an account whose wallet is its own (custody "self"): the wallet's EIP-712 signature of the `request` the same path with /prepare answered for these very values. Without it such an account is answered 403 SIGNATURE_REQUIRED; a managed wallet's account sends none. */
+                "Wallet-Signature"?: string;
+                /** @description With Wallet-Signature, where the prepare call answered a `permit`: the wallet's signature of it. */
+                "Wallet-Permit-Signature"?: string;
             };
             path?: never;
             cookie?: never;
@@ -12801,6 +15887,233 @@ export interface operations {
                             hasDuressPin: true;
                             /** @description hash of the transaction on chain */
                             txHash: string;
+                        };
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: VALIDATION_ERROR, SIGNATURE_MISMATCH, REQUEST_MISMATCH, REQUEST_EXPIRED */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: FORBIDDEN, SIGNATURE_REQUIRED */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SOCIAL_VAULT_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_IN_PROGRESS, REQUEST_REPLAYED, CONFLICT */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_KEY_REUSED */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    prepareSetSocialVaultDuressPin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the new duress PIN, 4 to 6 digits */
+                    duressPin: string;
+                    /** @description the PIN now set, required unless the vault has none (after a duress lock spent it) */
+                    currentPin?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description the wallet that must sign: yours */
+                            signer: string;
+                            /** @description ISO 8601 UTC, chain time: after it, prepare again */
+                            expiresAt: string;
+                            /** @description the forwarder's ERC-2771 request: sign it and send the write again, with the same values, its signature in Wallet-Signature */
+                            request: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            };
+                            /** @description an EIP-2612 permit for exactly the USDC the write takes, where your wallet has not allowed it: its signature goes in Wallet-Permit-Signature */
+                            permit: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            } | null;
                         };
                         message?: string;
                         meta: components["schemas"]["Meta"];
@@ -12859,7 +16172,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: IDEMPOTENCY_IN_PROGRESS */
+            /** @description Error: CONFLICT */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -12887,19 +16200,6 @@ export interface operations {
             };
             /** @description Error: UNSUPPORTED_MEDIA_TYPE */
             415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description Error: IDEMPOTENCY_KEY_REUSED */
-            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -12958,6 +16258,10 @@ export interface operations {
             header?: {
                 /** @description Optional. Without it the request runs once, as a new operation. With a key of yours (a UUID) it becomes safe to retry: a retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing, also after a timeout or a lost connection; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED, however old the key; a retry while the first request still runs waits for it, or gets 409 IDEMPOTENCY_IN_PROGRESS with `Retry-After`. */
                 "Idempotency-Key"?: string;
+                /** @description Only for an account whose wallet is its own (custody "self"): the wallet's EIP-712 signature of the `request` the same path with /prepare answered for these very values. Without it such an account is answered 403 SIGNATURE_REQUIRED; a managed wallet's account sends none. */
+                "Wallet-Signature"?: string;
+                /** @description With Wallet-Signature, where the prepare call answered a `permit`: the wallet's signature of it. */
+                "Wallet-Permit-Signature"?: string;
             };
             path?: never;
             cookie?: never;
@@ -12989,6 +16293,198 @@ export interface operations {
                             approvalsRequired: number;
                             /** @description hash of the transaction on chain */
                             txHash: string;
+                        };
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: SIGNATURE_MISMATCH, REQUEST_MISMATCH, REQUEST_EXPIRED */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: FORBIDDEN, SIGNATURE_REQUIRED */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SOCIAL_VAULT_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_IN_PROGRESS, REQUEST_REPLAYED, CONFLICT, TIMELOCK_ACTIVE */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_KEY_REUSED */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    prepareUnlockSocialVault: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description the wallet that must sign: yours */
+                            signer: string;
+                            /** @description ISO 8601 UTC, chain time: after it, prepare again */
+                            expiresAt: string;
+                            /** @description the forwarder's ERC-2771 request: sign it and send the write again, with the same values, its signature in Wallet-Signature */
+                            request: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            };
+                            /** @description an EIP-2612 permit for exactly the USDC the write takes, where your wallet has not allowed it: its signature goes in Wallet-Permit-Signature */
+                            permit: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            } | null;
                         };
                         message?: string;
                         meta: components["schemas"]["Meta"];
@@ -13034,21 +16530,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: IDEMPOTENCY_IN_PROGRESS, TIMELOCK_ACTIVE, CONFLICT */
+            /** @description Error: TIMELOCK_ACTIVE, CONFLICT */
             409: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description Error: IDEMPOTENCY_KEY_REUSED */
-            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -13107,6 +16590,10 @@ export interface operations {
             header?: {
                 /** @description Optional. Without it the request runs once, as a new operation. With a key of yours (a UUID) it becomes safe to retry: a retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing, also after a timeout or a lost connection; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED, however old the key; a retry while the first request still runs waits for it, or gets 409 IDEMPOTENCY_IN_PROGRESS with `Retry-After`. */
                 "Idempotency-Key"?: string;
+                /** @description Only for an account whose wallet is its own (custody "self"): the wallet's EIP-712 signature of the `request` the same path with /prepare answered for these very values. Without it such an account is answered 403 SIGNATURE_REQUIRED; a managed wallet's account sends none. */
+                "Wallet-Signature"?: string;
+                /** @description With Wallet-Signature, where the prepare call answered a `permit`: the wallet's signature of it. */
+                "Wallet-Permit-Signature"?: string;
             };
             path?: never;
             cookie?: never;
@@ -13139,6 +16626,231 @@ export interface operations {
                             approvalsReceived: number;
                             /** @description hash of the transaction on chain */
                             txHash: string;
+                        };
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: VALIDATION_ERROR, SIGNATURE_MISMATCH, REQUEST_MISMATCH, REQUEST_EXPIRED */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: FORBIDDEN, SIGNATURE_REQUIRED, NOT_GUARDIAN */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SOCIAL_VAULT_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_IN_PROGRESS, REQUEST_REPLAYED, CONFLICT */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_KEY_REUSED */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    prepareApproveSocialVaultUnlock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the vault you guard */
+                    vaultAddress: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description the wallet that must sign: yours */
+                            signer: string;
+                            /** @description ISO 8601 UTC, chain time: after it, prepare again */
+                            expiresAt: string;
+                            /** @description the forwarder's ERC-2771 request: sign it and send the write again, with the same values, its signature in Wallet-Signature */
+                            request: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            };
+                            /** @description an EIP-2612 permit for exactly the USDC the write takes, where your wallet has not allowed it: its signature goes in Wallet-Permit-Signature */
+                            permit: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            } | null;
                         };
                         message?: string;
                         meta: components["schemas"]["Meta"];
@@ -13197,7 +16909,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: IDEMPOTENCY_IN_PROGRESS, CONFLICT */
+            /** @description Error: CONFLICT */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -13225,19 +16937,6 @@ export interface operations {
             };
             /** @description Error: UNSUPPORTED_MEDIA_TYPE */
             415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description Error: IDEMPOTENCY_KEY_REUSED */
-            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -13296,6 +16995,10 @@ export interface operations {
             header?: {
                 /** @description Optional. Without it the request runs once, as a new operation. With a key of yours (a UUID) it becomes safe to retry: a retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing, also after a timeout or a lost connection; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED, however old the key; a retry while the first request still runs waits for it, or gets 409 IDEMPOTENCY_IN_PROGRESS with `Retry-After`. */
                 "Idempotency-Key"?: string;
+                /** @description Only for an account whose wallet is its own (custody "self"): the wallet's EIP-712 signature of the `request` the same path with /prepare answered for these very values. Without it such an account is answered 403 SIGNATURE_REQUIRED; a managed wallet's account sends none. */
+                "Wallet-Signature"?: string;
+                /** @description With Wallet-Signature, where the prepare call answered a `permit`: the wallet's signature of it. */
+                "Wallet-Permit-Signature"?: string;
             };
             path?: never;
             cookie?: never;
@@ -13342,6 +17045,233 @@ export interface operations {
                             executableAt: string | null;
                             /** @description hash of the transaction on chain */
                             txHash: string;
+                        };
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: VALIDATION_ERROR, SIGNATURE_MISMATCH, REQUEST_MISMATCH, REQUEST_EXPIRED */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: FORBIDDEN, SIGNATURE_REQUIRED, NOT_GUARDIAN */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SOCIAL_VAULT_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_IN_PROGRESS, REQUEST_REPLAYED, CONFLICT */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_KEY_REUSED */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    prepareApproveSocialVaultRecovery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the vault you guard */
+                    vaultAddress: string;
+                    /** @description the owner's new wallet: not the vault, its owner, a guardian or another vault's owner */
+                    newOwnerAddress: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description the wallet that must sign: yours */
+                            signer: string;
+                            /** @description ISO 8601 UTC, chain time: after it, prepare again */
+                            expiresAt: string;
+                            /** @description the forwarder's ERC-2771 request: sign it and send the write again, with the same values, its signature in Wallet-Signature */
+                            request: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            };
+                            /** @description an EIP-2612 permit for exactly the USDC the write takes, where your wallet has not allowed it: its signature goes in Wallet-Permit-Signature */
+                            permit: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            } | null;
                         };
                         message?: string;
                         meta: components["schemas"]["Meta"];
@@ -13400,7 +17330,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: IDEMPOTENCY_IN_PROGRESS, CONFLICT */
+            /** @description Error: CONFLICT */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -13428,19 +17358,6 @@ export interface operations {
             };
             /** @description Error: UNSUPPORTED_MEDIA_TYPE */
             415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description Error: IDEMPOTENCY_KEY_REUSED */
-            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -13499,6 +17416,10 @@ export interface operations {
             header?: {
                 /** @description Optional. Without it the request runs once, as a new operation. With a key of yours (a UUID) it becomes safe to retry: a retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing, also after a timeout or a lost connection; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED, however old the key; a retry while the first request still runs waits for it, or gets 409 IDEMPOTENCY_IN_PROGRESS with `Retry-After`. */
                 "Idempotency-Key"?: string;
+                /** @description Only for an account whose wallet is its own (custody "self"): the wallet's EIP-712 signature of the `request` the same path with /prepare answered for these very values. Without it such an account is answered 403 SIGNATURE_REQUIRED; a managed wallet's account sends none. */
+                "Wallet-Signature"?: string;
+                /** @description With Wallet-Signature, where the prepare call answered a `permit`: the wallet's signature of it. */
+                "Wallet-Permit-Signature"?: string;
             };
             path?: never;
             cookie?: never;
@@ -13541,7 +17462,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: VALIDATION_ERROR */
+            /** @description Error: VALIDATION_ERROR, SIGNATURE_MISMATCH, REQUEST_MISMATCH, REQUEST_EXPIRED */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -13567,7 +17488,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: FORBIDDEN, NOT_GUARDIAN */
+            /** @description Error: FORBIDDEN, SIGNATURE_REQUIRED, NOT_GUARDIAN */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -13593,7 +17514,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: IDEMPOTENCY_IN_PROGRESS, CONFLICT */
+            /** @description Error: IDEMPOTENCY_IN_PROGRESS, REQUEST_REPLAYED, CONFLICT */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -13686,12 +17607,228 @@ export interface operations {
             };
         };
     };
+    prepareCancelSocialVaultRecovery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the vault (a guardian names it; the owner may leave it out) */
+                    vaultAddress?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description the wallet that must sign: yours */
+                            signer: string;
+                            /** @description ISO 8601 UTC, chain time: after it, prepare again */
+                            expiresAt: string;
+                            /** @description the forwarder's ERC-2771 request: sign it and send the write again, with the same values, its signature in Wallet-Signature */
+                            request: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            };
+                            /** @description an EIP-2612 permit for exactly the USDC the write takes, where your wallet has not allowed it: its signature goes in Wallet-Permit-Signature */
+                            permit: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            } | null;
+                        };
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: VALIDATION_ERROR */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: FORBIDDEN, NOT_GUARDIAN */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SOCIAL_VAULT_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: CONFLICT */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     finalizeSocialVaultRecovery: {
         parameters: {
             query?: never;
             header?: {
                 /** @description Optional. Without it the request runs once, as a new operation. With a key of yours (a UUID) it becomes safe to retry: a retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing, also after a timeout or a lost connection; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED, however old the key; a retry while the first request still runs waits for it, or gets 409 IDEMPOTENCY_IN_PROGRESS with `Retry-After`. */
                 "Idempotency-Key"?: string;
+                /** @description Only for an account whose wallet is its own (custody "self"): the wallet's EIP-712 signature of the `request` the same path with /prepare answered for these very values. Without it such an account is answered 403 SIGNATURE_REQUIRED; a managed wallet's account sends none. */
+                "Wallet-Signature"?: string;
+                /** @description With Wallet-Signature, where the prepare call answered a `permit`: the wallet's signature of it. */
+                "Wallet-Permit-Signature"?: string;
             };
             path?: never;
             cookie?: never;
@@ -13727,6 +17864,231 @@ export interface operations {
                             isLocked: boolean;
                             /** @description hash of the transaction on chain */
                             txHash: string;
+                        };
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: VALIDATION_ERROR, SIGNATURE_MISMATCH, REQUEST_MISMATCH, REQUEST_EXPIRED */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: FORBIDDEN, SIGNATURE_REQUIRED */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SOCIAL_VAULT_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_IN_PROGRESS, REQUEST_REPLAYED, CONFLICT, TIMELOCK_ACTIVE, SOCIAL_VAULT_EXISTS */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_KEY_REUSED */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    prepareFinalizeSocialVaultRecovery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the vault whose recovery is due */
+                    vaultAddress: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description the wallet that must sign: yours */
+                            signer: string;
+                            /** @description ISO 8601 UTC, chain time: after it, prepare again */
+                            expiresAt: string;
+                            /** @description the forwarder's ERC-2771 request: sign it and send the write again, with the same values, its signature in Wallet-Signature */
+                            request: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            };
+                            /** @description an EIP-2612 permit for exactly the USDC the write takes, where your wallet has not allowed it: its signature goes in Wallet-Permit-Signature */
+                            permit: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            } | null;
                         };
                         message?: string;
                         meta: components["schemas"]["Meta"];
@@ -13785,7 +18147,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: IDEMPOTENCY_IN_PROGRESS, TIMELOCK_ACTIVE, SOCIAL_VAULT_EXISTS, CONFLICT */
+            /** @description Error: TIMELOCK_ACTIVE, SOCIAL_VAULT_EXISTS, CONFLICT */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -13813,19 +18175,6 @@ export interface operations {
             };
             /** @description Error: UNSUPPORTED_MEDIA_TYPE */
             415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description Error: IDEMPOTENCY_KEY_REUSED */
-            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -14619,6 +18968,10 @@ export interface operations {
             header?: {
                 /** @description Optional. Without it the request runs once, as a new operation. With a key of yours (a UUID) it becomes safe to retry: a retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing, also after a timeout or a lost connection; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED, however old the key; a retry while the first request still runs waits for it, or gets 409 IDEMPOTENCY_IN_PROGRESS with `Retry-After`. */
                 "Idempotency-Key"?: string;
+                /** @description Only for an account whose wallet is its own (custody "self"): the wallet's EIP-712 signature of the `request` the same path with /prepare answered for these very values. Without it such an account is answered 403 SIGNATURE_REQUIRED; a managed wallet's account sends none. */
+                "Wallet-Signature"?: string;
+                /** @description With Wallet-Signature, where the prepare call answered a `permit`: the wallet's signature of it. */
+                "Wallet-Permit-Signature"?: string;
             };
             path: {
                 /** @description the payment's id; another merchant's, or an unknown one, is 404 PAYMENT_NOT_FOUND */
@@ -14654,6 +19007,239 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: components["schemas"]["PaymentRefund"];
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: VALIDATION_ERROR, SIGNATURE_MISMATCH, REQUEST_MISMATCH, REQUEST_EXPIRED, INVALID_AMOUNT, INSUFFICIENT_BALANCE */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: FORBIDDEN, SIGNATURE_REQUIRED */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: PAYMENT_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_IN_PROGRESS, REQUEST_REPLAYED, CONFLICT, PAYMENT_NOT_PAID */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_KEY_REUSED */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    prepareRefundPayment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the payment's id; another merchant's, or an unknown one, is 404 PAYMENT_NOT_FOUND */
+                paymentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description USDC to return to the payer (default: all that is left) */
+                    amount?: number;
+                    /**
+                     * @description why (shown in the refund and its event)
+                     * @default requested_by_customer
+                     */
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description the wallet that must sign: yours */
+                            signer: string;
+                            /** @description ISO 8601 UTC, chain time: after it, prepare again */
+                            expiresAt: string;
+                            /** @description the forwarder's ERC-2771 request: sign it and send the write again, with the same values, its signature in Wallet-Signature */
+                            request: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            };
+                            /** @description an EIP-2612 permit for exactly the USDC the write takes, where your wallet has not allowed it: its signature goes in Wallet-Permit-Signature */
+                            permit: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            } | null;
+                        };
                         message?: string;
                         meta: components["schemas"]["Meta"];
                     };
@@ -14711,7 +19297,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: IDEMPOTENCY_IN_PROGRESS, PAYMENT_NOT_PAID */
+            /** @description Error: PAYMENT_NOT_PAID, CONFLICT */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -14739,19 +19325,6 @@ export interface operations {
             };
             /** @description Error: UNSUPPORTED_MEDIA_TYPE */
             415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description Error: IDEMPOTENCY_KEY_REUSED */
-            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -14965,6 +19538,10 @@ export interface operations {
             header?: {
                 /** @description Optional. Without it the request runs once, as a new operation. With a key of yours (a UUID) it becomes safe to retry: a retry with the same key and body within 24 hours gets the first answer again (with `Idempotent-Replayed: true`) and moves nothing, also after a timeout or a lost connection; the same key with another body is 422 IDEMPOTENCY_KEY_REUSED, however old the key; a retry while the first request still runs waits for it, or gets 409 IDEMPOTENCY_IN_PROGRESS with `Retry-After`. */
                 "Idempotency-Key"?: string;
+                /** @description Only for an account whose wallet is its own (custody "self"): the wallet's EIP-712 signature of the `request` the same path with /prepare answered for these very values. Without it such an account is answered 403 SIGNATURE_REQUIRED; a managed wallet's account sends none. */
+                "Wallet-Signature"?: string;
+                /** @description With Wallet-Signature, where the prepare call answered a `permit`: the wallet's signature of it. */
+                "Wallet-Permit-Signature"?: string;
             };
             path: {
                 /** @description the payment's id; another merchant's, or an unknown one, is 404 PAYMENT_NOT_FOUND */
@@ -15026,6 +19603,252 @@ export interface operations {
                                 /** @description due in this many days */
                                 durationDays: number;
                             }[];
+                        };
+                        message?: string;
+                        meta: components["schemas"]["Meta"];
+                    };
+                };
+            };
+            /** @description Error: VALIDATION_ERROR, SIGNATURE_MISMATCH, REQUEST_MISMATCH, REQUEST_EXPIRED, INSUFFICIENT_BALANCE, INSUFFICIENT_LIQUIDITY */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: PAYMENT_DECLINED */
+            402: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: FORBIDDEN, SIGNATURE_REQUIRED, SELF_PAYMENT, NOT_ELIGIBLE */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: PAYMENT_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_IN_PROGRESS, REQUEST_REPLAYED, CONFLICT, ALREADY_PAID, PAYMENT_EXPIRED, PAYMENT_CANCELLED, PAYMENT_IN_PROGRESS */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: IDEMPOTENCY_KEY_REUSED */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: INTERNAL_ERROR */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Error: VAULT_PAUSED, SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    preparePayPayment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the payment's id; another merchant's, or an unknown one, is 404 PAYMENT_NOT_FOUND */
+                paymentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description one of the payment's methods
+                     * @enum {string}
+                     */
+                    method: "direct" | "credit" | "split";
+                    /** @description the paying wallet (default your managed wallet; in production only it). Outside production 0x000000000000000000000000000000000000dEc1 always declines and 0x00000000000000000000000000000000000f0001 always has insufficient funds */
+                    payerAddress?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** @description the wallet that must sign: yours */
+                            signer: string;
+                            /** @description ISO 8601 UTC, chain time: after it, prepare again */
+                            expiresAt: string;
+                            /** @description the forwarder's ERC-2771 request: sign it and send the write again, with the same values, its signature in Wallet-Signature */
+                            request: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            };
+                            /** @description an EIP-2612 permit for exactly the USDC the write takes, where your wallet has not allowed it: its signature goes in Wallet-Permit-Signature */
+                            permit: {
+                                domain: {
+                                    name: string;
+                                    version: string;
+                                    chainId: number;
+                                    verifyingContract: string;
+                                };
+                                types: {
+                                    [key: string]: {
+                                        name: string;
+                                        type: string;
+                                    }[];
+                                };
+                                primaryType: string;
+                                /** @description integers as decimal strings */
+                                message: {
+                                    [key: string]: string;
+                                };
+                            } | null;
                         };
                         message?: string;
                         meta: components["schemas"]["Meta"];
@@ -15097,7 +19920,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Error: IDEMPOTENCY_IN_PROGRESS, ALREADY_PAID, PAYMENT_EXPIRED, PAYMENT_CANCELLED, PAYMENT_IN_PROGRESS */
+            /** @description Error: ALREADY_PAID, PAYMENT_EXPIRED, PAYMENT_CANCELLED, PAYMENT_IN_PROGRESS, CONFLICT */
             409: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -15125,19 +19948,6 @@ export interface operations {
             };
             /** @description Error: UNSUPPORTED_MEDIA_TYPE */
             415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description Error: IDEMPOTENCY_KEY_REUSED */
-            422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];

@@ -1,0 +1,208 @@
+// Writes signed by the user's own wallet, relayed by the service (#46 item 2, D-119): an account
+// signed in with Ethereum prepares a write (POST <path>/prepare answers EIP-712 typed data),
+// its wallet signs, and the spec's own endpoint takes the signatures in Wallet-Signature headers
+// and answers as the spec shows. The wallet never holds ETH. Every refusal is a 4xx with nothing sent.
+import { randomUUID } from "node:crypto";
+import { expect } from "chai";
+import { type TypedDataField, Wallet } from "ethers";
+import { createSiweMessage } from "viem/siwe";
+import type { TestApi } from "../helpers/api.js";
+import type { TestChain } from "../helpers/chain.js";
+import { expectErrorEnvelope } from "../helpers/envelope.js";
+import { type MoneyStack, newTestUser, startMoneyStack } from "../helpers/money-stack.js";
+
+type TypedData = {
+  domain: Record<string, unknown>;
+  types: Record<string, TypedDataField[]>;
+  primaryType: string;
+  message: Record<string, string>;
+};
+
+/** What a wallet answers to eth_signTypedData_v4 for the prepare call's typed data. */
+const sign = (wallet: Pick<Wallet, "signTypedData">, typed: TypedData) => {
+  const { EIP712Domain: _domain, ...types } = typed.types;
+  return wallet.signTypedData(typed.domain, types, typed.message);
+};
+
+describe("writes signed by the user's own wallet (D-119)", function () {
+  this.timeout(120_000);
+  let stack: MoneyStack;
+  let api: TestApi;
+  let chain: TestChain;
+  before(async () => {
+    stack = await startMoneyStack();
+    ({ api, chain } = stack);
+  });
+  after(async () => {
+    await stack?.close();
+  });
+
+  /** A fresh key signed in with Ethereum, holding `usdc` USDC (minted to it) and no ETH. */
+  async function selfCustody(usdc: bigint) {
+    const wallet = Wallet.createRandom();
+    const nonce = (await api.request("POST", "/v1/auth/siwe/nonce")).body.data.nonce as string;
+    const message = createSiweMessage({
+      address: wallet.address as `0x${string}`,
+      chainId: chain.deployment.chainId,
+      domain: "127.0.0.1:5173",
+      uri: "http://127.0.0.1:5173/",
+      nonce,
+      version: "1",
+      issuedAt: api.clock.now(),
+    });
+    const signedIn = await api.request("POST", "/v1/auth/siwe/verify", { body: { message, signature: await wallet.signMessage(message) } });
+    expect(signedIn.status, signedIn.text).to.equal(200);
+    if (usdc > 0n) await (await chain.contracts.usdc.mint(wallet.address, usdc)).wait();
+    return { wallet, token: signedIn.body.data.accessToken as string, id: signedIn.body.data.user.id as string };
+  }
+
+  const prepare = (token: string, path: string, body: unknown) => api.request("POST", `${path}/prepare`, { token, body });
+  const send = (token: string, path: string, body: unknown, signatures: { request?: string; permit?: string }, key?: string) =>
+    api.request("POST", path, {
+      token,
+      body,
+      headers: {
+        ...(signatures.request && { "wallet-signature": signatures.request }),
+        ...(signatures.permit && { "wallet-permit-signature": signatures.permit }),
+        ...(key && { "idempotency-key": key }),
+      },
+    });
+  /** Prepares `body` for `path`, signs what it answers with `wallet`, and sends it. */
+  async function signedWrite(token: string, wallet: Pick<Wallet, "signTypedData">, path: string, body: unknown, key?: string) {
+    const prepared = await prepare(token, path, body);
+    expect(prepared.status, prepared.text).to.equal(200);
+    const { request, permit } = prepared.body.data as { request: TypedData; permit: TypedData | null };
+    const signatures = { request: await sign(wallet, request), permit: permit ? await sign(wallet, permit) : undefined };
+    return { prepared: prepared.body.data, signatures, answer: await send(token, path, body, signatures, key) };
+  }
+  const shares = async (address: string) => (await chain.contracts.vault.balanceOf(address)) as bigint;
+  const eth = (address: string) => chain.provider.getBalance(address);
+
+  it("a deposit: prepared (a ForwardRequest of the wallet and a permit for exactly the amount), signed, sent; answered as the spec shows, no ETH spent", async () => {
+    const { wallet, token } = await selfCustody(50_000_000n);
+    // Without a signature the service cannot send it, and says how.
+    const unsigned = await api.request("POST", "/v1/vault/deposit", { token, body: { amount: 10 } });
+    expectErrorEnvelope(unsigned, 403, "SIGNATURE_REQUIRED");
+    expect(unsigned.body.error.details).to.deep.include({ field: "Wallet-Signature" });
+
+    const { prepared, answer } = await signedWrite(token, wallet, "/v1/vault/deposit", { amount: 10 });
+    expect(prepared.signer).to.equal(wallet.address);
+    expect(prepared.request.primaryType).to.equal("ForwardRequest");
+    expect(prepared.request.domain).to.deep.equal({
+      name: "TrustMintForwarder",
+      version: "1",
+      chainId: chain.deployment.chainId,
+      verifyingContract: chain.deployment.contracts.forwarder!.address,
+    });
+    expect(prepared.request.message).to.include({ from: wallet.address, value: "0", nonce: "0" });
+    expect(prepared.permit.primaryType).to.equal("Permit");
+    expect(prepared.permit.message).to.include({ owner: wallet.address, value: "10000000" });
+    expect(prepared.permit.message.spender.toLowerCase()).to.equal(chain.deployment.contracts.stakingVault!.address.toLowerCase());
+    expect(Date.parse(prepared.expiresAt)).to.be.greaterThan(Date.now() - 60_000);
+
+    expect(answer.status, answer.text).to.equal(200);
+    expect(answer.body.data.depositAmount).to.equal("10.00");
+    expect(answer.body.data.txHash).to.match(/^0x[0-9a-f]{64}$/);
+    expect(await shares(wallet.address)).to.be.greaterThan(0n);
+    expect((await chain.contracts.usdc.balanceOf(wallet.address)) as bigint).to.equal(40_000_000n);
+    // The permit was for exactly the amount: nothing is left allowed.
+    expect((await chain.contracts.usdc.allowance(wallet.address, chain.deployment.contracts.stakingVault!.address)) as bigint).to.equal(0n);
+    expect(await eth(wallet.address)).to.equal(0n);
+
+    // The mirror shows it: position and transactions.
+    const position = await api.request("GET", "/v1/vault/position", { token });
+    expect(position.body.data.usdcValue).to.equal("10.00");
+    const history = await api.request("GET", "/v1/vault/transactions", { token });
+    expect(history.body.data.map((row: { txHash: string }) => row.txHash)).to.include(answer.body.data.txHash);
+  });
+
+  it("a withdrawal needs no permit; a second write takes the wallet's next nonce", async () => {
+    const { wallet, token } = await selfCustody(20_000_000n);
+    expect((await signedWrite(token, wallet, "/v1/vault/deposit", { amount: 20 })).answer.status).to.equal(200);
+    const before = (await chain.contracts.usdc.balanceOf(wallet.address)) as bigint;
+    const { prepared, answer } = await signedWrite(token, wallet, "/v1/vault/withdraw", { tmUSDCAmount: 5 });
+    expect(prepared.permit).to.equal(null);
+    expect(prepared.request.message.nonce).to.equal("1");
+    expect(answer.status, answer.text).to.equal(200);
+    expect((await chain.contracts.usdc.balanceOf(wallet.address)) as bigint).to.be.greaterThan(before);
+    expect(await eth(wallet.address)).to.equal(0n);
+  });
+
+  it("refusals, nothing sent: another key's signature, a changed amount, a replay (and its retry with the same key answered again), a malformed header", async () => {
+    const { wallet, token } = await selfCustody(30_000_000n);
+    const path = "/v1/vault/deposit";
+    const prepared = (await prepare(token, path, { amount: 5 })).body.data as { request: TypedData; permit: TypedData };
+    const signatures = { request: await sign(wallet, prepared.request), permit: await sign(wallet, prepared.permit) };
+
+    // Signed by another key: refused, and the prepared request stays usable.
+    const stranger = Wallet.createRandom();
+    const wrongSigner = await send(
+      token,
+      path,
+      { amount: 5 },
+      { request: await sign(stranger, prepared.request), permit: signatures.permit },
+    );
+    expectErrorEnvelope(wrongSigner, 400, "SIGNATURE_MISMATCH");
+    const wrongPermit = await send(
+      token,
+      path,
+      { amount: 5 },
+      { request: signatures.request, permit: await sign(stranger, prepared.permit) },
+    );
+    expectErrorEnvelope(wrongPermit, 400, "SIGNATURE_MISMATCH");
+    expect(wrongPermit.body.error.details.field).to.equal("Wallet-Permit-Signature");
+    const missingPermit = await send(token, path, { amount: 5 }, { request: signatures.request });
+    expectErrorEnvelope(missingPermit, 403, "SIGNATURE_REQUIRED");
+    // The same signature on another amount.
+    expectErrorEnvelope(await send(token, path, { amount: 6 }, signatures), 400, "REQUEST_MISMATCH");
+    const malformed = await send(token, path, { amount: 5 }, { request: "0x1234" });
+    expectErrorEnvelope(malformed, 400, "VALIDATION_ERROR");
+    expect(malformed.body.error.details.field).to.equal("Wallet-Signature");
+    expect(await shares(wallet.address)).to.equal(0n);
+
+    // Once, then never again; a retry under the first key gets the first answer.
+    const key = randomUUID();
+    const first = await send(token, path, { amount: 5 }, signatures, key);
+    expect(first.status, first.text).to.equal(200);
+    const sharesAfter = await shares(wallet.address);
+    const retried = await send(token, path, { amount: 5 }, signatures, key);
+    expect(retried.status).to.equal(200);
+    expect(retried.headers.get("idempotent-replayed")).to.equal("true");
+    expect(retried.body.data.txHash).to.equal(first.body.data.txHash);
+    expectErrorEnvelope(await send(token, path, { amount: 5 }, signatures), 409, "REQUEST_REPLAYED");
+    expect(await shares(wallet.address)).to.equal(sharesAfter);
+  });
+
+  it("a refusal under an Idempotency-Key is not kept: the same key with a good signature goes through", async () => {
+    const { wallet, token } = await selfCustody(10_000_000n);
+    const key = randomUUID();
+    expectErrorEnvelope(
+      await api.request("POST", "/v1/vault/deposit", { token, body: { amount: 3 }, headers: { "idempotency-key": key } }),
+      403,
+      "SIGNATURE_REQUIRED",
+    );
+    const { answer } = await signedWrite(token, wallet, "/v1/vault/deposit", { amount: 3 }, key);
+    expect(answer.status, answer.text).to.equal(200);
+  });
+
+  it("an empty wallet is refused at the prepare call, before anything is signed; a managed wallet's account has nothing to prepare", async () => {
+    const { token } = await selfCustody(0n);
+    expectErrorEnvelope(await prepare(token, "/v1/vault/deposit", { amount: 1 }), 400, "INSUFFICIENT_BALANCE");
+    const managed = await newTestUser(api, "managed", 5);
+    expectErrorEnvelope(await prepare(managed.token, "/v1/vault/deposit", { amount: 1 }), 409, "CONFLICT");
+    const signedByNobody = await send(managed.token, "/v1/vault/deposit", { amount: 1 }, { request: `0x${"11".repeat(65)}` });
+    expectErrorEnvelope(signedByNobody, 409, "CONFLICT");
+  });
+
+  it("a request past its deadline is refused (REQUEST_EXPIRED), and a new one prepared after it goes through", async () => {
+    const { wallet, token } = await selfCustody(10_000_000n);
+    const prepared = (await prepare(token, "/v1/vault/deposit", { amount: 2 })).body.data as { request: TypedData; permit: TypedData };
+    const signatures = { request: await sign(wallet, prepared.request), permit: await sign(wallet, prepared.permit) };
+    await chain.provider.send("evm_increaseTime", [601]);
+    await chain.provider.send("evm_mine", []);
+    expectErrorEnvelope(await send(token, "/v1/vault/deposit", { amount: 2 }, signatures), 400, "REQUEST_EXPIRED");
+    expect(await shares(wallet.address)).to.equal(0n);
+    const { answer } = await signedWrite(token, wallet, "/v1/vault/deposit", { amount: 2 });
+    expect(answer.status, answer.text).to.equal(200);
+  });
+});
