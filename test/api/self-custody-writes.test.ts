@@ -8,6 +8,7 @@ import { type TypedDataField, Wallet } from "ethers";
 import { createSiweMessage } from "viem/siwe";
 import type { TestApi } from "../helpers/api.js";
 import type { TestChain } from "../helpers/chain.js";
+import { usingPostgres } from "../helpers/database.js";
 import { expectErrorEnvelope } from "../helpers/envelope.js";
 import { type MoneyStack, newTestUser, startMoneyStack } from "../helpers/money-stack.js";
 
@@ -24,7 +25,7 @@ const sign = (wallet: Pick<Wallet, "signTypedData">, typed: TypedData) => {
   return wallet.signTypedData(typed.domain, types, typed.message);
 };
 
-describe("writes signed by the user's own wallet (D-119)", function () {
+describe(`writes signed by the user's own wallet (D-119, ${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
   this.timeout(120_000);
   let stack: MoneyStack;
   let api: TestApi;
@@ -173,6 +174,15 @@ describe("writes signed by the user's own wallet (D-119)", function () {
     expect(await shares(wallet.address)).to.equal(sharesAfter);
   });
 
+  it("one signed request sent three times at once goes out once; the others are REQUEST_REPLAYED", async () => {
+    const { wallet, token } = await selfCustody(10_000_000n);
+    const prepared = (await prepare(token, "/v1/vault/deposit", { amount: 4 })).body.data as { request: TypedData; permit: TypedData };
+    const signatures = { request: await sign(wallet, prepared.request), permit: await sign(wallet, prepared.permit) };
+    const answers = await Promise.all([1, 2, 3].map(() => send(token, "/v1/vault/deposit", { amount: 4 }, signatures)));
+    expect(answers.map((answer) => answer.status).sort()).to.deep.equal([200, 409, 409]);
+    expect((await chain.contracts.usdc.balanceOf(wallet.address)) as bigint).to.equal(6_000_000n);
+  });
+
   it("a refusal under an Idempotency-Key is not kept: the same key with a good signature goes through", async () => {
     const { wallet, token } = await selfCustody(10_000_000n);
     const key = randomUUID();
@@ -204,5 +214,54 @@ describe("writes signed by the user's own wallet (D-119)", function () {
     expect(await shares(wallet.address)).to.equal(0n);
     const { answer } = await signedWrite(token, wallet, "/v1/vault/deposit", { amount: 2 });
     expect(answer.status, answer.text).to.equal(200);
+  });
+
+  it("every kind of write: a loan's repayment, the social vault's creation, deposit and instant withdrawal, a checkout's direct pay", async () => {
+    const { wallet, token } = await selfCustody(200_000_000n);
+    const signed = async (path: string, body: unknown) => {
+      const { answer } = await signedWrite(token, wallet, path, body);
+      expect(answer.status, `${path}: ${answer.text}`).to.be.oneOf([200, 201]);
+      return answer.body.data;
+    };
+
+    // A loan from the pool (a saver's deposit its liquidity), funded by the sandbox to the wallet, repaid in full from it.
+    const saver = await newTestUser(api, "saver", 100);
+    expect((await api.request("POST", "/v1/vault/deposit", { token: saver.token, body: { amount: 100 } })).status).to.equal(200);
+    const loan = await api.request("POST", "/v1/loans", { token, body: { amount: 20, duration: 7 } });
+    expect(loan.status, loan.text).to.equal(200);
+    const funded = await api.request("POST", `/dev/loans/${loan.body.data.id}/fund`, { token });
+    expect(funded.status, funded.text).to.equal(200);
+    const { remainingBalance } = (await api.request("GET", `/v1/loans/${loan.body.data.id}`, { token })).body.data;
+    const repaid = await signed(`/v1/loans/${loan.body.data.id}/repay`, { amount: remainingBalance });
+    expect(repaid.remainingBalance).to.equal(0);
+    expect((await api.request("GET", `/v1/loans/${loan.body.data.id}`, { token })).body.data.status).to.equal("repaid");
+
+    // The social vault: created by the wallet (the factory's clone at the address fixed by it), filled, and paid out of.
+    const created = await signed("/v1/social-vault", {
+      dailyLimit: 100,
+      timelockDuration: 3_600,
+      requiredSignatures: 1,
+      duressPin: "4821",
+    });
+    expect(created.vaultAddress).to.equal(((await chain.contracts.factory.predictVault(wallet.address)) as string).toLowerCase());
+    const deposited = await signed("/v1/social-vault/deposit", { amount: 30 });
+    expect(deposited.txHash).to.match(/^0x[0-9a-f]{64}$/);
+    const friend = Wallet.createRandom().address;
+    await signed("/v1/social-vault/withdraw/instant", { amount: 12, recipient: friend });
+    expect((await chain.contracts.usdc.balanceOf(friend)) as bigint).to.equal(12_000_000n);
+
+    // A merchant's payment paid directly from the wallet at the checkout.
+    const merchant = await newTestUser(api, "merchant", 0);
+    const payment = await api.request("POST", "/v1/payments", {
+      token: merchant.token,
+      body: { amount: 7, paymentMethods: ["direct"], description: "a mug" },
+    });
+    expect(payment.status, payment.text).to.equal(201);
+    const paid = await signed(`/checkout/${payment.body.data.id}/pay`, { method: "direct" });
+    expect(paid.status).to.equal("success");
+    expect((await api.request("GET", `/v1/payments/${payment.body.data.id}`, { token: merchant.token })).body.data.status).to.equal(
+      "success",
+    );
+    expect(await eth(wallet.address)).to.equal(0n);
   });
 });
