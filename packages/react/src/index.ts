@@ -15,6 +15,7 @@ export {
   useRepayLoan,
   useRequestLoan,
   useRequestSocialVaultWithdrawal,
+  useSignIn,
   useSocialVaultDeposit,
   useSocialVaultInstantWithdrawal,
   useUpdateProfile,

@@ -5,7 +5,7 @@
 // the SDK (kept across the SDK's retries), or the caller's (`idempotencyKey`).
 
 import { type QueryKey, useMutation, useQueryClient } from "@tanstack/react-query";
-import type { TrustMintClient, WriteOptions } from "@trustmint/sdk";
+import type { TrustMintClient, WalletSigner, WriteOptions } from "@trustmint/sdk";
 import type { TrustMintHookError } from "./errors.js";
 import { trustMintKeys as keys } from "./keys.js";
 import { useTrustMint } from "./provider.js";
@@ -108,3 +108,20 @@ export const useMarkNotificationRead = () =>
 
 export const useMarkAllNotificationsRead = () =>
   useWrite((client, variables: WriteOptions = {}) => client.notifications.markAllRead(key(variables)), [keys.notificationsAll]);
+
+/**
+ * Signs the wallet's user in with Ethereum (one signature): answers the service's access token
+ * and the account. `signer` is wagmi's wallet client (`useWalletClient().data`), any viem wallet
+ * client, an EIP-1193 provider or an ethers signer. Give the app's client that token, and the same
+ * signer as its `wallet`: the write hooks then have the wallet sign each write.
+ */
+export const useSignIn = () => {
+  const client = useTrustMint();
+  return useMutation<
+    Awaited<ReturnType<C["auth"]["signIn"]>>,
+    TrustMintHookError,
+    { signer: WalletSigner } & NonNullable<Parameters<C["auth"]["signIn"]>[1]>
+  >({
+    mutationFn: ({ signer, ...app }) => client.auth.signIn(signer, app),
+  });
+};

@@ -15,6 +15,7 @@ import {
   useProfile,
   useRequestLoan,
   useRequestSocialVaultWithdrawal,
+  useSignIn,
   useSocialVaultConfig,
   useTrustScore,
   useUnreadCount,
@@ -25,6 +26,8 @@ import {
 import { ApiError, createClient, type ErrorCode, type TrustMintClient } from "@trustmint/sdk";
 import { expect } from "chai";
 import type { ReactNode } from "react";
+import { createWalletClient, custom } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { type SignedIn, sharedService, signIn } from "../../sdk/test/support.js";
 
 // @trustmint/react under React Testing Library (happy-dom), against the service as `npm start`
@@ -279,5 +282,33 @@ describe("@trustmint/react: hooks against npm start", function () {
     });
     await waitFor(() => expect(count("GET /v1/trust-score/")).to.be.above(scores), { timeout: 15_000 });
     await waitFor(() => expect(count("GET /v1/loans/eligibility")).to.be.above(eligibilities), { timeout: 15_000 });
+  });
+
+  it("a wallet app: useSignIn with a viem wallet client (what wagmi's useWalletClient gives), then the deposit button has the wallet sign", async () => {
+    const account = privateKeyToAccount(generatePrivateKey());
+    const typedSignatures: string[] = [];
+    const walletClient = createWalletClient({ account, transport: custom({ request: async () => null }) });
+    const signTypedData = walletClient.signTypedData.bind(walletClient);
+    const signer = Object.assign(walletClient, {
+      signTypedData: (args: Parameters<typeof signTypedData>[0]) => {
+        typedSignatures.push(args.primaryType as string);
+        return signTypedData(args);
+      },
+    });
+    const anonymous = providers(createClient({ baseUrl }));
+    const { result } = renderHook(() => useSignIn(), { wrapper: anonymous.wrapper });
+    act(() => result.current.mutate({ signer, uri: "http://127.0.0.1:5173/" }));
+    await waitFor(() => expect(result.current.isSuccess, JSON.stringify(result.current.error)).to.equal(true));
+    const { accessToken, user: me } = result.current.data!;
+    expect(me).to.include({ walletAddress: account.address, custody: "self" });
+
+    const client = createClient({ baseUrl, getToken: async () => accessToken, wallet: signer });
+    await client.sandbox.faucet({ amount: 30 });
+    const view = render(<Savings />, { wrapper: providers(client).wrapper });
+    await view.findByText("Position: 0.00");
+    fireEvent.click(view.getByText("Deposit 25 USDC"));
+    await view.findByText("Deposited 25.00", undefined, { timeout: 15_000 });
+    expect(typedSignatures.sort()).to.deep.equal(["ForwardRequest", "Permit"]);
+    view.unmount();
   });
 });

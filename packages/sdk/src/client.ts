@@ -10,7 +10,7 @@ import { type Page, type PageCursor, type Pagination, pageOf } from "./pages.js"
 import { type ResponseInfo, responseInfo, withResponse } from "./response.js";
 import { createStreamHub, type StreamOptions } from "./stream.js";
 import { createTransport, type RetryOptions, type TransportOptions } from "./transport.js";
-import { signingWallet, type WalletSigner } from "./wallet.js";
+import { signingWallet, type WalletSigner, withWallet } from "./wallet.js";
 
 export interface ClientOptions {
   /** The service's address, e.g. http://127.0.0.1:3000 (the paths carry /v1). */
@@ -24,6 +24,12 @@ export interface ClientOptions {
   retry?: RetryOptions;
   /** How long one attempt may wait for its answer (default 60 s; 0: no limit); past it the attempt is retried, then ApiTimeoutError. */
   timeoutMs?: number;
+  /**
+   * The user's own wallet (an EIP-1193 provider, a viem wallet client or an ethers signer), for
+   * an account signed in with it: each money write is then prepared, signed by the wallet and
+   * sent in the one call (`vault.deposit({ amount })`), and the service pays the gas.
+   */
+  wallet?: WalletSigner;
 }
 
 /** A call's own options. */
@@ -61,7 +67,10 @@ export function createClient(options: ClientOptions) {
     retry: options.retry,
     timeoutMs: options.timeoutMs,
   });
-  const api = createFetchClient<paths>({ baseUrl: options.baseUrl.replace(/\/$/, ""), fetch: transport });
+  const api = createFetchClient<paths>({
+    baseUrl: options.baseUrl.replace(/\/$/, ""),
+    fetch: options.wallet ? withWallet(transport, options.wallet) : transport,
+  });
   const streams = createStreamHub({ baseUrl: options.baseUrl, getToken: options.getToken, apiKey: options.apiKey, fetch: options.fetch });
   /** A call's own options as openapi-fetch takes them: its signal, and a write's Idempotency-Key. */
   const sent = (options?: WriteOptions) => ({

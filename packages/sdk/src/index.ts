@@ -10,7 +10,7 @@ export type { StreamEnd, StreamEvent, StreamOptions } from "./stream.js";
 export type { Credentials, RetryOptions } from "./transport.js";
 export type * from "./types.js";
 export { SDK_VERSION } from "./version.js";
-export type { Eip1193Provider, EthersSigner, SigningWallet, ViemWalletClient, WalletSigner } from "./wallet.js";
+export type { Eip1193Provider, EthersSigner, SigningWallet, TypedData, ViemWalletClient, WalletSigner } from "./wallet.js";
 export {
   isTestEvent,
   type SignOptions,

@@ -29,7 +29,10 @@ describe("@trustmint/sdk covers the API", () => {
     const called = new Set(
       [...client.matchAll(/api\.(GET|POST|PUT|PATCH|DELETE)\("([^"]+)"/g)].map(([, method, route]) => `${method} ${route}`),
     );
-    expect(operations.filter((operation) => !called.has(operation) && !(operation in ELSEWHERE))).to.deep.equal([]);
+    // A signable write's prepare call is made by the client's `wallet` option for every such write (wallet.ts).
+    const prepared = (operation: string) => operation.startsWith("POST ") && operation.endsWith("/prepare");
+    expect(operations.filter(prepared).length).to.be.greaterThan(10);
+    expect(operations.filter((operation) => !called.has(operation) && !(operation in ELSEWHERE) && !prepared(operation))).to.deep.equal([]);
     expect(Object.keys(ELSEWHERE).filter((operation) => !operations.includes(operation))).to.deep.equal([]);
   });
 });

@@ -28,7 +28,7 @@ describe("the packages' READMEs", function () {
       "Money",
       "The payments library",
     ]);
-    expect(react.map((example) => example.heading)).to.deep.equal(["Quick start"]);
+    expect(react.map((example) => example.heading)).to.deep.equal(["Quick start", "A wallet app"]);
     for (const example of [...sdk, ...react]) writeExample(example);
     writeFileSync(
       path.join(EXAMPLES_DIR, "tsconfig.json"),
@@ -59,7 +59,7 @@ describe("the packages' READMEs", function () {
       // What each example prints, from the service's answers.
       const expected: Record<string, RegExp> = {
         "Quick start": /vault position: 25\.00 USDC[\s\S]*refused: 400 INSUFFICIENT_BALANCE[\s\S]*deposit 25\.00 0x[0-9a-f]{64}/,
-        "Sign in with a wallet": /^signed in: 0x[0-9a-fA-F]{40} self\n$/,
+        "Sign in with a wallet": /^signed in: 0x[0-9a-fA-F]{40} self\ndeposited: 10\.00 ETH spent: none\n$/,
         "Live notifications": /unread: 0\nnew: /,
         Webhooks: /verified: \[ 'vault\.deposit' \]/,
         Money: /^12\.65\n12\.65\n$/,
