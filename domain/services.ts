@@ -222,7 +222,12 @@ export function createServices({
       chainId: chain.chainId,
       allowsOrigin: (origin) => siweOrigins === "*" || siweOrigins.includes(origin),
       verifySignature: signatureVerifier(chain.provider),
-      accountOf: (address) => users.ownWalletAccount(address),
+      async accountOf(address) {
+        const { user, created } = await users.ownWalletAccount(address);
+        // What the wallet did on the platform's contracts before it signed in is its account's, once (D-119).
+        if (created) await rewards.adopt(clock.now(), user.id, address);
+        return user;
+      },
     });
 
   const webhookDeliveries = createWebhookDeliveries({ db, repo: webhooksRepo, webhooks, jobs, clock, logger });

@@ -289,10 +289,32 @@ export function createOutbox({ db, jobs, logger }: { db: Db; jobs: Pick<JobQueue
     return consumers.filter((consumer) => names.has(consumer.name));
   }
 
+  /**
+   * The facts of `wallet` (its `walletAddress`) that no account had when they were derived, made
+   * `userId`'s (a wallet that signs in after using the platform's contracts itself: D-119), and
+   * left untaken again by `consumers`, which skipped them then, so that `take` applies them once.
+   * One statement; answers their ids in outbox order.
+   */
+  async function adopt(input: { userId: string; wallet: string; consumers: readonly OutboxConsumer[] }): Promise<string[]> {
+    const types = [...new Set(input.consumers.flatMap((consumer) => typesOf(consumer)))];
+    const names = input.consumers.map((consumer) => consumer.name);
+    const rows = await db.prisma.$queryRaw<{ id: string }[]>`
+      WITH adopted AS (
+        UPDATE "DomainEvent" SET "userId" = ${input.userId}
+         WHERE "userId" IS NULL AND "revertedAt" IS NULL AND "type" = ANY(${types}::text[])
+           AND lower("data"->>'walletAddress') = ${input.wallet.toLowerCase()}
+        RETURNING "id", "xid", "seq"),
+      forgotten AS (
+        DELETE FROM "ConsumedEvent" WHERE "consumer" = ANY(${names}::text[]) AND "eventId" IN (SELECT "id" FROM adopted))
+      SELECT "id"::text FROM adopted ORDER BY "xid", "seq"`;
+    return rows.map((row) => row.id);
+  }
+
   return {
     take,
     produce,
     pending,
+    adopt,
     /**
      * Produces the consumer's pages and takes them at once, rather than through a runner (whose
      * jobs then find them taken): for a process without workers (tests, a script). Pages produced

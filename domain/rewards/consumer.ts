@@ -27,7 +27,7 @@ export interface RewardsDeps {
     "notePeakHeld" | "lowerPeakHeld" | "applyLoanOutcome" | "revertLoanOutcome" | "revokeRepayment" | "syncActiveGuardiansOf"
   >;
   invalidateUser(userId: string): void;
-  outbox: Pick<Outbox, "take" | "drain">;
+  outbox: Pick<Outbox, "take" | "drain" | "adopt">;
 }
 
 export function createRewardsConsumer(deps: RewardsDeps) {
@@ -174,6 +174,18 @@ export function createRewardsConsumer(deps: RewardsDeps) {
   return {
     /** The two consumers, for the worker's producer and runners: XP ("rewards") and Trust Score inputs ("trust-score"). */
     consumers: [xpConsumer, trustConsumer] as const,
+    /**
+     * A wallet's own facts from before its account (it used the platform's contracts, then signed
+     * in: D-119) applied to the account, once, by the same rules as any: XP by its daily limits,
+     * Trust Score inputs from the mirror. Answers how many facts it adopted.
+     */
+    async adopt(now: Date, userId: string, wallet: string): Promise<number> {
+      const ids = await deps.outbox.adopt({ userId, wallet, consumers: [xpConsumer, trustConsumer] });
+      if (ids.length === 0) return 0;
+      await deps.outbox.take(xpConsumer, ids, now);
+      await deps.outbox.take(trustConsumer, ids, now);
+      return ids.length;
+    },
     /**
      * One event's XP applied at once: an API write answers with it, and the next activity read
      * shows it. The XP it earned, or undefined where it was taken before (by the worker, say).

@@ -112,12 +112,16 @@ export function createUsersService({ repo, apiKeys, wallets, clock, xp, loans, v
       });
     },
 
-    /** The account of a wallet its user signed in with: found by the address, made self-custody at its first sign-in. */
-    async ownWalletAccount(address: string): Promise<UserRecord> {
+    /** The account of a wallet its user signed in with: found by the address, made self-custody at its first sign-in (`created`). */
+    async ownWalletAccount(address: string): Promise<{ user: UserRecord; created: boolean }> {
       const subject = ownWalletSubject(address);
       const found = await repo.findBySubject(subject);
-      if (found) return found;
-      return repo.create({ subject, email: undefined, displayName: shortAddress(address), now: clock.now(), wallet: { own: address } });
+      if (found) return { user: found, created: false };
+      const now = clock.now();
+      return {
+        user: await repo.create({ subject, email: undefined, displayName: shortAddress(address), now, wallet: { own: address } }),
+        created: true,
+      };
     },
 
     async getPublic(userId: string) {

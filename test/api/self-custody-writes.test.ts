@@ -10,7 +10,9 @@ import type { TestApi } from "../helpers/api.js";
 import type { TestChain } from "../helpers/chain.js";
 import { usingPostgres } from "../helpers/database.js";
 import { expectErrorEnvelope } from "../helpers/envelope.js";
+import { waitForHead } from "../helpers/mirror.js";
 import { type MoneyStack, newTestUser, startMoneyStack } from "../helpers/money-stack.js";
+import { until } from "../helpers/waiting.js";
 
 type TypedData = {
   domain: Record<string, unknown>;
@@ -39,8 +41,7 @@ describe(`writes signed by the user's own wallet (D-119, ${usingPostgres ? "Post
   });
 
   /** A fresh key signed in with Ethereum, holding `usdc` USDC (minted to it) and no ETH. */
-  async function selfCustody(usdc: bigint) {
-    const wallet = Wallet.createRandom();
+  async function selfCustody(usdc: bigint, wallet: Pick<Wallet, "address" | "signMessage" | "signTypedData"> = Wallet.createRandom()) {
     const nonce = (await api.request("POST", "/v1/auth/siwe/nonce")).body.data.nonce as string;
     const message = createSiweMessage({
       address: wallet.address as `0x${string}`,
@@ -263,5 +264,47 @@ describe(`writes signed by the user's own wallet (D-119, ${usingPostgres ? "Post
       "success",
     );
     expect(await eth(wallet.address)).to.equal(0n);
+  });
+
+  it("what the address did on the platform's contracts before it signed in is its account's: position, transactions, activity (XP once), Trust Score", async () => {
+    // A wallet that used the vault directly, paying its own gas, before the service knew it.
+    const key = Wallet.createRandom().connect(chain.provider);
+    const funder = await chain.signer(7);
+    await (await funder.sendTransaction({ to: key.address, value: 10n ** 17n })).wait();
+    await (await chain.contracts.usdc.mint(key.address, 40_000_000n)).wait();
+    const vaultAddress = chain.deployment.contracts.stakingVault!.address;
+    const usdcAsKey = chain.contracts.usdc.connect(key) as typeof chain.contracts.usdc;
+    const vaultAsKey = chain.contracts.vault.connect(key) as typeof chain.contracts.vault;
+    await (await usdcAsKey.getFunction("approve")(vaultAddress, 40_000_000n)).wait();
+    const direct = await (await vaultAsKey.getFunction("deposit")(30_000_000n, key.address)).wait();
+    await waitForHead(stack.db, chain);
+
+    const { token } = await selfCustody(0n, key);
+    const position = (await api.request("GET", "/v1/vault/position", { token })).body.data;
+    expect(position.tmUSDCBalance).to.not.equal("0.00");
+    const history = (await api.request("GET", "/v1/vault/transactions", { token })).body.data as { txHash: string }[];
+    expect(history.map((row) => row.txHash)).to.include(direct!.hash);
+    const activity = async () => {
+      const answer = await api.request("GET", "/v1/users/me/activity", { token });
+      expect(answer.status, answer.text).to.equal(200);
+      return answer.body.data as { type: string }[];
+    };
+    await until(
+      async () => (await activity()).some((entry) => entry.type === "vault_deposit"),
+      "the earlier deposit in the activity feed",
+      10_000,
+      200,
+    );
+    const me = (await api.request("GET", "/v1/users/me", { token })).body.data;
+    expect(me.xp).to.be.greaterThan(0);
+    // Held in the vault: the Trust Score counts it as it would a deposit made through the API.
+    const fresh = await selfCustody(0n);
+    const scoreOf = async (userToken: string, id: string) =>
+      (await api.request("GET", `/v1/trust-score/${id}`, { token: userToken })).body.data.score as number;
+    expect(await scoreOf(token, me.id)).to.be.greaterThan(await scoreOf(fresh.token, fresh.id));
+    // Signing in again adopts nothing twice.
+    const again = await selfCustody(0n, key);
+    await api.services.rewards.drain(api.clock.now());
+    expect((await api.request("GET", "/v1/users/me", { token: again.token })).body.data.xp).to.equal(me.xp);
   });
 });
