@@ -217,7 +217,8 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
           logger,
         })
       : undefined;
-    app.use(checkoutRoutes({ checkout: deps.services.checkout, sandbox: config.auth.devProvider, signIn }));
+    const wallet = Boolean(deps.services.siwe && ownTokens);
+    app.use(checkoutRoutes({ checkout: deps.services.checkout, sandbox: config.auth.devProvider, signIn, wallet }));
   }
   app.all(["/docs", "/docs/init.js"], allowMethods(["get"]));
   app.use(mountRoutes(routes, { idempotency: deps.services.idempotency }));

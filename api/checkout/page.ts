@@ -44,6 +44,8 @@ const TEXT = {
     sandbox: "Sandbox: sign in with any account name; test USDC comes from the faucet.",
     signInNeeded: "Sign in first.",
     signInWith: "Sign in with your account",
+    signInWithWallet: "Sign in with your wallet",
+    walletSigning: "Confirm in your wallet",
     signInFailed: "The sign-in did not complete. Go back to the payment page and sign in again.",
   },
   es: {
@@ -82,6 +84,8 @@ const TEXT = {
     sandbox: "Sandbox: inicia sesión con cualquier nombre de cuenta; el USDC de prueba viene del faucet.",
     signInNeeded: "Inicia sesión primero.",
     signInWith: "Inicia sesión con tu cuenta",
+    signInWithWallet: "Inicia sesión con tu billetera",
+    walletSigning: "Confírmalo en tu billetera",
     signInFailed: "El inicio de sesión no se completó. Vuelve a la página del pago e inicia sesión de nuevo.",
   },
 } satisfies Record<Language, Record<string, string>>;
@@ -175,6 +179,8 @@ export interface CheckoutPage {
   sandbox: boolean;
   /** The identity provider's sign-in (where configured). */
   signIn: boolean;
+  /** Sign-In with Ethereum with the payer's browser wallet (where the service signs its own tokens: D-119). */
+  wallet: boolean;
   /** A split payment's installments: amount and days until due. */
   schedule: { amount: bigint; days: number }[];
 }
@@ -238,6 +244,7 @@ ${
     : ""
 }
 ${page.signIn ? `<p><a class="button" id="provider-signin" href="/checkout/${escapeHtml(page.id)}/signin?lang=${language}">${escapeHtml(t.signInWith)}</a></p>` : ""}
+${page.wallet ? `<p><button type="button" id="wallet-signin" hidden>${escapeHtml(t.signInWithWallet)}</button></p>` : ""}
 <p id="signed-in" hidden>${escapeHtml(t.payingAs)}: <span id="who"></span></p>
 </section>
 <section id="methods" aria-labelledby="methods-title">
@@ -247,7 +254,7 @@ ${page.methods.map(method).join("\n")}
 </ul>
 </section>`
 }
-<p id="message" role="status" aria-live="polite" data-paying="${escapeHtml(t.paying)}" data-paid="${escapeHtml(t.paid)}" data-sign-in="${escapeHtml(t.signInNeeded)}" data-your-terms="${escapeHtml(t.yourTerms)}" data-your-installments="${escapeHtml(t.yourInstallments)}" data-not-for-you="${escapeHtml(t.notForYou)}" data-reasons="${escapeHtml(JSON.stringify(REASONS[language]))}"></p>
+<p id="message" role="status" aria-live="polite" data-paying="${escapeHtml(t.paying)}" data-paid="${escapeHtml(t.paid)}" data-sign-in="${escapeHtml(t.signInNeeded)}" data-your-terms="${escapeHtml(t.yourTerms)}" data-your-installments="${escapeHtml(t.yourInstallments)}" data-not-for-you="${escapeHtml(t.notForYou)}" data-wallet-signing="${escapeHtml(t.walletSigning)}" data-reasons="${escapeHtml(JSON.stringify(REASONS[language]))}"></p>
 ${page.cancelUrl && !closed ? `<p class="cancel"><a id="cancel" href="${escapeHtml(page.cancelUrl)}">${escapeHtml(t.cancel)}</a></p>` : ""}
 </main>`;
   return htmlPage(language, `${t.title}: ${withoutDirectionControls(page.merchantName)}`, body);

@@ -37,10 +37,13 @@ export function checkoutRoutes({
   checkout,
   sandbox,
   signIn,
+  wallet,
 }: {
   checkout: Pick<Checkout, "checkout">;
   sandbox: boolean;
   signIn: CheckoutSignIn | undefined;
+  /** Whether a payer may sign in with their browser wallet (Sign-In with Ethereum is served). */
+  wallet: boolean;
 }): Router {
   const router = Router();
   router.use(
@@ -104,7 +107,7 @@ export function checkoutRoutes({
       res
         .status(200)
         .type("html")
-        .send(renderCheckout({ ...payment, sandbox, signIn: signIn !== undefined }, language));
+        .send(renderCheckout({ ...payment, sandbox, signIn: signIn !== undefined, wallet }, language));
     } catch (error) {
       if (error instanceof AppError && error.code === "PAYMENT_NOT_FOUND") {
         res.status(404).type("html").send(renderNotFound(language));

@@ -11,6 +11,7 @@ import path from "node:path";
 import { AxeBuilder } from "@axe-core/playwright";
 import chromium from "@sparticuz/chromium";
 import { expect } from "chai";
+import { getBytes, Wallet } from "ethers";
 import { type Browser, type Page, chromium as playwright } from "playwright-core";
 import { type TestChain, usdc } from "../helpers/chain.js";
 import { usingPostgres } from "../helpers/database.js";
@@ -121,6 +122,86 @@ describe(`checkout page in a browser (${usingPostgres ? "PostgreSQL" : "PGlite"}
     expect(await page.textContent(".closed")).to.include("has been paid");
     await checkState(page, "3-paid");
     await page.context().close();
+  });
+
+  /**
+   * A browser wallet in the page, as an extension injects one: an EIP-1193 provider announced by
+   * EIP-6963 (and as window.ethereum when `legacy`), whose key is `key` on the test's side.
+   */
+  async function injectWallet(
+    page: Page,
+    key: Pick<Wallet, "address" | "signMessage" | "signTypedData">,
+    options: { legacy?: boolean } = {},
+  ) {
+    const asked: string[] = [];
+    await page.exposeFunction("testWalletRequest", async (method: string, params: unknown[] = []) => {
+      asked.push(method);
+      if (method === "eth_requestAccounts" || method === "eth_accounts") return [key.address.toLowerCase()];
+      if (method === "personal_sign") return key.signMessage(getBytes(params[0] as string));
+      if (method === "eth_signTypedData_v4") {
+        const { domain, types, message } = JSON.parse(params[1] as string);
+        const { EIP712Domain: _domain, ...rest } = types;
+        return key.signTypedData(domain, rest, message);
+      }
+      throw new Error(`the test wallet does not answer ${method}`);
+    });
+    // Run in the page before its own scripts, as an extension's content script is.
+    await page.addInitScript(`(() => {
+      const provider = { request: ({ method, params }) => window.testWalletRequest(method, params) };
+      const detail = Object.freeze({
+        info: { uuid: "8d3f5f0e-0000-4000-8000-000000000001", name: "Test Wallet", icon: "data:image/svg+xml,<svg/>", rdns: "test.wallet" },
+        provider,
+      });
+      const announce = () => window.dispatchEvent(new CustomEvent("eip6963:announceProvider", { detail }));
+      window.addEventListener("eip6963:requestProvider", announce);
+      announce();
+      ${options.legacy ? "window.ethereum = provider;" : ""}
+    })();`);
+    return asked;
+  }
+
+  it("a payer's own browser wallet (EIP-6963): signs in with Ethereum, then signs the payment; no ETH, the service pays the gas", async () => {
+    const { api } = stack!;
+    const merchant = await newTestUser(api, "browser-wallet-merchant");
+    const created = await api.request("POST", "/v1/payments", {
+      token: merchant.token,
+      body: { amount: 9.5, description: "A notebook", paymentMethods: ["direct"], redirectUrl: `${shopBase}/thanks?order=W-7` },
+    });
+    const payment = created.body.data;
+    const key = Wallet.createRandom();
+    await (await chain.contracts.usdc.mint(key.address, usdc(20))).wait();
+
+    const page = await phonePage();
+    const asked = await injectWallet(page, key);
+    await page.goto(payment.checkoutUrl);
+    await page.waitForSelector("#wallet-signin:not([hidden])");
+    await checkState(page, "9-wallet-found");
+    await page.click("#wallet-signin");
+    await page.waitForSelector("#signed-in:not([hidden])");
+    expect(await page.textContent("#who")).to.equal(`${key.address.toLowerCase().slice(0, 6)}…${key.address.toLowerCase().slice(-4)}`);
+    await checkState(page, "10-wallet-signed-in");
+
+    await Promise.all([page.waitForURL(`${shopBase}/thanks**`), page.click("button[data-method=direct]")]);
+    expect(new URL(page.url()).searchParams.get("paymentId")).to.equal(payment.id);
+    expect(asked).to.deep.equal(["eth_requestAccounts", "personal_sign", "eth_signTypedData_v4", "eth_signTypedData_v4"]);
+    expect((await chain.contracts.usdc.balanceOf(key.address)) as bigint).to.equal(usdc(20) - 9_500_000n);
+    expect(await chain.provider.getBalance(key.address)).to.equal(0n);
+    const detail = (await api.request("GET", `/v1/payments/${payment.id}`, { token: merchant.token })).body.data;
+    expect(detail).to.deep.include({ status: "success", method: "direct" });
+    await page.context().close();
+
+    // A wallet that only sets window.ethereum is offered too.
+    const legacy = await phonePage();
+    await injectWallet(legacy, Wallet.createRandom(), { legacy: true });
+    await legacy.goto(
+      payment.checkoutUrl.replace(
+        payment.id,
+        (await api.request("POST", "/v1/payments", { token: merchant.token, body: { amount: 1, paymentMethods: ["direct"] } })).body.data
+          .id,
+      ),
+    );
+    await legacy.waitForSelector("#wallet-signin:not([hidden])");
+    await legacy.context().close();
   });
 
   for (const method of ["credit", "split"] as const) {

@@ -1,6 +1,7 @@
 // The hosted checkout's script (served from /checkout/assets: the page's Content-Security-Policy
-// allows no other). It signs the payer in (the sandbox's form takes a /dev/token), then posts the
-// chosen method to POST /checkout/{paymentId}/pay and sends the payer on to the merchant.
+// allows no other). It signs the payer in (the sandbox's form takes a /dev/token; a browser wallet
+// signs in with Ethereum), then posts the chosen method to POST /checkout/{paymentId}/pay (a
+// wallet's payment signed by it: prepared, signed, sent) and sends the payer on to the merchant.
 
 (() => {
   const main = document.querySelector("main.checkout");
@@ -24,7 +25,7 @@
 
   const methods = () => Array.from(document.querySelectorAll("button.method"));
   const signedIn = (who) => {
-    for (const id of ["sandbox-signin", "provider-signin"]) {
+    for (const id of ["sandbox-signin", "provider-signin", "wallet-signin"]) {
       const element = document.getElementById(id);
       if (element) element.hidden = true;
     }
@@ -104,6 +105,78 @@
   }
   if (token) signedIn(sessionStorage.getItem(`${storageKey}:who`) || "");
 
+  const post = (path, body, headers) =>
+    fetch(path, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify(body),
+    }).then(
+      async (response) => ({ response, answer: await response.json().catch(() => null) }),
+      () => ({ response: null, answer: null }),
+    );
+  const failure = (answer, response) => new Error(answer?.error?.message || (response ? `HTTP ${response.status}` : "No answer"));
+
+  // The payer's browser wallet: the first that announces itself (EIP-6963), else window.ethereum.
+  const walletButton = document.getElementById("wallet-signin");
+  let wallet = null;
+  let account = sessionStorage.getItem(`${storageKey}:wallet`);
+  const offer = (provider) => {
+    if (wallet || !provider || typeof provider.request !== "function") return;
+    wallet = provider;
+    if (walletButton && !token) walletButton.hidden = false;
+  };
+  window.addEventListener("eip6963:announceProvider", (event) => offer(event.detail?.provider));
+  window.dispatchEvent(new Event("eip6963:requestProvider"));
+  offer(window.ethereum);
+  const hexOf = (text) => `0x${Array.from(new TextEncoder().encode(text), (byte) => byte.toString(16).padStart(2, "0")).join("")}`;
+  const shortAddress = (address) => `${address.slice(0, 6)}…${address.slice(-4)}`;
+
+  // Sign-In with Ethereum: the service writes the message, the wallet signs it once.
+  if (walletButton) {
+    walletButton.addEventListener("click", async () => {
+      try {
+        say(message.dataset.walletSigning, false);
+        const [address] = await wallet.request({ method: "eth_requestAccounts" });
+        const uri = window.location.href.split("#")[0];
+        const nonce = await post("/v1/auth/siwe/nonce", { address, domain: window.location.host, uri });
+        if (!nonce.answer?.success) throw failure(nonce.answer, nonce.response);
+        const text = nonce.answer.data.message;
+        const signature = await wallet.request({ method: "personal_sign", params: [hexOf(text), address] });
+        const verified = await post("/v1/auth/siwe/verify", { message: text, signature });
+        if (!verified.answer?.success) throw failure(verified.answer, verified.response);
+        token = verified.answer.data.accessToken;
+        account = address;
+        sessionStorage.setItem(storageKey, token);
+        sessionStorage.setItem(`${storageKey}:who`, shortAddress(address));
+        sessionStorage.setItem(`${storageKey}:wallet`, address);
+        say("", false);
+        signedIn(shortAddress(address));
+      } catch (error) {
+        say(error?.message || String(error), true);
+      }
+    });
+  }
+
+  /**
+   * Pays with `method`; a payer whose wallet is their own (403 SIGNATURE_REQUIRED) has it sign:
+   * the payment prepared, its typed data signed (a permit where the router may not take the USDC
+   * yet, and the request), and sent again under the same Idempotency-Key.
+   */
+  const pay = async (method, key) => {
+    const path = `/checkout/${encodeURIComponent(paymentId)}/pay`;
+    const headers = { authorization: `Bearer ${token}`, "idempotency-key": key };
+    const first = await post(path, { method }, headers);
+    if (first.answer?.error?.code !== "SIGNATURE_REQUIRED" || !wallet || !account) return first;
+    const prepared = await post(`${path}/prepare`, { method }, { authorization: `Bearer ${token}` });
+    if (!prepared.answer?.success) return prepared;
+    say(message.dataset.walletSigning, false);
+    const sign = (typed) => wallet.request({ method: "eth_signTypedData_v4", params: [account, JSON.stringify(typed)] });
+    const signatures = { "wallet-signature": await sign(prepared.answer.data.request) };
+    if (prepared.answer.data.permit) signatures["wallet-permit-signature"] = await sign(prepared.answer.data.permit);
+    say(message.dataset.paying, false);
+    return post(path, { method }, { ...headers, ...signatures });
+  };
+
   // One Idempotency-Key per method chosen: a second click (or a retry after a lost answer) is the same attempt.
   const keys = new Map();
   for (const button of methods()) {
@@ -116,12 +189,10 @@
       if (!keys.has(method)) keys.set(method, crypto.randomUUID());
       for (const other of methods()) other.disabled = true;
       say(message.dataset.paying, false);
-      const response = await fetch(`/checkout/${encodeURIComponent(paymentId)}/pay`, {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${token}`, "idempotency-key": keys.get(method) },
-        body: JSON.stringify({ method }),
-      }).catch(() => null);
-      const answer = response ? await response.json().catch(() => null) : null;
+      const { response, answer } = await pay(method, keys.get(method)).catch((error) => ({
+        response: null,
+        answer: { error: { message: error?.message || String(error) } },
+      }));
       if (answer?.success) {
         say(message.dataset.paid, false);
         main.dataset.status = "success";
