@@ -228,6 +228,12 @@ export function createServices({
         if (created) await rewards.adopt(clock.now(), user.id, address);
         return user;
       },
+      users,
+      holdsLoans: async (userId, wallet) => {
+        const standing = await loansRepo.standing(db.prisma, userId, wallet, clock.now());
+        return standing.openLoans > 0 || standing.overdue || standing.lastDefaultAt !== null;
+      },
+      adopt: (userId, wallet) => rewards.adopt(clock.now(), userId, wallet),
     });
 
   const webhookDeliveries = createWebhookDeliveries({ db, repo: webhooksRepo, webhooks, jobs, clock, logger });

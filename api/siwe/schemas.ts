@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isoDate, privateUser } from "../users/schemas.js";
+import { isoDate, privateUser, walletAddress } from "../users/schemas.js";
 
 export const nonceBody = z
   .strictObject({
@@ -51,3 +51,12 @@ export const verifyResponse = z.object({
 });
 
 export const jwksResponse = z.object({ keys: z.array(z.record(z.string(), z.unknown())) });
+
+export const walletView = z.object({
+  address: z.string().describe("checksummed"),
+  custody: z.enum(["managed", "self"]).describe("managed: the service derives its key; self: you hold it"),
+  linkedAt: isoDate.nullable().describe("when you linked it; null for the managed wallet and a wallet's own account"),
+  chosen: z.boolean().describe("whether it is your account's wallet now (walletAddress)"),
+});
+
+export const chooseWalletBody = z.strictObject({ address: walletAddress.describe("one of GET /v1/users/me/wallets") });

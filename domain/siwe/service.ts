@@ -16,6 +16,7 @@ import { createSiweMessage, parseSiweMessage } from "viem/siwe";
 import type { Clock } from "../../core/clock.js";
 import { AppError } from "../errors.js";
 import type { UserRecord } from "../users/repo.js";
+import type { UsersService } from "../users/service.js";
 import type { SiweRepo } from "./repo.js";
 
 /** How long a nonce handed out stays usable. */
@@ -36,6 +37,12 @@ export interface SiweDeps {
   verifySignature(input: { address: Hex; message: string; signature: Hex }): Promise<boolean>;
   /** The account of a wallet its user signed in with, made at its first sign-in. */
   accountOf(address: string): Promise<UserRecord>;
+  /** An account's choice among its wallets (domain/users/service.ts). */
+  users: Pick<UsersService, "walletToChoose" | "chooseWallet">;
+  /** Why the account may not leave `wallet` now (its loans are its), or null. */
+  holdsLoans(userId: string, wallet: string): Promise<boolean>;
+  /** The wallet's own facts from before it was the account's, made the account's (rewards' `adopt`). */
+  adopt(userId: string, wallet: string): Promise<unknown>;
 }
 
 const refuse = (code: ConstructorParameters<typeof AppError>[0], message: string, field = "message") =>
@@ -68,8 +75,8 @@ export function createSiweService(deps: SiweDeps) {
       return { nonce, expiresAt: expiresAt.toISOString(), chainId: deps.chainId, ...(message ? { message } : {}) };
     },
 
-    /** The account whose wallet signed this sign-in message, once every rule above holds. */
-    async verify({ message, signature }: { message: string; signature: Hex }): Promise<UserRecord> {
+    /** The address that signed this sign-in message, once every rule above holds (its nonce taken). */
+    async prove({ message, signature }: { message: string; signature: Hex }): Promise<string> {
       const fields = parseSiweMessage(message);
       const { address, domain, uri, nonce, chainId, issuedAt } = fields;
       if (!address || !domain || !uri || !nonce || chainId === undefined || !issuedAt || fields.version !== "1") {
@@ -92,7 +99,31 @@ export function createSiweService(deps: SiweDeps) {
       if (!(await deps.verifySignature({ address, message, signature }))) {
         throw refuse("INVALID_SIGNATURE", `The signature is not ${address}'s`, "signature");
       }
-      return deps.accountOf(address);
+      return address;
+    },
+
+    /** The account whose wallet signed this sign-in message. */
+    async verify(input: { message: string; signature: Hex }): Promise<UserRecord> {
+      return deps.accountOf(await this.prove(input));
+    },
+
+    /**
+     * Makes `address` the account's wallet (D-119): its managed one, or one it linked. Not while
+     * the wallet it leaves has loans open, overdue or defaulted (the loans are the wallet's, and
+     * its standing must not be left behind); what the linked wallet did before is adopted once.
+     */
+    async chooseWallet(user: UserRecord, address: string): Promise<UserRecord> {
+      const wallet = await deps.users.walletToChoose(user, address);
+      if (wallet.walletAddress === user.walletAddress) return user;
+      if (await deps.holdsLoans(user.id, user.walletAddress)) {
+        throw new AppError("CONFLICT", "Your wallet has loans open, overdue or defaulted: settle them before choosing another wallet", {
+          field: "address",
+          reason: "loans on the current wallet",
+        });
+      }
+      const chosen = await deps.users.chooseWallet(user, wallet);
+      if (wallet.custody === "self") await deps.adopt(user.id, wallet.walletAddress);
+      return chosen;
     },
   };
 }

@@ -149,6 +149,46 @@ export function createUsersRepo({ db, clock }: UsersRepoDeps) {
       }
     },
 
+    /**
+     * Links `address`, which the account proved it holds (D-119), to the account: once (linking it
+     * again answers the same link); CONFLICT where it is another account's wallet or link.
+     */
+    async linkWallet(userId: string, address: string, now: Date) {
+      const checksummed = getAddress(address);
+      const taken = () =>
+        new AppError("CONFLICT", "This wallet is another account's", { field: "message", reason: "another account's wallet" });
+      try {
+        return await prisma.$transaction(async (tx) => {
+          const owner = await tx.user.findFirst({
+            where: { OR: [{ walletAddress: checksummed }, { subject: `siwe:${checksummed.toLowerCase()}` }] },
+            select: { id: true },
+          });
+          if (owner && owner.id !== userId) throw taken();
+          const linked = await tx.linkedWallet.findUnique({ where: { address: checksummed } });
+          if (linked && linked.userId !== userId) throw taken();
+          return linked ?? (await tx.linkedWallet.create({ data: { address: checksummed, userId, linkedAt: now } }));
+        });
+      } catch (error) {
+        if (isUniqueViolation(error)) throw taken();
+        throw error;
+      }
+    },
+
+    linkedWallets: (userId: string) => prisma.linkedWallet.findMany({ where: { userId }, orderBy: { linkedAt: "asc" } }),
+    linkOf: (address: string) => prisma.linkedWallet.findUnique({ where: { address: getAddress(address) } }),
+
+    /** Makes `walletAddress` (the managed one, or a linked one the user holds) the account's wallet. */
+    async chooseWallet(id: string, wallet: { walletAddress: string; custody: "managed" | "self" }, now: Date) {
+      try {
+        return withWallet(await prisma.user.update({ where: { id }, data: { ...wallet, updatedAt: now } }));
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new AppError("CONFLICT", "This wallet is another account's");
+        throw error;
+      } finally {
+        invalidate(id);
+      }
+    },
+
     async update(id: string, patch: SettingsPatch, now: Date) {
       try {
         return withWallet(await prisma.user.update({ where: { id }, data: { ...patch, updatedAt: now } }));

@@ -1,3 +1,4 @@
+import { getAddress } from "ethers";
 import type { JWTPayload } from "jose";
 import { type Clock, DAY_MS } from "../../core/clock.js";
 import { plainText, shortAddress } from "../../core/text.js";
@@ -117,12 +118,65 @@ export function createUsersService({ repo, apiKeys, wallets, clock, xp, loans, v
       const subject = ownWalletSubject(address);
       const found = await repo.findBySubject(subject);
       if (found) return { user: found, created: false };
+      if (await repo.linkOf(address)) {
+        throw new AppError("CONFLICT", "This wallet is linked to an account that signs in with its identity provider: sign in there", {
+          field: "message",
+          reason: "a linked wallet",
+        });
+      }
       const now = clock.now();
       return {
         user: await repo.create({ subject, email: undefined, displayName: shortAddress(address), now, wallet: { own: address } }),
         created: true,
       };
     },
+
+    /**
+     * The account's wallets (D-119): its managed one and those it linked, with the one chosen. An
+     * account of a wallet (signed in with it) has that wallet alone.
+     */
+    async wallets(user: UserRecord) {
+      const linked = await repo.linkedWallets(user.id);
+      const managed = ownWalletSubjectOf(user)
+        ? []
+        : [{ address: wallets.addressOf(user.walletIndex), custody: "managed" as const, linkedAt: null }];
+      const own = ownWalletSubjectOf(user) ? [{ address: user.walletAddress, custody: "self" as const, linkedAt: null }] : [];
+      return [
+        ...managed,
+        ...own,
+        ...linked.map((link) => ({ address: link.address, custody: "self" as const, linkedAt: link.linkedAt.toISOString() })),
+      ].map((wallet) => ({ ...wallet, chosen: wallet.address === user.walletAddress }));
+    },
+
+    /** Links a wallet the account proved it holds (a Sign-In with Ethereum message it signed). */
+    async linkWallet(user: UserRecord, address: string) {
+      if (ownWalletSubjectOf(user)) throw walletAccount();
+      const link = await repo.linkWallet(user.id, address, clock.now());
+      return {
+        address: link.address,
+        custody: "self" as const,
+        linkedAt: link.linkedAt.toISOString(),
+        chosen: link.address === user.walletAddress,
+      };
+    },
+
+    /** The wallet `address` of the account as it would be chosen: its managed one, or one it linked; else 400. */
+    async walletToChoose(user: UserRecord, address: string): Promise<{ walletAddress: string; custody: "managed" | "self" }> {
+      if (ownWalletSubjectOf(user)) throw walletAccount();
+      const target = getAddress(address);
+      if (target === wallets.addressOf(user.walletIndex)) return { walletAddress: target, custody: "managed" };
+      const link = await repo.linkOf(target);
+      if (link?.userId !== user.id) {
+        throw new AppError("VALIDATION_ERROR", "Not one of your wallets: link it first (POST /v1/users/me/wallets)", {
+          field: "address",
+          reason: "not one of your wallets",
+        });
+      }
+      return { walletAddress: target, custody: "self" };
+    },
+
+    chooseWallet: (user: UserRecord, wallet: { walletAddress: string; custody: "managed" | "self" }) =>
+      repo.chooseWallet(user.id, wallet, clock.now()),
 
     async getPublic(userId: string) {
       const user = await existing(userId);
@@ -217,3 +271,12 @@ export function createUsersService({ repo, apiKeys, wallets, clock, xp, loans, v
 }
 
 export type UsersService = ReturnType<typeof createUsersService>;
+
+/** Whether the account is a wallet's own (signed in with it): its wallet is its identity. */
+const ownWalletSubjectOf = (user: Pick<UserRecord, "subject">) => user.subject.startsWith("siwe:");
+
+const walletAccount = () =>
+  new AppError("CONFLICT", "This account is its wallet's own (signed in with it): it has no other wallet", {
+    field: "address",
+    reason: "a wallet's account",
+  });

@@ -204,4 +204,64 @@ describe("Sign-In with Ethereum", () => {
     expectErrorEnvelope(deposit, 403, "SIGNATURE_REQUIRED");
     expect(await stack.db.prisma.relayedRequest.count()).to.equal(before);
   });
+
+  it("an identity provider's account links a wallet it proves, chooses it and back; a linked wallet signs in to no other account", async () => {
+    const token = await api.token(`idp-${randomUUID()}`);
+    const wallets = async (as = token) => (await api.request("GET", "/v1/users/me/wallets", { token: as })).body.data;
+    const managed = (await api.request("GET", "/v1/users/me", { token })).body.data.walletAddress as string;
+    expect(await wallets()).to.deep.equal([{ address: managed, custody: "managed", linkedAt: null, chosen: true }]);
+
+    const key = Wallet.createRandom();
+    const proof = async (wallet: Pick<Wallet, "address" | "signMessage"> = key) => {
+      const text = message(wallet.address, await nonce());
+      return { message: text, signature: await wallet.signMessage(text) };
+    };
+    const linked = await api.request("POST", "/v1/users/me/wallets", { token, body: await proof() });
+    expect(linked.status, linked.text).to.equal(201);
+    expect(linked.body.data).to.include({ address: key.address, custody: "self", chosen: false });
+    // Proved by another key's signature: refused, as a sign-in is.
+    const forged = await proof();
+    expectErrorEnvelope(
+      await api.request("POST", "/v1/users/me/wallets", {
+        token,
+        body: { ...forged, signature: await Wallet.createRandom().signMessage(forged.message) },
+      }),
+      401,
+      "INVALID_SIGNATURE",
+    );
+    // Linked, the wallet signs in to no account of its own, and no other account links it.
+    expectErrorEnvelope(await signIn(key), 409, "CONFLICT");
+    const other = await api.token(`idp-${randomUUID()}`);
+    expectErrorEnvelope(await api.request("POST", "/v1/users/me/wallets", { token: other, body: await proof() }), 409, "CONFLICT");
+    // Nor is a wallet's own account's wallet linked elsewhere.
+    const owned = Wallet.createRandom();
+    await signIn(owned);
+    expectErrorEnvelope(await api.request("POST", "/v1/users/me/wallets", { token, body: await proof(owned) }), 409, "CONFLICT");
+
+    // Chosen: the account's wallet is the user's own, its writes need its signature.
+    const chosen = await api.request("POST", "/v1/users/me/wallet", { token, body: { address: key.address } });
+    expect(chosen.status, chosen.text).to.equal(200);
+    expect(chosen.body.data).to.include({ walletAddress: key.address, custody: "self" });
+    expectErrorEnvelope(await api.request("POST", "/v1/vault/deposit", { token, body: { amount: 1 } }), 403, "SIGNATURE_REQUIRED");
+    expect((await wallets()).map((wallet: { chosen: boolean }) => wallet.chosen)).to.deep.equal([false, true]);
+    // And back to the managed one; a wallet that is not the account's is a 400.
+    const back = await api.request("POST", "/v1/users/me/wallet", { token, body: { address: managed } });
+    expect(back.body.data).to.include({ walletAddress: managed, custody: "managed" });
+    expectErrorEnvelope(
+      await api.request("POST", "/v1/users/me/wallet", { token, body: { address: owned.address } }),
+      400,
+      "VALIDATION_ERROR",
+    );
+
+    // Not while the wallet it leaves has a loan open: the loan is that wallet's.
+    expect((await api.request("POST", "/v1/loans", { token, body: { amount: 10, duration: 7 } })).status).to.equal(200);
+    expectErrorEnvelope(await api.request("POST", "/v1/users/me/wallet", { token, body: { address: key.address } }), 409, "CONFLICT");
+    // A wallet's own account has no other wallet to link.
+    const ownToken = (await signIn(Wallet.createRandom())).body.data.accessToken;
+    expectErrorEnvelope(
+      await api.request("POST", "/v1/users/me/wallets", { token: ownToken, body: await proof(Wallet.createRandom()) }),
+      409,
+      "CONFLICT",
+    );
+  });
 });

@@ -126,6 +126,13 @@ export function createClient(options: ClientOptions) {
       page(query, (query) => envelope(api.GET("/v1/users/me/activity", { params: { query }, ...sent(options) }))),
     guardians: (options?: RequestOptions) => data(api.GET("/v1/users/me/guardians", sent(options))),
     export: (options?: RequestOptions) => data(api.GET("/v1/users/me/export", sent(options))),
+    /** The account's wallets: the managed one, those it linked, and the one chosen. */
+    wallets: (options?: RequestOptions) => data(api.GET("/v1/users/me/wallets", sent(options))),
+    /** Links a wallet by a Sign-In with Ethereum message it signed (`auth.linkWallet(signer)` does it in one call). */
+    linkWallet: (body: JsonBody<"linkMyWallet">, write?: WriteOptions) => data(api.POST("/v1/users/me/wallets", { body, ...sent(write) })),
+    /** Makes one of the account's wallets its wallet (a linked one: its writes then need its signature, `wallet`). */
+    chooseWallet: (body: JsonBody<"chooseMyWallet">, write?: WriteOptions) =>
+      data(api.POST("/v1/users/me/wallet", { body, ...sent(write) })),
     /** Schedules the account's deletion (confirmation `DELETE_MY_ACCOUNT`); answers the message and deletionDate. */
     delete: (body: JsonBody<"deleteMe">, write?: WriteOptions) => said(api.DELETE("/v1/users/me", { body, ...sent(write) })),
   };
@@ -303,6 +310,17 @@ export function createClient(options: ClientOptions) {
       data(api.DELETE("/v1/api-keys/{keyId}", { params: { path: { keyId } }, ...sent(write) })),
   };
 
+  /** A Sign-In with Ethereum message the service wrote for the wallet, and the wallet's signature of it. */
+  async function signedMessage(signer: WalletSigner, app: { uri?: string; statement?: string }, options?: RequestOptions) {
+    const wallet = await signingWallet(signer);
+    const uri = app.uri ?? (globalThis as { location?: { href: string } }).location?.href;
+    if (!uri) throw new TypeError("give the app's uri outside a browser");
+    const body = { address: wallet.address, domain: new URL(uri).host, uri, statement: app.statement };
+    const { message } = await data(api.POST("/v1/auth/siwe/nonce", { body, ...(options?.signal ? { signal: options.signal } : {}) }));
+    if (!message) throw new Error("The service wrote no message to sign");
+    return { message, signature: await wallet.sign(message) };
+  }
+
   /** Sign-In with Ethereum: a nonce for the app's message, then the wallet's signature of it for an access token. */
   const auth = {
     siweNonce: (body: JsonBody<"createSiweNonce"> = {}, options?: RequestOptions) =>
@@ -317,15 +335,15 @@ export function createClient(options: ClientOptions) {
      * @example
      * const { accessToken } = await createClient({ baseUrl }).auth.signIn(window.ethereum);
      */
-    signIn: async (signer: WalletSigner, app: { uri?: string; statement?: string } = {}, options?: RequestOptions) => {
-      const wallet = await signingWallet(signer);
-      const uri = app.uri ?? (globalThis as { location?: { href: string } }).location?.href;
-      if (!uri) throw new TypeError("signIn: give the app's uri outside a browser");
-      const body = { address: wallet.address, domain: new URL(uri).host, uri, statement: app.statement };
-      const { message } = await data(api.POST("/v1/auth/siwe/nonce", { body, ...sent(options) }));
-      if (!message) throw new Error("The service wrote no message to sign");
-      return data(api.POST("/v1/auth/siwe/verify", { body: { message, signature: await wallet.sign(message) }, ...sent(options) }));
-    },
+    signIn: async (signer: WalletSigner, app: { uri?: string; statement?: string } = {}, options?: RequestOptions) =>
+      data(api.POST("/v1/auth/siwe/verify", { body: await signedMessage(signer, app, options), ...sent(options) })),
+    /**
+     * Links the wallet to the signed-in account of the identity provider, in one call: the wallet
+     * signs the same message as for a sign-in (one prompt). `users.chooseWallet` then makes it the
+     * account's wallet.
+     */
+    linkWallet: async (signer: WalletSigner, app: { uri?: string; statement?: string } = {}, write?: WriteOptions) =>
+      data(api.POST("/v1/users/me/wallets", { body: await signedMessage(signer, app, write), ...sent(write) })),
   };
 
   /** The development sandbox (run-and-sandbox.md section 3; absent in production). */

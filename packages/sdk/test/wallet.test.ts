@@ -96,4 +96,19 @@ describe("@trustmint/sdk: writes signed by the user's own wallet, against npm st
     const managed = await signIn(baseUrl, "sdk-managed", { funds: 5, client: { wallet: Wallet.createRandom() } });
     expect((await managed.client.vault.deposit({ amount: 2 })).depositAmount).to.equal("2.00");
   });
+
+  it("an identity provider's account links its wallet (auth.linkWallet), chooses it, and the wallet signs its deposit", async () => {
+    const key = Wallet.createRandom();
+    const user = await signIn(baseUrl, "sdk-linker", { client: { wallet: key } });
+    const linked = await user.client.auth.linkWallet(key, { uri });
+    expect(linked).to.include({ address: key.address, custody: "self", chosen: false });
+    const chosen = await user.client.users.chooseWallet({ address: key.address });
+    expect(chosen).to.include({ walletAddress: key.address, custody: "self" });
+    expect((await user.client.users.wallets()).map((wallet) => [wallet.custody, wallet.chosen])).to.deep.equal([
+      ["managed", false],
+      ["self", true],
+    ]);
+    await user.client.sandbox.faucet({ amount: 6 });
+    expect((await user.client.vault.deposit({ amount: 5 })).depositAmount).to.equal("5.00");
+  });
 });
