@@ -4,7 +4,8 @@
 // Zodiac Delay queue (153,022 gas measured on this machine for enqueue plus execute), and the cost
 // of the gasless path: a managed wallet's request signed for the ERC-2771 forwarder and relayed,
 // beside the same operation sent directly by a wallet that pays its own gas, and the same requests
-// relayed in batches of 1, 10 and 50 with `executeBatch` (scripts/bench/gas-relay.ts).
+// relayed in batches of 1, 10 and 50 with `executeBatch` (scripts/bench/gas-relay.ts), and a wallet the user holds
+// (self-custody, D-119) beside a managed one on the service's path.
 // Last line: `ratio: <worst of deposit and redeem, ours / plain>`.
 import { type BaseContract, Signature, type Wallet } from "ethers";
 import { network } from "hardhat";
@@ -217,6 +218,47 @@ gasless.push([
   ]);
 }
 
+// --- self-custody vs managed (D-119): the same writes through the service's path, one request each ---
+// A managed wallet pulls under its standing allowance (one permit of 2^256-1, granted once: not counted); a wallet the
+// user holds signs a permit for exactly the amount of each write that pulls USDC, which the relayer submits as a
+// transaction of its own before the request. Both wallets are holders already and have used the forwarder.
+const custody: [string, bigint, bigint][] = [];
+{
+  const own: Wallet = new ethers.Wallet(ethers.id("bench self-custody wallet"), ethers.provider);
+  const held: Wallet = new ethers.Wallet(ethers.id("bench managed steady wallet"), ethers.provider);
+  for (const who of [own.address, held.address]) await usdc.mint(who, USDC(100_000));
+  const applyPermit = async (wallet: Wallet, spender: BaseContract, value: bigint) => {
+    const p = await permit(wallet, spender, value);
+    return gasOf(usdc.connect(relayer).permit(wallet.address, await spender.getAddress(), value, p.deadline, p.v, p.r, p.s));
+  };
+  for (const spender of [vault, loanBook]) await applyPermit(held, spender, ethers.MaxUint256);
+  const deposit = (who: string) => vault.interface.encodeFunctionData("deposit", [USDC(1_000), who]);
+  await forwarded(held, vault, deposit(held.address));
+  await applyPermit(own, vault, USDC(1_000));
+  await forwarded(own, vault, deposit(own.address));
+  custody.push([
+    "deposit (a permit + the request / the request)",
+    await forwarded(held, vault, deposit(held.address)),
+    (await applyPermit(own, vault, USDC(1_000))) + (await forwarded(own, vault, deposit(own.address))),
+  ]);
+  const redeem = async (wallet: Wallet) => {
+    const shares = (await vault.balanceOf(wallet.address)) / 4n;
+    return forwarded(wallet, vault, vault.interface.encodeFunctionData("redeem", [shares, wallet.address, wallet.address]));
+  };
+  custody.push(["redeem (part: no permit)", await redeem(held), await redeem(own)]);
+  const loans = new Map<string, bigint>();
+  for (const wallet of [held, own]) {
+    await loanBook.fundLoan(ethers.id(`bench-custody-loan-${wallet.address}`), wallet.address, USDC(100), USDC(3), USDC(10), 30);
+    loans.set(wallet.address, await loanBook.loanCount());
+  }
+  const repay = (wallet: Wallet) => loanBook.interface.encodeFunctionData("repay", [loans.get(wallet.address)!, USDC(40)]);
+  custody.push([
+    "repay (partial: a permit + the request / the request)",
+    await forwarded(held, loanBook, repay(held)),
+    (await applyPermit(own, loanBook, USDC(40))) + (await forwarded(own, loanBook, repay(own))),
+  ]);
+}
+
 // --- report ---
 const ratio = (a: bigint, b: bigint) => (Number(a) / Number(b)).toFixed(3);
 const rows: [string, bigint, bigint | undefined][] = [
@@ -266,6 +308,12 @@ for (const [name, directGas, forwardedGas] of gasless) {
   console.log(
     `${name.padEnd(48)} ${directGas.toString().padStart(8)} ${forwardedGas.toString().padStart(10)} ${`${sign}${overhead}`.padStart(9)}  ${percent}`,
   );
+}
+console.log("");
+console.log("self-custody (the user's wallet signs, a permit of the exact amount per pulling write) vs managed (standing allowance):");
+console.log(`${"operation".padEnd(54)} ${"managed".padStart(8)} ${"self".padStart(8)} ratio`);
+for (const [name, managedGas, ownGas] of custody) {
+  console.log(`${name.padEnd(54)} ${managedGas.toString().padStart(8)} ${ownGas.toString().padStart(8)} ${ratio(ownGas, managedGas)}`);
 }
 await benchRelayedBatches({
   connection: { ethers, networkHelpers },
