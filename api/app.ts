@@ -176,6 +176,8 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
   app.use(requestLog(logger));
   // Before the credentials and the rate limit: a preflight carries neither, and a refusal must be readable.
   app.use("/v1", apiCors(config.corsOrigins));
+  // The checkout's JSON calls take bearer tokens like /v1 (the SDK's payments.pay and terms); its pages stay same-origin.
+  app.use(["/checkout/:paymentId/pay", "/checkout/:paymentId/terms"], apiCors(config.corsOrigins));
 
   app.use(healthRoutes({ ...deps, payer: deps.services.payer }));
   app.use(apiHeaders);
