@@ -130,7 +130,7 @@ describe(`writes signed by the user's own wallet (D-119, ${usingPostgres ? "Post
     expect(await eth(wallet.address)).to.equal(0n);
   });
 
-  it("refusals, nothing sent: another key's signature, a changed amount, a replay (and its retry with the same key answered again), a malformed header", async () => {
+  it("refusals, nothing sent: another key's signature, another account sending it, a changed amount, a replay (and its retry with the same key answered again), a malformed header", async () => {
     const { wallet, token } = await selfCustody(30_000_000n);
     const path = "/v1/vault/deposit";
     const prepared = (await prepare(token, path, { amount: 5 })).body.data as { request: TypedData; permit: TypedData };
@@ -157,6 +157,12 @@ describe(`writes signed by the user's own wallet (D-119, ${usingPostgres ? "Post
     expectErrorEnvelope(missingPermit, 403, "SIGNATURE_REQUIRED");
     // The same signature on another amount.
     expectErrorEnvelope(await send(token, path, { amount: 6 }, signatures), 400, "REQUEST_MISMATCH");
+    // Another account sending this wallet's signatures: nothing of theirs was prepared, and what they prepare is theirs to sign.
+    const other = await selfCustody(30_000_000n);
+    expectErrorEnvelope(await send(other.token, path, { amount: 5 }, signatures), 400, "REQUEST_MISMATCH");
+    expect((await prepare(other.token, path, { amount: 5 })).status).to.equal(200);
+    expectErrorEnvelope(await send(other.token, path, { amount: 5 }, signatures), 400, "SIGNATURE_MISMATCH");
+    expect(await shares(other.wallet.address)).to.equal(0n);
     const malformed = await send(token, path, { amount: 5 }, { request: "0x1234" });
     expectErrorEnvelope(malformed, 400, "VALIDATION_ERROR");
     expect(malformed.body.error.details.field).to.equal("Wallet-Signature");
