@@ -178,8 +178,6 @@ export async function createApp(deps: AppDeps): Promise<express.Express> {
   app.use("/v1", apiCors(config.corsOrigins));
   // The checkout's JSON calls take bearer tokens like /v1 (the SDK's payments.pay and terms); its pages stay same-origin.
   app.use(["/checkout/:paymentId/pay", "/checkout/:paymentId/terms"], apiCors(config.corsOrigins));
-  // The sandbox (outside production) for a browser app on another origin as well: its faucet, clock and loans.
-  if (config.auth.devProvider) app.use("/dev", apiCors(config.corsOrigins));
 
   app.use(healthRoutes({ ...deps, payer: deps.services.payer }));
   app.use(apiHeaders);

@@ -1,9 +1,8 @@
 // Cross-origin calls to /v1 from browser apps (D-108). The API takes credentials only in headers
 // (a bearer token or an API key), never cookies, so any origin is safe by default: a page on
 // another site can use only the credentials its own code holds. An operator may name the origins
-// instead (CORS_ORIGINS). Mounted on /v1, on the checkout's JSON calls (pay, its prepare call,
-// terms: bearer tokens too) and on the sandbox's /dev outside production; the checkout's pages and
-// their sign-in stay same-origin.
+// instead (CORS_ORIGINS). Mounted on /v1 and on the checkout's JSON calls (pay, its prepare call,
+// terms: bearer tokens too); the checkout's pages and their sign-in stay same-origin.
 import cors from "cors";
 
 /** The request headers the API reads, which a browser must be allowed to send. */
