@@ -39,7 +39,7 @@ export interface SiweDeps {
   accountOf(address: string): Promise<UserRecord>;
   /** An account's choice among its wallets (domain/users/service.ts). */
   users: Pick<UsersService, "walletToChoose" | "chooseWallet">;
-  /** Why the account may not leave `wallet` now (its loans are its), or null. */
+  /** Whether `wallet` has loans open, overdue or defaulted: the account may not leave it then (the loans are the wallet's). */
   holdsLoans(userId: string, wallet: string): Promise<boolean>;
   /** The wallet's own facts from before it was the account's, made the account's (rewards' `adopt`). */
   adopt(userId: string, wallet: string): Promise<unknown>;

@@ -8,7 +8,7 @@ import type { Allowances } from "./allowances.js";
 import type { ForwardRequestData, UserRequest } from "./batcher.js";
 import { needsAllowance, requestOf, type UserCall } from "./calls.js";
 import { TransactionRevertedError } from "./failures.js";
-import type { TransactionsRepo } from "./repo.js";
+import type { PreparedPermit, TransactionsRepo } from "./repo.js";
 import {
   DEADLINE_MARGIN_S,
   type Eip712Domain,
@@ -57,7 +57,7 @@ export function createSelfCustody(deps: {
     ]);
     const deadline = BigInt(latest!.timestamp) + PREPARED_LIFETIME_S;
     let gas: bigint;
-    let permit: { spender: string; value: string; nonce: string; deadline: string } | null = null;
+    let permit: PreparedPermit | null = null;
     try {
       gas = ((await simulate(from, call.to, call.data)) * deps.headroomPercent) / 100n;
     } catch (error) {
@@ -116,7 +116,7 @@ export function createSelfCustody(deps: {
     if (row.usedAt) throw signatureRefusals.replayed("sent already");
     const latest = await provider.getBlock("latest");
     if (row.deadline <= BigInt(latest!.timestamp) + DEADLINE_MARGIN_S) throw signatureRefusals.expired();
-    const permit = row.permit as { spender: string; value: string; nonce: string; deadline: string } | null;
+    const permit = row.permit as PreparedPermit | null;
     let permitSignature: Signature | undefined;
     if (permit && (await allowanceAndBalance(from, permit.spender))[0] < BigInt(permit.value)) {
       const signature = call.signed.permitSignature;
@@ -131,7 +131,6 @@ export function createSelfCustody(deps: {
     }
     if (!(await repo.takePrepared(row.id, new Date()))) throw signatureRefusals.replayed("sent already");
     return {
-      row,
       values: valuesOf(row),
       permit: permit && permitSignature ? { permit, signature: permitSignature } : null,
       release: () => repo.releasePrepared(row.id),

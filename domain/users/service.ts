@@ -137,13 +137,11 @@ export function createUsersService({ repo, apiKeys, wallets, clock, xp, loans, v
      */
     async wallets(user: UserRecord) {
       const linked = await repo.linkedWallets(user.id);
-      const managed = ownWalletSubjectOf(user)
-        ? []
-        : [{ address: wallets.addressOf(user.walletIndex), custody: "managed" as const, linkedAt: null }];
-      const own = ownWalletSubjectOf(user) ? [{ address: user.walletAddress, custody: "self" as const, linkedAt: null }] : [];
+      const first = ownWalletSubjectOf(user)
+        ? { address: user.walletAddress, custody: "self" as const, linkedAt: null }
+        : { address: wallets.addressOf(user.walletIndex), custody: "managed" as const, linkedAt: null };
       return [
-        ...managed,
-        ...own,
+        first,
         ...linked.map((link) => ({ address: link.address, custody: "self" as const, linkedAt: link.linkedAt.toISOString() })),
       ].map((wallet) => ({ ...wallet, chosen: wallet.address === user.walletAddress }));
     },

@@ -4,7 +4,7 @@
 // and answers as the spec shows. The wallet never holds ETH. Every refusal is a 4xx with nothing sent.
 import { randomUUID } from "node:crypto";
 import { expect } from "chai";
-import { type TypedDataField, Wallet } from "ethers";
+import { Wallet } from "ethers";
 import { createSiweMessage } from "viem/siwe";
 import type { TestApi } from "../helpers/api.js";
 import type { TestChain } from "../helpers/chain.js";
@@ -12,20 +12,10 @@ import { usingPostgres } from "../helpers/database.js";
 import { expectErrorEnvelope } from "../helpers/envelope.js";
 import { waitForHead } from "../helpers/mirror.js";
 import { type MoneyStack, newTestUser, startMoneyStack } from "../helpers/money-stack.js";
+import { signTypedDataV4, type TypedDataV4 } from "../helpers/test-wallet.js";
 import { until } from "../helpers/waiting.js";
 
-type TypedData = {
-  domain: Record<string, unknown>;
-  types: Record<string, TypedDataField[]>;
-  primaryType: string;
-  message: Record<string, string>;
-};
-
-/** What a wallet answers to eth_signTypedData_v4 for the prepare call's typed data. */
-const sign = (wallet: Pick<Wallet, "signTypedData">, typed: TypedData) => {
-  const { EIP712Domain: _domain, ...types } = typed.types;
-  return wallet.signTypedData(typed.domain, types, typed.message);
-};
+const sign = signTypedDataV4;
 
 describe(`writes signed by the user's own wallet (D-119, ${usingPostgres ? "PostgreSQL" : "PGlite"})`, function () {
   this.timeout(120_000);
@@ -73,7 +63,7 @@ describe(`writes signed by the user's own wallet (D-119, ${usingPostgres ? "Post
   async function signedWrite(token: string, wallet: Pick<Wallet, "signTypedData">, path: string, body: unknown, key?: string) {
     const prepared = await prepare(token, path, body);
     expect(prepared.status, prepared.text).to.equal(200);
-    const { request, permit } = prepared.body.data as { request: TypedData; permit: TypedData | null };
+    const { request, permit } = prepared.body.data as { request: TypedDataV4; permit: TypedDataV4 | null };
     const signatures = { request: await sign(wallet, request), permit: permit ? await sign(wallet, permit) : undefined };
     return { prepared: prepared.body.data, signatures, answer: await send(token, path, body, signatures, key) };
   }
@@ -133,7 +123,7 @@ describe(`writes signed by the user's own wallet (D-119, ${usingPostgres ? "Post
   it("refusals, nothing sent: another key's signature, another account sending it, a changed amount, a replay (and its retry with the same key answered again), a malformed header", async () => {
     const { wallet, token } = await selfCustody(30_000_000n);
     const path = "/v1/vault/deposit";
-    const prepared = (await prepare(token, path, { amount: 5 })).body.data as { request: TypedData; permit: TypedData };
+    const prepared = (await prepare(token, path, { amount: 5 })).body.data as { request: TypedDataV4; permit: TypedDataV4 };
     const signatures = { request: await sign(wallet, prepared.request), permit: await sign(wallet, prepared.permit) };
 
     // Signed by another key: refused, and the prepared request stays usable.
@@ -183,7 +173,7 @@ describe(`writes signed by the user's own wallet (D-119, ${usingPostgres ? "Post
 
   it("one signed request sent three times at once goes out once; the others are REQUEST_REPLAYED", async () => {
     const { wallet, token } = await selfCustody(10_000_000n);
-    const prepared = (await prepare(token, "/v1/vault/deposit", { amount: 4 })).body.data as { request: TypedData; permit: TypedData };
+    const prepared = (await prepare(token, "/v1/vault/deposit", { amount: 4 })).body.data as { request: TypedDataV4; permit: TypedDataV4 };
     const signatures = { request: await sign(wallet, prepared.request), permit: await sign(wallet, prepared.permit) };
     const answers = await Promise.all([1, 2, 3].map(() => send(token, "/v1/vault/deposit", { amount: 4 }, signatures)));
     expect(answers.map((answer) => answer.status).sort()).to.deep.equal([200, 409, 409]);
@@ -213,7 +203,7 @@ describe(`writes signed by the user's own wallet (D-119, ${usingPostgres ? "Post
 
   it("a request past its deadline is refused (REQUEST_EXPIRED), and a new one prepared after it goes through", async () => {
     const { wallet, token } = await selfCustody(10_000_000n);
-    const prepared = (await prepare(token, "/v1/vault/deposit", { amount: 2 })).body.data as { request: TypedData; permit: TypedData };
+    const prepared = (await prepare(token, "/v1/vault/deposit", { amount: 2 })).body.data as { request: TypedDataV4; permit: TypedDataV4 };
     const signatures = { request: await sign(wallet, prepared.request), permit: await sign(wallet, prepared.permit) };
     await chain.provider.send("evm_increaseTime", [601]);
     await chain.provider.send("evm_mine", []);

@@ -11,11 +11,12 @@ import path from "node:path";
 import { AxeBuilder } from "@axe-core/playwright";
 import chromium from "@sparticuz/chromium";
 import { expect } from "chai";
-import { getBytes, Wallet } from "ethers";
+import { Wallet } from "ethers";
 import { type Browser, type Page, chromium as playwright } from "playwright-core";
 import { type TestChain, usdc } from "../helpers/chain.js";
 import { usingPostgres } from "../helpers/database.js";
 import { type MoneyStack, newTestUser, postWithKey, startMoneyStack } from "../helpers/money-stack.js";
+import { injectWallet } from "../helpers/test-wallet.js";
 
 const ARTIFACTS = path.resolve(import.meta.dirname, "..", "..", "test-artifacts", "checkout");
 const PHONE = { width: 375, height: 812 };
@@ -123,42 +124,6 @@ describe(`checkout page in a browser (${usingPostgres ? "PostgreSQL" : "PGlite"}
     await checkState(page, "3-paid");
     await page.context().close();
   });
-
-  /**
-   * A browser wallet in the page, as an extension injects one: an EIP-1193 provider announced by
-   * EIP-6963 (and as window.ethereum when `legacy`), whose key is `key` on the test's side.
-   */
-  async function injectWallet(
-    page: Page,
-    key: Pick<Wallet, "address" | "signMessage" | "signTypedData">,
-    options: { legacy?: boolean } = {},
-  ) {
-    const asked: string[] = [];
-    await page.exposeFunction("testWalletRequest", async (method: string, params: unknown[] = []) => {
-      asked.push(method);
-      if (method === "eth_requestAccounts" || method === "eth_accounts") return [key.address.toLowerCase()];
-      if (method === "personal_sign") return key.signMessage(getBytes(params[0] as string));
-      if (method === "eth_signTypedData_v4") {
-        const { domain, types, message } = JSON.parse(params[1] as string);
-        const { EIP712Domain: _domain, ...rest } = types;
-        return key.signTypedData(domain, rest, message);
-      }
-      throw new Error(`the test wallet does not answer ${method}`);
-    });
-    // Run in the page before its own scripts, as an extension's content script is.
-    await page.addInitScript(`(() => {
-      const provider = { request: ({ method, params }) => window.testWalletRequest(method, params) };
-      const detail = Object.freeze({
-        info: { uuid: "8d3f5f0e-0000-4000-8000-000000000001", name: "Test Wallet", icon: "data:image/svg+xml,<svg/>", rdns: "test.wallet" },
-        provider,
-      });
-      const announce = () => window.dispatchEvent(new CustomEvent("eip6963:announceProvider", { detail }));
-      window.addEventListener("eip6963:requestProvider", announce);
-      announce();
-      ${options.legacy ? "window.ethereum = provider;" : ""}
-    })();`);
-    return asked;
-  }
 
   it("a payer's own browser wallet (EIP-6963): signs in with Ethereum, then signs the payment; no ETH, the service pays the gas", async () => {
     const { api } = stack!;

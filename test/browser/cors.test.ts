@@ -11,10 +11,11 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import chromium from "@sparticuz/chromium";
 import { expect } from "chai";
-import { getBytes, Wallet } from "ethers";
+import { Wallet } from "ethers";
 import { type Browser, chromium as playwright } from "playwright-core";
 import { usingPostgres } from "../helpers/database.js";
 import { type MoneyStack, newTestUser, startMoneyStack } from "../helpers/money-stack.js";
+import { injectWallet } from "../helpers/test-wallet.js";
 
 const ROOT = path.resolve(import.meta.dirname, "..", "..");
 const ARTIFACTS = path.join(ROOT, "test-artifacts", "wallet-app");
@@ -161,26 +162,14 @@ describe(`the API from a browser app on another origin (${usingPostgres ? "Postg
       .body.data;
 
     const key = Wallet.createRandom();
-    const asked: string[] = [];
     const page = await (await browser.newContext()).newPage();
-    await page.exposeFunction("testWalletRequest", async (method: string, params: unknown[] = []) => {
-      asked.push(method);
-      if (method === "eth_requestAccounts" || method === "eth_accounts") return [key.address.toLowerCase()];
-      if (method === "personal_sign") return key.signMessage(getBytes(params[0] as string));
-      if (method === "eth_signTypedData_v4") {
-        const { domain, types, message } = JSON.parse(params[1] as string);
-        const { EIP712Domain: _domain, ...rest } = types;
-        return key.signTypedData(domain, rest, message);
-      }
-      throw new Error(`the test wallet does not answer ${method}`);
-    });
+    const asked = await injectWallet(page, key, { legacy: true });
     // The wallet's test USDC (the sandbox's faucet is for same-origin callers), and the pool funding the loan.
     await (await chain.contracts.usdc.mint(key.address, 60_000_000n)).wait();
     await page.exposeFunction("testFundLoan", async (loanId: string, token: string) => {
       const funded = await api.request("POST", `/dev/loans/${loanId}/fund`, { token });
       expect(funded.status, funded.text).to.equal(200);
     });
-    await page.addInitScript("window.ethereum = { request: ({ method, params }) => window.testWalletRequest(method, params) };");
     await page.goto(`${appOrigin}/wallet`);
     await page.waitForFunction("window.ready === true");
     const result = (await page.evaluate(`window.walletScenario(${JSON.stringify(api.url)}, ${JSON.stringify(payment.id)})`)) as {

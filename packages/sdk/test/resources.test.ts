@@ -1,9 +1,10 @@
 import { ApiError, createClient, type TrustMintClient, toMicro } from "@trustmint/sdk";
 import { expect } from "chai";
-import { getBytes, Wallet } from "ethers";
+import { Wallet } from "ethers";
 import { createWalletClient, custom } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createSiweMessage } from "viem/siwe";
+import { eip1193Wallet } from "../../../test/helpers/test-wallet.js";
 import { apiErrorOf, type SignedIn, sharedService, signIn } from "./support.js";
 
 // Every resource method of @trustmint/sdk once, against the service as `npm start` runs it: each
@@ -45,15 +46,7 @@ describe("@trustmint/sdk: every resource method against npm start", function () 
 
     // A browser wallet as EIP-1193 gives it: lower-case accounts, personal_sign of the hex text.
     const browserKey = Wallet.createRandom();
-    const asked: string[] = [];
-    const provider = {
-      request: async ({ method, params }: { method: string; params?: readonly unknown[] }) => {
-        asked.push(method);
-        if (method === "eth_requestAccounts") return [browserKey.address.toLowerCase()];
-        if (method === "personal_sign") return browserKey.signMessage(getBytes(params![0] as string));
-        throw new Error(`unexpected ${method}`);
-      },
-    };
+    const { provider, asked } = eip1193Wallet(browserKey);
     const viaProvider = await anonymous.auth.signIn(provider, { uri });
     expect(viaProvider.user.walletAddress).to.equal(browserKey.address);
     expect(asked).to.deep.equal(["eth_requestAccounts", "personal_sign"]);

@@ -1,8 +1,9 @@
 import { ApiError, createClient, type TrustMintClient, type WalletSigner } from "@trustmint/sdk";
 import { expect } from "chai";
-import { getBytes, Wallet } from "ethers";
+import { Wallet } from "ethers";
 import { createWalletClient, custom } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { eip1193Wallet } from "../../../test/helpers/test-wallet.js";
 import { apiErrorOf, sharedService, signIn } from "./support.js";
 
 // The user's own wallet signs their writes (D-119): with `wallet` given, the client prepares each
@@ -53,21 +54,7 @@ describe("@trustmint/sdk: writes signed by the user's own wallet, against npm st
 
   it("an EIP-1193 provider (eth_signTypedData_v4 of the JSON it is given) and a viem wallet client", async () => {
     const browserKey = Wallet.createRandom();
-    const asked: string[] = [];
-    const provider = {
-      request: async ({ method, params }: { method: string; params?: readonly unknown[] }) => {
-        asked.push(method);
-        if (method === "eth_requestAccounts") return [browserKey.address.toLowerCase()];
-        if (method === "personal_sign") return browserKey.signMessage(getBytes(params![0] as string));
-        if (method === "eth_signTypedData_v4") {
-          expect((params![0] as string).toLowerCase()).to.equal(browserKey.address.toLowerCase());
-          const { domain, types, message } = JSON.parse(params![1] as string);
-          const { EIP712Domain: _domain, ...rest } = types;
-          return browserKey.signTypedData(domain, rest, message);
-        }
-        throw new Error(`unexpected ${method}`);
-      },
-    };
+    const { provider, asked } = eip1193Wallet(browserKey);
     const viaProvider = await selfCustody(provider, 12);
     expect(
       (await viaProvider.client.socialVault.create({ dailyLimit: 50, timelockDuration: 3_600, requiredSignatures: 1, duressPin: "2468" }))
