@@ -1,6 +1,6 @@
 // The typed-data shapes users' managed wallets sign for gasless operations (docs/decisions.md
-// D-60): the TrustMintForwarder's ERC-2771 request and an EIP-2612 permit. One definition for
-// the relayer, the gas bench and the contract tests.
+// D-60): the TrustMintForwarder's ERC-2771 request, an EIP-2612 permit and an EIP-3009
+// authorization (D-120). One definition for the relayer, the gas bench and the contract tests.
 import { type BaseWallet, type Signature, type TypedDataDomain, TypedDataEncoder, type TypedDataField } from "ethers";
 
 /** The forwarder's EIP-712 domain, without chainId and verifyingContract (they come from the deployment). */
@@ -26,6 +26,18 @@ export const PERMIT_TYPES: Record<string, TypedDataField[]> = {
     { name: "value", type: "uint256" },
     { name: "nonce", type: "uint256" },
     { name: "deadline", type: "uint256" },
+  ],
+};
+
+/** EIP-3009's transfer that only its payee submits; the domain is the token's, as for a permit. */
+export const RECEIVE_WITH_AUTHORIZATION_TYPES: Record<string, TypedDataField[]> = {
+  ReceiveWithAuthorization: [
+    { name: "from", type: "address" },
+    { name: "to", type: "address" },
+    { name: "value", type: "uint256" },
+    { name: "validAfter", type: "uint256" },
+    { name: "validBefore", type: "uint256" },
+    { name: "nonce", type: "bytes32" },
   ],
 };
 

@@ -5,11 +5,12 @@
 // of the gasless path: a managed wallet's request signed for the ERC-2771 forwarder and relayed,
 // beside the same operation sent directly by a wallet that pays its own gas, and the same requests
 // relayed in batches of 1, 10 and 50 with `executeBatch` (scripts/bench/gas-relay.ts), and a wallet the user holds
-// (self-custody, D-119) beside a managed one on the service's path.
+// (self-custody, D-119) beside a managed one on the service's path: each write's relayed request alone, then with the
+// permit it needs, and a checkout's direct pay by one EIP-3009 authorization (D-120).
 // Last line: `ratio: <worst of deposit and redeem, ours / plain>`.
 import { type BaseContract, Signature, type Wallet } from "ethers";
 import { network } from "hardhat";
-import { FORWARD_REQUEST_TYPES, FORWARDER_DOMAIN, PERMIT_TYPES } from "../core/eip712.js";
+import { FORWARD_REQUEST_TYPES, FORWARDER_DOMAIN, PERMIT_TYPES, RECEIVE_WITH_AUTHORIZATION_TYPES } from "../core/eip712.js";
 import { benchRelayedBatches } from "./bench/gas-relay.js";
 
 const SAFE_WITH_DELAY_GAS = 153_022n;
@@ -257,6 +258,55 @@ const custody: [string, bigint, bigint][] = [];
     await forwarded(held, loanBook, repay(held)),
     (await applyPermit(own, loanBook, USDC(40))) + (await forwarded(own, loanBook, repay(own))),
   ]);
+  // The relayed request alone, the allowance in place for both (the permit's own transaction not counted).
+  await applyPermit(own, vault, USDC(1_000));
+  custody.push([
+    "deposit, the request alone (both allowed)",
+    await forwarded(held, vault, deposit(held.address)),
+    await forwarded(own, vault, deposit(own.address)),
+  ]);
+  await applyPermit(own, loanBook, USDC(10));
+  const repayTen = (wallet: Wallet) => loanBook.interface.encodeFunctionData("repay", [loans.get(wallet.address)!, USDC(10)]);
+  custody.push([
+    "repay, the request alone (both allowed)",
+    await forwarded(held, loanBook, repayTen(held)),
+    await forwarded(own, loanBook, repayTen(own)),
+  ]);
+
+  // A checkout's direct pay: the managed wallet's forwarded `pay` under its standing allowance; the user's wallet signs
+  // one ReceiveWithAuthorization, which the relayer sends in `payWithAuthorization` (no forwarder, no permit). One
+  // payment paid first, so the merchant and the treasury hold USDC already in both.
+  const router = await ethers.deployContract("PaymentRouter", [
+    await usdc.getAddress(),
+    await loanBook.getAddress(),
+    admin.address,
+    recipient.address,
+    forwarderAddress,
+  ]);
+  const merchant = alice.address;
+  await applyPermit(held, router, ethers.MaxUint256);
+  const pay = (ref: string) => router.interface.encodeFunctionData("pay", [ethers.id(ref), merchant, USDC(25)]);
+  await forwarded(held, router, pay("bench-order-0"));
+  const authorized = async (ref: string) => {
+    const nonce = await router.paymentKey(ethers.id(ref), merchant, USDC(25));
+    const domain = { name: await usdc.name(), version: await usdc.version(), chainId, verifyingContract: await usdc.getAddress() };
+    const validBefore = BigInt((await networkHelpers.time.latest()) + HOUR);
+    const message = { from: own.address, to: await router.getAddress(), value: USDC(25), validAfter: 0n, validBefore, nonce };
+    const { v, r, s } = Signature.from(await own.signTypedData(domain, RECEIVE_WITH_AUTHORIZATION_TYPES, message));
+    return gasOf(router.connect(relayer).payWithAuthorization(ethers.id(ref), merchant, USDC(25), own.address, 0n, validBefore, v, r, s));
+  };
+  custody.push([
+    "checkout pay (one authorization / the request)",
+    await forwarded(held, router, pay("bench-order-1")),
+    await authorized("bench-order-2"),
+  ]);
+  // The path it replaced for a wallet the user holds: an exact permit, then the forwarded request.
+  const permitAndRequest = (await applyPermit(own, router, USDC(25))) + (await forwarded(own, router, pay("bench-order-3")));
+  custody.push([
+    "checkout pay (a permit + the request / the request)",
+    await forwarded(held, router, pay("bench-order-4")),
+    permitAndRequest,
+  ]);
 }
 
 // --- report ---
@@ -310,7 +360,9 @@ for (const [name, directGas, forwardedGas] of gasless) {
   );
 }
 console.log("");
-console.log("self-custody (the user's wallet signs, a permit of the exact amount per pulling write) vs managed (standing allowance):");
+console.log(
+  "self-custody (the user's wallet signs; a permit of the exact amount per pulling write, or one authorization) vs managed (standing allowance):",
+);
 console.log(`${"operation".padEnd(54)} ${"managed".padStart(8)} ${"self".padStart(8)} ratio`);
 for (const [name, managedGas, ownGas] of custody) {
   console.log(`${name.padEnd(54)} ${managedGas.toString().padStart(8)} ${ownGas.toString().padStart(8)} ${ratio(ownGas, managedGas)}`);

@@ -237,6 +237,34 @@ interface IPaymentRouter {
     function payWithPermit(bytes32 ref, address merchant, uint256 amount, uint256 deadline, uint8 v, bytes32 r, bytes32 s)
         external;
 
+    /// @notice {pay} by the payer's EIP-3009 authorization instead of an allowance (D-120): the router receives
+    /// `amount` from `payer` with the token's `receiveWithAuthorization`, then pays the merchant and the treasury as
+    /// {pay} does. Anyone may submit it (the service does, paying the gas), so the payer signs one message and sends no
+    /// transaction. The authorization's nonce must be {paymentKey}`(ref, merchant, amount)`: it pays this payment and
+    /// no other, once, and only through this router (`receiveWithAuthorization` is the payee's to submit).
+    /// @dev Reverts as {pay} does, and with the token's refusal of an authorization that is not `payer`'s over these
+    /// values, not valid now, or used.
+    /// @param ref The off-chain payment id.
+    /// @param merchant The merchant's wallet.
+    /// @param amount The gross amount, and the authorization's value.
+    /// @param payer Who pays: the authorization's signer.
+    /// @param validAfter The authorization is valid after this time (Unix seconds).
+    /// @param validBefore The authorization is valid before this time (Unix seconds).
+    /// @param v The authorization signature's `v`.
+    /// @param r The authorization signature's `r`.
+    /// @param s The authorization signature's `s`.
+    function payWithAuthorization(
+        bytes32 ref,
+        address merchant,
+        uint256 amount,
+        address payer,
+        uint256 validAfter,
+        uint256 validBefore,
+        uint8 v,
+        bytes32 r,
+        bytes32 s
+    ) external;
+
     /* OPERATOR */
 
     /// @notice Pays payment `ref` to `merchant` on credit for `payer`: the pool lends each installment's principal

@@ -9,6 +9,7 @@ import {Context} from "@openzeppelin/contracts/utils/Context.sol";
 import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
 import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
+import {IERC3009} from "../interfaces/IERC3009.sol";
 import {ILoanBook} from "../interfaces/ILoanBook.sol";
 import {IPaymentRouter} from "../interfaces/IPaymentRouter.sol";
 import {TryPermit} from "../utils/TryPermit.sol";
@@ -19,7 +20,8 @@ import {TryPermit} from "../utils/TryPermit.sol";
 /// credit: to the pool's insurance reserve, as the loans' insurance fees) and the rest to the merchant in the same call, refunds from the merchant within what was paid, which settle a payment's
 /// loans as buy-now-pay-later lenders do (principal and interest reduced pro rata; a full refund leaves nothing owed).
 /// @dev The router never holds USDC or an allowance after a call: a direct payment moves from the payer to the
-/// merchant and the treasury, a direct refund from the merchant to the payer. A payment on credit
+/// merchant and the treasury (by the payer's EIP-3009 authorization, {payWithAuthorization}: through the router, in
+/// the same call), a direct refund from the merchant to the payer. A payment on credit
 /// ({payWithLoans}, OPERATOR_ROLE: the service) funds one loan per installment with `loanBook.fundLoanFor`, the
 /// payer as the borrower and the router as the recipient, the installment's fee as the loan's insurance fee (D-101:
 /// the merchant's fee funds the reserve that covers the loan), so the router receives the amount less the fee and
@@ -138,6 +140,29 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
         _pay(ref, merchant, amount, payer);
     }
 
+    /// @inheritdoc IPaymentRouter
+    function payWithAuthorization(
+        bytes32 ref,
+        address merchant,
+        uint256 amount,
+        address payer,
+        uint256 validAfter,
+        uint256 validBefore,
+        uint8 v,
+        bytes32 r,
+        bytes32 s
+    ) external nonReentrant {
+        if (payer == address(0)) revert PaymentRouterZeroAddress();
+        if (payer == address(this)) revert PaymentRouterSelfAddress();
+        (bytes32 key, uint256 fee) = _recordDirect(ref, merchant, amount, payer);
+        // Into the router, bound to this payment by its nonce, then out at once: the router holds nothing after the call.
+        IERC3009(address(_asset)).receiveWithAuthorization(
+            payer, address(this), amount, validAfter, validBefore, key, v, r, s
+        );
+        _asset.safeTransfer(merchant, amount - fee);
+        if (fee > 0) _asset.safeTransfer(treasury, fee);
+    }
+
     /* OPERATOR */
 
     /// @inheritdoc IPaymentRouter
@@ -225,15 +250,23 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
     /* INTERNAL */
 
     function _pay(bytes32 ref, address merchant, uint256 amount, address payer) private {
-        // Validate.
-        bytes32 key = _checkNewPayment(ref, merchant, amount);
-        // Effects. The fee is at most 10 % of an amount that fits 128 bits: no overflow, and it fits too.
-        uint256 fee = amount * feeBps / BPS;
-        _recordPayment(key, payer, PaymentMethod.Direct, merchant, amount, fee);
-        emit PaymentPaid(ref, payer, merchant, amount, fee);
+        (, uint256 fee) = _recordDirect(ref, merchant, amount, payer);
         // Transfers last.
         _asset.safeTransferFrom(payer, merchant, amount - fee);
         if (fee > 0) _asset.safeTransferFrom(payer, treasury, fee);
+    }
+
+    /// @dev A direct payment's checks and effects, before its transfers: its key and fee.
+    function _recordDirect(bytes32 ref, address merchant, uint256 amount, address payer)
+        private
+        returns (bytes32 key, uint256 fee)
+    {
+        // Validate.
+        key = _checkNewPayment(ref, merchant, amount);
+        // Effects. The fee is at most 10 % of an amount that fits 128 bits: no overflow, and it fits too.
+        fee = amount * feeBps / BPS;
+        _recordPayment(key, payer, PaymentMethod.Direct, merchant, amount, fee);
+        emit PaymentPaid(ref, payer, merchant, amount, fee);
     }
 
     /// @dev The checks of a new payment's terms, by any method; returns its key.

@@ -3,7 +3,7 @@
 // direct (the payer's own transaction through the router), or on credit and in installments (the
 // router's payWithLoans, sent by the service: the pool lends, the payer owes). A payment is held
 // for one attempt at a time and the router pays it at most once; every attempt ends (D-89).
-import { type Contract, getAddress } from "ethers";
+import { AbiCoder, type Contract, getAddress, keccak256 } from "ethers";
 import type { Clock } from "../../core/clock.js";
 import { usdcNumber } from "../../core/money.js";
 import { refFromUuid } from "../../core/refs.js";
@@ -244,6 +244,7 @@ export function createCheckout(deps: CheckoutDeps) {
       if (!preparing && !(await repo.claim(row.id, { method: input.method, payerId: payer.id, payerAddress: wallet }, deps.clock.now()))) {
         throw payRefusal(await anyPayment(row.id)) ?? new AppError("PAYMENT_IN_PROGRESS", "Try again in a moment", undefined, 5);
       }
+      const terms = [refFromUuid(row.id), getAddress(row.merchantWallet), row.amount] as const;
       let sent: Awaited<ReturnType<UserWrite["send"]>>;
       try {
         sent = await deps.userWrite.send({
@@ -253,7 +254,13 @@ export function createCheckout(deps: CheckoutDeps) {
           to: routerAddress,
           call: {
             pulls: { spender: routerAddress, value: row.amount },
-            data: router.interface.encodeFunctionData("pay", [refFromUuid(row.id), getAddress(row.merchantWallet), row.amount]),
+            data: router.interface.encodeFunctionData("pay", terms),
+            // A wallet the payer holds signs one message (D-120): the router's nonce for these terms binds it to this payment.
+            byAuthorization: {
+              nonce: keccak256(AbiCoder.defaultAbiCoder().encode(["bytes32", "address", "uint256"], terms)),
+              data: ({ from, validAfter, validBefore, v, r, s }) =>
+                router.interface.encodeFunctionData("payWithAuthorization", [...terms, from, validAfter, validBefore, v, r, s]),
+            },
           },
           reverts: (revert) =>
             revert.name === "PaymentRouterAlreadyPaid" ? new AppError("ALREADY_PAID", "This payment was paid already") : undefined,

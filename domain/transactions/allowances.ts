@@ -40,9 +40,12 @@ export function createAllowances(deps: {
       usdc.balanceOf(owner, { blockTag: "pending" }) as Promise<bigint>,
     ]);
 
-  /** An empty wallet can pay nothing: the token's own answer, before anything is granted or signed. */
-  const emptyWallet = (owner: string, value: bigint) =>
-    new TransactionRevertedError({ name: "ERC20InsufficientBalance", args: [owner, 0n, value] }, "reverted with ERC20InsufficientBalance");
+  /** A wallet short of `value` (an empty one pays nothing): the token's own answer, before anything is granted or signed. */
+  const emptyWallet = (owner: string, value: bigint, balance = 0n) =>
+    new TransactionRevertedError(
+      { name: "ERC20InsufficientBalance", args: [owner, balance, value] },
+      "reverted with ERC20InsufficientBalance",
+    );
 
   /**
    * Submits the wallet's signed EIP-2612 permit with the paying account (USDC takes permits from

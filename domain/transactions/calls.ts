@@ -2,10 +2,26 @@
 // what it is known by, and, for a wallet the user holds, its signatures (D-119).
 import { TransactionRevertedError } from "./failures.js";
 
+/** An EIP-3009 authorization as the wallet signed it: what the call that carries it takes. */
+export interface SignedAuthorization {
+  from: string;
+  validAfter: bigint;
+  validBefore: bigint;
+  v: number;
+  r: string;
+  s: string;
+}
+
 /** The call's data, and, where it pulls USDC from the wallet, who pulls (`spender`) and how much. */
 export interface UserCallData {
   data: string;
   pulls?: { spender: string; value: bigint };
+  /**
+   * A call that pulls (`pulls`) and has a twin taking the wallet's EIP-3009 authorization instead (D-120):
+   * a wallet the user holds then signs that one message, with this nonce, and the service sends the
+   * twin's `data` itself. A managed wallet makes the call itself, as ever.
+   */
+  byAuthorization?: { nonce: string; data(authorization: SignedAuthorization): string };
 }
 
 export type UserCall = UserCallData & {

@@ -255,11 +255,18 @@ export function createTransactionsRepo({ db, chainId, sender }: { db: Pick<Db, "
     },
 
     /** Records a write prepared for its wallet's signature; drops those prepared over a day ago (D-119). */
-    async addPrepared(row: Omit<PreparedRequest, "usedAt" | "permit"> & { permit: PreparedPermit | null }): Promise<void> {
+    async addPrepared(
+      row: Omit<PreparedRequest, "usedAt" | "permit" | "authorization"> & {
+        permit: PreparedPermit | null;
+        authorization: PreparedAuthorization | null;
+      },
+    ): Promise<void> {
       const dayAgo = new Date(row.createdAt.getTime() - 86_400_000);
       await prisma.$transaction([
         prisma.preparedRequest.deleteMany({ where: { createdAt: { lt: dayAgo } } }),
-        prisma.preparedRequest.create({ data: { ...row, permit: row.permit ?? Prisma.DbNull } }),
+        prisma.preparedRequest.create({
+          data: { ...row, permit: row.permit ?? Prisma.DbNull, authorization: row.authorization ?? Prisma.DbNull },
+        }),
       ]);
     },
 
@@ -280,6 +287,9 @@ export function createTransactionsRepo({ db, chainId, sender }: { db: Pick<Db, "
 
 /** The EIP-2612 permit a prepared request asks for (its values as decimal strings). */
 export type PreparedPermit = { spender: string; value: string; nonce: string; deadline: string };
+
+/** The EIP-3009 authorization a prepared request asks for instead of a forwarded request (D-120). */
+export type PreparedAuthorization = { value: string; nonce: string };
 
 export type TransactionsRepo = ReturnType<typeof createTransactionsRepo>;
 

@@ -2,14 +2,19 @@
 // calls. The first prepares the ForwardRequest (and, where the call pulls USDC not yet allowed,
 // a permit for exactly that amount) and records it; the second finds it by its call, checks the
 // wallet's signature over it, takes it once, and hands it to the batcher at the very nonce signed.
+// A call that takes USDC's EIP-3009 authorization instead (D-120) is one signature, and the
+// service sends that call itself.
 import { randomUUID } from "node:crypto";
 import { type Contract, getAddress, type JsonRpcProvider, Signature } from "ethers";
+import type { PreparedRequest } from "../../generated/prisma/client.js";
 import type { Allowances } from "./allowances.js";
 import type { ForwardRequestData, UserRequest } from "./batcher.js";
-import { needsAllowance, requestOf, type UserCall } from "./calls.js";
+import { needsAllowance, requestOf, type UserCall, type UserCallData } from "./calls.js";
 import { TransactionRevertedError } from "./failures.js";
-import type { PreparedPermit, TransactionsRepo } from "./repo.js";
+import type { PreparedAuthorization, PreparedPermit, TransactionsRepo } from "./repo.js";
+import type { SentTransaction, TransactionSender } from "./sender.js";
 import {
+  authorizationTypedData,
   DEADLINE_MARGIN_S,
   type Eip712Domain,
   forwardRequestTypedData,
@@ -19,10 +24,12 @@ import {
   permitTypedData,
   signatureRefusals,
   signerOf,
+  type TypedData,
   UNSIMULATED_PULL_GAS,
 } from "./wallet-signatures.js";
 
 type SignedCall = UserCall & { signed: NonNullable<UserCall["signed"]> };
+type AuthorizedCall = UserCall & Required<Pick<UserCallData, "pulls" | "byAuthorization">>;
 
 export function createSelfCustody(deps: {
   repo: TransactionsRepo;
@@ -37,6 +44,8 @@ export function createSelfCustody(deps: {
   checkAllowed(call: UserCall): Promise<void>;
   /** Gas forwarded above the simulation's estimate, in percent. */
   headroomPercent: bigint;
+  /** The service's own transactions: a call carrying the wallet's authorization is one (D-120). */
+  sender: Pick<TransactionSender, "earlier" | "resume" | "send">;
 }) {
   const { repo, provider, forwarder, usdc, allowances, forwarderDomain, simulate } = deps;
   const { allowanceAndBalance, emptyWallet, grant } = allowances;
@@ -48,6 +57,7 @@ export function createSelfCustody(deps: {
    * is asked for as well. Recorded, so that the write finds the values it was signed with.
    */
   async function prepareForSignature(call: UserCall): Promise<PreparedWrite> {
+    if (call.pulls && call.byAuthorization) return prepareAuthorization(call as AuthorizedCall);
     await deps.checkAllowed(call);
     const from = call.user.walletAddress.toLowerCase();
     const [latest, chainNonce, recorded] = await Promise.all([
@@ -82,6 +92,7 @@ export function createSelfCustody(deps: {
       forwarderNonce: next,
       deadline,
       permit,
+      authorization: null,
       createdAt: new Date(),
     });
     return {
@@ -93,6 +104,47 @@ export function createSelfCustody(deps: {
   }
 
   /**
+   * A call that pulls USDC by the wallet's EIP-3009 authorization (D-120): one signature, the
+   * token's `ReceiveWithAuthorization` of exactly what it pulls to the contract that pulls, with the
+   * call's own nonce, valid as long as a prepared request. Checked first as the call itself: run from
+   * the wallet, where only the allowance it does not need may stop it, and against its balance.
+   */
+  async function prepareAuthorization(call: AuthorizedCall): Promise<PreparedWrite> {
+    const from = call.user.walletAddress.toLowerCase();
+    const { spender, value } = call.pulls;
+    await simulate(from, call.to, call.data).catch((error) => {
+      if (!needsAllowance(call, error)) throw error;
+    });
+    const [[, balance], latest] = await Promise.all([allowanceAndBalance(from, spender), provider.getBlock("latest")]);
+    if (balance < value) throw emptyWallet(from, value, balance);
+    const deadline = BigInt(latest!.timestamp) + PREPARED_LIFETIME_S;
+    const row = {
+      id: randomUUID(),
+      userId: call.user.id,
+      purpose: call.purpose,
+      from,
+      to: call.to.toLowerCase(),
+      data: call.data,
+      gas: null,
+      forwarderNonce: null,
+      deadline,
+      permit: null,
+      authorization: { value: `${value}`, nonce: call.byAuthorization.nonce },
+      createdAt: new Date(),
+    };
+    await repo.addPrepared(row);
+    return { signer: getAddress(from), expiresAt: new Date(Number(deadline) * 1000), request: await typedDataOf(row), permit: null };
+  }
+
+  /** What the wallet signed for a prepared request: its authorization (D-120), or its forwarded request. */
+  async function typedDataOf(row: Pick<PreparedRequest, "from" | "to" | "deadline" | "authorization">): Promise<TypedData> {
+    const authorization = row.authorization as PreparedAuthorization | null;
+    if (!authorization) return forwardRequestTypedData(forwarderDomain, forwardValuesOf(row as PreparedRequest));
+    const values = { from: getAddress(row.from), to: getAddress(row.to), validBefore: `${row.deadline}`, ...authorization };
+    return authorizationTypedData(await allowances.permitDomain(), values);
+  }
+
+  /**
    * The request prepared for this call that the wallet signed, checked (its signer, deadline, and
    * permit) and taken once; with `release` to give it back if the write is refused before it is
    * recorded. Each refusal has its code (wallet-signatures.ts), nothing sent.
@@ -101,17 +153,13 @@ export function createSelfCustody(deps: {
     const from = call.user.walletAddress.toLowerCase();
     const candidates = await repo.preparedFor(call.user.id, call.to, call.data);
     if (candidates.length === 0) throw signatureRefusals.changed();
-    const valuesOf = (row: (typeof candidates)[number]) => ({
-      from: getAddress(row.from),
-      to: getAddress(row.to),
-      gas: row.gas,
-      forwarderNonce: row.forwarderNonce,
-      deadline: row.deadline,
-      data: row.data,
-    });
-    const row = candidates.find(
-      (each) => signerOf(forwardRequestTypedData(forwarderDomain, valuesOf(each)), call.signed.signature) === from,
-    );
+    let row: PreparedRequest | undefined;
+    for (const each of candidates) {
+      if (signerOf(await typedDataOf(each), call.signed.signature) === from) {
+        row = each;
+        break;
+      }
+    }
     if (!row) throw signatureRefusals.mismatch();
     if (row.usedAt) throw signatureRefusals.replayed("sent already");
     const latest = await provider.getBlock("latest");
@@ -130,10 +178,11 @@ export function createSelfCustody(deps: {
       permitSignature = Signature.from(signature);
     }
     if (!(await repo.takePrepared(row.id, new Date()))) throw signatureRefusals.replayed("sent already");
+    const taken = row;
     return {
-      values: valuesOf(row),
+      row: taken,
       permit: permit && permitSignature ? { permit, signature: permitSignature } : null,
-      release: () => repo.releasePrepared(row.id),
+      release: () => repo.releasePrepared(taken.id),
     };
   }
 
@@ -145,7 +194,8 @@ export function createSelfCustody(deps: {
   async function prepareSigned(call: SignedCall) {
     const taken = await takeSigned(call);
     try {
-      const { values } = taken;
+      if (taken.row.authorization) throw signatureRefusals.changed();
+      const values = forwardValuesOf(taken.row);
       if (taken.permit) {
         const { permit, signature } = taken.permit;
         const value = BigInt(permit.value);
@@ -180,7 +230,42 @@ export function createSelfCustody(deps: {
     }
   }
 
-  return { prepareForSignature, prepareSigned };
+  /**
+   * The call carrying the wallet's signed authorization (D-120), sent by the service as its own
+   * transaction: the prepared authorization checked and taken once as any prepared request, then
+   * recorded and sent under the write's key, so a retry settles the one sent. Given back when
+   * nothing was recorded (its simulation refused it).
+   */
+  async function sendAuthorized(call: SignedCall & AuthorizedCall): Promise<SentTransaction> {
+    const key = { userId: call.user.id, idempotencyKey: call.idempotencyKey, purpose: call.purpose };
+    const recorded = await deps.sender.earlier(key);
+    if (recorded) return deps.sender.resume(recorded, call.requestHash);
+    const taken = await takeSigned(call);
+    if (!taken.row.authorization) {
+      await taken.release();
+      throw signatureRefusals.changed();
+    }
+    const { v, r, s } = Signature.from(call.signed.signature);
+    const data = call.byAuthorization.data({ from: getAddress(taken.row.from), validAfter: 0n, validBefore: taken.row.deadline, v, r, s });
+    try {
+      return await deps.sender.send({ ...key, requestHash: call.requestHash, to: call.to, data });
+    } catch (error) {
+      if (!(await deps.sender.earlier(key))) await taken.release();
+      throw error;
+    }
+  }
+
+  return { prepareForSignature, prepareSigned, sendAuthorized };
 }
+
+/** The ForwardRequest values a prepared request fixed. */
+const forwardValuesOf = (row: PreparedRequest) => ({
+  from: getAddress(row.from),
+  to: getAddress(row.to),
+  gas: row.gas!,
+  forwarderNonce: row.forwarderNonce!,
+  deadline: row.deadline,
+  data: row.data,
+});
 
 export type SelfCustody = ReturnType<typeof createSelfCustody>;

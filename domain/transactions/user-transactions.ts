@@ -90,6 +90,7 @@ export function createUserTransactions(deps: UserTransactionDeps) {
     simulate,
     checkAllowed,
     headroomPercent: FORWARD_GAS_HEADROOM_PERCENT,
+    sender,
   });
 
   /**
@@ -266,6 +267,10 @@ export function createUserTransactions(deps: UserTransactionDeps) {
      * (user, key, purpose) returns the request sent first and sends nothing.
      */
     async send(call: UserCall): Promise<SentTransaction> {
+      // The wallet signed the token's authorization (D-120): the service's own transaction carries it.
+      if (call.signed && call.pulls && call.byAuthorization) {
+        return selfCustody.sendAuthorized({ ...call, signed: call.signed, pulls: call.pulls, byAuthorization: call.byAuthorization });
+      }
       // A key the service made for this request alone has no earlier attempt.
       const found = isServiceKey(call.idempotencyKey) ? undefined : await earlier(call);
       if (found) return found;

@@ -2,7 +2,7 @@
 // EIP-712 typed data `eth_signTypedData_v4` takes, and the refusals of a signature that does not
 // fit. The relay (user-transactions.ts) prepares and sends; this file holds the shapes.
 import { type TypedDataField, verifyTypedData } from "ethers";
-import { FORWARD_REQUEST_TYPES, PERMIT_TYPES } from "../../core/eip712.js";
+import { FORWARD_REQUEST_TYPES, PERMIT_TYPES, RECEIVE_WITH_AUTHORIZATION_TYPES } from "../../core/eip712.js";
 import { AppError } from "../errors.js";
 import type { PreparedPermit } from "./repo.js";
 
@@ -41,7 +41,10 @@ export interface TypedData {
   message: Record<string, string>;
 }
 
-/** What a self-custody wallet signs for one write: the forwarder's request, and a permit where its USDC is pulled. */
+/**
+ * What a self-custody wallet signs for one write: the forwarder's request, and a permit where its USDC is
+ * pulled; or, for a call that takes it (D-120), the token's EIP-3009 authorization as `request`, alone.
+ */
 export interface PreparedWrite {
   signer: string;
   /** Chain time after which the request can no longer run. */
@@ -76,6 +79,20 @@ export function permitTypedData(domain: Eip712Domain, owner: string, permit: Pre
     types: { EIP712Domain: EIP712_DOMAIN_TYPE, ...PERMIT_TYPES },
     primaryType: "Permit",
     message: { owner, spender: permit.spender, value: permit.value, nonce: permit.nonce, deadline: permit.deadline },
+  };
+}
+
+/** The token's `ReceiveWithAuthorization` of `value` from the wallet to `to`, valid after 0 and before `validBefore`. */
+export function authorizationTypedData(
+  domain: Eip712Domain,
+  values: { from: string; to: string; value: string; validBefore: string; nonce: string },
+): TypedData {
+  const { from, to, value, validBefore, nonce } = values;
+  return {
+    domain,
+    types: { EIP712Domain: EIP712_DOMAIN_TYPE, ...RECEIVE_WITH_AUTHORIZATION_TYPES },
+    primaryType: "ReceiveWithAuthorization",
+    message: { from, to, value, validAfter: "0", validBefore, nonce },
   };
 }
 

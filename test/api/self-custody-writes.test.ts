@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import { expect } from "chai";
 import { Wallet } from "ethers";
 import { createSiweMessage } from "viem/siwe";
+import { refFromUuid } from "../../core/refs.js";
 import type { TestApi } from "../helpers/api.js";
 import type { TestChain } from "../helpers/chain.js";
 import { usingPostgres } from "../helpers/database.js";
@@ -199,6 +200,62 @@ describe(`writes signed by the user's own wallet (D-119, ${usingPostgres ? "Post
     expectErrorEnvelope(await prepare(managed.token, "/v1/vault/deposit", { amount: 1 }), 409, "CONFLICT");
     const signedByNobody = await send(managed.token, "/v1/vault/deposit", { amount: 1 }, { request: `0x${"11".repeat(65)}` });
     expectErrorEnvelope(signedByNobody, 409, "CONFLICT");
+  });
+
+  it("a checkout's direct pay is one signature (D-120): USDC's ReceiveWithAuthorization of exactly the amount, bound to its payment; the service sends it", async () => {
+    const { wallet, token } = await selfCustody(20_000_000n);
+    const merchant = await newTestUser(api, "merchant", 0);
+    const newPayment = async () => {
+      const created = await api.request("POST", "/v1/payments", { token: merchant.token, body: { amount: 7, paymentMethods: ["direct"] } });
+      expect(created.status, created.text).to.equal(201);
+      return created.body.data.id as string;
+    };
+    const [first, second] = [await newPayment(), await newPayment()];
+    const path = (id: string) => `/checkout/${id}/pay`;
+    const prepared = await prepare(token, path(first), { method: "direct" });
+    expect(prepared.status, prepared.text).to.equal(200);
+    type Answered = TypedDataV4 & { primaryType: string; domain: Record<string, string>; message: Record<string, string> };
+    const { request, permit } = prepared.body.data as { request: Answered; permit: null };
+    expect(permit).to.equal(null);
+    expect(request.primaryType).to.equal("ReceiveWithAuthorization");
+    expect(request.domain.verifyingContract.toLowerCase()).to.equal((chain.contracts.usdc.target as string).toLowerCase());
+    const routerAddress = chain.contracts.router.target as string;
+    const merchantWallet = (await api.request("GET", "/v1/users/me", { token: merchant.token })).body.data.walletAddress as string;
+    // The nonce is the router's own key of this payment's terms: the signature pays this payment and no other.
+    const nonce = (await chain.contracts.router.paymentKey(refFromUuid(first), merchantWallet, 7_000_000n)) as string;
+    expect(request.message).to.deep.include({ from: wallet.address, value: "7000000", validAfter: "0", nonce });
+    expect(request.message.to.toLowerCase()).to.equal(routerAddress.toLowerCase());
+    const signature = await sign(wallet, request);
+
+    // Refusals, nothing sent: the signature on another payment, by another key, or with the permit's header alone.
+    expectErrorEnvelope(await send(token, path(second), { method: "direct" }, { request: signature }), 400, "REQUEST_MISMATCH");
+    expect((await prepare(token, path(second), { method: "direct" })).status).to.equal(200);
+    expectErrorEnvelope(await send(token, path(second), { method: "direct" }, { request: signature }), 400, "SIGNATURE_MISMATCH");
+    const forged = await sign(Wallet.createRandom(), request);
+    expectErrorEnvelope(await send(token, path(first), { method: "direct" }, { request: forged }), 400, "SIGNATURE_MISMATCH");
+    expectErrorEnvelope(await send(token, path(first), { method: "direct" }, { permit: signature }), 400, "VALIDATION_ERROR");
+    expect((await chain.contracts.usdc.balanceOf(wallet.address)) as bigint).to.equal(20_000_000n);
+
+    const key = randomUUID();
+    const paid = await send(token, path(first), { method: "direct" }, { request: signature }, key);
+    expect(paid.status, paid.text).to.equal(200);
+    expect(paid.body.data).to.include({ status: "success", amount: 7, fee: 0.07, net: 6.93 });
+    // The service's own transaction to the router carried it: the wallet spent no ETH and allowed nothing.
+    const sent = await chain.provider.getTransaction(paid.body.data.txHash);
+    expect(sent!.to!.toLowerCase()).to.equal(routerAddress.toLowerCase());
+    expect(await eth(wallet.address)).to.equal(0n);
+    expect((await chain.contracts.usdc.allowance(wallet.address, routerAddress)) as bigint).to.equal(0n);
+    expect((await chain.contracts.usdc.balanceOf(wallet.address)) as bigint).to.equal(13_000_000n);
+    expect((await chain.contracts.usdc.balanceOf(merchantWallet)) as bigint).to.equal(6_930_000n);
+    const payment = await api.request("GET", `/v1/payments/${first}`, { token: merchant.token });
+    expect(payment.body.data).to.include({ status: "success", txHash: paid.body.data.txHash });
+
+    // The retry under its key answers again; the signature sent again pays nothing twice.
+    const retried = await send(token, path(first), { method: "direct" }, { request: signature }, key);
+    expect(retried.status).to.equal(200);
+    expect(retried.body.data.txHash).to.equal(paid.body.data.txHash);
+    expectErrorEnvelope(await send(token, path(first), { method: "direct" }, { request: signature }), 409, "ALREADY_PAID");
+    expect((await chain.contracts.usdc.balanceOf(wallet.address)) as bigint).to.equal(13_000_000n);
   });
 
   it("a request past its deadline is refused (REQUEST_EXPIRED), and a new one prepared after it goes through", async () => {

@@ -125,7 +125,7 @@ describe(`checkout page in a browser (${usingPostgres ? "PostgreSQL" : "PGlite"}
     await page.context().close();
   });
 
-  it("a payer's own browser wallet (EIP-6963): signs in with Ethereum, then signs the payment; no ETH, the service pays the gas", async () => {
+  it("a payer's own browser wallet (EIP-6963): signs in with Ethereum, then signs the payment once (D-120); no ETH, the service pays the gas", async () => {
     const { api } = stack!;
     const merchant = await newTestUser(api, "browser-wallet-merchant");
     const created = await api.request("POST", "/v1/payments", {
@@ -148,7 +148,8 @@ describe(`checkout page in a browser (${usingPostgres ? "PostgreSQL" : "PGlite"}
 
     await Promise.all([page.waitForURL(`${shopBase}/thanks**`), page.click("button[data-method=direct]")]);
     expect(new URL(page.url()).searchParams.get("paymentId")).to.equal(payment.id);
-    expect(asked).to.deep.equal(["eth_requestAccounts", "personal_sign", "eth_signTypedData_v4", "eth_signTypedData_v4"]);
+    // SIWE, then one signature: USDC's authorization of exactly the amount, bound to this payment.
+    expect(asked).to.deep.equal(["eth_requestAccounts", "personal_sign", "eth_signTypedData_v4"]);
     expect((await chain.contracts.usdc.balanceOf(key.address)) as bigint).to.equal(usdc(20) - 9_500_000n);
     expect(await chain.provider.getBalance(key.address)).to.equal(0n);
     const detail = (await api.request("GET", `/v1/payments/${payment.id}`, { token: merchant.token })).body.data;

@@ -159,8 +159,8 @@
 
   /**
    * Pays with `method`; a payer whose wallet is their own (403 SIGNATURE_REQUIRED) has it sign:
-   * the payment prepared, its typed data signed (a permit where the router may not take the USDC
-   * yet, and the request), and sent again under the same Idempotency-Key.
+   * the payment prepared, its typed data signed (USDC's authorization of exactly the amount, one
+   * signature: D-120; a permit too, were one asked for), and sent again under the same Idempotency-Key.
    */
   const pay = async (method, key) => {
     const path = `/checkout/${encodeURIComponent(paymentId)}/pay`;

@@ -1,9 +1,9 @@
 // Signing helpers for the meta-transaction tests: ERC-2771 forward requests for the TrustMintForwarder and EIP-2612
-// permits for MockUSDC, built the way the service's relayer builds them. Declares no tests itself.
+// permits and EIP-3009 authorizations for MockUSDC, built the way the service's relayer builds them. Declares no tests itself.
 import type { HardhatEthers } from "@nomicfoundation/hardhat-ethers/types";
 import type { NetworkHelpers } from "@nomicfoundation/hardhat-network-helpers/types";
 import { type BaseContract, concat, Signature, type TypedDataDomain, type TypedDataField, Wallet } from "ethers";
-import { FORWARD_REQUEST_TYPES, FORWARDER_DOMAIN, PERMIT_TYPES } from "../../../core/eip712.js";
+import { FORWARD_REQUEST_TYPES, FORWARDER_DOMAIN, PERMIT_TYPES, RECEIVE_WITH_AUTHORIZATION_TYPES } from "../../../core/eip712.js";
 import { deployLending, USDC } from "../lending/lending-fixture.js";
 
 export { FORWARD_REQUEST_TYPES, FORWARDER_DOMAIN, PERMIT_TYPES };
@@ -123,4 +123,38 @@ export async function deployPlatform(ethers: HardhatEthers) {
   const other = managedWallet(ethers, "other");
   await f.usdc.mint(user.address, USDC(10_000));
   return { ...f, factory, relayer, user, other };
+}
+
+/** The token's EIP-712 domain, read from it (`name()`, `version()`) as the relayer does for real USDC. */
+async function tokenDomain(token: BaseContract) {
+  const provider = token.runner!.provider!;
+  return {
+    name: (await token.getFunction("name")()) as string,
+    version: (await token.getFunction("version")()) as string,
+    chainId: (await provider.getNetwork()).chainId,
+    verifyingContract: await token.getAddress(),
+  };
+}
+
+/**
+ * `signer` signs an EIP-3009 `ReceiveWithAuthorization` of `token`: `value` from the signer to `to`, with `nonce`.
+ * Defaults: valid from now (validAfter 0) for one hour; `from` names another holder, for forgeries.
+ */
+export async function signReceiveAuthorization(
+  token: BaseContract,
+  signer: TypedSigner,
+  to: BaseContract | string,
+  value: bigint,
+  nonce: string,
+  options: { validAfter?: bigint; validBefore?: bigint; from?: string } = {},
+) {
+  const provider = token.runner!.provider!;
+  const from = options.from ?? (await signer.getAddress());
+  const payee = typeof to === "string" ? to : await to.getAddress();
+  const validAfter = options.validAfter ?? 0n;
+  const validBefore = options.validBefore ?? BigInt((await provider.getBlock("latest"))!.timestamp + 3_600);
+  const message = { from, to: payee, value, validAfter, validBefore, nonce };
+  const signature = await signer.signTypedData(await tokenDomain(token), RECEIVE_WITH_AUTHORIZATION_TYPES, message);
+  const { v, r, s } = Signature.from(signature);
+  return { ...message, signature, v, r, s };
 }

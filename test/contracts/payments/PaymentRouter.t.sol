@@ -7,6 +7,7 @@ import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
 import {ILoanBook} from "../../../contracts/interfaces/ILoanBook.sol";
 import {IStakingVault} from "../../../contracts/interfaces/IStakingVault.sol";
 import {IPaymentRouter} from "../../../contracts/interfaces/IPaymentRouter.sol";
+import {ERC3009} from "../../../contracts/mocks/ERC3009.sol";
 import {MockUSDC} from "../../../contracts/mocks/MockUSDC.sol";
 import {PaymentRouter} from "../../../contracts/payments/PaymentRouter.sol";
 import {LoanBook} from "../../../contracts/lending/LoanBook.sol";
@@ -104,6 +105,53 @@ contract PaymentRouterTest is LendingSetup {
         assertEq(p.amount, amount, "amount recorded");
         assertEq(p.fee, fee, "fee recorded");
         assertEq(p.refunded, 0, "nothing refunded");
+    }
+
+    /// A payment by the payer's EIP-3009 authorization (D-120), whoever submits it: the payer pays exactly the amount,
+    /// split as {pay} splits it, through the router and out in the same call; the authorization's nonce is the
+    /// payment's key, so it pays these terms once and no others.
+    function testFuzz_payWithAuthorizationPaysTheTermsOnce(uint256 amount, uint256 bps, uint256 signerKey, address submitter)
+        public
+    {
+        amount = bound(amount, 1, type(uint128).max - 1);
+        bps = bound(bps, 0, router.MAX_FEE_BPS());
+        signerKey = bound(signerKey, 1, 2 ** 128);
+        address payer = vm.addr(signerKey);
+        vm.assume(payer != MERCHANT && payer != TREASURY && payer != address(router));
+        vm.assume(submitter != address(0) && submitter != address(forwarder));
+        router.setFee(bps, TREASURY);
+        uint256 fee = amount * bps / 10_000;
+        usdc.mint(payer, amount);
+        uint256 validBefore = block.timestamp + 600;
+        bytes32 key = router.paymentKey(REF, MERCHANT, amount);
+        (uint8 v, bytes32 r, bytes32 s) = vm.sign(signerKey, _receiveDigest(payer, amount, validBefore, key));
+
+        // Another amount under this signature: the router derives another nonce, so the token refuses it.
+        usdc.mint(payer, 1);
+        vm.prank(submitter);
+        vm.expectRevert(abi.encodeWithSelector(ERC3009.ERC3009InvalidSignature.selector, payer));
+        router.payWithAuthorization(REF, MERCHANT, amount + 1, payer, 0, validBefore, v, r, s);
+
+        vm.prank(submitter);
+        router.payWithAuthorization(REF, MERCHANT, amount, payer, 0, validBefore, v, r, s);
+        assertEq(usdc.balanceOf(payer), 1, "the payer paid exactly the amount");
+        assertEq(usdc.balanceOf(MERCHANT), amount - fee, "the merchant got the amount less the fee");
+        assertEq(usdc.balanceOf(TREASURY), fee, "the treasury got the fee");
+        assertEq(usdc.balanceOf(address(router)), 0, "the router holds no USDC");
+        assertTrue(usdc.authorizationState(payer, key), "the authorization is used");
+        assertEq(router.paymentOf(REF, MERCHANT, amount).payer, payer, "the signer is the payer");
+
+        vm.prank(submitter);
+        vm.expectRevert(abi.encodeWithSelector(IPaymentRouter.PaymentRouterAlreadyPaid.selector, REF, MERCHANT, amount));
+        router.payWithAuthorization(REF, MERCHANT, amount, payer, 0, validBefore, v, r, s);
+    }
+
+    /// The digest of a `ReceiveWithAuthorization` to the router over the token's domain.
+    function _receiveDigest(address from, uint256 value, uint256 validBefore, bytes32 nonce) internal view returns (bytes32) {
+        bytes32 structHash = keccak256(
+            abi.encode(usdc.RECEIVE_WITH_AUTHORIZATION_TYPEHASH(), from, address(router), value, 0, validBefore, nonce)
+        );
+        return keccak256(abi.encodePacked("\x19\x01", usdc.DOMAIN_SEPARATOR(), structHash));
     }
 
     /// The key of a payment is keccak256(abi.encode(ref, merchant, amount)), as the interface documents (the service

@@ -4,7 +4,7 @@
 // leaves it payable; a merchant's refund refs are its own; the router is never the merchant or the treasury.
 import { expect } from "chai";
 import { network } from "hardhat";
-import { forwarderAccount, inSeconds, signPermit, signRequest } from "../metatx/metatx-helpers.js";
+import { forwarderAccount, inSeconds, signPermit, signReceiveAuthorization, signRequest } from "../metatx/metatx-helpers.js";
 import {
   balanceChanges,
   balancesOf,
@@ -403,6 +403,127 @@ describe("PaymentRouter", () => {
         .to.be.revertedWithCustomError(router, "PaymentRouterInvalidAmount")
         .withArgs(0n);
       expect(await usdc.nonces(carol.address)).to.equal(0n);
+    });
+  });
+
+  describe("payWithAuthorization (EIP-3009, D-120)", () => {
+    /** carol's authorization of `amount` to the router, bound to the payment (ref, merchant, amount) by its nonce. */
+    async function authorize(f: PaymentsFixture, ref: string, amount: bigint, options: { nonce?: string; validBefore?: bigint } = {}) {
+      const nonce = options.nonce ?? paymentKeyOf(ref, f.merchant.address, amount);
+      return signReceiveAuthorization(f.usdc, f.carol, f.router, amount, nonce, options);
+    }
+    const submit = (f: PaymentsFixture, ref: string, amount: bigint, auth: Awaited<ReturnType<typeof authorize>>, caller = f.stranger) =>
+      f.router
+        .connect(caller)
+        .payWithAuthorization(ref, f.merchant.address, amount, f.carol.address, auth.validAfter, auth.validBefore, auth.v, auth.r, auth.s);
+
+    it("pays from the payer's one signature, submitted by anyone, through the router and out in the same call", async () => {
+      const f = await load();
+      const { router, usdc, carol, merchant, treasury, stranger } = f;
+      const auth = await authorize(f, REF, USDC(100));
+      const changes = await balanceChanges(usdc, [carol, merchant, treasury, router, stranger], async () => {
+        await expect(submit(f, REF, USDC(100), auth))
+          .to.emit(router, "PaymentPaid")
+          .withArgs(REF, carol.address, merchant.address, USDC(100), USDC(1))
+          .and.to.emit(usdc, "AuthorizationUsed")
+          .withArgs(carol.address, paymentKeyOf(REF, merchant.address, USDC(100)));
+      });
+      expect(changes).to.deep.equal([-USDC(100), USDC(99), USDC(1), 0n, 0n]);
+      expect(await paymentTuple(f, REF, merchant.address, USDC(100))).to.deep.equal([
+        carol.address,
+        merchant.address,
+        USDC(100),
+        USDC(1),
+        0n,
+      ]);
+      // Nothing was approved: no allowance is left behind.
+      expect(await usdc.allowance(carol.address, await router.getAddress())).to.equal(0n);
+    });
+
+    it("pays only the payment its nonce names: another ref, merchant or amount is refused, and a payment once", async () => {
+      const f = await load();
+      const { router, usdc, carol, merchant, otherMerchant } = f;
+      const auth = await authorize(f, REF, USDC(100));
+      // The same signature for another payment: the nonce the router derives differs, so the token refuses it.
+      await expect(submit(f, ethers.id("order-2"), USDC(100), auth))
+        .to.be.revertedWithCustomError(usdc, "ERC3009InvalidSignature")
+        .withArgs(carol.address);
+      await expect(
+        router.payWithAuthorization(REF, otherMerchant.address, USDC(100), carol.address, 0n, auth.validBefore, auth.v, auth.r, auth.s),
+      ).to.be.revertedWithCustomError(usdc, "ERC3009InvalidSignature");
+      // An authorization with another nonce (not this payment's key) serves no payment.
+      const unbound = await authorize(f, REF, USDC(100), { nonce: ethers.id("any nonce") });
+      await expect(submit(f, REF, USDC(100), unbound)).to.be.revertedWithCustomError(usdc, "ERC3009InvalidSignature");
+      await submit(f, REF, USDC(100), auth);
+      await expect(submit(f, REF, USDC(100), auth))
+        .to.be.revertedWithCustomError(router, "PaymentRouterAlreadyPaid")
+        .withArgs(REF, merchant.address, USDC(100));
+    });
+
+    it("cannot be taken by another route: the token pays the router only when the router submits it", async () => {
+      const f = await load();
+      const { usdc, carol, router, stranger } = f;
+      const auth = await authorize(f, REF, USDC(100));
+      await expect(
+        usdc
+          .connect(stranger)
+          .receiveWithAuthorization(
+            carol.address,
+            await router.getAddress(),
+            USDC(100),
+            0n,
+            auth.validBefore,
+            auth.nonce,
+            auth.v,
+            auth.r,
+            auth.s,
+          ),
+      )
+        .to.be.revertedWithCustomError(usdc, "ERC3009CallerNotPayee")
+        .withArgs(stranger.address, await router.getAddress());
+    });
+
+    it("is refused after its validBefore, and for another payer's address", async () => {
+      const f = await load();
+      const { router, usdc, carol, merchant, payer } = f;
+      const auth = await authorize(f, REF, USDC(10), { validBefore: await inSeconds(ethers, 5) });
+      await networkHelpers.time.increase(10);
+      await expect(submit(f, REF, USDC(10), auth)).to.be.revertedWithCustomError(usdc, "ERC3009AuthorizationExpired");
+      const fresh = await authorize(f, REF, USDC(10));
+      await expect(
+        router.payWithAuthorization(REF, merchant.address, USDC(10), payer.address, 0n, fresh.validBefore, fresh.v, fresh.r, fresh.s),
+      )
+        .to.be.revertedWithCustomError(usdc, "ERC3009InvalidSignature")
+        .withArgs(payer.address);
+      await expect(
+        router.payWithAuthorization(REF, merchant.address, USDC(10), ethers.ZeroAddress, 0n, fresh.validBefore, fresh.v, fresh.r, fresh.s),
+      ).to.be.revertedWithCustomError(router, "PaymentRouterZeroAddress");
+      await expect(
+        router.payWithAuthorization(
+          REF,
+          merchant.address,
+          USDC(10),
+          await router.getAddress(),
+          0n,
+          fresh.validBefore,
+          fresh.v,
+          fresh.r,
+          fresh.s,
+        ),
+      ).to.be.revertedWithCustomError(router, "PaymentRouterSelfAddress");
+      expect(await usdc.balanceOf(carol.address)).to.equal(USDC(10_000));
+    });
+
+    it("is refunded as a direct payment: from the merchant to the payer", async () => {
+      const f = await load();
+      const { router, usdc, carol, merchant } = f;
+      await submit(f, REF, USDC(100), await authorize(f, REF, USDC(100)));
+      const changes = await balanceChanges(usdc, [carol, merchant], async () => {
+        await expect(router.connect(merchant).refund(REF, USDC(100), REFUND_REF, USDC(30)))
+          .to.emit(router, "PaymentRefunded")
+          .withArgs(REF, REFUND_REF, merchant.address, carol.address, USDC(100), USDC(30), USDC(30));
+      });
+      expect(changes).to.deep.equal([USDC(30), -USDC(30)]);
     });
   });
 
