@@ -1,7 +1,7 @@
 // The wallets' USDC allowances of the platform's contracts, given by EIP-2612 permits the paying
 // account submits (USDC takes permits from anyone): a managed wallet's standing allowance (D-86),
 // and the permit a user's own wallet signed for one write (D-119).
-import { type Contract, type HDNodeWallet, type JsonRpcProvider, MaxUint256, type Signature } from "ethers";
+import { type Contract, type HDNodeWallet, isError, type JsonRpcProvider, MaxUint256, type Signature, ZeroAddress, ZeroHash } from "ethers";
 import { PERMIT_TYPES, signTyped } from "../../core/eip712.js";
 import { REQUEST_LIFETIME_S } from "./batcher.js";
 import { TransactionRevertedError } from "./failures.js";
@@ -31,6 +31,23 @@ export function createAllowances(deps: {
       throw error;
     });
     return permitDomain;
+  }
+
+  let authorizations: Promise<boolean> | undefined;
+  /**
+   * Whether the token takes EIP-3009 authorizations (USDC and the test USDC do, D-120): a token
+   * configured by USDC_ADDRESS that does not is paid with a permit and a forwarded request instead.
+   */
+  function takesAuthorizations() {
+    authorizations ??= (usdc.authorizationState(ZeroAddress, ZeroHash) as Promise<boolean>).then(
+      () => true,
+      (error) => {
+        if (isError(error, "CALL_EXCEPTION") || isError(error, "BAD_DATA")) return false;
+        authorizations = undefined; // the node failed, not the token: asked again next time
+        throw error;
+      },
+    );
+    return authorizations;
   }
 
   /** The wallet's USDC allowance of `spender` and its balance, counting what is pending. */
@@ -111,7 +128,7 @@ export function createAllowances(deps: {
     });
   }
 
-  return { allowanceAndBalance, emptyWallet, grant, permitDomain: permitDomain712, ensureAllowance };
+  return { allowanceAndBalance, emptyWallet, grant, permitDomain: permitDomain712, ensureAllowance, takesAuthorizations };
 }
 
 export type Allowances = ReturnType<typeof createAllowances>;

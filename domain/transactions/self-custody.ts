@@ -57,7 +57,7 @@ export function createSelfCustody(deps: {
    * is asked for as well. Recorded, so that the write finds the values it was signed with.
    */
   async function prepareForSignature(call: UserCall): Promise<PreparedWrite> {
-    if (call.pulls && call.byAuthorization) return prepareAuthorization(call as AuthorizedCall);
+    if (call.pulls && call.byAuthorization && (await allowances.takesAuthorizations())) return prepareAuthorization(call as AuthorizedCall);
     await deps.checkAllowed(call);
     const from = call.user.walletAddress.toLowerCase();
     const [latest, chainNonce, recorded] = await Promise.all([

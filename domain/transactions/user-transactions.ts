@@ -268,7 +268,7 @@ export function createUserTransactions(deps: UserTransactionDeps) {
      */
     async send(call: UserCall): Promise<SentTransaction> {
       // The wallet signed the token's authorization (D-120): the service's own transaction carries it.
-      if (call.signed && call.pulls && call.byAuthorization) {
+      if (call.signed && call.pulls && call.byAuthorization && (await allowances.takesAuthorizations())) {
         return selfCustody.sendAuthorized({ ...call, signed: call.signed, pulls: call.pulls, byAuthorization: call.byAuthorization });
       }
       // A key the service made for this request alone has no earlier attempt.
