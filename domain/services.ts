@@ -223,9 +223,10 @@ export function createServices({
       allowsOrigin: (origin) => siweOrigins === "*" || siweOrigins.includes(origin),
       verifySignature: signatureVerifier(chain.provider),
       async accountOf(address) {
-        const { user, created } = await users.ownWalletAccount(address);
-        // What the wallet did on the platform's contracts before it signed in is its account's, once (D-119).
-        if (created) await rewards.adopt(clock.now(), user.id, address);
+        const user = await users.ownWalletAccount(address);
+        // What the wallet did on the platform's contracts before it signed in is its account's, once (D-119):
+        // asked at every sign-in, so that a sign-in stopped between the account and this finds it next time.
+        await rewards.adopt(clock.now(), user.id, address);
         return user;
       },
       users,

@@ -293,20 +293,43 @@ export function createOutbox({ db, jobs, logger }: { db: Db; jobs: Pick<JobQueue
    * The facts of `wallet` (its `walletAddress`) that no account had when they were derived, made
    * `userId`'s (a wallet that signs in after using the platform's contracts itself: D-119), and
    * left untaken again by `consumers`, which skipped them then, so that `take` applies them once.
-   * One statement; answers their ids in outbox order.
+   * Each consumer's pages of them are queued in the same transaction: a process that stops before
+   * it takes them leaves them to the queue, not lost. Answers their ids in outbox order.
    */
   async function adopt(input: { userId: string; wallet: string; consumers: readonly OutboxConsumer[] }): Promise<string[]> {
     const types = [...new Set(input.consumers.flatMap((consumer) => typesOf(consumer)))];
     const names = input.consumers.map((consumer) => consumer.name);
-    const rows = await db.prisma.$queryRaw<{ id: string }[]>`
-      WITH adopted AS (
-        UPDATE "DomainEvent" SET "userId" = ${input.userId}
-         WHERE "userId" IS NULL AND "revertedAt" IS NULL AND "type" = ANY(${types}::text[])
-           AND lower("data"->>'walletAddress') = ${input.wallet.toLowerCase()}
-        RETURNING "id", "xid", "seq"),
-      forgotten AS (
-        DELETE FROM "ConsumedEvent" WHERE "consumer" = ANY(${names}::text[]) AND "eventId" IN (SELECT "id" FROM adopted))
-      SELECT "id"::text FROM adopted ORDER BY "xid", "seq"`;
+    const rows = await plainTransaction(db, async (tx) => {
+      const adopted = await tx.$queryRaw<{ id: string; type: string }[]>`
+        WITH adopted AS (
+          UPDATE "DomainEvent" SET "userId" = ${input.userId}
+           WHERE "userId" IS NULL AND "revertedAt" IS NULL AND "type" = ANY(${types}::text[])
+             AND lower("data"->>'walletAddress') = ${input.wallet.toLowerCase()}
+          RETURNING "id", "type", "xid", "seq"),
+        forgotten AS (
+          DELETE FROM "ConsumedEvent" WHERE "consumer" = ANY(${names}::text[]) AND "eventId" IN (SELECT "id" FROM adopted))
+        SELECT "id"::text, "type" FROM adopted ORDER BY "xid", "seq"`;
+      for (const consumer of input.consumers) {
+        const wanted = new Set(typesOf(consumer));
+        const ids = adopted.filter((row) => wanted.has(row.type)).map((row) => row.id);
+        const pageSize = consumer.pageSize ?? DEFAULT_PAGE_SIZE;
+        for (let at = 0; at < ids.length; at += pageSize) {
+          const page = ids.slice(at, at + pageSize);
+          await jobs.enqueue<PagePayload>(
+            {
+              kind: pageJobKind(consumer.name),
+              payload: { ids: page },
+              // An event is adopted once (its userId is set): its page is queued once.
+              dedupeKey: `outbox:${consumer.name}:adopted:${page[0]}`,
+              concurrency: { key: pageJobKind(consumer.name), limit: consumer.concurrency ?? 1 },
+            },
+            tx,
+          );
+        }
+      }
+      return adopted;
+    });
+    if (rows.length > 0) jobs.wake();
     return rows.map((row) => row.id);
   }
 

@@ -113,11 +113,11 @@ export function createUsersService({ repo, apiKeys, wallets, clock, xp, loans, v
       });
     },
 
-    /** The account of a wallet its user signed in with: found by the address, made self-custody at its first sign-in (`created`). */
-    async ownWalletAccount(address: string): Promise<{ user: UserRecord; created: boolean }> {
+    /** The account of a wallet its user signed in with: found by the address, made self-custody at its first sign-in. */
+    async ownWalletAccount(address: string): Promise<UserRecord> {
       const subject = ownWalletSubject(address);
       const found = await repo.findBySubject(subject);
-      if (found) return { user: found, created: false };
+      if (found) return found;
       if (await repo.linkOf(address)) {
         throw new AppError("CONFLICT", "This wallet is linked to an account that signs in with its identity provider: sign in there", {
           field: "message",
@@ -125,10 +125,7 @@ export function createUsersService({ repo, apiKeys, wallets, clock, xp, loans, v
         });
       }
       const now = clock.now();
-      return {
-        user: await repo.create({ subject, email: undefined, displayName: shortAddress(address), now, wallet: { own: address } }),
-        created: true,
-      };
+      return repo.create({ subject, email: undefined, displayName: shortAddress(address), now, wallet: { own: address } });
     },
 
     /**

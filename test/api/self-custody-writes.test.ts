@@ -319,7 +319,7 @@ describe(`writes signed by the user's own wallet (D-119, ${usingPostgres ? "Post
     expect(await eth(wallet.address)).to.equal(0n);
   });
 
-  it("what the address did on the platform's contracts before it signed in is its account's: position, transactions, activity (XP once), Trust Score", async () => {
+  it("what the address did on the platform's contracts before it signed in is its account's: position, transactions, activity (XP once), Trust Score, after a sign-in that stopped too", async () => {
     // A wallet that used the vault directly, paying its own gas, before the service knew it.
     const key = Wallet.createRandom().connect(chain.provider);
     const funder = await chain.signer(7);
@@ -332,6 +332,8 @@ describe(`writes signed by the user's own wallet (D-119, ${usingPostgres ? "Post
     const direct = await (await vaultAsKey.getFunction("deposit")(30_000_000n, key.address)).wait();
     await waitForHead(stack.db, chain);
 
+    // A first sign-in that stopped once it had made the account, before adopting: the next one adopts.
+    await api.services.users.ownWalletAccount(key.address);
     const { token } = await selfCustody(0n, key);
     const position = (await api.request("GET", "/v1/vault/position", { token })).body.data;
     expect(position.tmUSDCBalance).to.not.equal("0.00");

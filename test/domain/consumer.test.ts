@@ -123,6 +123,58 @@ describe(`outbox consumers on the job queue (${usingPostgres ? "PostgreSQL" : "P
     expect(levels).to.deep.equal(["d1", "d0"]);
   });
 
+  it("adopts a wallet's facts of no account once, and queues their page in the same transaction: a stop before the take leaves them to the queue (D-119)", async () => {
+    const outbox = createOutbox({ db, jobs: queue, logger });
+    const wallet = "0x00000000000000000000000000000000000Ab1e5";
+    const deposit = (n: number, walletAddress: string) =>
+      domainEvent({
+        type: "vault.deposit",
+        userId: "nobody",
+        data: {
+          userId: null,
+          walletAddress,
+          usdcAmount: `${n}.00`,
+          tmUSDCReceived: `${n}.00`,
+          txHash: `0x${String(n).padStart(64, "0")}`,
+          raw: { assets: BigInt(n) * 1_000_000n, shares: BigInt(n) * 1_000_000n },
+        },
+        dedupeKey: `adopt-test:${n}`,
+        now: new Date(NOW.getTime() + n),
+      });
+    await db.prisma.$transaction((tx) =>
+      recordEvents(tx, [deposit(1, wallet), deposit(2, "0x00000000000000000000000000000000000000Aa"), deposit(3, wallet)]),
+    );
+    // Derived before any account had the wallet: no userId, and the consumer took them (it skipped them).
+    await db.prisma.domainEvent.updateMany({ where: { dedupeKey: { startsWith: "adopt-test:" } }, data: { userId: null } });
+    const applied: string[] = [];
+    const consumer = {
+      name: "rewards",
+      types: ["vault.deposit"],
+      apply: async (_tx: Tx, events: ConsumedEvent<"vault.deposit">[]) => {
+        applied.push(...events.map((event) => `${event.userId}:${event.data.usdcAmount}`));
+      },
+    } satisfies OutboxConsumer<"vault.deposit">;
+    const [skipped] = await outbox.produce(consumer, NOW);
+    await outbox.take(consumer, skipped!, NOW);
+    applied.length = 0;
+
+    const adopted = await outbox.adopt({ userId: "u-adopter", wallet: wallet.toLowerCase(), consumers: [consumer] });
+    expect(adopted).to.have.length(2);
+    // The process stops here, before its own take: the queue holds the page, and its job applies it once.
+    const jobs = await db.prisma.job.findMany({ where: { kind: pageJobKind("rewards") } });
+    const pages = jobs
+      .filter((job) => job.dedupeKey?.startsWith("outbox:rewards:adopted:"))
+      .map((job) => (job.payload as unknown as PagePayload).ids);
+    expect(pages).to.deep.equal([adopted]);
+    const handle = outbox.handlers([consumer], clock)[pageJobKind("rewards")] as (payload: PagePayload) => Promise<void>;
+    await handle({ ids: pages[0]! });
+    await handle({ ids: pages[0]! });
+    expect(applied).to.deep.equal(["u-adopter:1.00", "u-adopter:3.00"]);
+    // Adopted once: a second adoption finds nothing and queues nothing.
+    expect(await outbox.adopt({ userId: "u-adopter", wallet, consumers: [consumer] })).to.deep.equal([]);
+    expect(await db.prisma.job.count({ where: { kind: pageJobKind("rewards") } })).to.equal(jobs.length);
+  });
+
   it("applies a page whose apply throws event by event; its job fails until dead, listed, and a retry takes it", async () => {
     const outbox = createOutbox({ db, jobs: queue, logger });
     await record("e", 2);
