@@ -1,6 +1,6 @@
 // A user's call as the relay takes it (user-transactions.ts): the contract call, who makes it,
 // what it is known by, and, for a wallet the user holds, its signatures (D-119).
-import { TransactionRevertedError } from "./failures.js";
+import { TransactionRevertedError, tokenRefusal } from "./failures.js";
 
 /** An EIP-3009 authorization as the wallet signed it: what the call that carries it takes. */
 export interface SignedAuthorization {
@@ -48,4 +48,4 @@ export const requestOf = (call: UserCall, from: string) => ({
 
 /** Whether the call's simulation stopped only at the USDC it pulls and may not yet. */
 export const needsAllowance = (call: Pick<UserCall, "pulls">, error: unknown) =>
-  call.pulls !== undefined && error instanceof TransactionRevertedError && error.revert?.name === "ERC20InsufficientAllowance";
+  call.pulls !== undefined && error instanceof TransactionRevertedError && tokenRefusal(error.revert) === "allowance";

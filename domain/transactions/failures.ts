@@ -39,6 +39,22 @@ export function decodeRevert(errors: Interface, error: unknown): TransactionReve
 type Revert = NonNullable<TransactionRevertedError["revert"]>;
 
 /**
+ * What a token's refusal of a transfer says, whichever way the token says it: OpenZeppelin 5's
+ * custom errors (the test USDC), or the reason strings of Circle's USDC (FiatToken) and of
+ * OpenZeppelin 4 ("ERC20: transfer amount exceeds allowance", "... exceeds balance"). Null for
+ * any other revert.
+ */
+export function tokenRefusal(revert: Revert | null | undefined): "allowance" | "balance" | null {
+  if (revert?.name === "ERC20InsufficientAllowance") return "allowance";
+  if (revert?.name === "ERC20InsufficientBalance") return "balance";
+  if (revert?.name !== "Error") return null;
+  const reason = String(revert.args[0]);
+  if (/allowance/i.test(reason)) return "allowance";
+  if (/exceeds balance|insufficient balance/i.test(reason)) return "balance";
+  return null;
+}
+
+/**
  * Throws the AppError for a failed send: `reverts` names the domain's own reverts (undefined for
  * the rest, which are 503 with the error's name); a transaction the node refused or that is not
  * mined yet is 503 saying what to do; anything else is rethrown as it is.

@@ -5,7 +5,7 @@
 // A call that takes USDC's EIP-3009 authorization instead (D-120) is one signature, and the
 // service sends that call itself.
 import { randomUUID } from "node:crypto";
-import { type Contract, getAddress, type JsonRpcProvider, Signature } from "ethers";
+import { type Contract, getAddress, isError, type JsonRpcProvider, Signature, ZeroHash } from "ethers";
 import type { PreparedRequest } from "../../generated/prisma/client.js";
 import type { Allowances } from "./allowances.js";
 import type { ForwardRequestData, UserRequest } from "./batcher.js";
@@ -57,7 +57,8 @@ export function createSelfCustody(deps: {
    * is asked for as well. Recorded, so that the write finds the values it was signed with.
    */
   async function prepareForSignature(call: UserCall): Promise<PreparedWrite> {
-    if (call.pulls && call.byAuthorization && (await allowances.takesAuthorizations())) return prepareAuthorization(call as AuthorizedCall);
+    if (call.pulls && call.byAuthorization && (await takesAuthorization(call as AuthorizedCall)))
+      return prepareAuthorization(call as AuthorizedCall);
     await deps.checkAllowed(call);
     const from = call.user.walletAddress.toLowerCase();
     const [latest, chainNonce, recorded] = await Promise.all([
@@ -134,6 +135,25 @@ export function createSelfCustody(deps: {
     };
     await repo.addPrepared(row);
     return { signer: getAddress(from), expiresAt: new Date(Number(deadline) * 1000), request: await typedDataOf(row), permit: null };
+  }
+
+  /**
+   * Whether the call can be paid by an authorization: the token takes them (USDC does), and so does
+   * the call's contract (one of a deployment recorded by an earlier version may not). The twin, run
+   * with an authorization already expired, is refused with a reason (the contract's or the token's),
+   * not for want of the function (a revert with no data).
+   */
+  async function takesAuthorization(call: AuthorizedCall): Promise<boolean> {
+    if (!(await allowances.takesAuthorizations())) return false;
+    const from = getAddress(call.user.walletAddress);
+    const probe = call.byAuthorization.data({ from, validAfter: 0n, validBefore: 0n, v: 27, r: ZeroHash, s: ZeroHash });
+    return provider.call({ to: call.to, data: probe }).then(
+      () => true,
+      (error) => {
+        if (!isError(error, "CALL_EXCEPTION")) throw error;
+        return typeof error.data === "string" && error.data.length > 2;
+      },
+    );
   }
 
   /** What the wallet signed for a prepared request: its authorization (D-120), or its forwarded request. */
@@ -234,23 +254,27 @@ export function createSelfCustody(deps: {
    * The call carrying the wallet's signed authorization (D-120), sent by the service as its own
    * transaction: the prepared authorization checked and taken once as any prepared request, then
    * recorded and sent under the write's key, so a retry settles the one sent. Given back when
-   * nothing was recorded (its simulation refused it).
+   * nothing was recorded (its simulation refused it) or the node refused what was. Null, with
+   * nothing taken, when what was prepared for the call is a forwarded request.
    */
-  async function sendAuthorized(call: SignedCall & AuthorizedCall): Promise<SentTransaction> {
+  async function sendAuthorized(call: SignedCall & AuthorizedCall): Promise<SentTransaction | null> {
     const key = { userId: call.user.id, idempotencyKey: call.idempotencyKey, purpose: call.purpose };
     const recorded = await deps.sender.earlier(key);
     if (recorded) return deps.sender.resume(recorded, call.requestHash);
     const taken = await takeSigned(call);
+    // Prepared as a forwarded request (the token or the contract takes no authorization): the relay's path.
     if (!taken.row.authorization) {
       await taken.release();
-      throw signatureRefusals.changed();
+      return null;
     }
     const { v, r, s } = Signature.from(call.signed.signature);
     const data = call.byAuthorization.data({ from: getAddress(taken.row.from), validAfter: 0n, validBefore: taken.row.deadline, v, r, s });
     try {
       return await deps.sender.send({ ...key, requestHash: call.requestHash, to: call.to, data });
     } catch (error) {
-      if (!(await deps.sender.earlier(key))) await taken.release();
+      // Nothing recorded (its simulation refused it), or bytes the node refused (never public): the signature may go again.
+      const recordedNow = await deps.sender.earlier(key);
+      if (!recordedNow || recordedNow.status === "failed") await taken.release();
       throw error;
     }
   }

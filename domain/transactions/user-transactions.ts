@@ -268,8 +268,14 @@ export function createUserTransactions(deps: UserTransactionDeps) {
      */
     async send(call: UserCall): Promise<SentTransaction> {
       // The wallet signed the token's authorization (D-120): the service's own transaction carries it.
-      if (call.signed && call.pulls && call.byAuthorization && (await allowances.takesAuthorizations())) {
-        return selfCustody.sendAuthorized({ ...call, signed: call.signed, pulls: call.pulls, byAuthorization: call.byAuthorization });
+      if (call.signed && call.pulls && call.byAuthorization) {
+        const sent = await selfCustody.sendAuthorized({
+          ...call,
+          signed: call.signed,
+          pulls: call.pulls,
+          byAuthorization: call.byAuthorization,
+        });
+        if (sent) return sent;
       }
       // A key the service made for this request alone has no earlier attempt.
       const found = isServiceKey(call.idempotencyKey) ? undefined : await earlier(call);

@@ -10,7 +10,7 @@ import { chainDedupeKey, chainEventId, ordinalsOf } from "../events/ids.js";
 import type { OperationKey } from "../idempotency/operation-key.js";
 import type { UserRecord } from "../users/repo.js";
 import type { TransactionRevertedError } from "./failures.js";
-import { chainFailure } from "./failures.js";
+import { chainFailure, tokenRefusal } from "./failures.js";
 import type { MirrorWait } from "./read-your-writes.js";
 import { requireReceiptEvent } from "./receipts.js";
 import type { SentTransaction } from "./sender.js";
@@ -45,11 +45,10 @@ export interface UserWriteResult extends SentTransaction {
 
 /** The reverts every domain answers alike. */
 function sharedRevert(revert: Revert, field: string): AppError | undefined {
-  if (revert.name === "ERC20InsufficientBalance") {
-    return new AppError("INSUFFICIENT_BALANCE", `Your wallet holds ${formatUsdc2(revert.args[1] as bigint)} USDC`, {
-      field,
-      reason: "more than your USDC balance",
-    });
+  if (tokenRefusal(revert) === "balance") {
+    // OpenZeppelin's error names the balance; a token's reason string (Circle's USDC) does not.
+    const held = revert.name === "ERC20InsufficientBalance" ? `${formatUsdc2(revert.args[1] as bigint)} USDC` : "less USDC than this";
+    return new AppError("INSUFFICIENT_BALANCE", `Your wallet holds ${held}`, { field, reason: "more than your USDC balance" });
   }
   return undefined;
 }

@@ -4,9 +4,10 @@
 // and answers as the spec shows. The wallet never holds ETH. Every refusal is a 4xx with nothing sent.
 import { randomUUID } from "node:crypto";
 import { expect } from "chai";
-import { Wallet } from "ethers";
+import { Interface, Wallet } from "ethers";
 import { createSiweMessage } from "viem/siwe";
 import { refFromUuid } from "../../core/refs.js";
+import type { UserCallData } from "../../domain/transactions/calls.js";
 import type { TestApi } from "../helpers/api.js";
 import type { TestChain } from "../helpers/chain.js";
 import { usingPostgres } from "../helpers/database.js";
@@ -256,6 +257,37 @@ describe(`writes signed by the user's own wallet (D-119, ${usingPostgres ? "Post
     expect(retried.body.data.txHash).to.equal(paid.body.data.txHash);
     expectErrorEnvelope(await send(token, path(first), { method: "direct" }, { request: signature }), 409, "ALREADY_PAID");
     expect((await chain.contracts.usdc.balanceOf(wallet.address)) as bigint).to.equal(13_000_000n);
+  });
+
+  it("a contract that takes no authorization (a router of an earlier deployment) is paid by the permit and the forwarded request instead", async () => {
+    const { wallet, id } = await selfCustody(5_000_000n);
+    const user = await stack.db.prisma.user.findUniqueOrThrow({ where: { id } });
+    const router = chain.contracts.router;
+    const terms = [`0x${"ab".repeat(32)}`, Wallet.createRandom().address, 1_000_000n] as const;
+    // The router's own pay, and, as its twin, a function it does not have (what a router of an earlier version lacks).
+    const missing = new Interface([
+      "function payWithAuthorization(bytes32,address,uint256,address,uint256,uint256,uint8,bytes32,bytes32,bytes)",
+    ]);
+    const prepare = (data: NonNullable<UserCallData["byAuthorization"]>["data"]) =>
+      api.services.relay!.prepareForSignature({
+        user: { id, walletIndex: user.walletIndex, walletAddress: wallet.address },
+        purpose: "payment.pay",
+        idempotencyKey: randomUUID(),
+        to: router.target as string,
+        data: router.interface.encodeFunctionData("pay", terms),
+        pulls: { spender: router.target as string, value: 1_000_000n },
+        byAuthorization: { nonce: `0x${"00".repeat(32)}`, data },
+      });
+    const fallback = await prepare(({ from, validAfter, validBefore, v, r, s }) =>
+      missing.encodeFunctionData("payWithAuthorization", [...terms, from, validAfter, validBefore, v, r, s, "0x"]),
+    );
+    expect(fallback.request.primaryType).to.equal("ForwardRequest");
+    expect(fallback.permit?.primaryType).to.equal("Permit");
+    const authorized = await prepare(({ from, validAfter, validBefore, v, r, s }) =>
+      router.interface.encodeFunctionData("payWithAuthorization", [...terms, from, validAfter, validBefore, v, r, s]),
+    );
+    expect(authorized.request.primaryType).to.equal("ReceiveWithAuthorization");
+    expect(authorized.permit).to.equal(null);
   });
 
   it("a request past its deadline is refused (REQUEST_EXPIRED), and a new one prepared after it goes through", async () => {
