@@ -106,6 +106,9 @@ export interface TakeResult {
   failed: { id: string; type: string; error: string }[];
 }
 
+/** The advisory lock a consumer's pages share and an adoption holds alone (`adopt`). */
+const adoptionLockOf = (consumer: string) => `outbox adoption ${consumer}`;
+
 export function createOutbox({ db, jobs, logger }: { db: Db; jobs: Pick<JobQueue, "enqueue" | "wake">; logger: Pick<Logger, "warn"> }) {
   const inTransaction = <R>(sql: boolean, work: (tx: RawTx) => Promise<R>): Promise<R> =>
     sql ? plainTransaction(db, work) : db.prisma.$transaction((tx) => work(tx));
@@ -158,6 +161,10 @@ export function createOutbox({ db, jobs, logger }: { db: Db; jobs: Pick<JobQueue
       ? Prisma.sql`CASE WHEN d."type" = ANY(${consumer.dataFor}::text[]) THEN d."data" END`
       : Prisma.sql`d."data"`;
     return inTransaction(consumer.applySql !== undefined, async (tx) => {
+      // Shared by the consumer's pages, exclusive to an adoption (`adopt`), which must see the
+      // markers of the pages in flight; taken before the marking statement, whose snapshot then
+      // follows an adoption that held it.
+      await tx.$executeRaw`SELECT 1 FROM pg_advisory_xact_lock_shared(hashtext(${adoptionLockOf(consumer.name)}))`;
       // One statement marks what no one took yet and reads it: a page run twice, or beside an API
       // write that took its own event, applies each event once.
       const rows = await tx.$queryRaw<EventRow[]>`
@@ -294,12 +301,15 @@ export function createOutbox({ db, jobs, logger }: { db: Db; jobs: Pick<JobQueue
    * `userId`'s (a wallet that signs in after using the platform's contracts itself: D-119), and
    * left untaken again by `consumers`, which skipped them then, so that `take` applies them once.
    * Each consumer's pages of them are queued in the same transaction: a process that stops before
-   * it takes them leaves them to the queue, not lost. Answers their ids in outbox order.
+   * it takes them leaves them to the queue, not lost. It waits for the consumers' pages in flight,
+   * which may be marking these very facts as taken without an account. Answers their ids in outbox order.
    */
   async function adopt(input: { userId: string; wallet: string; consumers: readonly OutboxConsumer[] }): Promise<string[]> {
     const types = [...new Set(input.consumers.flatMap((consumer) => typesOf(consumer)))];
     const names = input.consumers.map((consumer) => consumer.name);
     const rows = await plainTransaction(db, async (tx) => {
+      // The consumers' pages in flight end first (their markers are then seen and forgotten); those that follow see the account.
+      for (const name of [...names].sort()) await tx.$executeRaw`SELECT 1 FROM pg_advisory_xact_lock(hashtext(${adoptionLockOf(name)}))`;
       const adopted = await tx.$queryRaw<{ id: string; type: string }[]>`
         WITH adopted AS (
           UPDATE "DomainEvent" SET "userId" = ${input.userId}

@@ -358,6 +358,78 @@ describe(`outbox consumers on the job queue (${usingPostgres ? "PostgreSQL" : "P
       }
     });
 
+    it("adopts a fact another process's page is taking at that moment: the adoption waits for the page, and the fact is the account's", async () => {
+      const other = await openDatabase({ databaseUrl: db.url! });
+      const wallet = "0x00000000000000000000000000000000000Ab1e6";
+      await db.prisma.$transaction((tx) =>
+        recordEvents(tx, [
+          domainEvent({
+            type: "vault.deposit",
+            userId: "nobody",
+            data: {
+              userId: null,
+              walletAddress: wallet,
+              usdcAmount: "4.00",
+              tmUSDCReceived: "4.00",
+              txHash: `0x${"4".repeat(64)}`,
+              raw: { assets: 4_000_000n, shares: 4_000_000n },
+            },
+            dedupeKey: "adopt-race:4",
+            now: NOW,
+          }),
+        ]),
+      );
+      await db.prisma.domainEvent.updateMany({ where: { dedupeKey: "adopt-race:4" }, data: { userId: null } });
+      const id = (await db.prisma.domainEvent.findUniqueOrThrow({ where: { dedupeKey: "adopt-race:4" } })).id;
+      const applied: string[] = [];
+      let inside!: () => void;
+      const pageInside = new Promise<void>((resolve) => {
+        inside = resolve;
+      });
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const rewards = (hold: boolean) =>
+        ({
+          name: "rewards",
+          types: ["vault.deposit"],
+          apply: async (_tx: Tx, events: ConsumedEvent<"vault.deposit">[]) => {
+            applied.push(...events.map((event) => `${event.userId}:${event.data.usdcAmount}`));
+            if (hold) {
+              inside();
+              await released;
+            }
+          },
+        }) satisfies OutboxConsumer<"vault.deposit">;
+      try {
+        // Another process's page marks the fact taken (no account yet) and is still applying it...
+        const page = createOutbox({ db: other, jobs: createJobQueue({ db: other, clock, presence }), logger }).take(
+          rewards(true),
+          [id],
+          NOW,
+        );
+        await pageInside;
+        // ...when the wallet signs in: the adoption waits for it, then forgets its marker.
+        let settled = false;
+        const adoption = createOutbox({ db, jobs: queue, logger })
+          .adopt({ userId: "u-racer", wallet, consumers: [rewards(false)] })
+          .finally(() => {
+            settled = true;
+          });
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(settled, "the adoption waits for the page in flight").to.equal(false);
+        release();
+        await page;
+        expect(await adoption).to.deep.equal([id]);
+        await createOutbox({ db, jobs: queue, logger }).take(rewards(false), [id], NOW);
+        expect(applied).to.deep.equal(["null:4.00", "u-racer:4.00"]);
+      } finally {
+        release();
+        await other.close();
+      }
+    });
+
     it("produces each event once when two processes produce at once", async () => {
       const other = await openDatabase({ databaseUrl: db.url! });
       const otherPresence = createProcessPresence({ db: other, kind: "test" });
