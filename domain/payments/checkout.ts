@@ -104,6 +104,19 @@ export function createCheckout(deps: CheckoutDeps) {
   }
 
   /**
+   * The payment as the mirror has it, where the payer's own signed authorization paid it although
+   * the service's transaction did not (D-120): anyone may submit the authorization, and one who
+   * saw it first did. The chain's record names the payer; null where it names no one or another.
+   */
+  async function paidByPayerMeanwhile(row: PaymentRow, wallet: string): Promise<PaymentRow | null> {
+    const onChain = (await router.paymentOf(refFromUuid(row.id), getAddress(row.merchantWallet), row.amount)) as { payer: string };
+    if (onChain.payer.toLowerCase() !== wallet) return null;
+    await deps.mirror.untilIndexed(await router.runner!.provider!.getBlockNumber());
+    const after = await repo.find(row.id, deps.clock.now());
+    return after?.paidTxHash ? after : null;
+  }
+
+  /**
    * Pays a payment on credit or in installments: the payer's plan at their tier, then, in one
    * transaction, the payment's hold and the plan's loans (eligibility checked again under the
    * payer's row lock, so the cap of open loans holds), then the router's `payWithLoans` sent by
@@ -178,6 +191,22 @@ export function createCheckout(deps: CheckoutDeps) {
         totalRepayment: usdcNumber(loan.principal + loan.interest),
         durationDays: loan.durationDays,
       })),
+    };
+  }
+
+  /** A direct payment's answer (run-and-sandbox.md section 4), from the payment as the mirror has it after `txHash`. */
+  function directAnswer(after: PaymentRow, txHash: string) {
+    const fee = after.fee ?? feeOf(after.amount, "direct");
+    return {
+      paymentId: after.id,
+      status: "success" as const,
+      method: "direct" as PaymentMethod,
+      amount: usdcNumber(after.amount),
+      fee: usdcNumber(fee),
+      net: usdcNumber(after.amount - fee),
+      txHash,
+      redirectUrl: after.redirectUrl === null ? null : withPaymentId(after.redirectUrl, after.id),
+      loans: [],
     };
   }
 
@@ -266,6 +295,9 @@ export function createCheckout(deps: CheckoutDeps) {
             revert.name === "PaymentRouterAlreadyPaid" ? new AppError("ALREADY_PAID", "This payment was paid already") : undefined,
         });
       } catch (error) {
+        const refused = error instanceof AppError && (error.code === "ALREADY_PAID" || error.code === "SERVICE_UNAVAILABLE");
+        const paid = !preparing && refused && payer.custody === "self" ? await paidByPayerMeanwhile(row, wallet) : null;
+        if (paid) return directAnswer(paid, paid.paidTxHash!);
         // Refused before anything moved: the hold goes back (and a wallet short of USDC is the merchant's payment.failed).
         if (!preparing && error instanceof AppError && error.code !== "SERVICE_UNAVAILABLE") {
           if (error.code === "INSUFFICIENT_BALANCE") await deps.attempts.fail(row, input.method, "insufficient_funds", true);
@@ -274,19 +306,7 @@ export function createCheckout(deps: CheckoutDeps) {
         throw error;
       }
       await deps.events.take(deps.clock.now(), deps.userWrite.eventIds(sent, deps.events.consumer.types));
-      const after = (await repo.find(row.id, deps.clock.now()))!;
-      const fee = after.fee ?? feeOf(row.amount, "direct");
-      return {
-        paymentId: row.id,
-        status: "success" as const,
-        method: input.method,
-        amount: usdcNumber(row.amount),
-        fee: usdcNumber(fee),
-        net: usdcNumber(row.amount - fee),
-        txHash: sent.txHash,
-        redirectUrl: row.redirectUrl === null ? null : withPaymentId(row.redirectUrl, row.id),
-        loans: [],
-      };
+      return directAnswer((await repo.find(row.id, deps.clock.now()))!, sent.txHash);
     },
 
     /**

@@ -4,7 +4,7 @@
 // and answers as the spec shows. The wallet never holds ETH. Every refusal is a 4xx with nothing sent.
 import { randomUUID } from "node:crypto";
 import { expect } from "chai";
-import { Interface, Wallet } from "ethers";
+import { Interface, Signature, Wallet } from "ethers";
 import { createSiweMessage } from "viem/siwe";
 import { refFromUuid } from "../../core/refs.js";
 import type { UserCallData } from "../../domain/transactions/calls.js";
@@ -257,6 +257,53 @@ describe(`writes signed by the user's own wallet (D-119, ${usingPostgres ? "Post
     expect(retried.body.data.txHash).to.equal(paid.body.data.txHash);
     expectErrorEnvelope(await send(token, path(first), { method: "direct" }, { request: signature }), 409, "ALREADY_PAID");
     expect((await chain.contracts.usdc.balanceOf(wallet.address)) as bigint).to.equal(13_000_000n);
+  });
+
+  it("an authorization someone else submitted first, in the same block as the service's: the payer's own money paid it, and it is answered as paid", async () => {
+    const { wallet, token, id } = await selfCustody(10_000_000n);
+    const merchant = await newTestUser(api, "merchant", 0);
+    const payment = await api.request("POST", "/v1/payments", { token: merchant.token, body: { amount: 3, paymentMethods: ["direct"] } });
+    const path = `/checkout/${payment.body.data.id}/pay`;
+    const { request } = (await prepare(token, path, { method: "direct" })).body.data as {
+      request: TypedDataV4 & { message: Record<string, string> };
+    };
+    const signature = await sign(wallet, request);
+    const merchantWallet = (await api.request("GET", "/v1/users/me", { token: merchant.token })).body.data.walletAddress as string;
+    const { v, r, s } = Signature.from(signature);
+    const frontRunner = chain.contracts.router.connect(await chain.signer(8)) as typeof chain.contracts.router;
+    await chain.setAutomine(false);
+    try {
+      const answering = send(token, path, { method: "direct" }, { request: signature });
+      // The service's transaction waits in the pool; one who saw the signature there sends it too, paying more.
+      let pooledHash = "";
+      await until(async () => {
+        const row = await stack.db.prisma.chainTransaction.findFirst({ where: { userId: id, purpose: "payment.pay" } });
+        pooledHash = row?.txHash ?? "";
+        return row !== null && (await chain.provider.getTransaction(row.txHash)) !== null;
+      }, "the service's transaction in the pool");
+      const fees = await chain.provider.getFeeData();
+      const front = await frontRunner.getFunction("payWithAuthorization")(
+        refFromUuid(payment.body.data.id),
+        merchantWallet,
+        3_000_000n,
+        wallet.address,
+        0n,
+        BigInt(request.message.validBefore!),
+        v,
+        r,
+        s,
+        { gasLimit: 300_000n, maxPriorityFeePerGas: fees.maxFeePerGas! * 4n, maxFeePerGas: fees.maxFeePerGas! * 4n },
+      );
+      await chain.provider.send("evm_mine", []);
+      const mined = await chain.provider.getTransactionReceipt(pooledHash);
+      expect(mined!.status, "the service's own transaction reverted in the same block").to.equal(0);
+      const paid = await answering;
+      expect(paid.status, paid.text).to.equal(200);
+      expect(paid.body.data).to.include({ status: "success", txHash: front.hash, amount: 3 });
+    } finally {
+      await chain.setAutomine(true);
+    }
+    expect((await chain.contracts.usdc.balanceOf(wallet.address)) as bigint).to.equal(7_000_000n);
   });
 
   it("a contract that takes no authorization (a router of an earlier deployment) is paid by the permit and the forwarded request instead", async () => {
