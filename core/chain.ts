@@ -241,12 +241,21 @@ export async function startEmbeddedChain(host: string, port: number): Promise<Em
  */
 export async function connectRpc(rpcUrl: string, timeoutMs = 5_000): Promise<{ provider: JsonRpcProvider; chainId: number }> {
   let chainIdHex: string;
-  try {
-    const response = await fetch(rpcUrl, {
+  const signal = AbortSignal.timeout(timeoutMs);
+  const ask = () =>
+    fetch(rpcUrl, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
-      signal: AbortSignal.timeout(timeoutMs),
+      signal,
+    });
+  try {
+    // A kept-alive connection the node closed just as it was reused (its idle timeout, a busy
+    // machine): eth_chainId changes nothing, so it is asked once more, on a new connection.
+    const response = await ask().catch((error) => {
+      const code = (error as { cause?: { code?: string } }).cause?.code;
+      if (code === "UND_ERR_SOCKET" || code === "ECONNRESET") return ask();
+      throw error;
     });
     const body = (await response.json()) as { result?: string };
     if (typeof body.result !== "string") throw new Error(`unexpected answer to eth_chainId (HTTP ${response.status})`);
