@@ -82,20 +82,7 @@ export function createSelfCustody(deps: {
     }
     const next = recorded !== null && recorded + 1n > chainNonce ? recorded + 1n : chainNonce;
     const values = { from: getAddress(from), to: getAddress(call.to), gas, forwarderNonce: next, deadline, data: call.data };
-    await repo.addPrepared({
-      id: randomUUID(),
-      userId: call.user.id,
-      purpose: call.purpose,
-      from,
-      to: call.to.toLowerCase(),
-      data: call.data,
-      gas,
-      forwarderNonce: next,
-      deadline,
-      permit,
-      authorization: null,
-      createdAt: new Date(),
-    });
+    await repo.addPrepared({ ...preparedOf(call, from, deadline), gas, forwarderNonce: next, permit, authorization: null });
     return {
       signer: values.from,
       expiresAt: new Date(Number(deadline) * 1000),
@@ -119,20 +106,8 @@ export function createSelfCustody(deps: {
     const [[, balance], latest] = await Promise.all([allowanceAndBalance(from, spender), provider.getBlock("latest")]);
     if (balance < value) throw emptyWallet(from, value, balance);
     const deadline = BigInt(latest!.timestamp) + PREPARED_LIFETIME_S;
-    const row = {
-      id: randomUUID(),
-      userId: call.user.id,
-      purpose: call.purpose,
-      from,
-      to: call.to.toLowerCase(),
-      data: call.data,
-      gas: null,
-      forwarderNonce: null,
-      deadline,
-      permit: null,
-      authorization: { value: `${value}`, nonce: call.byAuthorization.nonce },
-      createdAt: new Date(),
-    };
+    const authorization = { value: `${value}`, nonce: call.byAuthorization.nonce };
+    const row = { ...preparedOf(call, from, deadline), gas: null, forwarderNonce: null, permit: null, authorization };
     await repo.addPrepared(row);
     return { signer: getAddress(from), expiresAt: new Date(Number(deadline) * 1000), request: await typedDataOf(row), permit: null };
   }
@@ -281,6 +256,18 @@ export function createSelfCustody(deps: {
 
   return { prepareForSignature, prepareSigned, sendAuthorized };
 }
+
+/** What every prepared request of `call` records: who signs, the call, and until when. */
+const preparedOf = (call: UserCall, from: string, deadline: bigint) => ({
+  id: randomUUID(),
+  userId: call.user.id,
+  purpose: call.purpose,
+  from,
+  to: call.to.toLowerCase(),
+  data: call.data,
+  deadline,
+  createdAt: new Date(),
+});
 
 /** The ForwardRequest values a prepared request fixed. */
 const forwardValuesOf = (row: PreparedRequest) => ({
