@@ -27,6 +27,15 @@ export const vaultStatus = z
     currentAPY: z.number().describe("supply APY as a fraction (0.05 = 5 %)"),
     exchangeRate: z.number().describe("USDC per tmUSDC"),
     tmUSDCSupply: usdc2("tmUSDC in circulation"),
+    unrealizedLosses: usdc2(
+      "extension: the expected losses of loans past due (principal the insurance reserve does not cover, and interest they did not pay), already out of totalDeposits and exchangeRate; a repayment gives them back",
+    ).optional(),
+    entryExchangeRate: z
+      .number()
+      .describe(
+        "extension: USDC per tmUSDC a deposit pays now: exchangeRate without the unrealized losses, so no deposit buys a loss that may be reversed",
+      )
+      .optional(),
   })
   .meta({ id: "VaultStatus" });
 

@@ -10,18 +10,23 @@ import {IInterestRateModel} from "./IInterestRateModel.sol";
 /// @dev Money values are in the asset's units (USDC micro-units, 6 decimals); tmUSDC has 18 decimals.
 /// Rates and fractions in views are WAD-scaled (1e18 = 100 %); policy parameters are basis points (10_000 = 100 %).
 ///
-/// Accounting: `totalAssets = idle + totalBorrowed + accruedInterest - unrealizedLosses - lockedProfit`, where `idle`
+/// Accounting: `totalAssets = idle + totalBorrowed + accruedInterest - lockedProfit - unrealizedLosses`, where `idle`
 /// is the vault's USDC balance minus the insurance reserve, which the vault holds but which does not belong to
-/// depositors.
+/// depositors. Exits and the conversions price at {totalAssets}; entries ({previewDeposit}, {previewMint}) at
+/// {entryAssets}, the same without the unrealized losses (Maple v2), so no deposit buys a loss that may be reversed.
 /// - Interest accrues (Morpho's per-second accrual): the depositors' part of a performing loan's interest enters
 ///   {accruedInterest} linearly from funding to the due date; a payment settles it or pays ahead of it (the loan
 ///   book's minimum charge and whole days), which is a gain when the loan closes.
-/// - Gains unlock over time (Yearn V3's profit unlocking): distributed yield, interest paid ahead of its schedule,
-///   recoveries and released impairments are locked when they arrive and enter the share price linearly over
-///   {profitUnlockPeriod}, so a deposit held across a gain earns only what unlocks while it is held.
+/// - Gains unlock over time (Yearn V3's profit unlocking): distributed yield, interest paid ahead of its schedule and
+///   recoveries are locked when they arrive and enter the share price linearly over {profitUnlockPeriod}, so a
+///   deposit held across a gain earns only what unlocks while it is held.
 /// - Known losses come first (Maple's impairment): a loan past due is impaired ({impairLoan}), its expected loss
-///   (the principal out minus the reserve's expected cover) taken from the share price at once, so leaving before
-///   its default does not move the loss onto those who stay. A loss is first absorbed by the profit still locked.
+///   (the principal out minus the reserve's expected cover, and the interest it counted and did not pay) taken from
+///   the exit price at once, so leaving before its default does not move the loss onto those who stay. A repayment
+///   releases it into the exit price at once (the entry price never counted it). A realized loss is first absorbed by
+///   the profit still locked.
+/// - A pause stops deposits and new loans only: withdrawals, repayments and settlements go on (Yearn V3's shutdown),
+///   and only the admin (the timelock) lifts it.
 ///
 /// Error mapping for the API: {StakingVaultDepositTooSmall} -> AMOUNT_TOO_SMALL,
 /// {StakingVaultInsufficientLiquidity} -> INSUFFICIENT_LIQUIDITY, `EnforcedPause` -> VAULT_PAUSED,
@@ -46,7 +51,7 @@ interface IStakingVault is IERC4626 {
     /// @param exchangeRate USDC per whole tmUSDC (WAD; 1e18 = 1 USDC per tmUSDC).
     /// @param totalSupply tmUSDC in circulation (18 decimals).
     /// @param totalYield Yield credited to depositors so far: distributed yield plus their share of loan interest.
-    /// @param paused Whether deposits, withdrawals and new loans are paused.
+    /// @param paused Whether deposits and new loans are paused (withdrawals never are).
     struct VaultStatus {
         uint256 totalAssets;
         uint256 idleAssets;
@@ -297,16 +302,26 @@ interface IStakingVault is IERC4626 {
     /// @return The amount in asset units, as of now, rounded down.
     function accruedInterest() external view returns (int256);
 
-    /// @notice The expected losses of impaired loans, already out of {totalAssets}.
+    /// @notice The expected losses of impaired loans (principal and interest), out of {totalAssets} (the exit price)
+    /// but not of {entryAssets}.
     /// @return The amount in asset units.
     function unrealizedLosses() external view returns (uint256);
+
+    /// @notice The depositors' assets at the entry price: {totalAssets} without the unrealized losses. Deposits and
+    /// mints convert at it.
+    /// @return The amount in asset units.
+    function entryAssets() external view returns (uint256);
 
     /// @notice What impaired loan `loanId` still carries of its impairment (zeros when it is not impaired).
     /// @param loanId The LoanBook's id.
     /// @return principal The principal still out.
-    /// @return expectedLoss Its expected loss, out of {totalAssets}.
+    /// @return expectedLoss The principal's expected loss (principal less cover), out of {totalAssets}.
     /// @return cover The reserve's cover it counts on, fixed when it was impaired.
-    function impairmentOf(uint256 loanId) external view returns (uint256 principal, uint256 expectedLoss, uint256 cover);
+    /// @return interest The interest its stopped schedule counted and it has not paid, out of {totalAssets} too.
+    function impairmentOf(uint256 loanId)
+        external
+        view
+        returns (uint256 principal, uint256 expectedLoss, uint256 cover, uint256 interest);
 
     /// @notice What the insurance reserve holds above what covers the loans out: each performing loan's principal out
     /// times its own coverage (the {insuranceCoverageBps} when it was funded), over 10_000 and rounded up, plus the
@@ -381,10 +396,11 @@ interface IStakingVault is IERC4626 {
 
     /// @notice Impairs loan `loanId`, past due with `principal` out: the expected loss, `principal` minus the reserve's
     /// expected cover (`principal * insuranceCoverageBps / 10_000`, capped by the reserve not counted on by other
-    /// impaired loans), leaves {totalAssets} now; the profit still locked absorbs it first.
-    /// @dev Only LENDER_ROLE, allowed while paused. The loan's booked and unpaid interest is written off with it, and
-    /// nothing more accrues (a late payment of interest is a gain, locked). Repayments release the impairment in
-    /// proportion to the principal they repay (the release is a gain, locked like any other); {recordLoss} replaces it with the realized loss.
+    /// impaired loans), and the interest its schedule counted and it did not pay, leave {totalAssets} (the exit
+    /// price) now; {entryAssets} does not move.
+    /// @dev Only LENDER_ROLE, allowed while paused. Nothing more accrues. Repayments release the impairment into the
+    /// exit price at once: the principal's in proportion to the principal they repay, the interest's as it is paid;
+    /// the loan's close writes off what it counted and did not pay. {recordLoss} realizes it.
     /// @param loanId The LoanBook's id.
     /// @param principal The principal still out on the loan.
     /// @return expectedLoss The part taken from the share price.
@@ -411,7 +427,7 @@ interface IStakingVault is IERC4626 {
     /// @notice Pays `amount` USDC of interest loan `loanId` had paid back to `to`: a refund reduced the loan's interest
     /// below what was paid. The reserve factor's share of it (at most the reserve) comes out of the insurance reserve,
     /// the rest out of the idle assets and {totalYield}, reversing {recordRepayment}.
-    /// @dev Only LENDER_ROLE, not while paused (USDC leaves the vault). Reverts with
+    /// @dev Only LENDER_ROLE, allowed while paused (a refund settles a loan). Reverts with
     /// {StakingVaultInsufficientLiquidity} when the idle USDC cannot pay the depositors' part.
     /// @param loanId The LoanBook's id, for the event.
     /// @param to The borrower, who paid the interest.
@@ -463,10 +479,12 @@ interface IStakingVault is IERC4626 {
     /// @param newModel The new model (not zero).
     function setInterestRateModel(IInterestRateModel newModel) external;
 
-    /// @notice Pauses deposits, mints, withdrawals, redemptions and new loans. Only PAUSER_ROLE.
-    /// @dev Repayments, defaults and yield distribution stay open so loans can always be settled.
+    /// @notice Pauses deposits, mints and new loans (so purchases on credit). Only PAUSER_ROLE: a fast brake.
+    /// @dev Withdrawals, redemptions, repayments, defaults, refunds and yield distribution stay open: a pause never
+    /// traps depositors, and loans can always be settled.
     function pause() external;
 
-    /// @notice Lifts the pause. Only PAUSER_ROLE.
+    /// @notice Lifts the pause. Only the default admin (the timelock in a deployment), so whoever holds the pauser's key
+    /// cannot undo a defender's pause.
     function unpause() external;
 }

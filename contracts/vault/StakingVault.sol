@@ -149,11 +149,12 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
 
     mapping(uint256 loanId => Accrual) private _accrualOf;
 
-    /// @dev An impaired loan's principal still out and the part of its expected loss and cover that principal carries.
+    /// @dev An impaired loan's principal still out, the reserve's cover that principal counts on (its expected loss is
+    /// the rest), and the interest its stopped schedule counted and it has not paid (expected lost too).
     struct Impairment {
         uint96 principal;
-        uint80 loss;
         uint80 cover;
+        uint80 interest;
     }
 
     mapping(uint256 loanId => Impairment) private _impairmentOf;
@@ -195,6 +196,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         whenNotPaused
         returns (uint256)
     {
+        _relockIfEmpty();
         return super.deposit(assets, receiver);
     }
 
@@ -206,6 +208,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         returns (uint256)
     {
         IERC20(asset()).tryPermit(_msgSender(), assets, deadline, v, r, s);
+        _relockIfEmpty();
         return super.deposit(assets, receiver);
     }
 
@@ -219,17 +222,17 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         whenNotPaused
         returns (uint256)
     {
+        _relockIfEmpty();
         return super.mint(shares, receiver);
     }
 
     /// @inheritdoc IERC4626
-    /// @dev Reverts with `EnforcedPause` while paused, `ERC4626ExceededMaxWithdraw` above the owner's redeemable
-    /// assets and `StakingVaultInsufficientLiquidity` above the idle USDC.
+    /// @dev Open while paused (a pause never traps depositors). Reverts with `ERC4626ExceededMaxWithdraw` above the
+    /// owner's redeemable assets and `StakingVaultInsufficientLiquidity` above the idle USDC.
     function withdraw(uint256 assets, address receiver, address owner)
         public
         override(ERC4626, IERC4626)
         nonReentrant
-        whenNotPaused
         returns (uint256 shares)
     {
         uint256 maxAssets = previewRedeem(balanceOf(owner));
@@ -240,13 +243,12 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     }
 
     /// @inheritdoc IERC4626
-    /// @dev Reverts with `EnforcedPause` while paused, `ERC4626ExceededMaxRedeem` above the owner's shares and
+    /// @dev Open while paused. Reverts with `ERC4626ExceededMaxRedeem` above the owner's shares and
     /// `StakingVaultInsufficientLiquidity` when the assets exceed the idle USDC.
     function redeem(uint256 shares, address receiver, address owner)
         public
         override(ERC4626, IERC4626)
         nonReentrant
-        whenNotPaused
         returns (uint256 assets)
     {
         uint256 maxShares = balanceOf(owner);
@@ -259,10 +261,29 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     /* ERC-4626 VIEWS */
 
     /// @inheritdoc IERC4626
-    /// @dev Idle USDC (balance minus the insurance reserve) plus the principal out on loans, less the impaired loans'
-    /// expected losses and the profit still locked.
+    /// @dev What the depositors would get on exit now: idle USDC (balance minus the insurance reserve) plus the
+    /// principal out and the interest booked, less the profit still locked and the unrealized losses. Exits and the
+    /// conversions price at it; entries at {entryAssets}, which does not subtract the unrealized losses.
     function totalAssets() public view override(ERC4626, IERC4626) returns (uint256) {
         return _totalAssets(_idleAssets() + _totalBorrowed);
+    }
+
+    /// @inheritdoc IStakingVault
+    function entryAssets() external view returns (uint256) {
+        return _entryAssets(_idleAssets() + _totalBorrowed);
+    }
+
+    /// @inheritdoc IERC4626
+    /// @dev At the entry price: unrealized losses do not lower it (Maple v2), so no deposit buys a loss that may be
+    /// reversed.
+    function previewDeposit(uint256 assets) public view override(ERC4626, IERC4626) returns (uint256) {
+        return _convertToEntryShares(assets, Math.Rounding.Floor);
+    }
+
+    /// @inheritdoc IERC4626
+    /// @dev At the entry price, as {previewDeposit}.
+    function previewMint(uint256 shares) public view override(ERC4626, IERC4626) returns (uint256) {
+        return _convertToEntryAssets(shares, Math.Rounding.Ceil);
     }
 
     /// @inheritdoc IERC4626
@@ -282,22 +303,20 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     function maxMint(address receiver) public view override(ERC4626, IERC4626) returns (uint256) {
         uint256 assets = maxDeposit(receiver);
         if (assets == type(uint256).max || assets == 0) return assets;
-        uint256 shares = _convertToShares(assets, Math.Rounding.Floor);
+        uint256 shares = _convertToEntryShares(assets, Math.Rounding.Floor);
         // Those shares cost at most `assets` (rounded up), which may fall below the minimum when the room is at it.
-        return _convertToAssets(shares, Math.Rounding.Ceil) < _minDeposit ? 0 : shares;
+        return _convertToEntryAssets(shares, Math.Rounding.Ceil) < _minDeposit ? 0 : shares;
     }
 
     /// @inheritdoc IERC4626
-    /// @dev The owner's redeemable assets, capped by the idle USDC; zero while paused.
+    /// @dev The owner's redeemable assets, capped by the idle USDC, paused or not.
     function maxWithdraw(address owner) public view override(ERC4626, IERC4626) returns (uint256) {
-        if (paused()) return 0;
         return Math.min(previewRedeem(balanceOf(owner)), _idleAssets());
     }
 
     /// @inheritdoc IERC4626
-    /// @dev The owner's shares, capped by the shares the idle USDC redeems (rounded down); zero while paused.
+    /// @dev The owner's shares, capped by the shares the idle USDC redeems (rounded down), paused or not.
     function maxRedeem(address owner) public view override(ERC4626, IERC4626) returns (uint256) {
-        if (paused()) return 0;
         return Math.min(balanceOf(owner), _convertToShares(_idleAssets(), Math.Rounding.Floor));
     }
 
@@ -376,9 +395,13 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     }
 
     /// @inheritdoc IStakingVault
-    function impairmentOf(uint256 loanId) external view returns (uint256 principal, uint256 expectedLoss, uint256 cover) {
+    function impairmentOf(uint256 loanId)
+        external
+        view
+        returns (uint256 principal, uint256 expectedLoss, uint256 cover, uint256 interest)
+    {
         Impairment memory impairment = _impairmentOf[loanId];
-        return (impairment.principal, impairment.loss, impairment.cover);
+        return (impairment.principal, impairment.principal - impairment.cover, impairment.cover, impairment.interest);
     }
 
     /// @inheritdoc IStakingVault
@@ -474,7 +497,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         if (principal > borrowed) revert StakingVaultExceedsBorrowed(principal, borrowed);
         // The loan's own factor, fixed when it was funded: no model call, so no model can block a repayment.
         uint256 reserveShare = interest.mulDiv(_reserveFactorOf(loanId), WAD);
-        (uint256 released, uint256 impairedPart) = _releaseImpairment(loanId, principal);
+        uint256 impairedPart = _releaseImpairment(loanId, principal);
         // The principal not impaired leaves the reserve's cover at its own coverage (an impaired one left it already).
         _uncover(loanId, principal - impairedPart);
 
@@ -486,7 +509,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         // The interest settles what its schedule earned (or pays ahead of it); a loan that closes ends its schedule.
         _payAccrual(loanId, interest - reserveShare);
         if (closes) _endAccrual(loanId);
-        _lockGain(released);
+        _syncImpairedInterest(loanId);
 
         emit StakingVaultRepaymentRecorded(loanId, principal, interest, reserveShare, newTotalBorrowed);
     }
@@ -494,6 +517,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     /// @inheritdoc IStakingVault
     function rescheduleInterest(uint256 loanId, uint256 interest, uint256 dueDate) external onlyRole(LENDER_ROLE) {
         _rescheduleAccrual(loanId, interest, dueDate);
+        _syncImpairedInterest(loanId);
     }
 
     /// @inheritdoc IStakingVault
@@ -515,13 +539,13 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
 
         // The cast is safe: the principal is at most the borrowed uint96.
         impairment.principal = uint96(principal);
-        impairment.loss = expectedLoss.toUint80();
         impairment.cover = cover.toUint80();
         _unrealizedLosses = (_unrealizedLosses + expectedLoss).toUint80();
         _impairedCover = (_impairedCover + cover).toUint96();
-        _absorbLoss(expectedLoss);
-        // Its interest is no longer counted on: what was earned and unpaid is written off, and nothing more accrues.
-        _endAccrual(loanId);
+        // Nothing more accrues; what its schedule counted and it did not pay stays booked, and is expected lost too.
+        // Only the exit price falls: the entry price (and so the locked profit) does not move (Maple v2).
+        _stopAccrual(loanId);
+        _syncImpairedInterest(loanId);
 
         emit StakingVaultLoanImpaired(loanId, principal, expectedLoss, cover, exchangeRate());
     }
@@ -535,14 +559,14 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         uint256 borrowed = _totalBorrowed;
         if (loss > borrowed) revert StakingVaultExceedsBorrowed(loss, borrowed);
         uint256 reserve = _insuranceReserve;
-        // An impaired loan's cover was fixed when it was impaired, and its expected loss was out of the share price
-        // already: only a shortfall of the reserve moves it now. Either way the coverage is the loan's own.
+        // An impaired loan's cover was fixed when it was impaired, and its expected loss was out of the exit price
+        // already: the exit price moves only by a shortfall of the reserve. Either way the coverage is the loan's own.
         Impairment memory impairment = _impairmentOf[loanId];
         bool impaired = impairment.principal != 0;
         covered = Math.min(impaired ? impairment.cover : loss.mulDiv(_uncover(loanId, loss), BPS), reserve);
         uncovered = loss - covered;
         delete _impairmentOf[loanId];
-        _unrealizedLosses -= impairment.loss;
+        _unrealizedLosses -= uint80(impairment.principal - impairment.cover + impairment.interest);
         _impairedCover -= impairment.cover;
 
         // Cannot underflow: loss <= borrowed and covered <= reserve. The covered USDC turns from reserve into idle.
@@ -550,8 +574,9 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         _insuranceReserve = uint96(reserve - covered);
         // Kept for a recovery, which makes each good in its share; both fit 128 bits (at most the borrowed uint96).
         _lossOf[loanId] = Loss(uint128(covered), uint128(uncovered));
-        if (uncovered > impairment.loss) _absorbLoss(uncovered - impairment.loss);
-        else _lockGain(impairment.loss - uncovered);
+        // Realized now for entries too: the unpaid interest it counted is written off, and the uncovered principal.
+        _endAccrual(loanId);
+        _absorbLoss(uncovered);
 
         emit StakingVaultLossRecognized(loanId, loss, covered, uncovered, exchangeRate());
     }
@@ -576,12 +601,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     }
 
     /// @inheritdoc IStakingVault
-    function returnInterest(uint256 loanId, address to, uint256 amount)
-        external
-        onlyRole(LENDER_ROLE)
-        nonReentrant
-        whenNotPaused
-    {
+    function returnInterest(uint256 loanId, address to, uint256 amount) external onlyRole(LENDER_ROLE) nonReentrant {
         if (to == address(0)) revert StakingVaultZeroAddress();
         if (amount == 0) revert StakingVaultZeroAmount();
         // The share the reserve took when the interest was paid, at the loan's factor (capped at the reserve).
@@ -596,6 +616,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         _totalYield = uint96(uint256(_totalYield).saturatingSub(fromIdle));
         // Interest of a running schedule is unpaid again (its earned part stays counted); of an ended one, a loss.
         _unpayAccrual(loanId, fromIdle);
+        _syncImpairedInterest(loanId);
 
         emit StakingVaultInterestReturned(loanId, to, amount, reserveShare);
 
@@ -689,7 +710,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     }
 
     /// @inheritdoc IStakingVault
-    function unpause() external onlyRole(PAUSER_ROLE) {
+    function unpause() external onlyRole(DEFAULT_ADMIN_ROLE) {
         _unpause();
     }
 
@@ -748,11 +769,44 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         return perYear.mulDiv(WAD, assets);
     }
 
-    /// @dev The depositors' assets out of `grossAssets` (idle + borrowed). The floor at zero is defensive: the losses
-    /// and the lock are parts of what the vault holds or has lent.
-    function _totalAssets(uint256 grossAssets) internal view returns (uint256) {
-        int256 assets = int256(grossAssets) + _bookedAssets() - int256(uint256(_unrealizedLosses) + _lockedProfitNow());
+    /// @dev The depositors' assets at the entry price, out of `grossAssets` (idle + borrowed): with the interest booked,
+    /// without the profit still locked. The floor at zero is defensive: the lock is part of what the vault holds.
+    function _entryAssets(uint256 grossAssets) internal view returns (uint256) {
+        int256 assets = int256(grossAssets) + _bookedAssets() - int256(_lockedProfitNow());
         return assets > 0 ? uint256(assets) : 0;
+    }
+
+    /// @dev The depositors' assets at the exit price: the entry assets less the unrealized losses.
+    function _totalAssets(uint256 grossAssets) internal view returns (uint256) {
+        return _entryAssets(grossAssets).saturatingSub(_unrealizedLosses);
+    }
+
+    /// @dev {_convertToShares} at the entry price.
+    function _convertToEntryShares(uint256 assets, Math.Rounding rounding) internal view returns (uint256) {
+        uint256 entry = _entryAssets(_idleAssets() + _totalBorrowed);
+        return assets.mulDiv(totalSupply() + 10 ** _DECIMALS_OFFSET, entry + 1, rounding);
+    }
+
+    /// @dev {_convertToAssets} at the entry price.
+    function _convertToEntryAssets(uint256 shares, Math.Rounding rounding) internal view returns (uint256) {
+        uint256 entry = _entryAssets(_idleAssets() + _totalBorrowed);
+        return shares.mulDiv(entry + 1, totalSupply() + 10 ** _DECIMALS_OFFSET, rounding);
+    }
+
+    /// @dev Before the first shares of an emptied vault: what the last holders left (profit still locked, rounding,
+    /// anything else at the entry price) is locked anew, so it unlocks to the next holders over the period rather
+    /// than staying with the virtual shares, and no first depositor takes it at once.
+    function _relockIfEmpty() internal {
+        if (totalSupply() != 0) return;
+        uint256 left = _entryAssets(_idleAssets() + _totalBorrowed);
+        uint256 locked = _lockedProfitNow() + left;
+        if (left == 0) return;
+        uint256 unlockEnd = block.timestamp + _profitUnlockPeriod;
+        _lockedProfit = locked.toUint96();
+        _lockedAt = uint40(block.timestamp);
+        // The cast is safe: at most now + MAX_PROFIT_UNLOCK_PERIOD.
+        _unlockEnd = uint40(unlockEnd);
+        emit StakingVaultProfitLocked(left, locked, unlockEnd);
     }
 
     /// @dev The booked interest in asset units, rounded down (towards minus infinity, so that a payment of whole units
@@ -849,7 +903,35 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         emit StakingVaultInterestRescheduled(loanId, interest, dueDate, _moveAssets(before));
     }
 
-    /// @dev Ends the loan's schedule (it closed, or it is impaired): what it paid above what it earned is a gain
+    /// @dev Stops impaired loan `loanId`'s schedule now: nothing more accrues, and what it counted until now stays
+    /// booked (so the entry price does not move).
+    function _stopAccrual(uint256 loanId) internal {
+        Accrual storage accrual = _accrualOf[loanId];
+        if (!accrual.accruing || accrual.ended) return;
+        _setBooked(_bookedNow(), _accrualRate - accrual.rate);
+        // The cast is safe: a timestamp fits 40 bits.
+        accrual.until = uint40(block.timestamp);
+        accrual.accruing = false;
+    }
+
+    /// @dev Keeps an impaired loan's expected loss of interest at what its stopped schedule counted and it has not paid
+    /// (zero once the schedule ended), in the unrealized losses too. Nothing for a loan that is not impaired.
+    function _syncImpairedInterest(uint256 loanId) internal {
+        Impairment storage impairment = _impairmentOf[loanId];
+        uint256 before = impairment.interest;
+        if (impairment.principal == 0 && before == 0) return;
+        Accrual memory accrual = _accrualOf[loanId];
+        uint256 unpaid;
+        if (accrual.from != 0 && !accrual.ended) {
+            // Not accruing: it counted `rate` from funding until `until`, in asset units rounded down.
+            uint256 counted = uint256(accrual.rate) * (accrual.until - accrual.from) / ACCRUAL_SCALE;
+            unpaid = counted.saturatingSub(accrual.paid);
+        }
+        impairment.interest = unpaid.toUint80();
+        _unrealizedLosses = (uint256(_unrealizedLosses) + unpaid - before).toUint80();
+    }
+
+    /// @dev Ends the loan's schedule (it closed, or it defaulted): what it paid above what it earned is a gain
     /// (locked: the loan book's minimum charge and whole days), what it earned and did not pay a loss (written off).
     function _endAccrual(uint256 loanId) internal {
         Accrual memory accrual = _accrualOf[loanId];
@@ -932,20 +1014,19 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     }
 
     /// @dev A repayment of `principal` on impaired loan `loanId` releases the impairment in proportion (all of it with
-    /// the last of the principal); returns the expected loss released (a gain for the depositors) and the principal
-    /// repaid that was impaired.
-    function _releaseImpairment(uint256 loanId, uint256 principal) internal returns (uint256 released, uint256 part) {
+    /// the last of the principal) into the exit price at once: the entry price never counted it, so the release moves
+    /// no value to anyone who entered while the loan was impaired. Returns the principal repaid that was impaired.
+    function _releaseImpairment(uint256 loanId, uint256 principal) internal returns (uint256 part) {
         Impairment storage impairment = _impairmentOf[loanId];
         uint256 impaired = impairment.principal;
-        if (impaired == 0 || principal == 0) return (0, 0);
+        if (impaired == 0 || principal == 0) return 0;
         part = Math.min(principal, impaired);
         uint256 coverReleased = uint256(impairment.cover).mulDiv(part, impaired);
         // The expected loss stays exactly the principal out less its cover, so a default after partial payments
         // writes off what is left with no rounding gain or loss.
-        released = part - coverReleased;
+        uint256 released = part - coverReleased;
         // The casts are safe: each part is at most the stored value it is taken from.
         impairment.principal = uint96(impaired - part);
-        impairment.loss -= uint80(released);
         impairment.cover -= uint80(coverReleased);
         _unrealizedLosses -= uint80(released);
         _impairedCover -= uint96(coverReleased);

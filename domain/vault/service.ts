@@ -34,6 +34,10 @@ export const YIELD_DISCLAIMER =
 
 const WAD = 10n ** 18n;
 const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b;
+/** The vault's virtual shares (10^(18 - 6)): its inflation protection. */
+const VIRTUAL_SHARES = 10n ** 12n;
+/** USDC per whole tmUSDC (WAD) at `assets`, as the vault's `exchangeRate` counts it (virtual share and asset included). */
+const entryRate = (assets: bigint, supply: bigint) => ((assets + 1n) * VIRTUAL_SHARES * WAD) / (supply + VIRTUAL_SHARES);
 
 /**
  * The smallest withdrawal, as USDC: what 0.01 USDC (the smallest amount the API shows) is worth in
@@ -122,7 +126,11 @@ export function createVaultService(deps: VaultServiceDeps) {
   return {
     /** The public figures of the vault, read from the chain. */
     async status() {
-      const status = await vault.vaultStatus();
+      const [status, unrealizedLosses, entryAssets] = await Promise.all([
+        vault.vaultStatus(),
+        vault.unrealizedLosses() as Promise<bigint>,
+        vault.entryAssets() as Promise<bigint>,
+      ]);
       return {
         totalDeposits: formatUsdc2(status.totalAssets),
         totalBorrowed: formatUsdc2(status.totalBorrowed),
@@ -130,6 +138,8 @@ export function createVaultService(deps: VaultServiceDeps) {
         currentAPY: rateNumber(status.supplyRate),
         exchangeRate: rateNumber(status.exchangeRate),
         tmUSDCSupply: formatUsdc2(status.totalSupply / SHARES_PER_MICRO),
+        unrealizedLosses: formatUsdc2(unrealizedLosses),
+        entryExchangeRate: rateNumber(entryRate(entryAssets, status.totalSupply)),
       };
     },
 

@@ -496,6 +496,11 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
     expect((await api.request("GET", `/v1/loans/${loan.id}`, { token: user.token })).body.data.status).to.equal("overdue");
     const overdueEvent = await db.prisma.domainEvent.findFirstOrThrow({ where: { type: "loan.overdue", userId: user.id } });
     expect((overdueEvent.data as { daysOverdue: number }).daysOverdue).to.equal(1);
+    // Impaired: its expected loss is out of what a withdrawal gets, not of what a deposit pays (D-121).
+    const vaultNow = (await api.request("GET", "/v1/vault/status")).body.data;
+    expect(vaultNow.unrealizedLosses).to.equal(formatUsdc2((await chain.contracts.vault.unrealizedLosses()) as bigint));
+    expect(Number(vaultNow.unrealizedLosses)).to.be.greaterThan(0);
+    expect(vaultNow.entryExchangeRate).to.be.greaterThan(vaultNow.exchangeRate);
     const eligibility = (await api.request("GET", "/v1/loans/eligibility", { token: user.token })).body.data;
     expect(eligibility.restrictions).to.include("OVERDUE_LOAN");
     const refused = await api.request("POST", `/dev/loans/${second.id}/fund`);

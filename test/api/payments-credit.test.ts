@@ -375,7 +375,7 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     try {
       refused = await pay(payer.token, payment.id, "split");
     } finally {
-      await (await vault.getFunction("unpause")()).wait();
+      await (await vault.connect(await chain.asTimelock()).getFunction("unpause")()).wait();
     }
     expectErrorEnvelope(refused, 503, "VAULT_PAUSED");
     const detail = (await api.request("GET", `/v1/payments/${payment.id}`, { token: merchant.token })).body.data;

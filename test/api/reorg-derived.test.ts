@@ -162,7 +162,7 @@ describe(`what a removed fact gave follows the chain (${usingPostgres ? "Postgre
         await settle(borrower);
         await then();
       } finally {
-        await (await chain.contracts.vault.getFunction("unpause")()).wait();
+        await (await chain.contracts.vault.connect(await chain.asTimelock()).getFunction("unpause")()).wait();
       }
     };
     await removeFunding(fork, async () => {

@@ -230,15 +230,26 @@ describe(`vault API: deposits, withdrawals, yield, over the relay (${usingPostgr
     expect(await usdcOf(user.wallet)).to.equal(usdc(50));
   });
 
-  it("answers VAULT_PAUSED (503) while the vault is paused", async () => {
+  it("answers VAULT_PAUSED (503) to a deposit while the vault is paused, and withdraws: a pause never traps depositors", async () => {
     const user = await newUser(20);
     expect((await post("/v1/vault/deposit", user.token, { amount: 10 })).status).to.equal(200);
     await (await chain.contracts.vault.getFunction("pause")()).wait();
     try {
       expectErrorEnvelope(await post("/v1/vault/deposit", user.token, { amount: 5 }), 503, "VAULT_PAUSED");
-      expectErrorEnvelope(await post("/v1/vault/withdraw", user.token, { tmUSDCAmount: 1 }), 503, "VAULT_PAUSED");
+      const withdrawn = await post("/v1/vault/withdraw", user.token, { tmUSDCAmount: 1 });
+      expect(withdrawn.status).to.equal(200);
+      expect(withdrawn.body.data.usdcReceived).to.equal("1.00");
     } finally {
-      await (await chain.contracts.vault.getFunction("unpause")()).wait();
+      // Only the admin (the timelock) lifts a pause: the online key that paused cannot.
+      const byTheOnlineKey = await chain.contracts.vault
+        .getFunction("unpause")
+        .staticCall()
+        .then(
+          () => "lifted",
+          () => "refused",
+        );
+      expect(byTheOnlineKey).to.equal("refused");
+      await (await chain.contracts.vault.connect(await chain.asTimelock()).getFunction("unpause")()).wait();
     }
     expect((await post("/v1/vault/deposit", user.token, { amount: 5 })).status).to.equal(200);
   });
@@ -355,7 +366,11 @@ describe(`vault API: deposits, withdrawals, yield, over the relay (${usingPostgr
       currentAPY: rateNumber(onChain.supplyRate),
       exchangeRate: rateNumber(onChain.exchangeRate),
       tmUSDCSupply: formatUsdc2(onChain.totalSupply / SHARES_PER_MICRO),
+      // No loan is impaired here: a deposit pays what a withdrawal gets (D-121).
+      unrealizedLosses: formatUsdc2((await chain.contracts.vault.unrealizedLosses()) as bigint),
+      entryExchangeRate: rateNumber(onChain.exchangeRate),
     });
+    expect(status.unrealizedLosses).to.equal("0.00");
     expect(status.totalBorrowed).to.not.equal("0.00");
     const rates = (await api.request("GET", "/v1/vault/rates")).body.data;
     expect(rates.model.map((p: { utilization: number }) => p.utilization)).to.deep.equal([0, 0.5, 0.8, 0.95, 1]);

@@ -1,7 +1,7 @@
 import { mkdtempSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { Contract, type JsonRpcProvider, type JsonRpcSigner } from "ethers";
+import { Contract, type JsonRpcProvider, JsonRpcSigner } from "ethers";
 import { connectRpc, type EmbeddedChain, startEmbeddedChain } from "../../core/chain.js";
 import { type Deployment, ensureDeployment, loadArtifact } from "../../core/deployments.js";
 
@@ -22,6 +22,8 @@ export interface TestChain {
   signer(index: number): Promise<JsonRpcSigner>;
   /** Contract `name` at `address`, connected to `runner`. */
   at(source: [string, string], address: string, runner: JsonRpcSigner): Contract;
+  /** The platform's timelock as a signer (impersonated: a test skips its delay), for an admin call such as `unpause`. */
+  asTimelock(): Promise<JsonRpcSigner>;
   snapshot(): Promise<string>;
   revert(id: string): Promise<void>;
   mine(blocks?: number): Promise<void>;
@@ -33,7 +35,9 @@ export interface TestChain {
 export async function chainHandles(
   provider: JsonRpcProvider,
   deployment: Deployment,
-): Promise<Pick<TestChain, "provider" | "deployment" | "contracts" | "signer" | "at" | "snapshot" | "revert" | "setAutomine">> {
+): Promise<
+  Pick<TestChain, "provider" | "deployment" | "contracts" | "signer" | "at" | "asTimelock" | "snapshot" | "revert" | "setAutomine">
+> {
   // The contracts act as the deployer (account #0), as the fixtures expect.
   const deployer = await provider.getSigner(0);
   const connect = (key: string, file: string, name: string) =>
@@ -51,6 +55,13 @@ export async function chainHandles(
     },
     signer: (index) => provider.getSigner(index),
     at: ([file, name], address, runner) => new Contract(address, loadArtifact(file, name).abi as never, runner),
+    asTimelock: async () => {
+      const timelock = deployment.contracts.timelock!.address;
+      await provider.send("hardhat_impersonateAccount", [timelock]);
+      await provider.send("hardhat_setBalance", [timelock, "0xDE0B6B3A7640000"]);
+      // Not one of the node's accounts, so not `getSigner`: the node signs for it while it is impersonated.
+      return new JsonRpcSigner(provider, timelock);
+    },
     snapshot: () => provider.send("evm_snapshot", []) as Promise<string>,
     revert: async (id) => {
       if (!(await provider.send("evm_revert", [id]))) throw new Error(`evm_revert ${id} failed`);

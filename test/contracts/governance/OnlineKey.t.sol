@@ -123,8 +123,14 @@ contract OnlineKeyTest is PlatformSetup {
         installments[0] = IPaymentRouter.Installment("purchase", 100 * USDC, 2 * USDC, 2 * USDC, 30);
         router.payWithLoans("order", MERCHANT, BORROWER, installments);
         vault.pause();
+        // A pause is a fast brake; lifting it waits the timelock, so a thief of this key cannot undo a defender's.
+        vm.expectRevert(
+            abi.encodeWithSelector(IAccessControl.AccessControlUnauthorizedAccount.selector, ONLINE_KEY, bytes32(0))
+        );
         vault.unpause();
         vm.stopPrank();
+        vm.prank(address(timelock));
+        vault.unpause();
         usdc.mint(ONLINE_KEY, 10 * USDC);
         vm.startPrank(ONLINE_KEY);
         usdc.approve(address(vault), 10 * USDC);

@@ -48,6 +48,7 @@ contract LendingHandler is TestBase {
     bool public lossMismatch;
     bool public unauthorizedSucceeded;
     bool public netAmountMismatch;
+    bool public sandwichGained;
 
     uint256 private _uncoveredThisCall;
 
@@ -62,14 +63,32 @@ contract LendingHandler is TestBase {
         currentTime = block.timestamp;
     }
 
-    /// @dev Checks after every action that the share price fell only by a recorded uncovered loss.
+    /// @dev Checks after every action that neither the exit nor the entry price fell but by a recorded loss (an
+    /// emptied vault's first deposit starts the price anew).
     modifier step() {
-        vm.warp(currentTime);
-        (uint256 num0, uint256 den0) = _price();
-        _uncoveredThisCall = 0;
+        _beforeStep();
         _;
+        _afterStep();
+    }
+
+    uint256 private _exitNum;
+    uint256 private _entryNum;
+    uint256 private _den;
+    bool private _wasEmpty;
+
+    function _beforeStep() internal {
+        vm.warp(currentTime);
+        (_exitNum, _den) = _price();
+        (_entryNum,) = _entryPrice();
+        _wasEmpty = vault.totalSupply() == 0;
+        _uncoveredThisCall = 0;
+    }
+
+    function _afterStep() internal {
         (uint256 num1, uint256 den1) = _price();
-        if (num1 * den0 < num0 * den1 && _uncoveredThisCall == 0) priceDroppedWithoutLoss = true;
+        (uint256 entryNum1,) = _entryPrice();
+        bool dropped = num1 * _den < _exitNum * den1 || entryNum1 * _den < _entryNum * den1;
+        if (dropped && _uncoveredThisCall == 0 && !_wasEmpty) priceDroppedWithoutLoss = true;
     }
 
     /* DEPOSITORS */
@@ -179,11 +198,16 @@ contract LendingHandler is TestBase {
         vm.startPrank(payer);
         usdc.approve(address(book), amount);
         (uint256 num0, uint256 den0) = _price();
+        (uint256 entryNum0,) = _entryPrice();
         book.repay(loanId, amount);
         vm.stopPrank();
-        _noJump(num0, den0);
-        // Past its due date and not marked overdue, the interest the sum booked past it is given back (D-96).
+        // An impaired loan's repayment releases its impairment into the exit price at once (the entry price never
+        // counted it); any other gain is locked.
+        _noJump(num0, den0, entryNum0, before.status == ILoanBook.LoanStatus.Overdue);
+        // Past its due date and not marked overdue, the interest the sum booked past it is given back (D-96): the
+        // one transaction that still moves the entry price before a keeper marks the loan (by the clock: not yet).
         if (block.timestamp > before.dueDate) _uncoveredThisCall = 1;
+        if (before.status == ILoanBook.LoanStatus.Overdue || block.timestamp <= before.dueDate) _noSandwich(num0, den0);
         uint256 interestPaid = book.getLoan(loanId).interestRepaid - before.interestRepaid;
         uint256 reserveShare = Math.mulDiv(interestPaid, _reserveFactorOf[loanId], 1e18);
         ghostReserveShares += reserveShare;
@@ -223,17 +247,22 @@ contract LendingHandler is TestBase {
         (uint256 num0, uint256 den0) = _price();
         uint256 assetsBefore = vault.totalAssets();
         uint256 reserveBefore = vault.insuranceReserve();
-        (uint256 impaired, uint256 expectedLoss, uint256 cover) = vault.impairmentOf(loanId);
+        (uint256 impaired, uint256 expectedLoss, uint256 cover,) = vault.impairmentOf(loanId);
         uint256 loss = loan.principal - loan.principalRepaid;
         if (impaired != loss) lossMismatch = true;
         book.markDefaulted(loanId);
         uint256 covered = reserveBefore - vault.insuranceReserve();
         uint256 uncovered = loss - covered;
         if (covered != Math.min(cover, reserveBefore)) lossMismatch = true;
-        // The impairment took the expected loss already: the default moves the price only by a reserve shortfall.
-        if (covered == cover && vault.totalAssets() != assetsBefore) lossMismatch = true;
+        // The impairment took the expected loss from the exit price already: the default lowers it only by a reserve
+        // shortfall (it may rise by the locked profit that absorbs the realized loss), and the entry price by at most
+        // what the impairment had counted.
+        if (covered == cover && vault.totalAssets() + 1 < assetsBefore) lossMismatch = true;
         (uint256 num1, uint256 den1) = _price();
-        if (covered == cover && num1 * den0 != num0 * den1) defaultMovedPrice = true;
+        if (covered == cover && num1 * den0 + den1 < num0 * den1) defaultMovedPrice = true;
+        _noSandwich(num0, den0);
+        // Realized now for the entry price (the exit price had it).
+        _uncoveredThisCall += uncovered + 1;
         if (uncovered > expectedLoss) _uncoveredThisCall += uncovered - expectedLoss;
         ghostCovered += covered;
         ghostUncovered += uncovered;
@@ -248,8 +277,9 @@ contract LendingHandler is TestBase {
         usdc.mint(address(this), amount);
         usdc.approve(address(vault), amount);
         (uint256 num0, uint256 den0) = _price();
+        (uint256 entryNum0,) = _entryPrice();
         vault.distributeYield(amount);
-        _noJump(num0, den0);
+        _noJump(num0, den0, entryNum0, false);
         ghostYield += amount;
     }
 
@@ -283,7 +313,7 @@ contract LendingHandler is TestBase {
         uint256 impairedCovers;
         for (uint256 id = 1; id <= book.loanCount(); ++id) {
             ILoanBook.Loan memory loan = book.getLoan(id);
-            (,, uint256 cover) = vault.impairmentOf(id);
+            (,, uint256 cover,) = vault.impairmentOf(id);
             impairedCovers += cover;
             if (loan.status == ILoanBook.LoanStatus.Active) covered += (loan.principal - loan.principalRepaid) * coverageOf[id];
         }
@@ -332,23 +362,37 @@ contract LendingHandler is TestBase {
 
     /* HELPERS */
 
-    /// @dev Marks a past-due loan overdue: the vault impairs it, and the price may fall by its expected loss.
+    /// @dev Marks a past-due loan overdue: the vault impairs it, and the exit price may fall by its expected loss
+    /// (principal and unpaid interest); the entry price does not move, so redeem, mark, deposit gains nothing.
     function _impair(uint256 loanId) internal {
         uint256 unrealizedBefore = vault.unrealizedLosses();
-        int256 accruedBefore = vault.accruedInterest();
+        (uint256 num0, uint256 den0) = _price();
+        (uint256 entryNum0,) = _entryPrice();
         book.markOverdue(loanId);
-        // Its expected loss, and its earned interest written off (D-96).
-        int256 writtenOff = accruedBefore - vault.accruedInterest();
-        _uncoveredThisCall += vault.unrealizedLosses() - unrealizedBefore + (writtenOff > 0 ? uint256(writtenOff) : 0);
+        (uint256 entryNum1,) = _entryPrice();
+        if (entryNum1 != entryNum0) lossMismatch = true;
+        _uncoveredThisCall += vault.unrealizedLosses() - unrealizedBefore;
+        _noSandwich(num0, den0);
         ++impairments;
     }
 
-    /// @dev A gain (interest paid ahead of its accrual, a distribution, a released impairment) is locked: at its
-    /// instant the price does not rise (unless the admin set the unlock period to zero, which counts gains at once).
-    function _noJump(uint256 num0, uint256 den0) internal {
+    /// @dev A gain (interest paid ahead of its accrual, a distribution) is locked: at its instant neither price rises
+    /// (unless the admin set the unlock period to zero, which counts gains at once). A released impairment raises the
+    /// exit price alone, to the entry price it never left.
+    function _noJump(uint256 num0, uint256 den0, uint256 entryNum0, bool releases) internal {
         if (vault.profitUnlockPeriod() == 0) return;
         (uint256 num1, uint256 den1) = _price();
-        if (num1 * den0 > num0 * den1) gainMovedPriceAtOnce = true;
+        (uint256 entryNum1,) = _entryPrice();
+        if (entryNum1 * den0 > entryNum0 * den1) gainMovedPriceAtOnce = true;
+        if (!releases && num1 * den0 > num0 * den1) gainMovedPriceAtOnce = true;
+        if (num1 > entryNum1) gainMovedPriceAtOnce = true;
+    }
+
+    /// @dev A permissionless transaction sandwiched by a redemption before it and a deposit after it gains nothing:
+    /// the exit price before it is at most the entry price after it (one unit of rounding).
+    function _noSandwich(uint256 num0, uint256 den0) internal {
+        (uint256 entryNum1, uint256 den1) = _entryPrice();
+        if (num0 * den1 > (entryNum1 + 1) * den0) sandwichGained = true;
     }
 
     function _fundLoanFor(
@@ -380,6 +424,10 @@ contract LendingHandler is TestBase {
 
     function _price() internal view returns (uint256 num, uint256 den) {
         return (vault.totalAssets() + 1, vault.totalSupply() + VIRTUAL_SHARES);
+    }
+
+    function _entryPrice() internal view returns (uint256 num, uint256 den) {
+        return (vault.entryAssets() + 1, vault.totalSupply() + VIRTUAL_SHARES);
     }
 }
 
@@ -417,9 +465,14 @@ contract LendingInvariantsTest is LendingSetup {
         uint256 reserve = vault.insuranceReserve();
         assertGe(held, reserve, "the reserve is held in USDC");
         assertEq(
-            int256(vault.totalAssets() + vault.unrealizedLosses() + vault.lockedProfit()) - vault.accruedInterest(),
+            int256(vault.entryAssets() + vault.lockedProfit()) - vault.accruedInterest(),
             int256(held - reserve + vault.totalBorrowed()),
-            "totalAssets + unrealized losses + locked profit - accrued interest = idle + borrowed"
+            "entry assets + locked profit - accrued interest = idle + borrowed"
+        );
+        assertEq(
+            vault.totalAssets(),
+            Math.saturatingSub(vault.entryAssets(), vault.unrealizedLosses()),
+            "exit assets = entry assets - unrealized losses"
         );
         assertEq(vault.idleAssets(), held - reserve, "idle = held - reserve");
 
@@ -431,13 +484,13 @@ contract LendingInvariantsTest is LendingSetup {
             if (loan.status == ILoanBook.LoanStatus.Active || loan.status == ILoanBook.LoanStatus.Overdue) {
                 outstanding += loan.principal - loan.principalRepaid;
             }
-            (uint256 impaired, uint256 expectedLoss,) = vault.impairmentOf(id);
+            (uint256 impaired, uint256 expectedLoss,, uint256 interest) = vault.impairmentOf(id);
             if (loan.status == ILoanBook.LoanStatus.Overdue) {
                 assertEq(impaired, loan.principal - loan.principalRepaid, "an overdue loan is impaired by its principal out");
             } else {
-                assertEq(impaired + expectedLoss, 0, "only overdue loans are impaired");
+                assertEq(impaired + expectedLoss + interest, 0, "only overdue loans are impaired");
             }
-            expectedLosses += expectedLoss;
+            expectedLosses += expectedLoss + interest;
             assertLe(loan.principalRepaid, loan.principal, "never more principal back than lent");
             assertLe(loan.interestRepaid, loan.interest, "never more interest than agreed");
         }
@@ -475,6 +528,8 @@ contract LendingInvariantsTest is LendingSetup {
     function invariant_noExitTimedAroundAKnownEventMovesValue() public view {
         assertTrue(!handler.gainMovedPriceAtOnce(), "a gain moved the price at once");
         assertTrue(!handler.defaultMovedPrice(), "a default moved the price");
+        assertTrue(!handler.sandwichGained(), "redeem, a permissionless transaction, deposit gained");
+        assertLe(vault.totalAssets(), vault.entryAssets(), "never exit above the entry price");
     }
 
     /// @dev No role-gated action ever succeeded for a stranger.

@@ -183,27 +183,32 @@ contract LoanBookTest is LendingSetup {
         uint256 reserve = vault.insuranceReserve();
         uint256 expectedCovered = Math.min(loss * vault.insuranceCoverageBps() / 10_000, reserve);
 
-        // Impaired when past due: the expected loss leaves the depositors' assets, first from the profit still locked.
+        // Impaired when past due: the expected loss (the uncovered principal, and the interest its schedule counted and
+        // it did not pay) leaves the exit price; the entry price and the booked interest do not move.
         vm.warp(uint256(loan.dueDate) + 1);
         uint256 assetsBefore = vault.totalAssets();
-        uint256 locked = vault.lockedProfit();
+        uint256 entryBefore = vault.entryAssets();
         int256 accrued = vault.accruedInterest();
         book.markOverdue(loanId);
         uint256 uncovered = loss - expectedCovered;
-        assertEq(vault.unrealizedLosses(), uncovered, "the expected loss is the uncovered part");
-        assertEq(vault.accruedInterest(), int256(0), "its earned interest written off");
-        // What it earned and did not pay is written off; what it paid ahead of its schedule is a gain, locked.
-        uint256 lost = uncovered + (accrued > 0 ? uint256(accrued) : 0);
-        assertEq(vault.totalAssets(), assetsBefore + Math.min(locked, lost) - lost, "depositors bear it now");
+        (,,, uint256 interest) = vault.impairmentOf(loanId);
+        assertEq(vault.unrealizedLosses(), uncovered + interest, "the expected loss is the uncovered part and the interest");
+        assertApproxEqAbs(interest, accrued > 0 ? uint256(accrued) : 0, 1, "the interest counted and not paid");
+        assertEq(vault.accruedInterest(), accrued, "still booked");
+        assertEq(vault.entryAssets(), entryBefore, "the entry price does not move");
+        assertEq(vault.totalAssets(), assetsBefore - uncovered - interest, "exits bear it now");
 
         vm.warp(uint256(loan.dueDate) + 7 days + 1);
         (uint256 num0, uint256 den0) = _price();
+        uint256 locked = vault.lockedProfit();
         book.markDefaulted(loanId);
 
         assertEq(vault.insuranceReserve(), reserve - expectedCovered, "reserve pays the covered part");
         assertEq(vault.totalBorrowed(), 0, "principal written off");
         assertEq(vault.unrealizedLosses(), 0, "the impairment became the loss");
+        // The exit price had the loss: the default raises it only by the locked profit that absorbs the realized loss.
         (uint256 num1, uint256 den1) = _price();
-        assertEq(num1 * den0, num0 * den1, "the default itself leaves the price");
+        assertGe(num1 * den0, num0 * den1, "the default does not lower the exit price");
+        assertApproxEqAbs(num1 - num0, Math.min(locked, uncovered + interest), 1, "by the locked profit it absorbed");
     }
 }

@@ -93,17 +93,21 @@ contract AccrualTest is LendingSetup {
         assertApproxEqAbs(_accrued(), 40 * USDC, 2, "all of it at the new due date");
     }
 
-    /// Past due and marked overdue, the loan's booked interest is written off with its impairment.
-    function test_anImpairmentWritesOffTheBookedInterest() public {
+    /// Past due and marked overdue, the loan's schedule stops: what it counted stays booked (the entry price does not
+    /// move) and is expected lost with its principal (out of the exit price); nothing more accrues.
+    function test_anImpairmentStopsTheScheduleAndExpectsItsInterestLost() public {
         uint256 loanId = book.fundLoan("impaired", BORROWER, 500 * USDC, 30 * USDC, 0, 30);
         vm.warp(block.timestamp + 30 days + 1);
         uint256 assetsBefore = vault.totalAssets();
+        uint256 entryBefore = vault.entryAssets();
+        uint256 accrued = _accrued();
         book.markOverdue(loanId);
-        assertEq(_accrued(), 0, "nothing booked on an impaired loan");
+        assertEq(_accrued(), accrued, "what it counted stays booked");
+        assertEq(vault.entryAssets(), entryBefore, "the entry price does not move");
         // No reserve covers it: 500 of principal, 30 of interest and the second past the due date (11 micro-USDC).
         assertApproxEqAbs(assetsBefore - vault.totalAssets(), 530 * USDC, 12, "the principal and the interest out");
         vm.warp(block.timestamp + 10 days);
-        assertEq(_accrued(), 0, "and nothing accrues");
+        assertEq(_accrued(), accrued, "and nothing accrues");
     }
 
     /// A refund that forgives part of the interest forgives what was booked of it.

@@ -194,8 +194,9 @@ contract FairExitsTest is LendingSetup {
         assertEq(vault.profitUnlockPeriod(), 1 days);
     }
 
-    /// A loss is taken from the profit still locked first (Yearn V3); the price falls only by the rest.
-    function test_aLossIsAbsorbedByTheLockedProfitFirst() public {
+    /// An impairment lowers the exit price alone: the locked profit and the entry price do not move. The default then
+    /// realizes the loss, which the profit still locked absorbs first (Yearn V3).
+    function test_anImpairmentLowersTheExitPriceAloneAndTheLockAbsorbsTheDefault() public {
         _depositAs(STAYER, 1_000 * USDC);
         uint256 loanId = _fund("absorbed", BORROWER, 100 * USDC, 0);
         ILoanBook.Loan memory loan = book.getLoan(loanId);
@@ -205,34 +206,99 @@ contract FairExitsTest is LendingSetup {
         uint256 assetsBefore = vault.totalAssets();
 
         book.markOverdue(loanId);
-        (uint256 principal, uint256 expectedLoss,) = vault.impairmentOf(loanId);
+        (uint256 principal, uint256 expectedLoss,,) = vault.impairmentOf(loanId);
         assertEq(principal, 100 * USDC);
         // The reserve holds the 10 USDC fee: it covers 10 of the 100, the rest is the expected loss.
         assertEq(expectedLoss, 90 * USDC);
-        assertEq(vault.totalAssets(), assetsBefore, "the locked profit absorbed it");
-        assertEq(vault.lockedProfit(), 410 * USDC);
+        assertEq(vault.totalAssets(), assetsBefore - 90 * USDC, "out of the exit price");
+        assertEq(vault.entryAssets(), assetsBefore, "not out of the entry price");
+        assertEq(vault.lockedProfit(), 500 * USDC, "the lock keeps unlocking");
+
+        vm.warp(uint256(loan.dueDate) + 7 days + 1);
+        usdc.mint(address(this), 500 * USDC);
+        vault.distributeYield(500 * USDC);
+        uint256 locked = vault.lockedProfit();
+        uint256 entry = vault.entryAssets();
+        book.markDefaulted(loanId);
+        assertEq(vault.lockedProfit(), locked - 90 * USDC, "the realized loss came out of the lock");
+        assertEq(vault.entryAssets(), entry, "so the entry price did not fall");
+        assertEq(vault.totalAssets(), entry, "and nothing is unrealized any more");
     }
 
     /* IMPAIRMENT */
 
-    /// An overdue loan repaid late releases its impairment; the release is locked, so a deposit made while the loan
-    /// was impaired (the borrower's second account) earns only what unlocks while it is held.
-    function test_aLateRepaymentReleasesTheImpairmentAsALockedGain() public {
+    /// The review's capture: a borrower's second account deposited 1,000,000 USDC at the impaired price beside
+    /// 100,000, the borrower repaid in its grace period, and the account held through the unlock: it took 463.85 USDC
+    /// of the 500 USDC loan's release, and those who bore the impairment ended 454 USDC below their principal. Now
+    /// it enters at the entry price, which never counted the impairment, and the release restores the exit price to
+    /// the depositors who bore it.
+    function test_aBorrowerCannotCaptureItsOwnImpairmentRelease() public {
+        uint256 stayed = 100_000 * USDC;
+        _depositAs(STAYER, stayed);
+        uint256 loanId = book.fundLoan("captured", BORROWER, 500 * USDC, 25 * USDC, 50 * USDC, 30);
+        vm.warp(uint256(book.getLoan(loanId).dueDate) + 1);
+        book.markOverdue(loanId);
+        assertLt(_valueOf(STAYER), stayed, "the stayer bears the impairment");
+
+        uint256 deposited = 1_000_000 * USDC;
+        _depositAs(ATTACKER, deposited);
+        vm.warp(block.timestamp + 3 days);
+        _repayAs(BORROWER, loanId);
+        vm.warp(block.timestamp + UNLOCK + 1);
+
+        uint256 gain = _gain(_redeemAll(ATTACKER), deposited);
+        assertLe(gain, 500 * USDC / 100, "at most 1 % of the principal (463.85 USDC before)");
+        assertGe(_valueOf(STAYER), stayed + 24 * USDC, "the stayer has its principal and the loan's interest");
+    }
+
+    /// The review's sandwich: a holder redeems, marks the loan overdue and deposits again, all in one transaction, so
+    /// the others bore the whole loss (50,012.5 against 49,487.5 USDC). Now the entry price does not move at the mark:
+    /// the round trip ends where holding would.
+    function test_redeemMarkDepositGainsNothing() public {
+        _depositAs(STAYER, 50_000 * USDC);
+        _depositAs(ATTACKER, 50_000 * USDC);
+        uint256 loanId = book.fundLoan("sandwiched", BORROWER, 500 * USDC, 25 * USDC, 0, 30);
+        vm.warp(uint256(book.getLoan(loanId).dueDate) + 1);
+
+        uint256 held = vault.balanceOf(ATTACKER);
+        uint256 out = _redeemAll(ATTACKER);
+        book.markOverdue(loanId);
+        vm.startPrank(ATTACKER);
+        usdc.approve(address(vault), out);
+        vault.deposit(out, ATTACKER);
+        vm.stopPrank();
+        assertLe(vault.balanceOf(ATTACKER), held, "no more shares than it held");
+
+        vm.warp(block.timestamp + 7 days);
+        book.markDefaulted(loanId);
+        assertLe(_valueOf(ATTACKER), _valueOf(STAYER) + 1, "it bears the default as the stayer does");
+    }
+
+    /// An overdue loan repaid late releases its impairment into the exit price at once: a deposit made while the loan
+    /// was impaired entered at the entry price, which never counted it, and earns nothing from the release.
+    function test_aLateRepaymentReleasesTheImpairmentToThoseWhoBoreIt() public {
         _depositAs(STAYER, 1_000 * USDC);
         uint256 loanId = _fund("late", BORROWER, 500 * USDC, 50 * USDC);
         vm.warp(uint256(book.getLoan(loanId).dueDate) + 1);
+        uint256 entry = vault.entryAssets();
         book.markOverdue(loanId);
-        assertEq(vault.unrealizedLosses(), 450 * USDC, "500 out, the 50 fee in the reserve covers 50");
+        (,,, uint256 interest) = vault.impairmentOf(loanId);
+        // 50 and the second past the due date (19 micro-USDC).
+        assertApproxEqAbs(interest, 50 * USDC, 20, "the interest its schedule counted, unpaid");
+        assertEq(vault.unrealizedLosses(), 450 * USDC + interest, "500 out, the 50 fee in the reserve covers 50");
+        assertEq(vault.totalAssets(), entry - 450 * USDC - interest);
 
         uint256 deposited = 100_000 * USDC;
         _depositAs(ATTACKER, deposited);
         _repayAs(BORROWER, loanId);
         assertEq(vault.unrealizedLosses(), 0, "released");
-        (uint256 principal,,) = vault.impairmentOf(loanId);
+        (uint256 principal,,,) = vault.impairmentOf(loanId);
         assertEq(principal, 0);
-        vm.warp(block.timestamp + BLOCK);
+        assertApproxEqAbs(vault.totalAssets(), vault.entryAssets(), 0, "the exit price is back at the entry price");
+        vm.warp(block.timestamp + UNLOCK + 1);
         uint256 gain = _gain(_redeemAll(ATTACKER), deposited);
-        assertLe(gain, 500 * USDC * BLOCK / UNLOCK, "one block of the release and interest at most");
+        assertLe(gain, 1, "nothing of the release");
+        assertGe(_valueOf(STAYER), 1_000 * USDC + 49 * USDC, "the stayer has its principal and the interest");
     }
 
     /// A partial repayment releases the impairment in proportion to the principal it repays.
@@ -247,7 +313,7 @@ contract FairExitsTest is LendingSetup {
         book.repay(loanId, 100 * USDC);
         vm.stopPrank();
 
-        (uint256 principal, uint256 expectedLoss, uint256 cover) = vault.impairmentOf(loanId);
+        (uint256 principal, uint256 expectedLoss, uint256 cover,) = vault.impairmentOf(loanId);
         assertEq(principal, 400 * USDC);
         assertEq(expectedLoss, 360 * USDC, "four fifths of 450");
         assertEq(cover, 40 * USDC, "four fifths of 50");
@@ -278,8 +344,8 @@ contract FairExitsTest is LendingSetup {
         vm.warp(uint256(book.getLoan(second).dueDate) + 1);
         book.markOverdue(first);
         book.markOverdue(second);
-        (,, uint256 firstCover) = vault.impairmentOf(first);
-        (,, uint256 secondCover) = vault.impairmentOf(second);
+        (,, uint256 firstCover,) = vault.impairmentOf(first);
+        (,, uint256 secondCover,) = vault.impairmentOf(second);
         assertEq(firstCover + secondCover, 20 * USDC, "the 20 USDC reserve, once");
         assertEq(vault.unrealizedLosses(), 180 * USDC);
     }

@@ -57,7 +57,7 @@ contract ReserveSurplusTest is LendingSetup {
         assertEq(vault.reserveSurplus(), 10 * USDC, "and a higher coverage asks no more of it");
         vm.warp(block.timestamp + 30 days + 1);
         book.markOverdue(3);
-        (,, uint256 cover) = vault.impairmentOf(3);
+        (,, uint256 cover,) = vault.impairmentOf(3);
         assertEq(cover, 40 * USDC, "impaired at its own 20 %");
         assertEq(vault.reserveSurplus(), 10 * USDC, "the 40 the impaired loan counts on stay");
     }

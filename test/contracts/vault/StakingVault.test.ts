@@ -174,13 +174,10 @@ describe("StakingVault", () => {
       await expect(vault.connect(alice).withdraw(USDC(600), alice.address, alice.address)).to.emit(vault, "Withdraw");
     });
 
-    it("reverts with EnforcedPause while paused", async () => {
+    it("goes on while paused: a pause never traps depositors", async () => {
       const { vault, pauser, alice } = await networkHelpers.loadFixture(withPrincipalOut);
       await vault.connect(pauser).pause();
-      await expect(vault.connect(alice).withdraw(USDC(1), alice.address, alice.address)).to.be.revertedWithCustomError(
-        vault,
-        "EnforcedPause",
-      );
+      await expect(vault.connect(alice).withdraw(USDC(1), alice.address, alice.address)).to.emit(vault, "Withdraw");
     });
   });
 
@@ -210,10 +207,10 @@ describe("StakingVault", () => {
         .withArgs(USDC(700), USDC(600));
     });
 
-    it("reverts with EnforcedPause while paused", async () => {
+    it("goes on while paused", async () => {
       const { vault, pauser, alice } = await networkHelpers.loadFixture(withPrincipalOut);
       await vault.connect(pauser).pause();
-      await expect(vault.connect(alice).redeem(1n, alice.address, alice.address)).to.be.revertedWithCustomError(vault, "EnforcedPause");
+      await expect(vault.connect(alice).redeem(SHARES(USDC(1)), alice.address, alice.address)).to.emit(vault, "Withdraw");
     });
   });
 
@@ -227,12 +224,14 @@ describe("StakingVault", () => {
       expect(await vault.maxMint(alice.address)).to.equal(ethers.MaxUint256);
     });
 
-    it("return zero while paused", async () => {
+    it("return zero for entries while paused, and the same exits", async () => {
       const { vault, pauser, alice } = await networkHelpers.loadFixture(withPrincipalOut);
       await vault.connect(pauser).pause();
-      for (const f of [vault.maxDeposit, vault.maxMint, vault.maxWithdraw, vault.maxRedeem]) {
+      for (const f of [vault.maxDeposit, vault.maxMint]) {
         expect(await f(alice.address)).to.equal(0n);
       }
+      expect(await vault.maxWithdraw(alice.address)).to.equal(USDC(600));
+      expect(await vault.maxRedeem(alice.address)).to.equal(SHARES(USDC(600)));
     });
   });
 
@@ -471,19 +470,21 @@ describe("StakingVault", () => {
   });
 
   describe("pause / unpause", () => {
-    it("toggle with events, refuse repeats and guard the role", async () => {
-      const { vault, pauser, stranger } = await networkHelpers.loadFixture(deploy);
+    it("toggle with events, refuse repeats and guard the roles: the pauser pauses, only the admin unpauses", async () => {
+      const { vault, admin, pauser, stranger } = await networkHelpers.loadFixture(deploy);
       await expect(vault.connect(stranger).pause())
         .to.be.revertedWithCustomError(vault, "AccessControlUnauthorizedAccount")
         .withArgs(stranger.address, await vault.PAUSER_ROLE());
-      await expect(vault.connect(pauser).unpause()).to.be.revertedWithCustomError(vault, "ExpectedPause");
+      await expect(vault.connect(admin).unpause()).to.be.revertedWithCustomError(vault, "ExpectedPause");
       await expect(vault.connect(pauser).pause()).to.emit(vault, "Paused").withArgs(pauser.address);
       expect(await vault.paused()).to.equal(true);
       await expect(vault.connect(pauser).pause()).to.be.revertedWithCustomError(vault, "EnforcedPause");
-      await expect(vault.connect(stranger).unpause())
-        .to.be.revertedWithCustomError(vault, "AccessControlUnauthorizedAccount")
-        .withArgs(stranger.address, await vault.PAUSER_ROLE());
-      await expect(vault.connect(pauser).unpause()).to.emit(vault, "Unpaused").withArgs(pauser.address);
+      for (const signer of [stranger, pauser]) {
+        await expect(vault.connect(signer).unpause())
+          .to.be.revertedWithCustomError(vault, "AccessControlUnauthorizedAccount")
+          .withArgs(signer.address, await vault.DEFAULT_ADMIN_ROLE());
+      }
+      await expect(vault.connect(admin).unpause()).to.emit(vault, "Unpaused").withArgs(admin.address);
     });
 
     it("keeps repayments and defaults open while paused", async () => {

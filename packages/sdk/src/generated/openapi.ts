@@ -2527,6 +2527,10 @@ export interface components {
             exchangeRate: number;
             /** @description tmUSDC in circulation, a decimal string with two fraction digits */
             tmUSDCSupply: string;
+            /** @description extension: the expected losses of loans past due (principal the insurance reserve does not cover, and interest they did not pay), already out of totalDeposits and exchangeRate; a repayment gives them back, a decimal string with two fraction digits */
+            unrealizedLosses?: string;
+            /** @description extension: USDC per tmUSDC a deposit pays now: exchangeRate without the unrealized losses, so no deposit buys a loss that may be reversed */
+            entryExchangeRate?: number;
         };
         VaultTransaction: {
             /** @description <txHash>-<type>-<n>: the transaction and the place of this deposit or withdrawal among its own of that type; kept when a reorganisation moves the transaction */
