@@ -12,6 +12,7 @@ import { requireReceiptEvent } from "../transactions/receipts.js";
 import { tierFor } from "../trust-score/rules.js";
 import { freshUser, type UserRecord } from "../users/repo.js";
 import { type LoansContext, MAX_DURATION_DAYS, MAX_EXTENSIONS, MAX_PAYMENT_MICRO, REQUEST_LIFETIME_HOURS } from "./context.js";
+import { creditLeft } from "./eligibility.js";
 import { loanIdOf, loanStatus } from "./repo.js";
 import { extensionInterest, loanTerms } from "./terms.js";
 
@@ -46,14 +47,15 @@ export function createBorrowerLoans({
       const expiresAt = new Date(now.getTime() + REQUEST_LIFETIME_HOURS * 3_600_000);
       await db.prisma.$transaction(async (tx) => {
         await repo.lockBorrower(tx, user.id);
-        const eligibility = eligibilityFrom(user, await repo.standing(tx, user.id, user.walletAddress, now), now);
+        const standing = await repo.standing(tx, user.id, user.walletAddress, now);
+        const eligibility = eligibilityFrom(user, standing, now);
         if (!eligibility.eligible) {
           throw new AppError("NOT_ELIGIBLE", `Not eligible for a loan now: ${eligibility.restrictions.join(", ")}`, {
             field: "eligibility",
             reason: eligibility.restrictions.join(","),
           });
         }
-        checkTerms(tier, input);
+        checkTerms(tier, input, creditLeft(tier, standing));
         const terms = loanTerms(input.amount, tier.interestRateBps);
         await repo.insertRequest(tx, {
           id,

@@ -3,7 +3,7 @@
 import type { Contract } from "ethers";
 import { type Clock, DAY_MS } from "../../core/clock.js";
 import type { Logger } from "../../core/logger.js";
-import { usdcNumber } from "../../core/money.js";
+import { MICRO_PER_USDC, usdcNumber } from "../../core/money.js";
 import type { Db } from "../db.js";
 import { AppError } from "../errors.js";
 import type { RewardsConsumer } from "../rewards/consumer.js";
@@ -130,11 +130,14 @@ export function loansContext(deps: LoansServiceDeps) {
    * The request's own terms against the borrower's tier (service-spec: INVALID_AMOUNT,
    * INVALID_DURATION), zero and negative amounts included: the schema checks only their form.
    */
-  function checkTerms(tier: Tier, input: { amount: bigint; duration: number }) {
-    if (input.amount < MIN_LOAN_MICRO || input.amount > BigInt(tier.maxAmount) * 1_000_000n) {
-      throw new AppError("INVALID_AMOUNT", `The amount must be from 1 to ${tier.maxAmount} USDC for the ${tier.tier} tier`, {
+  /** The request's terms within the tier, its amount within the credit `creditLeft` beside the open loans (D-122). */
+  function checkTerms(tier: Tier, input: { amount: bigint; duration: number }, creditLeft: bigint) {
+    if (input.amount < MIN_LOAN_MICRO || input.amount > creditLeft) {
+      const most = usdcNumber(creditLeft);
+      const open = most < tier.maxAmount ? ` (${tier.maxAmount} USDC less your open loans)` : "";
+      throw new AppError("INVALID_AMOUNT", `The amount must be from 1 to ${most} USDC for the ${tier.tier} tier${open}`, {
         field: "amount",
-        reason: `1 to ${tier.maxAmount} USDC`,
+        reason: `1 to ${most} USDC`,
       });
     }
     const longest = Math.min(tier.maxDuration, MAX_DURATION_DAYS);
@@ -183,7 +186,8 @@ export function loansContext(deps: LoansServiceDeps) {
     const tier = tierFor(borrower.trustScore);
     if (borrower.deletedAt) return { refused: "ACCOUNT_DELETED", why: "the account was deleted" };
     if (blocking.length > 0) return { refused: blocking.join(","), why: `not eligible now (${blocking.join(", ")})` };
-    if (request.amount > BigInt(tier.maxAmount) * 1_000_000n || request.durationDays > tier.maxDuration) {
+    // The request is one of the open loans the standing counts: together they stay within the tier's credit.
+    if (standing.creditInUse > BigInt(tier.maxAmount) * MICRO_PER_USDC || request.durationDays > tier.maxDuration) {
       return {
         refused: "TERMS_ABOVE_TIER",
         why: `your ${tier.tier} tier now lends up to ${tier.maxAmount} USDC for ${tier.maxDuration} days`,

@@ -2,12 +2,14 @@
 // Score and what stands in the way, from their standing (open loans, an overdue one, a recent
 // default). One rule for a loan request and for a purchase on credit or in installments.
 import { DAY_MS } from "../../core/clock.js";
-import { type Tier, tierFor } from "../trust-score/rules.js";
+import { MICRO_PER_USDC, usdcNumber } from "../../core/money.js";
+import { TIERS, type Tier, tierFor } from "../trust-score/rules.js";
 import type { UserRecord } from "../users/repo.js";
 import type { BorrowerStanding } from "./repo.js";
+import { MIN_LOAN_MICRO } from "./terms.js";
 
-/** Open loans (waiting requests, active and overdue loans) a borrower may have at once (the spec's example). */
-export const MAX_ACTIVE_LOANS = 3;
+/** The most open loans (waiting requests, active and overdue loans) any tier allows at once (the spec's example). */
+export const MAX_ACTIVE_LOANS = Math.max(...TIERS.map((tier) => tier.maxActiveLoans));
 /** A default blocks new loans for this long (the spec's figure). */
 export const RECENT_DEFAULT_DAYS = 90;
 
@@ -25,12 +27,17 @@ export interface Eligibility {
   restrictions: Restriction[];
 }
 
-/** A borrower's eligibility at `now`, from their standing; `minScore` is LOAN_MIN_SCORE. */
+/**
+ * A borrower's eligibility at `now`, from their standing; `minScore` is LOAN_MIN_SCORE. `maxAmount`
+ * is the credit the tier leaves beside the open loans (D-122): the tier's amount less their
+ * principal, so that an account cannot multiply its tier's limit by holding several loans.
+ */
 export function eligibilityOf(user: Pick<UserRecord, "trustScore">, standing: BorrowerStanding, now: Date, minScore: number): Eligibility {
   const tier = tierFor(user.trustScore);
+  const credit = creditLeft(tier, standing);
   const restrictions: Restriction[] = [];
   if (user.trustScore < minScore) restrictions.push("SCORE_TOO_LOW");
-  if (standing.openLoans >= MAX_ACTIVE_LOANS) restrictions.push("MAX_LOANS_REACHED");
+  if (standing.openLoans >= tier.maxActiveLoans || credit < MIN_LOAN_MICRO) restrictions.push("MAX_LOANS_REACHED");
   if (standing.overdue) restrictions.push("OVERDUE_LOAN");
   if (standing.lastDefaultAt && now.getTime() - standing.lastDefaultAt.getTime() < RECENT_DEFAULT_DAYS * DAY_MS) {
     restrictions.push("RECENT_DEFAULT");
@@ -39,11 +46,17 @@ export function eligibilityOf(user: Pick<UserRecord, "trustScore">, standing: Bo
     eligible: restrictions.length === 0,
     trustScore: user.trustScore,
     tier: tier.tier,
-    maxAmount: tier.maxAmount,
+    maxAmount: usdcNumber(credit),
     maxDuration: tier.maxDuration,
     currentLoans: standing.openLoans,
-    maxActiveLoans: MAX_ACTIVE_LOANS,
+    maxActiveLoans: tier.maxActiveLoans,
     interestRate: tier.interestRate,
     restrictions,
   };
+}
+
+/** The credit, micro-USDC, `tier` leaves beside the standing's open loans (never below zero). */
+export function creditLeft(tier: Tier, standing: Pick<BorrowerStanding, "creditInUse">): bigint {
+  const left = BigInt(tier.maxAmount) * MICRO_PER_USDC - standing.creditInUse;
+  return left > 0n ? left : 0n;
 }

@@ -8,7 +8,7 @@ import type { Db, Tx } from "../db.js";
 import { AppError } from "../errors.js";
 import { tierFor } from "../trust-score/rules.js";
 import type { UserRecord } from "../users/repo.js";
-import { type Eligibility, eligibilityOf } from "./eligibility.js";
+import { creditLeft, type Eligibility, eligibilityOf } from "./eligibility.js";
 import type { LoansRepo } from "./repo.js";
 
 /** One loan of a plan: what the payer owes, and in how many days. */
@@ -27,15 +27,31 @@ export const notEligible = (reason: string, message: string) => new AppError("NO
 export function createLoanFinancing(deps: { db: Db; repo: LoansRepo; clock: Pick<Clock, "now">; chainId: number; minScore: number }) {
   const { repo } = deps;
 
-  /** A borrower's eligibility for `count` new loans, at `now`, read in `tx`: the restrictions, then room under the cap. */
-  async function check(tx: Tx, payer: UserRecord, count: number, now: Date): Promise<Eligibility> {
-    const eligibility = eligibilityOf(payer, await repo.standing(tx, payer.id, payer.walletAddress, now), now, deps.minScore);
+  /**
+   * A borrower's eligibility for `count` new loans of `principal` micro-USDC in all (when known), at
+   * `now`, read in `tx`: the restrictions, then room under the cap of open loans and the tier's credit.
+   */
+  async function check(tx: Tx, payer: UserRecord, count: number, now: Date, principal?: bigint): Promise<Eligibility> {
+    const standing = await repo.standing(tx, payer.id, payer.walletAddress, now);
+    const eligibility = eligibilityOf(payer, standing, now, deps.minScore);
     const blocking = eligibility.restrictions.filter((code) => code !== "MAX_LOANS_REACHED");
     if (blocking.length > 0) throw notEligible(blocking.join(","), `Not eligible for a loan now: ${blocking.join(", ")}`);
+    if (count > eligibility.maxActiveLoans) {
+      throw notEligible(
+        "INSTALLMENTS_ABOVE_TIER",
+        `This takes ${count} loans; your tier may have at most ${eligibility.maxActiveLoans} open at once`,
+      );
+    }
     if (eligibility.currentLoans + count > eligibility.maxActiveLoans) {
       throw notEligible(
         "MAX_LOANS_REACHED",
         `This takes ${count} loan${count === 1 ? "" : "s"}; you have ${eligibility.currentLoans} open of at most ${eligibility.maxActiveLoans}`,
+      );
+    }
+    if (principal !== undefined && principal > creditLeft(tierFor(payer.trustScore), standing)) {
+      throw notEligible(
+        "AMOUNT_ABOVE_TIER",
+        `Your tier's credit left beside your open loans is ${eligibility.maxAmount} USDC; this payment is more`,
       );
     }
     return eligibility;
@@ -58,7 +74,8 @@ export function createLoanFinancing(deps: { db: Db; repo: LoansRepo; clock: Pick
       await repo.lockBorrower(tx, payer.id);
       // An earlier attempt at this payment that held it is over (its hold was free to take): its loans never were.
       await repo.settleFinancing(plan.paymentId, null, tx);
-      await check(tx, payer, plan.installments.length, now);
+      const principal = plan.installments.reduce((sum, installment) => sum + installment.principal, 0n);
+      await check(tx, payer, plan.installments.length, now, principal);
       await repo.insertFinancing(
         tx,
         plan.installments.map((installment) => ({

@@ -70,6 +70,8 @@ export interface LoanRow {
 /** What a new request needs to know of the borrower's loans, read under the borrower's row lock. */
 export interface BorrowerStanding {
   openLoans: number;
+  /** The principal of those open loans, micro-USDC: the credit they take of the tier's maxAmount. */
+  creditInUse: bigint;
   overdue: boolean;
   lastDefaultAt: Date | null;
 }
@@ -128,22 +130,33 @@ export function createLoansRepo({ db, presence }: { db: Db; presence: Pick<Proce
       const borrower = wallet.toLowerCase();
       const at = Prisma.sql`${now.toISOString()}::timestamp(3)`;
       // The counts are cast to int (count(*) is an int8, read as a bigint) to be added as numbers.
-      const [row] = await tx.$queryRaw<{ waiting: number; open: number; overdue: boolean; lastDefaultAt: Date | null }[]>`
-        SELECT
-           (SELECT count(*)::int FROM "LoanRequest" r
+      const [row] = await tx.$queryRaw<
+        { waiting: number; waitingCredit: bigint; open: number; openCredit: bigint; overdue: boolean; lastDefaultAt: Date | null }[]
+      >`
+        WITH waiting AS (SELECT r."amount" FROM "LoanRequest" r
              WHERE r."userId" = ${userId} AND ((r."status" = 'pending' AND r."expiresAt" > ${at})
                -- A payment's loans count while its attempt holds the payment (D-89: its process beats, its time is not up).
                OR (r."status" = 'funding' AND (r."paymentId" IS NULL
                    OR EXISTS (SELECT 1 FROM "Payment" p WHERE p."id" = r."paymentId" AND ${attemptHolds("p")})))
-               OR (r."status" = 'funded' AND NOT EXISTS (SELECT 1 FROM "LoanChainState" c WHERE c."ref" = ${REF_OF_REQUEST})))) AS "waiting",
-           (SELECT count(*)::int FROM "LoanChainState" c
-             WHERE c."chainId" = ${MIRRORED_CHAIN_ID} AND c."borrower" = ${borrower} AND c."status" IN ('active', 'overdue')) AS "open",
+               OR (r."status" = 'funded' AND NOT EXISTS (SELECT 1 FROM "LoanChainState" c WHERE c."ref" = ${REF_OF_REQUEST})))),
+           open AS (SELECT c."principal" FROM "LoanChainState" c
+             WHERE c."chainId" = ${MIRRORED_CHAIN_ID} AND c."borrower" = ${borrower} AND c."status" IN ('active', 'overdue'))
+        SELECT
+           (SELECT count(*)::int FROM waiting) AS "waiting",
+           (SELECT COALESCE(sum("amount"), 0)::bigint FROM waiting) AS "waitingCredit",
+           (SELECT count(*)::int FROM open) AS "open",
+           (SELECT COALESCE(sum("principal"), 0)::bigint FROM open) AS "openCredit",
            EXISTS (SELECT 1 FROM "LoanChainState" c
              WHERE c."chainId" = ${MIRRORED_CHAIN_ID} AND c."borrower" = ${borrower}
                AND (c."status" = 'overdue' OR (c."status" = 'active' AND c."dueDate" < ${at}))) AS "overdue",
            (SELECT max(c."closedAt") FROM "LoanChainState" c
              WHERE c."chainId" = ${MIRRORED_CHAIN_ID} AND c."borrower" = ${borrower} AND c."status" = 'defaulted') AS "lastDefaultAt"`;
-      return { openLoans: row!.waiting + row!.open, overdue: row!.overdue, lastDefaultAt: row!.lastDefaultAt };
+      return {
+        openLoans: row!.waiting + row!.open,
+        creditInUse: BigInt(row!.waitingCredit) + BigInt(row!.openCredit),
+        overdue: row!.overdue,
+        lastDefaultAt: row!.lastDefaultAt,
+      };
     },
 
     insertRequest: (

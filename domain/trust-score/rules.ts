@@ -10,14 +10,53 @@ export const MAX_SCORE = 100;
 /**
  * The spec's tier table, plus the interest rate per tier in basis points, a flat rate for the
  * loan's term (what loan arithmetic uses) and as the spec's fraction (what the API shows): 5 %
- * (New) down to 1 % (Elite), the product reference's figures.
+ * (New) down to 1 % (Elite), the product reference's figures. `maxAmount` is the borrower's
+ * credit across all its open loans, P2P and purchases, and `maxActiveLoans` how many it may have
+ * open at once: one for New, so that an account with no history holds at most one 20 USDC loan
+ * (docs/decisions.md, D-122).
  */
 export const TIERS = [
-  { tier: "New", minScore: 0, maxScore: 30, maxAmount: 20, maxDuration: 7, interestRateBps: 500, interestRate: 0.05 },
-  { tier: "Building", minScore: 31, maxScore: 50, maxAmount: 50, maxDuration: 14, interestRateBps: 400, interestRate: 0.04 },
-  { tier: "Established", minScore: 51, maxScore: 70, maxAmount: 100, maxDuration: 30, interestRateBps: 300, interestRate: 0.03 },
-  { tier: "Trusted", minScore: 71, maxScore: 85, maxAmount: 200, maxDuration: 60, interestRateBps: 200, interestRate: 0.02 },
-  { tier: "Elite", minScore: 86, maxScore: 100, maxAmount: 500, maxDuration: 90, interestRateBps: 100, interestRate: 0.01 },
+  { tier: "New", minScore: 0, maxScore: 30, maxAmount: 20, maxDuration: 7, maxActiveLoans: 1, interestRateBps: 500, interestRate: 0.05 },
+  {
+    tier: "Building",
+    minScore: 31,
+    maxScore: 50,
+    maxAmount: 50,
+    maxDuration: 14,
+    maxActiveLoans: 2,
+    interestRateBps: 400,
+    interestRate: 0.04,
+  },
+  {
+    tier: "Established",
+    minScore: 51,
+    maxScore: 70,
+    maxAmount: 100,
+    maxDuration: 30,
+    maxActiveLoans: 3,
+    interestRateBps: 300,
+    interestRate: 0.03,
+  },
+  {
+    tier: "Trusted",
+    minScore: 71,
+    maxScore: 85,
+    maxAmount: 200,
+    maxDuration: 60,
+    maxActiveLoans: 3,
+    interestRateBps: 200,
+    interestRate: 0.02,
+  },
+  {
+    tier: "Elite",
+    minScore: 86,
+    maxScore: 100,
+    maxAmount: 500,
+    maxDuration: 90,
+    maxActiveLoans: 3,
+    interestRateBps: 100,
+    interestRate: 0.01,
+  },
 ] as const;
 
 export type Tier = (typeof TIERS)[number];

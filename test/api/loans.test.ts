@@ -71,7 +71,7 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
           maxAmount: tier.maxAmount,
           maxDuration: tier.maxDuration,
           currentLoans: 0,
-          maxActiveLoans: 3,
+          maxActiveLoans: tier.maxActiveLoans,
           interestRate: tier.interestRate,
           restrictions: [],
         });
@@ -157,9 +157,48 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
     const events = await db.prisma.domainEvent.findMany({ where: { type: "loan.created", userId: user.id } });
     expect(events).to.have.length(1);
     // Without a purpose there is none in the answers.
-    const plain = await ask(user.token, { amount: 10, duration: 7 });
+    const other = await newBorrower(60);
+    const plain = await ask(other.token, { amount: 10, duration: 7 });
     expect(plain.body.data).to.not.have.property("purpose");
-    expect((await api.request("GET", `/v1/loans/${plain.body.data.id}`, { token: user.token })).body.data).to.not.have.property("purpose");
+    expect((await api.request("GET", `/v1/loans/${plain.body.data.id}`, { token: other.token })).body.data).to.not.have.property("purpose");
+  });
+
+  it("counts a tier's maxAmount across all open loans, purchases included, and New holds one loan at a time (D-122)", async () => {
+    // The review's throw-away account: three 20 USDC loans at once at tier New. Now one.
+    const newcomer = await newBorrower(0);
+    expect((await ask(newcomer.token, { amount: 20, duration: 7 })).status).to.equal(200);
+    const second = await ask(newcomer.token, { amount: 1, duration: 7 });
+    expectErrorEnvelope(second, 403, "NOT_ELIGIBLE");
+    expect(second.body.error.details.reason).to.equal("MAX_LOANS_REACHED");
+    const full = (await api.request("GET", "/v1/loans/eligibility", { token: newcomer.token })).body.data;
+    expect(full).to.deep.include({
+      eligible: false,
+      maxAmount: 0,
+      currentLoans: 1,
+      maxActiveLoans: 1,
+      restrictions: ["MAX_LOANS_REACHED"],
+    });
+
+    // Established: 100 USDC in all, whatever the number of loans.
+    const user = await newBorrower(60);
+    expect((await ask(user.token, { amount: 60, duration: 30 })).status).to.equal(200);
+    expect((await api.request("GET", "/v1/loans/eligibility", { token: user.token })).body.data).to.deep.include({
+      eligible: true,
+      maxAmount: 40,
+    });
+    const above = await ask(user.token, { amount: 40.01, duration: 30 });
+    expectErrorEnvelope(above, 400, "INVALID_AMOUNT");
+    expect(above.body.error.details).to.deep.equal({ field: "amount", reason: "1 to 40 USDC" });
+    expect((await ask(user.token, { amount: 40, duration: 30 })).status).to.equal(200);
+    const none = (await api.request("GET", "/v1/loans/eligibility", { token: user.token })).body.data;
+    expect(none).to.deep.include({ eligible: false, maxAmount: 0, currentLoans: 2, restrictions: ["MAX_LOANS_REACHED"] });
+
+    // Concurrent requests never pass the credit together: 10 asks of 30 USDC, 100 USDC of credit.
+    const racer = await newBorrower(60);
+    const answers = await Promise.all(Array.from({ length: 10 }, () => ask(racer.token, { amount: 30, duration: 30 })));
+    expect(answers.filter((answer) => answer.status === 200)).to.have.length(3);
+    const open = await db.prisma.loanRequest.aggregate({ where: { userId: racer.id }, _sum: { amount: true } });
+    expect(open._sum.amount).to.equal(90_000_000n);
   });
 
   it("refuses amounts and durations out of range with INVALID_AMOUNT / INVALID_DURATION, and malformed input with VALIDATION_ERROR", async () => {

@@ -143,6 +143,25 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     expect(await db.prisma.loanRequest.count({ where: { paymentId: { in: [big.id, cheap.id] } } })).to.equal(0);
   });
 
+  it("counts a purchase on credit in the payer's tier credit, beside its loan requests (D-122)", async () => {
+    const merchant = await newMerchant();
+    const payer = await payerWithScore("credit-in-use", 55); // Established: 100 USDC in all
+    const payment = await merchant.create({ amount: 60, paymentMethods: ["credit"] });
+    expect((await pay(payer.token, payment.id, "credit")).status).to.equal(200);
+    expect((await api.request("GET", "/v1/loans/eligibility", { token: payer.token })).body.data).to.deep.include({
+      maxAmount: 40,
+      currentLoans: 1,
+    });
+    const asked = await api.request("POST", "/v1/loans", { token: payer.token, body: { amount: 41, duration: 30 } });
+    expectErrorEnvelope(asked, 400, "INVALID_AMOUNT");
+    const second = await merchant.create({ amount: 41, paymentMethods: ["credit"] });
+    const terms = (await api.request("GET", `/checkout/${second.id}/terms`, { token: payer.token })).body.data;
+    expect(terms.credit).to.deep.include({ eligible: false, reason: "AMOUNT_ABOVE_TIER" });
+    const refused = await pay(payer.token, second.id, "credit");
+    expectErrorEnvelope(refused, 403, "NOT_ELIGIBLE");
+    expect(refused.body.error.details.reason).to.equal("AMOUNT_ABOVE_TIER");
+  });
+
   it("pays in installments: one loan per installment without interest, due a week apart, 1.5 % each to the insurance reserve", async () => {
     const merchant = await newMerchant();
     const payment = await merchant.create({
@@ -186,7 +205,8 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
 
   it("keeps the cap of 3 open loans when a payer pays 4 payments on credit at once, and pays one payment once under 20 attempts", async () => {
     const merchant = await newMerchant();
-    const payer = await newTestUser(api, "racing-credit-payer");
+    // Established: three loans open at most (New: one).
+    const payer = await payerWithScore("racing-credit-payer", 55);
     await api.request("PUT", `/dev/users/${payer.id}/plan`, { body: { plan: "enterprise" } });
     const payments = await Promise.all(Array.from({ length: 4 }, () => merchant.create({ amount: 2, paymentMethods: ["credit"] })));
     const answers = await Promise.all(payments.map((payment) => pay(payer.token, payment.id, "credit")));
@@ -331,13 +351,14 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
       paymentMethods: ["split"],
       splitOptions: { installments: 3, frequency: "monthly" },
     });
-    // Tier New lends for 7 days at most: three installments a week apart cannot fit (before: 30, 60 and 90 days at 0 %).
+    // Tier New holds one loan and lends for 7 days at most: three installments a week apart fit neither (before: 30,
+    // 60 and 90 days at 0 %).
     const newcomer = await newTestUser(api, "split-newcomer");
     const shown = (await api.request("GET", `/checkout/${monthly.id}/terms`, { token: newcomer.token })).body.data;
-    expect(shown.split).to.deep.equal({ eligible: false, reason: "DURATION_ABOVE_TIER", installments: [] });
+    expect(shown.split).to.deep.equal({ eligible: false, reason: "INSTALLMENTS_ABOVE_TIER", installments: [] });
     const refused = await pay(newcomer.token, monthly.id, "split");
     expectErrorEnvelope(refused, 403, "NOT_ELIGIBLE");
-    expect(refused.body.error.details).to.deep.equal({ field: "eligibility", reason: "DURATION_ABOVE_TIER" });
+    expect(refused.body.error.details).to.deep.equal({ field: "eligibility", reason: "INSTALLMENTS_ABOVE_TIER" });
     expect(await db.prisma.loanRequest.count({ where: { userId: newcomer.id } })).to.equal(0);
     expect((await api.request("GET", "/v1/loans/eligibility", { token: newcomer.token })).body.data.currentLoans).to.equal(0);
     // Tier Established lends for 30 days: the three installments fall due 10, 20 and 30 days on, as the checkout shows.

@@ -144,6 +144,9 @@ describe(`what a removed fact gave follows the chain (${usingPostgres ? "Postgre
 
   it("puts a loan whose funding was removed back to pending: cancellable, funded anew by the sandbox (or the job), never stuck", async () => {
     const borrower = await newTestUser(api, "unfunded", 5);
+    // Established, so that it may hold the second loan below beside the first (tier New holds one: D-122).
+    await db.prisma.user.update({ where: { id: borrower.id }, data: { trustScore: 55 } });
+    api.services.invalidateUser(borrower.id);
     const loan = await ok("POST", "/v1/loans", borrower.token, { amount: 20, duration: 7 });
     const fork = await chain.snapshot();
     const funded = await ok("POST", `/dev/loans/${loan.id}/fund`, borrower.token);

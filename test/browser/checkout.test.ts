@@ -272,14 +272,14 @@ describe(`checkout page in a browser (${usingPostgres ? "PostgreSQL" : "PGlite"}
       expect(await page.isVisible(".terms-hint >> nth=0")).to.equal(true);
       await checkState(page, `8-glance-${language}-${viewport.width}`);
 
-      // A payer of tier New: three weekly installments need a 21-day term, longer than the tier's; a sentence says why.
+      // A payer of tier New holds one loan at a time: three installments are three loans; a sentence says why.
       await page.fill("#account", `glance-${language}`);
       await page.click("#sandbox-signin button[type=submit]");
       await page.waitForSelector("#signed-in:not([hidden])");
       await page.locator('[data-terms="split"]', { hasText: language === "en-US" ? "Not available" : "No disponible" }).waitFor();
       const refusal = (await page.textContent('[data-terms="split"]')) ?? "";
       expect(refusal).to.not.match(/[A-Z]{3,}_[A-Z_]+/);
-      expect(refusal).to.include(language === "en-US" ? "Trust Score tier's longest term" : "plazo más largo");
+      expect(refusal).to.include(language === "en-US" ? "more loans than your Trust Score tier" : "más préstamos de los que");
       expect(await page.isVisible(".terms-hint >> nth=0")).to.equal(false);
       expect(await page.textContent("#signin-title")).to.equal(language === "en-US" ? "Signed in" : "Sesión iniciada");
       await checkState(page, `9-glance-signed-in-${language}-${viewport.width}`);
