@@ -39,7 +39,7 @@ interface ILoanBook {
     /// @param borrower The wallet that owes the loan (it received the net amount, unless the loan was funded with
     /// {fundLoanFor} for another recipient, whom only {LoanFunded} names).
     /// @param fundedAt When the loan was funded (Unix seconds).
-    /// @param dueDate When the full balance is due (Unix seconds): fundedAt + durationDays days.
+    /// @param dueDate When the full balance is due (Unix seconds): fundedAt + durationDays days, rounded up to a whole hour.
     /// @param durationDays The term in days, including extensions.
     /// @param principal The principal lent from the vault (the API's `amount`).
     /// @param interest The flat interest for the whole term, including extensions.

@@ -350,7 +350,9 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
         (_funding.available, _funding.updatedAt) = (uint96(available - principal), uint40(block.timestamp));
 
         loanId = ++_loanCount;
-        uint256 dueDate = block.timestamp + uint256(durationDays) * 1 days;
+        // A whole hour, the first at or after the term's end: the vault's due list counts loans by the hour, so a
+        // loan's expected loss enters its exit price to the second it falls due, touched or not (D-123).
+        uint256 dueDate = Math.ceilDiv(block.timestamp + uint256(durationDays) * 1 days, 1 hours) * 1 hours;
         _storeLoan(loanId, ref, borrower, principal, interest, insuranceFee, durationDays, dueDate);
         loanIdOf[ref] = loanId;
 

@@ -74,6 +74,8 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     uint256 internal constant DEFAULT_INSURANCE_COVERAGE_BPS = 8_000;
     uint256 internal constant DEFAULT_PROFIT_UNLOCK_PERIOD = 7 days;
     uint64 internal constant NO_DEPOSIT_LIMIT = type(uint64).max;
+    /// @dev `_nextDueHour` when no loan is listed as falling due.
+    uint24 internal constant NO_DUE_HOUR = type(uint24).max;
     /// @dev A tenth of the pool stays idle for exits (D-101).
     uint256 internal constant DEFAULT_MAX_UTILIZATION_BPS = 9_000;
 
@@ -84,9 +86,12 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
 
     // Deposit and redeem read these together, so they share one slot with Pausable's `_paused` (the slot before): uint96
     // holds 7.9e22 USDC, and the minimum is at most MAX_MIN_DEPOSIT.
+    // `_nextDueHour` is the first hour (Unix time / 1 hours) whose bucket lists loans falling due then and not impaired
+    // (NO_DUE_HOUR: none), so that a conversion tells at no extra read whether a loan is past due by the clock.
     uint96 private _totalBorrowed;
     uint96 private _insuranceReserve;
     uint32 private _minDeposit;
+    uint24 private _nextDueHour;
 
     // Every conversion reads these too, so they share the second slot: `_lockedProfit` was locked at `_lockedAt` and
     // unlocks linearly until `_unlockEnd`; `_unrealizedLosses` are the impaired loans' expected losses (uint80 holds
@@ -145,9 +150,36 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         bool accruing;
         uint96 paid;
         bool ended;
+        uint96 principal;
+        bool listed;
     }
 
     mapping(uint256 loanId => Accrual) private _accrualOf;
+
+    /// @dev The loans falling due in one hour and not impaired (D-123): their principal out, the reserve's cover of it at
+    /// each loan's coverage, the interest their schedules count by their due dates and how many they are; for those
+    /// still accruing, the sum of their rates and of rate times due date, so that a view stops their interest at the
+    /// due date to the second.
+    struct DueBucket {
+        uint96 principal;
+        uint72 cover;
+        uint72 interest;
+        uint16 count;
+        uint104 rate;
+        uint152 rateTimesDue;
+    }
+
+    mapping(uint256 hour => DueBucket) private _dueAt;
+    mapping(uint256 word => uint256 hours_) private _dueHours;
+    uint256 private _listedLoans;
+
+    /// @dev What the loans past due and not impaired take by the clock: their expected loss, the interest the sum of
+    /// rates counted past their due dates (scaled), and the rates still in the sum.
+    struct PastDue {
+        uint256 loss;
+        uint256 overCounted;
+        uint256 rate;
+    }
 
     /// @dev An impaired loan's principal still out, the reserve's cover that principal counts on (its expected loss is
     /// the rest), and the interest its stopped schedule counted and it has not paid (expected lost too).
@@ -183,6 +215,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         _maxUtilizationBps = uint16(DEFAULT_MAX_UTILIZATION_BPS);
         _depositLimit = NO_DEPOSIT_LIMIT;
         _profitUnlockPeriod = uint32(DEFAULT_PROFIT_UNLOCK_PERIOD);
+        _nextDueHour = NO_DUE_HOUR;
     }
 
     /* ERC-4626 ENTRY POINTS */
@@ -264,13 +297,13 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     /// @dev What the depositors would get on exit now: idle USDC (balance minus the insurance reserve) plus the
     /// principal out and the interest booked, less the profit still locked and the unrealized losses. Exits and the
     /// conversions price at it; entries at {entryAssets}, which does not subtract the unrealized losses.
-    function totalAssets() public view override(ERC4626, IERC4626) returns (uint256) {
-        return _totalAssets(_idleAssets() + _totalBorrowed);
+    function totalAssets() public view override(ERC4626, IERC4626) returns (uint256 exit) {
+        (, exit,) = _assets(_idleAssets() + _totalBorrowed);
     }
 
     /// @inheritdoc IStakingVault
-    function entryAssets() external view returns (uint256) {
-        return _entryAssets(_idleAssets() + _totalBorrowed);
+    function entryAssets() external view returns (uint256 entry) {
+        (entry,,) = _assets(_idleAssets() + _totalBorrowed);
     }
 
     /// @inheritdoc IERC4626
@@ -391,7 +424,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
 
     /// @inheritdoc IStakingVault
     function unrealizedLosses() external view returns (uint256) {
-        return _unrealizedLosses;
+        return _unrealizedLosses + _pastDue().loss;
     }
 
     /// @inheritdoc IStakingVault
@@ -434,7 +467,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     function vaultStatus() external view returns (VaultStatus memory status) {
         uint256 idle = _idleAssets();
         uint256 borrowed = _totalBorrowed;
-        uint256 assets = _totalAssets(idle + borrowed);
+        (, uint256 assets, uint256 rateDue) = _assets(idle + borrowed);
         uint256 util = _utilization(borrowed, idle + borrowed);
         status = VaultStatus({
             totalAssets: assets,
@@ -443,7 +476,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
             insuranceReserve: _insuranceReserve,
             utilization: util,
             borrowRate: _interestRateModel.borrowRate(util),
-            supplyRate: _earningRate(assets),
+            supplyRate: _earningRate(assets, rateDue),
             exchangeRate: _exchangeRate(assets),
             totalSupply: totalSupply(),
             totalYield: _totalYield,
@@ -480,7 +513,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         uint256 coverageBps = _insuranceCoverageBps;
         // Within uint112: the principal is within the borrowed uint96 and the coverage at most BPS.
         _coveredPrincipal += uint112(principal * coverageBps);
-        _startAccrual(loanId, interest, dueDate, coverageBps);
+        _startAccrual(loanId, principal, interest, dueDate, coverageBps);
 
         emit StakingVaultFundsLent(loanId, borrower, principal, insuranceFee, newTotalBorrowed);
 
@@ -500,6 +533,9 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         uint256 impairedPart = _releaseImpairment(loanId, principal);
         // The principal not impaired leaves the reserve's cover at its own coverage (an impaired one left it already).
         _uncover(loanId, principal - impairedPart);
+
+        // The due list counts the principal still out (the loan that closes leaves it below).
+        if (principal != 0 && !closes) _reducePrincipal(loanId, principal);
 
         // Cannot underflow: checked above, and reserveShare <= interest.
         uint256 newTotalBorrowed = borrowed - principal;
@@ -761,9 +797,10 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
 
     /// @dev What the depositors earn now, a year at this pace over `assets` (WAD): the loans' interest accruing and the
     /// profit unlocking, per second. Not the model's curve: a loan at 0 % counts in the utilization and earns nothing.
-    function _earningRate(uint256 assets) internal view returns (uint256) {
+    function _earningRate(uint256 assets, uint256 rateDue) internal view returns (uint256) {
         if (assets == 0) return 0;
-        uint256 perYear = uint256(_accrualRate) * 365 days / ACCRUAL_SCALE;
+        // The loans past due earn nothing more (their rates stay in the sum until they are impaired or closed).
+        uint256 perYear = (uint256(_accrualRate) - rateDue) * 365 days / ACCRUAL_SCALE;
         uint256 end = _unlockEnd;
         if (end > block.timestamp) perYear += _lockedProfitNow().mulDiv(365 days, end - block.timestamp);
         return perYear.mulDiv(WAD, assets);
@@ -771,14 +808,25 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
 
     /// @dev The depositors' assets at the entry price, out of `grossAssets` (idle + borrowed): with the interest booked,
     /// without the profit still locked. The floor at zero is defensive: the lock is part of what the vault holds.
-    function _entryAssets(uint256 grossAssets) internal view returns (uint256) {
-        int256 assets = int256(grossAssets) + _bookedAssets() - int256(_lockedProfitNow());
-        return assets > 0 ? uint256(assets) : 0;
+    function _entryAssets(uint256 grossAssets) internal view returns (uint256 entry) {
+        (entry,,) = _assets(grossAssets);
     }
 
-    /// @dev The depositors' assets at the exit price: the entry assets less the unrealized losses.
-    function _totalAssets(uint256 grossAssets) internal view returns (uint256) {
-        return _entryAssets(grossAssets).saturatingSub(_unrealizedLosses);
+    /// @dev The depositors' assets out of `grossAssets` (idle + borrowed) at the entry price (with the interest booked,
+    /// without the profit still locked) and at the exit price (less the unrealized losses: the impaired loans' and, by
+    /// the clock, those past due and not impaired yet), and the rates of those past due. The floors at zero are
+    /// defensive: the lock and the losses are parts of what the vault holds or has lent.
+    function _assets(uint256 grossAssets) internal view returns (uint256 entry, uint256 exit, uint256 rateDue) {
+        PastDue memory due = _pastDue();
+        int256 assets = int256(grossAssets) + _toAssets(_bookedNow() - int256(due.overCounted)) - int256(_lockedProfitNow());
+        entry = assets > 0 ? uint256(assets) : 0;
+        exit = entry.saturatingSub(_unrealizedLosses + due.loss);
+        rateDue = due.rate;
+    }
+
+    /// @dev The depositors' assets at the exit price.
+    function _totalAssets(uint256 grossAssets) internal view returns (uint256 exit) {
+        (, exit,) = _assets(grossAssets);
     }
 
     /// @dev {_convertToShares} at the entry price.
@@ -809,10 +857,15 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         emit StakingVaultProfitLocked(left, locked, unlockEnd);
     }
 
-    /// @dev The booked interest in asset units, rounded down (towards minus infinity, so that a payment of whole units
-    /// moves it by exactly as many), as every conversion counts it.
-    function _bookedAssets() internal view returns (int256 assets) {
-        int256 booked = _bookedNow();
+    /// @dev The booked interest in asset units as every conversion counts it: stopped at the due date of each loan past
+    /// due (by the clock, whether or not it was touched).
+    function _bookedAssets() internal view returns (int256) {
+        return _toAssets(_bookedNow() - int256(_pastDue().overCounted));
+    }
+
+    /// @dev Scaled interest in asset units, rounded down (towards minus infinity, so that a payment of whole units moves
+    /// it by exactly as many).
+    function _toAssets(int256 booked) internal pure returns (int256 assets) {
         assets = booked / int256(ACCRUAL_SCALE);
         if (booked < 0 && booked % int256(ACCRUAL_SCALE) != 0) assets -= 1;
     }
@@ -836,7 +889,9 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     }
 
     /// @dev Starts the schedule of a loan funded now: its depositors' interest is earned linearly until `dueDate`.
-    function _startAccrual(uint256 loanId, uint256 interest, uint256 dueDate, uint256 coverageBps) internal {
+    function _startAccrual(uint256 loanId, uint256 principal, uint256 interest, uint256 dueDate, uint256 coverageBps)
+        internal
+    {
         uint256 reserveFactor = Math.min(_interestRateModel.reserveFactor(), WAD);
         dueDate = Math.max(dueDate, block.timestamp);
         uint256 rate = _rateOf(interest, reserveFactor, block.timestamp, dueDate);
@@ -850,8 +905,11 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
             coverageBps: uint16(coverageBps),
             accruing: rate != 0,
             paid: 0,
-            ended: false
+            ended: false,
+            principal: principal.toUint96(),
+            listed: false
         });
+        _list(loanId);
     }
 
     /// @dev `paid` of the loan's depositors' interest arrived: it settles what the schedule earned, or pays ahead of
@@ -889,6 +947,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         Accrual memory accrual = _accrualOf[loanId];
         if (accrual.from == 0 || accrual.ended) return;
         int256 before = _bookedAssets();
+        bool listed = _unlist(loanId);
         (int256 booked, uint256 sumRate) = _dropFromSum(accrual);
         uint256 rate = _rateOf(interest, accrual.reserveFactor, accrual.from, dueDate);
         // What the old line earned by now is replaced by what the new one did.
@@ -900,17 +959,21 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         stored.rate = rate.toUint88();
         stored.until = uint40(dueDate);
         stored.accruing = accruing;
+        if (listed) _list(loanId);
         emit StakingVaultInterestRescheduled(loanId, interest, dueDate, _moveAssets(before));
     }
 
-    /// @dev Stops impaired loan `loanId`'s schedule now: nothing more accrues, and what it counted until now stays
-    /// booked (so the entry price does not move).
+    /// @dev Stops impaired loan `loanId`'s schedule at its due date (now, if that is still ahead): nothing more accrues,
+    /// what it counted by then stays booked, and it leaves the due list, whose view had stopped it there already (so
+    /// the entry price does not move).
     function _stopAccrual(uint256 loanId) internal {
+        _unlist(loanId);
         Accrual storage accrual = _accrualOf[loanId];
         if (!accrual.accruing || accrual.ended) return;
-        _setBooked(_bookedNow(), _accrualRate - accrual.rate);
+        uint256 end = Math.min(block.timestamp, accrual.until);
+        _setBooked(_bookedNow() - int256(uint256(accrual.rate) * (block.timestamp - end)), _accrualRate - accrual.rate);
         // The cast is safe: a timestamp fits 40 bits.
-        accrual.until = uint40(block.timestamp);
+        accrual.until = uint40(end);
         accrual.accruing = false;
     }
 
@@ -937,6 +1000,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         Accrual memory accrual = _accrualOf[loanId];
         if (accrual.from == 0 || accrual.ended) return;
         int256 before = _bookedAssets();
+        _unlist(loanId);
         (int256 booked, uint256 sumRate) = _dropFromSum(accrual);
         // Its earned-less-paid leaves the sum; the cash it paid stays: the difference is the gain or the loss.
         _setBooked(booked + int256(uint256(accrual.paid) * ACCRUAL_SCALE), sumRate);
@@ -966,6 +1030,130 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         change = _bookedAssets() - before;
         if (change > 0) _lockGain(uint256(change));
         else _absorbLoss(uint256(-change));
+    }
+
+    /* THE DUE LIST (D-123) */
+
+    /// @dev The hour whose bucket lists a loan due at `dueDate`: the first whole hour at or after it (the loan book's
+    /// due dates are whole hours, so the bucket falls due with its loans to the second).
+    function _hourOf(uint256 dueDate) internal pure returns (uint256) {
+        return Math.ceilDiv(dueDate, 1 hours);
+    }
+
+    /// @dev What loan `loanId` adds to its bucket: principal out, cover at its coverage, interest its schedule counts by
+    /// its due date (not net of what it paid: by the clock it is expected lost until the loan is touched), and its rate
+    /// while it is in the sum.
+    function _dueShare(Accrual storage accrual)
+        internal
+        view
+        returns (uint256 hour, uint256 principal, uint256 cover, uint256 interest, uint256 rate)
+    {
+        hour = _hourOf(accrual.until);
+        principal = accrual.principal;
+        cover = principal * accrual.coverageBps / BPS;
+        interest = uint256(accrual.rate) * (accrual.until - accrual.from) / ACCRUAL_SCALE;
+        rate = accrual.accruing ? accrual.rate : 0;
+    }
+
+    /// @dev Lists loan `loanId` in its due hour's bucket (a loan lent, open and not impaired).
+    function _list(uint256 loanId) internal {
+        Accrual storage accrual = _accrualOf[loanId];
+        if (accrual.from == 0 || accrual.ended || accrual.listed || _impairmentOf[loanId].principal != 0) return;
+        (uint256 hour, uint256 principal, uint256 cover, uint256 interest, uint256 rate) = _dueShare(accrual);
+        DueBucket storage bucket = _dueAt[hour];
+        bucket.principal = (bucket.principal + principal).toUint96();
+        bucket.cover = (bucket.cover + cover).toUint72();
+        bucket.interest = (bucket.interest + interest).toUint72();
+        bucket.count += 1;
+        bucket.rate = (bucket.rate + rate).toUint104();
+        bucket.rateTimesDue = (bucket.rateTimesDue + rate * accrual.until).toUint152();
+        _dueHours[hour >> 8] |= 1 << (hour & 255);
+        // The cast is safe: an hour of a 40-bit timestamp fits 24 bits.
+        if (hour < _nextDueHour) _nextDueHour = uint24(hour);
+        ++_listedLoans;
+        accrual.listed = true;
+    }
+
+    /// @dev Takes loan `loanId` out of its bucket, exactly what {_list} put in (nothing changes its share while listed
+    /// but between the two); returns whether it was listed.
+    function _unlist(uint256 loanId) internal returns (bool listed) {
+        Accrual storage accrual = _accrualOf[loanId];
+        if (!accrual.listed) return false;
+        (uint256 hour, uint256 principal, uint256 cover, uint256 interest, uint256 rate) = _dueShare(accrual);
+        DueBucket storage bucket = _dueAt[hour];
+        // The casts are safe: each is at most what the bucket holds.
+        bucket.principal -= uint96(principal);
+        bucket.cover -= uint72(cover);
+        bucket.interest -= uint72(interest);
+        bucket.count -= 1;
+        bucket.rate -= uint104(rate);
+        bucket.rateTimesDue -= uint152(rate * accrual.until);
+        --_listedLoans;
+        accrual.listed = false;
+        if (bucket.count == 0) {
+            _dueHours[hour >> 8] &= ~(uint256(1) << (hour & 255));
+            // The cast is safe: an hour of a 40-bit timestamp fits 24 bits.
+            if (hour == _nextDueHour) _nextDueHour = _listedLoans == 0 ? NO_DUE_HOUR : uint24(_nextListedHour(hour + 1));
+        }
+        return true;
+    }
+
+    /// @dev A repayment of `principal` leaves loan `loanId`'s bucket with the principal still out.
+    function _reducePrincipal(uint256 loanId, uint256 principal) internal {
+        bool listed = _unlist(loanId);
+        Accrual storage accrual = _accrualOf[loanId];
+        accrual.principal = uint96(uint256(accrual.principal).saturatingSub(principal));
+        if (listed) _list(loanId);
+    }
+
+    /// @dev The first hour at or after `hour` with a bucket (one is listed there or later).
+    function _nextListedHour(uint256 hour) internal view returns (uint256) {
+        uint256 word = hour >> 8;
+        uint256 bits = _dueHours[word] & (type(uint256).max << (hour & 255));
+        while (bits == 0) {
+            bits = _dueHours[++word];
+        }
+        return (word << 8) + _lowestBit(bits);
+    }
+
+    /// @dev The index of the lowest set bit of `bits` (not zero).
+    function _lowestBit(uint256 bits) internal pure returns (uint256) {
+        unchecked {
+            return Math.log2(bits & (~bits + 1));
+        }
+    }
+
+    /// @dev What the listed loans whose due hour has passed take by the clock: the buckets from `_nextDueHour` until now
+    /// (none read while the first is ahead: the common case costs no storage read beyond the first slot's).
+    function _pastDue() internal view returns (PastDue memory due) {
+        uint256 hour = _nextDueHour;
+        if (hour == NO_DUE_HOUR || block.timestamp <= hour * 1 hours) return due;
+        // The last hour whose loans are past due: due at hour * 1 hours < now.
+        uint256 last = (block.timestamp - 1) / 1 hours;
+        uint256 principal;
+        uint256 cover;
+        uint256 rateTimesDue;
+        uint256 word = hour >> 8;
+        uint256 bits = _dueHours[word] & (type(uint256).max << (hour & 255));
+        while (true) {
+            while (bits != 0) {
+                uint256 at = (word << 8) + _lowestBit(bits);
+                if (at > last) break;
+                DueBucket memory bucket = _dueAt[at];
+                principal += bucket.principal;
+                cover += bucket.cover;
+                due.loss += bucket.interest;
+                due.rate += bucket.rate;
+                rateTimesDue += bucket.rateTimesDue;
+                bits &= bits - 1;
+            }
+            if (bits != 0 || (word + 1) << 8 > last) break;
+            bits = _dueHours[++word];
+        }
+        // The reserve covers them as it would impaired ones: within what the impaired loans do not count on already.
+        cover = Math.min(cover, uint256(_insuranceReserve).saturatingSub(_impairedCover));
+        due.loss += principal - cover;
+        due.overCounted = due.rate * block.timestamp - rateTimesDue;
     }
 
     /// @dev The profit still locked: what was locked at `_lockedAt`, less its linear unlock since (rounded up, in the

@@ -1,7 +1,7 @@
 // What every part of the loans service shares: the rules' constants, the dependencies, the views
 // of a loan, the checks of terms and payments, and the pool's claimed funding of a request.
 import type { Contract } from "ethers";
-import { type Clock, DAY_MS } from "../../core/clock.js";
+import { type Clock, DAY_MS, HOUR_MS } from "../../core/clock.js";
 import type { Logger } from "../../core/logger.js";
 import { MICRO_PER_USDC, usdcNumber } from "../../core/money.js";
 import type { Db } from "../db.js";
@@ -78,7 +78,7 @@ export function loansContext(deps: LoansServiceDeps) {
 
   /**
    * Whole days left of the term: all of it while pending (it starts at funding), the days to the
-   * due date rounded up while active, none once overdue or closed.
+   * due date rounded up while active (within the last hour, none), none once overdue or closed.
    */
   function daysRemainingOf(row: LoanRow, status: LoanStatus, now: Date): number {
     if (status === "pending") return row.durationDays;
@@ -86,7 +86,8 @@ export function loansContext(deps: LoansServiceDeps) {
     // From the funding at the earliest: a development chain's block time may run a few seconds
     // ahead of the service clock.
     const from = Math.max(now.getTime(), row.fundedAt?.getTime() ?? 0);
-    return Math.max(0, Math.ceil((row.dueDate.getTime() - from) / DAY_MS));
+    // The loan book rounds a due date up to the whole hour (D-123): that hour is no day of the term.
+    return Math.max(0, Math.ceil((row.dueDate.getTime() - HOUR_MS - from) / DAY_MS));
   }
 
   /**

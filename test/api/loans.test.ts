@@ -284,7 +284,10 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
     expect(data).to.not.have.any.keys("cancelledAt", "purpose");
     const onChain = await chain.contracts.loanBook.getLoan(1n + BigInt(await db.prisma.loanChainState.count()) - 1n);
     expect(onChain.borrower.toLowerCase()).to.equal(user.wallet.toLowerCase());
-    expect(new Date(data.dueDate).getTime() - new Date(data.fundedAt).getTime()).to.equal(45 * 86_400_000);
+    // 45 days on, rounded up to the whole hour (the vault's due list counts loans by the hour: D-123).
+    const term = new Date(data.dueDate).getTime() - new Date(data.fundedAt).getTime();
+    expect(term).to.be.within(45 * 86_400_000, 45 * 86_400_000 + 3_599_000);
+    expect(new Date(data.dueDate).getTime() % 3_600_000).to.equal(0);
     expect((await chain.provider.getTransactionReceipt(data.txHash))?.status).to.equal(1);
 
     // Funding again sends nothing; cancelling a funded loan is refused.

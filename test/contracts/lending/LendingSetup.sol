@@ -20,6 +20,8 @@ abstract contract LendingSetup is TestBase {
     uint256 internal constant VIRTUAL_SHARES = 1e12;
 
     function _deploy() internal {
+        // On a whole hour, as the loan book's due dates are (D-123): a loan of whole days is then due exactly its term on.
+        vm.warp(block.timestamp - block.timestamp % 1 hours + 1 hours);
         usdc = new MockUSDC(address(this));
         forwarder = new TrustMintForwarder();
         model = new InterestRateModel(address(this));

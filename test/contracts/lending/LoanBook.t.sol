@@ -96,6 +96,7 @@ contract LoanBookTest is LendingSetup {
         vm.warp(block.timestamp + bound(elapsed, 0, 120 days));
         uint256 payoff = book.payoffAmount(loanId);
         uint256 assetsBefore = vault.totalAssets();
+        uint256 entryBefore = vault.entryAssets();
         uint256 accrued = uint256(vault.accruedInterest()); // no payment yet: not ahead of its schedule
         uint256 interestDue = payoff - t.principal;
 
@@ -117,8 +118,11 @@ contract LoanBookTest is LendingSetup {
             assertEq(assetsAfter, assetsBefore, "the price does not jump");
             assertEq(locked, interestDue - Math.min(interestDue, accrued), "what was paid ahead of the schedule is locked");
         } else {
-            // Past its due date, not marked overdue: what the sum booked past it is given back.
-            assertLe(assetsAfter, assetsBefore, "the price never jumps up");
+            // Past its due date, not marked overdue: by the clock its expected loss was out of the exit price and its
+            // interest stopped at the due date (D-123); the repayment gives the loss back, what it paid above is locked.
+            assertEq(vault.entryAssets(), entryBefore, "the entry price does not jump");
+            assertEq(assetsAfter, vault.entryAssets(), "the exit price is back at the entry price");
+            assertLe(assetsBefore, assetsAfter, "the exit price had the loss");
         }
         vm.warp(block.timestamp + vault.profitUnlockPeriod());
         assertEq(vault.totalAssets(), assetsAfter + locked, "the locked interest unlocked");
@@ -185,10 +189,18 @@ contract LoanBookTest is LendingSetup {
 
         // Impaired when past due: the expected loss (the uncovered principal, and the interest its schedule counted and
         // it did not pay) leaves the exit price; the entry price and the booked interest do not move.
-        vm.warp(uint256(loan.dueDate) + 1);
+        vm.warp(uint256(loan.dueDate));
         uint256 assetsBefore = vault.totalAssets();
         uint256 entryBefore = vault.entryAssets();
         int256 accrued = vault.accruedInterest();
+        vm.warp(uint256(loan.dueDate) + 1);
+        // By the clock, untouched: at least the expected loss is out of the exit price already (its interest counted
+        // in full, what it paid included, until the mark nets it).
+        assertLe(
+            vault.totalAssets(),
+            assetsBefore - (loss - expectedCovered) - (accrued > 0 ? uint256(accrued) : 0),
+            "by the clock the exit price has the loss before the mark"
+        );
         book.markOverdue(loanId);
         uint256 uncovered = loss - expectedCovered;
         (,,, uint256 interest) = vault.impairmentOf(loanId);

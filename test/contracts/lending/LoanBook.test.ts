@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import type { ContractTransactionResponse } from "ethers";
 import { network } from "hardhat";
-import { DAY, deployLending, USDC, WAD } from "./lending-fixture.js";
+import { DAY, deployLending, nextHour, USDC, WAD } from "./lending-fixture.js";
 
 const { ethers, networkHelpers } = await network.create();
 const { time } = networkHelpers;
@@ -43,7 +43,7 @@ describe("LoanBook", () => {
   /** Loan 1: 300 USDC, 30 USDC interest, 30 USDC fee, 30 days, funded at `fundedAt`. */
   async function withLoan() {
     const f = await deploy();
-    const fundedAt = (await time.latest()) + 10;
+    const fundedAt = nextHour(await time.latest());
     await time.setNextBlockTimestamp(fundedAt);
     await f.book.connect(f.operator).fundLoan(REF, f.borrower.address, USDC(300), USDC(30), USDC(30), 30);
     return { ...f, fundedAt, dueDate: fundedAt + 30 * DAY };
@@ -91,7 +91,7 @@ describe("LoanBook", () => {
     it("records the loan, pays the borrower the net amount and emits LoanFunded", async () => {
       const { book, vault, usdc, operator, borrower } = await networkHelpers.loadFixture(deploy);
       const before = await usdc.balanceOf(borrower.address);
-      const fundedAt = (await time.latest()) + 10;
+      const fundedAt = nextHour(await time.latest());
       await time.setNextBlockTimestamp(fundedAt);
       const dueDate = fundedAt + 30 * DAY;
       await expect(book.connect(operator).fundLoan(REF, borrower.address, USDC(300), USDC(30), USDC(30), 30))
@@ -202,7 +202,7 @@ describe("LoanBook", () => {
       const { book, vault, usdc, operator, borrower, bob } = await networkHelpers.loadFixture(deploy);
       const holders = [borrower.address, bob.address, await vault.getAddress(), await book.getAddress()];
       const before = await Promise.all(holders.map((h) => usdc.balanceOf(h)));
-      const fundedAt = (await time.latest()) + 10;
+      const fundedAt = nextHour(await time.latest());
       await time.setNextBlockTimestamp(fundedAt);
       const dueDate = fundedAt + 30 * DAY;
       await expect(book.connect(operator).fundLoanFor(FOR_REF, borrower.address, bob.address, USDC(300), USDC(30), USDC(30), 30))
@@ -238,7 +238,7 @@ describe("LoanBook", () => {
 
     it("makes the borrower, not the recipient, owe the loan: repayments, overdue and default name the borrower", async () => {
       const { book, vault, usdc, operator, borrower, bob, stranger } = await networkHelpers.loadFixture(deploy);
-      const fundedAt = (await time.latest()) + 10;
+      const fundedAt = nextHour(await time.latest());
       await time.setNextBlockTimestamp(fundedAt);
       await book.connect(operator).fundLoanFor(FOR_REF, borrower.address, bob.address, USDC(300), USDC(30), 0n, 30);
       expect(await book.remainingBalance(1n)).to.equal(USDC(330));
@@ -266,7 +266,7 @@ describe("LoanBook", () => {
         const receipt = await (await tx).wait();
         return receipt!.logs.filter((l) => watched.includes(l.address)).map((l) => [l.address, [...l.topics], l.data]);
       };
-      const fundedAt = (await time.latest()) + 10;
+      const fundedAt = nextHour(await time.latest());
       await time.setNextBlockTimestamp(fundedAt);
       const viaFor = await logsOf(
         f.book.connect(f.operator).fundLoanFor(FOR_REF, f.borrower.address, f.borrower.address, USDC(50), USDC(2), USDC(5), 14),

@@ -3,6 +3,8 @@
 import type { HardhatEthers } from "@nomicfoundation/hardhat-ethers/types";
 
 export const DAY = 86_400;
+/** The first whole hour after `t`: a loan funded then is due exactly its whole days later (the loan book rounds a due date up to the hour). */
+export const nextHour = (t: number) => (Math.floor(t / 3_600) + 1) * 3_600;
 export const WAD = 10n ** 18n;
 
 /** Whole USDC to micro-units (6 decimals). */

@@ -6,7 +6,7 @@
 import { expect } from "chai";
 import type { ContractTransactionResponse } from "ethers";
 import { network } from "hardhat";
-import { DAY } from "../lending/lending-fixture.js";
+import { DAY, nextHour } from "../lending/lending-fixture.js";
 import { forwarderAccount, signPermit, signRequest } from "../metatx/metatx-helpers.js";
 import { balanceChanges, balancesOf, deployPayments, MAX_UINT128, type PaymentsFixture, POOL, USDC } from "./payments-fixture.js";
 
@@ -64,7 +64,7 @@ async function fixture() {
 /** The fixture with payment REF of 100 USDC paid on credit (CREDIT) for `payer` to `merchant` at `fundedAt`. */
 async function withCredit() {
   const f = await deployPayments(ethers);
-  const fundedAt = (await time.latest()) + 10;
+  const fundedAt = nextHour(await time.latest());
   await time.setNextBlockTimestamp(fundedAt);
   await f.router.connect(f.operator).payWithLoans(REF, f.merchant.address, f.payer.address, CREDIT);
   return { ...f, fundedAt };
@@ -73,7 +73,7 @@ async function withCredit() {
 /** The fixture with payment REF of 100 USDC paid in three installments (SPLIT) for `payer` to `merchant`. */
 async function withSplit() {
   const f = await deployPayments(ethers);
-  const fundedAt = (await time.latest()) + 10;
+  const fundedAt = nextHour(await time.latest());
   await time.setNextBlockTimestamp(fundedAt);
   await f.router.connect(f.operator).payWithLoans(REF, f.merchant.address, f.payer.address, SPLIT);
   return { ...f, fundedAt };
@@ -120,7 +120,7 @@ describe("PaymentRouter payments on credit", () => {
       const f = await load();
       const { router, book, vault, usdc, operator, payer, merchant, treasury } = f;
       const routerAddress = await router.getAddress();
-      const fundedAt = (await time.latest()) + 10;
+      const fundedAt = nextHour(await time.latest());
       await time.setNextBlockTimestamp(fundedAt);
       const changes = await balanceChanges(usdc, [vault, merchant, treasury, router, payer, operator, book], async () => {
         await expect(router.connect(operator).payWithLoans(REF, merchant.address, payer.address, CREDIT))
@@ -162,7 +162,7 @@ describe("PaymentRouter payments on credit", () => {
       const f = await load();
       const { router, book, vault, usdc, operator, payer, merchant, treasury } = f;
       const routerAddress = await router.getAddress();
-      const fundedAt = (await time.latest()) + 10;
+      const fundedAt = nextHour(await time.latest());
       await time.setNextBlockTimestamp(fundedAt);
       const changes = await balanceChanges(usdc, [vault, merchant, treasury, router, payer], async () => {
         const tx = router.connect(operator).payWithLoans(REF, merchant.address, payer.address, SPLIT);

@@ -93,19 +93,27 @@ contract AccrualTest is LendingSetup {
         assertApproxEqAbs(_accrued(), 40 * USDC, 2, "all of it at the new due date");
     }
 
-    /// Past due and marked overdue, the loan's schedule stops: what it counted stays booked (the entry price does not
-    /// move) and is expected lost with its principal (out of the exit price); nothing more accrues.
-    function test_anImpairmentStopsTheScheduleAndExpectsItsInterestLost() public {
+    /// Past its due date, by the clock and untouched, the loan's schedule stops and its expected loss (principal and the
+    /// interest it counted) leaves the exit price; marking it overdue then moves neither price (D-123).
+    function test_pastItsDueDateTheScheduleStopsAndTheLossIsInTheExitPriceByTheClock() public {
         uint256 loanId = book.fundLoan("impaired", BORROWER, 500 * USDC, 30 * USDC, 0, 30);
-        vm.warp(block.timestamp + 30 days + 1);
+        uint256 dueDate = book.getLoan(loanId).dueDate;
+        vm.warp(dueDate);
         uint256 assetsBefore = vault.totalAssets();
         uint256 entryBefore = vault.entryAssets();
         uint256 accrued = _accrued();
-        book.markOverdue(loanId);
-        assertEq(_accrued(), accrued, "what it counted stays booked");
+        assertApproxEqAbs(accrued, 30 * USDC, 1, "all of it at the due date");
+
+        vm.warp(dueDate + 1);
+        assertEq(_accrued(), accrued, "not a second more");
         assertEq(vault.entryAssets(), entryBefore, "the entry price does not move");
-        // No reserve covers it: 500 of principal, 30 of interest and the second past the due date (11 micro-USDC).
-        assertApproxEqAbs(assetsBefore - vault.totalAssets(), 530 * USDC, 12, "the principal and the interest out");
+        // No reserve covers it: 500 of principal and 30 of interest.
+        assertApproxEqAbs(assetsBefore - vault.totalAssets(), 530 * USDC, 1, "the principal and the interest out, untouched");
+        uint256 exitByTheClock = vault.totalAssets();
+
+        book.markOverdue(loanId);
+        assertEq(vault.totalAssets(), exitByTheClock, "the mark moves nothing");
+        assertEq(vault.entryAssets(), entryBefore);
         vm.warp(block.timestamp + 10 days);
         assertEq(_accrued(), accrued, "and nothing accrues");
     }

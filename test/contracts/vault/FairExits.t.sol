@@ -125,6 +125,41 @@ contract FairExitsTest is LendingSetup {
         assertApproxEqAbs(stayed, left, 1, "the stayer bears no more than the leaver");
     }
 
+    /// The review's timing: the price dropped when someone sent `markOverdue`, not when the due date passed, so a holder
+    /// left between the two at the unimpaired price. Now the loss is in the exit price by the clock (D-123): leaving
+    /// past the due date, untouched, leaves at the impaired price.
+    function test_leavingPastTheDueDateBeforeAnyMarkBearsTheLoss() public {
+        _depositAs(STAYER, 1_000 * USDC);
+        _depositAs(LEAVER, 1_000 * USDC);
+        uint256 loanId = _fund("untouched", BORROWER, 500 * USDC, 10 * USDC);
+        ILoanBook.Loan memory loan = book.getLoan(loanId);
+
+        vm.warp(uint256(loan.dueDate) + 1);
+        uint256 left = _redeemAll(LEAVER);
+        assertLt(left, 800 * USDC, "half of the 450 USDC expected loss and of the 10 USDC of interest left behind");
+
+        vm.warp(uint256(loan.dueDate) + 7 days + 1);
+        book.markOverdue(loanId);
+        book.markDefaulted(loanId);
+        assertApproxEqAbs(_valueOf(STAYER), left, 2, "the stayer bears no more than the leaver");
+    }
+
+    /// The review's count: 21 days after a 100 USDC, 7-day loan fell due, the vault still counted interest the loan
+    /// book never charges, and `currentAPY` with it. Now its interest stops at the due date, touched or not.
+    function test_interestStopsAtTheDueDateUntouched() public {
+        _depositAs(STAYER, 1_000 * USDC);
+        uint256 loanId = book.fundLoan("stops", BORROWER, 100 * USDC, 5 * USDC, 10 * USDC, 7);
+        ILoanBook.Loan memory loan = book.getLoan(loanId);
+        vm.warp(uint256(loan.dueDate));
+        int256 atDue = vault.accruedInterest();
+        assertApproxEqAbs(uint256(atDue), 5 * USDC, 1, "the whole interest by the due date");
+        assertGt(vault.vaultStatus().supplyRate, 0, "earning until then");
+
+        vm.warp(uint256(loan.dueDate) + 21 days);
+        assertEq(vault.accruedInterest(), atDue, "nothing counted past the due date");
+        assertEq(vault.vaultStatus().supplyRate, 0, "and the APY shows it");
+    }
+
     /// Default is the end of an impairment, never a surprise: a loan not marked overdue cannot default.
     function test_aLoanMustBeImpairedBeforeItDefaults() public {
         _depositAs(STAYER, 1_000 * USDC);
@@ -200,11 +235,12 @@ contract FairExitsTest is LendingSetup {
         _depositAs(STAYER, 1_000 * USDC);
         uint256 loanId = _fund("absorbed", BORROWER, 100 * USDC, 0);
         ILoanBook.Loan memory loan = book.getLoan(loanId);
-        vm.warp(uint256(loan.dueDate) + 1);
+        vm.warp(uint256(loan.dueDate));
         usdc.mint(address(this), 500 * USDC);
         vault.distributeYield(500 * USDC);
-        uint256 assetsBefore = vault.totalAssets();
 
+        vm.warp(uint256(loan.dueDate) + 1);
+        uint256 assetsBefore = vault.entryAssets();
         book.markOverdue(loanId);
         (uint256 principal, uint256 expectedLoss,,) = vault.impairmentOf(loanId);
         assertEq(principal, 100 * USDC);
@@ -212,7 +248,7 @@ contract FairExitsTest is LendingSetup {
         assertEq(expectedLoss, 90 * USDC);
         assertEq(vault.totalAssets(), assetsBefore - 90 * USDC, "out of the exit price");
         assertEq(vault.entryAssets(), assetsBefore, "not out of the entry price");
-        assertEq(vault.lockedProfit(), 500 * USDC, "the lock keeps unlocking");
+        assertEq(vault.lockedProfit(), 500 * USDC - 500 * USDC / UNLOCK, "the lock keeps unlocking");
 
         vm.warp(uint256(loan.dueDate) + 7 days + 1);
         usdc.mint(address(this), 500 * USDC);

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { network } from "hardhat";
-import { DAY, deployLending, USDC, WAD } from "../lending/lending-fixture.js";
+import { DAY, deployLending, nextHour, USDC, WAD } from "../lending/lending-fixture.js";
 
 const { ethers, networkHelpers } = await network.create();
 
@@ -17,6 +17,8 @@ describe("StakingVault", () => {
   async function withLoan() {
     const f = await deployLending(ethers);
     await f.vault.connect(f.alice).deposit(USDC(1_000), f.alice.address);
+    // On a whole hour: due exactly 30 days on (the loan book rounds a due date up to the hour).
+    await networkHelpers.time.setNextBlockTimestamp(nextHour(await networkHelpers.time.latest()));
     await f.book.connect(f.operator).fundLoan(ethers.id("loan-1"), f.borrower.address, USDC(400), USDC(20), USDC(40), 30);
     return f;
   }
