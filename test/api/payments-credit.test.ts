@@ -218,7 +218,8 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     expect(statuses.filter((status) => status === 403)).to.have.length(1);
     expect((await loansOf(payer.token)).filter((loan) => loan.status === "active")).to.have.length(3);
 
-    const other = await newTestUser(api, "racing-credit-payer-2");
+    // Established too: a New payer's attempts beside its own held loan would meet its one-loan cap first (D-122).
+    const other = await payerWithScore("racing-credit-payer-2", 55);
     await api.request("PUT", `/dev/users/${other.id}/plan`, { body: { plan: "enterprise" } });
     const one = await merchant.create({ amount: 4, paymentMethods: ["credit"] });
     const many = await Promise.all(Array.from({ length: 20 }, () => pay(other.token, one.id, "credit")));
