@@ -243,7 +243,7 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
         principalReturned = principalRefund - toPool;
         // Interest pro rata for every loan, a defaulted one too: a refunded purchase's interest is owed by no one.
         uint256 interestForgiven;
-        (interestForgiven, interestReturned) = _forgiveInterest(loan, principalRefund, principal);
+        (interestForgiven, interestReturned) = _forgiveInterest(loan, principalRefund, principal, status == LoanStatus.Defaulted);
         // The casts are safe: both are at most the principal, a uint128.
         if (loan.principalRepaid > newPrincipal) loan.principalRepaid = uint128(newPrincipal);
         loan.principal = uint128(newPrincipal);
@@ -407,18 +407,25 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
     }
 
     /// @dev {refundLoan}'s interest: the same share of it as `principalRefund` of `principal`, rounded down (the pool's
-    /// favour; all of it for a full refund), forgiven; interest paid above what is left goes back.
-    function _forgiveInterest(Loan storage loan, uint256 principalRefund, uint256 principal)
+    /// favour; all of it for a full refund), forgiven; interest paid above what is left goes back, but never to a loan
+    /// that `defaulted`: the pool keeps what it was paid (a refund pays a defaulter nothing the pool lost, D-124), and its
+    /// interest falls no lower than that.
+    function _forgiveInterest(Loan storage loan, uint256 principalRefund, uint256 principal, bool defaulted)
         private
         returns (uint256 interestForgiven, uint256 interestReturned)
     {
-        interestForgiven = Math.mulDiv(loan.interest, principalRefund, principal);
-        uint256 newInterest = loan.interest - interestForgiven;
+        uint256 newInterest = loan.interest - Math.mulDiv(loan.interest, principalRefund, principal);
         if (loan.interestRepaid > newInterest) {
-            interestReturned = loan.interestRepaid - newInterest;
-            // The cast is safe: newInterest is below the interest, a uint128.
-            loan.interestRepaid = uint128(newInterest);
+            if (defaulted) {
+                newInterest = loan.interestRepaid;
+            } else {
+                interestReturned = loan.interestRepaid - newInterest;
+                // The cast is safe: newInterest is below the interest, a uint128.
+                loan.interestRepaid = uint128(newInterest);
+            }
         }
+        interestForgiven = loan.interest - newInterest;
+        // The cast is safe: at most the interest, a uint128.
         loan.interest = uint128(newInterest);
     }
 

@@ -130,9 +130,13 @@ contract LoanBookRefundTest is LendingSetup {
 
         assertEq(toPool, Math.min(refund, loss), "the pool first, up to what it wrote off");
         assertEq(principalReturned, refund - toPool, "the rest to the borrower");
+        // The review's case: a partial refund paid a defaulter back part of the interest it had paid (10 USDC). Now the
+        // pool keeps it, and the interest falls pro rata no lower than what was paid (D-124).
         uint256 interestLeft = c.interest - Math.mulDiv(c.interest, refund, c.principal);
-        assertEq(interestReturned, before.interestRepaid > interestLeft ? before.interestRepaid - interestLeft : 0, "interest pro rata");
-        assertEq(usdc.balanceOf(address(vault)), held + toPool - interestReturned, "the vault's USDC");
+        assertEq(interestReturned, 0, "a defaulter gets no interest back");
+        assertEq(book.getLoan(c.loanId).interest, Math.max(interestLeft, before.interestRepaid), "interest pro rata, not below what was paid");
+        assertEq(book.getLoan(c.loanId).interestRepaid, before.interestRepaid, "what it paid stays paid");
+        assertEq(usdc.balanceOf(address(vault)), held + toPool, "the vault's USDC");
         assertTrue(book.getLoan(c.loanId).status == ILoanBook.LoanStatus.Defaulted, "still defaulted");
     }
 

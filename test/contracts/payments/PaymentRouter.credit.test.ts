@@ -553,18 +553,18 @@ describe("PaymentRouter payments on credit", () => {
           .to.emit(router, "PaymentRefundApplied")
           .withArgs(REF, REFUND_REF, merchant.address, USDC(70), USDC(30))
           .and.to.emit(book, "LoanRefunded")
-          .withArgs(1n, payer.address, AMOUNT, USDC(3), USDC(70), USDC(30), 700_000n, 0n, false)
+          .withArgs(1n, payer.address, AMOUNT, USDC(3) - 700_000n, USDC(70), USDC(30), 0n, 0n, false)
           .and.to.emit(vault, "StakingVaultLossRecovered");
       });
       // Before (#41): the whole 100 went to the defaulted payer. Now the pool's 70 of loss is made good first, and
-      // the payer gets back only what it paid (30 of principal, 0.7 of interest: a refunded purchase owes none).
-      expect(changes).to.deep.equal([-AMOUNT, USDC(30) + 700_000n, USDC(70) - 700_000n, 0n]);
-      // The recovery is locked (D-95): the interest returned comes out of it, and the rest unlocks over the period.
-      // The reserve had covered 2 of the 70 (the merchant's fee, the loan's insurance fee: D-101) and takes its 2
-      // back; the depositors' 68 returns to them.
+      // the payer gets back only the principal it paid (30); the 0.7 of interest it paid stays with the pool, which
+      // lost the loan's term (D-124: before, it went back too).
+      expect(changes).to.deep.equal([-AMOUNT, USDC(30), USDC(70), 0n]);
+      // The recovery is locked (D-95) and unlocks over the period. The reserve had covered 2 of the 70 (the merchant's
+      // fee, the loan's insurance fee: D-101) and takes its 2 back; the depositors' 68 returns to them.
       expect(await vault.totalAssets()).to.equal(assets);
       await time.increase(7 * DAY);
-      expect(await vault.totalAssets()).to.equal(assets + USDC(68) - 700_000n);
+      expect(await vault.totalAssets()).to.equal(assets + USDC(68));
       expect(await vault.insuranceReserve()).to.equal(USDC(2));
       expect((await book.getLoan(1n)).status).to.equal(BigInt(Status.Defaulted));
       expect(await routerAllowance(f)).to.equal(0n);

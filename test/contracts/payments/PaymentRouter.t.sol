@@ -1160,7 +1160,9 @@ contract PaymentHandler is TestBase {
             a.toPool[k] = Math.min(share, loan.principal - loan.principalRepaid);
             a.returned[k] = share - a.toPool[k];
             uint256 newInterest = loan.interest - loan.interest * share / loan.principal;
-            if (loan.interestRepaid > newInterest) a.interestBack[k] = loan.interestRepaid - newInterest;
+            // A defaulter gets no interest back (D-124).
+            bool defaulted = loan.status == ILoanBook.LoanStatus.Defaulted;
+            if (!defaulted && loan.interestRepaid > newInterest) a.interestBack[k] = loan.interestRepaid - newInterest;
             uint256 principalRepaid = Math.min(loan.principalRepaid, newPrincipal);
             uint256 interestRepaid = Math.min(loan.interestRepaid, newInterest);
             a.closes[k] = open && newPrincipal - principalRepaid + newInterest - interestRepaid == 0;
