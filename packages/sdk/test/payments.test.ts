@@ -56,12 +56,12 @@ describe("@trustmint/sdk/payments: a merchant takes and refunds a payment", func
     expect(page.status).to.equal(200);
     expect(page.headers.get("content-type")).to.match(/^text\/html/);
 
-    // The payer's side: their own terms. A new payer (tier New: 7 days at most) may take the credit option within
-    // a week, not two weekly installments, which would run to 14 days; then a direct payment.
+    // The payer's side: their own terms. A new payer (tier New: one loan of 7 days at most) may take the credit
+    // option within a week, not two installments, which are two loans; then a direct payment.
     const terms = await payer.client.payments.terms(payment.id);
     expect(terms.direct).to.deep.equal({ total: 15 });
     expect(terms.credit).to.deep.include({ eligible: true, interestRate: 0.05 });
-    expect(terms.split).to.deep.equal({ eligible: false, reason: "DURATION_ABOVE_TIER", installments: [] });
+    expect(terms.split).to.deep.equal({ eligible: false, reason: "INSTALLMENTS_ABOVE_TIER", installments: [] });
     const paid = await payer.client.payments.pay(payment.id, { method: "direct" });
     expect(paid).to.include({ status: "success", method: "direct", fee: 0.15, net: 14.85 });
     expect((await payments.getPayment(payment.id)).txHash).to.equal(paid.txHash);
