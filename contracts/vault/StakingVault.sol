@@ -847,8 +847,8 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     function _relockIfEmpty() internal {
         if (totalSupply() != 0) return;
         uint256 left = _entryAssets(_idleAssets() + _totalBorrowed);
-        uint256 locked = _lockedProfitNow() + left;
         if (left == 0) return;
+        uint256 locked = _lockedProfitNow() + left;
         uint256 unlockEnd = block.timestamp + _profitUnlockPeriod;
         _lockedProfit = locked.toUint96();
         _lockedAt = uint40(block.timestamp);
