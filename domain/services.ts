@@ -16,6 +16,7 @@ import type { Db } from "./db.js";
 import { createOutbox, type OutboxConsumer } from "./events/consumer.js";
 import { createIdempotencyRepo } from "./idempotency/repo.js";
 import { createJobQueue } from "./jobs/queue.js";
+import { unprovenRoomOn } from "./loans/eligibility.js";
 import { createLoanFinancing } from "./loans/financing.js";
 import { createLoansReorgConsumer } from "./loans/reorg.js";
 import { createLoansRepo } from "./loans/repo.js";
@@ -163,7 +164,9 @@ export function createServices({
   });
   const guardianAlerts = createGuardianAlerts({ outbox, logger });
   const paymentsRepo = createPaymentsRepo({ db, presence });
-  const loanFinancing = createLoanFinancing({ db, repo: loansRepo, clock, chainId: chain?.chainId ?? 0, minScore: loanMinScore });
+  // Who may borrow: LOAN_MIN_SCORE, and the loan book's limits on unproven borrowers where a chain is (D-125).
+  const credit = { minScore: loanMinScore, unprovenRoom: chain && unprovenRoomOn(chain) };
+  const loanFinancing = createLoanFinancing({ db, repo: loansRepo, clock, chainId: chain?.chainId ?? 0, ...credit });
   const paymentEvents = createPaymentEvents({ outbox, repo: paymentsRepo, financing: loanFinancing });
   const email = createEmailSender({ smtpUrl: notificationChannels.smtpUrl, from: notificationChannels.emailFrom, logger });
   // The services that send transactions, built only where the process has a chain.
@@ -193,7 +196,7 @@ export function createServices({
     logger,
     chain: onChain?.loanBook,
     fundingDelaySeconds: loanFundingDelaySeconds,
-    minScore: loanMinScore,
+    ...credit,
   });
 
   // Webhook secrets are sealed with the configured key, or (outside production) a key every

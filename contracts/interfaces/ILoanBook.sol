@@ -48,6 +48,8 @@ interface ILoanBook {
     /// @param insuranceFee The fee taken from the principal for the insurance reserve.
     /// @param status The loan's status.
     /// @param gracePeriodDays The limits' grace period when the loan was funded: a later change does not touch it.
+    /// @param unproven Whether its borrower had never repaid a loan in full when it was funded: its principal out counts
+    /// against {unprovenExposure} until it is repaid, refunded or written off.
     /// @param ref The off-chain loan id.
     // Five slots, the fewest its 147 bytes take (the rule's heuristic does not see it).
     // solhint-disable-next-line gas-struct-packing
@@ -63,7 +65,19 @@ interface ILoanBook {
         uint128 insuranceFee;
         LoanStatus status;
         uint16 gracePeriodDays;
+        bool unproven;
         bytes32 ref;
+    }
+
+    /// @notice How much the pool lends to borrowers who have never repaid a loan in full (D-125).
+    /// @param shareBps The most principal out to them, as a share of the vault's assets (basis points).
+    /// @param floor The most principal out to them however small the pool (asset units): a new pool, which has no
+    /// proven borrower yet, still lends to its first ones.
+    /// @param dailyBudget The most principal funded to them a day: a token bucket as {fundingCapacity}'s.
+    struct UnprovenLimits {
+        uint16 shareBps;
+        uint96 floor;
+        uint96 dailyBudget;
     }
 
     /// @notice The terms the operator may set, enforced on {fundLoan}, {fundLoanFor} and {extend}.
@@ -175,6 +189,12 @@ interface ILoanBook {
     /// @notice The most principal funded per day was set to `dailyCap`.
     event LoanFundingCapUpdated(uint256 dailyCap);
 
+    /// @notice The limits on lending to borrowers who have never repaid a loan in full were set to `limits`.
+    event LoanUnprovenLimitsUpdated(UnprovenLimits limits);
+
+    /// @notice `borrower` repaid loan `loanId` in full, its first: its later loans no longer count as unproven.
+    event BorrowerProven(address indexed borrower, uint256 indexed loanId);
+
     /* ERRORS */
 
     /// @notice An address argument (a borrower, a recipient, or the constructor's vault, admin or forwarder) is zero.
@@ -236,6 +256,13 @@ interface ILoanBook {
     /// @notice A daily funding cap must be above zero (pausing the vault stops lending).
     error LoanBookInvalidFundingCap(uint256 dailyCap);
 
+    /// @notice `borrower` has never repaid a loan in full, and `principal` is above what the pool still lends to such
+    /// borrowers (`available`, see {unprovenExposure}).
+    error LoanBookUnprovenLimitReached(address borrower, uint256 principal, uint256 available);
+
+    /// @notice `limits` are outside the hard bounds of {setUnprovenLimits}.
+    error LoanBookInvalidUnprovenLimits(UnprovenLimits limits);
+
     /* ROLES AND CONSTANTS */
 
     /// @notice The role of the service that funds and extends loans.
@@ -285,6 +312,18 @@ interface ILoanBook {
     /// @return available The principal that can be funded now.
     function fundingCapacity() external view returns (uint256 dailyCap, uint256 available);
 
+    /// @notice Whether `borrower` has repaid a loan in full with its own payment (a refund or another payer's money
+    /// does not count): until then its loans are unproven.
+    function isProven(address borrower) external view returns (bool);
+
+    /// @notice The limits on lending to unproven borrowers.
+    /// @return See {UnprovenLimits}.
+    function unprovenLimits() external view returns (UnprovenLimits memory);
+
+    /// @notice The principal out on unproven loans, and the most a new unproven loan may have now: what the cap (the
+    /// larger of `floor` and `shareBps` of the vault's assets) leaves, within what the daily budget holds now.
+    function unprovenExposure() external view returns (uint256 outstanding, uint256 available);
+
     /// @notice What is left of principal + interest after the payments so far (the full repayment).
     /// @param loanId The loan id.
     /// @return The amount; zero for a closed loan.
@@ -329,8 +368,10 @@ interface ILoanBook {
     /// `borrower` owes `principal + interest` in `durationDays` days, exactly as for a loan paid to the borrower.
     /// @dev Only OPERATOR_ROLE. Terms must be within {limits}; `ref` must be new and non-zero; neither `borrower`
     /// nor `recipient` may be zero ({LoanBookZeroAddress}). Reverts with the vault's
-    /// `StakingVaultInsufficientLiquidity` if the vault's idle USDC is below `principal`, and with `EnforcedPause`
-    /// while the vault is paused. The loan records only the borrower; {LoanFunded} names the recipient. The
+    /// `StakingVaultInsufficientLiquidity` if the vault's idle USDC is below `principal`, with `EnforcedPause`
+    /// while the vault is paused, with {LoanBookFundingCapReached} above the daily funding cap and, for a borrower
+    /// that has never repaid a loan in full, with {LoanBookUnprovenLimitReached} above {unprovenExposure}'s
+    /// `available`. The loan records only the borrower; {LoanFunded} names the recipient. The
     /// borrower's consent is the operator's to check off chain, as for {fundLoan}.
     /// @param ref The off-chain loan id.
     /// @param borrower The wallet that owes the loan.
@@ -369,6 +410,12 @@ interface ILoanBook {
     /// kept, at most the new cap.
     /// @param dailyCap The new cap, above zero.
     function setDailyFundingCap(uint256 dailyCap) external;
+
+    /// @notice Sets the limits on lending to unproven borrowers (see {UnprovenLimits}). Only the default admin.
+    /// @dev Hard bound: shareBps <= 10_000. A zero budget funds no unproven loan. What the budget holds now is kept, at
+    /// most the new budget.
+    /// @param newLimits The new limits.
+    function setUnprovenLimits(UnprovenLimits calldata newLimits) external;
 
     /* REFUNDER (the payment router) */
 

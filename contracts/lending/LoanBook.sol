@@ -52,6 +52,12 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
     /// @notice The daily funding cap a new loan book starts with (the timelock sets another).
     uint256 public constant DEFAULT_DAILY_FUNDING_CAP = 100_000e6;
 
+    // The limits on unproven borrowers a new loan book starts with (D-125): a tenth of the pool, at least 2,000 USDC
+    // (a hundred first loans of tier New), and 10,000 USDC of new principal a day.
+    uint16 internal constant DEFAULT_UNPROVEN_SHARE_BPS = 1_000;
+    uint96 internal constant DEFAULT_UNPROVEN_FLOOR = 2_000e6;
+    uint96 internal constant DEFAULT_UNPROVEN_DAILY_BUDGET = 10_000e6;
+
     /// @dev The funding token bucket, one slot: at most `capacity`, refilled at `capacity` per day since `updatedAt`.
     struct FundingBucket {
         uint96 capacity;
@@ -66,6 +72,15 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
 
     LoanLimits private _limits;
     FundingBucket private _funding;
+
+    // Funding an unproven loan reads these together: the principal out on unproven loans and the cap's parameters.
+    uint96 private _unprovenOutstanding;
+    uint96 private _unprovenFloor;
+    uint16 private _unprovenShareBps;
+    FundingBucket private _unprovenBudget;
+
+    /// @inheritdoc ILoanBook
+    mapping(address borrower => bool) public isProven;
     uint256 private _loanCount;
     mapping(uint256 loanId => Loan) private _loans;
 
@@ -97,6 +112,14 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
             updatedAt: uint40(block.timestamp)
         });
         emit LoanFundingCapUpdated(DEFAULT_DAILY_FUNDING_CAP);
+        _setUnprovenLimits(
+            UnprovenLimits({
+                shareBps: DEFAULT_UNPROVEN_SHARE_BPS,
+                floor: DEFAULT_UNPROVEN_FLOOR,
+                dailyBudget: DEFAULT_UNPROVEN_DAILY_BUDGET
+            })
+        );
+        _unprovenBudget.available = DEFAULT_UNPROVEN_DAILY_BUDGET;
     }
 
     /* VIEWS */
@@ -123,7 +146,17 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
 
     /// @inheritdoc ILoanBook
     function fundingCapacity() external view returns (uint256 dailyCap, uint256 available) {
-        return (_funding.capacity, _availableFunding());
+        return (_funding.capacity, _available(_funding));
+    }
+
+    /// @inheritdoc ILoanBook
+    function unprovenLimits() external view returns (UnprovenLimits memory) {
+        return UnprovenLimits({shareBps: _unprovenShareBps, floor: _unprovenFloor, dailyBudget: _unprovenBudget.capacity});
+    }
+
+    /// @inheritdoc ILoanBook
+    function unprovenExposure() external view returns (uint256 outstanding, uint256 available) {
+        return (_unprovenOutstanding, _unprovenAvailable());
     }
 
     /// @inheritdoc ILoanBook
@@ -211,14 +244,13 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
     /// @inheritdoc ILoanBook
     function setDailyFundingCap(uint256 dailyCap) external onlyRole(DEFAULT_ADMIN_ROLE) {
         if (dailyCap == 0) revert LoanBookInvalidFundingCap(dailyCap);
-        uint96 capacity = SafeCast.toUint96(dailyCap);
-        // Casts are safe: at most the new capacity; timestamps fit 40 bits until the year 36812.
-        _funding = FundingBucket({
-            capacity: capacity,
-            available: uint96(Math.min(_availableFunding(), dailyCap)),
-            updatedAt: uint40(block.timestamp)
-        });
+        _resize(_funding, dailyCap);
         emit LoanFundingCapUpdated(dailyCap);
+    }
+
+    /// @inheritdoc ILoanBook
+    function setUnprovenLimits(UnprovenLimits calldata newLimits) external onlyRole(DEFAULT_ADMIN_ROLE) {
+        _setUnprovenLimits(newLimits);
     }
 
     /* REFUNDER */
@@ -249,6 +281,8 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
         loan.principal = uint128(newPrincipal);
         bool closed = _isOpen(status) && _remainingBalance(loan) == 0;
         if (closed) loan.status = LoanStatus.Repaid;
+        // A defaulted loan left the unproven principal out at its default.
+        if (loan.unproven && status != LoanStatus.Defaulted) _releaseUnproven(toPool);
 
         emit LoanRefunded(
             loanId,
@@ -319,6 +353,8 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
 
         loan.status = LoanStatus.Defaulted;
         uint256 loss = loan.principal - loan.principalRepaid;
+        // Written off: no longer out (the daily budget, spent, is what bounds the next ones).
+        if (loan.unproven) _releaseUnproven(loss);
 
         // The vault splits the loss between its insurance reserve and the depositors; the event needs the split.
         (uint256 covered, uint256 uncovered) = vault.recordLoss(loanId, loss);
@@ -344,16 +380,24 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
         if (existing != 0) revert LoanBookDuplicateRef(ref, existing);
         _checkTerms(principal, interest, insuranceFee, durationDays);
         // The operator key is online: what it can lend is bounded per day, whoever holds it.
-        uint256 available = _availableFunding();
+        uint256 available = _available(_funding);
         if (principal > available) revert LoanBookFundingCapReached(principal, available);
-        // Casts are safe: below the capacity, a uint96; timestamps fit 40 bits.
-        (_funding.available, _funding.updatedAt) = (uint96(available - principal), uint40(block.timestamp));
+        _take(_funding, available, principal);
+        // Exposure to borrowers who have never repaid a loan in full is bounded in all and per day (D-125).
+        bool unproven = !isProven[borrower];
+        if (unproven) {
+            uint256 room = _unprovenAvailable();
+            if (principal > room) revert LoanBookUnprovenLimitReached(borrower, principal, room);
+            _take(_unprovenBudget, _available(_unprovenBudget), principal);
+            // The cast is safe: at most the cap, below the vault's assets or the uint96 floor.
+            _unprovenOutstanding += uint96(principal);
+        }
 
         loanId = ++_loanCount;
         // A whole hour, the first at or after the term's end: the vault's due list counts loans by the hour, so a
         // loan's expected loss enters its exit price to the second it falls due, touched or not (D-123).
         uint256 dueDate = Math.ceilDiv(block.timestamp + uint256(durationDays) * 1 days, 1 hours) * 1 hours;
-        _storeLoan(loanId, ref, borrower, principal, interest, insuranceFee, durationDays, dueDate);
+        _storeLoan(loanId, ref, borrower, principal, interest, insuranceFee, durationDays, dueDate, unproven);
         loanIdOf[ref] = loanId;
 
         emit LoanFunded(
@@ -389,6 +433,13 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
         loan.interestRepaid += uint128(interestPart);
         loan.principalRepaid += uint128(principalPart);
         if (closed) loan.status = LoanStatus.Repaid;
+        if (loan.unproven) _releaseUnproven(principalPart);
+        // Only the borrower's own money proves it: a refund or another payer's does not (D-88).
+        address borrower = loan.borrower;
+        if (closed && payer == borrower && !isProven[borrower]) {
+            isProven[borrower] = true;
+            emit BorrowerProven(borrower, loanId);
+        }
 
         emit LoanRepaymentMade(
             loanId,
@@ -429,11 +480,46 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
         loan.interest = uint128(newInterest);
     }
 
-    /// @dev The bucket refilled until now: at most its capacity.
-    function _availableFunding() private view returns (uint256) {
-        FundingBucket memory bucket = _funding;
-        uint256 refill = uint256(bucket.capacity) * (block.timestamp - bucket.updatedAt) / 1 days;
-        return Math.min(bucket.capacity, uint256(bucket.available) + refill);
+    /// @dev A bucket refilled until now: at most its capacity.
+    function _available(FundingBucket storage bucket) private view returns (uint256) {
+        uint256 capacity = bucket.capacity;
+        uint256 refill = capacity * (block.timestamp - bucket.updatedAt) / 1 days;
+        return Math.min(capacity, uint256(bucket.available) + refill);
+    }
+
+    /// @dev Takes `amount` from a bucket that holds `available` now (at least `amount`).
+    function _take(FundingBucket storage bucket, uint256 available, uint256 amount) private {
+        // Casts are safe: below the capacity, a uint96; timestamps fit 40 bits until the year 36812.
+        (bucket.available, bucket.updatedAt) = (uint96(available - amount), uint40(block.timestamp));
+    }
+
+    /// @dev Gives a bucket a new capacity, keeping what it holds now (at most the new capacity).
+    function _resize(FundingBucket storage bucket, uint256 capacity) private {
+        uint96 newCapacity = SafeCast.toUint96(capacity);
+        // The cast is safe: at most the new capacity.
+        uint96 available = uint96(Math.min(_available(bucket), capacity));
+        (bucket.capacity, bucket.available, bucket.updatedAt) = (newCapacity, available, uint40(block.timestamp));
+    }
+
+    /// @dev What a new unproven loan may have now: the cap (the larger of the floor and the share of the vault's assets)
+    /// less what is out, within the daily budget.
+    function _unprovenAvailable() private view returns (uint256) {
+        uint256 cap = Math.max(_unprovenFloor, vault.totalAssets() * _unprovenShareBps / BPS);
+        return Math.min(Math.saturatingSub(cap, _unprovenOutstanding), _available(_unprovenBudget));
+    }
+
+    /// @dev `principal` of an unproven loan came back or was written off. Saturating: a rounding slip never blocks a
+    /// repayment.
+    function _releaseUnproven(uint256 principal) private {
+        // The cast is safe: at most the stored uint96.
+        _unprovenOutstanding = uint96(Math.saturatingSub(_unprovenOutstanding, principal));
+    }
+
+    function _setUnprovenLimits(UnprovenLimits memory newLimits) private {
+        if (newLimits.shareBps > BPS) revert LoanBookInvalidUnprovenLimits(newLimits);
+        (_unprovenShareBps, _unprovenFloor) = (newLimits.shareBps, newLimits.floor);
+        _resize(_unprovenBudget, newLimits.dailyBudget);
+        emit LoanUnprovenLimitsUpdated(newLimits);
     }
 
     function _checkTerms(uint256 principal, uint256 interest, uint256 insuranceFee, uint256 durationDays)
@@ -459,7 +545,8 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
         uint256 interest,
         uint256 insuranceFee,
         uint256 durationDays,
-        uint256 dueDate
+        uint256 dueDate,
+        bool unproven
     ) private {
         // The casts are safe: principal <= maxPrincipal (uint96), interest and fee are at most the principal
         // (checked by _checkTerms), the duration is at most 365 days, and timestamps fit in 40 bits until the year
@@ -477,6 +564,7 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
             status: LoanStatus.Active,
             // A later change of the limits is never retroactive.
             gracePeriodDays: _limits.gracePeriodDays,
+            unproven: unproven,
             ref: ref
         });
     }

@@ -12,9 +12,9 @@ import { requireReceiptEvent } from "../transactions/receipts.js";
 import { tierFor } from "../trust-score/rules.js";
 import { freshUser, type UserRecord } from "../users/repo.js";
 import { type LoansContext, MAX_DURATION_DAYS, MAX_EXTENSIONS, MAX_PAYMENT_MICRO, REQUEST_LIFETIME_HOURS } from "./context.js";
-import { creditLeft } from "./eligibility.js";
+import { creditLeft, roomFor } from "./eligibility.js";
 import { loanIdOf, loanStatus } from "./repo.js";
-import { extensionInterest, loanTerms } from "./terms.js";
+import { extensionInterest, loanTerms, MIN_LOAN_MICRO } from "./terms.js";
 
 export function createBorrowerLoans({
   deps,
@@ -32,7 +32,7 @@ export function createBorrowerLoans({
     async eligibility(user: UserRecord) {
       const now = deps.clock.now();
       const standing = await db.prisma.$transaction((tx) => repo.standing(tx, user.id, user.walletAddress, now));
-      return eligibilityFrom(user, standing, now);
+      return eligibilityFrom(user, standing, now, await roomFor(standing, user.walletAddress, deps.unprovenRoom));
     },
 
     /**
@@ -48,14 +48,25 @@ export function createBorrowerLoans({
       await db.prisma.$transaction(async (tx) => {
         await repo.lockBorrower(tx, user.id);
         const standing = await repo.standing(tx, user.id, user.walletAddress, now);
-        const eligibility = eligibilityFrom(user, standing, now);
+        const room = await roomFor(standing, user.walletAddress, deps.unprovenRoom);
+        const eligibility = eligibilityFrom(user, standing, now, room);
+        // Only the pool's room for unproven borrowers stands in the way: say so.
+        const held =
+          room !== undefined &&
+          room < MIN_LOAN_MICRO &&
+          creditLeft(tier, standing) >= MIN_LOAN_MICRO &&
+          standing.openLoans < tier.maxActiveLoans &&
+          eligibility.restrictions.length === 1;
         if (!eligibility.eligible) {
-          throw new AppError("NOT_ELIGIBLE", `Not eligible for a loan now: ${eligibility.restrictions.join(", ")}`, {
+          const why = held
+            ? "the pool lends no more now to borrowers who have not yet repaid a loan in full (try again later)"
+            : eligibility.restrictions.join(", ");
+          throw new AppError("NOT_ELIGIBLE", `Not eligible for a loan now: ${why}`, {
             field: "eligibility",
             reason: eligibility.restrictions.join(","),
           });
         }
-        checkTerms(tier, input, creditLeft(tier, standing));
+        checkTerms(tier, input, creditLeft(tier, standing), room);
         const terms = loanTerms(input.amount, tier.interestRateBps);
         await repo.insertRequest(tx, {
           id,

@@ -14,7 +14,7 @@ import type { UserWrite } from "../transactions/user-write.js";
 import { type Tier, tierFor } from "../trust-score/rules.js";
 import { freshUser, type UserRecord } from "../users/repo.js";
 import type { XpService } from "../xp/service.js";
-import { eligibilityOf } from "./eligibility.js";
+import { creditWithin, eligibilityOf, type UnprovenRoom } from "./eligibility.js";
 import { refFromLoanId } from "./ids.js";
 import { type BorrowerStanding, type LoanRow, type LoanStatus, type LoansRepo, loanIdOf, loanStatus } from "./repo.js";
 import { loanTerms, MIN_LOAN_MICRO, MIN_TERM_DAYS } from "./terms.js";
@@ -59,6 +59,8 @@ export interface LoansServiceDeps {
     userWrite: UserWrite;
     rewards: Pick<RewardsConsumer, "takeTrust">;
   };
+  /** What the pool still lends borrowers who never repaid a loan in full (D-125); absent: no limit known. */
+  unprovenRoom?: UnprovenRoom | undefined;
   /** LOAN_FUNDING_DELAY_S: how old a request is before the pool funds it by itself. */
   fundingDelaySeconds: number;
   /**
@@ -74,7 +76,8 @@ export const rate = (bps: number) => bps / 10_000;
 export function loansContext(deps: LoansServiceDeps) {
   const { db, repo } = deps;
 
-  const eligibilityFrom = (user: UserRecord, standing: BorrowerStanding, now: Date) => eligibilityOf(user, standing, now, deps.minScore);
+  const eligibilityFrom = (user: UserRecord, standing: BorrowerStanding, now: Date, room?: bigint) =>
+    eligibilityOf(user, standing, now, deps.minScore, room);
 
   /**
    * Whole days left of the term: all of it while pending (it starts at funding), the days to the
@@ -132,11 +135,14 @@ export function loansContext(deps: LoansServiceDeps) {
    * INVALID_DURATION), zero and negative amounts included: the schema checks only their form.
    */
   /** The request's terms within the tier, its amount within the credit `creditLeft` beside the open loans (D-122). */
-  function checkTerms(tier: Tier, input: { amount: bigint; duration: number }, creditLeft: bigint) {
-    if (input.amount < MIN_LOAN_MICRO || input.amount > creditLeft) {
-      const most = usdcNumber(creditLeft);
-      const open = most < tier.maxAmount ? ` (${tier.maxAmount} USDC less your open loans)` : "";
-      throw new AppError("INVALID_AMOUNT", `The amount must be from 1 to ${most} USDC for the ${tier.tier} tier${open}`, {
+  function checkTerms(tier: Tier, input: { amount: bigint; duration: number }, creditLeft: bigint, room?: bigint) {
+    const most = usdcNumber(creditWithin(creditLeft, room));
+    if (input.amount < MIN_LOAN_MICRO || input.amount > creditWithin(creditLeft, room)) {
+      const why =
+        room !== undefined && room < creditLeft
+          ? ` now: the pool lends ${most} USDC more to borrowers who have not yet repaid a loan in full`
+          : ` for the ${tier.tier} tier${most < tier.maxAmount ? ` (${tier.maxAmount} USDC less your open loans)` : ""}`;
+      throw new AppError("INVALID_AMOUNT", `The amount must be from 1 to ${most} USDC${why}`, {
         field: "amount",
         reason: `1 to ${most} USDC`,
       });
@@ -204,9 +210,10 @@ export function loansContext(deps: LoansServiceDeps) {
    * Funds a claimed request through the sender as the pool's operator (`fundLoan`) at the
    * borrower's terms now (termsAtFunding: re-priced, or refused and cancelled with `loan.refused`
    * to the borrower), then waits for the mirror. A refusal the pool can outgrow (liquidity, pause)
-   * gives the claim back.
+   * gives the claim back: "waiting" for the pool, "held" for this borrower (the limits on
+   * unproven borrowers).
    */
-  async function fundClaimed(loanId: string, resumed = false): Promise<"funded" | "waiting" | { refused: string; why: string }> {
+  async function fundClaimed(loanId: string, resumed = false): Promise<"funded" | "waiting" | "held" | { refused: string; why: string }> {
     const chain = deps.chain;
     if (!chain) throw new Error("this process has no chain to fund loans on");
     const now = deps.clock.now();
@@ -255,7 +262,8 @@ export function loansContext(deps: LoansServiceDeps) {
       await repo.release(loanId);
       if (error instanceof TransactionRevertedError) {
         deps.logger?.info({ loanId, revert: error.revert?.name ?? error.message }, "the pool cannot fund this loan now; it waits");
-        return "waiting";
+        // Held by the limits on unproven borrowers (D-125): the borrower's, not the pool's, so others go on.
+        return error.revert?.name === "LoanBookUnprovenLimitReached" ? "held" : "waiting";
       }
       throw error;
     }

@@ -4,11 +4,12 @@
 // router's to fund in the payment's own transaction (the funding job never touches them); once
 // funded they are the payer's loans like any other (GET /v1/loans, repay, overdue, default).
 import type { Clock } from "../../core/clock.js";
+import { usdcNumber } from "../../core/money.js";
 import type { Db, Tx } from "../db.js";
 import { AppError } from "../errors.js";
 import { tierFor } from "../trust-score/rules.js";
 import type { UserRecord } from "../users/repo.js";
-import { creditLeft, type Eligibility, eligibilityOf } from "./eligibility.js";
+import { creditLeft, type Eligibility, eligibilityOf, roomFor, type UnprovenRoom } from "./eligibility.js";
 import type { LoansRepo } from "./repo.js";
 
 /** One loan of a plan: what the payer owes, and in how many days. */
@@ -24,16 +25,26 @@ export interface Installment {
 /** NOT_ELIGIBLE naming what stands in the way (a restriction code, or the tier's limit). */
 export const notEligible = (reason: string, message: string) => new AppError("NOT_ELIGIBLE", message, { field: "eligibility", reason });
 
-export function createLoanFinancing(deps: { db: Db; repo: LoansRepo; clock: Pick<Clock, "now">; chainId: number; minScore: number }) {
+export function createLoanFinancing(deps: {
+  db: Db;
+  repo: LoansRepo;
+  clock: Pick<Clock, "now">;
+  chainId: number;
+  minScore: number;
+  /** What the pool still lends borrowers who never repaid a loan in full (D-125); absent: no limit known. */
+  unprovenRoom?: UnprovenRoom | undefined;
+}) {
   const { repo } = deps;
 
   /**
    * A borrower's eligibility for `count` new loans of `principal` micro-USDC in all (when known), at
-   * `now`, read in `tx`: the restrictions, then room under the cap of open loans and the tier's credit.
+   * `now`, read in `tx`: the restrictions, then room under the cap of open loans, the tier's credit
+   * and the pool's limits on unproven borrowers.
    */
   async function check(tx: Tx, payer: UserRecord, count: number, now: Date, principal?: bigint): Promise<Eligibility> {
     const standing = await repo.standing(tx, payer.id, payer.walletAddress, now);
-    const eligibility = eligibilityOf(payer, standing, now, deps.minScore);
+    const room = await roomFor(standing, payer.walletAddress, deps.unprovenRoom);
+    const eligibility = eligibilityOf(payer, standing, now, deps.minScore, room);
     const blocking = eligibility.restrictions.filter((code) => code !== "MAX_LOANS_REACHED");
     if (blocking.length > 0) throw notEligible(blocking.join(","), `Not eligible for a loan now: ${blocking.join(", ")}`);
     if (count > eligibility.maxActiveLoans) {
@@ -48,20 +59,30 @@ export function createLoanFinancing(deps: { db: Db; repo: LoansRepo; clock: Pick
         `This takes ${count} loan${count === 1 ? "" : "s"}; you have ${eligibility.currentLoans} open of at most ${eligibility.maxActiveLoans}`,
       );
     }
-    if (principal !== undefined && principal > creditLeft(tierFor(payer.trustScore), standing)) {
+    const credit = creditLeft(tierFor(payer.trustScore), standing);
+    if (principal !== undefined && principal > credit) {
       throw notEligible(
         "AMOUNT_ABOVE_TIER",
-        `Your tier's credit left beside your open loans is ${eligibility.maxAmount} USDC; this payment is more`,
+        `Your tier's credit left beside your open loans is ${usdcNumber(credit)} USDC; this payment is more`,
+      );
+    }
+    if (principal !== undefined && room !== undefined && principal > room) {
+      throw notEligible(
+        "NEW_BORROWER_LIMIT",
+        `The pool lends ${usdcNumber(room)} USDC more now to payers who have not yet repaid a loan in full; this payment is more`,
       );
     }
     return eligibility;
   }
 
   return {
-    /** The payer's tier (maxAmount, maxDuration, rate) and eligibility for `count` loans now; throws NOT_ELIGIBLE. */
-    async eligibility(payer: UserRecord, count: number) {
+    /**
+     * The payer's tier (maxAmount, maxDuration, rate) and eligibility for `count` loans of
+     * `principal` in all now; throws NOT_ELIGIBLE.
+     */
+    async eligibility(payer: UserRecord, count: number, principal?: bigint) {
       const now = deps.clock.now();
-      const eligibility = await deps.db.prisma.$transaction((tx) => check(tx, payer, count, now));
+      const eligibility = await deps.db.prisma.$transaction((tx) => check(tx, payer, count, now, principal));
       return { ...eligibility, interestRateBps: tierFor(payer.trustScore).interestRateBps };
     },
 

@@ -33,6 +33,13 @@ export function createLoanFunding({ deps, db, repo, detailView, rowOf, fundClaim
             "The pool cannot fund this loan now (liquidity, its daily funding cap, or a pause); it stays pending",
           );
         }
+        if (outcome === "held") {
+          throw new AppError(
+            "INSUFFICIENT_LIQUIDITY",
+            "The pool lends no more now to borrowers who have not yet repaid a loan in full (its share for them, or today's budget, is taken); it stays pending",
+            { field: "loanId", reason: "NEW_BORROWER_LIMIT" },
+          );
+        }
         if (outcome !== "funded") {
           throw new AppError("NOT_ELIGIBLE", `The pool refused this loan at funding: ${outcome.why}; the request is cancelled`, {
             field: "eligibility",
@@ -58,6 +65,8 @@ export function createLoanFunding({ deps, db, repo, detailView, rowOf, fundClaim
         const outcome = await fundClaimed(id);
         // The pool short now: later, smaller requests wait their turn.
         if (outcome === "waiting") break;
+        // This borrower held back (D-125): the next ones may be funded.
+        if (outcome === "held") continue;
         if (outcome === "funded") funded += 1;
         else refused += 1;
       }

@@ -74,6 +74,11 @@ export interface BorrowerStanding {
   creditInUse: bigint;
   overdue: boolean;
   lastDefaultAt: Date | null;
+  /**
+   * Whether they repaid a loan in full with their own money (none of it another payer's): the
+   * loan book then no longer counts their loans against its limits on unproven borrowers (D-125).
+   */
+  proven: boolean;
 }
 
 const selectLoans = (userId: string, wallet: string) => Prisma.sql`
@@ -131,7 +136,15 @@ export function createLoansRepo({ db, presence }: { db: Db; presence: Pick<Proce
       const at = Prisma.sql`${now.toISOString()}::timestamp(3)`;
       // The counts are cast to int (count(*) is an int8, read as a bigint) to be added as numbers.
       const [row] = await tx.$queryRaw<
-        { waiting: number; waitingCredit: bigint; open: number; openCredit: bigint; overdue: boolean; lastDefaultAt: Date | null }[]
+        {
+          waiting: number;
+          waitingCredit: bigint;
+          open: number;
+          openCredit: bigint;
+          overdue: boolean;
+          lastDefaultAt: Date | null;
+          proven: boolean;
+        }[]
       >`
         WITH waiting AS (SELECT r."amount" FROM "LoanRequest" r
              WHERE r."userId" = ${userId} AND ((r."status" = 'pending' AND r."expiresAt" > ${at})
@@ -150,12 +163,16 @@ export function createLoansRepo({ db, presence }: { db: Db; presence: Pick<Proce
              WHERE c."chainId" = ${MIRRORED_CHAIN_ID} AND c."borrower" = ${borrower}
                AND (c."status" = 'overdue' OR (c."status" = 'active' AND c."dueDate" < ${at}))) AS "overdue",
            (SELECT max(c."closedAt") FROM "LoanChainState" c
-             WHERE c."chainId" = ${MIRRORED_CHAIN_ID} AND c."borrower" = ${borrower} AND c."status" = 'defaulted') AS "lastDefaultAt"`;
+             WHERE c."chainId" = ${MIRRORED_CHAIN_ID} AND c."borrower" = ${borrower} AND c."status" = 'defaulted') AS "lastDefaultAt",
+           EXISTS (SELECT 1 FROM "LoanChainState" c
+             WHERE c."chainId" = ${MIRRORED_CHAIN_ID} AND c."borrower" = ${borrower}
+               AND c."status" = 'repaid' AND c."paidByOthers" = 0) AS "proven"`;
       return {
         openLoans: row!.waiting + row!.open,
         creditInUse: BigInt(row!.waitingCredit) + BigInt(row!.openCredit),
         overdue: row!.overdue,
         lastDefaultAt: row!.lastDefaultAt,
+        proven: row!.proven,
       };
     },
 

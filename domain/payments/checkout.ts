@@ -47,6 +47,15 @@ function financedRevert(revert: { name: string; args: unknown[] }): AppError | u
         field: "method",
         reason: "outside the loan book's terms",
       });
+    case "LoanBookUnprovenLimitReached":
+      return new AppError(
+        "NOT_ELIGIBLE",
+        "The pool lends no more now to payers who have not yet repaid a loan in full; pay directly or try later",
+        {
+          field: "eligibility",
+          reason: "NEW_BORROWER_LIMIT",
+        },
+      );
     case "StakingVaultInsufficientLiquidity":
     case "LoanBookFundingCapReached":
       return new AppError("INSUFFICIENT_LIQUIDITY", "The lending pool cannot fund this payment now; pay directly or try later", {
@@ -96,7 +105,11 @@ export function createCheckout(deps: CheckoutDeps) {
 
   /** The payer's plan for a payment on credit or in installments, at their tier now; NOT_ELIGIBLE otherwise. */
   async function planFor(payer: UserRecord, row: PaymentRow, method: "credit" | "split"): Promise<FinancingPlan> {
-    const tier = await deps.financing.eligibility(payer, loanCountOf(method, row.splitOptions as { installments?: number } | null));
+    const tier = await deps.financing.eligibility(
+      payer,
+      loanCountOf(method, row.splitOptions as { installments?: number } | null),
+      row.amount,
+    );
     return planOf(method, row.amount, FEE_BPS[method], tier, {
       creditOptions: row.creditOptions as { maxDuration?: number; maxInterest?: number } | null,
       splitOptions: row.splitOptions as { installments?: number; frequency?: Frequency } | null,

@@ -74,6 +74,8 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
           maxActiveLoans: tier.maxActiveLoans,
           interestRate: tier.interestRate,
           restrictions: [],
+          // Never repaid a loan in full: the pool's room for such borrowers (D-125), its 2,000 USDC floor.
+          newBorrowerCredit: 2_000,
         });
       }
     }
@@ -199,6 +201,69 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
     expect(answers.filter((answer) => answer.status === 200)).to.have.length(3);
     const open = await db.prisma.loanRequest.aggregate({ where: { userId: racer.id }, _sum: { amount: true } });
     expect(open._sum.amount).to.equal(90_000_000n);
+  });
+
+  it("holds borrowers who never repaid a loan in full to the pool's limits for them, and funds the others past them (D-125)", async () => {
+    const loanBook = chain.contracts.loanBook;
+    const initial = (await loanBook.getFunction("unprovenLimits")()) as [bigint, bigint, bigint];
+    const setLimits = async (shareBps: bigint, floor: bigint, dailyBudget: bigint) =>
+      await (await loanBook.connect(await chain.asTimelock()).getFunction("setUnprovenLimits")([shareBps, floor, dailyBudget])).wait();
+    /** Leaves unproven borrowers `room` more than what they have out now (the floor alone). */
+    const setRoom = async (room: number) => {
+      const [outstanding] = (await loanBook.getFunction("unprovenExposure")()) as [bigint, bigint];
+      await setLimits(0n, outstanding + usdc(room), usdc(10_000));
+    };
+    const eligibilityOf = async (token: string) => (await api.request("GET", "/v1/loans/eligibility", { token })).body.data;
+    try {
+      // A borrower proven by repaying its own loan in full is not held: no newBorrowerCredit, its tier's 100 USDC.
+      const { user: proven, loan } = await fundedLoan(60, 50, 30, 10);
+      expect((await repay(proven.token, loan.id, 1_000)).status).to.equal(200);
+      // The repayment recomputed its score from its real inputs: set again (the score's rules are tested elsewhere).
+      await db.prisma.user.update({ where: { id: proven.id }, data: { trustScore: 60 } });
+      api.services.invalidateUser(proven.id);
+      await setRoom(25);
+      const provenNow = await eligibilityOf(proven.token);
+      expect(provenNow).to.deep.include({ eligible: true, maxAmount: 100 });
+      expect(provenNow).to.not.have.property("newBorrowerCredit");
+
+      // An Established newcomer (100 USDC of credit) may have what the pool still lends unproven borrowers.
+      const newcomer = await newBorrower(60);
+      expect(await eligibilityOf(newcomer.token)).to.deep.include({ eligible: true, maxAmount: 25, newBorrowerCredit: 25 });
+      const above = await ask(newcomer.token, { amount: 30, duration: 30 });
+      expectErrorEnvelope(above, 400, "INVALID_AMOUNT");
+      expect(above.body.error.details).to.deep.equal({ field: "amount", reason: "1 to 25 USDC" });
+      expect(above.body.error.message).to.contain("borrowers who have not yet repaid a loan in full");
+
+      // Asked within it, then the room shrinks before funding: the job holds the newcomer's request
+      // (pending) and funds the proven borrower's, asked later, past it.
+      const held = (await ask(newcomer.token, { amount: 20, duration: 30 })).body.data;
+      const next = (await ask(proven.token, { amount: 40, duration: 30 })).body.data;
+      await setRoom(10);
+      api.clock.advance(61);
+      expect((await api.services.loans.fundDue(api.clock.now())).funded).to.be.at.least(1);
+      expect((await api.request("GET", `/v1/loans/${next.id}`, { token: proven.token })).body.data.status).to.equal("active");
+      expect((await api.request("GET", `/v1/loans/${held.id}`, { token: newcomer.token })).body.data.status).to.equal("pending");
+      const forced = await api.request("POST", `/dev/loans/${held.id}/fund`);
+      expectErrorEnvelope(forced, 400, "INSUFFICIENT_LIQUIDITY");
+      expect(forced.body.error.details).to.deep.equal({ field: "loanId", reason: "NEW_BORROWER_LIMIT" });
+
+      // Nothing left for them: MAX_LOANS_REACHED, and a request says why.
+      await setRoom(0);
+      const another = await newBorrower(60);
+      expect(await eligibilityOf(another.token)).to.deep.include({
+        eligible: false,
+        maxAmount: 0,
+        newBorrowerCredit: 0,
+        restrictions: ["MAX_LOANS_REACHED"],
+      });
+      const refused = await ask(another.token, { amount: 5, duration: 30 });
+      expectErrorEnvelope(refused, 403, "NOT_ELIGIBLE");
+      expect(refused.body.error.message).to.contain("borrowers who have not yet repaid a loan in full");
+    } finally {
+      await setLimits(...initial);
+      // What waited on the limits is funded now, so that the next tests start with no request due.
+      await api.services.loans.fundDue(api.clock.now());
+    }
   });
 
   it("refuses amounts and durations out of range with INVALID_AMOUNT / INVALID_DURATION, and malformed input with VALIDATION_ERROR", async () => {

@@ -521,4 +521,33 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     const paid = await pay(payer.token, payment.id, "credit");
     expect(paid.status, paid.text).to.equal(200);
   });
+
+  it("offers and pays credit to a payer who never repaid a loan in full only within the pool's limits for them (D-125)", async () => {
+    const merchant = await newMerchant();
+    const payer = await payerWithScore("unproven-payer", 60);
+    const payment = await merchant.create({ amount: 20, paymentMethods: ["credit"] });
+    const loanBook = chain.contracts.loanBook;
+    const initial = (await loanBook.getFunction("unprovenLimits")()) as [bigint, bigint, bigint];
+    const setLimits = async (limits: readonly [bigint, bigint, bigint]) =>
+      await (await loanBook.connect(await chain.asTimelock()).getFunction("setUnprovenLimits")([...limits])).wait();
+    const [outstanding] = (await loanBook.getFunction("unprovenExposure")()) as [bigint, bigint];
+    // 15 USDC more for unproven borrowers: the floor alone.
+    await setLimits([0n, outstanding + usdc(15), usdc(10_000)]);
+    try {
+      const terms = (await api.request("GET", `/checkout/${payment.id}/terms`, { token: payer.token })).body.data;
+      expect(terms.credit).to.deep.include({ eligible: false, reason: "NEW_BORROWER_LIMIT" });
+      const refused = await pay(payer.token, payment.id, "credit");
+      expectErrorEnvelope(refused, 403, "NOT_ELIGIBLE");
+      expect(refused.body.error.details).to.deep.equal({ field: "eligibility", reason: "NEW_BORROWER_LIMIT" });
+      expect(refused.body.error.message).to.contain("not yet repaid a loan in full");
+      expect(await loansOf(payer.token)).to.have.length(0);
+      // The page says so in words.
+      const page = await api.request("GET", `/checkout/${payment.id}`);
+      expect(page.text).to.contain("people who have not yet repaid a loan");
+    } finally {
+      await setLimits(initial);
+    }
+    const paid = await pay(payer.token, payment.id, "credit");
+    expect(paid.status, paid.text).to.equal(200);
+  });
 });

@@ -17,6 +17,13 @@ contract FundingCapTest is PlatformSetup {
     function setUp() public {
         _deployPlatform();
         _depositAs(DEPOSITOR, 1_000_000 * USDC);
+        // The thief's mules are unproven borrowers, whom the loan book bounds tighter still (UnprovenBorrowers.t.sol):
+        // opened here, so that this shows the funding cap alone; a day on, the budget is full.
+        _throughTimelock(
+            address(book),
+            abi.encodeCall(ILoanBook.setUnprovenLimits, (ILoanBook.UnprovenLimits(10_000, type(uint96).max, type(uint96).max)))
+        );
+        vm.warp(block.timestamp + 1 days);
     }
 
     /// Lends `LOAN`s to addresses of its own until the book refuses; returns what left the pool.

@@ -49,6 +49,11 @@ contract LendingHandler is TestBase {
     bool public unauthorizedSucceeded;
     bool public netAmountMismatch;
     bool public sandwichGained;
+    bool public provenMismatch;
+    uint256 public maxAssetsSeen;
+
+    /// @dev A borrower's first full repayment of its own (the loans funded up to then are unproven), plus one.
+    mapping(address borrower => uint256) private _provenAfterLoan;
 
     uint256 private _uncoveredThisCall;
 
@@ -89,6 +94,16 @@ contract LendingHandler is TestBase {
         (uint256 entryNum1,) = _entryPrice();
         bool dropped = num1 * _den < _exitNum * den1 || entryNum1 * _den < _entryNum * den1;
         if (dropped && _uncoveredThisCall == 0 && !_wasEmpty) priceDroppedWithoutLoss = true;
+        maxAssetsSeen = Math.max(maxAssetsSeen, vault.totalAssets());
+        for (uint256 i; i < actors.length; ++i) {
+            if (book.isProven(actors[i]) != (_provenAfterLoan[actors[i]] != 0)) provenMismatch = true;
+        }
+    }
+
+    /// @dev Whether loan `loanId` was funded after `borrower` had repaid a loan in full.
+    function provenAt(address borrower, uint256 loanId) external view returns (bool) {
+        uint256 after_ = _provenAfterLoan[borrower];
+        return after_ != 0 && loanId >= after_;
     }
 
     /* DEPOSITORS */
@@ -139,14 +154,15 @@ contract LendingHandler is TestBase {
         external
         step
     {
-        uint256 idle = vault.lendableAssets();
+        address borrower = _actor(borrowerSeed);
+        uint256 idle = Math.min(vault.lendableAssets(), _roomFor(borrower));
         if (vault.paused() || idle == 0) return;
         principal = bound(principal, 1, Math.min(500 * USDC, idle));
         uint256 interest = principal * bound(interestBps, 0, 2_000) / 10_000;
         uint256 fee = principal * bound(feeBps, 0, 2_000) / 10_000;
         book.fundLoan(
             keccak256(abi.encode("loan", book.loanCount())),
-            _actor(borrowerSeed),
+            borrower,
             principal,
             interest,
             fee,
@@ -167,14 +183,15 @@ contract LendingHandler is TestBase {
         uint256 feeBps,
         uint256 durationDays
     ) external step {
-        uint256 idle = vault.lendableAssets();
+        address borrower = _actor(borrowerSeed);
+        uint256 idle = Math.min(vault.lendableAssets(), _roomFor(borrower));
         if (vault.paused() || idle == 0) return;
         principal = bound(principal, 1, Math.min(500 * USDC, idle));
         uint256 fee = principal * bound(feeBps, 0, 2_000) / 10_000;
         address recipient = recipientSeed % 2 == 0 ? MERCHANT : _actor(recipientSeed / 2);
         uint256 recipientBefore = usdc.balanceOf(recipient);
         _fundLoanFor(
-            _actor(borrowerSeed),
+            borrower,
             recipient,
             principal,
             principal * bound(interestBps, 0, 2_000) / 10_000,
@@ -202,6 +219,9 @@ contract LendingHandler is TestBase {
         uint256 unrealized0 = vault.unrealizedLosses();
         book.repay(loanId, amount);
         vm.stopPrank();
+        // Only the borrower's own repayment in full proves it.
+        bool closed = book.getLoan(loanId).status == ILoanBook.LoanStatus.Repaid;
+        if (closed && payer == before.borrower && _provenAfterLoan[payer] == 0) _provenAfterLoan[payer] = book.loanCount() + 1;
         // A repayment that lowers the expected losses (the loan's own, past due; or any loan's by the clock, as the
         // reserve covering them grows) gives them back to the exit price at once (the entry price never counted them);
         // any other gain is locked.
@@ -408,6 +428,12 @@ contract LendingHandler is TestBase {
         book.fundLoanFor(ref, borrower, recipient, principal, interest, fee, durationDays);
     }
 
+    /// @dev What the loan book lends `borrower` now under the limits on unproven borrowers (all, once proven).
+    function _roomFor(address borrower) internal view returns (uint256 room) {
+        if (book.isProven(borrower)) return type(uint256).max;
+        (, room) = book.unprovenExposure();
+    }
+
     function _actor(uint256 seed) internal view returns (address) {
         return actors[seed % actors.length];
     }
@@ -520,6 +546,30 @@ contract LendingInvariantsTest is LendingSetup {
         assertEq(vault.totalYield(), handler.ghostYield(), "total yield = distributed + depositors' interest");
         assertEq(usdc.balanceOf(address(book)), 0, "the loan book holds no USDC");
         assertTrue(!handler.netAmountMismatch(), "a loan's recipient received other than the net amount");
+    }
+
+    /// @dev The unproven principal out is what the loans funded to borrowers who had never repaid a loan in full still
+    /// have out, within the cap; a borrower is proven only by a loan it repaid in full.
+    /// forge-config: default.invariant.runs = 128
+    /// forge-config: default.invariant.depth = 100
+    function invariant_unprovenExposureIsTheUnprovenLoansOut() public view {
+        uint256 out;
+        uint256 count = book.loanCount();
+        for (uint256 id = 1; id <= count; ++id) {
+            ILoanBook.Loan memory loan = book.getLoan(id);
+            bool open = loan.status == ILoanBook.LoanStatus.Active || loan.status == ILoanBook.LoanStatus.Overdue;
+            if (open && loan.unproven) out += loan.principal - loan.principalRepaid;
+            assertTrue(loan.unproven != handler.provenAt(loan.borrower, id), "unproven exactly until the borrower proved itself");
+        }
+        assertTrue(!handler.provenMismatch(), "proven exactly by a full repayment of its own");
+        (uint256 outstanding,) = book.unprovenExposure();
+        assertEq(outstanding, out, "unproven outstanding = the unproven loans' principal out");
+        ILoanBook.UnprovenLimits memory limits = book.unprovenLimits();
+        assertLe(
+            outstanding,
+            Math.max(limits.floor, handler.maxAssetsSeen() * limits.shareBps / 10_000),
+            "within the cap"
+        );
     }
 
     /// @dev The share price falls only by a recorded uncovered default loss, and by exactly that loss.

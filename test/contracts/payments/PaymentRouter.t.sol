@@ -1268,6 +1268,10 @@ contract PaymentRouterInvariantsTest is LendingSetup {
 
     function setUp() public {
         _deploy();
+        // The model is the router's: the loan book's limits on unproven borrowers (UnprovenBorrowers.t.sol) are opened,
+        // and a day on their budget is full.
+        book.setUnprovenLimits(ILoanBook.UnprovenLimits(10_000, type(uint96).max, type(uint96).max));
+        vm.warp(block.timestamp + 1 days);
         // The first treasury is the handler's first; the test contract is a temporary admin.
         router = new PaymentRouter(usdc, book, address(this), address(0x7E1), address(forwarder));
         handler = new PaymentHandler(usdc, router, book, vault);
