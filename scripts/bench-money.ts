@@ -11,7 +11,7 @@ import { mkdtempSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
-import { type Contract, Wallet } from "ethers";
+import { type Contract, JsonRpcSigner, Wallet } from "ethers";
 import { createApp } from "../api/app.js";
 import { listen } from "../api/server.js";
 import { connectRpc, startEmbeddedChain } from "../core/chain.js";
@@ -101,6 +101,15 @@ const loanBook = platformContract(deployment, "loanBook", deployer);
 await (await usdc.getFunction("mint")(deployer.address, 100_000_000_000n)).wait();
 await (await usdc.getFunction("approve")(await vault.getAddress(), 100_000_000_000n)).wait();
 await (await (vault.connect(deployer) as Contract).getFunction("deposit")(100_000_000_000n, deployer.address)).wait();
+// The borrowers below are all new: the loan book's limits on unproven borrowers (D-125) are opened, as the
+// timelock would (impersonated on this development chain), since the benchmark measures repayments, not onboarding;
+// from the next block on, the budget refills at once.
+const timelock = deployment.contracts.timelock!.address;
+await provider.send("hardhat_impersonateAccount", [timelock]);
+await provider.send("hardhat_setBalance", [timelock, "0xDE0B6B3A7640000"]);
+const asTimelock = loanBook.connect(new JsonRpcSigner(provider, timelock)) as Contract;
+await (await asTimelock.getFunction("setUnprovenLimits")([10_000n, 2n ** 96n - 1n, 2n ** 96n - 1n])).wait();
+await provider.send("hardhat_stopImpersonatingAccount", [timelock]);
 
 const apiUsers = await Promise.all(
   Array.from({ length: USERS }, async (_, i) => {
