@@ -80,6 +80,15 @@ interface ILoanBook {
         uint96 dailyBudget;
     }
 
+    /// @notice The expected loss the vault provisions from a loan's funding, as a share of its principal out (D-126),
+    /// by what the chain knows of its borrower: never repaid a loan in full ({isProven}), or proven.
+    /// @param unprovenBps An unproven borrower's loan (basis points).
+    /// @param provenBps A proven borrower's loan (basis points).
+    struct ExpectedLossRates {
+        uint16 unprovenBps;
+        uint16 provenBps;
+    }
+
     /// @notice The terms the operator may set, enforced on {fundLoan}, {fundLoanFor} and {extend}.
     /// @param maxPrincipal The largest principal (asset units).
     /// @param minDurationDays The shortest term in days.
@@ -192,6 +201,9 @@ interface ILoanBook {
     /// @notice The limits on lending to borrowers who have never repaid a loan in full were set to `limits`.
     event LoanUnprovenLimitsUpdated(UnprovenLimits limits);
 
+    /// @notice The expected-loss rates of loans funded from now on were set to `rates`.
+    event LoanExpectedLossRatesUpdated(ExpectedLossRates rates);
+
     /// @notice `borrower` repaid loan `loanId` in full, its first: its later loans no longer count as unproven.
     event BorrowerProven(address indexed borrower, uint256 indexed loanId);
 
@@ -263,6 +275,9 @@ interface ILoanBook {
     /// @notice `limits` are outside the hard bounds of {setUnprovenLimits}.
     error LoanBookInvalidUnprovenLimits(UnprovenLimits limits);
 
+    /// @notice A rate of `rates` is above 10,000 basis points.
+    error LoanBookInvalidExpectedLossRates(ExpectedLossRates rates);
+
     /* ROLES AND CONSTANTS */
 
     /// @notice The role of the service that funds and extends loans.
@@ -319,6 +334,10 @@ interface ILoanBook {
     /// @notice The limits on lending to unproven borrowers.
     /// @return See {UnprovenLimits}.
     function unprovenLimits() external view returns (UnprovenLimits memory);
+
+    /// @notice The expected-loss rates the vault provisions new loans at.
+    /// @return See {ExpectedLossRates}.
+    function expectedLossRates() external view returns (ExpectedLossRates memory);
 
     /// @notice The principal out on unproven loans, and the most a new unproven loan may have now: what the cap (the
     /// larger of `floor` and `shareBps` of the vault's assets) leaves, within what the daily budget holds now.
@@ -416,6 +435,11 @@ interface ILoanBook {
     /// most the new budget.
     /// @param newLimits The new limits.
     function setUnprovenLimits(UnprovenLimits calldata newLimits) external;
+
+    /// @notice Sets the expected-loss rates of loans funded from now on (see {ExpectedLossRates}); a loan keeps the rate
+    /// it was funded at. Only the default admin. Hard bound: each at most 10,000.
+    /// @param newRates The new rates.
+    function setExpectedLossRates(ExpectedLossRates calldata newRates) external;
 
     /* REFUNDER (the payment router) */
 

@@ -302,10 +302,17 @@ interface IStakingVault is IERC4626 {
     /// @return The amount in asset units, as of now, rounded down.
     function accruedInterest() external view returns (int256);
 
-    /// @notice The expected losses of impaired loans (principal and interest), out of {totalAssets} (the exit price)
-    /// but not of {entryAssets}.
+    /// @notice The expected losses out of {totalAssets} (the exit price) but not of {entryAssets}: the open loans'
+    /// provisions ({provisioned}), the impaired loans' expected losses (principal and interest) and, by the clock,
+    /// those of the loans past due and not impaired yet.
     /// @return The amount in asset units.
     function unrealizedLosses() external view returns (uint256);
+
+    /// @notice The open loans' provisions: each loan's principal out at the expected-loss rate the lender gave at its
+    /// funding (D-126), from its funding until it is repaid, impaired (the impairment takes its place) or written off.
+    /// Part of {unrealizedLosses}. A loan past due and not marked yet counts both until it is touched.
+    /// @return The amount in asset units.
+    function provisioned() external view returns (uint256);
 
     /// @notice The depositors' assets at the entry price: {totalAssets} without the unrealized losses. Deposits and
     /// mints convert at it.
@@ -355,20 +362,23 @@ interface IStakingVault is IERC4626 {
     /// `principal - insuranceFee` and `insuranceFee` is added to the insurance reserve. The depositors' part of
     /// `interest` (less the model's reserve factor, fixed now for this loan) accrues into {totalAssets} linearly, per
     /// second, until `dueDate`.
-    /// @dev Only LENDER_ROLE, not while paused. `totalAssets` is unchanged at once.
+    /// @dev Only LENDER_ROLE, not while paused. {entryAssets} is unchanged; {totalAssets} falls by the provision.
     /// @param loanId The LoanBook's id, for the event.
     /// @param borrower The receiver of the net amount.
     /// @param principal The principal lent.
     /// @param insuranceFee The fee kept for the insurance reserve; must be below `principal`.
     /// @param interest The loan's interest (flat, owed by `dueDate`).
     /// @param dueDate When the interest is fully earned (Unix seconds).
+    /// @param provisionBps The loan's expected loss as a share of its principal out (basis points, at most 10,000):
+    /// provisioned out of {totalAssets} from now (see {provisioned}).
     function lend(
         uint256 loanId,
         address borrower,
         uint256 principal,
         uint256 insuranceFee,
         uint256 interest,
-        uint256 dueDate
+        uint256 dueDate,
+        uint256 provisionBps
     ) external;
 
     /// @notice Records a repayment of loan `loanId`: `principal` leaves {totalBorrowed}; `interest` minus the loan's

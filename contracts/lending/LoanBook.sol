@@ -58,6 +58,11 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
     uint96 internal constant DEFAULT_UNPROVEN_FLOOR = 2_000e6;
     uint96 internal constant DEFAULT_UNPROVEN_DAILY_BUDGET = 10_000e6;
 
+    // The expected-loss rates a new loan book starts with (D-126): a share of the principal the vault provisions from
+    // funding, 5 % for an unproven borrower's loan and 1 % for a proven one's.
+    uint16 internal constant DEFAULT_UNPROVEN_LOSS_BPS = 500;
+    uint16 internal constant DEFAULT_PROVEN_LOSS_BPS = 100;
+
     /// @dev The funding token bucket, one slot: at most `capacity`, refilled at `capacity` per day since `updatedAt`.
     struct FundingBucket {
         uint96 capacity;
@@ -77,6 +82,8 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
     uint96 private _unprovenOutstanding;
     uint96 private _unprovenFloor;
     uint16 private _unprovenShareBps;
+    uint16 private _unprovenLossBps;
+    uint16 private _provenLossBps;
     FundingBucket private _unprovenBudget;
 
     /// @inheritdoc ILoanBook
@@ -120,6 +127,7 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
             })
         );
         _unprovenBudget.available = DEFAULT_UNPROVEN_DAILY_BUDGET;
+        _setExpectedLossRates(ExpectedLossRates({unprovenBps: DEFAULT_UNPROVEN_LOSS_BPS, provenBps: DEFAULT_PROVEN_LOSS_BPS}));
     }
 
     /* VIEWS */
@@ -152,6 +160,11 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
     /// @inheritdoc ILoanBook
     function unprovenLimits() external view returns (UnprovenLimits memory) {
         return UnprovenLimits({shareBps: _unprovenShareBps, floor: _unprovenFloor, dailyBudget: _unprovenBudget.capacity});
+    }
+
+    /// @inheritdoc ILoanBook
+    function expectedLossRates() external view returns (ExpectedLossRates memory) {
+        return ExpectedLossRates({unprovenBps: _unprovenLossBps, provenBps: _provenLossBps});
     }
 
     /// @inheritdoc ILoanBook
@@ -251,6 +264,11 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
     /// @inheritdoc ILoanBook
     function setUnprovenLimits(UnprovenLimits calldata newLimits) external onlyRole(DEFAULT_ADMIN_ROLE) {
         _setUnprovenLimits(newLimits);
+    }
+
+    /// @inheritdoc ILoanBook
+    function setExpectedLossRates(ExpectedLossRates calldata newRates) external onlyRole(DEFAULT_ADMIN_ROLE) {
+        _setExpectedLossRates(newRates);
     }
 
     /* REFUNDER */
@@ -404,8 +422,11 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
             loanId, ref, borrower, recipient, principal, principal - insuranceFee, interest, insuranceFee, durationDays, dueDate
         );
 
-        // The vault checks its liquidity and pause, pays the recipient and accrues the interest until the due date.
-        vault.lend(loanId, recipient, principal, insuranceFee, interest, dueDate);
+        // The vault checks its liquidity and pause, pays the recipient, accrues the interest until the due date and
+        // provisions the loan's expected loss at its class's rate (D-126).
+        vault.lend(
+            loanId, recipient, principal, insuranceFee, interest, dueDate, unproven ? _unprovenLossBps : _provenLossBps
+        );
     }
 
     /// @dev {repay} for `payer` (the caller): records the payment, then pulls it from `payer` into the vault.
@@ -513,6 +534,12 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
     function _releaseUnproven(uint256 principal) private {
         // The cast is safe: at most the stored uint96.
         _unprovenOutstanding = uint96(Math.saturatingSub(_unprovenOutstanding, principal));
+    }
+
+    function _setExpectedLossRates(ExpectedLossRates memory newRates) private {
+        if (newRates.unprovenBps > BPS || newRates.provenBps > BPS) revert LoanBookInvalidExpectedLossRates(newRates);
+        (_unprovenLossBps, _provenLossBps) = (newRates.unprovenBps, newRates.provenBps);
+        emit LoanExpectedLossRatesUpdated(newRates);
     }
 
     function _setUnprovenLimits(UnprovenLimits memory newLimits) private {

@@ -131,8 +131,9 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     uint40 private _bookedAt;
     uint104 private _accrualRate;
 
-    // The reserve cover the impaired loans count on.
+    // The reserve cover the impaired loans count on, and the open loans' provisions (D-126: in `_unrealizedLosses` too).
     uint96 private _impairedCover;
+    uint96 private _provisioned;
 
     /// @dev A loan's interest schedule, the loan book's own line: the depositors' part of its interest is earned at
     /// `rate` (scaled, a second) from `from` (its funding) until `until` (its due date), and `paid` of it was paid.
@@ -140,7 +141,8 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     /// already past; until then the sum runs on past `until`, and the next touch gives that back). `reserveFactor`
     /// (WAD) is the model's at funding: the reserve's part of the interest is never booked, and a later change of the
     /// factor does not touch the loan; `coverageBps` is the insurance coverage at funding, kept the same way. `from`
-    /// is zero only for a loan never lent.
+    /// is zero only for a loan never lent. `provisionBps` is the share of `principal` (still out) provisioned as its
+    /// expected loss from its funding until it is impaired or closed (D-126).
     struct Accrual {
         uint88 rate;
         uint40 from;
@@ -152,14 +154,15 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         bool ended;
         uint96 principal;
         bool listed;
+        uint16 provisionBps;
     }
 
     mapping(uint256 loanId => Accrual) private _accrualOf;
 
-    /// @dev The loans falling due in one hour and not impaired (D-123): their principal out, the reserve's cover of it at
-    /// each loan's coverage, the interest their schedules count by their due dates and how many they are; for those
-    /// still accruing, the sum of their rates and of rate times due date, so that a view stops their interest at the
-    /// due date to the second.
+    /// @dev The loans falling due in one hour and not impaired (D-123): their principal out less their provisions (the
+    /// unrealized losses count those already, D-126), the reserve's cover of the principal at each loan's coverage, the
+    /// interest their schedules count by their due dates and how many they are; for those still accruing, the sum of
+    /// their rates and of rate times due date, so that a view stops their interest at the due date to the second.
     struct DueBucket {
         uint96 principal;
         uint72 cover;
@@ -428,6 +431,11 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     }
 
     /// @inheritdoc IStakingVault
+    function provisioned() external view returns (uint256) {
+        return _provisioned;
+    }
+
+    /// @inheritdoc IStakingVault
     function impairmentOf(uint256 loanId)
         external
         view
@@ -493,7 +501,8 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         uint256 principal,
         uint256 insuranceFee,
         uint256 interest,
-        uint256 dueDate
+        uint256 dueDate,
+        uint256 provisionBps
     )
         external
         onlyRole(LENDER_ROLE)
@@ -513,7 +522,9 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         uint256 coverageBps = _insuranceCoverageBps;
         // Within uint112: the principal is within the borrowed uint96 and the coverage at most BPS.
         _coveredPrincipal += uint112(principal * coverageBps);
-        _startAccrual(loanId, principal, interest, dueDate, coverageBps);
+        // Its expected loss leaves the exit price from now (D-126): an exit before it is due leaves its share behind.
+        _startAccrual(loanId, principal, interest, dueDate, coverageBps, Math.min(provisionBps, BPS));
+        _provisionChanged(_accrualOf[loanId], 0);
 
         emit StakingVaultFundsLent(loanId, borrower, principal, insuranceFee, newTotalBorrowed);
 
@@ -579,8 +590,10 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         _unrealizedLosses = (_unrealizedLosses + expectedLoss).toUint80();
         _impairedCover = (_impairedCover + cover).toUint96();
         // Nothing more accrues; what its schedule counted and it did not pay stays booked, and is expected lost too.
-        // Only the exit price falls: the entry price (and so the locked profit) does not move (Maple v2).
+        // Only the exit price falls: the entry price (and so the locked profit) does not move (Maple v2). The impairment
+        // takes the place of its provision.
         _stopAccrual(loanId);
+        _dropProvision(loanId);
         _syncImpairedInterest(loanId);
 
         emit StakingVaultLoanImpaired(loanId, principal, expectedLoss, cover, exchangeRate());
@@ -889,9 +902,14 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
     }
 
     /// @dev Starts the schedule of a loan funded now: its depositors' interest is earned linearly until `dueDate`.
-    function _startAccrual(uint256 loanId, uint256 principal, uint256 interest, uint256 dueDate, uint256 coverageBps)
-        internal
-    {
+    function _startAccrual(
+        uint256 loanId,
+        uint256 principal,
+        uint256 interest,
+        uint256 dueDate,
+        uint256 coverageBps,
+        uint256 provisionBps
+    ) internal {
         uint256 reserveFactor = Math.min(_interestRateModel.reserveFactor(), WAD);
         dueDate = Math.max(dueDate, block.timestamp);
         uint256 rate = _rateOf(interest, reserveFactor, block.timestamp, dueDate);
@@ -907,7 +925,8 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
             paid: 0,
             ended: false,
             principal: principal.toUint96(),
-            listed: false
+            listed: false,
+            provisionBps: uint16(provisionBps)
         });
         _list(loanId);
     }
@@ -1001,6 +1020,7 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         if (accrual.from == 0 || accrual.ended) return;
         int256 before = _bookedAssets();
         _unlist(loanId);
+        _dropProvision(loanId);
         (int256 booked, uint256 sumRate) = _dropFromSum(accrual);
         // Its earned-less-paid leaves the sum; the cash it paid stays: the difference is the gain or the loss.
         _setBooked(booked + int256(uint256(accrual.paid) * ACCRUAL_SCALE), sumRate);
@@ -1049,8 +1069,9 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         returns (uint256 hour, uint256 principal, uint256 cover, uint256 interest, uint256 rate)
     {
         hour = _hourOf(accrual.until);
-        principal = accrual.principal;
-        cover = principal * accrual.coverageBps / BPS;
+        cover = uint256(accrual.principal) * accrual.coverageBps / BPS;
+        // Its provision is in the unrealized losses already: by the clock, the rest of its expected loss.
+        principal = accrual.principal - _provisionOf(accrual);
         interest = uint256(accrual.rate) * (accrual.until - accrual.from) / ACCRUAL_SCALE;
         rate = accrual.accruing ? accrual.rate : 0;
     }
@@ -1098,12 +1119,38 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         return true;
     }
 
-    /// @dev A repayment of `principal` leaves loan `loanId`'s bucket with the principal still out.
+    /// @dev A repayment of `principal` leaves loan `loanId`'s bucket, and its provision, with the principal still out.
     function _reducePrincipal(uint256 loanId, uint256 principal) internal {
         bool listed = _unlist(loanId);
         Accrual storage accrual = _accrualOf[loanId];
+        uint256 before = _provisionOf(accrual);
         accrual.principal = uint96(uint256(accrual.principal).saturatingSub(principal));
+        _provisionChanged(accrual, before);
         if (listed) _list(loanId);
+    }
+
+    /* PROVISIONS (D-126) */
+
+    /// @dev A loan's provision: its principal out at its rate, rounded up (the favour of the depositors who stay).
+    function _provisionOf(Accrual storage accrual) internal view returns (uint256) {
+        return Math.mulDiv(accrual.principal, accrual.provisionBps, BPS, Math.Rounding.Ceil);
+    }
+
+    /// @dev A loan's provision went from `before` to what {_provisionOf} gives now: the exit price follows at once (the
+    /// entry price never counted it, so a release moves no value to anyone who entered meanwhile).
+    function _provisionChanged(Accrual storage accrual, uint256 before) internal {
+        uint256 provision = _provisionOf(accrual);
+        _unrealizedLosses = (uint256(_unrealizedLosses) + provision - before).toUint80();
+        _provisioned = (uint256(_provisioned) + provision - before).toUint96();
+    }
+
+    /// @dev Loan `loanId` is provisioned no more: impaired (its impairment takes the place) or ended.
+    function _dropProvision(uint256 loanId) internal {
+        Accrual storage accrual = _accrualOf[loanId];
+        uint256 before = _provisionOf(accrual);
+        if (before == 0) return;
+        accrual.provisionBps = 0;
+        _provisionChanged(accrual, before);
     }
 
     /// @dev The first hour at or after `hour` with a bucket (one is listed there or later).
@@ -1152,7 +1199,8 @@ contract StakingVault is ERC4626, AccessControl, Pausable, ReentrancyGuardTransi
         }
         // The reserve covers them as it would impaired ones: within what the impaired loans do not count on already.
         cover = Math.min(cover, uint256(_insuranceReserve).saturatingSub(_impairedCover));
-        due.loss += principal - cover;
+        // Provisions above the uncovered principal (a rate above the share the reserve does not cover) count as they are.
+        due.loss += principal.saturatingSub(cover);
         due.overCounted = due.rate * block.timestamp - rateTimesDue;
     }
 

@@ -94,7 +94,7 @@ describe("deployment roles: the online key operates, the timelock administers", 
     const lender = await vault.getFunction("LENDER_ROLE")();
     expect(await reason(vault.getFunction("grantRole").staticCall(lender, online.address))).to.match(/AccessControlUnauthorizedAccount/);
     const due = (await provider.getBlock("latest"))!.timestamp + 30 * DAY;
-    expect(await reason(vault.getFunction("lend").staticCall(1n, online.address, usdc(1), 0n, 0n, due))).to.match(
+    expect(await reason(vault.getFunction("lend").staticCall(1n, online.address, usdc(1), 0n, 0n, due, 0n))).to.match(
       /AccessControlUnauthorizedAccount/,
     );
     expect(await reason(vault.getFunction("releaseReserveSurplus").staticCall(online.address, 1n))).to.match(

@@ -34,7 +34,7 @@ contract OnlineKeyTest is PlatformSetup {
         vault.grantRole(lender, ONLINE_KEY);
         vm.prank(ONLINE_KEY);
         vm.expectRevert(_unauthorized(ONLINE_KEY, lender));
-        vault.lend(1, ONLINE_KEY, 1_000_000 * USDC, 0, 0, block.timestamp + 30 days);
+        vault.lend(1, ONLINE_KEY, 1_000_000 * USDC, 0, 0, block.timestamp + 30 days, 0);
         assertEq(usdc.balanceOf(address(vault)), 1_000_000 * USDC, "the pool's USDC stays");
         assertEq(usdc.balanceOf(ONLINE_KEY), 0);
     }

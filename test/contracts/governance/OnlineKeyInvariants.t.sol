@@ -158,7 +158,7 @@ contract OnlineKeyHandler is PlatformSetup {
         if (which == 0) {
             (target, data) = (contracts[amount % 4], abi.encodeCall(IAccessControl.grantRole, (roles[amount % 6], ONLINE_KEY)));
         } else if (which == 1) {
-            (target, data) = (address(vault), abi.encodeCall(IStakingVault.lend, (99, ONLINE_KEY, amount, 0, 0, currentTime)));
+            (target, data) = (address(vault), abi.encodeCall(IStakingVault.lend, (99, ONLINE_KEY, amount, 0, 0, currentTime, 0)));
         } else if (which == 2) {
             (target, data) = (address(vault), abi.encodeCall(IStakingVault.releaseReserveSurplus, (ONLINE_KEY, amount)));
         } else if (which == 3) {

@@ -56,6 +56,11 @@ contract LendingHandler is TestBase {
     mapping(address borrower => uint256) private _provenAfterLoan;
 
     uint256 private _uncoveredThisCall;
+    bool private _provisionedThisCall;
+    bool public provisionMismatch;
+
+    /// @dev Each loan's expected-loss rate, its borrower's class's when it was funded (D-126).
+    mapping(uint256 loanId => uint256) public provisionBpsOf;
 
     /// @dev Each loan's reserve factor, the model's when it was funded (D-96: never retroactive).
     mapping(uint256 loanId => uint256) public reserveFactorOf;
@@ -87,12 +92,16 @@ contract LendingHandler is TestBase {
         (_entryNum,) = _entryPrice();
         _wasEmpty = vault.totalSupply() == 0;
         _uncoveredThisCall = 0;
+        _provisionedThisCall = false;
     }
 
     function _afterStep() internal {
         (uint256 num1, uint256 den1) = _price();
         (uint256 entryNum1,) = _entryPrice();
-        bool dropped = num1 * _den < _exitNum * den1 || entryNum1 * _den < _entryNum * den1;
+        // A funding lowers the exit price alone, by its provision (checked where it is funded). An exit price at zero
+        // before and after (expected losses above the unlocked assets) did not drop: only the virtual asset moved.
+        bool exitDropped = num1 * _den < _exitNum * den1 && !_provisionedThisCall && (num1 > 1 || _exitNum > 1);
+        bool dropped = exitDropped || entryNum1 * _den < _entryNum * den1;
         if (dropped && _uncoveredThisCall == 0 && !_wasEmpty) priceDroppedWithoutLoss = true;
         maxAssetsSeen = Math.max(maxAssetsSeen, vault.totalAssets());
         for (uint256 i; i < actors.length; ++i) {
@@ -160,6 +169,7 @@ contract LendingHandler is TestBase {
         principal = bound(principal, 1, Math.min(500 * USDC, idle));
         uint256 interest = principal * bound(interestBps, 0, 2_000) / 10_000;
         uint256 fee = principal * bound(feeBps, 0, 2_000) / 10_000;
+        uint256 provisioned0 = _beforeFunding(borrower);
         book.fundLoan(
             keccak256(abi.encode("loan", book.loanCount())),
             borrower,
@@ -172,6 +182,7 @@ contract LendingHandler is TestBase {
         reserveFactorOf[book.loanCount()] = model.reserveFactor();
         _checkCap();
         coverageOf[book.loanCount()] = vault.insuranceCoverageBps();
+        _afterFunding(principal, provisioned0);
     }
 
     /// @dev A purchase financed by the pool: the borrower owes, a merchant (or another actor) receives the net amount.
@@ -190,6 +201,7 @@ contract LendingHandler is TestBase {
         uint256 fee = principal * bound(feeBps, 0, 2_000) / 10_000;
         address recipient = recipientSeed % 2 == 0 ? MERCHANT : _actor(recipientSeed / 2);
         uint256 recipientBefore = usdc.balanceOf(recipient);
+        uint256 provisioned0 = _beforeFunding(borrower);
         _fundLoanFor(
             borrower,
             recipient,
@@ -203,6 +215,7 @@ contract LendingHandler is TestBase {
         reserveFactorOf[book.loanCount()] = model.reserveFactor();
         _checkCap();
         coverageOf[book.loanCount()] = vault.insuranceCoverageBps();
+        _afterFunding(principal, provisioned0);
         ++loansForAnotherRecipient;
     }
 
@@ -359,7 +372,7 @@ contract LendingHandler is TestBase {
     /// @dev A stranger tries one role-gated action; any success is recorded.
     function unauthorizedCall(uint256 which) external step {
         bytes[14] memory calls = [
-            abi.encodeCall(vault.lend, (1, STRANGER, 1 * USDC, 0, 0, block.timestamp + 7 days)),
+            abi.encodeCall(vault.lend, (1, STRANGER, 1 * USDC, 0, 0, block.timestamp + 7 days, 0)),
             abi.encodeCall(vault.recordRepayment, (1, 0, 1, false)),
             abi.encodeCall(vault.recordLoss, (1, 0)),
             abi.encodeCall(vault.distributeYield, (1)),
@@ -392,7 +405,8 @@ contract LendingHandler is TestBase {
         book.markOverdue(loanId);
         (uint256 entryNum1,) = _entryPrice();
         if (entryNum1 != entryNum0) lossMismatch = true;
-        _uncoveredThisCall += vault.unrealizedLosses() - unrealizedBefore;
+        // The impairment takes the place of its provision.
+        _uncoveredThisCall += Math.saturatingSub(vault.unrealizedLosses(), unrealizedBefore);
         _noSandwich(num0, den0);
         ++impairments;
     }
@@ -426,6 +440,20 @@ contract LendingHandler is TestBase {
     ) internal {
         bytes32 ref = keccak256(abi.encode("loan", book.loanCount()));
         book.fundLoanFor(ref, borrower, recipient, principal, interest, fee, durationDays);
+    }
+
+    /// @dev The rate the next loan to `borrower` is provisioned at (its class's now); returns the provisions before it.
+    function _beforeFunding(address borrower) internal returns (uint256) {
+        ILoanBook.ExpectedLossRates memory rates = book.expectedLossRates();
+        provisionBpsOf[book.loanCount() + 1] = book.isProven(borrower) ? rates.provenBps : rates.unprovenBps;
+        return vault.provisioned();
+    }
+
+    /// @dev The loan just funded is provisioned at its rate, in the exit price alone.
+    function _afterFunding(uint256 principal, uint256 provisioned0) internal {
+        uint256 expected = Math.mulDiv(principal, provisionBpsOf[book.loanCount()], 10_000, Math.Rounding.Ceil);
+        if (vault.provisioned() != provisioned0 + expected) provisionMismatch = true;
+        _provisionedThisCall = true;
     }
 
     /// @dev What the loan book lends `borrower` now under the limits on unproven borrowers (all, once proven).
@@ -505,6 +533,7 @@ contract LendingInvariantsTest is LendingSetup {
 
         uint256 outstanding;
         uint256 expectedLosses;
+        uint256 provisions;
         uint256 count = book.loanCount();
         uint256 pastDueLoss = _pastDueLoss(reserve);
         for (uint256 id = 1; id <= count; ++id) {
@@ -512,6 +541,7 @@ contract LendingInvariantsTest is LendingSetup {
             if (loan.status == ILoanBook.LoanStatus.Active || loan.status == ILoanBook.LoanStatus.Overdue) {
                 outstanding += loan.principal - loan.principalRepaid;
             }
+            if (loan.status == ILoanBook.LoanStatus.Active) provisions += _provisionOf(id, loan);
             (uint256 impaired, uint256 expectedLoss,, uint256 interest) = vault.impairmentOf(id);
             if (loan.status == ILoanBook.LoanStatus.Overdue) {
                 assertEq(impaired, loan.principal - loan.principalRepaid, "an overdue loan is impaired by its principal out");
@@ -525,11 +555,13 @@ contract LendingInvariantsTest is LendingSetup {
         assertEq(vault.totalBorrowed(), outstanding, "totalBorrowed = open loans' principal");
         // A loan past due and untouched counts by the clock: its principal out less its cover (capped by the reserve
         // the impaired loans leave), and its depositors' interest (rounded per loan).
+        assertEq(vault.provisioned(), provisions, "provisions = each open loan not impaired at its rate");
+        assertTrue(!handler.provisionMismatch(), "a funding provisioned other than its rate");
         assertApproxEqAbs(
             vault.unrealizedLosses(),
-            expectedLosses + pastDueLoss,
+            expectedLosses + pastDueLoss + provisions,
             count + 1,
-            "unrealized losses = the impaired loans' expected losses and, by the clock, those past due"
+            "unrealized losses = the provisions, the impaired loans' expected losses and, by the clock, those past due"
         );
         assertEq(
             reserve,
@@ -602,11 +634,17 @@ contract LendingInvariantsTest is LendingSetup {
             impairedCovers += impairedCover;
             if (loan.status != ILoanBook.LoanStatus.Active || block.timestamp <= loan.dueDate) continue;
             uint256 out = loan.principal - loan.principalRepaid;
-            principal += out;
+            // Its provision is counted already: by the clock, the rest.
+            principal += out - _provisionOf(id, loan);
             cover += out * handler.coverageOf(id) / 10_000;
             loss += loan.interest - Math.mulDiv(loan.interest, handler.reserveFactorOf(id), 1e18);
         }
-        loss += principal - Math.min(cover, Math.saturatingSub(reserve, impairedCovers));
+        loss += Math.saturatingSub(principal, Math.min(cover, Math.saturatingSub(reserve, impairedCovers)));
+    }
+
+    /// @dev An open loan's provision: its principal out at the rate it was funded at, rounded up.
+    function _provisionOf(uint256 id, ILoanBook.Loan memory loan) internal view returns (uint256) {
+        return Math.mulDiv(loan.principal - loan.principalRepaid, handler.provisionBpsOf(id), 10_000, Math.Rounding.Ceil);
     }
 
     /// @dev No role-gated action ever succeeded for a stranger.

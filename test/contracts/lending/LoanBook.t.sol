@@ -97,6 +97,7 @@ contract LoanBookTest is LendingSetup {
         uint256 payoff = book.payoffAmount(loanId);
         uint256 assetsBefore = vault.totalAssets();
         uint256 entryBefore = vault.entryAssets();
+        uint256 provision = vault.provisioned();
         uint256 accrued = uint256(vault.accruedInterest()); // no payment yet: not ahead of its schedule
         uint256 interestDue = payoff - t.principal;
 
@@ -114,8 +115,11 @@ contract LoanBookTest is LendingSetup {
         uint256 assetsAfter = vault.totalAssets();
         uint256 locked = vault.lockedProfit();
         if (block.timestamp <= loan.dueDate) {
-            // Within the term: the interest had accrued (D-96), what was charged above it is locked (D-95).
-            assertEq(assetsAfter, assetsBefore, "the price does not jump");
+            // Within the term: the interest had accrued (D-96), what was charged above it is locked (D-95); the
+            // provision comes back to the exit price (D-126), which the entry price never left.
+            assertEq(assetsAfter, assetsBefore + provision, "the price does not jump but by the provision released");
+            assertEq(vault.entryAssets(), entryBefore, "the entry price does not jump");
+            assertEq(vault.provisioned(), 0, "no provision left");
             assertEq(locked, interestDue - Math.min(interestDue, accrued), "what was paid ahead of the schedule is locked");
         } else {
             // Past its due date, not marked overdue: by the clock its expected loss was out of the exit price and its
@@ -193,12 +197,14 @@ contract LoanBookTest is LendingSetup {
         uint256 assetsBefore = vault.totalAssets();
         uint256 entryBefore = vault.entryAssets();
         int256 accrued = vault.accruedInterest();
+        // Out of the exit price since its funding (D-126); its expected loss takes its place from the due date.
+        uint256 provision = vault.provisioned();
         vm.warp(uint256(loan.dueDate) + 1);
         // By the clock, untouched: at least the expected loss is out of the exit price already (its interest counted
         // in full, what it paid included, until the mark nets it).
         assertLe(
-            vault.totalAssets(),
-            assetsBefore - (loss - expectedCovered) - (accrued > 0 ? uint256(accrued) : 0),
+            vault.totalAssets() + Math.max(loss - expectedCovered, provision),
+            assetsBefore + provision - (accrued > 0 ? uint256(accrued) : 0),
             "by the clock the exit price has the loss before the mark"
         );
         book.markOverdue(loanId);
@@ -208,7 +214,8 @@ contract LoanBookTest is LendingSetup {
         assertApproxEqAbs(interest, accrued > 0 ? uint256(accrued) : 0, 1, "the interest counted and not paid");
         assertEq(vault.accruedInterest(), accrued, "still booked");
         assertEq(vault.entryAssets(), entryBefore, "the entry price does not move");
-        assertEq(vault.totalAssets(), assetsBefore - uncovered - interest, "exits bear it now");
+        assertEq(vault.totalAssets(), assetsBefore + provision - uncovered - interest, "exits bear it now");
+        assertEq(vault.provisioned(), 0, "the impairment took the provision's place");
 
         vm.warp(uint256(loan.dueDate) + 7 days + 1);
         (uint256 num0, uint256 den0) = _price();

@@ -370,8 +370,11 @@ describe("LoanBook", () => {
       expect(loan.status).to.equal(BigInt(Status.Active));
       expect([loan.principalRepaid, loan.interestRepaid]).to.deep.equal([USDC(94), USDC(11)]);
       expect(await vault.totalBorrowed()).to.equal(USDC(206));
-      // The 11 USDC paid settle the 10 accrued, the one paid ahead is locked (D-95, D-96); the rest accrues on.
-      const cash = async () => (await vault.totalAssets()) + (await vault.lockedProfit()) - (await vault.accruedInterest());
+      // The 11 USDC paid settle the 10 accrued, the one paid ahead is locked (D-95, D-96); the rest accrues on. The
+      // provision (5 % of the principal out of a borrower that never repaid in full, D-126) follows the principal.
+      expect(await vault.provisioned()).to.equal((USDC(206) * 500n) / 10_000n);
+      const cash = async () =>
+        (await vault.totalAssets()) + (await vault.lockedProfit()) + (await vault.provisioned()) - (await vault.accruedInterest());
       expect(await cash()).to.equal(USDC(10_011));
       await time.increase(7 * DAY);
       expect(await vault.lockedProfit()).to.equal(0n);

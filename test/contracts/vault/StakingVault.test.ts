@@ -13,7 +13,10 @@ const rate = (assets: bigint, supply: bigint) => ((assets + 1n) * VIRTUAL_SHARES
 describe("StakingVault", () => {
   const deploy = () => deployLending(ethers);
 
-  /** Alice deposits 1,000 USDC; the operator funds a 400 USDC loan with a 40 USDC fee (idle: 600, reserve: 40). */
+  /**
+   * Alice deposits 1,000 USDC; the operator funds a 400 USDC loan with a 40 USDC fee (idle: 600, reserve: 40) to a
+   * borrower that never repaid a loan in full: 5 % of it, 20 USDC, is provisioned out of the exit price (D-126).
+   */
   async function withLoan() {
     const f = await deployLending(ethers);
     await f.vault.connect(f.alice).deposit(USDC(1_000), f.alice.address);
@@ -165,7 +168,7 @@ describe("StakingVault", () => {
       const { vault, alice } = await networkHelpers.loadFixture(withPrincipalOut);
       await expect(vault.connect(alice).withdraw(USDC(1_001), alice.address, alice.address))
         .to.be.revertedWithCustomError(vault, "ERC4626ExceededMaxWithdraw")
-        .withArgs(alice.address, USDC(1_001), USDC(1_000));
+        .withArgs(alice.address, USDC(1_001), USDC(980)); // the exit price: less the loan's 20 USDC provision
     });
 
     it("reverts above the idle USDC with StakingVaultInsufficientLiquidity (INSUFFICIENT_LIQUIDITY)", async () => {
@@ -188,7 +191,7 @@ describe("StakingVault", () => {
       const { vault, alice } = await networkHelpers.loadFixture(withPrincipalOut);
       const shares = SHARES(USDC(250));
       const assets = await vault.previewRedeem(shares);
-      expect(assets).to.equal(USDC(250));
+      expect(assets).to.equal(USDC(245)); // at the exit price, 0.98 with the loan's provision
       await expect(vault.connect(alice).redeem(shares, alice.address, alice.address))
         .to.emit(vault, "Withdraw")
         .withArgs(alice.address, alice.address, alice.address, assets, shares);
@@ -206,7 +209,7 @@ describe("StakingVault", () => {
       const { vault, alice } = await networkHelpers.loadFixture(withPrincipalOut);
       await expect(vault.connect(alice).redeem(SHARES(USDC(700)), alice.address, alice.address))
         .to.be.revertedWithCustomError(vault, "StakingVaultInsufficientLiquidity")
-        .withArgs(USDC(700), USDC(600));
+        .withArgs(USDC(686), USDC(600));
     });
 
     it("goes on while paused", async () => {
@@ -217,10 +220,13 @@ describe("StakingVault", () => {
   });
 
   describe("max* views", () => {
+    // The shares the 600 idle USDC redeem at the exit price (980 USDC for 1,000 shares), rounded down.
+    const IDLE_SHARES = (USDC(600) * (SHARES(USDC(1_000)) + VIRTUAL_SHARES)) / (USDC(980) + 1n);
+
     it("cap withdrawals by the idle USDC", async () => {
       const { vault, alice, bob } = await networkHelpers.loadFixture(withPrincipalOut);
       expect(await vault.maxWithdraw(alice.address)).to.equal(USDC(600));
-      expect(await vault.maxRedeem(alice.address)).to.equal(SHARES(USDC(600)));
+      expect(await vault.maxRedeem(alice.address)).to.equal(IDLE_SHARES);
       expect(await vault.maxWithdraw(bob.address)).to.equal(0n);
       expect(await vault.maxDeposit(alice.address)).to.equal(ethers.MaxUint256);
       expect(await vault.maxMint(alice.address)).to.equal(ethers.MaxUint256);
@@ -233,7 +239,7 @@ describe("StakingVault", () => {
         expect(await f(alice.address)).to.equal(0n);
       }
       expect(await vault.maxWithdraw(alice.address)).to.equal(USDC(600));
-      expect(await vault.maxRedeem(alice.address)).to.equal(SHARES(USDC(600)));
+      expect(await vault.maxRedeem(alice.address)).to.equal(IDLE_SHARES);
     });
   });
 
@@ -248,7 +254,7 @@ describe("StakingVault", () => {
     it("pays the borrower the net amount, keeps the fee as reserve and emits StakingVaultFundsLent", async () => {
       const { vault, usdc, lender, borrower } = await networkHelpers.loadFixture(withLender);
       const before = await usdc.balanceOf(borrower.address);
-      await expect(vault.connect(lender).lend(7n, borrower.address, USDC(300), USDC(30), 0n, 0n))
+      await expect(vault.connect(lender).lend(7n, borrower.address, USDC(300), USDC(30), 0n, 0n, 0n))
         .to.emit(vault, "StakingVaultFundsLent")
         .withArgs(7n, borrower.address, USDC(300), USDC(30), USDC(300));
       expect((await usdc.balanceOf(borrower.address)) - before).to.equal(USDC(270));
@@ -261,26 +267,26 @@ describe("StakingVault", () => {
 
     it("reverts for a caller without LENDER_ROLE", async () => {
       const { vault, stranger, borrower } = await networkHelpers.loadFixture(withLender);
-      await expect(vault.connect(stranger).lend(1n, borrower.address, USDC(1), 0n, 0n, 0n))
+      await expect(vault.connect(stranger).lend(1n, borrower.address, USDC(1), 0n, 0n, 0n, 0n))
         .to.be.revertedWithCustomError(vault, "AccessControlUnauthorizedAccount")
         .withArgs(stranger.address, await vault.LENDER_ROLE());
     });
 
     it("reverts on a zero borrower, zero principal, a fee not below the principal, or too little liquidity", async () => {
       const { vault, lender, borrower } = await networkHelpers.loadFixture(withLender);
-      await expect(vault.connect(lender).lend(1n, ethers.ZeroAddress, USDC(1), 0n, 0n, 0n)).to.be.revertedWithCustomError(
+      await expect(vault.connect(lender).lend(1n, ethers.ZeroAddress, USDC(1), 0n, 0n, 0n, 0n)).to.be.revertedWithCustomError(
         vault,
         "StakingVaultZeroAddress",
       );
-      await expect(vault.connect(lender).lend(1n, borrower.address, 0n, 0n, 0n, 0n)).to.be.revertedWithCustomError(
+      await expect(vault.connect(lender).lend(1n, borrower.address, 0n, 0n, 0n, 0n, 0n)).to.be.revertedWithCustomError(
         vault,
         "StakingVaultZeroAmount",
       );
-      await expect(vault.connect(lender).lend(1n, borrower.address, USDC(1), USDC(1), 0n, 0n))
+      await expect(vault.connect(lender).lend(1n, borrower.address, USDC(1), USDC(1), 0n, 0n, 0n))
         .to.be.revertedWithCustomError(vault, "StakingVaultInvalidInsuranceFee")
         .withArgs(USDC(1), USDC(1));
       // 1,000 idle, nothing out: the utilization cap (90 %, D-101) lends 900.
-      await expect(vault.connect(lender).lend(1n, borrower.address, USDC(901), 0n, 0n, 0n))
+      await expect(vault.connect(lender).lend(1n, borrower.address, USDC(901), 0n, 0n, 0n, 0n))
         .to.be.revertedWithCustomError(vault, "StakingVaultInsufficientLiquidity")
         .withArgs(USDC(901), USDC(900));
     });
@@ -288,7 +294,7 @@ describe("StakingVault", () => {
     it("reverts with EnforcedPause while paused", async () => {
       const { vault, pauser, lender, borrower } = await networkHelpers.loadFixture(withLender);
       await vault.connect(pauser).pause();
-      await expect(vault.connect(lender).lend(1n, borrower.address, USDC(1), 0n, 0n, 0n)).to.be.revertedWithCustomError(
+      await expect(vault.connect(lender).lend(1n, borrower.address, USDC(1), 0n, 0n, 0n, 0n)).to.be.revertedWithCustomError(
         vault,
         "EnforcedPause",
       );
@@ -300,7 +306,7 @@ describe("StakingVault", () => {
       const f = await deployLending(ethers);
       await f.vault.grantRole(await f.vault.LENDER_ROLE(), f.lender.address);
       await f.vault.connect(f.alice).deposit(USDC(1_000), f.alice.address);
-      await f.vault.connect(f.lender).lend(1n, f.borrower.address, USDC(500), USDC(50), 0n, 0n);
+      await f.vault.connect(f.lender).lend(1n, f.borrower.address, USDC(500), USDC(50), 0n, 0n, 0n);
       return f;
     }
 
@@ -324,7 +330,7 @@ describe("StakingVault", () => {
       await vault.grantRole(await vault.LENDER_ROLE(), lender.address);
       await vault.connect(alice).deposit(USDC(1_000), alice.address);
       await model.setReserveFactor(WAD / 10n);
-      await vault.connect(lender).lend(1n, borrower.address, USDC(500), USDC(50), 0n, 0n);
+      await vault.connect(lender).lend(1n, borrower.address, USDC(500), USDC(50), 0n, 0n, 0n);
       await model.setReserveFactor(WAD / 2n); // not retroactive (D-96)
       await expect(vault.connect(lender).recordRepayment(1n, 0n, USDC(10), true))
         .to.emit(vault, "StakingVaultRepaymentRecorded")
@@ -354,8 +360,8 @@ describe("StakingVault", () => {
       await f.vault.grantRole(await f.vault.LENDER_ROLE(), f.lender.address);
       await f.vault.connect(f.alice).deposit(USDC(1_000), f.alice.address);
       // Reserve 100 from a 500 loan's fee; a second loan of 200 without fee.
-      await f.vault.connect(f.lender).lend(1n, f.borrower.address, USDC(500), USDC(100), 0n, 0n);
-      await f.vault.connect(f.lender).lend(2n, f.borrower.address, USDC(200), 0n, 0n, 0n);
+      await f.vault.connect(f.lender).lend(1n, f.borrower.address, USDC(500), USDC(100), 0n, 0n, 0n);
+      await f.vault.connect(f.lender).lend(2n, f.borrower.address, USDC(200), 0n, 0n, 0n, 0n);
       return f;
     }
 
@@ -505,7 +511,8 @@ describe("StakingVault", () => {
       const { vault, model } = await networkHelpers.loadFixture(withLoan);
       const s = await vault.vaultStatus();
       const util = (USDC(400) * WAD) / USDC(1_000);
-      expect(s.totalAssets).to.equal(USDC(1_000));
+      // At the exit price: less the loan's 20 USDC provision (D-126).
+      expect(s.totalAssets).to.equal(USDC(980));
       expect(s.idleAssets).to.equal(USDC(600));
       expect(s.totalBorrowed).to.equal(USDC(400));
       expect(s.insuranceReserve).to.equal(USDC(40));
@@ -513,8 +520,8 @@ describe("StakingVault", () => {
       expect(s.borrowRate).to.equal(await model.borrowRate(util));
       // What the depositors earn (D-97): loan 1's 20 USDC over 30 days, a year at this pace, over the 1,000.
       const perYear = (((USDC(20) * 10n ** 12n) / BigInt(30 * DAY)) * BigInt(365 * DAY)) / 10n ** 12n;
-      expect(s.supplyRate).to.equal((perYear * WAD) / USDC(1_000));
-      expect(s.exchangeRate).to.equal(WAD);
+      expect(s.supplyRate).to.equal((perYear * WAD) / USDC(980));
+      expect(s.exchangeRate).to.equal(rate(USDC(980), SHARES(USDC(1_000))));
       expect(s.totalSupply).to.equal(SHARES(USDC(1_000)));
       expect(s.totalYield).to.equal(0n);
       expect(s.paused).to.equal(false);

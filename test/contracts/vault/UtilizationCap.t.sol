@@ -25,12 +25,12 @@ contract UtilizationCapTest is LendingSetup {
         vm.expectRevert(
             abi.encodeWithSelector(IStakingVault.StakingVaultInsufficientLiquidity.selector, 10_000 * USDC, 9_000 * USDC)
         );
-        vault.lend(1, BORROWER, 10_000 * USDC, 0, 0, block.timestamp + 30 days);
+        vault.lend(1, BORROWER, 10_000 * USDC, 0, 0, block.timestamp + 30 days, 0);
 
-        vault.lend(1, BORROWER, 9_000 * USDC, 0, 0, block.timestamp + 30 days);
+        vault.lend(1, BORROWER, 9_000 * USDC, 0, 0, block.timestamp + 30 days, 0);
         assertEq(vault.lendableAssets(), 0);
         vm.expectRevert(abi.encodeWithSelector(IStakingVault.StakingVaultInsufficientLiquidity.selector, 1, 0));
-        vault.lend(2, BORROWER, 1, 0, 0, block.timestamp + 30 days);
+        vault.lend(2, BORROWER, 1, 0, 0, block.timestamp + 30 days, 0);
 
         // The depositors can leave with the headroom: withdrawals are not capped, only loans.
         assertEq(vault.maxWithdraw(DEPOSITOR), 1_000 * USDC);
@@ -41,7 +41,7 @@ contract UtilizationCapTest is LendingSetup {
 
     function test_aFeeKeptAsReserveDoesNotCountAsLendable() public {
         // 9,000 out with a 900 fee kept as reserve: idle is 10,000 - 9,000 = 1,000, principal out 9,000.
-        vault.lend(1, BORROWER, 9_000 * USDC, 900 * USDC, 0, block.timestamp + 30 days);
+        vault.lend(1, BORROWER, 9_000 * USDC, 900 * USDC, 0, block.timestamp + 30 days, 0);
         assertEq(vault.idleAssets(), 1_000 * USDC);
         assertEq(vault.lendableAssets(), 0);
         // A repayment brings the pool back under the cap.
