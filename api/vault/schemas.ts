@@ -28,7 +28,10 @@ export const vaultStatus = z
     exchangeRate: z.number().describe("USDC per tmUSDC"),
     tmUSDCSupply: usdc2("tmUSDC in circulation"),
     unrealizedLosses: usdc2(
-      "extension: the expected losses of loans past due (principal the insurance reserve does not cover, and interest they did not pay), already out of totalDeposits and exchangeRate; a repayment gives them back",
+      "extension: the expected losses already out of totalDeposits and exchangeRate: the open loans' provisions, and those of loans past due (principal the insurance reserve does not cover, and interest they did not pay); a repayment gives them back",
+    ).optional(),
+    provisions: usdc2(
+      "extension: the part of unrealizedLosses provisioned from the loans' funding, each loan's principal out at its expected-loss rate (the rest is the loans past due)",
     ).optional(),
     entryExchangeRate: z
       .number()

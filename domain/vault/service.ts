@@ -126,9 +126,10 @@ export function createVaultService(deps: VaultServiceDeps) {
   return {
     /** The public figures of the vault, read from the chain. */
     async status() {
-      const [status, unrealizedLosses, entryAssets] = await Promise.all([
+      const [status, unrealizedLosses, provisions, entryAssets] = await Promise.all([
         vault.vaultStatus(),
         vault.unrealizedLosses() as Promise<bigint>,
+        vault.provisioned() as Promise<bigint>,
         vault.entryAssets() as Promise<bigint>,
       ]);
       return {
@@ -139,6 +140,7 @@ export function createVaultService(deps: VaultServiceDeps) {
         exchangeRate: rateNumber(status.exchangeRate),
         tmUSDCSupply: formatUsdc2(status.totalSupply / SHARES_PER_MICRO),
         unrealizedLosses: formatUsdc2(unrealizedLosses),
+        provisions: formatUsdc2(provisions),
         entryExchangeRate: rateNumber(entryRate(entryAssets, status.totalSupply)),
       };
     },

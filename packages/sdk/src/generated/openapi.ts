@@ -2529,8 +2529,10 @@ export interface components {
             exchangeRate: number;
             /** @description tmUSDC in circulation, a decimal string with two fraction digits */
             tmUSDCSupply: string;
-            /** @description extension: the expected losses of loans past due (principal the insurance reserve does not cover, and interest they did not pay), already out of totalDeposits and exchangeRate; a repayment gives them back, a decimal string with two fraction digits */
+            /** @description extension: the expected losses already out of totalDeposits and exchangeRate: the open loans' provisions, and those of loans past due (principal the insurance reserve does not cover, and interest they did not pay); a repayment gives them back, a decimal string with two fraction digits */
             unrealizedLosses?: string;
+            /** @description extension: the part of unrealizedLosses provisioned from the loans' funding, each loan's principal out at its expected-loss rate (the rest is the loans past due), a decimal string with two fraction digits */
+            provisions?: string;
             /** @description extension: USDC per tmUSDC a deposit pays now: exchangeRate without the unrealized losses, so no deposit buys a loss that may be reversed */
             entryExchangeRate?: number;
         };
