@@ -8,6 +8,7 @@ import { Prisma } from "../../generated/prisma/client.js";
 import type { Db, Tx } from "../db.js";
 import { domainEvent, recordEvents } from "../events/outbox.js";
 import { attemptHolds, type ProcessPresence, processAlive } from "../processes/presence.js";
+import type { ClosedLoan } from "./expected-loss.js";
 import { loanIdFromRef } from "./ids.js";
 
 /** The chain's `ref` of a request, computed in SQL: its UUID's 16 bytes, left-aligned in a bytes32 (domain/loans/ids.ts). */
@@ -21,6 +22,24 @@ export function chainLoanOf(tx: Tx, chainId: number, loanId: bigint) {
 /** What is left to repay of the chain loan of `ref`, in micro-USDC, in the caller's transaction. */
 export async function remainingBalanceOf(tx: Tx, ref: string): Promise<bigint> {
   return (await tx.loanChainState.findFirstOrThrow({ where: { ref }, select: { remainingBalance: true } })).remainingBalance;
+}
+
+/**
+ * Every loan the mirror shows closed, for the expected-loss rates' history (expected-loss.ts): a
+ * default's depositors' loss is its `loan.defaulted` event's uncovered part (the whole principal
+ * if the event is missing: the cautious side).
+ */
+export function closedLoans(db: Pick<Db, "prisma">) {
+  return db.prisma.$queryRaw<ClosedLoan[]>`
+    SELECT c."borrower", c."principal", c."fundedAt", c."closedAt", c."status", c."paidByOthers",
+           CASE WHEN c."status" = 'defaulted'
+                THEN COALESCE((SELECT (e."data"->'raw'->>'uncovered')::bigint FROM "DomainEvent" e
+                                WHERE e."type" = 'loan.defaulted' AND e."chainId" = c."chainId" AND e."revertedAt" IS NULL
+                                  AND e."data"->'raw'->>'chainLoanId' = c."loanId"::text LIMIT 1), c."principal")
+                ELSE 0 END AS "uncovered"
+      FROM "LoanChainState" c
+     WHERE c."chainId" = ${MIRRORED_CHAIN_ID} AND c."status" IN ('repaid', 'defaulted') AND c."closedAt" IS NOT NULL
+     ORDER BY c."loanId"`;
 }
 
 /** A loan that pays a merchant's payment (domain/loans/financing.ts). */

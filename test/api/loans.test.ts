@@ -4,7 +4,9 @@ import { Contract, type EventLog } from "ethers";
 import { ensureChainIdentity } from "../../core/chain-identity.js";
 import { createLogger } from "../../core/logger.js";
 import { formatUsdc2, usdcNumber } from "../../core/money.js";
+import { proposeExpectedLossRates } from "../../domain/loans/expected-loss.js";
 import { refFromLoanId } from "../../domain/loans/ids.js";
+import { closedLoans } from "../../domain/loans/repo.js";
 import { extensionInterest, loanTerms } from "../../domain/loans/terms.js";
 import { CHAIN_DERIVED_TABLES } from "../../domain/modules.js";
 import { TIERS } from "../../domain/trust-score/rules.js";
@@ -727,6 +729,23 @@ describe(`loans API: eligibility, requests, funding, cancel (${usingPostgres ? "
     // The API's vault figures are the chain's.
     const status = (await api.request("GET", "/v1/vault/status")).body.data;
     expect(status.totalBorrowed).to.equal(formatUsdc2(outstanding));
+
+    // The expected-loss rates' history (D-126, npm run risk:expected-loss): the mirror's closed loans, each
+    // default's loss to the depositors as the chain's event says, in the class its borrower had at funding.
+    const closed = await closedLoans(db);
+    let closedOnChain = 0;
+    for (let id = 1n; id <= count; id += 1n) {
+      const { status: chainStatus } = (await chain.contracts.loanBook.getLoan(id)) as { status: bigint };
+      if (chainStatus === 3n || chainStatus === 4n) closedOnChain += 1;
+    }
+    expect(closed).to.have.length(closedOnChain);
+    expect(closed.reduce((sum, loan) => sum + loan.uncovered, 0n)).to.equal(uncovered);
+    const proposal = proposeExpectedLossRates(closed, { unprovenBps: 500, provenBps: 100 });
+    expect(proposal.unproven.loans + proposal.proven.loans).to.equal(closedOnChain);
+    expect(proposal.unproven.uncovered + proposal.proven.uncovered).to.equal(uncovered);
+    // This file's first loans defaulted far more often than 5 %: the history pulls the unproven rate up.
+    expect(proposal.unproven.observedBps).to.be.greaterThan(500);
+    expect(proposal.unproven.proposedBps).to.be.greaterThan(500);
   });
 
   it("cancels pending requests only, hides other users' loans, and lapses a request at its expiry", async () => {
