@@ -30,7 +30,7 @@ export interface VaultServiceDeps {
 }
 
 export const YIELD_DISCLAIMER =
-  "A projection at today's supply APY, held constant and paid pro rata by day. The vault's rate moves with loan demand and repayments, losses can lower it, and past yield does not promise future yield. Not financial advice.";
+  "A projection at today's supply APY, held constant and paid pro rata by day, from what the deposit would redeem for at once (the open loans' expected losses are out of the exit price until they are repaid). The vault's rate moves with loan demand and repayments, losses can lower it, and past yield does not promise future yield. Not financial advice.";
 
 const WAD = 10n ** 18n;
 const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b;
@@ -249,17 +249,23 @@ export function createVaultService(deps: VaultServiceDeps) {
       };
     },
 
-    /** What `amount` micro-USDC would earn in `days` at today's supply APY (pro rata, rounded down). */
+    /**
+     * What `amount` micro-USDC deposited now would come to on exit after `days` at today's supply
+     * APY (pro rata, rounded down): a deposit pays the entry price and an exit gets the exit price,
+     * less the open loans' provisions and expected losses (D-121, D-126), so the projection starts
+     * from what the deposit would redeem for at once; a short one may show a loss.
+     */
     async calculate(amount: bigint, days: number) {
-      const status = await vault.vaultStatus();
+      const [status, entry] = await Promise.all([vault.vaultStatus(), vault.entryAssets() as Promise<bigint>]);
       const apy = status.supplyRate as bigint;
-      const projected = (amount * apy * BigInt(days)) / (WAD * 365n);
+      const onExit = entry === 0n ? amount : (amount * (status.totalAssets as bigint)) / entry;
+      const total = onExit + (onExit * apy * BigInt(days)) / (WAD * 365n);
       return {
         depositAmount: formatUsdc2(amount),
         duration: days,
         currentAPY: rateNumber(apy),
-        projectedYield: formatUsdc2(projected),
-        projectedTotal: formatUsdc2(amount + projected),
+        projectedYield: formatUsdc2(total - amount),
+        projectedTotal: formatUsdc2(total),
         disclaimer: YIELD_DISCLAIMER,
       };
     },
