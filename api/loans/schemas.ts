@@ -57,7 +57,7 @@ export const eligibilityResponse = z
     interestRate: z.number().describe("your tier's rate for a loan's whole term, a fraction (0.05 = 5 %)"),
     restrictions: z.array(z.enum(RESTRICTIONS)).describe("why you may not borrow now; empty when eligible"),
     newBorrowerCredit: usdc(
-      "only until you have repaid a loan in full: what the pool still lends borrowers who have not (its share of the pool for them and today's budget); maxAmount is at most this, and MAX_LOANS_REACHED stands when it is below 1",
+      "while the pool's limits on unproven loans hold you below your tier: the most one loan may be now, what you have repaid in full yourself (a loan held a week) or what the pool still lends on loans above that (its share of the pool and today's budget); maxAmount is at most this, and MAX_LOANS_REACHED stands when it is below 1",
     ).optional(),
   })
   .meta({ id: "LoanEligibility" });

@@ -48,8 +48,9 @@ interface ILoanBook {
     /// @param insuranceFee The fee taken from the principal for the insurance reserve.
     /// @param status The loan's status.
     /// @param gracePeriodDays The limits' grace period when the loan was funded: a later change does not touch it.
-    /// @param unproven Whether its borrower had never repaid a loan in full when it was funded: its principal out counts
-    /// against {unprovenExposure} until it is repaid, refunded or written off.
+    /// @param unproven Whether its principal was above what its borrower had proven it repays ({provenUpTo}) when it was
+    /// funded: its principal out counts against {unprovenExposure} until it is repaid, refunded or written off.
+    /// @param paidByOthers Whether another payer or a merchant's refund paid any of it: such a loan proves nothing.
     /// @param ref The off-chain loan id.
     // Five slots, the fewest its 147 bytes take (the rule's heuristic does not see it).
     // solhint-disable-next-line gas-struct-packing
@@ -66,6 +67,7 @@ interface ILoanBook {
         LoanStatus status;
         uint16 gracePeriodDays;
         bool unproven;
+        bool paidByOthers;
         bytes32 ref;
     }
 
@@ -81,7 +83,7 @@ interface ILoanBook {
     }
 
     /// @notice The expected loss the vault provisions from a loan's funding, as a share of its principal out (D-126),
-    /// by what the chain knows of its borrower: never repaid a loan in full ({isProven}), or proven.
+    /// by what the chain knows of its borrower: a loan above what it proved it repays ({provenUpTo}), or within it.
     /// @param unprovenBps An unproven borrower's loan (basis points).
     /// @param provenBps A proven borrower's loan (basis points).
     struct ExpectedLossRates {
@@ -204,8 +206,12 @@ interface ILoanBook {
     /// @notice The expected-loss rates of loans funded from now on were set to `rates`.
     event LoanExpectedLossRatesUpdated(ExpectedLossRates rates);
 
-    /// @notice `borrower` repaid loan `loanId` in full, its first: its later loans no longer count as unproven.
-    event BorrowerProven(address indexed borrower, uint256 indexed loanId);
+    /// @notice `borrower` repaid loan `loanId` of `principal` in full, with its own money only, after holding it at
+    /// least {MIN_CHARGED_DAYS}: its later loans up to `principal` no longer count as unproven ({provenUpTo}).
+    event BorrowerProven(address indexed borrower, uint256 indexed loanId, uint256 principal);
+
+    /// @notice `borrower`'s proof is void: it defaulted on loan `loanId`, or loan `loanId`, which proved it, was refunded.
+    event BorrowerProofRevoked(address indexed borrower, uint256 indexed loanId);
 
     /* ERRORS */
 
@@ -268,8 +274,8 @@ interface ILoanBook {
     /// @notice A daily funding cap must be above zero (pausing the vault stops lending).
     error LoanBookInvalidFundingCap(uint256 dailyCap);
 
-    /// @notice `borrower` has never repaid a loan in full, and `principal` is above what the pool still lends to such
-    /// borrowers (`available`, see {unprovenExposure}).
+    /// @notice `principal` is above what `borrower` has proven it repays ({provenUpTo}) and above what the pool still
+    /// lends on such loans (`available`, see {unprovenExposure}).
     error LoanBookUnprovenLimitReached(address borrower, uint256 principal, uint256 available);
 
     /// @notice `limits` are outside the hard bounds of {setUnprovenLimits}.
@@ -327,9 +333,9 @@ interface ILoanBook {
     /// @return available The principal that can be funded now.
     function fundingCapacity() external view returns (uint256 dailyCap, uint256 available);
 
-    /// @notice Whether `borrower` has repaid a loan in full with its own payment (a refund or another payer's money
-    /// does not count): until then its loans are unproven.
-    function isProven(address borrower) external view returns (bool);
+    /// @notice The largest principal `borrower` has repaid in full with its own money only, on a loan it held at least
+    /// {MIN_CHARGED_DAYS} and that no refund touched (zero after a default): a loan above it is unproven (D-125).
+    function provenUpTo(address borrower) external view returns (uint256);
 
     /// @notice The limits on lending to unproven borrowers.
     /// @return See {UnprovenLimits}.
@@ -389,7 +395,7 @@ interface ILoanBook {
     /// nor `recipient` may be zero ({LoanBookZeroAddress}). Reverts with the vault's
     /// `StakingVaultInsufficientLiquidity` if the vault's idle USDC is below `principal`, with `EnforcedPause`
     /// while the vault is paused, with {LoanBookFundingCapReached} above the daily funding cap and, for a borrower
-    /// that has never repaid a loan in full, with {LoanBookUnprovenLimitReached} above {unprovenExposure}'s
+    /// whose {provenUpTo} is below `principal`, with {LoanBookUnprovenLimitReached} above {unprovenExposure}'s
     /// `available`. The loan records only the borrower; {LoanFunded} names the recipient. The
     /// borrower's consent is the operator's to check off chain, as for {fundLoan}.
     /// @param ref The off-chain loan id.

@@ -86,8 +86,13 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
     uint16 private _provenLossBps;
     FundingBucket private _unprovenBudget;
 
-    /// @inheritdoc ILoanBook
-    mapping(address borrower => bool) public isProven;
+    /// @dev A borrower's proof (D-125): the largest principal it repaid in full itself, and the loan that proved it.
+    struct Proof {
+        uint96 upTo;
+        uint64 byLoan;
+    }
+
+    mapping(address borrower => Proof) private _proofOf;
     uint256 private _loanCount;
     mapping(uint256 loanId => Loan) private _loans;
 
@@ -155,6 +160,11 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
     /// @inheritdoc ILoanBook
     function fundingCapacity() external view returns (uint256 dailyCap, uint256 available) {
         return (_funding.capacity, _available(_funding));
+    }
+
+    /// @inheritdoc ILoanBook
+    function provenUpTo(address borrower) external view returns (uint256) {
+        return _proofOf[borrower].upTo;
     }
 
     /// @inheritdoc ILoanBook
@@ -299,8 +309,11 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
         loan.principal = uint128(newPrincipal);
         bool closed = _isOpen(status) && _remainingBalance(loan) == 0;
         if (closed) loan.status = LoanStatus.Repaid;
-        // A defaulted loan left the unproven principal out at its default.
+        // A defaulted loan left the unproven principal out at its default. A refunded loan proves nothing, and a proof
+        // it gave is void.
         if (loan.unproven && status != LoanStatus.Defaulted) _releaseUnproven(toPool);
+        loan.paidByOthers = true;
+        _revokeProof(loan.borrower, loanId, false);
 
         emit LoanRefunded(
             loanId,
@@ -371,8 +384,9 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
 
         loan.status = LoanStatus.Defaulted;
         uint256 loss = loan.principal - loan.principalRepaid;
-        // Written off: no longer out (the daily budget, spent, is what bounds the next ones).
+        // Written off: no longer out (the daily budget, spent, is what bounds the next ones); a defaulter proves nothing.
         if (loan.unproven) _releaseUnproven(loss);
+        _revokeProof(loan.borrower, loanId, true);
 
         // The vault splits the loss between its insurance reserve and the depositors; the event needs the split.
         (uint256 covered, uint256 uncovered) = vault.recordLoss(loanId, loss);
@@ -401,8 +415,8 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
         uint256 available = _available(_funding);
         if (principal > available) revert LoanBookFundingCapReached(principal, available);
         _take(_funding, available, principal);
-        // Exposure to borrowers who have never repaid a loan in full is bounded in all and per day (D-125).
-        bool unproven = !isProven[borrower];
+        // Exposure to loans above what their borrowers proved they repay is bounded in all and per day (D-125).
+        bool unproven = principal > _proofOf[borrower].upTo;
         if (unproven) {
             uint256 room = _unprovenAvailable();
             if (principal > room) revert LoanBookUnprovenLimitReached(borrower, principal, room);
@@ -455,11 +469,12 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
         loan.principalRepaid += uint128(principalPart);
         if (closed) loan.status = LoanStatus.Repaid;
         if (loan.unproven) _releaseUnproven(principalPart);
-        // Only the borrower's own money proves it: a refund or another payer's does not (D-88).
+        // Only the borrower's own money, on a loan it held at least a week, proves it: a refund or another payer's
+        // money does not (D-88), nor a loan repaid at once.
         address borrower = loan.borrower;
-        if (closed && payer == borrower && !isProven[borrower]) {
-            isProven[borrower] = true;
-            emit BorrowerProven(borrower, loanId);
+        if (payer != borrower) loan.paidByOthers = true;
+        if (closed && !loan.paidByOthers && block.timestamp >= loan.fundedAt + MIN_CHARGED_DAYS * 1 days) {
+            _prove(borrower, loanId, loan.principal);
         }
 
         emit LoanRepaymentMade(
@@ -529,6 +544,22 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
         return Math.min(Math.saturatingSub(cap, _unprovenOutstanding), _available(_unprovenBudget));
     }
 
+    /// @dev Loan `loanId` of `principal`, repaid in full by `borrower` alone, proves it up to that principal.
+    function _prove(address borrower, uint256 loanId, uint256 principal) private {
+        if (principal <= _proofOf[borrower].upTo) return;
+        // The casts are safe: the principal is at most maxPrincipal (uint96), ids count from 1 by one.
+        _proofOf[borrower] = Proof({upTo: uint96(principal), byLoan: uint64(loanId)});
+        emit BorrowerProven(borrower, loanId, principal);
+    }
+
+    /// @dev Voids `borrower`'s proof: always (`always`, a default), or when loan `loanId` gave it (a refund).
+    function _revokeProof(address borrower, uint256 loanId, bool always) private {
+        Proof memory proof = _proofOf[borrower];
+        if (proof.upTo == 0 || (!always && proof.byLoan != loanId)) return;
+        delete _proofOf[borrower];
+        emit BorrowerProofRevoked(borrower, loanId);
+    }
+
     /// @dev `principal` of an unproven loan came back or was written off. Saturating: a rounding slip never blocks a
     /// repayment.
     function _releaseUnproven(uint256 principal) private {
@@ -592,6 +623,7 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
             // A later change of the limits is never retroactive.
             gracePeriodDays: _limits.gracePeriodDays,
             unproven: unproven,
+            paidByOthers: false,
             ref: ref
         });
     }

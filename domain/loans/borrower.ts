@@ -32,7 +32,7 @@ export function createBorrowerLoans({
     async eligibility(user: UserRecord) {
       const now = deps.clock.now();
       const standing = await db.prisma.$transaction((tx) => repo.standing(tx, user.id, user.walletAddress, now));
-      return eligibilityFrom(user, standing, now, await roomFor(standing, user.walletAddress, deps.unprovenRoom));
+      return eligibilityFrom(user, standing, now, await roomFor(user.walletAddress, deps.unprovenRoom));
     },
 
     /**
@@ -48,7 +48,7 @@ export function createBorrowerLoans({
       await db.prisma.$transaction(async (tx) => {
         await repo.lockBorrower(tx, user.id);
         const standing = await repo.standing(tx, user.id, user.walletAddress, now);
-        const room = await roomFor(standing, user.walletAddress, deps.unprovenRoom);
+        const room = await roomFor(user.walletAddress, deps.unprovenRoom);
         const eligibility = eligibilityFrom(user, standing, now, room);
         // Only the pool's room for unproven borrowers stands in the way: say so.
         const held =
@@ -59,7 +59,7 @@ export function createBorrowerLoans({
           eligibility.restrictions.length === 1;
         if (!eligibility.eligible) {
           const why = held
-            ? "the pool lends no more now to borrowers who have not yet repaid a loan in full (try again later)"
+            ? "the pool lends no more now on loans above what borrowers have repaid in full themselves (try again later)"
             : eligibility.restrictions.join(", ");
           throw new AppError("NOT_ELIGIBLE", `Not eligible for a loan now: ${why}`, {
             field: "eligibility",

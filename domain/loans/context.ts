@@ -59,7 +59,7 @@ export interface LoansServiceDeps {
     userWrite: UserWrite;
     rewards: Pick<RewardsConsumer, "takeTrust">;
   };
-  /** What the pool still lends borrowers who never repaid a loan in full (D-125); absent: no limit known. */
+  /** The most one loan may be under the limits on unproven loans (D-125); absent: no limit known. */
   unprovenRoom?: UnprovenRoom | undefined;
   /** LOAN_FUNDING_DELAY_S: how old a request is before the pool funds it by itself. */
   fundingDelaySeconds: number;
@@ -140,7 +140,7 @@ export function loansContext(deps: LoansServiceDeps) {
     if (input.amount < MIN_LOAN_MICRO || input.amount > creditWithin(creditLeft, room)) {
       const why =
         room !== undefined && room < creditLeft
-          ? ` now: the pool lends ${most} USDC more to borrowers who have not yet repaid a loan in full`
+          ? ` now: a loan above what you have repaid in full yourself is held to the pool's limits on such loans`
           : ` for the ${tier.tier} tier${most < tier.maxAmount ? ` (${tier.maxAmount} USDC less your open loans)` : ""}`;
       throw new AppError("INVALID_AMOUNT", `The amount must be from 1 to ${most} USDC${why}`, {
         field: "amount",

@@ -19,27 +19,28 @@ export const RECENT_DEFAULT_DAYS = 90;
 export type Restriction = "SCORE_TOO_LOW" | "MAX_LOANS_REACHED" | "OVERDUE_LOAN" | "RECENT_DEFAULT";
 
 /**
- * What the pool still lends a borrower who has never repaid a loan in full (D-125), micro-USDC, or
- * undefined when it is not held to that (proven on chain, or no chain to ask): the loan book's
- * `unprovenExposure`, which bounds such borrowers' principal out in all and per day.
+ * The most one loan to a borrower may be under the loan book's limits on unproven loans (D-125),
+ * micro-USDC: what the borrower proved it repays (`provenUpTo`: the largest loan it repaid in full
+ * itself after a week), or what the pool still lends on loans above that (`unprovenExposure`),
+ * whichever is more.
  */
-export type UnprovenRoom = (borrower: string) => Promise<bigint | undefined>;
+export type UnprovenRoom = (borrower: string) => Promise<bigint>;
 
 /** UnprovenRoom read from the deployment's loan book (two views, read together). */
 export function unprovenRoomOn(chain: { deployment: Deployment; provider: ContractRunner }): UnprovenRoom {
   const loanBook = platformContract(chain.deployment, "loanBook", chain.provider);
   return async (borrower) => {
     const [proven, [, available]] = await Promise.all([
-      loanBook.getFunction("isProven")(borrower) as Promise<boolean>,
+      loanBook.getFunction("provenUpTo")(borrower) as Promise<bigint>,
       loanBook.getFunction("unprovenExposure")() as Promise<[bigint, bigint]>,
     ]);
-    return proven ? undefined : available;
+    // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.max does not take
+    return proven > available ? proven : available;
   };
 }
 
-/** The room that holds `standing`'s borrower: none once the mirror shows a loan they repaid in full. */
-export const roomFor = (standing: BorrowerStanding, wallet: string, room: UnprovenRoom | undefined) =>
-  standing.proven || !room ? Promise.resolve(undefined) : room(wallet);
+/** The room that holds `wallet`'s loans now; undefined without a chain to ask. */
+export const roomFor = (wallet: string, room: UnprovenRoom | undefined) => (room ? room(wallet) : Promise.resolve(undefined));
 
 export interface Eligibility {
   eligible: boolean;
@@ -51,7 +52,7 @@ export interface Eligibility {
   maxActiveLoans: number;
   interestRate: number;
   restrictions: Restriction[];
-  /** For a borrower who has never repaid a loan in full: what the pool still lends such borrowers (USDC). */
+  /** While the limits on unproven loans hold the borrower below its tier: the most one loan may be (USDC). */
   newBorrowerCredit?: number;
 }
 
@@ -59,7 +60,7 @@ export interface Eligibility {
  * A borrower's eligibility at `now`, from their standing; `minScore` is LOAN_MIN_SCORE. `maxAmount`
  * is the credit the tier leaves beside the open loans (D-122): the tier's amount less their
  * principal, so that an account cannot multiply its tier's limit by holding several loans; and,
- * for a borrower who has never repaid a loan in full, no more than `room` (UnprovenRoom, D-125).
+ * no more than `room`, the most the limits on unproven loans allow one loan now (UnprovenRoom, D-125).
  */
 export function eligibilityOf(
   user: Pick<UserRecord, "trustScore">,
@@ -87,7 +88,7 @@ export function eligibilityOf(
     maxActiveLoans: tier.maxActiveLoans,
     interestRate: tier.interestRate,
     restrictions,
-    ...(room !== undefined && { newBorrowerCredit: usdcNumber(room) }),
+    ...(room !== undefined && room < BigInt(tier.maxAmount) * MICRO_PER_USDC && { newBorrowerCredit: usdcNumber(room) }),
   };
 }
 

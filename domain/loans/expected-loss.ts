@@ -1,10 +1,15 @@
 // The expected-loss rates the loan book provisions new loans at (D-126), seeded from the
-// platform's own history: per class of borrower as the chain tells them (never repaid a loan in
-// full, or proven; D-125), the depositors' loss on the loans closed so far over their principal,
-// weighted by its credibility against the rate in force (Bühlmann: n / (n + k) loans), so that a
-// young platform's few loans move the rate only a little. Integers: micro-USDC and basis points.
+// platform's own history: per class of loan as the loan book decided it at funding (above what
+// its borrower had proven it repays, or within it; D-125), the depositors' loss on the loans
+// closed so far over their principal, weighted by its credibility against the rate in force
+// (Bühlmann: n / (n + k) loans), so that a young platform's few loans move the rate only a
+// little. Integers: micro-USDC and basis points.
+
+import { DAY_MS } from "../../core/clock.js";
 
 const BPS = 10_000n;
+/** A loan proves its borrower once held this long (the loan book's MIN_CHARGED_DAYS). */
+const PROOF_DAYS = 7;
 
 /** Loans of a class at which the history counts as much as the rate in force (the credibility constant). */
 export const CREDIBILITY_LOANS = 100;
@@ -39,23 +44,36 @@ export interface ExpectedLossProposal {
   proven: ClassHistory;
 }
 
+/** Whether `proof` proved its borrower for `loan`: repaid in full alone after a week, before it, at least as large. */
+const proves = (proof: ClosedLoan, loan: ClosedLoan) =>
+  proof.status === "repaid" &&
+  proof.paidByOthers === 0n &&
+  proof.closedAt.getTime() - proof.fundedAt.getTime() >= PROOF_DAYS * DAY_MS &&
+  proof.closedAt < loan.fundedAt &&
+  proof.principal >= loan.principal;
+
 /**
- * Each closed loan's class as the loan book decided it at funding: unproven unless its borrower
- * had closed a loan of its own in full before (an own repayment, nothing paid by others).
+ * Each closed loan's class as the loan book decided it at funding, from the mirror: proven when
+ * an earlier loan of its borrower proved it (`proves`) and no default of the borrower came between
+ * (a default voids a proof). Refunds show only as money paid by others, so a loan refunded after it
+ * proved its borrower still counts here: the history errs towards calling loans proven.
  */
 export function classify(loans: readonly ClosedLoan[]): { unproven: ClosedLoan[]; proven: ClosedLoan[] } {
-  const provenSince = new Map<string, number>();
+  const byBorrower = new Map<string, ClosedLoan[]>();
   for (const loan of loans) {
-    if (loan.status !== "repaid" || loan.paidByOthers !== 0n) continue;
-    const borrower = loan.borrower.toLowerCase();
-    const since = provenSince.get(borrower);
-    if (since === undefined || loan.closedAt.getTime() < since) provenSince.set(borrower, loan.closedAt.getTime());
+    const key = loan.borrower.toLowerCase();
+    byBorrower.set(key, [...(byBorrower.get(key) ?? []), loan]);
   }
   const unproven: ClosedLoan[] = [];
   const proven: ClosedLoan[] = [];
   for (const loan of loans) {
-    const since = provenSince.get(loan.borrower.toLowerCase());
-    (since !== undefined && since < loan.fundedAt.getTime() ? proven : unproven).push(loan);
+    const own = byBorrower.get(loan.borrower.toLowerCase())!;
+    const isProven = own.some(
+      (proof) =>
+        proves(proof, loan) &&
+        !own.some((other) => other.status === "defaulted" && other.closedAt > proof.closedAt && other.closedAt < loan.fundedAt),
+    );
+    (isProven ? proven : unproven).push(loan);
   }
   return { unproven, proven };
 }

@@ -31,7 +31,7 @@ export function createLoanFinancing(deps: {
   clock: Pick<Clock, "now">;
   chainId: number;
   minScore: number;
-  /** What the pool still lends borrowers who never repaid a loan in full (D-125); absent: no limit known. */
+  /** The most one loan may be under the limits on unproven loans (D-125); absent: no limit known. */
   unprovenRoom?: UnprovenRoom | undefined;
 }) {
   const { repo } = deps;
@@ -43,7 +43,7 @@ export function createLoanFinancing(deps: {
    */
   async function check(tx: Tx, payer: UserRecord, count: number, now: Date, principal?: bigint): Promise<Eligibility> {
     const standing = await repo.standing(tx, payer.id, payer.walletAddress, now);
-    const room = await roomFor(standing, payer.walletAddress, deps.unprovenRoom);
+    const room = await roomFor(payer.walletAddress, deps.unprovenRoom);
     const eligibility = eligibilityOf(payer, standing, now, deps.minScore, room);
     const blocking = eligibility.restrictions.filter((code) => code !== "MAX_LOANS_REACHED");
     if (blocking.length > 0) throw notEligible(blocking.join(","), `Not eligible for a loan now: ${blocking.join(", ")}`);
@@ -69,7 +69,7 @@ export function createLoanFinancing(deps: {
     if (principal !== undefined && room !== undefined && principal > room) {
       throw notEligible(
         "NEW_BORROWER_LIMIT",
-        `The pool lends ${usdcNumber(room)} USDC more now to payers who have not yet repaid a loan in full; this payment is more`,
+        `The pool lends at most ${usdcNumber(room)} USDC now on a loan above what you have repaid in full yourself; this payment is more`,
       );
     }
     return eligibility;

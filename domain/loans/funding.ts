@@ -36,7 +36,7 @@ export function createLoanFunding({ deps, db, repo, detailView, rowOf, fundClaim
         if (outcome === "held") {
           throw new AppError(
             "INSUFFICIENT_LIQUIDITY",
-            "The pool lends no more now to borrowers who have not yet repaid a loan in full (its share for them, or today's budget, is taken); it stays pending",
+            "The pool lends no more now on loans above what their borrowers have repaid in full themselves (its share for them, or today's budget, is taken); it stays pending",
             { field: "loanId", reason: "NEW_BORROWER_LIMIT" },
           );
         }
@@ -57,7 +57,9 @@ export function createLoanFunding({ deps, db, repo, detailView, rowOf, fundClaim
      */
     async fundDue(now: Date) {
       const lapsed = await repo.lapse(now);
-      const due = await repo.dueForFunding(now, new Date(now.getTime() - deps.fundingDelaySeconds * 1_000), 20);
+      // Requests the limits on unproven loans hold are passed over, not tried again and again ahead of the others.
+      const exposure = (await deps.chain?.loanBook.getFunction("unprovenExposure")()) as [bigint, bigint] | undefined;
+      const due = await repo.dueForFunding(now, new Date(now.getTime() - deps.fundingDelaySeconds * 1_000), 20, exposure?.[1]);
       let funded = 0;
       let refused = 0;
       for (const { id } of due) {

@@ -93,11 +93,6 @@ export interface BorrowerStanding {
   creditInUse: bigint;
   overdue: boolean;
   lastDefaultAt: Date | null;
-  /**
-   * Whether they repaid a loan in full with their own money (none of it another payer's): the
-   * loan book then no longer counts their loans against its limits on unproven borrowers (D-125).
-   */
-  proven: boolean;
 }
 
 const selectLoans = (userId: string, wallet: string) => Prisma.sql`
@@ -162,7 +157,6 @@ export function createLoansRepo({ db, presence }: { db: Db; presence: Pick<Proce
           openCredit: bigint;
           overdue: boolean;
           lastDefaultAt: Date | null;
-          proven: boolean;
         }[]
       >`
         WITH waiting AS (SELECT r."amount" FROM "LoanRequest" r
@@ -182,16 +176,12 @@ export function createLoansRepo({ db, presence }: { db: Db; presence: Pick<Proce
              WHERE c."chainId" = ${MIRRORED_CHAIN_ID} AND c."borrower" = ${borrower}
                AND (c."status" = 'overdue' OR (c."status" = 'active' AND c."dueDate" < ${at}))) AS "overdue",
            (SELECT max(c."closedAt") FROM "LoanChainState" c
-             WHERE c."chainId" = ${MIRRORED_CHAIN_ID} AND c."borrower" = ${borrower} AND c."status" = 'defaulted') AS "lastDefaultAt",
-           EXISTS (SELECT 1 FROM "LoanChainState" c
-             WHERE c."chainId" = ${MIRRORED_CHAIN_ID} AND c."borrower" = ${borrower}
-               AND c."status" = 'repaid' AND c."paidByOthers" = 0) AS "proven"`;
+             WHERE c."chainId" = ${MIRRORED_CHAIN_ID} AND c."borrower" = ${borrower} AND c."status" = 'defaulted') AS "lastDefaultAt"`;
       return {
         openLoans: row!.waiting + row!.open,
         creditInUse: BigInt(row!.waitingCredit) + BigInt(row!.openCredit),
         overdue: row!.overdue,
         lastDefaultAt: row!.lastDefaultAt,
-        proven: row!.proven,
       };
     },
 
@@ -301,14 +291,23 @@ export function createLoansRepo({ db, presence }: { db: Db; presence: Pick<Proce
       prisma.loanRequest.updateMany({ where: { id: loanId, status: "funding" }, data: { status: "funded", fundTxHash: txHash } }),
 
     /** Waiting requests at least `fundingDelay` old at `now`, and those a dead process had claimed, oldest first (the funding job's queue). */
-    dueForFunding: (now: Date, createdBefore: Date, limit: number) =>
+    /**
+     * The requests due for funding, oldest first. With `unprovenRoom` (what the pool still lends on
+     * unproven loans, D-125), a request above it is passed over unless the mirror shows its borrower
+     * repaid in full alone a loan at least as large (the chain decides at funding), so that requests
+     * the limits hold never fill the batch ahead of the others.
+     */
+    dueForFunding: (now: Date, createdBefore: Date, limit: number, unprovenRoom?: bigint) =>
       // A payment's loans are the payment router's to fund, never the funding job's.
       prisma.$queryRaw<{ id: string }[]>`
-        SELECT "id" FROM "LoanRequest"
-         WHERE "paymentId" IS NULL
-           AND (("status" = 'pending' AND "createdAt" <= ${createdBefore.toISOString()}::timestamp(3) AND "expiresAt" > ${now.toISOString()}::timestamp(3))
-            OR ("status" = 'funding' AND NOT ${processAlive('"claimedBy"')}))
-         ORDER BY "createdAt" LIMIT ${limit}`,
+        SELECT r."id" FROM "LoanRequest" r
+         WHERE r."paymentId" IS NULL
+           AND ((r."status" = 'pending' AND r."createdAt" <= ${createdBefore.toISOString()}::timestamp(3) AND r."expiresAt" > ${now.toISOString()}::timestamp(3))
+            OR (r."status" = 'funding' AND NOT ${processAlive('r."claimedBy"')}))
+           AND (${unprovenRoom === undefined} OR r."amount" <= ${unprovenRoom ?? 0n}
+            OR EXISTS (SELECT 1 FROM "LoanChainState" c WHERE c."chainId" = ${MIRRORED_CHAIN_ID} AND c."borrower" = r."borrower"
+                        AND c."status" = 'repaid' AND c."paidByOthers" = 0 AND c."principal" >= r."amount"))
+         ORDER BY r."createdAt" LIMIT ${limit}`,
 
     request: (loanId: string) => prisma.loanRequest.findUnique({ where: { id: loanId } }),
 

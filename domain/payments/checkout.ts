@@ -50,7 +50,7 @@ function financedRevert(revert: { name: string; args: unknown[] }): AppError | u
     case "LoanBookUnprovenLimitReached":
       return new AppError(
         "NOT_ELIGIBLE",
-        "The pool lends no more now to payers who have not yet repaid a loan in full; pay directly or try later",
+        "The pool lends no more now on loans above what payers have repaid in full themselves; pay directly or try later",
         {
           field: "eligibility",
           reason: "NEW_BORROWER_LIMIT",

@@ -539,11 +539,11 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
       const refused = await pay(payer.token, payment.id, "credit");
       expectErrorEnvelope(refused, 403, "NOT_ELIGIBLE");
       expect(refused.body.error.details).to.deep.equal({ field: "eligibility", reason: "NEW_BORROWER_LIMIT" });
-      expect(refused.body.error.message).to.contain("not yet repaid a loan in full");
+      expect(refused.body.error.message).to.contain("above what you have repaid in full yourself");
       expect(await loansOf(payer.token)).to.have.length(0);
       // The page says so in words.
       const page = await api.request("GET", `/checkout/${payment.id}`);
-      expect(page.text).to.contain("people who have not yet repaid a loan");
+      expect(page.text).to.contain("loans larger than you have repaid before");
     } finally {
       await setLimits(initial);
     }

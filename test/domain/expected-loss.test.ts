@@ -17,15 +17,19 @@ const loan = (over: Partial<ClosedLoan>): ClosedLoan => ({
 });
 
 describe("expected-loss rates from the platform's history", () => {
-  it("puts a loan in the class its borrower had at funding: proven only by an earlier full repayment of its own", () => {
+  it("puts a loan in the class the loan book gave it: proven only by an earlier, larger loan repaid alone after a week", () => {
     const first = loan({ fundedAt: day(0), closedAt: day(10) });
     const overlapping = loan({ fundedAt: day(5), closedAt: day(20) });
     const after = loan({ fundedAt: day(11), closedAt: day(30), status: "defaulted", uncovered: 20_000_000n });
-    // A friend's or a merchant's money closed it: nothing proven.
-    const paidByOthers = loan({ borrower: "0xB", fundedAt: day(0), closedAt: day(3), paidByOthers: 1n });
-    const later = loan({ borrower: "0xb", fundedAt: day(4), closedAt: day(12) });
-    const { unproven, proven } = classify([after, first, overlapping, paidByOthers, later]);
-    expect(unproven).to.have.members([first, overlapping, paidByOthers, later]);
+    const larger = loan({ principal: 200_000_000n, fundedAt: day(12), closedAt: day(25) });
+    // After the default, the proof is void.
+    const afterDefault = loan({ fundedAt: day(31), closedAt: day(40) });
+    // A friend's or a merchant's money in it, or repaid within the week: nothing proven.
+    const paidByOthers = loan({ borrower: "0xB", fundedAt: day(0), closedAt: day(8), paidByOthers: 1n });
+    const quick = loan({ borrower: "0xb", fundedAt: day(9), closedAt: day(10) });
+    const later = loan({ borrower: "0xb", fundedAt: day(11), closedAt: day(20) });
+    const { unproven, proven } = classify([after, first, overlapping, larger, afterDefault, paidByOthers, quick, later]);
+    expect(unproven).to.have.members([first, overlapping, larger, afterDefault, paidByOthers, quick, later]);
     expect(proven).to.deep.equal([after]);
   });
 

@@ -52,8 +52,11 @@ contract LendingHandler is TestBase {
     bool public provenMismatch;
     uint256 public maxAssetsSeen;
 
-    /// @dev A borrower's first full repayment of its own (the loans funded up to then are unproven), plus one.
-    mapping(address borrower => uint256) private _provenAfterLoan;
+    /// @dev The model of the loan book's proofs (D-125): the largest principal a borrower repaid in full alone after a
+    /// week, zero after a default; which loans another payer paid into; each loan's class at funding.
+    mapping(address borrower => uint256) public modelProvenUpTo;
+    mapping(uint256 loanId => bool) private _paidByOthers;
+    mapping(uint256 loanId => bool) public fundedUnproven;
 
     uint256 private _uncoveredThisCall;
     bool private _provisionedThisCall;
@@ -105,14 +108,8 @@ contract LendingHandler is TestBase {
         if (dropped && _uncoveredThisCall == 0 && !_wasEmpty) priceDroppedWithoutLoss = true;
         maxAssetsSeen = Math.max(maxAssetsSeen, vault.totalAssets());
         for (uint256 i; i < actors.length; ++i) {
-            if (book.isProven(actors[i]) != (_provenAfterLoan[actors[i]] != 0)) provenMismatch = true;
+            if (book.provenUpTo(actors[i]) != modelProvenUpTo[actors[i]]) provenMismatch = true;
         }
-    }
-
-    /// @dev Whether loan `loanId` was funded after `borrower` had repaid a loan in full.
-    function provenAt(address borrower, uint256 loanId) external view returns (bool) {
-        uint256 after_ = _provenAfterLoan[borrower];
-        return after_ != 0 && loanId >= after_;
     }
 
     /* DEPOSITORS */
@@ -169,7 +166,7 @@ contract LendingHandler is TestBase {
         principal = bound(principal, 1, Math.min(500 * USDC, idle));
         uint256 interest = principal * bound(interestBps, 0, 2_000) / 10_000;
         uint256 fee = principal * bound(feeBps, 0, 2_000) / 10_000;
-        uint256 provisioned0 = _beforeFunding(borrower);
+        uint256 provisioned0 = _beforeFunding(borrower, principal);
         book.fundLoan(
             keccak256(abi.encode("loan", book.loanCount())),
             borrower,
@@ -201,7 +198,7 @@ contract LendingHandler is TestBase {
         uint256 fee = principal * bound(feeBps, 0, 2_000) / 10_000;
         address recipient = recipientSeed % 2 == 0 ? MERCHANT : _actor(recipientSeed / 2);
         uint256 recipientBefore = usdc.balanceOf(recipient);
-        uint256 provisioned0 = _beforeFunding(borrower);
+        uint256 provisioned0 = _beforeFunding(borrower, principal);
         _fundLoanFor(
             borrower,
             recipient,
@@ -232,9 +229,13 @@ contract LendingHandler is TestBase {
         uint256 unrealized0 = vault.unrealizedLosses();
         book.repay(loanId, amount);
         vm.stopPrank();
-        // Only the borrower's own repayment in full proves it.
+        // Only the borrower's own money, repaying in full a loan held a week, proves it, up to that loan's principal.
+        if (payer != before.borrower) _paidByOthers[loanId] = true;
         bool closed = book.getLoan(loanId).status == ILoanBook.LoanStatus.Repaid;
-        if (closed && payer == before.borrower && _provenAfterLoan[payer] == 0) _provenAfterLoan[payer] = book.loanCount() + 1;
+        bool heldAWeek = block.timestamp >= uint256(before.fundedAt) + 7 days;
+        if (closed && !_paidByOthers[loanId] && heldAWeek && before.principal > modelProvenUpTo[payer]) {
+            modelProvenUpTo[payer] = before.principal;
+        }
         // A repayment that lowers the expected losses (the loan's own, past due; or any loan's by the clock, as the
         // reserve covering them grows) gives them back to the exit price at once (the entry price never counted them);
         // any other gain is locked.
@@ -276,6 +277,7 @@ contract LendingHandler is TestBase {
         }
         // A keeper marks it overdue first (only an impaired loan defaults), and the time moved: a new baseline.
         if (loan.status == ILoanBook.LoanStatus.Active) _impair(loanId);
+        modelProvenUpTo[loan.borrower] = 0;
         (uint256 num0, uint256 den0) = _price();
         uint256 assetsBefore = vault.totalAssets();
         uint256 reserveBefore = vault.insuranceReserve();
@@ -443,9 +445,11 @@ contract LendingHandler is TestBase {
     }
 
     /// @dev The rate the next loan to `borrower` is provisioned at (its class's now); returns the provisions before it.
-    function _beforeFunding(address borrower) internal returns (uint256) {
+    function _beforeFunding(address borrower, uint256 principal) internal returns (uint256) {
         ILoanBook.ExpectedLossRates memory rates = book.expectedLossRates();
-        provisionBpsOf[book.loanCount() + 1] = book.isProven(borrower) ? rates.provenBps : rates.unprovenBps;
+        bool unproven = principal > modelProvenUpTo[borrower];
+        fundedUnproven[book.loanCount() + 1] = unproven;
+        provisionBpsOf[book.loanCount() + 1] = unproven ? rates.unprovenBps : rates.provenBps;
         return vault.provisioned();
     }
 
@@ -456,10 +460,10 @@ contract LendingHandler is TestBase {
         _provisionedThisCall = true;
     }
 
-    /// @dev What the loan book lends `borrower` now under the limits on unproven borrowers (all, once proven).
-    function _roomFor(address borrower) internal view returns (uint256 room) {
-        if (book.isProven(borrower)) return type(uint256).max;
-        (, room) = book.unprovenExposure();
+    /// @dev The most the loan book lends `borrower` now: what it proved it repays, or the room left for unproven loans.
+    function _roomFor(address borrower) internal view returns (uint256) {
+        (, uint256 room) = book.unprovenExposure();
+        return Math.max(book.provenUpTo(borrower), room);
     }
 
     function _actor(uint256 seed) internal view returns (address) {
@@ -580,8 +584,9 @@ contract LendingInvariantsTest is LendingSetup {
         assertTrue(!handler.netAmountMismatch(), "a loan's recipient received other than the net amount");
     }
 
-    /// @dev The unproven principal out is what the loans funded to borrowers who had never repaid a loan in full still
-    /// have out, within the cap; a borrower is proven only by a loan it repaid in full.
+    /// @dev The unproven principal out is what the loans funded above what their borrowers had proven still have out,
+    /// within the cap; a borrower proves itself only by repaying in full alone a loan it held a week, and a default voids
+    /// it.
     /// forge-config: default.invariant.runs = 128
     /// forge-config: default.invariant.depth = 100
     function invariant_unprovenExposureIsTheUnprovenLoansOut() public view {
@@ -591,9 +596,9 @@ contract LendingInvariantsTest is LendingSetup {
             ILoanBook.Loan memory loan = book.getLoan(id);
             bool open = loan.status == ILoanBook.LoanStatus.Active || loan.status == ILoanBook.LoanStatus.Overdue;
             if (open && loan.unproven) out += loan.principal - loan.principalRepaid;
-            assertTrue(loan.unproven != handler.provenAt(loan.borrower, id), "unproven exactly until the borrower proved itself");
+            assertTrue(loan.unproven == handler.fundedUnproven(id), "unproven exactly above what the borrower proved");
         }
-        assertTrue(!handler.provenMismatch(), "proven exactly by a full repayment of its own");
+        assertTrue(!handler.provenMismatch(), "proven by a full repayment of its own after a week, void after a default");
         (uint256 outstanding,) = book.unprovenExposure();
         assertEq(outstanding, out, "unproven outstanding = the unproven loans' principal out");
         ILoanBook.UnprovenLimits memory limits = book.unprovenLimits();

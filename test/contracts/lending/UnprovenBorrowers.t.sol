@@ -112,7 +112,7 @@ contract UnprovenBorrowersTest is PlatformSetup {
         // A partial repayment gives back its principal, but proves nothing.
         vm.warp(block.timestamp + 10 days);
         _repayAs(borrower, first, 50 * USDC);
-        assertTrue(!book.isProven(borrower), "a partial repayment proves nothing");
+        assertEq(book.provenUpTo(borrower), 0, "a partial repayment proves nothing");
         (outstanding,) = book.unprovenExposure();
         assertEq(outstanding, 10_000 * USDC - book.getLoan(first).principalRepaid, "its principal part came back");
         assertGt(book.getLoan(first).principalRepaid, 0, "some principal");
@@ -123,12 +123,12 @@ contract UnprovenBorrowersTest is PlatformSetup {
         vm.startPrank(borrower);
         usdc.approve(address(book), payoff);
         vm.expectEmit(address(book));
-        emit ILoanBook.BorrowerProven(borrower, first);
+        emit ILoanBook.BorrowerProven(borrower, first, 100 * USDC);
         book.repay(first, payoff);
         vm.stopPrank();
-        assertTrue(book.isProven(borrower), "repaid in full with its own money");
-        uint256 third = _fund(borrower, 500 * USDC);
-        assertTrue(!book.getLoan(third).unproven, "funded once proven");
+        assertEq(book.provenUpTo(borrower), 100 * USDC, "repaid in full with its own money, held 10 days");
+        uint256 third = _fund(borrower, 100 * USDC);
+        assertTrue(!book.getLoan(third).unproven, "funded once proven, within what it proved");
         // Its loan funded before it proved itself still counts until it comes back.
         assertTrue(book.getLoan(second).unproven, "funded before");
         (outstanding,) = book.unprovenExposure();
@@ -136,6 +136,8 @@ contract UnprovenBorrowersTest is PlatformSetup {
         _repayAs(borrower, second, book.payoffAmount(second));
         (outstanding,) = book.unprovenExposure();
         assertEq(outstanding, 10_000 * USDC - 200 * USDC);
+        // Above what it proved, a loan is unproven still.
+        assertTrue(book.getLoan(_fund(borrower, 101 * USDC)).unproven, "above its 100 USDC");
     }
 
     function test_onlyTheBorrowersOwnFullRepaymentProvesIt() public {
@@ -144,8 +146,8 @@ contract UnprovenBorrowersTest is PlatformSetup {
         uint256 loanId = _fund(address(0xB0), 100 * USDC);
         _repayAs(FRIEND, loanId, book.payoffAmount(loanId));
         assertEq(uint8(book.getLoan(loanId).status), uint8(ILoanBook.LoanStatus.Repaid));
-        assertTrue(!book.isProven(address(0xB0)), "another payer's money");
-        assertTrue(!book.isProven(FRIEND), "not its loan");
+        assertEq(book.provenUpTo(address(0xB0)), 0, "another payer's money");
+        assertEq(book.provenUpTo(FRIEND), 0, "not its loan");
 
         // A colluding merchant refunds a purchase on credit the payer barely paid: closed, not proven.
         IPaymentRouter.Installment[] memory installments = new IPaymentRouter.Installment[](1);
@@ -160,7 +162,7 @@ contract UnprovenBorrowersTest is PlatformSetup {
         router.refund("order", 100 * USDC, "refund", 100 * USDC);
         vm.stopPrank();
         assertEq(uint8(book.getLoan(purchase).status), uint8(ILoanBook.LoanStatus.Repaid));
-        assertTrue(!book.isProven(address(0xB2)), "closed by a refund");
+        assertEq(book.provenUpTo(address(0xB2)), 0, "closed by a refund");
         (uint256 outstanding,) = book.unprovenExposure();
         assertEq(outstanding, 0, "both came back");
     }
@@ -175,7 +177,58 @@ contract UnprovenBorrowersTest is PlatformSetup {
         (uint256 outstanding, uint256 available) = book.unprovenExposure();
         assertEq(outstanding, 0, "written off: no longer out");
         assertEq(available, 10_000 * USDC, "the budget refilled over the 38 days");
-        assertTrue(!book.isProven(address(0xB0)), "a default proves nothing");
+        assertEq(book.provenUpTo(address(0xB0)), 0, "a default proves nothing");
+    }
+
+    /// The red team's cheap proof: a 1 USDC loan repaid at once (about 0.15 USDC of fee and interest) proved an account
+    /// for good, and its next loans left the cap. Now a proof takes a week held, covers only up to its own principal,
+    /// needs the borrower's money alone, and a default or a refund of the loan that gave it voids it.
+    function test_aProofCostsAWeekItsPrincipalAndTheBorrowersOwnMoney() public {
+        _depositAs(DEPOSITOR, 1_000_000 * USDC);
+        address borrower = address(0xB5);
+        uint256 quick = _fund(borrower, 1 * USDC);
+        _repayAs(borrower, quick, book.payoffAmount(quick));
+        assertEq(book.provenUpTo(borrower), 0, "repaid at once: nothing proven");
+
+        uint256 held = _fund(borrower, 1 * USDC);
+        vm.warp(block.timestamp + 7 days);
+        _repayAs(borrower, held, book.payoffAmount(held));
+        assertEq(book.provenUpTo(borrower), 1 * USDC, "held a week: proven up to 1 USDC");
+        assertTrue(book.getLoan(_fund(borrower, 20 * USDC)).unproven, "a 20 USDC loan is above what it proved");
+
+        // A friend pays all but the last cent: the borrower's last payment closes it, and proves nothing.
+        address other = address(0xB6);
+        uint256 helped = _fund(other, 50 * USDC);
+        vm.warp(block.timestamp + 7 days);
+        _repayAs(FRIEND, helped, book.payoffAmount(helped) - 10_000);
+        _repayAs(other, helped, book.payoffAmount(helped));
+        assertEq(uint8(book.getLoan(helped).status), uint8(ILoanBook.LoanStatus.Repaid));
+        assertEq(book.provenUpTo(other), 0, "another payer's money in it");
+
+        // Proven by a purchase it repaid itself, then refunded by the merchant: the proof is void.
+        IPaymentRouter.Installment[] memory installments = new IPaymentRouter.Installment[](1);
+        installments[0] = IPaymentRouter.Installment("refunded later", 50 * USDC, 1 * USDC, 1 * USDC, 30);
+        vm.prank(ONLINE_KEY);
+        router.payWithLoans("order 2", MERCHANT, other, installments);
+        uint256 purchase = book.loanIdOf("refunded later");
+        vm.warp(block.timestamp + 7 days);
+        _repayAs(other, purchase, book.payoffAmount(purchase));
+        assertEq(book.provenUpTo(other), 50 * USDC, "repaid itself, held a week");
+        usdc.mint(MERCHANT, 50 * USDC);
+        vm.startPrank(MERCHANT);
+        usdc.approve(address(router), 50 * USDC);
+        vm.expectEmit(address(book));
+        emit ILoanBook.BorrowerProofRevoked(other, purchase);
+        router.refund("order 2", 50 * USDC, "refund 2", 50 * USDC);
+        vm.stopPrank();
+        assertEq(book.provenUpTo(other), 0, "its money came back: no proof");
+
+        // A default voids a proof too.
+        uint256 defaulted = _fund(borrower, 1 * USDC);
+        vm.warp(block.timestamp + 38 days);
+        book.markOverdue(defaulted);
+        book.markDefaulted(defaulted);
+        assertEq(book.provenUpTo(borrower), 0, "a defaulter proves nothing");
     }
 
     function test_theLimitsChangeOnlyThroughTheTimelock() public {

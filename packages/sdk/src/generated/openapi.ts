@@ -2193,7 +2193,7 @@ export interface components {
             interestRate: number;
             /** @description why you may not borrow now; empty when eligible */
             restrictions: ("SCORE_TOO_LOW" | "MAX_LOANS_REACHED" | "OVERDUE_LOAN" | "RECENT_DEFAULT")[];
-            /** @description only until you have repaid a loan in full: what the pool still lends borrowers who have not (its share of the pool for them and today's budget); maxAmount is at most this, and MAX_LOANS_REACHED stands when it is below 1, USDC */
+            /** @description while the pool's limits on unproven loans hold you below your tier: the most one loan may be now, what you have repaid in full yourself (a loan held a week) or what the pool still lends on loans above that (its share of the pool and today's budget); maxAmount is at most this, and MAX_LOANS_REACHED stands when it is below 1, USDC */
             newBorrowerCredit?: number;
         };
         LoanPayoff: {
