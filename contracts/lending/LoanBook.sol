@@ -309,11 +309,7 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
         loan.principal = uint128(newPrincipal);
         bool closed = _isOpen(status) && _remainingBalance(loan) == 0;
         if (closed) loan.status = LoanStatus.Repaid;
-        // A defaulted loan left the unproven principal out at its default. A refunded loan proves nothing, and a proof
-        // it gave is void.
-        if (loan.unproven && status != LoanStatus.Defaulted) _releaseUnproven(toPool);
-        loan.paidByOthers = true;
-        _revokeProof(loan.borrower, loanId, false);
+        _refundedExposure(loan, loanId, status, toPool);
 
         emit LoanRefunded(
             loanId,
@@ -558,6 +554,14 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
         if (proof.upTo == 0 || (!always && proof.byLoan != loanId)) return;
         delete _proofOf[borrower];
         emit BorrowerProofRevoked(borrower, loanId);
+    }
+
+    /// @dev A refund of `toPool` on loan `loanId` (of `status` before it): a defaulted loan left the unproven principal
+    /// out at its default; a refunded loan proves nothing, and a proof it gave is void.
+    function _refundedExposure(Loan storage loan, uint256 loanId, LoanStatus status, uint256 toPool) private {
+        if (loan.unproven && status != LoanStatus.Defaulted) _releaseUnproven(toPool);
+        loan.paidByOthers = true;
+        _revokeProof(loan.borrower, loanId, false);
     }
 
     /// @dev `principal` of an unproven loan came back or was written off. Saturating: a rounding slip never blocks a

@@ -45,10 +45,11 @@ export function createBorrowerLoans({
       const tier = tierFor(user.trustScore);
       const id = randomUUID();
       const expiresAt = new Date(now.getTime() + REQUEST_LIFETIME_HOURS * 3_600_000);
+      // The limits on unproven loans are the chain's, not reserved here: read before the borrower's row lock.
+      const room = await roomFor(user.walletAddress, deps.unprovenRoom);
       await db.prisma.$transaction(async (tx) => {
         await repo.lockBorrower(tx, user.id);
         const standing = await repo.standing(tx, user.id, user.walletAddress, now);
-        const room = await roomFor(user.walletAddress, deps.unprovenRoom);
         const eligibility = eligibilityFrom(user, standing, now, room);
         // Only the pool's room for unproven borrowers stands in the way: say so.
         const held =
