@@ -211,6 +211,8 @@ export function createMoneyServices(
         // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.min does not take
         return lendable < fundable ? lendable : fundable;
       },
+      minInterestOf: (borrower: string, principal: bigint) =>
+        loanBook.loanBook.getFunction("minInterestOf")(borrower, principal) as Promise<bigint>,
     },
     production,
   });

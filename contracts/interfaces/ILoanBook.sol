@@ -349,6 +349,12 @@ interface ILoanBook {
     /// larger of `floor` and `shareBps` of the vault's assets) leaves, within what the daily budget holds now.
     function unprovenExposure() external view returns (uint256 outstanding, uint256 available);
 
+    /// @notice The least interest a loan of `principal` to `borrower` funded now must carry for its depositors' part
+    /// (after the reserve factor) to pay its provision: the expected-loss rate of its class (D-126), grossed up by the
+    /// interest rate model's reserve factor, rounded up. The payment router holds purchases on credit to it (D-127);
+    /// a P2P loan's rate is its tier's.
+    function minInterestOf(address borrower, uint256 principal) external view returns (uint256);
+
     /// @notice What is left of principal + interest after the payments so far (the full repayment).
     /// @param loanId The loan id.
     /// @return The amount; zero for a closed loan.

@@ -18,10 +18,10 @@ import {ILoanBook} from "./ILoanBook.sol";
 /// forwarded request is then the caller (the payer of a payment, the merchant of a refund, the operator).
 ///
 /// Payments on credit ({payWithLoans}, OPERATOR_ROLE: the service, once the payer accepted the terms): the pool
-/// lends the amount in one loan per installment, which the payer owes to the {ILoanBook} (its borrower); the loans'
-/// net amounts (each principal less its fee, which the vault keeps as the loan's insurance fee) come to the router,
-/// which pays the merchant in the same call. A refund of such a
-/// payment first repays what the payer still owes on its loans, in their order, and sends the payer the rest.
+/// lends one loan per installment, which the payer owes to the {ILoanBook} (its borrower), each the same loan a P2P
+/// borrower would take for that part of the price (D-127): its net amount (the part less the merchant's fee) comes to
+/// the router, which pays the merchant in the same call, and the rest of its principal is its insurance fee, kept in
+/// the vault's reserve. A refund of such a payment settles its loans pro rata to their principals.
 ///
 /// Error mapping for the API: {PaymentRouterAlreadyPaid} -> 409 ALREADY_PAID, {PaymentRouterRefundTooLarge} -> 400
 /// INVALID_AMOUNT, the token's `ERC20InsufficientBalance` -> 400 INSUFFICIENT_BALANCE; on credit, the vault's
@@ -47,8 +47,8 @@ interface IPaymentRouter {
     /// @param payer Who paid (and receives refunds); for a payment on credit, the borrower of its loans.
     /// @param method How it was paid.
     /// @param merchant Who received the net amount (and alone may refund).
-    /// @param amount The gross amount paid (on credit: the sum of the loans' principals).
-    /// @param fee The fee: the treasury's for a direct payment, the insurance reserve's for a payment on credit.
+    /// @param amount The gross amount paid (on credit: the sum of the installments' prices).
+    /// @param fee The merchant's fee: the treasury's for a direct payment, the insurance reserve's on credit.
     /// @param refunded The sum of the refunds so far.
     struct Payment {
         address payer;
@@ -59,16 +59,19 @@ interface IPaymentRouter {
         uint128 refunded;
     }
 
-    /// @notice One loan of a payment on credit: the pool lends `principal`, the payer owes `principal + interest`
-    /// in `durationDays` days, and `fee` of the principal is the loan's insurance fee (it stays in the vault's
-    /// insurance reserve).
+    /// @notice One loan of a payment on credit (D-127): it pays `price` of the payment, of which the merchant receives
+    /// `price - fee`; the pool lends `principal` (at least the price) and keeps the rest of it, `principal -
+    /// (price - fee)`, as the loan's insurance fee in the vault's reserve; the payer owes `principal + interest` in
+    /// `durationDays` days.
     /// @param loanRef The loan's off-chain id (new and non-zero: the loan book's `ref`).
-    /// @param principal The part of the payment's amount this loan pays.
-    /// @param interest The loan's flat interest, which the payer owes on top.
-    /// @param fee The platform's fee on this part, at most `principal * MAX_FEE_BPS / 10_000`.
+    /// @param price The part of the payment's amount this loan pays.
+    /// @param principal The loan's principal: the price plus the insurance fee the payer's terms add.
+    /// @param interest The loan's flat interest, at least `loanBook.minInterestOf(payer, principal)`.
+    /// @param fee The merchant's fee on this part, at most `price * MAX_FEE_BPS / 10_000`.
     /// @param durationDays The loan's term in days.
     struct Installment {
         bytes32 loanRef;
+        uint256 price;
         uint256 principal;
         uint256 interest;
         uint256 fee;
@@ -152,8 +155,15 @@ interface IPaymentRouter {
     /// @notice A payment on credit of `count` installments: it takes 1 to {MAX_INSTALLMENTS}.
     error PaymentRouterInvalidInstallments(uint256 count);
 
-    /// @notice Installment `index`'s `fee` is above `maxFee`, {MAX_FEE_BPS} of its principal.
+    /// @notice Installment `index`'s `fee` is above `maxFee`, {MAX_FEE_BPS} of its price.
     error PaymentRouterInstallmentFeeTooHigh(uint256 index, uint256 fee, uint256 maxFee);
+
+    /// @notice Installment `index`'s principal is below its `price`: the payer owes at least the price, so the
+    /// principals always cover what is left to refund.
+    error PaymentRouterPrincipalBelowPrice(uint256 index, uint256 principal, uint256 price);
+
+    /// @notice Installment `index`'s interest is below `minInterest`, its provision's ({ILoanBook-minInterestOf}).
+    error PaymentRouterInterestBelowExpectedLoss(uint256 index, uint256 interest, uint256 minInterest);
 
     /* VIEWS */
 
@@ -268,17 +278,19 @@ interface IPaymentRouter {
     /* OPERATOR */
 
     /// @notice Pays payment `ref` to `merchant` on credit for `payer`: the pool lends each installment's principal
-    /// in a loan `payer` owes, the merchant receives the amount (the sum of the principals) less the fee (the sum of
-    /// the installments' fees), each fee staying in the vault's insurance reserve as the loan's insurance fee, in
-    /// this call.
+    /// in a loan `payer` owes, the merchant receives the amount (the sum of the prices) less the fee (the sum of the
+    /// installments' fees), in this call; each loan's principal above its net amount stays in the vault's insurance
+    /// reserve as the loan's insurance fee.
     /// @dev Only OPERATOR_ROLE (the service, after the payer accepted the terms: the contract does not see that
     /// consent). Method `Credit` for one installment, `Split` for 2 to {MAX_INSTALLMENTS}
     /// ({PaymentRouterInvalidInstallments} otherwise). The checks of {pay} on `ref`, `merchant` and the amount
     /// ({PaymentRouterAlreadyPaid} when this payment, by key, was paid by any method); `payer` neither zero nor the
-    /// router; each fee at most {MAX_FEE_BPS} of its principal ({PaymentRouterInstallmentFeeTooHigh}). Each
-    /// installment in order becomes `loanBook.fundLoanFor(loanRef, payer, router, principal, interest, 0,
-    /// durationDays)`, with no insurance fee (the merchant's fee is the platform's), so the router receives exactly
-    /// the amount and holds nothing afterwards. The loan book's checks and the vault's apply to each loan (their
+    /// router; each fee at most {MAX_FEE_BPS} of its price ({PaymentRouterInstallmentFeeTooHigh}), each principal at
+    /// least its price ({PaymentRouterPrincipalBelowPrice}) and each interest at least the loan book's
+    /// `minInterestOf(payer, principal)` ({PaymentRouterInterestBelowExpectedLoss}: the depositors are paid at least
+    /// the loan's provision). Each installment in order becomes `loanBook.fundLoanFor(loanRef, payer, router,
+    /// principal, interest, principal - (price - fee), durationDays)`, so the router receives exactly the amount less
+    /// the fee and holds nothing afterwards. The loan book's checks and the vault's apply to each loan (their
     /// errors, `StakingVaultInsufficientLiquidity` and `EnforcedPause` among them, revert the whole payment).
     /// Emits {PaymentPaid}, then {PaymentFinanced}.
     /// @param ref The off-chain payment id.
@@ -292,8 +304,9 @@ interface IPaymentRouter {
 
     /// @notice Refunds `amount` of the caller's payment `ref` of `paymentAmount` to its payer as refund `refundRef`,
     /// pulling it from the caller, its merchant (the merchant bears the fee, as card processors do). For a payment
-    /// on credit the refund settles the payment's loans, as buy-now-pay-later lenders do: a full refund leaves the
-    /// payer owing nothing, a partial one reduces each loan's principal and interest pro rata.
+    /// on credit the refund settles the payment's loans, as buy-now-pay-later lenders do: each loan's principal falls
+    /// by its share and its interest pro rata; a full refund leaves the payer owing only the insurance fee its terms
+    /// added to the principals (D-127), with that part's interest.
     /// @dev Only the payment's merchant finds it ({PaymentRouterNotPaid} for anyone else); each of a merchant's
     /// `refundRef` once ({PaymentRouterRefundExists}), so a retried request never refunds twice; the sum of refunds
     /// never exceeds the amount ({PaymentRouterRefundTooLarge}). A direct payment's refund goes from the merchant to

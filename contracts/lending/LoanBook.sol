@@ -44,6 +44,7 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
     uint256 public constant MIN_CHARGED_DAYS = 7;
 
     uint256 internal constant BPS = 10_000;
+    uint256 internal constant WAD = 1e18;
 
     // Hard bounds of {setLimits}.
     uint256 internal constant MAX_DURATION_DAYS_BOUND = 365;
@@ -180,6 +181,15 @@ contract LoanBook is AccessControl, ReentrancyGuardTransient, ERC2771Context, IL
     /// @inheritdoc ILoanBook
     function unprovenExposure() external view returns (uint256 outstanding, uint256 available) {
         return (_unprovenOutstanding, _unprovenAvailable());
+    }
+
+    /// @inheritdoc ILoanBook
+    function minInterestOf(address borrower, uint256 principal) external view returns (uint256) {
+        uint256 lossBps = principal > _proofOf[borrower].upTo ? _unprovenLossBps : _provenLossBps;
+        // The vault keeps WAD - factor of each interest paid for the depositors (a factor of WAD keeps nothing: no
+        // interest is enough, so the floor is as high as it goes).
+        uint256 kept = WAD - Math.min(vault.interestRateModel().reserveFactor(), WAD - 1);
+        return Math.mulDiv(principal, lossBps * WAD, kept * BPS, Math.Rounding.Ceil);
     }
 
     /// @inheritdoc ILoanBook

@@ -17,30 +17,32 @@ import {TryPermit} from "../utils/TryPermit.sol";
 /// @title PaymentRouter
 /// @notice Merchants' payments and their refunds: at most one payment per off-chain id and terms, paid directly by
 /// the payer or on credit from the lending pool (one loan, or 2 to 12 installments), the fee to the treasury (on
-/// credit: to the pool's insurance reserve, as the loans' insurance fees) and the rest to the merchant in the same call, refunds from the merchant within what was paid, which settle a payment's
-/// loans as buy-now-pay-later lenders do (principal and interest reduced pro rata; a full refund leaves nothing owed).
+/// credit: to the pool's insurance reserve) and the rest to the merchant in the same call, refunds from the merchant
+/// within what was paid, which settle a payment's loans as buy-now-pay-later lenders do (principal and interest
+/// reduced pro rata).
 /// @dev The router never holds USDC or an allowance after a call: a direct payment moves from the payer to the
 /// merchant and the treasury (by the payer's EIP-3009 authorization, {payWithAuthorization}: through the router, in
-/// the same call), a direct refund from the merchant to the payer. A payment on credit
-/// ({payWithLoans}, OPERATOR_ROLE: the service) funds one loan per installment with `loanBook.fundLoanFor`, the
-/// payer as the borrower and the router as the recipient, the installment's fee as the loan's insurance fee (D-101:
-/// the merchant's fee funds the reserve that covers the loan), so the router receives the amount less the fee and
-/// passes all of it on to the merchant. A refund of it comes from the merchant to
-/// the router, which settles the payment's loans with the loan book's {ILoanBook-refundLoan} in proportion to their
-/// principals (the pool's part pulled into the vault, approved exactly) and sends the payer what they had paid above
-/// the smaller loans. The router must hold the loan book's OPERATOR_ROLE and REFUNDER_ROLE (granted at deployment);
-/// the admin grants this router's OPERATOR_ROLE to the service.
+/// the same call), a direct refund from the merchant to the payer. A payment on credit ({payWithLoans},
+/// OPERATOR_ROLE: the service) funds one loan per installment with `loanBook.fundLoanFor`, the payer as the borrower
+/// and the router as the recipient: the same loan a P2P borrower would take for that part of the price (D-127), its
+/// net amount the part less the merchant's fee and the rest of its principal its insurance fee, in the reserve. So
+/// the router receives the amount less the fee and passes all of it on to the merchant. A refund of it comes from
+/// the merchant to the router, which settles the payment's loans with the loan book's {ILoanBook-refundLoan} in
+/// proportion to their principals (the pool's part pulled into the vault, approved exactly) and sends the payer what
+/// they had paid above the smaller loans. The router must hold the loan book's OPERATOR_ROLE and REFUNDER_ROLE
+/// (granted at deployment); the admin grants this router's OPERATOR_ROLE to the service.
 ///
 /// Fees: {pay} charges `feeBps` (default 1 %, the specification's direct method); a payment on credit charges the
 /// installments' own fees (the service's 2 % for credit, 1.5 % per installment for split), each at most
-/// {MAX_FEE_BPS} of its principal.
+/// {MAX_FEE_BPS} of its price.
 ///
 /// Error mapping for the API (see {IPaymentRouter}): {PaymentRouterAlreadyPaid} -> 409 ALREADY_PAID,
 /// {PaymentRouterRefundTooLarge} -> 400 INVALID_AMOUNT, `ERC20InsufficientBalance` -> 400 INSUFFICIENT_BALANCE,
 /// `StakingVaultInsufficientLiquidity` -> 400 INSUFFICIENT_LIQUIDITY, `EnforcedPause` -> 503 VAULT_PAUSED,
 /// `LoanBookInvalidPrincipal` -> 400 INVALID_AMOUNT, `LoanBookInvalidDuration` -> 400 INVALID_DURATION; the other
-/// refusals of a payment on credit ({PaymentRouterInvalidInstallments}, {PaymentRouterInstallmentFeeTooHigh}, the
-/// loan book's other errors) refuse the service's own terms: 500 INTERNAL_ERROR.
+/// refusals of a payment on credit ({PaymentRouterInvalidInstallments}, {PaymentRouterInstallmentFeeTooHigh},
+/// {PaymentRouterPrincipalBelowPrice}, {PaymentRouterInterestBelowExpectedLoss}, the loan book's other errors) refuse
+/// the service's own terms: 500 INTERNAL_ERROR.
 contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Context, IPaymentRouter {
     using SafeERC20 for IERC20;
     using TryPermit for IERC20;
@@ -179,23 +181,32 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
         uint256 amount;
         uint256 fee;
         for (uint256 i; i < count; ++i) {
-            uint256 principal = installments[i].principal;
-            // Each principal fits 128 bits, so twelve of them cannot overflow the sum, checked below like {pay}'s
-            // amount; the loan book then holds each to its own limits.
-            if (principal > type(uint128).max) revert PaymentRouterInvalidAmount(principal);
-            uint256 maxFee = principal * MAX_FEE_BPS / BPS;
-            if (installments[i].fee > maxFee) revert PaymentRouterInstallmentFeeTooHigh(i, installments[i].fee, maxFee);
-            amount += principal;
-            // Within the principals' sum, since each fee is at most a tenth of its principal.
-            fee += installments[i].fee;
+            Installment calldata installment = installments[i];
+            uint256 price = installment.price;
+            // Each price fits 128 bits, so twelve of them cannot overflow the sum, checked below like {pay}'s
+            // amount; the loan book then holds each principal to its own limits.
+            if (price > type(uint128).max) revert PaymentRouterInvalidAmount(price);
+            uint256 maxFee = price * MAX_FEE_BPS / BPS;
+            if (installment.fee > maxFee) revert PaymentRouterInstallmentFeeTooHigh(i, installment.fee, maxFee);
+            // The same loan a P2P borrower would take (D-127): the net amount paid out, the rest of the principal
+            // (at least the merchant's fee) the reserve's, and interest that pays the depositors at least the loan's
+            // provision. A principal of at least the price also keeps every refund within the principals.
+            if (installment.principal < price) revert PaymentRouterPrincipalBelowPrice(i, installment.principal, price);
+            uint256 minInterest = loanBook.minInterestOf(payer, installment.principal);
+            if (installment.interest < minInterest) {
+                revert PaymentRouterInterestBelowExpectedLoss(i, installment.interest, minInterest);
+            }
+            amount += price;
+            // Within the prices' sum, since each fee is at most a tenth of its price.
+            fee += installment.fee;
         }
         bytes32 key = _checkNewPayment(ref, merchant, amount);
         // Effects: the payment is recorded paid before the loan book is called.
         PaymentMethod method = count == 1 ? PaymentMethod.Credit : PaymentMethod.Split;
         _recordPayment(key, payer, method, merchant, amount, fee);
         // The loan book (immutable, trusted, holding the vault's LENDER_ROLE) assigns the ids and has the vault send
-        // this router each principal less its fee, which the vault keeps as the loan's insurance fee (D-101): `amount -
-        // fee` in all. It calls no one back, and this function is nonReentrant, so the ids are stored once all the
+        // this router each net amount, keeping the rest of the principal as the loan's insurance fee (D-101, D-127):
+        // `amount - fee` in all. It calls no one back, and this function is nonReentrant, so the ids are stored once all the
         // loans exist.
         uint256[] memory loanIds = new uint256[](count);
         for (uint256 i; i < count; ++i) {
@@ -206,7 +217,7 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
                 address(this),
                 installment.principal,
                 installment.interest,
-                installment.fee,
+                installment.principal - (installment.price - installment.fee),
                 installment.durationDays
             );
         }
@@ -321,8 +332,9 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
     /// @dev A refund of `amount` of a payment on credit settles its loans (`loanBook.refundLoan`) in proportion to their
     /// principals, as buy-now-pay-later lenders do: each loan's principal, and its interest pro rata, fall by its share;
     /// the pool takes back what it still has out, and the payer gets back what they had paid above the smaller loans
-    /// (the principal here, the interest from the vault). The principals always add up to what is left to refund (each
-    /// refund takes exactly its amount off them), so the shares fit.
+    /// (the principal here, the interest from the vault). The principals always add up to at least what is left to
+    /// refund (they start at or above the prices, D-127, and each refund takes exactly its amount off them), so the
+    /// shares fit.
     function _refundToLoans(
         bytes32 ref,
         bytes32 refundRef,

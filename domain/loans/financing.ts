@@ -11,14 +11,15 @@ import { tierFor } from "../trust-score/rules.js";
 import type { UserRecord } from "../users/repo.js";
 import { creditLeft, type Eligibility, eligibilityOf, roomFor, type UnprovenRoom } from "./eligibility.js";
 import type { LoansRepo } from "./repo.js";
+import { rateBpsOf } from "./terms.js";
 
 /** One loan of a plan: what the payer owes, and in how many days. */
 export interface Installment {
   id: string;
   principal: bigint;
   interest: bigint;
-  /** The merchant's fee on it: the loan's insurance fee, kept in the pool's reserve (D-101). */
-  fee: bigint;
+  /** The principal above what the merchant receives: kept in the pool's reserve (D-101, D-127). */
+  insuranceFee: bigint;
   durationDays: number;
 }
 
@@ -90,7 +91,11 @@ export function createLoanFinancing(deps: {
      * Reserves the plan's loans for `paymentId` in the caller's transaction (with the payment's
      * hold): the borrower's row locked, eligibility checked again, the loans written `funding`.
      */
-    async reserve(tx: Tx, payer: UserRecord, plan: { paymentId: string; installments: Installment[]; purpose: string; rateBps: number }) {
+    async reserve(
+      tx: Tx,
+      payer: UserRecord,
+      plan: { paymentId: string; installments: Installment[]; purpose: string; rateBps: number | null },
+    ) {
       const now = deps.clock.now();
       await repo.lockBorrower(tx, payer.id);
       // An earlier attempt at this payment that held it is over (its hold was free to take): its loans never were.
@@ -105,9 +110,9 @@ export function createLoanFinancing(deps: {
           borrower: payer.walletAddress,
           chainId: deps.chainId,
           amount: installment.principal,
-          insuranceFee: installment.fee,
+          insuranceFee: installment.insuranceFee,
           interest: installment.interest,
-          interestRateBps: plan.rateBps,
+          interestRateBps: plan.rateBps ?? rateBpsOf(installment),
           durationDays: installment.durationDays,
           purpose: plan.purpose,
           createdAt: now,

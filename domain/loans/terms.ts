@@ -36,6 +36,10 @@ export function loanTerms(amount: bigint, rateBps: number): LoanTerms {
   return { amount, insuranceFee, netAmount: amount - insuranceFee, interest, totalRepayment: amount + interest };
 }
 
+/** A loan's flat rate in basis points, to the nearest: what a borrower is shown where no tier's rate set the interest. */
+export const rateBpsOf = (loan: { principal: bigint; interest: bigint }) =>
+  Number((loan.interest * BPS + loan.principal / 2n) / loan.principal);
+
 /**
  * Interest for extending a loan by `extraDays`: the loan's own daily interest (its interest over
  * its days) for each added day, rounded up, so an extended loan costs what a loan of the longer

@@ -12,6 +12,7 @@ import type { Db } from "../db.js";
 import { AppError } from "../errors.js";
 import type { OperationKey } from "../idempotency/operation-key.js";
 import type { LoanFinancing } from "../loans/financing.js";
+import { rateBpsOf } from "../loans/terms.js";
 import { chainFailure, TransactionRefusedError, TransactionRevertedError } from "../transactions/failures.js";
 import type { MirrorWait } from "../transactions/read-your-writes.js";
 import type { TransactionSender } from "../transactions/sender.js";
@@ -92,8 +93,11 @@ export interface CheckoutDeps {
   /** How an attempt fails: said to the merchant, its loans cancelled, in one transaction. */
   attempts: Pick<PaymentAttempts, "fail">;
   mirror: Pick<MirrorWait, "untilIndexed">;
-  /** The lending pool: the USDC it could lend now (the staking vault's idle assets). */
-  pool: { lendableAssets(): Promise<bigint> };
+  /**
+   * The lending pool: the USDC it could lend now (the staking vault's idle assets), and the least
+   * interest the loan book takes on a purchase loan of `principal` to `borrower` (its provision, D-127).
+   */
+  pool: { lendableAssets(): Promise<bigint>; minInterestOf(borrower: string, principal: bigint): Promise<bigint> };
   production: boolean;
 }
 
@@ -105,15 +109,26 @@ export function createCheckout(deps: CheckoutDeps) {
 
   /** The payer's plan for a payment on credit or in installments, at their tier now; NOT_ELIGIBLE otherwise. */
   async function planFor(payer: UserRecord, row: PaymentRow, method: "credit" | "split"): Promise<FinancingPlan> {
-    const tier = await deps.financing.eligibility(
-      payer,
-      loanCountOf(method, row.splitOptions as { installments?: number } | null),
+    const count = loanCountOf(method, row.splitOptions as { installments?: number } | null);
+    const tier = await deps.financing.eligibility(payer, count);
+    const plan = await planOf(
+      method,
       row.amount,
+      FEE_BPS[method],
+      tier,
+      {
+        creditOptions: row.creditOptions as { maxDuration?: number; maxInterest?: number } | null,
+        splitOptions: row.splitOptions as { installments?: number; frequency?: Frequency } | null,
+      },
+      (principal) => deps.pool.minInterestOf(payer.walletAddress, principal),
     );
-    return planOf(method, row.amount, FEE_BPS[method], tier, {
-      creditOptions: row.creditOptions as { maxDuration?: number; maxInterest?: number } | null,
-      splitOptions: row.splitOptions as { installments?: number; frequency?: Frequency } | null,
-    });
+    // The credit the loans take (their principals, D-127), within the tier's and the pool's limits.
+    await deps.financing.eligibility(
+      payer,
+      count,
+      plan.loans.reduce((sum, loan) => sum + loan.principal, 0n),
+    );
+    return plan;
   }
 
   /**
@@ -171,7 +186,7 @@ export function createCheckout(deps: CheckoutDeps) {
           refFromUuid(row.id),
           getAddress(row.merchantWallet),
           getAddress(wallet),
-          plan.loans.map((loan) => [refFromUuid(loan.id), loan.principal, loan.interest, loan.fee, loan.durationDays]),
+          plan.loans.map((loan) => [refFromUuid(loan.id), loan.price, loan.principal, loan.interest, loan.fee, loan.durationDays]),
         ]),
       });
     } catch (error) {
@@ -339,7 +354,9 @@ export function createCheckout(deps: CheckoutDeps) {
       const quote = async (method: "credit" | "split") => {
         try {
           const plan = await planFor(payer, row, method);
-          return lendable < row.amount ? { plan: null, reason: "INSUFFICIENT_LIQUIDITY" } : { plan, reason: null };
+          // The vault lends each principal whole (its insurance fee stays in the vault, but not as idle USDC).
+          const lent = plan.loans.reduce((sum, loan) => sum + loan.principal, 0n);
+          return lendable < lent ? { plan: null, reason: "INSUFFICIENT_LIQUIDITY" } : { plan, reason: null };
         } catch (error) {
           if (error instanceof AppError && (error.code === "NOT_ELIGIBLE" || error.code === "INVALID_AMOUNT"))
             return { plan: null, reason: error.details?.reason ?? error.code };
@@ -352,11 +369,16 @@ export function createCheckout(deps: CheckoutDeps) {
           eligible: boolean;
           reason: string | null;
           interestRate: number | null;
+          insuranceFee: number | null;
           interest: number | null;
           totalRepayment: number | null;
           dueDate: string | null;
         };
-        split?: { eligible: boolean; reason: string | null; installments: { amount: number; totalRepayment: number; dueDate: string }[] };
+        split?: {
+          eligible: boolean;
+          reason: string | null;
+          installments: { amount: number; insuranceFee: number; totalRepayment: number; dueDate: string }[];
+        };
       } = {};
       if (row.methods.includes("direct")) terms.direct = { total: usdcNumber(row.amount) };
       if (row.methods.includes("credit")) {
@@ -365,7 +387,8 @@ export function createCheckout(deps: CheckoutDeps) {
         terms.credit = {
           eligible: plan !== null,
           reason,
-          interestRate: plan ? plan.rateBps / 10_000 : null,
+          interestRate: loan ? (plan!.rateBps ?? rateBpsOf(loan)) / 10_000 : null,
+          insuranceFee: loan ? usdcNumber(loan.insuranceFee) : null,
           interest: loan ? usdcNumber(loan.interest) : null,
           totalRepayment: plan ? usdcNumber(plan.totalRepayment) : null,
           dueDate: loan ? dueDate(loan.durationDays) : null,
@@ -378,6 +401,7 @@ export function createCheckout(deps: CheckoutDeps) {
           reason,
           installments: (plan?.loans ?? []).map((loan) => ({
             amount: usdcNumber(loan.principal),
+            insuranceFee: usdcNumber(loan.insuranceFee),
             totalRepayment: usdcNumber(loan.principal + loan.interest),
             dueDate: dueDate(loan.durationDays),
           })),

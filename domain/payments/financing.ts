@@ -1,14 +1,17 @@
-// A payment on credit or in installments (D-81, D-89): the loans it takes for a payer, at the
-// payer's tier terms in full. Credit is one loan of the whole amount at the tier's rate, for the
-// tier's longest term (or the merchant's creditOptions.maxDuration when shorter); split is
-// `installments` loans without interest, due one `frequency` apart, closer together when the tier's
-// longest term is shorter than the plan. Every loan is at least the loan book's smallest. The
-// merchant's fee is taken from each loan (2 % for credit, 1.5 % per installment). Pure: the payer's
-// tier comes in, the plan goes out.
+// A payment on credit or in installments (D-81, D-89, D-127): the loans it takes for a payer, at
+// the payer's tier terms in full. Credit is one loan of the whole amount, for the tier's longest
+// term (or the merchant's creditOptions.maxDuration when shorter); split is `installments` loans
+// due one `frequency` apart, closer together when the tier's longest term is shorter than the plan.
+// Each is the same loan a P2P borrower would take for its part of the price: the merchant's fee
+// (2 % for credit, 1.5 % per installment) comes off the part, and the principal is what is left
+// grossed up by the P2P insurance fee, so the reserve gets that fee's share of it whoever pays it.
+// Its interest is the tier's rate (credit) or none (split), at least the loan book's floor, the
+// loan's provision. Every loan is at least the loan book's smallest. The payer's tier and the floor
+// come in, the plan goes out.
 import { randomUUID } from "node:crypto";
 import { AppError } from "../errors.js";
 import { notEligible } from "../loans/financing.js";
-import { loanTerms, MIN_LOAN_MICRO, MIN_TERM_DAYS } from "../loans/terms.js";
+import { INSURANCE_FEE_BPS, loanTerms, MIN_LOAN_MICRO, MIN_TERM_DAYS } from "../loans/terms.js";
 
 /** How a payer may pay a merchant (part 2): the methods the rules (rules.ts) price and the checkout offers. */
 export const PAYMENT_METHODS = ["direct", "credit", "split"] as const;
@@ -20,7 +23,6 @@ export const PERIOD_DAYS = { weekly: 7, biweekly: 14, monthly: 30 } as const;
 export type Frequency = keyof typeof PERIOD_DAYS;
 
 export interface PlanTier {
-  maxAmount: number;
   maxDuration: number;
   interestRate: number;
   interestRateBps: number;
@@ -28,11 +30,26 @@ export interface PlanTier {
 
 export interface PlannedLoan {
   id: string;
+  /** The part of the payment's amount this loan pays. */
+  price: bigint;
+  /** The loan: the part less the merchant's fee, grossed up by the P2P insurance fee (at least the price). */
   principal: bigint;
   interest: bigint;
+  /** The merchant's fee on the part. */
   fee: bigint;
+  /** The principal above what the merchant receives: kept in the pool's insurance reserve. */
+  insuranceFee: bigint;
   durationDays: number;
 }
+
+/** The least interest the loan book takes on a loan of `principal` to this payer: its provision (minInterestOf). */
+export type InterestFloor = (principal: bigint) => Promise<bigint>;
+
+/**
+ * The principal of a loan whose net amount is `net`: net / (1 - INSURANCE_FEE_BPS), rounded down
+ * (the payer's favour), so its insurance fee is at most a P2P loan's share of it.
+ */
+export const grossUp = (net: bigint) => (net * 10_000n) / (10_000n - INSURANCE_FEE_BPS);
 
 export interface FinancingPlan {
   method: "credit" | "split";
@@ -40,7 +57,8 @@ export interface FinancingPlan {
   fee: bigint;
   /** What the payer owes in all: principals plus interest. */
   totalRepayment: bigint;
-  rateBps: number;
+  /** The tier's rate where every loan carries it; null where the floor sets the interest (split, or above the tier's). */
+  rateBps: number | null;
 }
 
 /** How many loans a method takes for a payment (before the payer's terms are known). */
@@ -86,12 +104,13 @@ export function financingRefusal(
 }
 
 /**
- * The loans of a payment of `amount` by `method` for a payer of `tier`: 400 INVALID_AMOUNT when a
- * loan would be below the loan book's smallest; NOT_ELIGIBLE when the amount is above the tier's,
- * the tier's rate above the merchant's creditOptions.maxInterest, or the installments cannot fit the
- * tier's longest term a week apart (D-89).
+ * The loans of a payment of `amount` by `method` for a payer of `tier`, each paying the depositors
+ * at least `floor` (D-127): 400 INVALID_AMOUNT when a loan would be below the loan book's smallest;
+ * NOT_ELIGIBLE when the rate is above the merchant's creditOptions.maxInterest or the installments
+ * cannot fit the tier's longest term a week apart (D-89). The credit the loans take is the loans
+ * domain's to check (their principals, under the payer's row lock).
  */
-export function planOf(
+export async function planOf(
   method: "credit" | "split",
   amount: bigint,
   feeBps: bigint,
@@ -100,31 +119,33 @@ export function planOf(
     creditOptions: { maxDuration?: number; maxInterest?: number } | null;
     splitOptions: { installments?: number; frequency?: Frequency } | null;
   },
-): FinancingPlan {
+  floor: InterestFloor,
+): Promise<FinancingPlan> {
   const tooSmall = financingRefusal(method, amount, options.splitOptions);
   if (tooSmall)
     throw new AppError("INVALID_AMOUNT", `This payment is too small to pay by ${method}: ${tooSmall}`, {
       field: "method",
       reason: "AMOUNT_BELOW_LOAN_MINIMUM",
     });
-  if (amount > BigInt(tier.maxAmount) * 1_000_000n) {
-    throw notEligible("AMOUNT_ABOVE_TIER", `Your tier may borrow up to ${tier.maxAmount} USDC; this payment is more`);
-  }
-  const loan = (principal: bigint, interest: bigint, durationDays: number): PlannedLoan => ({
-    id: randomUUID(),
-    principal,
-    interest,
-    fee: (principal * feeBps) / 10_000n,
-    durationDays,
-  });
+  const loan = async (price: bigint, rateBps: number, durationDays: number): Promise<PlannedLoan> => {
+    const fee = (price * feeBps) / 10_000n;
+    const principal = grossUp(price - fee);
+    const atRate = rateBps === 0 ? 0n : loanTerms(principal, rateBps).interest;
+    const least = await floor(principal);
+    const interest = atRate > least ? atRate : least;
+    return { id: randomUUID(), price, principal, interest, fee, insuranceFee: principal - (price - fee), durationDays };
+  };
   let loans: PlannedLoan[];
   if (method === "credit") {
-    const maxInterest = options.creditOptions?.maxInterest;
-    if (maxInterest !== undefined && tier.interestRate > maxInterest) {
-      throw notEligible("INTEREST_ABOVE_OFFER", `Your tier's rate (${tier.interestRate}) is above the merchant's ${maxInterest}`);
-    }
     const days = Math.min(options.creditOptions?.maxDuration ?? tier.maxDuration, tier.maxDuration);
-    loans = [loan(amount, loanTerms(amount, tier.interestRateBps).interest, days)];
+    loans = [await loan(amount, tier.interestRateBps, days)];
+    const maxInterest = options.creditOptions?.maxInterest;
+    const only = loans[0]!;
+    // A rate to compare with the merchant's fraction (no money moves on it): the tier's, or the floor's where it binds.
+    const rate = only.interest === loanTerms(only.principal, tier.interestRateBps).interest ? tier.interestRate : Number(only.interest) / Number(only.principal);
+    if (maxInterest !== undefined && rate > maxInterest) {
+      throw notEligible("INTEREST_ABOVE_OFFER", `Your rate (${Number(rate.toFixed(4))}) is above the merchant's ${maxInterest}`);
+    }
   } else {
     const schedule = splitSchedule(amount, options.splitOptions, tier.maxDuration);
     if (!schedule) {
@@ -133,13 +154,14 @@ export function planOf(
         `Your tier's longest loan is ${tier.maxDuration} days: too short for ${loanCountOf("split", options.splitOptions)} installments a week apart`,
       );
     }
-    loans = schedule.map((part) => loan(part.amount, 0n, part.days));
+    loans = await Promise.all(schedule.map((part) => loan(part.amount, 0, part.days)));
   }
+  const tierRate = loans.every((item) => item.interest === loanTerms(item.principal, tier.interestRateBps).interest);
   return {
     method,
     loans,
     fee: loans.reduce((sum, item) => sum + item.fee, 0n),
     totalRepayment: loans.reduce((sum, item) => sum + item.principal + item.interest, 0n),
-    rateBps: method === "credit" ? tier.interestRateBps : 0,
+    rateBps: method === "credit" && tierRate ? tier.interestRateBps : null,
   };
 }

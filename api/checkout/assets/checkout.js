@@ -69,6 +69,7 @@
         button.dataset.unavailable = "true";
       } else if (method === "credit") {
         element.textContent = message.dataset.yourTerms
+          .replace("{insurance}", (terms.insuranceFee ?? 0).toFixed(2))
           .replace("{interest}", terms.interest.toFixed(2))
           .replace("{total}", terms.totalRepayment.toFixed(2))
           .replace("{due}", terms.dueDate.slice(0, 10));

@@ -64,8 +64,8 @@ contract FundingCapTest is PlatformSetup {
     function test_purchasesDrawOnTheSameBucket() public {
         _throughTimelock(address(book), abi.encodeCall(ILoanBook.setDailyFundingCap, (1_000 * USDC)));
         IPaymentRouter.Installment[] memory installments = new IPaymentRouter.Installment[](2);
-        installments[0] = IPaymentRouter.Installment("part 1", 400 * USDC, 0, 8 * USDC, 30);
-        installments[1] = IPaymentRouter.Installment("part 2", 400 * USDC, 0, 8 * USDC, 60);
+        installments[0] = IPaymentRouter.Installment("part 1", 400 * USDC, 400 * USDC, 20 * USDC, 8 * USDC, 30);
+        installments[1] = IPaymentRouter.Installment("part 2", 400 * USDC, 400 * USDC, 20 * USDC, 8 * USDC, 60);
         vm.prank(ONLINE_KEY);
         router.payWithLoans("order", MERCHANT, address(0xB0), installments);
         (, uint256 available) = book.fundingCapacity();

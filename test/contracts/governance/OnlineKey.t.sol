@@ -120,7 +120,7 @@ contract OnlineKeyTest is PlatformSetup {
         book.fundLoan("loan", BORROWER, 500 * USDC, 25 * USDC, 50 * USDC, 30);
         book.extend(1, 10, 5 * USDC);
         IPaymentRouter.Installment[] memory installments = new IPaymentRouter.Installment[](1);
-        installments[0] = IPaymentRouter.Installment("purchase", 100 * USDC, 2 * USDC, 2 * USDC, 30);
+        installments[0] = IPaymentRouter.Installment("purchase", 100 * USDC, 100 * USDC, 5 * USDC, 2 * USDC, 30);
         router.payWithLoans("order", MERCHANT, BORROWER, installments);
         vault.pause();
         // A pause is a fast brake; lifting it waits the timelock, so a thief of this key cannot undo a defender's.

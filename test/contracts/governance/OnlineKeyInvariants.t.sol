@@ -78,7 +78,12 @@ contract OnlineKeyHandler is PlatformSetup {
         IPaymentRouter.Installment[] memory installments = new IPaymentRouter.Installment[](count);
         for (uint256 i; i < count; ++i) {
             installments[i] = IPaymentRouter.Installment(
-                keccak256(abi.encode("purchase", book.loanCount(), i)), principal, 0, principal / 10, uint32(7 * (i + 1))
+                keccak256(abi.encode("purchase", book.loanCount(), i)),
+                principal,
+                principal,
+                book.minInterestOf(owned[0], principal),
+                principal / 10,
+                uint32(7 * (i + 1))
             );
         }
         vm.prank(ONLINE_KEY);

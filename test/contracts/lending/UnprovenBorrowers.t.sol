@@ -151,7 +151,7 @@ contract UnprovenBorrowersTest is PlatformSetup {
 
         // A colluding merchant refunds a purchase on credit the payer barely paid: closed, not proven.
         IPaymentRouter.Installment[] memory installments = new IPaymentRouter.Installment[](1);
-        installments[0] = IPaymentRouter.Installment("purchase loan", 100 * USDC, 3 * USDC, 2 * USDC, 30);
+        installments[0] = IPaymentRouter.Installment("purchase loan", 100 * USDC, 100 * USDC, 5 * USDC, 2 * USDC, 30);
         vm.prank(ONLINE_KEY);
         router.payWithLoans("order", MERCHANT, address(0xB2), installments);
         uint256 purchase = book.loanIdOf("purchase loan");
@@ -207,7 +207,7 @@ contract UnprovenBorrowersTest is PlatformSetup {
 
         // Proven by a purchase it repaid itself, then refunded by the merchant: the proof is void.
         IPaymentRouter.Installment[] memory installments = new IPaymentRouter.Installment[](1);
-        installments[0] = IPaymentRouter.Installment("refunded later", 50 * USDC, 1 * USDC, 1 * USDC, 30);
+        installments[0] = IPaymentRouter.Installment("refunded later", 50 * USDC, 50 * USDC, 5 * USDC / 2, 1 * USDC, 30);
         vm.prank(ONLINE_KEY);
         router.payWithLoans("order 2", MERCHANT, other, installments);
         uint256 purchase = book.loanIdOf("refunded later");

@@ -31,15 +31,20 @@ const REFUND_REF = ethers.id("refund-1");
 
 interface Installment {
   loanRef: string;
+  price: bigint;
   principal: bigint;
   interest: bigint;
   fee: bigint;
   durationDays: number;
 }
 
-/** An installment under the loan ref `label`. */
-const inst = (label: string, principal: bigint, interest: bigint, fee: bigint, durationDays: number): Installment => ({
+/**
+ * An installment under the loan ref `label` whose principal is its price (the merchant's fee its whole insurance fee);
+ * `price` apart from the principal for the terms of D-127.
+ */
+const inst = (label: string, principal: bigint, interest: bigint, fee: bigint, durationDays: number, price = principal): Installment => ({
   loanRef: ethers.id(label),
+  price,
   principal,
   interest,
   fee,
@@ -57,13 +62,20 @@ const SPLIT = [
 const AMOUNT = USDC(100);
 
 const load = () => networkHelpers.loadFixture(fixture);
+/**
+ * The payments fixture with the loan book's expected-loss rates at zero, so that these tests' terms (at or below the
+ * 5 % provision of an unproven payer) pass the router's floor on interest; the floor and the gross-up of D-127 are
+ * tested at the default rates in "the same loan as a P2P one" below.
+ */
 async function fixture() {
-  return deployPayments(ethers);
+  const f = await deployPayments(ethers);
+  await f.book.connect(f.admin).setExpectedLossRates({ unprovenBps: 0, provenBps: 0 });
+  return f;
 }
 
 /** The fixture with payment REF of 100 USDC paid on credit (CREDIT) for `payer` to `merchant` at `fundedAt`. */
 async function withCredit() {
-  const f = await deployPayments(ethers);
+  const f = await fixture();
   const fundedAt = nextHour(await time.latest());
   await time.setNextBlockTimestamp(fundedAt);
   await f.router.connect(f.operator).payWithLoans(REF, f.merchant.address, f.payer.address, CREDIT);
@@ -72,7 +84,7 @@ async function withCredit() {
 
 /** The fixture with payment REF of 100 USDC paid in three installments (SPLIT) for `payer` to `merchant`. */
 async function withSplit() {
-  const f = await deployPayments(ethers);
+  const f = await fixture();
   const fundedAt = nextHour(await time.latest());
   await time.setNextBlockTimestamp(fundedAt);
   await f.router.connect(f.operator).payWithLoans(REF, f.merchant.address, f.payer.address, SPLIT);
@@ -238,7 +250,7 @@ describe("PaymentRouter payments on credit", () => {
         );
     });
 
-    it("refuses an installment's fee above 10 % of its principal with PaymentRouterInstallmentFeeTooHigh, and takes exactly 10 %", async () => {
+    it("refuses an installment's fee above 10 % of its price with PaymentRouterInstallmentFeeTooHigh, and takes exactly 10 %", async () => {
       const { router, vault, usdc, operator, payer, merchant, treasury } = await load();
       const list = [inst("a", USDC(50), 0n, USDC(5), 30), inst("b", USDC(30) + 9n, 0n, USDC(3) + 1n, 30)];
       // 10 % of 30.000009 USDC is 3.0000009, rounded down to 3 USDC: 3.000001 is above it.

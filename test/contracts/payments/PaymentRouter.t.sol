@@ -381,32 +381,44 @@ contract PaymentRouterTest is LendingSetup {
 
     /* PAYMENTS ON CREDIT */
 
-    /// Any 1 to 12 installments within the loan book's limits, at any fee up to MAX_FEE_BPS: the vault lends exactly
-    /// the amount, of which the merchant receives the amount less the fee (the sum of the installments' fees) and the
-    /// fee stays in the insurance reserve (D-101), the payer pays nothing now and owes each loan on its terms, and the
-    /// router keeps nothing.
+    /// Any 1 to 12 installments within the loan book's limits, at any fee up to MAX_FEE_BPS and any insurance share up
+    /// to the loan book's 20 % (D-127): the vault lends the principals and pays out exactly the amount less the fee,
+    /// which the merchant receives; each principal above its net amount stays in the insurance reserve; the payer
+    /// pays nothing now and owes each loan on its terms, and the router keeps nothing.
     function testFuzz_payWithLoansSplitsTheAmountExactly(
         uint256 count,
         uint256 amount,
         uint256 interestBps,
         uint256 feeBps,
+        uint256 insuranceBps,
         uint256 durationDays
     ) public {
         count = bound(count, 1, 12);
-        amount = bound(amount, count, count * 500e6);
+        // At least 20 micro-units a loan (below, 5 % of interest rounded up is above the loan book's 20 %), and at
+        // most 400 USDC (its principal within the loan book's 500 at any insurance share).
+        amount = bound(amount, count * 20, count * 400e6);
+        feeBps = bound(feeBps, 0, 1_000);
+        // An insurance share at least the fee's keeps each principal at least its price.
         IPaymentRouter.Installment[] memory list = _installments(
-            amount, count, bound(interestBps, 0, 2_000), bound(feeBps, 0, 1_000), uint32(bound(durationDays, 7, 90))
+            amount,
+            count,
+            bound(interestBps, 500, 1_500),
+            feeBps,
+            bound(insuranceBps, feeBps, 2_000),
+            uint32(bound(durationDays, 7, 90))
         );
         uint256 fee;
+        uint256 principals;
         for (uint256 i; i < count; ++i) {
             fee += list[i].fee;
+            principals += list[i].principal;
         }
 
         router.payWithLoans(REF, MERCHANT, PAYER, list);
 
         assertEq(POOL - usdc.balanceOf(address(vault)), amount - fee, "the vault paid out the amount less the fee");
-        assertEq(vault.totalBorrowed(), amount, "the amount is out on loans");
-        assertEq(vault.insuranceReserve(), fee, "the installments' fees are the reserve's");
+        assertEq(vault.totalBorrowed(), principals, "the principals are out on loans");
+        assertEq(vault.insuranceReserve(), principals - (amount - fee), "the principals above the net are the reserve's");
         assertEq(usdc.balanceOf(MERCHANT), amount - fee, "the merchant received the amount less the fee");
         assertEq(usdc.balanceOf(TREASURY), 0, "the treasury received nothing of a payment on credit");
         assertLe(fee, amount / 10, "at most 10 %");
@@ -437,13 +449,13 @@ contract PaymentRouterTest is LendingSetup {
         uint256 refundAmount
     ) public {
         count = bound(count, 1, 12);
-        amount = bound(amount, count, count * 500e6);
+        amount = bound(amount, count * 20, count * 450e6);
         uint256[] memory ids = _creditPaymentWithHistory(count, amount, repaidSeed, elapsed, defaultSeed);
 
         refundAmount = bound(refundAmount, 1, amount);
         usdc.mint(MERCHANT, refundAmount); // beyond the net amount it received, whatever the fee
         LoanSums memory before = _sums(ids);
-        assertEq(before.principals, amount, "the principals add up to what is left to refund");
+        assertGe(before.principals, amount, "the principals add up to at least what is left to refund (D-127)");
         uint256 vaultBefore = usdc.balanceOf(address(vault));
         uint256 merchantBefore = usdc.balanceOf(MERCHANT);
 
@@ -500,7 +512,7 @@ contract PaymentRouterTest is LendingSetup {
         uint256[2] memory elapsed,
         uint256 defaultSeed
     ) internal returns (uint256[] memory ids) {
-        router.payWithLoans(REF, MERCHANT, PAYER, _installments(amount, count, 500, 150, 30));
+        router.payWithLoans(REF, MERCHANT, PAYER, _installments(amount, count, 500, 150, 1_000, 30));
         ids = router.loansOf(REF, MERCHANT, amount);
 
         vm.warp(block.timestamp + bound(elapsed[0], 0, 20 days));
@@ -521,21 +533,29 @@ contract PaymentRouterTest is LendingSetup {
         }
     }
 
-    /// @dev `count` installments of `amount` with equal principals (the first takes the remainder), each with
-    /// `interestBps` of interest over `durationDays` days and a fee of `feeBps` of its principal.
-    function _installments(uint256 amount, uint256 count, uint256 interestBps, uint256 feeBps, uint32 durationDays)
-        internal
-        pure
-        returns (IPaymentRouter.Installment[] memory list)
-    {
+    /// @dev `count` installments of `amount` with equal prices (the first takes the remainder), each with a fee of
+    /// `feeBps` of its price, a principal that leaves `insuranceBps` (at least `feeBps`) of it as the insurance fee
+    /// (the service's gross-up, D-127: the net amount over 1 - insuranceBps, rounded down) and `interestBps` of it as
+    /// interest (rounded up) over `durationDays` days.
+    function _installments(
+        uint256 amount,
+        uint256 count,
+        uint256 interestBps,
+        uint256 feeBps,
+        uint256 insuranceBps,
+        uint32 durationDays
+    ) internal pure returns (IPaymentRouter.Installment[] memory list) {
         list = new IPaymentRouter.Installment[](count);
         for (uint256 i; i < count; ++i) {
-            uint256 principal = amount / count + (i == 0 ? amount % count : 0);
+            uint256 price = amount / count + (i == 0 ? amount % count : 0);
+            uint256 fee = price * feeBps / 10_000;
+            uint256 principal = (price - fee) * 10_000 / (10_000 - insuranceBps);
             list[i] = IPaymentRouter.Installment(
                 keccak256(abi.encode("loan", i)),
+                price,
                 principal,
-                principal * interestBps / 10_000,
-                principal * feeBps / 10_000,
+                Math.mulDiv(principal, interestBps, 10_000, Math.Rounding.Ceil),
+                fee,
                 durationDays
             );
         }
@@ -551,7 +571,11 @@ contract PaymentRouterTest is LendingSetup {
             assertEq(loan.principal, list[i].principal, "principal");
             assertEq(loan.interest, list[i].interest, "interest");
             assertEq(loan.durationDays, list[i].durationDays, "term");
-            assertEq(loan.insuranceFee, list[i].fee, "the merchant's fee is the insurance fee (D-101)");
+            assertEq(
+                loan.insuranceFee,
+                list[i].principal - (list[i].price - list[i].fee),
+                "the principal above the net amount is the insurance fee (D-101, D-127)"
+            );
             assertTrue(loan.status == ILoanBook.LoanStatus.Active, "active");
         }
     }
@@ -658,7 +682,7 @@ contract PaymentHandler is TestBase {
     mapping(address holder => uint256) public expectedBalance;
 
     uint256 public ghostMinted;
-    uint256 public ghostInsuranceFees; // the fees of the payments on credit: the insurance reserve's only income
+    uint256 public ghostInsuranceFees; // the loans' insurance fees: the insurance reserve's only income
     uint256 public ghostWrongOutcomes;
     uint256 public ghostForeignChanges;
     uint256 public ghostWrongApplications;
@@ -1005,23 +1029,29 @@ contract PaymentHandler is TestBase {
         }
     }
 
-    /// @dev `count` installments of `amount` (0 to 13, from `seed`): equal principals, the first taking the remainder,
-    /// with interest up to 20.99 % (above 20 % refused by the loan book), fees up to 10.99 % (above 10 % refused by the
-    /// router), terms of 7 to 91 days (91 refused), fresh loan refs or, one time in sixteen, the last one again.
+    /// @dev `count` installments of `amount` (0 to 13, from `seed`): equal prices, the first taking the remainder,
+    /// with interest up to 20.99 % (above 20 % refused by the loan book, below the provision by the router), fees up to
+    /// 10.99 % (above 10 % refused by the router), principals of the price and a premium, terms of 7 to 91 days (91 refused),
+    /// fresh loan refs or, one time in sixteen, the last one again.
     function _installments(uint256 amount, uint256 seed) internal returns (IPaymentRouter.Installment[] memory list) {
-        // Bit fields of the seed: bits 0-7, 8-23, 24-39, 40-55 and 56-63 (see the test's `_shape`).
+        // Bit fields of the seed: bits 0-7, 8-23, 24-39, 40-55, 56-63, 64-79 and 80-87 (see the test's `_shape`).
         uint256 count = uint8(seed) % 14;
         uint256 interestBps = uint16(seed >> 8) % 2_100;
+        uint256 premiumBps = uint16(seed >> 64) % 2_300;
+        bool short = uint8(seed >> 80) % 16 == 15;
         uint256 feeBps = uint16(seed >> 24) % 1_100;
         uint32 durationDays = uint32(7 + uint16(seed >> 40) % 85);
         bool reuse = uint8(seed >> 56) % 16 == 0 && _nextLoanRef > 0;
         list = new IPaymentRouter.Installment[](count);
         for (uint256 k; k < count; ++k) {
-            uint256 principal = amount / count + (k == 0 ? amount % count : 0);
+            uint256 price = amount / count + (k == 0 ? amount % count : 0);
+            uint256 fee = price * feeBps / 10_000;
+            // The price and a premium of up to 22.99 % of it (an insurance fee above 20 % refused by the loan book),
+            // or, one time in sixteen, a micro-unit short of the price (refused by the router).
+            uint256 principal = price + price * premiumBps / 10_000;
+            if (short && price > 0) principal = price - 1;
             bytes32 loanRef = reuse && k == count - 1 ? _loanRefAt(_nextLoanRef - 1) : _loanRefAt(_nextLoanRef++);
-            list[k] = IPaymentRouter.Installment(
-                loanRef, principal, principal * interestBps / 10_000, principal * feeBps / 10_000, durationDays
-            );
+            list[k] = IPaymentRouter.Installment(loanRef, price, principal, principal * interestBps / 10_000, fee, durationDays);
         }
     }
 
@@ -1044,16 +1074,19 @@ contract PaymentHandler is TestBase {
             ++m.timesPaid;
             (m.payer, m.merchant, m.amount, m.fee) = (payer, t.merchant, t.amount, fee);
             m.method = list.length == 1 ? IPaymentRouter.PaymentMethod.Credit : IPaymentRouter.PaymentMethod.Split;
+            uint256 insuranceFees;
             for (uint256 k; k < list.length; ++k) {
                 IPaymentRouter.Installment memory inst = list[k];
-                _loans.push(LoanModel(payer, inst.principal, inst.interest, inst.durationDays, inst.loanRef, inst.fee));
+                uint256 insuranceFee = inst.principal - (inst.price - inst.fee);
+                _loans.push(LoanModel(payer, inst.principal, inst.interest, inst.durationDays, inst.loanRef, insuranceFee));
+                insuranceFees += insuranceFee;
                 _loanIdsOf[key].push(_loans.length);
                 loanRefUsed[inst.loanRef] = true;
             }
-            // The fee stays in the vault, as the loans' insurance fees (D-101).
+            // The vault pays out the amount less the fee; each principal above its net amount is the reserve's (D-127).
             expectedBalance[address(vault)] -= t.amount - fee;
             expectedBalance[t.merchant] += t.amount - fee;
-            ghostInsuranceFees += fee;
+            ghostInsuranceFees += insuranceFees;
             if (list.length == 1) ++creditPays;
             else ++splitPays;
         } catch (bytes memory reason) {
@@ -1077,10 +1110,13 @@ contract PaymentHandler is TestBase {
         if (payer == address(router)) return (IPaymentRouter.PaymentRouterSelfAddress.selector, 0);
         if (count == 0 || count > 12) return (IPaymentRouter.PaymentRouterInvalidInstallments.selector, 0);
         for (uint256 k; k < count; ++k) {
-            if (list[k].fee > list[k].principal * 1_000 / 10_000) {
-                return (IPaymentRouter.PaymentRouterInstallmentFeeTooHigh.selector, 0);
+            IPaymentRouter.Installment memory inst = list[k];
+            if (inst.fee > inst.price * 1_000 / 10_000) return (IPaymentRouter.PaymentRouterInstallmentFeeTooHigh.selector, 0);
+            if (inst.principal < inst.price) return (IPaymentRouter.PaymentRouterPrincipalBelowPrice.selector, 0);
+            if (inst.interest < _minInterest(payer, inst.principal)) {
+                return (IPaymentRouter.PaymentRouterInterestBelowExpectedLoss.selector, 0);
             }
-            fee += list[k].fee;
+            fee += inst.fee;
         }
         if (t.ref == bytes32(0)) return (IPaymentRouter.PaymentRouterEmptyRef.selector, 0);
         if (t.merchant == address(router)) return (IPaymentRouter.PaymentRouterSelfAddress.selector, 0);
@@ -1093,6 +1129,14 @@ contract PaymentHandler is TestBase {
             lendable -= list[k].principal;
         }
         return (bytes4(0), fee);
+    }
+
+    /// @dev The provision of a loan of `principal` to `payer` as interest (D-127), from the rates and the proof rule
+    /// (D-125, D-126) with no reserve factor: 5 % above what `payer` proved, 1 % within it, rounded up.
+    function _minInterest(address payer, uint256 principal) internal view returns (uint256) {
+        ILoanBook.ExpectedLossRates memory rates = book.expectedLossRates();
+        uint256 lossBps = principal > book.provenUpTo(payer) ? rates.unprovenBps : rates.provenBps;
+        return Math.mulDiv(principal, lossBps, 10_000, Math.Rounding.Ceil);
     }
 
     /// @dev The loan book's and the vault's answer to installment `k` with `idle` USDC left in the vault.
@@ -1110,6 +1154,9 @@ contract PaymentHandler is TestBase {
         if (inst.principal == 0 || inst.principal > MAX_PRINCIPAL) return ILoanBook.LoanBookInvalidPrincipal.selector;
         if (inst.durationDays < 7 || inst.durationDays > 90) return ILoanBook.LoanBookInvalidDuration.selector;
         if (inst.interest > inst.principal * 2_000 / 10_000) return ILoanBook.LoanBookInterestTooHigh.selector;
+        if (inst.principal - (inst.price - inst.fee) > inst.principal * 2_000 / 10_000) {
+            return ILoanBook.LoanBookInsuranceFeeTooHigh.selector;
+        }
         if (inst.principal > idle) return IStakingVault.StakingVaultInsufficientLiquidity.selector;
         return bytes4(0);
     }
@@ -1474,19 +1521,19 @@ contract PaymentRouterInvariantsTest is LendingSetup {
     function test_handlerScriptedCredit() public {
         // Ref 2's merchant is actor 2 (0xA3), ref 3's actor 3 (0xA4). Mode 3 keeps the merchant and takes the amount.
         handler.payWithLoans(0, 2, 3, 0, 300e6, _shape(1, 500, 200, 30)); // 0xA1 on credit: loan 1
-        handler.payWithLoans(1, 3, 3, 0, 900e6, _shape(3, 300, 150, 60)); // 0xA2 in 3 installments: loans 2-4
+        handler.payWithLoans(1, 3, 3, 0, 900e6, _shape(3, 500, 150, 60)); // 0xA2 in 3 installments: loans 2-4
         handler.withdraw(18_700e6); // leaves 100 USDC idle
-        handler.payWithLoans(2, 4, 3, 0, 200e6, _shape(1, 0, 0, 7)); // refused: the vault lacks liquidity
+        handler.payWithLoans(2, 4, 3, 0, 200e6, _shape(1, 500, 0, 7)); // refused: the vault lacks liquidity
         handler.deposit(10_000e6);
         handler.passTime(10 days);
         handler.payerRepays(1, 100e6); // 0xA2 repays 100 USDC of loan 2
         handler.refund(1, 1, 1, 50e6, true); // 0xA3 refunds 50 USDC: loan 1 is now 250 at 12.5 interest
-        handler.refund(1, 9, 2, 900e6, true); // 0xA4 refunds it all: loans 2-4 closed, 0xA2's 98.5 + 1.5 back
+        handler.refund(1, 9, 2, 900e6, true); // 0xA4 refunds it all: loans 2-4 closed, 0xA2's 97.5 + 2.5 back
         handler.markDefaulted(0); // loan 1, past its grace period: 250 written off
         handler.refund(1, 1, 3, 100e6, true); // 0xA3 again: all 100 to the pool, a recovery of loan 1
         handler.pay(0, 1, 0, 0, 0, true); // ref 1's real payment, direct
         handler.payAPaidKey(0, 1); // the split payment's terms, directly: refused
-        handler.payWithLoans(0, 0, 1 + 5 * 2, 0, 0, _shape(1, 0, 0, 7)); // the direct payment's terms on credit: refused
+        handler.payWithLoans(0, 0, 1 + 5 * 2, 0, 0, _shape(1, 500, 0, 7)); // the direct payment's terms on credit: refused
 
         assertEq(handler.creditPays(), 1, "one payment on credit");
         assertEq(handler.splitPays(), 1, "one split payment");
@@ -1525,7 +1572,8 @@ contract PaymentRouterInvariantsTest is LendingSetup {
         invariant_loansAndTheVaultAgree();
     }
 
-    /// @dev The handler's `shapeSeed` for `count` installments with the given interest, fee and term (a fresh ref).
+    /// @dev The handler's `shapeSeed` for `count` installments with the given interest, fee and term (a fresh ref),
+    /// each principal its price (no premium).
     function _shape(uint256 count, uint256 interestBps, uint256 feeBps, uint256 durationDays)
         internal
         pure
