@@ -179,7 +179,12 @@ export const payResponse = z.object({
     .describe("credit: one loan; split: one per installment; direct: none"),
 });
 
-const loanQuote = z.object({ amount: usdc("principal"), totalRepayment: usdc("what you owe for it"), dueDate: isoDate });
+const loanQuote = z.object({
+  amount: usdc("principal: the part of the price less the merchant's fee, plus the insurance fee"),
+  insuranceFee: usdc("the principal above what the merchant receives, kept in the pool's insurance reserve, as a P2P loan's"),
+  totalRepayment: usdc("what you owe for it"),
+  dueDate: isoDate,
+});
 export const termsResponse = z.object({
   direct: z.object({ total: usdc("what leaves your wallet now") }).optional(),
   credit: z
@@ -187,6 +192,7 @@ export const termsResponse = z.object({
       eligible: z.boolean(),
       reason: z.string().nullable().describe("why not (a restriction code, AMOUNT_ABOVE_TIER, INTEREST_ABOVE_OFFER)"),
       interestRate: z.number().nullable().describe("a fraction, for the term"),
+      insuranceFee: usdc("the loan's principal above what the merchant receives, kept in the pool's insurance reserve").nullable(),
       interest: usdc("interest").nullable(),
       totalRepayment: usdc("what you owe").nullable(),
       dueDate: isoDate.nullable(),
@@ -196,7 +202,7 @@ export const termsResponse = z.object({
     .object({
       eligible: z.boolean(),
       reason: z.string().nullable(),
-      installments: z.array(loanQuote).describe("each installment's amount and due date (no interest)"),
+      installments: z.array(loanQuote).describe("each installment's loan, what you owe for it and its due date"),
     })
     .optional(),
 });

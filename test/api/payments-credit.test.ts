@@ -65,12 +65,13 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
   const balanceOf = async (address: string) => (await chain.contracts.usdc.balanceOf(address)) as bigint;
   const loansOf = async (token: string): Promise<Loan[]> => (await api.request("GET", "/v1/loans?limit=100", { token })).body.data;
 
-  it("pays on credit: the pool pays the merchant less 2 %, the payer owes one loan at their tier's terms, shown and repaid by the loan endpoints", async () => {
+  it("pays on credit: the pool pays the merchant less 2 %, the payer owes one loan at their tier's terms, the same loan as a P2P one (D-127), shown and repaid by the loan endpoints", async () => {
     const merchant = await newMerchant();
     const payment = await merchant.create({ amount: 15, paymentMethods: ["direct", "credit"] });
     expect(payment.fees.credit).to.deep.equal({ fee: 0.3, net: 14.7 });
     const payer = await newTestUser(api, "credit-payer", 5);
-    // Tier New (score 0): up to 20 USDC for 7 days at 5 %.
+    // Tier New (score 0): up to 20 USDC for 7 days at 5 %. The loan is the one a P2P borrower would take to
+    // receive the 14.7 the merchant gets: 16.333333, of which 1.633333 (10 %) is its insurance fee (D-127).
     const terms = await api.request("GET", `/checkout/${payment.id}/terms`, { token: payer.token });
     expect(terms.status, terms.text).to.equal(200);
     expect(terms.body.data.direct).to.deep.equal({ total: 15 });
@@ -78,8 +79,9 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
       eligible: true,
       reason: null,
       interestRate: 0.05,
-      interest: 0.75,
-      totalRepayment: 15.75,
+      insuranceFee: 1.633333,
+      interest: 0.816667,
+      totalRepayment: 17.15,
     });
     const [merchantBefore, treasuryBefore] = [await balanceOf(merchant.wallet), await balanceOf(chain.deployment.deployer)];
     const reserveBefore = (await chain.contracts.vault.getFunction("insuranceReserve")()) as bigint;
@@ -89,11 +91,12 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     expect(paid.body.data).to.deep.include({ status: "success", method: "credit", amount: 15, fee: 0.3, net: 14.7 });
     expect(paid.body.data.loans).to.have.length(1);
     const [loan] = paid.body.data.loans;
-    expect(loan).to.deep.include({ amount: 15, totalRepayment: 15.75, durationDays: 7 });
+    expect(loan).to.deep.include({ amount: 16.333333, totalRepayment: 17.15, durationDays: 7 });
     expect((await balanceOf(merchant.wallet)) - merchantBefore).to.equal(usdc(15) - 300_000n);
-    // The merchant's fee is the loan's insurance fee: it stays in the pool's reserve, not the treasury (D-101).
+    // The loan's insurance fee stays in the pool's reserve, not the treasury (D-101): a P2P loan's 10 %, the merchant's
+    // fee and the payer's part (before D-127, the merchant's 0.3 alone).
     expect((await balanceOf(chain.deployment.deployer)) - treasuryBefore).to.equal(0n);
-    expect(((await chain.contracts.vault.getFunction("insuranceReserve")()) as bigint) - reserveBefore).to.equal(300_000n);
+    expect(((await chain.contracts.vault.getFunction("insuranceReserve")()) as bigint) - reserveBefore).to.equal(1_633_333n);
     // The payer's wallet did not pay: it owes.
     expect(await balanceOf(payer.wallet)).to.equal(usdc(5));
     const detail = (await api.request("GET", `/v1/payments/${payment.id}`, { token: merchant.token })).body.data;
@@ -101,14 +104,21 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
 
     // The loan is the payer's like any other: listed active, and repaid through the loan endpoints.
     const listed = (await loansOf(payer.token)).find((entry) => entry.id === loan.loanId)!;
-    expect(listed).to.deep.include({ status: "active", amount: 15, remainingBalance: 15.75 });
+    expect(listed).to.deep.include({ status: "active", amount: 16.333333, remainingBalance: 17.15 });
     const got = (await api.request("GET", `/v1/loans/${loan.loanId}`, { token: payer.token })).body.data;
-    // The merchant's 2 % is the loan's insurance fee (D-101): the pool paid out 14.7 to the merchant.
-    expect(got).to.deep.include({ borrower: payer.id, amount: 15, netAmount: 14.7, insuranceFee: 0.3, totalRepayment: 15.75 });
+    // Shown as a P2P loan is: the pool paid out 14.7 to the merchant, the rest of the principal is the insurance fee.
+    expect(got).to.deep.include({
+      borrower: payer.id,
+      amount: 16.333333,
+      netAmount: 14.7,
+      insuranceFee: 1.633333,
+      interestRate: 0.05,
+      totalRepayment: 17.15,
+    });
     expect(got.purpose).to.include("Bike Shop");
     const repaid = await postWithKey(api, `/v1/loans/${loan.loanId}/repay`, payer.token, { amount: 5 });
     expect(repaid.status, repaid.text).to.equal(200);
-    expect(repaid.body.data).to.deep.include({ remainingBalance: 10.75 });
+    expect(repaid.body.data).to.deep.include({ remainingBalance: 12.15 });
     // The receipt, not "a loan in your wallet".
     await waitFor(
       async () =>
@@ -148,13 +158,15 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     const payer = await payerWithScore("credit-in-use", 55); // Established: 100 USDC in all
     const payment = await merchant.create({ amount: 60, paymentMethods: ["credit"] });
     expect((await pay(payer.token, payment.id, "credit")).status).to.equal(200);
+    // Its loan is 65.333333 (the 58.80 the merchant got, grossed up by the insurance fee: D-127).
     expect((await api.request("GET", "/v1/loans/eligibility", { token: payer.token })).body.data).to.deep.include({
-      maxAmount: 40,
+      maxAmount: 34.666667,
       currentLoans: 1,
     });
-    const asked = await api.request("POST", "/v1/loans", { token: payer.token, body: { amount: 41, duration: 30 } });
+    const asked = await api.request("POST", "/v1/loans", { token: payer.token, body: { amount: 35, duration: 30 } });
     expectErrorEnvelope(asked, 400, "INVALID_AMOUNT");
-    const second = await merchant.create({ amount: 41, paymentMethods: ["credit"] });
+    // A price below the credit left whose loan is above it (34.844444).
+    const second = await merchant.create({ amount: 32, paymentMethods: ["credit"] });
     const terms = (await api.request("GET", `/checkout/${second.id}/terms`, { token: payer.token })).body.data;
     expect(terms.credit).to.deep.include({ eligible: false, reason: "AMOUNT_ABOVE_TIER" });
     const refused = await pay(payer.token, second.id, "credit");
@@ -162,7 +174,7 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     expect(refused.body.error.details.reason).to.equal("AMOUNT_ABOVE_TIER");
   });
 
-  it("pays in installments: one loan per installment without interest, due a week apart, 1.5 % each to the insurance reserve", async () => {
+  it("pays in installments: one loan per installment at the provision's rate, due a week apart, each the same loan as a P2P one (D-127)", async () => {
     const merchant = await newMerchant();
     const payment = await merchant.create({
       amount: 12.5,
@@ -175,7 +187,14 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     const payer = await payerWithScore("split-payer", 55);
     const terms = (await api.request("GET", `/checkout/${payment.id}/terms`, { token: payer.token })).body.data;
     expect(terms.split.eligible).to.equal(true);
-    expect(terms.split.installments.map((part: { amount: number }) => part.amount)).to.deep.equal([4.166668, 4.166666, 4.166666]);
+    // Each part less its fee, grossed up by the insurance fee (456,018 each); interest at the 5 % an unproven payer's
+    // loan is provisioned at (before D-127: none, and the parts' fees alone in the reserve).
+    expect(terms.split.installments.map((part: { amount: number; insuranceFee: number }) => [part.amount, part.insuranceFee])).to.deep.equal([
+      [4.560186, 0.456018],
+      [4.560185, 0.456018],
+      [4.560185, 0.456018],
+    ]);
+    const reserveBefore = (await chain.contracts.vault.getFunction("insuranceReserve")()) as bigint;
     const merchantBefore = await balanceOf(merchant.wallet);
     const paid = await pay(payer.token, payment.id, "split");
     expect(paid.status, paid.text).to.equal(200);
@@ -183,11 +202,12 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     expect(
       paid.body.data.loans.map((loan: { durationDays: number; totalRepayment: number }) => [loan.durationDays, loan.totalRepayment]),
     ).to.deep.equal([
-      [7, 4.166668],
-      [14, 4.166666],
-      [21, 4.166666],
+      [7, 4.788196],
+      [14, 4.788195],
+      [21, 4.788195],
     ]);
     expect((await balanceOf(merchant.wallet)) - merchantBefore).to.equal(12_312_502n);
+    expect(((await chain.contracts.vault.getFunction("insuranceReserve")()) as bigint) - reserveBefore).to.equal(3n * 456_018n);
     const loans = await loansOf(payer.token);
     expect(loans.map((loan) => loan.status)).to.deep.equal(["active", "active", "active"]);
     // The first installment missed: overdue by the existing rules, a week on.
@@ -230,7 +250,7 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     expect(await loansOf(other.token)).to.have.length(1);
   });
 
-  it("refunds a payment on credit as BNPL lenders do: principal and interest pro rata, a full refund leaves nothing owed and gives back what the payer paid, the payer told each time", async () => {
+  it("refunds a payment on credit as BNPL lenders do: principal and interest pro rata, a full refund leaves only the insurance fee the payer's terms added and gives back what the payer paid above it, the payer told each time", async () => {
     const merchant = await newMerchant();
     const payer = await newTestUser(api, "refunded-credit-payer");
     const payment = await merchant.create({ amount: 10, paymentMethods: ["credit"] });
@@ -244,18 +264,20 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     const first = await refund(4);
     expect(first.status, first.text).to.equal(201);
     expect(first.body.data).to.deep.include({ amount: 4, status: "succeeded" });
-    // 10 at 0.50 of interest became 6 at 0.30: 6.30 owed, nothing to the payer's wallet.
+    // 10.888888 (the 9.80 the merchant got, grossed up: D-127) at 0.544445 of interest became 6.888888 at 0.344445:
+    // 7.233333 owed, nothing to the payer's wallet.
     let loan = (await api.request("GET", `/v1/loans/${loanId}`, { token: payer.token })).body.data;
-    expect(loan).to.deep.include({ status: "active", amount: 6, totalRepayment: 6.3, remainingBalance: 6.3 });
+    expect(loan).to.deep.include({ status: "active", amount: 6.888888, totalRepayment: 7.233333, remainingBalance: 7.233333 });
     expect(await balanceOf(payer.wallet)).to.equal(0n);
-    // The payer repays 3 themselves (0.30 of interest, 2.70 of principal); the other 6 refunded close the loan, and what
-    // the payer had paid comes back: 2.70 of principal from the refund, 0.30 of interest from the pool.
+    // The payer repays 3 themselves (0.344445 of interest, 2.655555 of principal); the other 6 refunded leave the
+    // insurance fee its terms added (0.888888, with 0.044445 of interest), which what it paid covers: the loan closes,
+    // and the rest comes back, 1.766667 of principal from the refund and 0.30 of interest from the pool.
     await postWithKey(api, "/dev/faucet", payer.token, { amount: 3 });
     expect((await postWithKey(api, `/v1/loans/${loanId}/repay`, payer.token, { amount: 3 })).status).to.equal(200);
     expect((await refund(6)).status).to.equal(201);
     loan = (await api.request("GET", `/v1/loans/${loanId}`, { token: payer.token })).body.data;
-    expect(loan).to.deep.include({ status: "repaid", remainingBalance: 0, amountPaid: 0 });
-    expect(await balanceOf(payer.wallet)).to.equal(3_000_000n);
+    expect(loan).to.deep.include({ status: "repaid", amount: 0.888888, remainingBalance: 0, amountPaid: 0.933333 });
+    expect(await balanceOf(payer.wallet)).to.equal(2_066_667n);
     expectErrorEnvelope(await refund(0.01), 400, "INVALID_AMOUNT");
     const detail = (await api.request("GET", `/v1/payments/${payment.id}`, { token: merchant.token })).body.data;
     expect(detail.amountRefunded).to.equal(10);
@@ -270,7 +292,7 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     );
   });
 
-  it("closes a fully refunded purchase at once, interest included, and a refund after a default goes to the pool first", async () => {
+  it("leaves a fully refunded purchase owing only the insurance fee the payer's terms added, and a refund after a default goes to the pool first", async () => {
     const merchant = await newMerchant();
     const payer = await payerWithScore("fully-refunded-payer", 55);
     await postWithKey(api, "/dev/faucet", merchant.token, { amount: 5 });
@@ -280,9 +302,15 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     expect(
       (await api.request("POST", `/v1/payments/${full.id}/refunds`, { token: merchant.token, body: { amount: 15, reason: "x" } })).status,
     ).to.equal(201);
-    // Before (#41): 15 of a 15.45 payoff repaid, the loan open for the interest, overdue a week later.
-    const loan = (await api.request("GET", `/v1/loans/${paid.body.data.loans[0].loanId}`, { token: payer.token })).body.data;
-    expect(loan).to.deep.include({ status: "repaid", remainingBalance: 0 });
+    // Before (#41): 15 of a 15.45 payoff repaid, the loan open for the interest. Now the loan was 16.333333 at the
+    // floor's 0.816667 (an unproven payer's 5 %, above the tier's 3 %): the price is repaid, and what is left is the
+    // insurance fee the payer's terms added, 1.333333, with its 0.066667 of interest, as a P2P borrower's fee stays.
+    const loanId = paid.body.data.loans[0].loanId;
+    const loan = (await api.request("GET", `/v1/loans/${loanId}`, { token: payer.token })).body.data;
+    expect(loan).to.deep.include({ status: "active", amount: 1.333333, remainingBalance: 1.4 });
+    await postWithKey(api, "/dev/faucet", payer.token, { amount: 2 });
+    expect((await postWithKey(api, `/v1/loans/${loanId}/repay`, payer.token, { amount: 1.4 })).status).to.equal(200);
+    expect((await api.request("GET", `/v1/loans/${loanId}`, { token: payer.token })).body.data).to.deep.include({ status: "repaid" });
     expect((await api.request("GET", "/v1/loans/eligibility", { token: payer.token })).body.data).to.deep.include({ currentLoans: 0 });
 
     // A payer that defaults, then has the purchase refunded: the pool's loss is made good, the payer gets nothing.
@@ -291,9 +319,6 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     const bought = await pay(defaulter.token, later.id, "credit");
     expect(bought.status, bought.text).to.equal(200);
     const vault = chain.contracts.vault;
-    // Gains unlock over time (D-95): the depositors' assets with what is still locked for them do not move with the clock.
-    const depositors = async () => ((await vault.totalAssets()) as bigint) + ((await vault.lockedProfit()) as bigint);
-    const assetsBefore = await depositors();
     expect((await api.request("POST", "/dev/time/advance", { body: { seconds: 15 * 86_400 } })).status).to.equal(200);
     await waitFor(
       async () =>
@@ -306,19 +331,18 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     // the due-date job marks past due meanwhile move the share price, not the USDC.
     const pool = async () => (await balanceOf(vault.target as string)) as bigint;
     const afterDefault = await pool();
-    const depositorsAfterDefault = await depositors();
     const merchantToken = await api.token(merchant.subject);
     const refundLater = (amount: number) =>
       api.request("POST", `/v1/payments/${later.id}/refunds`, { token: merchantToken, body: { amount, reason: "returned late" } });
     expect((await refundLater(2)).status).to.equal(201);
-    // The written-off loan shrinks pro rata (3 at 0.15 of interest), and still shows what its smaller terms leave unpaid.
+    // The written-off loan (5.444444 at 0.272223) shrinks pro rata (3.444444 at 0.172223), and still shows what its
+    // smaller terms leave unpaid.
     const defaulterToken = await api.token(defaulter.subject);
     const written = (await api.request("GET", `/v1/loans/${bought.body.data.loans[0].loanId}`, { token: defaulterToken })).body.data;
-    expect(written).to.deep.include({ status: "defaulted", amount: 3, totalRepayment: 3.15, remainingBalance: 3.15 });
+    expect(written).to.deep.include({ status: "defaulted", amount: 3.444444, totalRepayment: 3.616667, remainingBalance: 3.616667 });
     expect((await refundLater(3)).status).to.equal(201);
     expect(await balanceOf(defaulter.wallet)).to.equal(0n);
     expect((await pool()) - afterDefault).to.equal(5_000_000n);
-    expect(depositorsAfterDefault).to.be.below(assetsBefore);
   });
 
   it("shows a payer only the terms they can take: refuses a closed payment or the merchant's own, and credit the pool cannot lend now", async () => {

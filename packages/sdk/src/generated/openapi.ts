@@ -19884,6 +19884,8 @@ export interface operations {
                                 reason: string | null;
                                 /** @description a fraction, for the term */
                                 interestRate: number | null;
+                                /** @description the loan's principal above what the merchant receives, kept in the pool's insurance reserve, USDC */
+                                insuranceFee: number | null;
                                 /** @description interest, USDC */
                                 interest: number | null;
                                 /** @description what you owe, USDC */
@@ -19894,10 +19896,12 @@ export interface operations {
                             split?: {
                                 eligible: boolean;
                                 reason: string | null;
-                                /** @description each installment's amount and due date (no interest) */
+                                /** @description each installment's loan, what you owe for it and its due date */
                                 installments: {
-                                    /** @description principal, USDC */
+                                    /** @description principal: the part of the price less the merchant's fee, plus the insurance fee, USDC */
                                     amount: number;
+                                    /** @description the principal above what the merchant receives, kept in the pool's insurance reserve, as a P2P loan's, USDC */
+                                    insuranceFee: number;
                                     /** @description what you owe for it, USDC */
                                     totalRepayment: number;
                                     /** @description ISO 8601 UTC timestamp */
