@@ -25,7 +25,7 @@ const TEXT = {
     split: "Pay in installments (split)",
     creditDetail: "The lending pool pays the merchant now; you repay it plus interest at your Trust Score tier's rate, by one due date.",
     termsHint: "Sign in to see your terms.",
-    splitDetail: "No interest: the lending pool pays the merchant now and you repay in installments:",
+    splitDetail: "The lending pool pays the merchant now and you repay in installments, each a loan with its insurance fee and interest:",
     installment: "in {days} days",
     yourTerms: "Your terms: insurance {insurance} USDC and interest {interest} USDC, {total} USDC due {due}.",
     yourInstallments: "Your installments: {list}.",
@@ -65,7 +65,7 @@ const TEXT = {
     creditDetail:
       "El fondo de préstamos paga al comercio ahora; tú lo devuelves con intereses según el nivel de tu Trust Score, en una fecha.",
     termsHint: "Inicia sesión para ver tus condiciones.",
-    splitDetail: "Sin intereses: el fondo de préstamos paga al comercio ahora y tú lo devuelves a plazos:",
+    splitDetail: "El fondo de préstamos paga al comercio ahora y tú lo devuelves a plazos, cada uno un préstamo con su seguro e intereses:",
     installment: "en {days} días",
     yourTerms: "Tus condiciones: seguro de {insurance} USDC e intereses de {interest} USDC, {total} USDC antes del {due}.",
     yourInstallments: "Tus plazos: {list}.",

@@ -181,9 +181,10 @@ describe(`credit that cannot be gamed (${usingPostgres ? "PostgreSQL" : "PGlite"
     expect(repaid).to.deep.include({ status: "repaid", trustScoreChange: 2 });
     const refunded = await postWithKey(api, `/v1/payments/${bought.id}/refunds`, merchant.token, { amount: 15, reason: "returned" });
     expect(refunded.status, refunded.text).to.equal(201);
-    // The payer has all 20 USDC back (15.75 repaid, 15 + 0.75 returned) and no repayment to show for it: the
-    // refund's event reaches the Trust Score's consumer on the job queue, after the answer.
-    expect(await usdcOf(payer)).to.equal(20);
+    // The payer has its money back but for the insurance fee its terms added and that part's interest (D-127): 17.15
+    // repaid, 15 + 0.75 returned. No repayment to show for it: the refund's event reaches the Trust Score's consumer on
+    // the job queue, after the answer.
+    expect(await usdcOf(payer)).to.equal(18.6);
     await waitFor(async () => (await scoreOf(payer)).breakdown.repaymentHistory === 0, 20_000, "the repayment's credit taken back");
     expect(await db.prisma.trustScoreModifier.count({ where: { userId: payer.id, type: "on_time_bonus" } })).to.equal(0);
   });
@@ -238,10 +239,10 @@ describe(`credit that cannot be gamed (${usingPostgres ? "PostgreSQL" : "PGlite"
       for (let i = 0; i < 2; i++) await borrowAndRepay(attacker);
       // A purchase on credit from the colluding merchant, who sends the money back by paying the
       // attacker's own payment; the attacker repays the loan with it.
-      const bought = await payment(merchant, 19, ["credit"]);
+      const bought = await payment(merchant, 18, ["credit"]); // a 19.60 loan (D-127), within New's 20
       const paid = await pay(attacker, bought.id, "credit");
       expect(paid.status, paid.text).to.equal(200);
-      const back = await payment(attacker, 18.8, ["direct"]);
+      const back = await payment(attacker, 17.6, ["direct"]);
       expect((await pay(merchant, back.id, "direct")).status).to.equal(200);
       const loanId = paid.body.data.loans[0].loanId;
       const { remainingBalance } = await ok("GET", `/v1/loans/${loanId}`, attacker.token);
