@@ -195,10 +195,11 @@ describe(`checkout page in a browser (${usingPostgres ? "PostgreSQL" : "PGlite"}
       if (method === "credit") {
         // A locator, not a string predicate: Playwright polls a string with eval in the page, which the
         // checkout's CSP (script-src 'self') refuses whenever the terms are not there at the first look.
-        await page.locator('[data-terms="credit"]', { hasText: "12.60" }).waitFor();
+        // A 13.066666 loan (the merchant's 11.76 grossed up by the insurance fee, D-127) at 5 %: 13.72.
+        await page.locator('[data-terms="credit"]', { hasText: "13.72" }).waitFor();
       } else {
-        // The payer's own installments, within their tier's longest term.
-        await page.locator('[data-terms="split"]', { hasText: "4.00 USDC" }).waitFor();
+        // The payer's own installments, within their tier's longest term: 4.596666 each (D-127), shown in cents.
+        await page.locator('[data-terms="split"]', { hasText: "4.59 USDC" }).waitFor();
       }
       await checkState(page, `7-${method}-terms`);
       await Promise.all([page.waitForURL(`${shopBase}/thanks**`), page.click(`button[data-method=${method}]`)]);
