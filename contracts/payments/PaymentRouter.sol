@@ -176,38 +176,16 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
         // Validate: the payer, the installments (which make the amount and the fee), then the terms as {pay} does.
         if (payer == address(0)) revert PaymentRouterZeroAddress();
         if (payer == address(this)) revert PaymentRouterSelfAddress();
-        uint256 count = installments.length;
-        if (count == 0 || count > MAX_INSTALLMENTS) revert PaymentRouterInvalidInstallments(count);
-        uint256 amount;
-        uint256 fee;
-        for (uint256 i; i < count; ++i) {
-            Installment calldata installment = installments[i];
-            uint256 price = installment.price;
-            // Each price fits 128 bits, so twelve of them cannot overflow the sum, checked below like {pay}'s
-            // amount; the loan book then holds each principal to its own limits.
-            if (price > type(uint128).max) revert PaymentRouterInvalidAmount(price);
-            uint256 maxFee = price * MAX_FEE_BPS / BPS;
-            if (installment.fee > maxFee) revert PaymentRouterInstallmentFeeTooHigh(i, installment.fee, maxFee);
-            // The same loan a P2P borrower would take (D-127): the net amount paid out, the rest of the principal
-            // (at least the merchant's fee) the reserve's, and interest that pays the depositors at least the loan's
-            // provision. A principal of at least the price also keeps every refund within the principals.
-            if (installment.principal < price) revert PaymentRouterPrincipalBelowPrice(i, installment.principal, price);
-            uint256 minInterest = loanBook.minInterestOf(payer, installment.principal);
-            if (installment.interest < minInterest) {
-                revert PaymentRouterInterestBelowExpectedLoss(i, installment.interest, minInterest);
-            }
-            amount += price;
-            // Within the prices' sum, since each fee is at most a tenth of its price.
-            fee += installment.fee;
-        }
+        (uint256 amount, uint256 fee) = _checkInstallments(payer, installments);
         bytes32 key = _checkNewPayment(ref, merchant, amount);
         // Effects: the payment is recorded paid before the loan book is called.
+        uint256 count = installments.length;
         PaymentMethod method = count == 1 ? PaymentMethod.Credit : PaymentMethod.Split;
         _recordPayment(key, payer, method, merchant, amount, fee);
         // The loan book (immutable, trusted, holding the vault's LENDER_ROLE) assigns the ids and has the vault send
         // this router each net amount, keeping the rest of the principal as the loan's insurance fee (D-101, D-127):
-        // `amount - fee` in all. It calls no one back, and this function is nonReentrant, so the ids are stored once all the
-        // loans exist.
+        // `amount - fee` in all. It calls no one back, and this function is nonReentrant, so the ids are stored once
+        // all the loans exist.
         uint256[] memory loanIds = new uint256[](count);
         for (uint256 i; i < count; ++i) {
             Installment calldata installment = installments[i];
@@ -278,6 +256,37 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
         fee = amount * feeBps / BPS;
         _recordPayment(key, payer, PaymentMethod.Direct, merchant, amount, fee);
         emit PaymentPaid(ref, payer, merchant, amount, fee);
+    }
+
+    /// @dev {payWithLoans}'s checks of the installments, in order: their count, then each one's price, fee, principal
+    /// and interest (D-127). Returns the payment's amount (the prices' sum) and fee (the fees' sum).
+    function _checkInstallments(address payer, Installment[] calldata installments)
+        private
+        view
+        returns (uint256 amount, uint256 fee)
+    {
+        uint256 count = installments.length;
+        if (count == 0 || count > MAX_INSTALLMENTS) revert PaymentRouterInvalidInstallments(count);
+        for (uint256 i; i < count; ++i) {
+            Installment calldata installment = installments[i];
+            uint256 price = installment.price;
+            // Each price fits 128 bits, so twelve of them cannot overflow the sum, checked below like {pay}'s
+            // amount; the loan book then holds each principal to its own limits.
+            if (price > type(uint128).max) revert PaymentRouterInvalidAmount(price);
+            uint256 maxFee = price * MAX_FEE_BPS / BPS;
+            if (installment.fee > maxFee) revert PaymentRouterInstallmentFeeTooHigh(i, installment.fee, maxFee);
+            // The same loan a P2P borrower would take (D-127): the net amount paid out, the rest of the principal
+            // (at least the merchant's fee) the reserve's, and interest that pays the depositors at least the loan's
+            // provision. A principal of at least the price also keeps every refund within the principals.
+            if (installment.principal < price) revert PaymentRouterPrincipalBelowPrice(i, installment.principal, price);
+            uint256 minInterest = loanBook.minInterestOf(payer, installment.principal);
+            if (installment.interest < minInterest) {
+                revert PaymentRouterInterestBelowExpectedLoss(i, installment.interest, minInterest);
+            }
+            amount += price;
+            // Within the prices' sum, since each fee is at most a tenth of its price.
+            fee += installment.fee;
+        }
     }
 
     /// @dev The checks of a new payment's terms, by any method; returns its key.

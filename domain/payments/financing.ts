@@ -142,7 +142,10 @@ export async function planOf(
     const maxInterest = options.creditOptions?.maxInterest;
     const only = loans[0]!;
     // A rate to compare with the merchant's fraction (no money moves on it): the tier's, or the floor's where it binds.
-    const rate = only.interest === loanTerms(only.principal, tier.interestRateBps).interest ? tier.interestRate : Number(only.interest) / Number(only.principal);
+    const rate =
+      only.interest === loanTerms(only.principal, tier.interestRateBps).interest
+        ? tier.interestRate
+        : Number(only.interest) / Number(only.principal);
     if (maxInterest !== undefined && rate > maxInterest) {
       throw notEligible("INTEREST_ABOVE_OFFER", `Your rate (${Number(rate.toFixed(4))}) is above the merchant's ${maxInterest}`);
     }

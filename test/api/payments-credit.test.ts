@@ -189,7 +189,9 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     expect(terms.split.eligible).to.equal(true);
     // Each part less its fee, grossed up by the insurance fee (456,018 each); interest at the 5 % an unproven payer's
     // loan is provisioned at (before D-127: none, and the parts' fees alone in the reserve).
-    expect(terms.split.installments.map((part: { amount: number; insuranceFee: number }) => [part.amount, part.insuranceFee])).to.deep.equal([
+    expect(
+      terms.split.installments.map((part: { amount: number; insuranceFee: number }) => [part.amount, part.insuranceFee]),
+    ).to.deep.equal([
       [4.560186, 0.456018],
       [4.560185, 0.456018],
       [4.560185, 0.456018],

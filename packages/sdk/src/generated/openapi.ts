@@ -1827,7 +1827,7 @@ export interface paths {
         };
         /**
          * What each of the payment's methods costs you, the signed-in payer, now (the hosted checkout shows it)
-         * @description credit: one loan at your Trust Score tier's rate for the tier's longest term (or the merchant's shorter one); split: installments without interest, one per week (or the merchant's frequency), closer together when your tier's longest term is shorter. Each is a loan of yours and counts toward your open loans. Not eligible: the reason (a restriction code, AMOUNT_ABOVE_TIER, INSTALLMENTS_ABOVE_TIER, INTEREST_ABOVE_OFFER, DURATION_ABOVE_TIER, AMOUNT_BELOW_LOAN_MINIMUM, INSUFFICIENT_LIQUIDITY). A payment you cannot pay is refused as paying it would be: paid, expired or cancelled (409), or your own (403 SELF_PAYMENT).
+         * @description credit: one loan at your Trust Score tier's rate for the tier's longest term (or the merchant's shorter one); split: installments one per week (or the merchant's frequency), closer together when your tier's longest term is shorter. Each is a loan of yours, the one a P2P loan would be for what the merchant receives (its insurance fee in insuranceFee), with interest at least the pool's expected loss on it, and counts toward your open loans. Not eligible: the reason (a restriction code, AMOUNT_ABOVE_TIER, INSTALLMENTS_ABOVE_TIER, INTEREST_ABOVE_OFFER, DURATION_ABOVE_TIER, AMOUNT_BELOW_LOAN_MINIMUM, INSUFFICIENT_LIQUIDITY). A payment you cannot pay is refused as paying it would be: paid, expired or cancelled (409), or your own (403 SELF_PAYMENT).
          */
         get: operations["getPaymentTerms"];
         put?: never;
