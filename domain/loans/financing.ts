@@ -64,13 +64,13 @@ export function createLoanFinancing(deps: {
     if (principal !== undefined && principal > credit) {
       throw notEligible(
         "AMOUNT_ABOVE_TIER",
-        `Your tier's credit left beside your open loans is ${usdcNumber(credit)} USDC; this payment is more`,
+        `Your tier's credit left beside your open loans is ${usdcNumber(credit)} USDC; this payment's loans are ${usdcNumber(principal)} USDC (the price less the merchant's fee, with the insurance fee every loan pays)`,
       );
     }
     if (principal !== undefined && room !== undefined && principal > room) {
       throw notEligible(
         "NEW_BORROWER_LIMIT",
-        `The pool lends at most ${usdcNumber(room)} USDC now on a loan above what you have repaid in full yourself; this payment is more`,
+        `The pool lends at most ${usdcNumber(room)} USDC now on a loan above what you have repaid in full yourself; this payment's loans are ${usdcNumber(principal)} USDC`,
       );
     }
     return eligibility;
