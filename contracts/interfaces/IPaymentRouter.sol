@@ -310,8 +310,9 @@ interface IPaymentRouter {
     /// @dev Only the payment's merchant finds it ({PaymentRouterNotPaid} for anyone else); each of a merchant's
     /// `refundRef` once ({PaymentRouterRefundExists}), so a retried request never refunds twice; the sum of refunds
     /// never exceeds the amount ({PaymentRouterRefundTooLarge}). A direct payment's refund goes from the merchant to
-    /// the payer. The refund of a payment on credit comes to the router, which shares it among the payment's loans in
-    /// proportion to their principals and settles each share with `loanBook.refundLoan`: the loan's principal falls by
+    /// the payer. The refund of a payment on credit comes to the router, which gives each defaulted loan what the pool
+    /// still has written off on it first, shares the rest among the payment's loans in proportion to what is left of
+    /// their principals, and settles each share with `loanBook.refundLoan`: the loan's principal falls by
     /// the share and its interest pro rata; the pool takes back the principal it still had out (for a defaulted loan,
     /// what it wrote off, up to the loss), and what the payer had paid above the smaller loan goes back to them (the
     /// principal from the refund, the interest from the vault). The router approves the loan book exactly each pool

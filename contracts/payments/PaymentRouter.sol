@@ -338,12 +338,13 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
         }
     }
 
-    /// @dev A refund of `amount` of a payment on credit settles its loans (`loanBook.refundLoan`) in proportion to their
-    /// principals, as buy-now-pay-later lenders do: each loan's principal, and its interest pro rata, fall by its share;
-    /// the pool takes back what it still has out, and the payer gets back what they had paid above the smaller loans
-    /// (the principal here, the interest from the vault). The principals always add up to at least what is left to
-    /// refund (they start at or above the prices, D-127, and each refund takes exactly its amount off them), so the
-    /// shares fit.
+    /// @dev A refund of `amount` of a payment on credit settles its loans (`loanBook.refundLoan`), as buy-now-pay-later
+    /// lenders do. What the pool still has written off on a defaulted loan is made good first (D-124: no refund pays a
+    /// defaulter while the pool carries its default); the rest is shared in proportion to what is left of each principal:
+    /// each loan's principal, and its interest pro rata, fall by its share; the pool takes back what it still has out,
+    /// and the payer gets back what they had paid above the smaller loans (the principal here, the interest from the
+    /// vault). The principals always add up to at least what is left to refund (they start at or above the prices,
+    /// D-127, and each refund takes exactly its amount off them), so the shares fit.
     function _refundToLoans(
         bytes32 ref,
         bytes32 refundRef,
@@ -352,28 +353,8 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
         uint256 amount,
         uint256[] memory loanIds
     ) private {
+        uint256[] memory shares = _refundShares(amount, loanIds);
         uint256 count = loanIds.length;
-        uint256[] memory principals = new uint256[](count);
-        uint256 total;
-        for (uint256 i; i < count; ++i) {
-            principals[i] = loanBook.getLoan(loanIds[i]).principal;
-            total += principals[i];
-        }
-        // Each loan's share: its part of the refund, rounded down; the last takes what is left, within its principal,
-        // and a second pass places what rounding left over (a few micro-units at most).
-        uint256[] memory shares = new uint256[](count);
-        uint256 left = amount;
-        for (uint256 i; i < count && left > 0; ++i) {
-            uint256 share = i == count - 1 ? left : Math.mulDiv(amount, principals[i], total);
-            share = Math.min(share, Math.min(principals[i], left));
-            shares[i] = share;
-            left -= share;
-        }
-        for (uint256 i; i < count && left > 0; ++i) {
-            uint256 more = Math.min(left, principals[i] - shares[i]);
-            shares[i] += more;
-            left -= more;
-        }
         // Transfers and the loan book's settlements: the merchant's refund to the router, each loan's pool part from
         // the router into the vault (approved exactly, then reset), the payer's part last.
         _asset.safeTransferFrom(merchant, address(this), amount);
@@ -389,6 +370,41 @@ contract PaymentRouter is AccessControl, ReentrancyGuardTransient, ERC2771Contex
         _asset.forceApprove(address(loanBook), 0);
         emit PaymentRefundApplied(ref, refundRef, merchant, toPool, toPayer);
         if (toPayer > 0) _asset.safeTransfer(payer, toPayer);
+    }
+
+    /// @dev {_refundToLoans}'s shares of `amount`: each defaulted loan's written-off principal first, then the rest in
+    /// proportion to what is left of the principals (rounded down, the last loan taking what is left within its room, a
+    /// second pass placing what rounding left over: a few micro-units at most).
+    function _refundShares(uint256 amount, uint256[] memory loanIds) private view returns (uint256[] memory shares) {
+        uint256 count = loanIds.length;
+        shares = new uint256[](count);
+        uint256[] memory room = new uint256[](count);
+        uint256 left = amount;
+        for (uint256 i; i < count; ++i) {
+            ILoanBook.Loan memory loan = loanBook.getLoan(loanIds[i]);
+            if (loan.status == ILoanBook.LoanStatus.Defaulted) {
+                shares[i] = Math.min(left, loan.principal - loan.principalRepaid);
+                left -= shares[i];
+            }
+            room[i] = loan.principal - shares[i];
+        }
+        uint256 total;
+        for (uint256 i; i < count; ++i) {
+            total += room[i];
+        }
+        uint256 rest = left;
+        for (uint256 i; i < count && left > 0; ++i) {
+            uint256 share = i == count - 1 ? left : Math.mulDiv(rest, room[i], total);
+            share = Math.min(share, Math.min(room[i], left));
+            shares[i] += share;
+            room[i] -= share;
+            left -= share;
+        }
+        for (uint256 i; i < count && left > 0; ++i) {
+            uint256 more = Math.min(left, room[i]);
+            shares[i] += more;
+            left -= more;
+        }
     }
 
     function _setFee(uint256 newFeeBps, address newTreasury) private {

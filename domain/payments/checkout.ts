@@ -20,7 +20,7 @@ import type { UserWrite } from "../transactions/user-write.js";
 import type { UserRecord } from "../users/repo.js";
 import { attemptKeyOf, FINANCE_PURPOSE, type PaymentAttempts } from "./attempts.js";
 import type { PaymentEvents } from "./events.js";
-import { type FinancingPlan, type Frequency, loanCountOf, planOf, splitSchedule } from "./financing.js";
+import { type FinancingPlan, type Frequency, financedRevert, loanCountOf, type PayerTerms, planOf, splitSchedule } from "./financing.js";
 import type { PaymentRow, PaymentsRepo } from "./repo.js";
 import {
   DECLINING_ADDRESS,
@@ -32,43 +32,6 @@ import {
   requirePayment,
   withPaymentId,
 } from "./rules.js";
-
-/** The router's and the pool's refusals of a payment on credit, as the spec's codes. */
-function financedRevert(revert: { name: string; args: unknown[] }): AppError | undefined {
-  switch (revert.name) {
-    case "PaymentRouterAlreadyPaid":
-      return new AppError("ALREADY_PAID", "This payment was paid already");
-    case "LoanBookInvalidPrincipal":
-      return new AppError("INVALID_AMOUNT", "The lending pool does not lend this amount", {
-        field: "amount",
-        reason: "outside the loan book's limits",
-      });
-    case "LoanBookInvalidDuration":
-      return new AppError("INVALID_DURATION", "The lending pool does not lend for this term", {
-        field: "method",
-        reason: "outside the loan book's terms",
-      });
-    case "LoanBookUnprovenLimitReached":
-      return new AppError(
-        "NOT_ELIGIBLE",
-        "The pool lends no more now on loans above what payers have repaid in full themselves; pay directly or try later",
-        {
-          field: "eligibility",
-          reason: "NEW_BORROWER_LIMIT",
-        },
-      );
-    case "StakingVaultInsufficientLiquidity":
-    case "LoanBookFundingCapReached":
-      return new AppError("INSUFFICIENT_LIQUIDITY", "The lending pool cannot fund this payment now; pay directly or try later", {
-        field: "method",
-        reason: "not enough liquidity in the pool",
-      });
-    case "EnforcedPause":
-      return new AppError("VAULT_PAUSED", "The lending pool is temporarily paused");
-    default:
-      return undefined;
-  }
-}
 
 /** A merchant paying itself moves money in a circle: no purchase, and no credit to earn from it (D-88). */
 function refuseSelfPayment(payer: UserRecord, row: PaymentRow, payerAddress: string) {
@@ -363,23 +326,7 @@ export function createCheckout(deps: CheckoutDeps) {
           throw error;
         }
       };
-      const terms: {
-        direct?: { total: number };
-        credit?: {
-          eligible: boolean;
-          reason: string | null;
-          interestRate: number | null;
-          insuranceFee: number | null;
-          interest: number | null;
-          totalRepayment: number | null;
-          dueDate: string | null;
-        };
-        split?: {
-          eligible: boolean;
-          reason: string | null;
-          installments: { amount: number; insuranceFee: number; totalRepayment: number; dueDate: string }[];
-        };
-      } = {};
+      const terms: PayerTerms = {};
       if (row.methods.includes("direct")) terms.direct = { total: usdcNumber(row.amount) };
       if (row.methods.includes("credit")) {
         const { plan, reason } = await quote("credit");

@@ -51,6 +51,25 @@ export type InterestFloor = (principal: bigint) => Promise<bigint>;
  */
 export const grossUp = (net: bigint) => (net * 10_000n) / (10_000n - INSURANCE_FEE_BPS);
 
+/** What each method would cost a payer now (GET /checkout/{id}/terms), in USDC at the edge. */
+export interface PayerTerms {
+  direct?: { total: number };
+  credit?: {
+    eligible: boolean;
+    reason: string | null;
+    interestRate: number | null;
+    insuranceFee: number | null;
+    interest: number | null;
+    totalRepayment: number | null;
+    dueDate: string | null;
+  };
+  split?: {
+    eligible: boolean;
+    reason: string | null;
+    installments: { amount: number; insuranceFee: number; totalRepayment: number; dueDate: string }[];
+  };
+}
+
 export interface FinancingPlan {
   method: "credit" | "split";
   loans: PlannedLoan[];
@@ -167,4 +186,48 @@ export async function planOf(
     totalRepayment: loans.reduce((sum, item) => sum + item.principal + item.interest, 0n),
     rateBps: method === "credit" && tierRate ? tier.interestRateBps : null,
   };
+}
+
+/** The router's and the pool's refusals of a payment on credit, as the spec's codes. */
+export function financedRevert(revert: { name: string; args: unknown[] }): AppError | undefined {
+  switch (revert.name) {
+    case "PaymentRouterAlreadyPaid":
+      return new AppError("ALREADY_PAID", "This payment was paid already");
+    case "LoanBookInvalidPrincipal":
+      return new AppError("INVALID_AMOUNT", "The lending pool does not lend this amount", {
+        field: "amount",
+        reason: "outside the loan book's limits",
+      });
+    case "LoanBookInvalidDuration":
+      return new AppError("INVALID_DURATION", "The lending pool does not lend for this term", {
+        field: "method",
+        reason: "outside the loan book's terms",
+      });
+    case "LoanBookUnprovenLimitReached":
+      return new AppError(
+        "NOT_ELIGIBLE",
+        "The pool lends no more now on loans above what payers have repaid in full themselves; pay directly or try later",
+        {
+          field: "eligibility",
+          reason: "NEW_BORROWER_LIMIT",
+        },
+      );
+    // The loan's expected loss is above what the pool may charge, or rose since the plan (D-127): a new attempt re-plans.
+    case "LoanBookInterestTooHigh":
+    case "PaymentRouterInterestBelowExpectedLoss":
+      return notEligible(
+        "INTEREST_FLOOR",
+        "The pool cannot lend this now at a rate that pays its expected loss; pay directly or try again",
+      );
+    case "StakingVaultInsufficientLiquidity":
+    case "LoanBookFundingCapReached":
+      return new AppError("INSUFFICIENT_LIQUIDITY", "The lending pool cannot fund this payment now; pay directly or try later", {
+        field: "method",
+        reason: "not enough liquidity in the pool",
+      });
+    case "EnforcedPause":
+      return new AppError("VAULT_PAUSED", "The lending pool is temporarily paused");
+    default:
+      return undefined;
+  }
 }

@@ -548,6 +548,31 @@ describe(`payments on credit and in installments (${usingPostgres ? "PostgreSQL"
     expect(paid.status, paid.text).to.equal(200);
   });
 
+  it("refuses credit cleanly when the loan book's highest rate is below the loan's expected loss (D-127)", async () => {
+    const merchant = await newMerchant();
+    const payer = await newTestUser(api, "capped-rate-payer");
+    const payment = await merchant.create({ amount: 15, paymentMethods: ["credit"] });
+    const loanBook = chain.contracts.loanBook;
+    const limits = [...((await loanBook.getFunction("limits")()) as bigint[])];
+    const setLimits = async (values: bigint[]) =>
+      (await loanBook.connect(await chain.asTimelock()).getFunction("setLimits")(values)).wait();
+    // 5 % at most: the 16.333333 loan's floor (5 % rounded up, 0.816667) is a micro-unit above the cap (rounded down).
+    await setLimits([limits[0]!, limits[1]!, limits[2]!, limits[3]!, 500n, limits[5]!]);
+    try {
+      // The red team's run: LoanBookInterestTooHigh from the chain, unmapped, answered 503 SERVICE_UNAVAILABLE.
+      const refused = await pay(payer.token, payment.id, "credit");
+      expectErrorEnvelope(refused, 403, "NOT_ELIGIBLE");
+      expect(refused.body.error.details).to.deep.equal({ field: "eligibility", reason: "INTEREST_FLOOR" });
+      // The attempt's reserved loan is cancelled with it: the payer owes nothing.
+      expect((await loansOf(payer.token)).map((loan) => loan.status)).to.deep.equal(["cancelled"]);
+    } finally {
+      await setLimits(limits);
+    }
+    // The limits back: a new attempt pays it.
+    payer.token = await api.token(payer.subject, { expiresIn: 86_400 });
+    expect((await pay(payer.token, payment.id, "credit")).status).to.equal(200);
+  });
+
   it("offers and pays credit to a payer who never repaid a loan in full only within the pool's limits for them (D-125)", async () => {
     const merchant = await newMerchant();
     const payer = await payerWithScore("unproven-payer", 60);

@@ -476,6 +476,51 @@ contract PaymentRouterTest is LendingSetup {
         assertEq(router.paymentOf(REF, MERCHANT, amount).refunded, refundAmount, "refund recorded");
         assertEq(usdc.balanceOf(address(router)), 0, "the router holds no USDC");
         assertEq(usdc.allowance(address(router), address(book)), 0, "the router leaves no allowance");
+        // Nothing reaches a defaulter while the pool still carries its default (D-124, D-127).
+        if (payerGot > 0) {
+            for (uint256 i; i < ids.length; ++i) {
+                ILoanBook.Loan memory loan = book.getLoan(ids[i]);
+                if (loan.status == ILoanBook.LoanStatus.Defaulted) {
+                    assertEq(loan.principal, loan.principalRepaid, "no loss left while the payer is paid");
+                }
+            }
+        }
+    }
+
+    /// The red team's case (D-127): a split of two 50 USDC parts, each a 54.72 loan; the first repaid, the second
+    /// defaulted; the merchant refunds the 100 in full. Shared by principals, half went to the payer as cash (52.5)
+    /// while 4.72 stayed written off on the defaulted loan. The defaulted loan's loss is made good first.
+    function test_aFullRefundMakesTheDefaultGoodBeforeThePayerGetsAnything() public {
+        IPaymentRouter.Installment[] memory list = _installments(100e6, 2, 500, 150, 1_000, 7);
+        list[1].durationDays = 14;
+        router.payWithLoans(REF, MERCHANT, PAYER, list);
+        uint256[] memory ids = router.loansOf(REF, MERCHANT, 100e6);
+        vm.warp(block.timestamp + 7 days);
+        uint256 owed = book.payoffAmount(ids[0]);
+        usdc.mint(PAYER, owed);
+        vm.startPrank(PAYER);
+        usdc.approve(address(book), owed);
+        book.repay(ids[0], owed);
+        vm.stopPrank();
+        ILoanBook.Loan memory second = book.getLoan(ids[1]);
+        vm.warp(uint256(second.dueDate) + uint256(second.gracePeriodDays) * 1 days + 1);
+        book.markOverdue(ids[1]);
+        book.markDefaulted(ids[1]);
+        uint256 written = book.getLoan(ids[1]).principal;
+        assertEq(written, 54_722_222, "the defaulted loan's principal, all written off");
+
+        usdc.mint(MERCHANT, 100e6);
+        vm.prank(MERCHANT);
+        router.refund(REF, 100e6, keccak256("refund"), 100e6);
+
+        ILoanBook.Loan memory after_ = book.getLoan(ids[1]);
+        assertEq(after_.principal, after_.principalRepaid, "the default made good first: no loss left");
+        // The rest (45.277778) went to the repaid loan: that much of the principal the payer had paid, and its interest
+        // pro rata, come back to it.
+        uint256 rest = 100e6 - written;
+        uint256 interestBack = Math.mulDiv(list[0].interest, rest, list[0].principal);
+        assertEq(usdc.balanceOf(PAYER), rest + interestBack, "the payer gets only the rest");
+        assertEq(usdc.balanceOf(address(router)), 0, "the router holds no USDC");
     }
 
     struct LoanSums {
@@ -1162,8 +1207,8 @@ contract PaymentHandler is TestBase {
     }
 
     /// @dev How a refund of `amount` settles `loanIds` (D-89), modelled independently of the router and the loan book:
-    /// shares in proportion to the principals now (rounded down, the last taking what is left within its principal, a
-    /// second pass placing the rest); each share takes the pool's outstanding principal first (a defaulted loan's
+    /// a defaulted loan's written-off principal first, then shares in proportion to what is left of the principals
+    /// (rounded down, the last taking what is left within its room, a second pass placing the rest); each share takes the pool's outstanding principal first (a defaulted loan's
     /// written-off principal alike) and gives the payer the rest; every loan's interest falls pro rata, and the
     /// interest paid above it comes back from the vault, which must have the idle USDC for it.
     function _plan(uint256[] memory loanIds, uint256 amount) internal view returns (Application memory a) {
@@ -1179,16 +1224,26 @@ contract PaymentHandler is TestBase {
         a.repaidBefore = _repaid(loanIds);
         a.feasible = true;
         if (n == 0) return a;
+        // A defaulted loan's written-off principal first (D-124, D-127), then the rest pro rata to what is left.
+        uint256 left = amount;
+        for (uint256 k; k < n; ++k) {
+            ILoanBook.Loan memory loan = book.getLoan(loanIds[k]);
+            a.principalBefore[k] = loan.principal;
+            if (loan.status == ILoanBook.LoanStatus.Defaulted) {
+                a.shares[k] = Math.min(left, loan.principal - loan.principalRepaid);
+                left -= a.shares[k];
+            }
+        }
         uint256 total;
         for (uint256 k; k < n; ++k) {
-            a.principalBefore[k] = book.getLoan(loanIds[k]).principal;
-            total += a.principalBefore[k];
+            total += a.principalBefore[k] - a.shares[k];
         }
-        uint256 left = amount;
+        uint256 rest = left;
         for (uint256 k; k < n && left > 0; ++k) {
-            uint256 share = k == n - 1 ? left : amount * a.principalBefore[k] / total;
-            share = Math.min(share, Math.min(a.principalBefore[k], left));
-            a.shares[k] = share;
+            uint256 room = a.principalBefore[k] - a.shares[k];
+            uint256 share = k == n - 1 ? left : rest * room / total;
+            share = Math.min(share, Math.min(room, left));
+            a.shares[k] += share;
             left -= share;
         }
         for (uint256 k; k < n && left > 0; ++k) {
@@ -1432,7 +1487,8 @@ contract PaymentRouterInvariantsTest is LendingSetup {
 
     /// @dev The loan book holds exactly the router's loans as the model funded them (the payer as the borrower, the
     /// installments' terms, their fees as insurance fees), never repaid beyond their terms; and the vault's accounting
-    /// holds: totalAssets + unrealized losses + locked profit - accrued interest = idle + borrowed, borrowed = the open
+    /// holds: entry assets = idle + borrowed + accrued interest - locked profit, totalAssets the same less unrealized
+    /// losses (at least zero), borrowed = the open
     /// loans' principal, a reserve of at most the fees paid into it, every share covered, and the loan book holds no
     /// USDC.
     /// forge-config: default.invariant.runs = 128
@@ -1461,10 +1517,15 @@ contract PaymentRouterInvariantsTest is LendingSetup {
         uint256 reserve = vault.insuranceReserve();
         assertLe(reserve, handler.ghostInsuranceFees(), "the reserve holds at most the fees (no reserve factor)");
         assertEq(vault.totalBorrowed(), outstanding, "totalBorrowed = open loans' principal");
+        // The entry price's assets, and the exit price's: the same less the unrealized losses, floored at zero (a
+        // past-due loan counts its interest as lost in full until it is marked or repaid, D-123, which can exceed them).
+        int256 entry = int256(held - reserve + vault.totalBorrowed()) + vault.accruedInterest() - int256(vault.lockedProfit());
+        assertEq(int256(vault.entryAssets()), entry, "entry assets = idle + borrowed + accrued interest - locked profit");
+        uint256 unrealized = vault.unrealizedLosses();
         assertEq(
-            int256(vault.totalAssets() + vault.unrealizedLosses() + vault.lockedProfit()) - vault.accruedInterest(),
-            int256(held - reserve + vault.totalBorrowed()),
-            "totalAssets + unrealized losses + locked profit - accrued interest = idle + borrowed"
+            vault.totalAssets(),
+            entry > int256(unrealized) ? uint256(entry) - unrealized : 0,
+            "totalAssets = entry assets - unrealized losses, at least zero"
         );
         assertLe(vault.convertToAssets(vault.totalSupply()), vault.totalAssets(), "shares covered by assets");
         assertEq(usdc.balanceOf(address(book)), 0, "the loan book holds no USDC");

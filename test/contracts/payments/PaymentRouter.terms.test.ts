@@ -128,4 +128,22 @@ describe("PaymentRouter: a purchase on credit is the same loan as a P2P one (D-1
     expect(await vault.totalBorrowed()).to.equal(credit.principal - USDC(100));
     expect(await vault.insuranceReserve()).to.equal(credit.principal - USDC(98));
   });
+
+  it("a refunded purchase's premium left to default costs the colluding pair more than the depositors (the red team's griefing)", async () => {
+    const f = await load();
+    const { router, book, vault, usdc, admin, operator, payer, merchant } = f;
+    const depositorsBefore = await vault.totalAssets();
+    const credit = grossUp("credit", USDC(100), 200n, 500n, 30);
+    await router.connect(operator).payWithLoans(REF, merchant.address, payer.address, [credit]);
+    await usdc.connect(admin).mint(merchant.address, USDC(2)); // the fee it bears
+    await router.connect(merchant).refund(REF, USDC(100), ethers.id("refund"), USDC(100));
+    const loan = await book.getLoan(1n);
+    await time.increaseTo(Number(loan.dueDate) + Number(loan.gracePeriodDays) * DAY + 1);
+    await book.markOverdue(1n);
+    await book.markDefaulted(1n);
+    // The depositors bear the uncovered fifth of the 8.888888 premium (1.777778); the pair lost the merchant's 2.
+    const depositorsLost = depositorsBefore - (await vault.totalAssets());
+    expect(depositorsLost).to.equal(1_777_778n);
+    expect(depositorsLost < USDC(2)).to.equal(true);
+  });
 });
