@@ -155,16 +155,15 @@ export async function planOf(
     return { id: randomUUID(), price, principal, interest, fee, insuranceFee: principal - (price - fee), durationDays };
   };
   let loans: PlannedLoan[];
+  let rateBps: number | null = null;
   if (method === "credit") {
     const days = Math.min(options.creditOptions?.maxDuration ?? tier.maxDuration, tier.maxDuration);
     loans = [await loan(amount, tier.interestRateBps, days)];
     const maxInterest = options.creditOptions?.maxInterest;
     const only = loans[0]!;
+    if (only.interest === loanTerms(only.principal, tier.interestRateBps).interest) rateBps = tier.interestRateBps;
     // A rate to compare with the merchant's fraction (no money moves on it): the tier's, or the floor's where it binds.
-    const rate =
-      only.interest === loanTerms(only.principal, tier.interestRateBps).interest
-        ? tier.interestRate
-        : Number(only.interest) / Number(only.principal);
+    const rate = rateBps !== null ? tier.interestRate : Number(only.interest) / Number(only.principal);
     if (maxInterest !== undefined && rate > maxInterest) {
       throw notEligible("INTEREST_ABOVE_OFFER", `Your rate (${Number(rate.toFixed(4))}) is above the merchant's ${maxInterest}`);
     }
@@ -178,13 +177,12 @@ export async function planOf(
     }
     loans = await Promise.all(schedule.map((part) => loan(part.amount, 0, part.days)));
   }
-  const tierRate = loans.every((item) => item.interest === loanTerms(item.principal, tier.interestRateBps).interest);
   return {
     method,
     loans,
     fee: loans.reduce((sum, item) => sum + item.fee, 0n),
     totalRepayment: loans.reduce((sum, item) => sum + item.principal + item.interest, 0n),
-    rateBps: method === "credit" && tierRate ? tier.interestRateBps : null,
+    rateBps,
   };
 }
 
